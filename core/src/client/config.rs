@@ -1,0 +1,94 @@
+use std::time::Duration;
+
+use crate::conn::ConnectionConfig;
+use crate::mcp::{Implementation, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::rt::SeededRng;
+use crate::transport::DEFAULT_MAX_FRAME;
+
+/// Client settings. Defaults follow seed 002:
+///
+/// | field               | default | meaning                                                   |
+/// |---------------------|---------|-----------------------------------------------------------|
+/// | `connect_timeout`   | 10 s    | dialing (TCP connect, process spawn)                      |
+/// | `handshake_timeout` | 30 s    | `initialize` until its result                             |
+/// | `lifecycle_retries` | 3       | reconnect attempts after a failed connect or handshake    |
+/// | `backoff`           | 1, 2, 4, 8 s capped at 10 s, ±20% jitter                            |
+/// | `max_frame`         | 16 MiB  | largest incoming frame                                    |
+/// | `max_tool_pages`    | 1000    | `tools/list` pages followed before giving up (a cursor loop guard) |
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub connection: ConnectionConfig,
+    pub connect_timeout: Duration,
+    pub handshake_timeout: Duration,
+    pub lifecycle_retries: u32,
+    pub backoff: Backoff,
+    pub max_frame: usize,
+    pub max_tool_pages: usize,
+    pub client_info: Implementation,
+    /// Versions we accept, the first is the one we ask for.
+    pub protocol_versions: Vec<String>,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            connection: ConnectionConfig::default(),
+            connect_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(30),
+            lifecycle_retries: 3,
+            backoff: Backoff::default(),
+            max_frame: DEFAULT_MAX_FRAME,
+            max_tool_pages: 1000,
+            client_info: Implementation::new("mcpstorm", env!("CARGO_PKG_VERSION")),
+            protocol_versions: SUPPORTED_PROTOCOL_VERSIONS
+                .iter()
+                .map(|v| (*v).to_owned())
+                .collect(),
+        }
+    }
+}
+
+/// Exponential backoff: `base · 2^attempt`, capped, scaled by a uniform jitter factor.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backoff {
+    pub base: Duration,
+    pub cap: Duration,
+    /// Fraction, e.g. 0.2 for ±20%.
+    pub jitter: f64,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            base: Duration::from_secs(1),
+            cap: Duration::from_secs(10),
+            jitter: 0.2,
+        }
+    }
+}
+
+impl Backoff {
+    pub fn delay(&self, attempt: u32, rng: &SeededRng) -> Duration {
+        let exp = self
+            .base
+            .saturating_mul(1u32 << attempt.min(20))
+            .min(self.cap);
+        rng.jitter(exp, self.jitter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_schedule_is_1_2_4_8_then_capped() {
+        let b = Backoff {
+            jitter: 0.0,
+            ..Backoff::default()
+        };
+        let rng = SeededRng::new(0);
+        let secs: Vec<u64> = (0..6).map(|a| b.delay(a, &rng).as_secs()).collect();
+        assert_eq!(secs, vec![1, 2, 4, 8, 10, 10]);
+    }
+}

@@ -1,0 +1,206 @@
+//! A client for one MCP server: dials (connect timeout), performs the handshake (handshake timeout, version
+//! negotiation), discovers tools (following `nextCursor`), and transparently rebuilds its connection when the old one
+//! has failed. Session management across protocol eras builds on this later.
+
+mod config;
+mod handshake;
+mod tools;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+use tokio::time::{Instant, sleep, timeout};
+
+pub use config::{Backoff, ClientConfig};
+
+use crate::conn::{CallOptions, Connection, ConnectionParts, Lane, NotificationHandler};
+use crate::error::{CallError, LocalError, TransportError};
+use crate::limit::InFlightLimit;
+use crate::mcp::{CallToolResult, InitializeResult, Tool, method};
+use crate::observe::{ConnId, NoopObserver, Observer};
+use crate::rt::{Dialer, SeededRng};
+use crate::transport::line_transport;
+use tools::ToolCache;
+
+/// A live connection with its handshake result and tool cache.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub conn: Connection,
+    pub init: Arc<InitializeResult>,
+    tools: Arc<ToolCache>,
+}
+
+#[derive(Debug)]
+pub struct McpClient {
+    server: String,
+    dialer: Arc<dyn Dialer>,
+    config: ClientConfig,
+    observer: Arc<dyn Observer>,
+    rng: SeededRng,
+    global: Option<InFlightLimit>,
+    /// Held only while (re)connecting, so concurrent callers share one new connection instead of racing to dial.
+    live: tokio::sync::Mutex<Option<Session>>,
+    conn_seq: AtomicU64,
+}
+
+impl McpClient {
+    pub fn new(server: impl Into<String>, dialer: Arc<dyn Dialer>, config: ClientConfig) -> Self {
+        McpClient {
+            server: server.into(),
+            dialer,
+            config,
+            observer: Arc::new(NoopObserver),
+            rng: SeededRng::new(0),
+            global: None,
+            live: tokio::sync::Mutex::new(None),
+            conn_seq: AtomicU64::new(0),
+        }
+    }
+
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = observer;
+        self
+    }
+
+    /// The generator for backoff jitter (seeded by the embedder; the simulator derives it from the scenario seed).
+    pub fn with_rng(mut self, rng: SeededRng) -> Self {
+        self.rng = rng;
+        self
+    }
+
+    /// Shares a client-wide in-flight limit across this client's connections (and other clients given the same).
+    pub fn with_global_limit(mut self, limit: InFlightLimit) -> Self {
+        self.global = Some(limit);
+        self
+    }
+
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The current session, connecting (with lifecycle retries and backoff) if there is none or it has failed.
+    pub async fn session(&self) -> Result<Session, CallError> {
+        let mut live = self.live.lock().await;
+        if let Some(s) = live.as_ref().filter(|s| s.conn.is_open()) {
+            return Ok(s.clone());
+        }
+        *live = None;
+        let mut attempt = 0;
+        loop {
+            match self.connect_once().await {
+                Ok(s) => {
+                    *live = Some(s.clone());
+                    return Ok(s);
+                }
+                Err(e) if attempt < self.config.lifecycle_retries && e.retry_allowed(true) => {
+                    let wait = self.config.backoff.delay(attempt, &self.rng);
+                    tracing::debug!(server = %self.server, attempt, ?wait, error = %e, "connect failed; backing off");
+                    attempt += 1;
+                    sleep(wait).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn connect_once(&self) -> Result<Session, CallError> {
+        let connect = self.config.connect_timeout;
+        let stream = timeout(connect, self.dialer.dial())
+            .await
+            .map_err(|_| TransportError::ConnectTimeout(connect))??;
+        let (sink, source) = line_transport(stream.reader, stream.writer, self.config.max_frame);
+        let tools = Arc::new(ToolCache::default());
+        let conn = Connection::start(
+            sink,
+            source,
+            ConnectionParts {
+                id: ConnId(self.conn_seq.fetch_add(1, Ordering::Relaxed)),
+                server: self.server.clone(),
+                config: self.config.connection.clone(),
+                observer: self.observer.clone(),
+                global: self.global.clone(),
+                on_notification: Some(notification_handler(tools.clone())),
+                guard: stream.guard,
+            },
+        );
+        match handshake::run(&conn, &self.config).await {
+            Ok(init) => Ok(Session {
+                conn,
+                init: Arc::new(init),
+                tools,
+            }),
+            Err(e) => {
+                conn.shutdown();
+                Err(e)
+            }
+        }
+    }
+
+    /// The server's tools, from cache unless the server announced a change or the session is new.
+    pub async fn list_tools(&self) -> Result<Arc<Vec<Tool>>, CallError> {
+        let session = self.session().await?;
+        session
+            .tools
+            .get_or_fetch(&session.conn, &self.config)
+            .await
+    }
+
+    /// Calls a tool. Arguments must be a JSON object; the tool must be one the server lists. A tool-level failure
+    /// comes back as `Ok` with `is_error: true`, as MCP specifies.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        opts: CallOptions,
+    ) -> Result<CallToolResult, CallError> {
+        if !arguments.is_object() {
+            return Err(LocalError::InvalidArguments(format!(
+                "arguments must be a JSON object, got {arguments}"
+            ))
+            .into());
+        }
+        let tools = self.list_tools().await?;
+        if !tools.iter().any(|t| t.name == name) {
+            return Err(LocalError::UnknownTool(name.to_owned()).into());
+        }
+        let session = self.session().await?;
+        let params = json!({"name": name, "arguments": arguments});
+        let result = session
+            .conn
+            .request(method::TOOLS_CALL, Some(params), opts)
+            .await?;
+        serde_json::from_value(result)
+            .map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))
+    }
+
+    /// Round-trip time of one `ping` on the priority lane.
+    pub async fn ping(&self) -> Result<std::time::Duration, CallError> {
+        let session = self.session().await?;
+        let started = Instant::now();
+        let opts = CallOptions {
+            lane: Lane::Priority,
+            ..CallOptions::default()
+        };
+        session.conn.request(method::PING, None, opts).await?;
+        Ok(started.elapsed())
+    }
+
+    /// Closes the current connection (pending calls fail with `Shutdown`); the next call reconnects.
+    pub async fn close(&self) {
+        if let Some(s) = self.live.lock().await.take() {
+            s.conn.shutdown();
+        }
+    }
+}
+
+fn notification_handler(tools: Arc<ToolCache>) -> NotificationHandler {
+    Arc::new(move |n| {
+        if n.method == method::TOOLS_LIST_CHANGED {
+            tools.mark_stale();
+        } else {
+            tracing::trace!(method = %n.method, "server notification");
+        }
+        Box::pin(async {})
+    })
+}

@@ -1,0 +1,295 @@
+//! One request's life: queue wait for permits, the write, the first-response phase, the streaming (idle) phase, all
+//! under one overall deadline, with cancellation at every step. Each phase computes its end from the remaining
+//! deadline when it starts (seed 002).
+//!
+//! Every exit path releases the permits (RAII) and removes the pending entry ([`PendingGuard`]); a call whose request
+//! already reached the server also sends `notifications/cancelled` on the priority lane.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{Instant, sleep_until};
+
+use super::pending::Entry;
+use super::stats::Counters;
+use super::{Connection, Outgoing, Shared};
+use crate::cancel::CancelToken;
+use crate::error::{CallError, LocalError, TransportError};
+use crate::jsonrpc::Message;
+use crate::mcp::{CancelledParams, ProgressParams, method};
+use crate::observe::Event;
+
+/// Which writer lane a request takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lane {
+    /// Lifecycle, ping, list calls: ahead of tool calls.
+    Priority,
+    #[default]
+    Normal,
+}
+
+/// Per-call options. All optional; the connection's config supplies the phases.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Overall deadline covering every phase. Default: now + `call_deadline`.
+    pub deadline: Option<Instant>,
+    pub cancel: Option<CancelToken>,
+    pub lane: Lane,
+    /// Receives the call's progress notifications (lossy when full). Progress also resets the idle timer whether
+    /// or not anyone listens.
+    pub progress: Option<mpsc::Sender<ProgressParams>>,
+    /// Overrides the connection's first-response timeout for this call.
+    pub first_response: Option<Duration>,
+}
+
+impl Connection {
+    /// Sends a request and waits for its result under the phased timeouts.
+    ///
+    /// `tools/call` requests get a progress token (the request id) so progress can keep a long call alive.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        opts: CallOptions,
+    ) -> Result<Value, CallError> {
+        let shared = self.shared().clone();
+        let started = Instant::now();
+        let result = run(&shared, method, params, opts).await;
+        shared.observer.event(&Event::RequestFinished {
+            conn: shared.id,
+            method,
+            latency: started.elapsed(),
+            error: result.as_ref().err(),
+        });
+        result
+    }
+}
+
+async fn run(
+    shared: &Arc<Shared>,
+    method: &str,
+    params: Option<Value>,
+    opts: CallOptions,
+) -> Result<Value, CallError> {
+    let config = &shared.config;
+    let start = Instant::now();
+    let deadline = opts.deadline.unwrap_or(start + config.call_deadline);
+    let cancel = opts.cancel.unwrap_or_default();
+    if let Some(e) = shared.pending.closed() {
+        return Err(e.into());
+    }
+
+    // Phase: queue wait for the global permit, then this connection's (always in that order: no deadlock).
+    // Priority-lane requests (lifecycle, ping) skip the permits: they are bounded by their lane's capacity, and a
+    // ping must get through exactly when tool calls have used every permit.
+    let queue_end = start + config.queue_wait;
+    let queue_timeout = CallError::Local(LocalError::QueueTimeout(config.queue_wait));
+    let (mut _global, mut _local) = (None, None);
+    if opts.lane == Lane::Normal {
+        if let Some(limit) = &shared.global {
+            _global = Some(
+                phase(
+                    &cancel,
+                    deadline,
+                    queue_end,
+                    queue_timeout.clone(),
+                    limit.acquire(),
+                )
+                .await?,
+            );
+        }
+        let local = phase(
+            &cancel,
+            deadline,
+            queue_end,
+            queue_timeout,
+            shared.permits.clone().acquire_owned(),
+        );
+        _local = Some(
+            local
+                .await?
+                .map_err(|_| CallError::Transport(TransportError::Shutdown))?,
+        );
+    }
+
+    // Register, then hand to the writer.
+    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let (tx, rx) = oneshot::channel();
+    let last_progress = Arc::new(AtomicU64::new(0));
+    let entry = Entry {
+        tx,
+        written: false,
+        progress: opts.progress,
+        last_progress: last_progress.clone(),
+    };
+    shared.pending.register(id, entry)?;
+    let mut guard = PendingGuard {
+        shared,
+        id,
+        armed: true,
+    };
+    let params = if method == method::TOOLS_CALL {
+        with_progress_token(params, id)
+    } else {
+        params
+    };
+    let out = Outgoing {
+        msg: Message::request(id, method, params),
+        call: Some(id),
+    };
+    let lane = match opts.lane {
+        Lane::Priority => &shared.priority,
+        Lane::Normal => &shared.normal,
+    };
+    let sent_at = Instant::now();
+    let deadline_err = CallError::Local(LocalError::DeadlineExceeded);
+    match phase(&cancel, deadline, deadline, deadline_err, lane.send(out)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => return Err(guard.abandoned(TransportError::Shutdown.into())),
+        Err(e) => return Err(guard.abandoned(e)),
+    }
+
+    // Phase: first response (the response itself, or a first progress event), then stream idle.
+    let first = opts.first_response.unwrap_or(config.first_response);
+    let mut phase_end = sent_at + first;
+    let mut streaming = false;
+    let mut rx = rx;
+    loop {
+        tokio::select! {
+            biased;
+            reply = &mut rx => {
+                guard.armed = false;
+                // The sender only drops without sending when the table was failed and drained; `fail_all` always
+                // sends, so this is a shutdown race.
+                return reply.unwrap_or(Err(CallError::Transport(TransportError::Shutdown)));
+            }
+            _ = cancel.cancelled() => return Err(guard.abandoned(LocalError::Cancelled(cancel.reason()).into())),
+            _ = sleep_until(phase_end.min(deadline)) => {}
+        }
+        if Instant::now() >= deadline {
+            return Err(guard.abandoned(LocalError::DeadlineExceeded.into()));
+        }
+        let progress_at = last_progress.load(Ordering::Relaxed);
+        if progress_at != 0 {
+            let at = shared.epoch + Duration::from_nanos(progress_at);
+            if at + config.stream_idle > Instant::now() {
+                streaming = true;
+                phase_end = at + config.stream_idle;
+                continue;
+            }
+        }
+        if streaming {
+            return Err(guard.abandoned(LocalError::IdleTimeout(config.stream_idle).into()));
+        }
+        // Nothing at all arrived on this connection since we sent: the stream may be dead (turmoil never
+        // retransmits a dropped segment). Probe it without making this caller wait for the verdict.
+        let rx_at = shared.epoch + Duration::from_nanos(shared.last_rx.load(Ordering::Relaxed));
+        if rx_at < sent_at {
+            spawn_stall_probe(shared.clone(), first);
+        }
+        return Err(guard.abandoned(LocalError::FirstResponseTimeout(first).into()));
+    }
+}
+
+/// Runs `fut` until it completes, the caller cancels, or the phase (capped by the deadline) ends.
+async fn phase<F: Future>(
+    cancel: &CancelToken,
+    deadline: Instant,
+    phase_end: Instant,
+    on_timeout: CallError,
+    fut: F,
+) -> Result<F::Output, CallError> {
+    let end = phase_end.min(deadline);
+    tokio::select! {
+        biased;
+        out = fut => Ok(out),
+        _ = cancel.cancelled() => Err(LocalError::Cancelled(cancel.reason()).into()),
+        _ = sleep_until(end) => Err(if end >= deadline { LocalError::DeadlineExceeded.into() } else { on_timeout }),
+    }
+}
+
+fn with_progress_token(params: Option<Value>, id: i64) -> Option<Value> {
+    let mut params = params.unwrap_or_else(|| json!({}));
+    if let Some(obj) = params.as_object_mut() {
+        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.entry("progressToken").or_insert(json!(id));
+        }
+    }
+    Some(params)
+}
+
+/// One `ping` on the priority lane, at most one at a time per connection. If it is not answered within
+/// `stall_probe`, the stream is declared dead and every pending call fails at once.
+fn spawn_stall_probe(shared: Arc<Shared>, silent_for: Duration) {
+    if shared.probing.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    tokio::spawn(async move {
+        let opts = CallOptions {
+            lane: Lane::Priority,
+            first_response: Some(shared.config.stall_probe),
+            deadline: Some(Instant::now() + shared.config.stall_probe),
+            ..CallOptions::default()
+        };
+        // Go through `run` directly: a probe must not spawn probes of its own, which the `probing` flag ensures.
+        let outcome = run(&shared, method::PING, None, opts).await;
+        if matches!(outcome, Err(CallError::Local(_))) {
+            shared.fail(TransportError::Stalled(
+                silent_for + shared.config.stall_probe,
+            ));
+        }
+        shared.probing.store(false, Ordering::Release);
+    });
+}
+
+/// Removes the pending entry on every exit that is not a delivered reply, including the caller dropping the future.
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    id: i64,
+    armed: bool,
+}
+
+impl PendingGuard<'_> {
+    /// Abandons the call and returns `err` for the caller.
+    fn abandoned(&mut self, err: CallError) -> CallError {
+        let reason = match &err {
+            CallError::Local(LocalError::Cancelled(r)) => r.clone(),
+            other => other.to_string(),
+        };
+        self.abandon(&reason);
+        err
+    }
+
+    fn abandon(&mut self, reason: &str) {
+        if !std::mem::replace(&mut self.armed, false) {
+            return;
+        }
+        let shared = self.shared;
+        // Only a request the server has seen needs a cancellation; an unwritten one is skipped by the writer.
+        if shared.pending.remove(self.id) == Some(true) && shared.pending.closed().is_none() {
+            let params = CancelledParams {
+                request_id: self.id.into(),
+                reason: Some(reason.to_owned()),
+            };
+            let msg = Message::notification(method::CANCELLED, serde_json::to_value(params).ok());
+            if shared.try_send_priority(msg) {
+                Counters::bump(&shared.counters.cancels_sent);
+                shared
+                    .observer
+                    .event(&Event::CancelSent { conn: shared.id });
+            } else {
+                Counters::bump(&shared.counters.cancels_dropped);
+            }
+        }
+    }
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.abandon("request abandoned by the caller");
+    }
+}

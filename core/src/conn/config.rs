@@ -1,0 +1,46 @@
+use std::time::Duration;
+
+/// Per-connection settings. Defaults follow seed 002:
+///
+/// | field                      | default | meaning                                                        |
+/// |----------------------------|---------|----------------------------------------------------------------|
+/// | `max_in_flight`            | 256     | requests on this connection at once (server's `maxConcurrency`) |
+/// | `queue_wait`               | 10 s    | longest wait for an in-flight permit                           |
+/// | `first_response`           | 5 s     | from sending to the response or the first progress event       |
+/// | `stream_idle`              | 120 s   | longest gap between progress events once a call is streaming   |
+/// | `call_deadline`            | 300 s   | overall deadline when the caller gives none                    |
+/// | `stall_probe`              | 2 s     | after a silent timeout, how long a `ping` may take before the stream is declared dead |
+/// | `priority_lane_capacity`   | 256     | queued lifecycle/ping/cancel messages                          |
+/// | `notification_queue`       | 256     | queued server notifications; beyond it they are dropped and counted |
+/// | `notification_concurrency` | 8       | notifications handled at once                                  |
+/// | `progress_buffer`          | 16      | per-call progress events buffered for the caller (lossy)       |
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    pub max_in_flight: usize,
+    pub queue_wait: Duration,
+    pub first_response: Duration,
+    pub stream_idle: Duration,
+    pub call_deadline: Duration,
+    pub stall_probe: Duration,
+    pub priority_lane_capacity: usize,
+    pub notification_queue: usize,
+    pub notification_concurrency: usize,
+    pub progress_buffer: usize,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            max_in_flight: 256,
+            queue_wait: Duration::from_secs(10),
+            first_response: Duration::from_secs(5),
+            stream_idle: Duration::from_secs(120),
+            call_deadline: Duration::from_secs(300),
+            stall_probe: Duration::from_secs(2),
+            priority_lane_capacity: 256,
+            notification_queue: 256,
+            notification_concurrency: 8,
+            progress_buffer: 16,
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! One connection to one MCP server: its own id sequence and pending table, one writer with two priority lanes,
+//! one reader that completes callers by id, and a bounded queue for server notifications.
+//!
+//! ```text
+//! callers ──► priority lane (lifecycle, ping, cancellations) ─┐
+//!         └─► normal lane (tool calls) ───────────────────────┴─► writer ──► sink
+//! source ──► reader ──► pending table (responses, progress) ──► callers
+//!                   └─► notification queue (bounded, lossy) ──► handler (bounded concurrency)
+//! ```
+//!
+//! The reader never blocks on a consumer: a full notification queue or progress channel drops and counts, so a
+//! flooding server cannot stall responses or exhaust memory. Any transport failure fails every pending call at once.
+
+mod call;
+mod config;
+mod notify;
+mod pending;
+mod reader;
+mod stats;
+mod writer;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
+
+use tokio::sync::{Semaphore, mpsc};
+use tokio::time::Instant;
+
+pub use call::{CallOptions, Lane};
+pub use config::ConnectionConfig;
+pub use notify::NotificationHandler;
+pub use stats::ConnectionStats;
+
+use crate::cancel::CancelToken;
+use crate::error::TransportError;
+use crate::jsonrpc::Message;
+use crate::limit::InFlightLimit;
+use crate::observe::{ConnId, Event, Observer};
+use crate::transport::{MessageSink, MessageSource};
+use pending::PendingTable;
+use stats::Counters;
+
+/// What `Connection::start` needs besides the transport.
+pub struct ConnectionParts {
+    pub id: ConnId,
+    /// Server name for events and errors.
+    pub server: String,
+    pub config: ConnectionConfig,
+    pub observer: Arc<dyn Observer>,
+    /// The client-wide in-flight limit, if any.
+    pub global: Option<InFlightLimit>,
+    pub on_notification: Option<NotificationHandler>,
+    /// Kept alive as long as the connection's tasks run (e.g. the child process of a stdio server).
+    pub guard: Option<Box<dyn Send + Sync>>,
+}
+
+impl std::fmt::Debug for ConnectionParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionParts")
+            .field("id", &self.id)
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A message for the writer. `call` names the pending entry a request belongs to, so the writer can skip requests
+/// whose caller already left.
+pub(crate) struct Outgoing {
+    msg: Message,
+    call: Option<i64>,
+}
+
+pub(crate) struct Shared {
+    id: ConnId,
+    server: String,
+    config: ConnectionConfig,
+    observer: Arc<dyn Observer>,
+    global: Option<InFlightLimit>,
+    permits: Arc<Semaphore>,
+    next_id: AtomicI64,
+    pending: PendingTable,
+    priority: mpsc::Sender<Outgoing>,
+    normal: mpsc::Sender<Outgoing>,
+    /// Stops the reader, writer and notification dispatcher.
+    shutdown: CancelToken,
+    epoch: Instant,
+    /// Nanoseconds since `epoch` of the last frame received (any frame): evidence the stream is alive.
+    last_rx: AtomicU64,
+    probing: AtomicBool,
+    counters: Counters,
+    _guard: Option<Box<dyn Send + Sync>>,
+}
+
+impl Shared {
+    fn nanos_since_epoch(&self) -> u64 {
+        Instant::now()
+            .saturating_duration_since(self.epoch)
+            .as_nanos() as u64
+    }
+
+    /// The connection is finished: fail every pending call now and stop the tasks.
+    pub(crate) fn fail(&self, err: TransportError) {
+        if self.pending.fail_all(&err) {
+            let reason = err.to_string();
+            self.observer.event(&Event::ConnectionClosed {
+                conn: self.id,
+                server: &self.server,
+                reason: &reason,
+            });
+        }
+        self.shutdown.cancel(err.to_string());
+    }
+
+    /// Queues a message on the priority lane without waiting. Best effort by design: used from the reader and from
+    /// drop paths, which must never block.
+    fn try_send_priority(&self, msg: Message) -> bool {
+        self.priority.try_send(Outgoing { msg, call: None }).is_ok()
+    }
+}
+
+/// A handle to a running connection. Cheap to clone; when the last handle drops, the connection shuts down.
+#[derive(Clone)]
+pub struct Connection {
+    handle: Arc<Handle>,
+}
+
+struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shared.fail(TransportError::Shutdown);
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("id", &self.id())
+            .field("server", &self.shared().server)
+            .finish()
+    }
+}
+
+impl Connection {
+    /// Starts the reader, writer (and notification dispatcher) tasks on the current tokio runtime.
+    pub fn start<S: MessageSink, R: MessageSource>(
+        sink: S,
+        source: R,
+        parts: ConnectionParts,
+    ) -> Connection {
+        let config = parts.config;
+        let (priority, priority_rx) = mpsc::channel(config.priority_lane_capacity);
+        let (normal, normal_rx) = mpsc::channel(config.max_in_flight.max(1));
+        let shutdown = CancelToken::new();
+        let notifications = parts
+            .on_notification
+            .map(|h| notify::spawn_dispatcher(h, &config, shutdown.clone()));
+        let shared = Arc::new(Shared {
+            id: parts.id,
+            server: parts.server,
+            permits: Arc::new(Semaphore::new(config.max_in_flight)),
+            config,
+            observer: parts.observer,
+            global: parts.global,
+            next_id: AtomicI64::new(1),
+            pending: PendingTable::default(),
+            priority,
+            normal,
+            shutdown,
+            epoch: Instant::now(),
+            last_rx: AtomicU64::new(0),
+            probing: AtomicBool::new(false),
+            counters: Counters::default(),
+            _guard: parts.guard,
+        });
+        shared.observer.event(&Event::ConnectionOpened {
+            conn: shared.id,
+            server: &shared.server,
+        });
+        tokio::spawn(writer::run(shared.clone(), sink, priority_rx, normal_rx));
+        tokio::spawn(reader::run(shared.clone(), source, notifications));
+        Connection {
+            handle: Arc::new(Handle { shared }),
+        }
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.handle.shared
+    }
+
+    pub fn id(&self) -> ConnId {
+        self.shared().id
+    }
+
+    /// `Some(reason)` once the connection has failed or was shut down.
+    pub fn closed(&self) -> Option<TransportError> {
+        self.shared().pending.closed()
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.closed().is_none()
+    }
+
+    /// Closes the connection: pending calls fail at once with `Shutdown`.
+    pub fn shutdown(&self) {
+        self.shared().fail(TransportError::Shutdown);
+    }
+
+    /// Calls waiting for a response right now.
+    pub fn pending(&self) -> usize {
+        self.shared().pending.len()
+    }
+
+    pub fn stats(&self) -> ConnectionStats {
+        let s = self.shared();
+        s.counters.snapshot(
+            s.pending.len(),
+            s.config.max_in_flight - s.permits.available_permits(),
+        )
+    }
+
+    /// Sends a notification (e.g. `notifications/initialized`) on the priority lane.
+    pub async fn notify(
+        &self,
+        method: &str,
+        params: Option<serde_json::Value>,
+    ) -> Result<(), TransportError> {
+        let s = self.shared();
+        if let Some(e) = s.pending.closed() {
+            return Err(e);
+        }
+        let out = Outgoing {
+            msg: Message::notification(method, params),
+            call: None,
+        };
+        s.priority
+            .send(out)
+            .await
+            .map_err(|_| TransportError::Shutdown)
+    }
+}

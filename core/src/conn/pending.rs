@@ -1,0 +1,194 @@
+//! The pending table of one connection: request id → the caller waiting for it.
+//!
+//! Per connection, never global (seed 002's incident: a shared table delivered session A's response to session B).
+//! Ids are this connection's own increasing integers and are never reused, so a late response can only find its own
+//! (removed) entry, never another caller's. A `BTreeMap` so failing everything happens in id order: deterministic
+//! wake-up order under a simulator.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::{CallError, TransportError};
+use crate::mcp::ProgressParams;
+
+pub(crate) type Reply = Result<Value, CallError>;
+
+pub(crate) struct Entry {
+    pub tx: oneshot::Sender<Reply>,
+    /// The writer has put the request on the wire; abandoning it now means telling the server.
+    pub written: bool,
+    pub progress: Option<mpsc::Sender<ProgressParams>>,
+    /// Nanoseconds (connection clock) of the latest progress notification, 0 if none: the idle timer reads it.
+    pub last_progress: std::sync::Arc<AtomicU64>,
+}
+
+#[derive(Default)]
+struct Inner {
+    map: BTreeMap<i64, Entry>,
+    /// Set once the connection failed; no new entry is accepted after it.
+    closed: Option<TransportError>,
+}
+
+#[derive(Default)]
+pub(crate) struct PendingTable {
+    inner: Mutex<Inner>,
+}
+
+/// What happened to a response.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    Delivered,
+    /// No entry: its caller already gave up (or the id was never ours).
+    NotPending,
+}
+
+impl PendingTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // Nothing in this module panics while holding the lock, so a poisoned lock still holds a valid table.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn register(&self, id: i64, entry: Entry) -> Result<(), TransportError> {
+        let mut inner = self.lock();
+        if let Some(e) = &inner.closed {
+            return Err(e.clone());
+        }
+        inner.map.insert(id, entry);
+        Ok(())
+    }
+
+    /// Called by the writer just before writing: false means the caller already left, so skip the request.
+    pub fn mark_written(&self, id: i64) -> bool {
+        match self.lock().map.get_mut(&id) {
+            Some(e) => {
+                e.written = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn complete(&self, id: i64, reply: Reply) -> Delivery {
+        let entry = self.lock().map.remove(&id);
+        match entry {
+            // The receiver may have been dropped in the instant since; the entry is gone either way.
+            Some(e) => {
+                let _ = e.tx.send(reply);
+                Delivery::Delivered
+            }
+            None => Delivery::NotPending,
+        }
+    }
+
+    /// Removes an abandoned call; returns whether its request had reached the wire.
+    pub fn remove(&self, id: i64) -> Option<bool> {
+        self.lock().map.remove(&id).map(|e| e.written)
+    }
+
+    /// Records progress for `id`; false if no such call is pending.
+    pub fn progress(&self, id: i64, at_nanos: u64, params: ProgressParams) -> bool {
+        let inner = self.lock();
+        let Some(e) = inner.map.get(&id) else {
+            return false;
+        };
+        e.last_progress.store(at_nanos.max(1), Ordering::Relaxed);
+        if let Some(tx) = &e.progress {
+            // Lossy on purpose: a flood of progress must not grow memory, and only the latest matters.
+            let _ = tx.try_send(params);
+        }
+        true
+    }
+
+    /// Fails every pending call at once with `err` and refuses new ones. Returns false if already closed.
+    pub fn fail_all(&self, err: &TransportError) -> bool {
+        let drained = {
+            let mut inner = self.lock();
+            if inner.closed.is_some() {
+                return false;
+            }
+            inner.closed = Some(err.clone());
+            std::mem::take(&mut inner.map)
+        };
+        for (_, e) in drained {
+            let _ = e.tx.send(Err(CallError::Transport(err.clone())));
+        }
+        true
+    }
+
+    pub fn closed(&self) -> Option<TransportError> {
+        self.lock().closed.clone()
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().map.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn entry() -> (Entry, oneshot::Receiver<Reply>) {
+        let (tx, rx) = oneshot::channel();
+        (
+            Entry {
+                tx,
+                written: false,
+                progress: None,
+                last_progress: Arc::default(),
+            },
+            rx,
+        )
+    }
+
+    #[test]
+    fn complete_delivers_once_then_reports_not_pending() {
+        let t = PendingTable::default();
+        let (e, mut rx) = entry();
+        t.register(1, e).unwrap();
+        assert_eq!(t.complete(1, Ok(Value::Null)), Delivery::Delivered);
+        assert_eq!(rx.try_recv().unwrap(), Ok(Value::Null));
+        assert_eq!(t.complete(1, Ok(Value::Null)), Delivery::NotPending);
+        assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn removed_call_is_skipped_by_writer_and_reports_written() {
+        let t = PendingTable::default();
+        let (e, _rx) = entry();
+        t.register(5, e).unwrap();
+        assert_eq!(t.remove(5), Some(false));
+        assert!(!t.mark_written(5));
+        let (e, _rx2) = entry();
+        t.register(6, e).unwrap();
+        assert!(t.mark_written(6));
+        assert_eq!(t.remove(6), Some(true));
+    }
+
+    #[test]
+    fn fail_all_fails_everyone_and_refuses_new_entries() {
+        let t = PendingTable::default();
+        let mut rxs = Vec::new();
+        for id in 0..3 {
+            let (e, rx) = entry();
+            t.register(id, e).unwrap();
+            rxs.push(rx);
+        }
+        assert!(t.fail_all(&TransportError::Closed));
+        assert!(!t.fail_all(&TransportError::Shutdown));
+        for mut rx in rxs {
+            assert_eq!(
+                rx.try_recv().unwrap(),
+                Err(CallError::Transport(TransportError::Closed))
+            );
+        }
+        let (e, _rx) = entry();
+        assert_eq!(t.register(9, e), Err(TransportError::Closed));
+        assert_eq!(t.len(), 0);
+    }
+}

@@ -1,0 +1,149 @@
+//! The single reader of a connection: completes callers by id, routes progress to its call, answers the few server
+//! requests a client must answer, and hands other notifications to the bounded queue. It never awaits a consumer.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::Shared;
+use super::pending::Delivery;
+use super::stats::Counters;
+use crate::error::{CallError, TransportError};
+use crate::jsonrpc::{
+    ErrorCode, ErrorObject, Message, Notification, Request, Response, ResponseBody,
+};
+use crate::mcp::{ProgressParams, method};
+use crate::observe::Event;
+use crate::transport::{FrameError, MessageSource};
+
+pub(crate) async fn run<R: MessageSource>(
+    shared: Arc<Shared>,
+    mut source: R,
+    notifications: Option<mpsc::Sender<Notification>>,
+) {
+    let reason = loop {
+        let item = tokio::select! {
+            biased;
+            _ = shared.shutdown.cancelled() => break TransportError::Shutdown,
+            item = source.recv() => item,
+        };
+        let Some(item) = item else {
+            break TransportError::Closed;
+        };
+        shared
+            .last_rx
+            .store(shared.nanos_since_epoch().max(1), Ordering::Relaxed);
+        Counters::bump(&shared.counters.received);
+        match item {
+            Ok(msg) => dispatch(&shared, msg, notifications.as_ref()),
+            Err(FrameError::Io(e)) => break e,
+            Err(e) => {
+                shared.observer.event(&Event::FrameRejected {
+                    conn: shared.id,
+                    error: &e,
+                });
+                Counters::bump(&shared.counters.rejected_frames);
+                match &e {
+                    // An oversize frame may have been a response we can never attribute: failing the connection
+                    // tells every waiting caller now, rather than at their timeouts.
+                    FrameError::TooLarge { max, .. } => {
+                        break TransportError::FrameTooLarge { max: *max };
+                    }
+                    FrameError::Decode(d) => {
+                        if let Some(id) = d.request_id().and_then(|id| id.as_number()) {
+                            shared
+                                .pending
+                                .complete(id, Err(CallError::MalformedResponse(d.to_string())));
+                        }
+                    }
+                    FrameError::NotUtf8 | FrameError::Io(_) => {}
+                }
+            }
+        }
+    };
+    shared.fail(reason);
+}
+
+fn dispatch(shared: &Shared, msg: Message, notifications: Option<&mpsc::Sender<Notification>>) {
+    match msg {
+        Message::Response(r) => on_response(shared, r),
+        Message::Notification(n) => on_notification(shared, n, notifications),
+        Message::Request(r) => on_server_request(shared, r),
+    }
+}
+
+fn on_response(shared: &Shared, response: Response) {
+    let Some(id) = response.id.as_ref().and_then(|id| id.as_number()) else {
+        // `id: null` (the server could not read one of our frames) or a string id we never issue.
+        Counters::bump(&shared.counters.unknown_responses);
+        shared
+            .observer
+            .event(&Event::UnknownResponseDropped { conn: shared.id });
+        return;
+    };
+    let reply = match response.body {
+        ResponseBody::Result(v) => Ok(v),
+        ResponseBody::Error(e) => Err(CallError::Protocol(e)),
+    };
+    if shared.pending.complete(id, reply) == Delivery::NotPending {
+        if id > 0 && id < shared.next_id.load(Ordering::Relaxed) {
+            Counters::bump(&shared.counters.late_responses);
+            shared
+                .observer
+                .event(&Event::LateResponseDropped { conn: shared.id });
+        } else {
+            Counters::bump(&shared.counters.unknown_responses);
+            shared
+                .observer
+                .event(&Event::UnknownResponseDropped { conn: shared.id });
+        }
+    }
+}
+
+fn on_notification(
+    shared: &Shared,
+    n: Notification,
+    notifications: Option<&mpsc::Sender<Notification>>,
+) {
+    if n.method == method::PROGRESS {
+        let params = n
+            .params
+            .and_then(|p| serde_json::from_value::<ProgressParams>(p).ok());
+        let delivered = params.is_some_and(|p| {
+            // We only ever issue integer progress tokens equal to the request id.
+            let id = p.progress_token.as_i64();
+            id.is_some_and(|id| shared.pending.progress(id, shared.nanos_since_epoch(), p))
+        });
+        if !delivered {
+            Counters::bump(&shared.counters.stray_progress);
+        }
+        return;
+    }
+    let Some(tx) = notifications else { return };
+    if let Err(mpsc::error::TrySendError::Full(n) | mpsc::error::TrySendError::Closed(n)) =
+        tx.try_send(n)
+    {
+        Counters::bump(&shared.counters.notifications_dropped);
+        shared.observer.event(&Event::NotificationDropped {
+            conn: shared.id,
+            method: &n.method,
+        });
+    }
+}
+
+/// A client must answer `ping`; everything else we have not declared a capability for gets "method not found".
+fn on_server_request(shared: &Shared, request: Request) {
+    Counters::bump(&shared.counters.server_requests);
+    let reply = if request.method == method::PING {
+        Message::result(request.id, json!({}))
+    } else {
+        let msg = format!("client does not support {:?}", request.method);
+        Message::error(
+            Some(request.id),
+            ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, msg),
+        )
+    };
+    let _ = shared.try_send_priority(reply);
+}

@@ -1,0 +1,209 @@
+//! Error classes after seed 002's table. Every error says whether its connection closes and whether a retry is safe,
+//! so retry logic never has to parse text.
+//!
+//! | class     | closes the connection          | retry                                 |
+//! |-----------|--------------------------------|---------------------------------------|
+//! | protocol  | never                          | no                                    |
+//! | lifecycle | yes                            | up to 3 times with backoff            |
+//! | transport | yes; every pending call fails  | only idempotent calls                 |
+//! | local     | only a stalled stream          | idempotent calls, unless cancelled or out of deadline |
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::jsonrpc::ErrorObject;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorClass {
+    Protocol,
+    Lifecycle,
+    Transport,
+    Local,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Protocol => "protocol",
+            ErrorClass::Lifecycle => "lifecycle",
+            ErrorClass::Transport => "transport",
+            ErrorClass::Local => "local",
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The byte stream failed or can no longer be trusted. Cloneable: one failure is delivered to every pending call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransportError {
+    #[error("{op} failed: {message}")]
+    Io {
+        op: &'static str,
+        kind: std::io::ErrorKind,
+        message: String,
+    },
+    #[error("peer closed the connection")]
+    Closed,
+    #[error("connect timed out after {0:?}")]
+    ConnectTimeout(Duration),
+    #[error("could not connect: {0}")]
+    ConnectFailed(String),
+    /// The server process could not be started at all (not found, not executable): retrying cannot help.
+    #[error("could not start the server: {0}")]
+    SpawnFailed(String),
+    #[error("handshake timed out after {0:?}")]
+    HandshakeTimeout(Duration),
+    #[error("peer sent a frame larger than the {max}-byte limit")]
+    FrameTooLarge { max: usize },
+    #[error("stream stalled: nothing received for {0:?} after a request was written")]
+    Stalled(Duration),
+    #[error("connection shut down locally")]
+    Shutdown,
+}
+
+impl TransportError {
+    pub fn io(op: &'static str, e: &std::io::Error) -> Self {
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::BrokenPipe
+                | std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::UnexpectedEof
+        ) {
+            return TransportError::Closed;
+        }
+        TransportError::Io {
+            op,
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// The session could not be established.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LifecycleError {
+    #[error("initialize was refused: {} ({})", .0.message, .0.code)]
+    InitializeRefused(ErrorObject),
+    #[error("no common protocol version: we speak {ours:?}, the server answered {theirs:?}")]
+    VersionMismatch { ours: Vec<String>, theirs: String },
+    #[error("malformed initialize result: {0}")]
+    MalformedInitialize(String),
+    #[error("the connection is not initialized")]
+    NotInitialized,
+}
+
+/// Decided on this side without the server's word.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LocalError {
+    #[error("no in-flight permit within the {0:?} queue wait")]
+    QueueTimeout(Duration),
+    #[error("the send queue is full")]
+    QueueFull,
+    #[error("no response within the {0:?} first-response timeout")]
+    FirstResponseTimeout(Duration),
+    #[error("no progress for {0:?} (stream idle timeout)")]
+    IdleTimeout(Duration),
+    #[error("the call's deadline passed")]
+    DeadlineExceeded,
+    #[error("cancelled: {0}")]
+    Cancelled(String),
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    #[error("unknown tool {0:?}")]
+    UnknownTool(String),
+}
+
+/// How one call ended when it did not succeed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    /// The server answered with a JSON-RPC error.
+    #[error("server error {}: {}", .0.code, .0.message)]
+    Protocol(ErrorObject),
+    /// The server answered, but not in a shape we can use.
+    #[error("malformed response: {0}")]
+    MalformedResponse(String),
+    #[error(transparent)]
+    Lifecycle(#[from] LifecycleError),
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error(transparent)]
+    Local(#[from] LocalError),
+}
+
+impl CallError {
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            CallError::Protocol(_) | CallError::MalformedResponse(_) => ErrorClass::Protocol,
+            CallError::Lifecycle(_) => ErrorClass::Lifecycle,
+            CallError::Transport(_) => ErrorClass::Transport,
+            CallError::Local(_) => ErrorClass::Local,
+        }
+    }
+
+    /// Whether the connection this happened on is closed because of it.
+    pub fn closes_connection(&self) -> bool {
+        match self {
+            CallError::Protocol(_) | CallError::MalformedResponse(_) => false,
+            CallError::Lifecycle(_) | CallError::Transport(_) => true,
+            CallError::Local(_) => false,
+        }
+    }
+
+    /// Whether repeating the call could help, given whether the operation is idempotent.
+    pub fn retry_allowed(&self, idempotent: bool) -> bool {
+        match self {
+            CallError::Protocol(_) | CallError::MalformedResponse(_) => false,
+            CallError::Lifecycle(e) => !matches!(e, LifecycleError::VersionMismatch { .. }),
+            CallError::Transport(TransportError::SpawnFailed(_)) => false,
+            CallError::Transport(_) => idempotent,
+            CallError::Local(e) => match e {
+                LocalError::QueueTimeout(_)
+                | LocalError::QueueFull
+                | LocalError::FirstResponseTimeout(_)
+                | LocalError::IdleTimeout(_) => idempotent,
+                LocalError::DeadlineExceeded
+                | LocalError::Cancelled(_)
+                | LocalError::InvalidArguments(_)
+                | LocalError::UnknownTool(_) => false,
+            },
+        }
+    }
+
+    /// A short stable label for metrics (`protocol`, `transport`, ...).
+    pub fn label(&self) -> &'static str {
+        self.class().as_str()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::ErrorCode;
+
+    #[test]
+    fn seed_table_holds() {
+        let protocol = CallError::Protocol(ErrorObject::new(ErrorCode::INVALID_PARAMS, "bad"));
+        assert_eq!(protocol.class(), ErrorClass::Protocol);
+        assert!(!protocol.closes_connection());
+        assert!(!protocol.retry_allowed(true));
+
+        let transport = CallError::Transport(TransportError::Closed);
+        assert!(transport.closes_connection());
+        assert!(transport.retry_allowed(true));
+        assert!(!transport.retry_allowed(false));
+
+        let lifecycle = CallError::Lifecycle(LifecycleError::NotInitialized);
+        assert!(lifecycle.closes_connection());
+        assert!(lifecycle.retry_allowed(false));
+
+        let cancelled = CallError::Local(LocalError::Cancelled("user".into()));
+        assert!(!cancelled.retry_allowed(true));
+        let queue = CallError::Local(LocalError::QueueTimeout(Duration::from_secs(1)));
+        assert!(queue.retry_allowed(true) && !queue.closes_connection());
+    }
+}

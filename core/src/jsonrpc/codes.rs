@@ -1,0 +1,33 @@
+/// Standard JSON-RPC error codes and the MCP-specific ones we act on.
+///
+/// Kept as an open newtype rather than an enum: servers send codes we have never heard of, and those must survive a
+/// round trip unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ErrorCode(pub i64);
+
+impl ErrorCode {
+    pub const PARSE_ERROR: ErrorCode = ErrorCode(-32700);
+    pub const INVALID_REQUEST: ErrorCode = ErrorCode(-32600);
+    pub const METHOD_NOT_FOUND: ErrorCode = ErrorCode(-32601);
+    pub const INVALID_PARAMS: ErrorCode = ErrorCode(-32602);
+    pub const INTERNAL_ERROR: ErrorCode = ErrorCode(-32603);
+    /// MCP: the request was cancelled (some servers answer a cancelled request with this).
+    pub const REQUEST_CANCELLED: ErrorCode = ErrorCode(-32800);
+    /// MCP: a resource or session was not found.
+    pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
+
+    /// Human name for logs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::PARSE_ERROR => "parse error",
+            Self::INVALID_REQUEST => "invalid request",
+            Self::METHOD_NOT_FOUND => "method not found",
+            Self::INVALID_PARAMS => "invalid params",
+            Self::INTERNAL_ERROR => "internal error",
+            Self::REQUEST_CANCELLED => "request cancelled",
+            Self::RESOURCE_NOT_FOUND => "resource not found",
+            ErrorCode(-32099..=-32000) => "server error",
+            _ => "application error",
+        }
+    }
+}

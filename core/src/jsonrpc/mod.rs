@@ -1,0 +1,15 @@
+//! JSON-RPC 2.0 as MCP uses it: one message per frame, no batches.
+//!
+//! Incoming frames are decoded into [`Message`] by shape (the spec's rules: a `method` with an `id` is a request,
+//! without one a notification; an `id` with `result` or `error` is a response). Anything else is
+//! [`DecodeError`], never a panic, so a peer's garbage costs one counted frame and not the connection.
+
+mod codes;
+mod id;
+mod message;
+
+pub use codes::ErrorCode;
+pub use id::RequestId;
+pub use message::{
+    DecodeError, ErrorObject, Message, Notification, Request, Response, ResponseBody,
+};

@@ -1,0 +1,26 @@
+//! mcpstorm-core: an MCP gateway core that runs unchanged in production and inside a deterministic simulator.
+//!
+//! Map of the crate:
+//! - [`jsonrpc`]: JSON-RPC 2.0 messages and their decoding.
+//! - [`transport`]: the message-level transport seam and newline-delimited framing.
+//! - [`conn`]: one connection — ids, pending table, writer lanes, reader, phased timeouts, cancellation.
+//! - [`client`]: a client for one server — dial, handshake, tool discovery, reconnection.
+//! - [`mcp`]: MCP message types.
+//! - [`rt`]: the seams (dialer, clock, RNG); [`observe`]: the metrics seam.
+//! - [`error`]: error classes; [`cancel`]: the cancellation token; [`limit`]: concurrency limits.
+
+pub mod cancel;
+pub mod client;
+pub mod conn;
+pub mod error;
+pub mod jsonrpc;
+pub mod limit;
+pub mod mcp;
+pub mod observe;
+pub mod rt;
+pub mod transport;
+
+pub use cancel::CancelToken;
+pub use client::{ClientConfig, McpClient};
+pub use conn::{CallOptions, Connection, ConnectionConfig, Lane};
+pub use error::{CallError, ErrorClass, LifecycleError, LocalError, TransportError};

@@ -1,0 +1,189 @@
+//! MCP message types (protocol revision 2025-11-25) as serde structs.
+//!
+//! Every struct keeps unknown fields in `extra`, so a newer server's additions survive and nothing is silently lost.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::jsonrpc::RequestId;
+
+/// The revision we ask for first.
+pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+/// Revisions we can speak, newest first. A server answering any of these is accepted.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+
+pub mod method {
+    pub const INITIALIZE: &str = "initialize";
+    pub const INITIALIZED: &str = "notifications/initialized";
+    pub const PING: &str = "ping";
+    pub const TOOLS_LIST: &str = "tools/list";
+    pub const TOOLS_CALL: &str = "tools/call";
+    pub const CANCELLED: &str = "notifications/cancelled";
+    pub const PROGRESS: &str = "notifications/progress";
+    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Implementation {
+    pub name: String,
+    pub version: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Implementation {
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Implementation {
+            name: name.into(),
+            version: version.into(),
+            extra: Map::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    pub protocol_version: String,
+    pub capabilities: Value,
+    pub client_info: Implementation,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    pub protocol_version: String,
+    #[serde(default)]
+    pub capabilities: Value,
+    pub server_info: Implementation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl InitializeResult {
+    /// Whether the server said it will send `notifications/tools/list_changed`.
+    pub fn tools_list_changed(&self) -> bool {
+        self.capabilities
+            .pointer("/tools/listChanged")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub input_schema: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Tool {
+    /// A boolean annotation hint such as `readOnlyHint` or `idempotentHint` (absent means false).
+    pub fn hint(&self, name: &str) -> bool {
+        self.annotations
+            .as_ref()
+            .and_then(|a| a.get(name))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    pub tools: Vec<Tool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    #[serde(default)]
+    pub content: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl CallToolResult {
+    /// A result carrying one text block.
+    pub fn text(text: impl Into<String>, is_error: bool) -> Self {
+        CallToolResult {
+            content: vec![serde_json::json!({"type": "text", "text": text.into()})],
+            structured_content: None,
+            is_error,
+            extra: Map::new(),
+        }
+    }
+
+    /// The text blocks joined by newlines (non-text content is skipped).
+    pub fn joined_text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter(|c| c.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|c| c.get("text").and_then(Value::as_str))
+            .collect();
+        texts.join("\n")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressParams {
+    pub progress_token: Value,
+    pub progress: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelledParams {
+    pub request_id: RequestId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_keeps_unknown_fields_and_reads_hints() {
+        let raw = json!({"name": "t", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true},
+                         "_meta": {"latency_p95_ms": 850}, "icons": []});
+        let tool: Tool = serde_json::from_value(raw.clone()).unwrap();
+        assert!(tool.hint("readOnlyHint") && !tool.hint("idempotentHint"));
+        assert_eq!(serde_json::to_value(&tool).unwrap(), raw);
+    }
+
+    #[test]
+    fn call_result_text_and_default_is_error() {
+        let r: CallToolResult = serde_json::from_value(json!({"content": [{"type": "text", "text": "a"},
+            {"type": "image", "data": "", "mimeType": "image/png"}, {"type": "text", "text": "b"}]})).unwrap();
+        assert!(!r.is_error);
+        assert_eq!(r.joined_text(), "a\nb");
+    }
+}

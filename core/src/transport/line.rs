@@ -1,0 +1,210 @@
+//! Newline-delimited JSON-RPC: MCP's stdio framing, which we also use over TCP.
+//!
+//! Hand-written rather than `tokio_util::codec::LinesCodec`: that codec ends the whole stream after one non-UTF-8 or
+//! oversize line, while we must reject one bad frame and keep reading the next.
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+
+use super::{FrameError, MessageSink, MessageSource};
+use crate::error::TransportError;
+use crate::jsonrpc::Message;
+
+/// Default maximum frame: 16 MiB, room for large tool results (images, files) without unbounded buffering.
+pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
+
+/// Wraps a byte stream's halves as a message transport.
+pub fn line_transport<R, W>(reader: R, writer: W, max_frame: usize) -> (LineSink<W>, LineSource<R>)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    (LineSink::new(writer), LineSource::new(reader, max_frame))
+}
+
+#[derive(Debug)]
+pub struct LineSink<W> {
+    writer: BufWriter<W>,
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> LineSink<W> {
+    pub fn new(writer: W) -> Self {
+        LineSink {
+            writer: BufWriter::with_capacity(64 * 1024, writer),
+        }
+    }
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> MessageSink for LineSink<W> {
+    async fn feed(&mut self, msg: &Message) -> Result<(), TransportError> {
+        let mut bytes = msg.encode();
+        bytes.push(b'\n');
+        self.writer
+            .write_all(&bytes)
+            .await
+            .map_err(|e| TransportError::io("write", &e))
+    }
+
+    async fn flush(&mut self) -> Result<(), TransportError> {
+        self.writer
+            .flush()
+            .await
+            .map_err(|e| TransportError::io("flush", &e))
+    }
+
+    async fn close(&mut self) {
+        let _ = self.writer.shutdown().await;
+    }
+}
+
+/// Reads frames up to `max_frame` bytes. An oversize frame is reported as soon as it crosses the limit and its
+/// remainder is discarded up to the next newline, so memory stays bounded whatever the peer sends.
+#[derive(Debug)]
+pub struct LineSource<R> {
+    reader: BufReader<R>,
+    line: Vec<u8>,
+    max_frame: usize,
+    /// Inside an oversize frame: drop bytes until the next newline.
+    discarding: bool,
+}
+
+impl<R: AsyncRead + Unpin + Send + 'static> LineSource<R> {
+    pub fn new(reader: R, max_frame: usize) -> Self {
+        LineSource {
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            line: Vec::new(),
+            max_frame,
+            discarding: false,
+        }
+    }
+
+    /// The next raw frame (without its newline or a trailing `\r`). Cancel-safe: all progress lives in `self`.
+    pub async fn next_frame(&mut self) -> Option<Result<Vec<u8>, FrameError>> {
+        loop {
+            let available = match self.reader.fill_buf().await {
+                Ok(buf) => buf,
+                Err(e) => return Some(Err(FrameError::Io(TransportError::io("read", &e)))),
+            };
+            if available.is_empty() {
+                // End of stream: a final unterminated line is still a frame.
+                if self.discarding || self.line.is_empty() {
+                    return None;
+                }
+                return Some(Ok(std::mem::take(&mut self.line)));
+            }
+            let newline = available.iter().position(|&b| b == b'\n');
+            let take = newline.unwrap_or(available.len());
+            let seen = self.line.len() + take;
+            if self.discarding {
+                self.discarding = newline.is_none();
+            } else if seen > self.max_frame {
+                self.line.clear();
+                self.line.shrink_to(64 * 1024);
+                self.discarding = newline.is_none();
+                self.reader.consume(take + usize::from(newline.is_some()));
+                return Some(Err(FrameError::TooLarge {
+                    len: seen,
+                    max: self.max_frame,
+                }));
+            } else {
+                self.line.extend_from_slice(&available[..take]);
+            }
+            self.reader.consume(take + usize::from(newline.is_some()));
+            if newline.is_some() && !self.discarding {
+                if self.line.last() == Some(&b'\r') {
+                    self.line.pop();
+                }
+                if self.line.iter().all(u8::is_ascii_whitespace) {
+                    self.line.clear();
+                    continue;
+                }
+                return Some(Ok(std::mem::take(&mut self.line)));
+            }
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin + Send + 'static> MessageSource for LineSource<R> {
+    async fn recv(&mut self) -> Option<Result<Message, FrameError>> {
+        let frame = match self.next_frame().await? {
+            Ok(frame) => frame,
+            Err(e) => return Some(Err(e)),
+        };
+        if std::str::from_utf8(&frame).is_err() {
+            return Some(Err(FrameError::NotUtf8));
+        }
+        Some(Message::decode(&frame).map_err(FrameError::from))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(input: &[u8], max: usize) -> Vec<Result<Vec<u8>, FrameError>> {
+        let mut src = LineSource::new(input, max);
+        let mut out = Vec::new();
+        while let Some(f) = src.next_frame().await {
+            out.push(f);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn splits_lines_and_skips_blank_ones() {
+        let got = frames(b"a\r\n\n  \nbc\nlast", 100).await;
+        let got: Vec<_> = got.into_iter().map(Result::unwrap).collect();
+        assert_eq!(got, vec![b"a".to_vec(), b"bc".to_vec(), b"last".to_vec()]);
+    }
+
+    #[tokio::test]
+    async fn oversize_frame_is_rejected_and_the_next_survives() {
+        let mut input = vec![b'x'; 50];
+        input.extend_from_slice(b"\nok\n");
+        let got = frames(&input, 10).await;
+        assert!(matches!(got[0], Err(FrameError::TooLarge { max: 10, .. })));
+        assert_eq!(got[1].as_ref().unwrap(), b"ok");
+        assert_eq!(got.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn oversize_frame_across_many_reads_is_discarded_in_bounded_memory() {
+        // A reader that yields 7 bytes at a time forces the discard path to span reads.
+        let (mut client, server) = tokio::io::duplex(7);
+        let writer = tokio::spawn(async move {
+            let mut big = vec![b'y'; 10_000];
+            big.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n");
+            client.write_all(&big).await.unwrap();
+        });
+        let mut src = LineSource::new(server, 100);
+        assert!(matches!(
+            src.recv().await,
+            Some(Err(FrameError::TooLarge { .. }))
+        ));
+        assert!(matches!(
+            src.recv().await,
+            Some(Ok(Message::Notification(_)))
+        ));
+        assert!(src.line.capacity() <= 64 * 1024);
+        writer.await.unwrap();
+        assert!(src.recv().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn frame_exactly_at_the_limit_is_accepted() {
+        let got = frames(b"0123456789\n", 10).await;
+        assert_eq!(got[0].as_ref().unwrap(), b"0123456789");
+    }
+
+    #[tokio::test]
+    async fn non_utf8_is_one_bad_frame() {
+        let mut src = LineSource::new(
+            &b"\xff\xfe\n{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n"[..],
+            100,
+        );
+        assert_eq!(src.recv().await, Some(Err(FrameError::NotUtf8)));
+        assert!(matches!(
+            src.recv().await,
+            Some(Ok(Message::Notification(_)))
+        ));
+    }
+}

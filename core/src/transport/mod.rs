@@ -1,0 +1,41 @@
+//! The message-level transport seam: send one JSON-RPC message, receive the next.
+//!
+//! `Connection` only sees [`MessageSink`] and [`MessageSource`], so a Streamable HTTP transport can slot in beside the
+//! newline-delimited one ([`line`]) without touching the pending table or the writer lanes.
+
+mod line;
+
+use std::future::Future;
+
+pub use line::{DEFAULT_MAX_FRAME, LineSink, LineSource, line_transport};
+
+use crate::error::TransportError;
+use crate::jsonrpc::{DecodeError, Message};
+
+/// Why one incoming frame was rejected. Only [`FrameError::Io`] ends the stream; the others cost one frame.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame of at least {len} bytes exceeds the {max}-byte limit")]
+    TooLarge { len: usize, max: usize },
+    #[error("frame is not UTF-8")]
+    NotUtf8,
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    #[error("{0}")]
+    Io(TransportError),
+}
+
+/// The sending half. Messages are buffered by `feed` and pushed to the peer by `flush`, so a writer draining a busy
+/// queue pays one syscall per burst rather than per message.
+pub trait MessageSink: Send + 'static {
+    fn feed(&mut self, msg: &Message) -> impl Future<Output = Result<(), TransportError>> + Send;
+    fn flush(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
+    /// Best-effort orderly close (flush, then shut the write side).
+    fn close(&mut self) -> impl Future<Output = ()> + Send;
+}
+
+/// The receiving half. `None` is a clean end of stream. Must be cancel-safe: no message is lost if the future is
+/// dropped before it completes.
+pub trait MessageSource: Send + 'static {
+    fn recv(&mut self) -> impl Future<Output = Option<Result<Message, FrameError>>> + Send;
+}

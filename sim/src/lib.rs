@@ -1,0 +1,1 @@
+//! The mcpstorm simulator and fake MCP servers.
