@@ -19,11 +19,7 @@ impl CancelToken {
 
     /// A token cancelled with this one (or on its own); a request's token is a child of its session's.
     pub fn child(&self) -> CancelToken {
-        CancelToken {
-            token: self.token.child_token(),
-            reason: Arc::default(),
-            parent: Some(Arc::new(self.clone())),
-        }
+        CancelToken { token: self.token.child_token(), reason: Arc::default(), parent: Some(Arc::new(self.clone())) }
     }
 
     /// Cancels with a reason. The first reason wins.

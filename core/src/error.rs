@@ -42,11 +42,7 @@ impl fmt::Display for ErrorClass {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TransportError {
     #[error("{op} failed: {message}")]
-    Io {
-        op: &'static str,
-        kind: std::io::ErrorKind,
-        message: String,
-    },
+    Io { op: &'static str, kind: std::io::ErrorKind, message: String },
     #[error("peer closed the connection")]
     Closed,
     #[error("connect timed out after {0:?}")]
@@ -70,17 +66,11 @@ impl TransportError {
     pub fn io(op: &'static str, e: &std::io::Error) -> Self {
         if matches!(
             e.kind(),
-            std::io::ErrorKind::BrokenPipe
-                | std::io::ErrorKind::ConnectionReset
-                | std::io::ErrorKind::UnexpectedEof
+            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::UnexpectedEof
         ) {
             return TransportError::Closed;
         }
-        TransportError::Io {
-            op,
-            kind: e.kind(),
-            message: e.to_string(),
-        }
+        TransportError::Io { op, kind: e.kind(), message: e.to_string() }
     }
 }
 

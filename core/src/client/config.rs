@@ -40,10 +40,7 @@ impl Default for ClientConfig {
             max_frame: DEFAULT_MAX_FRAME,
             max_tool_pages: 1000,
             client_info: Implementation::new("mcpstorm", env!("CARGO_PKG_VERSION")),
-            protocol_versions: SUPPORTED_PROTOCOL_VERSIONS
-                .iter()
-                .map(|v| (*v).to_owned())
-                .collect(),
+            protocol_versions: SUPPORTED_PROTOCOL_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
         }
     }
 }
@@ -59,20 +56,13 @@ pub struct Backoff {
 
 impl Default for Backoff {
     fn default() -> Self {
-        Backoff {
-            base: Duration::from_secs(1),
-            cap: Duration::from_secs(10),
-            jitter: 0.2,
-        }
+        Backoff { base: Duration::from_secs(1), cap: Duration::from_secs(10), jitter: 0.2 }
     }
 }
 
 impl Backoff {
     pub fn delay(&self, attempt: u32, rng: &SeededRng) -> Duration {
-        let exp = self
-            .base
-            .saturating_mul(1u32 << attempt.min(20))
-            .min(self.cap);
+        let exp = self.base.saturating_mul(1u32 << attempt.min(20)).min(self.cap);
         rng.jitter(exp, self.jitter)
     }
 }
@@ -83,10 +73,7 @@ mod tests {
 
     #[test]
     fn seed_schedule_is_1_2_4_8_then_capped() {
-        let b = Backoff {
-            jitter: 0.0,
-            ..Backoff::default()
-        };
+        let b = Backoff { jitter: 0.0, ..Backoff::default() };
         let rng = SeededRng::new(0);
         let secs: Vec<u64> = (0..6).map(|a| b.delay(a, &rng).as_secs()).collect();
         assert_eq!(secs, vec![1, 2, 4, 8, 10, 10]);

@@ -8,16 +8,9 @@ use crate::conn::{CallOptions, Connection, Lane};
 use crate::error::{CallError, LifecycleError, LocalError, TransportError};
 use crate::mcp::{InitializeParams, InitializeResult, method};
 
-pub(super) async fn run(
-    conn: &Connection,
-    config: &ClientConfig,
-) -> Result<InitializeResult, CallError> {
+pub(super) async fn run(conn: &Connection, config: &ClientConfig) -> Result<InitializeResult, CallError> {
     let Some(ours) = config.protocol_versions.first() else {
-        return Err(LifecycleError::VersionMismatch {
-            ours: Vec::new(),
-            theirs: String::new(),
-        }
-        .into());
+        return Err(LifecycleError::VersionMismatch { ours: Vec::new(), theirs: String::new() }.into());
     };
     let params = InitializeParams {
         protocol_version: ours.clone(),
@@ -31,23 +24,16 @@ pub(super) async fn run(
         first_response: Some(limit),
         ..CallOptions::default()
     };
-    let raw = conn
-        .request(method::INITIALIZE, serde_json::to_value(params).ok(), opts)
-        .await
-        .map_err(|e| match e {
-            CallError::Protocol(obj) => LifecycleError::InitializeRefused(obj).into(),
-            CallError::Local(
-                LocalError::DeadlineExceeded | LocalError::FirstResponseTimeout(_),
-            ) => TransportError::HandshakeTimeout(limit).into(),
-            other => other,
-        })?;
-    let init: InitializeResult = serde_json::from_value(raw)
-        .map_err(|e| LifecycleError::MalformedInitialize(e.to_string()))?;
-    if !config
-        .protocol_versions
-        .iter()
-        .any(|v| *v == init.protocol_version)
-    {
+    let raw = conn.request(method::INITIALIZE, serde_json::to_value(params).ok(), opts).await.map_err(|e| match e {
+        CallError::Protocol(obj) => LifecycleError::InitializeRefused(obj).into(),
+        CallError::Local(LocalError::DeadlineExceeded | LocalError::FirstResponseTimeout(_)) => {
+            TransportError::HandshakeTimeout(limit).into()
+        }
+        other => other,
+    })?;
+    let init: InitializeResult =
+        serde_json::from_value(raw).map_err(|e| LifecycleError::MalformedInitialize(e.to_string()))?;
+    if !config.protocol_versions.iter().any(|v| *v == init.protocol_version) {
         // The spec: a client that cannot speak the server's version should disconnect.
         return Err(LifecycleError::VersionMismatch {
             ours: config.protocol_versions.clone(),

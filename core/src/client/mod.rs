@@ -106,9 +106,8 @@ impl McpClient {
 
     async fn connect_once(&self) -> Result<Session, CallError> {
         let connect = self.config.connect_timeout;
-        let stream = timeout(connect, self.dialer.dial())
-            .await
-            .map_err(|_| TransportError::ConnectTimeout(connect))??;
+        let stream =
+            timeout(connect, self.dialer.dial()).await.map_err(|_| TransportError::ConnectTimeout(connect))??;
         let (sink, source) = line_transport(stream.reader, stream.writer, self.config.max_frame);
         let tools = Arc::new(ToolCache::default());
         let conn = Connection::start(
@@ -125,11 +124,7 @@ impl McpClient {
             },
         );
         match handshake::run(&conn, &self.config).await {
-            Ok(init) => Ok(Session {
-                conn,
-                init: Arc::new(init),
-                tools,
-            }),
+            Ok(init) => Ok(Session { conn, init: Arc::new(init), tools }),
             Err(e) => {
                 conn.shutdown();
                 Err(e)
@@ -140,10 +135,7 @@ impl McpClient {
     /// The server's tools, from cache unless the server announced a change or the session is new.
     pub async fn list_tools(&self) -> Result<Arc<Vec<Tool>>, CallError> {
         let session = self.session().await?;
-        session
-            .tools
-            .get_or_fetch(&session.conn, &self.config)
-            .await
+        session.tools.get_or_fetch(&session.conn, &self.config).await
     }
 
     /// Calls a tool. Arguments must be a JSON object; the tool must be one the server lists. A tool-level failure
@@ -155,10 +147,9 @@ impl McpClient {
         opts: CallOptions,
     ) -> Result<CallToolResult, CallError> {
         if !arguments.is_object() {
-            return Err(LocalError::InvalidArguments(format!(
-                "arguments must be a JSON object, got {arguments}"
-            ))
-            .into());
+            return Err(
+                LocalError::InvalidArguments(format!("arguments must be a JSON object, got {arguments}")).into()
+            );
         }
         let tools = self.list_tools().await?;
         if !tools.iter().any(|t| t.name == name) {
@@ -166,22 +157,15 @@ impl McpClient {
         }
         let session = self.session().await?;
         let params = json!({"name": name, "arguments": arguments});
-        let result = session
-            .conn
-            .request(method::TOOLS_CALL, Some(params), opts)
-            .await?;
-        serde_json::from_value(result)
-            .map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))
+        let result = session.conn.request(method::TOOLS_CALL, Some(params), opts).await?;
+        serde_json::from_value(result).map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))
     }
 
     /// Round-trip time of one `ping` on the priority lane.
     pub async fn ping(&self) -> Result<std::time::Duration, CallError> {
         let session = self.session().await?;
         let started = Instant::now();
-        let opts = CallOptions {
-            lane: Lane::Priority,
-            ..CallOptions::default()
-        };
+        let opts = CallOptions { lane: Lane::Priority, ..CallOptions::default() };
         session.conn.request(method::PING, None, opts).await?;
         Ok(started.elapsed())
     }

@@ -23,11 +23,7 @@ impl ToolCache {
         self.stale.store(true, Ordering::Release);
     }
 
-    pub async fn get_or_fetch(
-        &self,
-        conn: &Connection,
-        config: &ClientConfig,
-    ) -> Result<Arc<Vec<Tool>>, CallError> {
+    pub async fn get_or_fetch(&self, conn: &Connection, config: &ClientConfig) -> Result<Arc<Vec<Tool>>, CallError> {
         let mut tools = self.tools.lock().await;
         let stale = self.stale.swap(false, Ordering::AcqRel);
         if let Some(t) = tools.as_ref().filter(|_| !stale) {
@@ -56,26 +52,18 @@ async fn fetch_all(conn: &Connection, config: &ClientConfig) -> Result<Vec<Tool>
     let mut cursor: Option<String> = None;
     for _ in 0..config.max_tool_pages {
         let params = cursor.as_ref().map(|c| json!({"cursor": c}));
-        let opts = CallOptions {
-            lane: Lane::Priority,
-            ..CallOptions::default()
-        };
+        let opts = CallOptions { lane: Lane::Priority, ..CallOptions::default() };
         let raw = conn.request(method::TOOLS_LIST, params, opts).await?;
-        let page: ListToolsResult = serde_json::from_value(raw)
-            .map_err(|e| CallError::MalformedResponse(format!("tools/list: {e}")))?;
+        let page: ListToolsResult =
+            serde_json::from_value(raw).map_err(|e| CallError::MalformedResponse(format!("tools/list: {e}")))?;
         all.extend(page.tools);
         match page.next_cursor {
             Some(next) if cursor.as_ref() == Some(&next) => {
-                return Err(CallError::MalformedResponse(format!(
-                    "tools/list repeated cursor {next:?}"
-                )));
+                return Err(CallError::MalformedResponse(format!("tools/list repeated cursor {next:?}")));
             }
             Some(next) => cursor = Some(next),
             None => return Ok(all),
         }
     }
-    Err(CallError::MalformedResponse(format!(
-        "tools/list did not end within {} pages",
-        config.max_tool_pages
-    )))
+    Err(CallError::MalformedResponse(format!("tools/list did not end within {} pages", config.max_tool_pages)))
 }

@@ -49,12 +49,7 @@ impl Connection {
     /// Sends a request and waits for its result under the phased timeouts.
     ///
     /// `tools/call` requests get a progress token (the request id) so progress can keep a long call alive.
-    pub async fn request(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        opts: CallOptions,
-    ) -> Result<Value, CallError> {
+    pub async fn request(&self, method: &str, params: Option<Value>, opts: CallOptions) -> Result<Value, CallError> {
         let shared = self.shared().clone();
         let started = Instant::now();
         let result = run(&shared, method, params, opts).await;
@@ -68,12 +63,7 @@ impl Connection {
     }
 }
 
-async fn run(
-    shared: &Arc<Shared>,
-    method: &str,
-    params: Option<Value>,
-    opts: CallOptions,
-) -> Result<Value, CallError> {
+async fn run(shared: &Arc<Shared>, method: &str, params: Option<Value>, opts: CallOptions) -> Result<Value, CallError> {
     let config = &shared.config;
     let start = Instant::now();
     let deadline = opts.deadline.unwrap_or(start + config.call_deadline);
@@ -90,56 +80,21 @@ async fn run(
     let (mut _global, mut _local) = (None, None);
     if opts.lane == Lane::Normal {
         if let Some(limit) = &shared.global {
-            _global = Some(
-                phase(
-                    &cancel,
-                    deadline,
-                    queue_end,
-                    queue_timeout.clone(),
-                    limit.acquire(),
-                )
-                .await?,
-            );
+            _global = Some(phase(&cancel, deadline, queue_end, queue_timeout.clone(), limit.acquire()).await?);
         }
-        let local = phase(
-            &cancel,
-            deadline,
-            queue_end,
-            queue_timeout,
-            shared.permits.clone().acquire_owned(),
-        );
-        _local = Some(
-            local
-                .await?
-                .map_err(|_| CallError::Transport(TransportError::Shutdown))?,
-        );
+        let local = phase(&cancel, deadline, queue_end, queue_timeout, shared.permits.clone().acquire_owned());
+        _local = Some(local.await?.map_err(|_| CallError::Transport(TransportError::Shutdown))?);
     }
 
     // Register, then hand to the writer.
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = oneshot::channel();
     let last_progress = Arc::new(AtomicU64::new(0));
-    let entry = Entry {
-        tx,
-        written: false,
-        progress: opts.progress,
-        last_progress: last_progress.clone(),
-    };
+    let entry = Entry { tx, written: false, progress: opts.progress, last_progress: last_progress.clone() };
     shared.pending.register(id, entry)?;
-    let mut guard = PendingGuard {
-        shared,
-        id,
-        armed: true,
-    };
-    let params = if method == method::TOOLS_CALL {
-        with_progress_token(params, id)
-    } else {
-        params
-    };
-    let out = Outgoing {
-        msg: Message::request(id, method, params),
-        call: Some(id),
-    };
+    let mut guard = PendingGuard { shared, id, armed: true };
+    let params = if method == method::TOOLS_CALL { with_progress_token(params, id) } else { params };
+    let out = Outgoing { msg: Message::request(id, method, params), call: Some(id) };
     let lane = match opts.lane {
         Lane::Priority => &shared.priority,
         Lane::Normal => &shared.normal,
@@ -238,9 +193,7 @@ fn spawn_stall_probe(shared: Arc<Shared>, silent_for: Duration) {
         // Go through `run` directly: a probe must not spawn probes of its own, which the `probing` flag ensures.
         let outcome = run(&shared, method::PING, None, opts).await;
         if matches!(outcome, Err(CallError::Local(_))) {
-            shared.fail(TransportError::Stalled(
-                silent_for + shared.config.stall_probe,
-            ));
+            shared.fail(TransportError::Stalled(silent_for + shared.config.stall_probe));
         }
         shared.probing.store(false, Ordering::Release);
     });
@@ -271,16 +224,11 @@ impl PendingGuard<'_> {
         let shared = self.shared;
         // Only a request the server has seen needs a cancellation; an unwritten one is skipped by the writer.
         if shared.pending.remove(self.id) == Some(true) && shared.pending.closed().is_none() {
-            let params = CancelledParams {
-                request_id: self.id.into(),
-                reason: Some(reason.to_owned()),
-            };
+            let params = CancelledParams { request_id: self.id.into(), reason: Some(reason.to_owned()) };
             let msg = Message::notification(method::CANCELLED, serde_json::to_value(params).ok());
             if shared.try_send_priority(msg) {
                 Counters::bump(&shared.counters.cancels_sent);
-                shared
-                    .observer
-                    .event(&Event::CancelSent { conn: shared.id });
+                shared.observer.event(&Event::CancelSent { conn: shared.id });
             } else {
                 Counters::bump(&shared.counters.cancels_dropped);
             }

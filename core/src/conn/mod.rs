@@ -55,10 +55,7 @@ pub struct ConnectionParts {
 
 impl std::fmt::Debug for ConnectionParts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectionParts")
-            .field("id", &self.id)
-            .field("server", &self.server)
-            .finish_non_exhaustive()
+        f.debug_struct("ConnectionParts").field("id", &self.id).field("server", &self.server).finish_non_exhaustive()
     }
 }
 
@@ -92,20 +89,14 @@ pub(crate) struct Shared {
 
 impl Shared {
     fn nanos_since_epoch(&self) -> u64 {
-        Instant::now()
-            .saturating_duration_since(self.epoch)
-            .as_nanos() as u64
+        Instant::now().saturating_duration_since(self.epoch).as_nanos() as u64
     }
 
     /// The connection is finished: fail every pending call now and stop the tasks.
     pub(crate) fn fail(&self, err: TransportError) {
         if self.pending.fail_all(&err) {
             let reason = err.to_string();
-            self.observer.event(&Event::ConnectionClosed {
-                conn: self.id,
-                server: &self.server,
-                reason: &reason,
-            });
+            self.observer.event(&Event::ConnectionClosed { conn: self.id, server: &self.server, reason: &reason });
         }
         self.shutdown.cancel(err.to_string());
     }
@@ -135,27 +126,18 @@ impl Drop for Handle {
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connection")
-            .field("id", &self.id())
-            .field("server", &self.shared().server)
-            .finish()
+        f.debug_struct("Connection").field("id", &self.id()).field("server", &self.shared().server).finish()
     }
 }
 
 impl Connection {
     /// Starts the reader, writer (and notification dispatcher) tasks on the current tokio runtime.
-    pub fn start<S: MessageSink, R: MessageSource>(
-        sink: S,
-        source: R,
-        parts: ConnectionParts,
-    ) -> Connection {
+    pub fn start<S: MessageSink, R: MessageSource>(sink: S, source: R, parts: ConnectionParts) -> Connection {
         let config = parts.config;
         let (priority, priority_rx) = mpsc::channel(config.priority_lane_capacity);
         let (normal, normal_rx) = mpsc::channel(config.max_in_flight.max(1));
         let shutdown = CancelToken::new();
-        let notifications = parts
-            .on_notification
-            .map(|h| notify::spawn_dispatcher(h, &config, shutdown.clone()));
+        let notifications = parts.on_notification.map(|h| notify::spawn_dispatcher(h, &config, shutdown.clone()));
         let shared = Arc::new(Shared {
             id: parts.id,
             server: parts.server,
@@ -174,15 +156,10 @@ impl Connection {
             counters: Counters::default(),
             _guard: parts.guard,
         });
-        shared.observer.event(&Event::ConnectionOpened {
-            conn: shared.id,
-            server: &shared.server,
-        });
+        shared.observer.event(&Event::ConnectionOpened { conn: shared.id, server: &shared.server });
         tokio::spawn(writer::run(shared.clone(), sink, priority_rx, normal_rx));
         tokio::spawn(reader::run(shared.clone(), source, notifications));
-        Connection {
-            handle: Arc::new(Handle { shared }),
-        }
+        Connection { handle: Arc::new(Handle { shared }) }
     }
 
     fn shared(&self) -> &Arc<Shared> {
@@ -214,29 +191,16 @@ impl Connection {
 
     pub fn stats(&self) -> ConnectionStats {
         let s = self.shared();
-        s.counters.snapshot(
-            s.pending.len(),
-            s.config.max_in_flight - s.permits.available_permits(),
-        )
+        s.counters.snapshot(s.pending.len(), s.config.max_in_flight - s.permits.available_permits())
     }
 
     /// Sends a notification (e.g. `notifications/initialized`) on the priority lane.
-    pub async fn notify(
-        &self,
-        method: &str,
-        params: Option<serde_json::Value>,
-    ) -> Result<(), TransportError> {
+    pub async fn notify(&self, method: &str, params: Option<serde_json::Value>) -> Result<(), TransportError> {
         let s = self.shared();
         if let Some(e) = s.pending.closed() {
             return Err(e);
         }
-        let out = Outgoing {
-            msg: Message::notification(method, params),
-            call: None,
-        };
-        s.priority
-            .send(out)
-            .await
-            .map_err(|_| TransportError::Shutdown)
+        let out = Outgoing { msg: Message::notification(method, params), call: None };
+        s.priority.send(out).await.map_err(|_| TransportError::Shutdown)
     }
 }

@@ -13,8 +13,7 @@ use crate::jsonrpc::Notification;
 
 /// Handles one server notification. Returns a future so handlers can do async work (e.g. re-fetch tools after
 /// `notifications/tools/list_changed`).
-pub type NotificationHandler =
-    Arc<dyn Fn(Notification) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+pub type NotificationHandler = Arc<dyn Fn(Notification) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
 pub(crate) fn spawn_dispatcher(
     handler: NotificationHandler,

@@ -135,15 +135,7 @@ mod tests {
 
     fn entry() -> (Entry, oneshot::Receiver<Reply>) {
         let (tx, rx) = oneshot::channel();
-        (
-            Entry {
-                tx,
-                written: false,
-                progress: None,
-                last_progress: Arc::default(),
-            },
-            rx,
-        )
+        (Entry { tx, written: false, progress: None, last_progress: Arc::default() }, rx)
     }
 
     #[test]
@@ -182,10 +174,7 @@ mod tests {
         assert!(t.fail_all(&TransportError::Closed));
         assert!(!t.fail_all(&TransportError::Shutdown));
         for mut rx in rxs {
-            assert_eq!(
-                rx.try_recv().unwrap(),
-                Err(CallError::Transport(TransportError::Closed))
-            );
+            assert_eq!(rx.try_recv().unwrap(), Err(CallError::Transport(TransportError::Closed)));
         }
         let (e, _rx) = entry();
         assert_eq!(t.register(9, e), Err(TransportError::Closed));

@@ -11,9 +11,7 @@ use super::Shared;
 use super::pending::Delivery;
 use super::stats::Counters;
 use crate::error::{CallError, TransportError};
-use crate::jsonrpc::{
-    ErrorCode, ErrorObject, Message, Notification, Request, Response, ResponseBody,
-};
+use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, Response, ResponseBody};
 use crate::mcp::{ProgressParams, method};
 use crate::observe::Event;
 use crate::transport::{FrameError, MessageSource};
@@ -32,18 +30,13 @@ pub(crate) async fn run<R: MessageSource>(
         let Some(item) = item else {
             break TransportError::Closed;
         };
-        shared
-            .last_rx
-            .store(shared.nanos_since_epoch().max(1), Ordering::Relaxed);
+        shared.last_rx.store(shared.nanos_since_epoch().max(1), Ordering::Relaxed);
         Counters::bump(&shared.counters.received);
         match item {
             Ok(msg) => dispatch(&shared, msg, notifications.as_ref()),
             Err(FrameError::Io(e)) => break e,
             Err(e) => {
-                shared.observer.event(&Event::FrameRejected {
-                    conn: shared.id,
-                    error: &e,
-                });
+                shared.observer.event(&Event::FrameRejected { conn: shared.id, error: &e });
                 Counters::bump(&shared.counters.rejected_frames);
                 match &e {
                     // An oversize frame may have been a response we can never attribute: failing the connection
@@ -53,9 +46,7 @@ pub(crate) async fn run<R: MessageSource>(
                     }
                     FrameError::Decode(d) => {
                         if let Some(id) = d.request_id().and_then(|id| id.as_number()) {
-                            shared
-                                .pending
-                                .complete(id, Err(CallError::MalformedResponse(d.to_string())));
+                            shared.pending.complete(id, Err(CallError::MalformedResponse(d.to_string())));
                         }
                     }
                     FrameError::NotUtf8 | FrameError::Io(_) => {}
@@ -78,9 +69,7 @@ fn on_response(shared: &Shared, response: Response) {
     let Some(id) = response.id.as_ref().and_then(|id| id.as_number()) else {
         // `id: null` (the server could not read one of our frames) or a string id we never issue.
         Counters::bump(&shared.counters.unknown_responses);
-        shared
-            .observer
-            .event(&Event::UnknownResponseDropped { conn: shared.id });
+        shared.observer.event(&Event::UnknownResponseDropped { conn: shared.id });
         return;
     };
     let reply = match response.body {
@@ -90,27 +79,17 @@ fn on_response(shared: &Shared, response: Response) {
     if shared.pending.complete(id, reply) == Delivery::NotPending {
         if id > 0 && id < shared.next_id.load(Ordering::Relaxed) {
             Counters::bump(&shared.counters.late_responses);
-            shared
-                .observer
-                .event(&Event::LateResponseDropped { conn: shared.id });
+            shared.observer.event(&Event::LateResponseDropped { conn: shared.id });
         } else {
             Counters::bump(&shared.counters.unknown_responses);
-            shared
-                .observer
-                .event(&Event::UnknownResponseDropped { conn: shared.id });
+            shared.observer.event(&Event::UnknownResponseDropped { conn: shared.id });
         }
     }
 }
 
-fn on_notification(
-    shared: &Shared,
-    n: Notification,
-    notifications: Option<&mpsc::Sender<Notification>>,
-) {
+fn on_notification(shared: &Shared, n: Notification, notifications: Option<&mpsc::Sender<Notification>>) {
     if n.method == method::PROGRESS {
-        let params = n
-            .params
-            .and_then(|p| serde_json::from_value::<ProgressParams>(p).ok());
+        let params = n.params.and_then(|p| serde_json::from_value::<ProgressParams>(p).ok());
         let delivered = params.is_some_and(|p| {
             // We only ever issue integer progress tokens equal to the request id.
             let id = p.progress_token.as_i64();
@@ -122,14 +101,9 @@ fn on_notification(
         return;
     }
     let Some(tx) = notifications else { return };
-    if let Err(mpsc::error::TrySendError::Full(n) | mpsc::error::TrySendError::Closed(n)) =
-        tx.try_send(n)
-    {
+    if let Err(mpsc::error::TrySendError::Full(n) | mpsc::error::TrySendError::Closed(n)) = tx.try_send(n) {
         Counters::bump(&shared.counters.notifications_dropped);
-        shared.observer.event(&Event::NotificationDropped {
-            conn: shared.id,
-            method: &n.method,
-        });
+        shared.observer.event(&Event::NotificationDropped { conn: shared.id, method: &n.method });
     }
 }
 
@@ -140,10 +114,7 @@ fn on_server_request(shared: &Shared, request: Request) {
         Message::result(request.id, json!({}))
     } else {
         let msg = format!("client does not support {:?}", request.method);
-        Message::error(
-            Some(request.id),
-            ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, msg),
-        )
+        Message::error(Some(request.id), ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, msg))
     };
     let _ = shared.try_send_priority(reply);
 }

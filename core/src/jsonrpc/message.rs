@@ -42,11 +42,7 @@ pub struct ErrorObject {
 
 impl ErrorObject {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ErrorObject {
-            code: code.0,
-            message: message.into(),
-            data: None,
-        }
+        ErrorObject { code: code.0, message: message.into(), data: None }
     }
 
     pub fn code(&self) -> ErrorCode {
@@ -73,10 +69,7 @@ pub enum DecodeError {
     #[error("frame is not a JSON object")]
     NotAnObject,
     #[error("invalid JSON-RPC message: {reason}")]
-    Invalid {
-        reason: &'static str,
-        id: Option<RequestId>,
-    },
+    Invalid { reason: &'static str, id: Option<RequestId> },
 }
 
 impl DecodeError {
@@ -91,8 +84,7 @@ impl DecodeError {
 impl Message {
     /// Decodes one frame. Never panics, whatever the bytes.
     pub fn decode(frame: &[u8]) -> Result<Message, DecodeError> {
-        let value: Value =
-            serde_json::from_slice(frame).map_err(|e| DecodeError::NotJson(e.to_string()))?;
+        let value: Value = serde_json::from_slice(frame).map_err(|e| DecodeError::NotJson(e.to_string()))?;
         match value {
             Value::Object(map) => Self::from_object(map),
             Value::Array(_) => Err(DecodeError::Batch),
@@ -107,10 +99,7 @@ impl Message {
             Some(v) => serde_json::from_value::<RequestId>(v.clone()).ok(),
             None => None,
         };
-        let invalid = |reason| DecodeError::Invalid {
-            reason,
-            id: id.clone(),
-        };
+        let invalid = |reason| DecodeError::Invalid { reason, id: id.clone() };
         if map.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
             return Err(invalid("missing or wrong \"jsonrpc\": \"2.0\""));
         }
@@ -119,10 +108,7 @@ impl Message {
             let Value::String(method) = method else {
                 return Err(invalid("\"method\" is not a string"));
             };
-            if params
-                .as_ref()
-                .is_some_and(|p| !p.is_object() && !p.is_array())
-            {
+            if params.as_ref().is_some_and(|p| !p.is_object() && !p.is_array()) {
                 return Err(invalid("\"params\" must be an object or array"));
             }
             return match raw_id {
@@ -167,14 +153,7 @@ impl Message {
             #[serde(skip_serializing_if = "Option::is_none")]
             error: Option<&'a ErrorObject>,
         }
-        let mut wire = Wire {
-            jsonrpc: "2.0",
-            id: None,
-            method: None,
-            params: None,
-            result: None,
-            error: None,
-        };
+        let mut wire = Wire { jsonrpc: "2.0", id: None, method: None, params: None, result: None, error: None };
         match self {
             Message::Request(r) => {
                 wire.id = Some(Some(&r.id));
@@ -197,37 +176,20 @@ impl Message {
         serde_json::to_vec(&wire).unwrap_or_default()
     }
 
-    pub fn request(
-        id: impl Into<RequestId>,
-        method: impl Into<String>,
-        params: Option<Value>,
-    ) -> Self {
-        Message::Request(Request {
-            id: id.into(),
-            method: method.into(),
-            params,
-        })
+    pub fn request(id: impl Into<RequestId>, method: impl Into<String>, params: Option<Value>) -> Self {
+        Message::Request(Request { id: id.into(), method: method.into(), params })
     }
 
     pub fn notification(method: impl Into<String>, params: Option<Value>) -> Self {
-        Message::Notification(Notification {
-            method: method.into(),
-            params,
-        })
+        Message::Notification(Notification { method: method.into(), params })
     }
 
     pub fn result(id: RequestId, result: Value) -> Self {
-        Message::Response(Response {
-            id: Some(id),
-            body: ResponseBody::Result(result),
-        })
+        Message::Response(Response { id: Some(id), body: ResponseBody::Result(result) })
     }
 
     pub fn error(id: Option<RequestId>, error: ErrorObject) -> Self {
-        Message::Response(Response {
-            id,
-            body: ResponseBody::Error(error),
-        })
+        Message::Response(Response { id, body: ResponseBody::Error(error) })
     }
 }
 
@@ -239,25 +201,13 @@ mod tests {
     #[test]
     fn classifies_by_shape() {
         let req = Message::decode(br#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#).unwrap();
-        assert!(matches!(
-            req,
-            Message::Request(Request {
-                id: RequestId::String(_),
-                ..
-            })
-        ));
-        let note =
-            Message::decode(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert!(matches!(req, Message::Request(Request { id: RequestId::String(_), .. })));
+        let note = Message::decode(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert!(matches!(note, Message::Notification(_)));
         let resp = Message::decode(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#).unwrap();
         assert_eq!(resp, Message::result(RequestId::Number(7), json!({})));
-        let null_id = Message::decode(
-            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
-        );
-        assert!(matches!(
-            null_id,
-            Ok(Message::Response(Response { id: None, .. }))
-        ));
+        let null_id = Message::decode(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#);
+        assert!(matches!(null_id, Ok(Message::Response(Response { id: None, .. }))));
     }
 
     #[test]
@@ -268,29 +218,18 @@ mod tests {
         assert_eq!(e.request_id(), Some(&RequestId::Number(4)));
         assert_eq!(Message::decode(b"[1,2]").unwrap_err(), DecodeError::Batch);
         assert_eq!(Message::decode(b"3").unwrap_err(), DecodeError::NotAnObject);
-        assert!(matches!(
-            Message::decode(b"{not json").unwrap_err(),
-            DecodeError::NotJson(_)
-        ));
-        let both = Message::decode(
-            br#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":""}}"#,
-        );
+        assert!(matches!(Message::decode(b"{not json").unwrap_err(), DecodeError::NotJson(_)));
+        let both = Message::decode(br#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":""}}"#);
         assert!(matches!(both, Err(DecodeError::Invalid { .. })));
         let float_id = Message::decode(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#);
-        assert!(matches!(
-            float_id,
-            Err(DecodeError::Invalid { id: None, .. })
-        ));
+        assert!(matches!(float_id, Err(DecodeError::Invalid { id: None, .. })));
     }
 
     #[test]
     fn encode_is_compact_and_round_trips() {
         let m = Message::error(None, ErrorObject::new(ErrorCode::PARSE_ERROR, "bad"));
         let bytes = m.encode();
-        assert_eq!(
-            bytes,
-            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#
-        );
+        assert_eq!(bytes, br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#);
         assert_eq!(Message::decode(&bytes).unwrap(), m);
     }
 }

@@ -10,6 +10,4 @@ mod message;
 
 pub use codes::ErrorCode;
 pub use id::RequestId;
-pub use message::{
-    DecodeError, ErrorObject, Message, Notification, Request, Response, ResponseBody,
-};
+pub use message::{DecodeError, ErrorObject, Message, Notification, Request, Response, ResponseBody};

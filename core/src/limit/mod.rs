@@ -17,10 +17,7 @@ impl InFlightLimit {
     pub const DEFAULT: usize = 50;
 
     pub fn new(max: usize) -> Self {
-        InFlightLimit {
-            sem: Arc::new(Semaphore::new(max)),
-            max,
-        }
+        InFlightLimit { sem: Arc::new(Semaphore::new(max)), max }
     }
 
     pub fn max(&self) -> usize {

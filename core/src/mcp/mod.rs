@@ -33,11 +33,7 @@ pub struct Implementation {
 
 impl Implementation {
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Implementation {
-            name: name.into(),
-            version: version.into(),
-            extra: Map::new(),
-        }
+        Implementation { name: name.into(), version: version.into(), extra: Map::new() }
     }
 }
 
@@ -65,10 +61,7 @@ pub struct InitializeResult {
 impl InitializeResult {
     /// Whether the server said it will send `notifications/tools/list_changed`.
     pub fn tools_list_changed(&self) -> bool {
-        self.capabilities
-            .pointer("/tools/listChanged")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
+        self.capabilities.pointer("/tools/listChanged").and_then(Value::as_bool).unwrap_or(false)
     }
 }
 
@@ -92,11 +85,7 @@ pub struct Tool {
 impl Tool {
     /// A boolean annotation hint such as `readOnlyHint` or `idempotentHint` (absent means false).
     pub fn hint(&self, name: &str) -> bool {
-        self.annotations
-            .as_ref()
-            .and_then(|a| a.get(name))
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
+        self.annotations.as_ref().and_then(|a| a.get(name)).and_then(Value::as_bool).unwrap_or(false)
     }
 }
 
@@ -182,7 +171,8 @@ mod tests {
     #[test]
     fn call_result_text_and_default_is_error() {
         let r: CallToolResult = serde_json::from_value(json!({"content": [{"type": "text", "text": "a"},
-            {"type": "image", "data": "", "mimeType": "image/png"}, {"type": "text", "text": "b"}]})).unwrap();
+            {"type": "image", "data": "", "mimeType": "image/png"}, {"type": "text", "text": "b"}]}))
+        .unwrap();
         assert!(!r.is_error);
         assert_eq!(r.joined_text(), "a\nb");
     }

@@ -30,17 +30,13 @@ pub struct TokioClock {
 
 impl TokioClock {
     pub fn new(wall_ms_now: u64) -> Self {
-        TokioClock {
-            anchor: Instant::now(),
-            anchor_wall_ms: wall_ms_now,
-        }
+        TokioClock { anchor: Instant::now(), anchor_wall_ms: wall_ms_now }
     }
 }
 
 impl Clock for TokioClock {
     fn wall_ms(&self) -> u64 {
         let elapsed: Duration = Instant::now().saturating_duration_since(self.anchor);
-        self.anchor_wall_ms
-            .saturating_add(elapsed.as_millis() as u64)
+        self.anchor_wall_ms.saturating_add(elapsed.as_millis() as u64)
     }
 }

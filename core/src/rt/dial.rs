@@ -17,14 +17,11 @@ pub struct ByteStream {
 
 impl Debug for ByteStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ByteStream")
-            .field("guarded", &self.guard.is_some())
-            .finish()
+        f.debug_struct("ByteStream").field("guarded", &self.guard.is_some()).finish()
     }
 }
 
-pub type DialFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<ByteStream, TransportError>> + Send + 'a>>;
+pub type DialFuture<'a> = Pin<Box<dyn Future<Output = Result<ByteStream, TransportError>> + Send + 'a>>;
 
 /// Opens byte streams to one server: tokio TCP and child-process stdio here, turmoil TCP in the simulator.
 ///
@@ -49,11 +46,7 @@ impl Dialer for TcpDialer {
                 .map_err(|e| TransportError::ConnectFailed(format!("{}: {e}", self.addr)))?;
             let _ = stream.set_nodelay(true);
             let (reader, writer) = stream.into_split();
-            Ok(ByteStream {
-                reader: Box::new(reader),
-                writer: Box::new(writer),
-                guard: None,
-            })
+            Ok(ByteStream { reader: Box::new(reader), writer: Box::new(writer), guard: None })
         })
     }
 
@@ -72,15 +65,8 @@ pub struct StdioDialer {
 }
 
 impl StdioDialer {
-    pub fn new(
-        program: impl Into<String>,
-        args: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Self {
-        StdioDialer {
-            program: program.into(),
-            args: args.into_iter().map(Into::into).collect(),
-            env: Vec::new(),
-        }
+    pub fn new(program: impl Into<String>, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        StdioDialer { program: program.into(), args: args.into_iter().map(Into::into).collect(), env: Vec::new() }
     }
 }
 
@@ -97,9 +83,7 @@ impl Dialer for StdioDialer {
                 .spawn()
                 .map_err(|e| TransportError::SpawnFailed(format!("{:?}: {e}", self.program)))?;
             let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-                return Err(TransportError::ConnectFailed(
-                    "child has no stdio pipes".into(),
-                ));
+                return Err(TransportError::ConnectFailed("child has no stdio pipes".into()));
             };
             Ok(ByteStream {
                 reader: Box::new(stdout),

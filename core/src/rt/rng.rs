@@ -15,9 +15,7 @@ pub struct SeededRng {
 
 impl SeededRng {
     pub fn new(seed: u64) -> Self {
-        SeededRng {
-            inner: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
-        }
+        SeededRng { inner: Mutex::new(ChaCha8Rng::seed_from_u64(seed)) }
     }
 
     /// An independent generator for one component; the same `stream` always yields the same sequence.
@@ -25,9 +23,7 @@ impl SeededRng {
         let mut rng = self.lock().clone();
         rng.set_stream(stream);
         rng.set_word_pos(0);
-        SeededRng {
-            inner: Mutex::new(rng),
-        }
+        SeededRng { inner: Mutex::new(rng) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ChaCha8Rng> {
@@ -46,11 +42,7 @@ impl SeededRng {
 
     /// Uniform in [0, n); 0 when n is 0.
     pub fn below(&self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.lock().random_range(0..n)
-        }
+        if n == 0 { 0 } else { self.lock().random_range(0..n) }
     }
 
     /// `base` scaled by a uniform factor in [1 − frac, 1 + frac].
@@ -80,10 +72,7 @@ mod tests {
         let rng = SeededRng::new(1);
         for _ in 0..1000 {
             let d = rng.jitter(Duration::from_secs(1), 0.2);
-            assert!(
-                d >= Duration::from_millis(800) && d <= Duration::from_millis(1200),
-                "{d:?}"
-            );
+            assert!(d >= Duration::from_millis(800) && d <= Duration::from_millis(1200), "{d:?}");
         }
     }
 }

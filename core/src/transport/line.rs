@@ -28,9 +28,7 @@ pub struct LineSink<W> {
 
 impl<W: AsyncWrite + Unpin + Send + 'static> LineSink<W> {
     pub fn new(writer: W) -> Self {
-        LineSink {
-            writer: BufWriter::with_capacity(64 * 1024, writer),
-        }
+        LineSink { writer: BufWriter::with_capacity(64 * 1024, writer) }
     }
 }
 
@@ -38,17 +36,11 @@ impl<W: AsyncWrite + Unpin + Send + 'static> MessageSink for LineSink<W> {
     async fn feed(&mut self, msg: &Message) -> Result<(), TransportError> {
         let mut bytes = msg.encode();
         bytes.push(b'\n');
-        self.writer
-            .write_all(&bytes)
-            .await
-            .map_err(|e| TransportError::io("write", &e))
+        self.writer.write_all(&bytes).await.map_err(|e| TransportError::io("write", &e))
     }
 
     async fn flush(&mut self) -> Result<(), TransportError> {
-        self.writer
-            .flush()
-            .await
-            .map_err(|e| TransportError::io("flush", &e))
+        self.writer.flush().await.map_err(|e| TransportError::io("flush", &e))
     }
 
     async fn close(&mut self) {
@@ -101,10 +93,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineSource<R> {
                 self.line.shrink_to(64 * 1024);
                 self.discarding = newline.is_none();
                 self.reader.consume(take + usize::from(newline.is_some()));
-                return Some(Err(FrameError::TooLarge {
-                    len: seen,
-                    max: self.max_frame,
-                }));
+                return Some(Err(FrameError::TooLarge { len: seen, max: self.max_frame }));
             } else {
                 self.line.extend_from_slice(&available[..take]);
             }
@@ -176,14 +165,8 @@ mod tests {
             client.write_all(&big).await.unwrap();
         });
         let mut src = LineSource::new(server, 100);
-        assert!(matches!(
-            src.recv().await,
-            Some(Err(FrameError::TooLarge { .. }))
-        ));
-        assert!(matches!(
-            src.recv().await,
-            Some(Ok(Message::Notification(_)))
-        ));
+        assert!(matches!(src.recv().await, Some(Err(FrameError::TooLarge { .. }))));
+        assert!(matches!(src.recv().await, Some(Ok(Message::Notification(_)))));
         assert!(src.line.capacity() <= 64 * 1024);
         writer.await.unwrap();
         assert!(src.recv().await.is_none());
@@ -197,14 +180,8 @@ mod tests {
 
     #[tokio::test]
     async fn non_utf8_is_one_bad_frame() {
-        let mut src = LineSource::new(
-            &b"\xff\xfe\n{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n"[..],
-            100,
-        );
+        let mut src = LineSource::new(&b"\xff\xfe\n{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n"[..], 100);
         assert_eq!(src.recv().await, Some(Err(FrameError::NotUtf8)));
-        assert!(matches!(
-            src.recv().await,
-            Some(Ok(Message::Notification(_)))
-        ));
+        assert!(matches!(src.recv().await, Some(Ok(Message::Notification(_)))));
     }
 }
