@@ -1,1 +1,3 @@
 //! The mcpstorm simulator and fake MCP servers.
+
+pub mod fake;

@@ -1,0 +1,249 @@
+//! One client connection.
+//!
+//! ```text
+//! source ──► reader ──► request ──► own task (call: worker, latency, progress) ─┐
+//!                   └─► notifications/cancelled ──► abort that task             ├─► bounded outbox ──► writer ──► sink
+//!                   └─► malformed frame ──► JSON-RPC error ─────────────────────┘
+//! ```
+//!
+//! Every request runs on its own task, so answers leave in completion order, not arrival order. A task claims its
+//! request's slot in the in-flight table before it answers; a cancellation removes the slot and aborts the task, so
+//! exactly one of them wins and a cancelled request is never answered. When the connection ends, every task still
+//! in the table is aborted (dropping its worker and gauge), so nothing outlives it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use mcpstorm_core::jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message, Notification, Request, RequestId};
+use mcpstorm_core::mcp::{CancelledParams, method};
+use mcpstorm_core::transport::{FrameError, MessageSink, MessageSource, line_transport};
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio::task::{AbortHandle, JoinHandle};
+
+use super::call::{self, Job, Outcome};
+use super::methods;
+use super::server::Shared;
+use super::stats::Counters;
+
+/// Answers queued for the writer. When full, request tasks (and the reader, for frame errors) wait: a client that
+/// stops reading slows the server down instead of growing its memory.
+const OUTBOX: usize = 256;
+/// Most messages written between two flushes.
+const MAX_BATCH: usize = 128;
+/// Requests in flight on one connection. Beyond it new requests are refused with -32000, so a flooding client
+/// cannot grow the task table without bound.
+const MAX_IN_FLIGHT: usize = 4096;
+/// How long answers already queued may take to drain after the client closed its side.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+struct Conn {
+    out: mpsc::Sender<Message>,
+    inflight: Mutex<BTreeMap<RequestId, Slot>>,
+}
+
+struct Slot {
+    /// `None` only between the spawn and the line after it, both on the reader.
+    task: Option<AbortHandle>,
+    /// A `tools/call` (counted in the stats), not a ping or list.
+    call: bool,
+}
+
+impl Conn {
+    fn inflight(&self) -> MutexGuard<'_, BTreeMap<RequestId, Slot>> {
+        // Held for single map operations only; a panic inside one cannot tear the map.
+        self.inflight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Claims the right to answer `id`. False when the request was cancelled (or its connection closed).
+    fn claim(&self, id: &RequestId) -> bool {
+        self.inflight().remove(id).is_some()
+    }
+}
+
+/// Aborts every request still in flight when the connection ends, however it ends (including the serving future
+/// being dropped).
+struct CloseGuard {
+    conn: Arc<Conn>,
+    shared: Arc<Shared>,
+}
+
+impl Drop for CloseGuard {
+    fn drop(&mut self) {
+        let slots = std::mem::take(&mut *self.conn.inflight());
+        let mut abandoned = 0;
+        for slot in slots.into_values() {
+            if let Some(task) = slot.task {
+                task.abort();
+            }
+            abandoned += u64::from(slot.call);
+        }
+        Counters::add(&self.shared.counters.abandoned, abandoned);
+        Counters::dec(&self.shared.counters.connections);
+    }
+}
+
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+pub(super) async fn serve<R, W>(shared: Arc<Shared>, max_frame: usize, reader: R, writer: W)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (sink, mut source) = line_transport(reader, writer, max_frame);
+    let (out, outbox) = mpsc::channel(OUTBOX);
+    let mut writer = AbortOnDrop(tokio::spawn(write_loop(sink, outbox)));
+    let conn = Arc::new(Conn { out, inflight: Mutex::default() });
+    Counters::bump(&shared.counters.connections);
+    Counters::bump(&shared.counters.connections_total);
+    let guard = CloseGuard { conn: conn.clone(), shared: shared.clone() };
+    while let Some(item) = source.recv().await {
+        match item {
+            Ok(Message::Request(request)) => on_request(&shared, &conn, request).await,
+            Ok(Message::Notification(note)) => on_notification(&shared, &conn, note),
+            // We never send requests, so a response answers nothing of ours: ignore it, as servers do.
+            Ok(Message::Response(_)) => {}
+            Err(FrameError::Io(e)) => {
+                tracing::debug!(server = %shared.config.name, error = %e, "fake server connection failed");
+                break;
+            }
+            Err(e) => {
+                Counters::bump(&shared.counters.rejected_frames);
+                let _ = conn.out.send(frame_error_reply(&e)).await;
+            }
+        }
+    }
+    drop(guard);
+    // The writer ends once every sender is gone: ours now, the aborted tasks' as the runtime drops them.
+    drop(conn);
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, &mut writer.0).await;
+}
+
+/// The JSON-RPC answer to a frame that is not a valid message: -32700 for unparsable bytes, -32600 for anything
+/// else, with the request's id when it could be read.
+fn frame_error_reply(e: &FrameError) -> Message {
+    let (id, code) = match e {
+        FrameError::NotUtf8 | FrameError::Decode(DecodeError::NotJson(_)) => (None, ErrorCode::PARSE_ERROR),
+        FrameError::Decode(d) => (d.request_id().cloned(), ErrorCode::INVALID_REQUEST),
+        FrameError::TooLarge { .. } | FrameError::Io(_) => (None, ErrorCode::INVALID_REQUEST),
+    };
+    Message::error(id, ErrorObject::new(code, e.to_string()))
+}
+
+async fn on_request(shared: &Arc<Shared>, conn: &Arc<Conn>, request: Request) {
+    let Request { id, method, params } = request;
+    let is_call = method == method::TOOLS_CALL;
+    if is_call {
+        Counters::bump(&shared.counters.received);
+    }
+    let refusal = {
+        let inflight = conn.inflight();
+        if inflight.contains_key(&id) {
+            Some(ErrorObject::new(ErrorCode::INVALID_REQUEST, format!("request id {id} is already in flight")))
+        } else if inflight.len() >= MAX_IN_FLIGHT {
+            let msg = format!("server busy: {MAX_IN_FLIGHT} requests already in flight on this connection");
+            Some(ErrorObject::new(ErrorCode(-32000), msg))
+        } else {
+            None
+        }
+    };
+    if let Some(error) = refusal {
+        if is_call {
+            Counters::bump(&shared.counters.errored);
+        }
+        let _ = conn.out.send(Message::error(Some(id), error)).await;
+        return;
+    }
+    let job = match method.as_str() {
+        method::TOOLS_CALL => call::prepare(shared, params),
+        method::INITIALIZE => Job::Reply(methods::initialize(shared, params.as_ref()), None),
+        method::PING => Job::Reply(Ok(json!({})), None),
+        method::TOOLS_LIST => Job::Reply(methods::list_tools(shared, params.as_ref()), None),
+        other => {
+            Job::Reply(Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {other}"))), None)
+        }
+    };
+    // The slot exists before the task can look for it; the abort handle is filled in right after the spawn, before
+    // the reader reads (and could act on) the next message.
+    conn.inflight().insert(id.clone(), Slot { task: None, call: is_call });
+    let task = tokio::spawn(answer(shared.clone(), conn.clone(), id.clone(), job));
+    if let Some(slot) = conn.inflight().get_mut(&id) {
+        slot.task = Some(task.abort_handle());
+    }
+}
+
+/// Runs one request and sends its answer, unless it was cancelled first. While the server is hung the answer waits.
+async fn answer(shared: Arc<Shared>, conn: Arc<Conn>, id: RequestId, job: Job) {
+    let (result, outcome, held) = match job {
+        Job::Reply(result, outcome) => (result, outcome, None),
+        Job::Call(call) => {
+            let (result, outcome, held) = call.run(&shared, &conn.out).await;
+            (result, Some(outcome), Some(held))
+        }
+    };
+    shared.unhung().await;
+    if !conn.claim(&id) {
+        return;
+    }
+    match outcome {
+        Some(Outcome::Completed) => Counters::bump(&shared.counters.completed),
+        Some(Outcome::Errored) => Counters::bump(&shared.counters.errored),
+        None => {}
+    }
+    let reply = match result {
+        Ok(value) => Message::result(id, value),
+        Err(error) => Message::error(Some(id), error),
+    };
+    let _ = conn.out.send(reply).await;
+    // The worker is returned only once the answer is queued.
+    drop(held);
+}
+
+fn on_notification(shared: &Shared, conn: &Conn, note: Notification) {
+    // `notifications/initialized` and anything else need nothing from us.
+    if note.method != method::CANCELLED {
+        return;
+    }
+    // The spec: a cancellation that is malformed, or names a request already answered or unknown, is ignored.
+    let Some(params) = note.params.and_then(|p| serde_json::from_value::<CancelledParams>(p).ok()) else {
+        return;
+    };
+    let Some(slot) = conn.inflight().remove(&params.request_id) else {
+        return;
+    };
+    if let Some(task) = slot.task {
+        task.abort();
+    }
+    if slot.call {
+        Counters::bump(&shared.counters.cancelled);
+    }
+}
+
+/// The only writer: flushes once per burst, so many concurrent answers cost one syscall.
+async fn write_loop<S: MessageSink>(mut sink: S, mut outbox: mpsc::Receiver<Message>) {
+    while let Some(first) = outbox.recv().await {
+        let mut next = Some(first);
+        let mut written = 0;
+        while let Some(msg) = next.take() {
+            if sink.feed(&msg).await.is_err() {
+                return;
+            }
+            written += 1;
+            if written < MAX_BATCH {
+                next = outbox.try_recv().ok();
+            }
+        }
+        if sink.flush().await.is_err() {
+            return;
+        }
+    }
+    sink.close().await;
+}

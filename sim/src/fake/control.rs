@@ -1,0 +1,117 @@
+//! The runtime control handle: what the scenario's fault timeline turns while the server runs (latency spike, error
+//! burst, hang, overload). Cheap to clone; every clone steers the same server, across all its connections.
+//!
+//! Faults are read when a call starts running (after it gets a worker), so a spike applies to calls that run during
+//! it, as on a real server, and not to calls merely queued when it began.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::server::Shared;
+use super::stats::FakeStats;
+
+/// Fault knobs layered over the configuration.
+///
+/// | field                | default | effect                                                       |
+/// |----------------------|---------|--------------------------------------------------------------|
+/// | `latency_multiplier` | 1.0     | each call's sampled latency is multiplied by this ...        |
+/// | `extra_latency`      | 0       | ... and then this is added                                   |
+/// | `error_rate`         | none    | replaces every tool's configured error rate                  |
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Faults {
+    pub latency_multiplier: f64,
+    pub extra_latency: Duration,
+    pub error_rate: Option<f64>,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults { latency_multiplier: 1.0, extra_latency: Duration::ZERO, error_rate: None }
+    }
+}
+
+impl Faults {
+    /// The latency a call runs for, given its sampled base latency.
+    pub fn apply(&self, base: Duration) -> Duration {
+        base.mul_f64(self.latency_multiplier).saturating_add(self.extra_latency).min(super::latency::MAX_LATENCY)
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct FaultCell(Mutex<Faults>);
+
+impl FaultCell {
+    pub fn get(&self) -> Faults {
+        *self.lock()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Faults> {
+        // Plain data, so a poisoned lock is still consistent.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Steers one running fake server. See the module docs.
+#[derive(Debug, Clone)]
+pub struct FakeControl {
+    shared: Arc<Shared>,
+}
+
+impl FakeControl {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        FakeControl { shared }
+    }
+
+    /// Adds `extra` to every call's latency (a latency spike). `Duration::ZERO` ends it.
+    pub fn set_extra_latency(&self, extra: Duration) {
+        self.shared.faults.lock().extra_latency = extra;
+    }
+
+    /// Multiplies every call's sampled latency. Negative or NaN factors are treated as 0 and 1 respectively.
+    pub fn set_latency_multiplier(&self, factor: f64) {
+        let factor = if factor.is_nan() { 1.0 } else { factor.clamp(0.0, 1e6) };
+        self.shared.faults.lock().latency_multiplier = factor;
+    }
+
+    /// Overrides every tool's error rate (an error burst), clamped into [0, 1]; `None` restores the configured rates.
+    pub fn set_error_rate(&self, rate: Option<f64>) {
+        let rate = rate.map(|r| if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) });
+        self.shared.faults.lock().error_rate = rate;
+    }
+
+    /// Hangs the server: it keeps reading (so it still sees cancellations) but answers nothing, not even `ping`,
+    /// until un-hung. Answers held back meanwhile are then sent, unless their call was cancelled.
+    pub fn set_hung(&self, hung: bool) {
+        self.shared.hang.send_replace(hung);
+    }
+
+    pub fn is_hung(&self) -> bool {
+        *self.shared.hang.borrow()
+    }
+
+    /// Resizes the worker pool (`None`: unlimited; 0 stalls every new call until it grows). Shrinking never
+    /// interrupts a running call: busy workers are taken back as they finish.
+    pub fn set_workers(&self, workers: Option<usize>) {
+        self.shared.pool.resize(workers);
+    }
+
+    pub fn workers(&self) -> Option<usize> {
+        self.shared.pool.size()
+    }
+
+    /// The current fault knobs.
+    pub fn faults(&self) -> Faults {
+        self.shared.faults.get()
+    }
+
+    /// Ends every fault: knobs back to their defaults, un-hung, the configured worker count.
+    pub fn reset(&self) {
+        *self.shared.faults.lock() = Faults::default();
+        self.set_hung(false);
+        self.set_workers(self.shared.config.workers);
+    }
+
+    pub fn stats(&self) -> FakeStats {
+        self.shared.counters.snapshot()
+    }
+}

@@ -1,0 +1,52 @@
+//! Scripted fake MCP servers.
+//!
+//! A fake speaks the real wire protocol (JSON-RPC 2.0 in newline-delimited frames, MCP 2025-11-25) exactly as real
+//! servers do; only its behaviour is scripted: each tool's latency distribution, error rate and kind, progress, a
+//! worker pool shared by all connections, and runtime faults through [`FakeControl`].
+//!
+//! The server is generic over the byte stream ([`FakeServer::serve_connection`]) and the listener ([`Listener`]):
+//! tokio TCP for live benchmarks ([`run_serve_fake`]), turmoil TCP inside the simulator.
+//!
+//! Map: `config` (the scenario-file section) · `latency` (distributions) · `args` (argument checks, reply
+//! templates) · `server` (shared state, accept loop) · `conn` (one connection: reader, tasks, writer) · `call` (one
+//! tool call) · `methods` (initialize, tools/list) · `workers` (the resizable pool) · `control` (faults) · `stats`.
+
+mod args;
+mod call;
+mod config;
+mod conn;
+mod control;
+mod latency;
+mod listener;
+mod methods;
+mod server;
+mod stats;
+mod workers;
+
+#[cfg(test)]
+mod tests;
+
+use std::io::Write;
+
+pub use config::{ConfigError, DEFAULT_REPLY, ErrorKind, FakeServerConfig, ToolConfig};
+pub use control::{FakeControl, Faults};
+pub use latency::{LatencyDist, LatencyDraw, MAX_LATENCY};
+pub use listener::Listener;
+pub use server::FakeServer;
+pub use stats::FakeStats;
+
+/// Serves `config` on tokio TCP at `listen` forever (the CLI's `serve-fake`). The configuration is checked before
+/// binding: an invalid one is `ErrorKind::InvalidInput`. Once bound, prints exactly one line, `listening on <addr>`,
+/// to stdout and flushes it, so a script can read the port chosen for `127.0.0.1:0`.
+pub async fn run_serve_fake(config: FakeServerConfig, listen: &str) -> std::io::Result<()> {
+    let server = FakeServer::new(config).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    let addr = listener.local_addr()?;
+    {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "listening on {addr}")?;
+        stdout.flush()?;
+    }
+    server.serve(listener).await;
+    Ok(())
+}
