@@ -1,1 +1,5 @@
-//! Shared helpers for the cross-crate tests.
+//! Shared helpers for the cross-crate tests: a scripted MCP peer on an in-memory pipe, and locating the real MCP
+//! servers used as interop peers.
+
+pub mod peer;
+pub mod real_servers;

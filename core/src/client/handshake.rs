@@ -33,7 +33,7 @@ pub(super) async fn run(conn: &Connection, config: &ClientConfig) -> Result<Init
     })?;
     let init: InitializeResult =
         serde_json::from_value(raw).map_err(|e| LifecycleError::MalformedInitialize(e.to_string()))?;
-    if !config.protocol_versions.iter().any(|v| *v == init.protocol_version) {
+    if !config.protocol_versions.contains(&init.protocol_version) {
         // The spec: a client that cannot speak the server's version should disconnect.
         return Err(LifecycleError::VersionMismatch {
             ours: config.protocol_versions.clone(),

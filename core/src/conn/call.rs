@@ -141,8 +141,8 @@ async fn run(shared: &Arc<Shared>, method: &str, params: Option<Value>, opts: Ca
         }
         // Nothing at all arrived on this connection since we sent: the stream may be dead (turmoil never
         // retransmits a dropped segment). Probe it without making this caller wait for the verdict.
-        let rx_at = shared.epoch + Duration::from_nanos(shared.last_rx.load(Ordering::Relaxed));
-        if rx_at < sent_at {
+        let last_rx = shared.last_rx.load(Ordering::Relaxed);
+        if last_rx == 0 || shared.epoch + Duration::from_nanos(last_rx) < sent_at {
             spawn_stall_probe(shared.clone(), first);
         }
         return Err(guard.abandoned(LocalError::FirstResponseTimeout(first).into()));

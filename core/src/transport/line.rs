@@ -26,9 +26,14 @@ pub struct LineSink<W> {
     writer: BufWriter<W>,
 }
 
-impl<W: AsyncWrite + Unpin + Send + 'static> LineSink<W> {
+impl<W: AsyncWrite + Unpin> LineSink<W> {
     pub fn new(writer: W) -> Self {
         LineSink { writer: BufWriter::with_capacity(64 * 1024, writer) }
+    }
+
+    /// The underlying writer, for tests that need to write raw (e.g. malformed) bytes. Flush first.
+    pub fn get_mut(&mut self) -> &mut W {
+        self.writer.get_mut()
     }
 }
 
@@ -59,7 +64,7 @@ pub struct LineSource<R> {
     discarding: bool,
 }
 
-impl<R: AsyncRead + Unpin + Send + 'static> LineSource<R> {
+impl<R: AsyncRead + Unpin> LineSource<R> {
     pub fn new(reader: R, max_frame: usize) -> Self {
         LineSource {
             reader: BufReader::with_capacity(64 * 1024, reader),

@@ -1,0 +1,49 @@
+//! Finding the real MCP servers used as interop peers. `.ci/run` installs them; on a developer machine without them
+//! the tests say so loudly and skip, unless `MCPSTORM_REQUIRE_PEERS=1`, where a missing peer fails the test.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use mcpstorm_core::rt::StdioDialer;
+
+/// The repository root (the tests crate lives one level below it).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn require_peers() -> bool {
+    std::env::var("MCPSTORM_REQUIRE_PEERS").is_ok_and(|v| v == "1")
+}
+
+/// Skips (returns `None`) or fails, depending on `MCPSTORM_REQUIRE_PEERS`.
+fn missing(what: &str, how: &str) -> Option<StdioDialer> {
+    if require_peers() {
+        panic!("interop peer missing: {what}. Install it with: {how}");
+    }
+    eprintln!("\n*** SKIPPING: interop peer missing: {what}. Install it with: {how} ***\n");
+    None
+}
+
+fn python() -> String {
+    std::env::var("MCPSTORM_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// The Python `mcp` SDK 2.x server in `tests/peers/py_server.py`.
+pub fn python_server() -> Option<StdioDialer> {
+    let ok =
+        Command::new(python()).args(["-c", "import mcp.server.mcpserver"]).output().is_ok_and(|o| o.status.success());
+    if !ok {
+        return missing("Python package mcp 2.x", "pip install 'mcp==2.3.0'");
+    }
+    let script = repo_root().join("tests/peers/py_server.py");
+    Some(StdioDialer::new(python(), [script.to_string_lossy().into_owned()]))
+}
+
+/// `@modelcontextprotocol/server-everything`, installed by npm under `tests/peers/node_modules`.
+pub fn everything_server() -> Option<StdioDialer> {
+    let index = repo_root().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if !index.exists() {
+        return missing("@modelcontextprotocol/server-everything", "npm ci --prefix tests/peers");
+    }
+    Some(StdioDialer::new("node", [index.to_string_lossy().into_owned(), "stdio".to_owned()]))
+}
