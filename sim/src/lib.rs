@@ -1,3 +1,4 @@
 //! The mcpstorm simulator and fake MCP servers.
 
+pub mod cli;
 pub mod fake;

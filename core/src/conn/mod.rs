@@ -95,8 +95,7 @@ impl Shared {
     /// The connection is finished: fail every pending call now and stop the tasks.
     pub(crate) fn fail(&self, err: TransportError) {
         if self.pending.fail_all(&err) {
-            let reason = err.to_string();
-            self.observer.event(&Event::ConnectionClosed { conn: self.id, server: &self.server, reason: &reason });
+            self.observer.event(&Event::ConnectionClosed { conn: self.id, server: &self.server, reason: &err });
         }
         self.shutdown.cancel(err.to_string());
     }

@@ -4,7 +4,7 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
-use crate::error::CallError;
+use crate::error::{CallError, TransportError};
 use crate::transport::FrameError;
 
 /// Identifies a connection in events: the server it talks to and a per-client sequence number.
@@ -78,7 +78,8 @@ impl Observer for TracingObserver {
             }
             Event::RequestFinished { error: Some(_), .. }
             | Event::ConnectionOpened { .. }
-            | Event::LateResponseDropped { .. } => tracing::debug!(?event),
+            | Event::LateResponseDropped { .. }
+            | Event::ConnectionClosed { reason: TransportError::Shutdown, .. } => tracing::debug!(?event),
             Event::ConnectionClosed { .. }
             | Event::UnknownResponseDropped { .. }
             | Event::FrameRejected { .. }

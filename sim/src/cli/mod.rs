@@ -1,0 +1,57 @@
+//! The `mcpstorm` command line. Exit codes: 0 success, 1 a failed call or check, 2 bad input (arguments, config
+//! files, tool arguments, unknown tools).
+
+mod peer;
+mod serve_fake;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use peer::{CallArgs, ServerArgs, ToolsArgs};
+pub use serve_fake::ServeFakeArgs;
+
+#[derive(Debug, Parser)]
+#[command(name = "mcpstorm", version, about = "MCP gateway core and deterministic chaos simulator")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List a server's tools.
+    Tools(ToolsArgs),
+    /// Call one tool and print its result.
+    Call(CallArgs),
+    /// Run a scripted fake MCP server on loopback TCP.
+    ServeFake(ServeFakeArgs),
+}
+
+/// How a command failed, mapped to the process exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// The user's input was wrong: exit 2.
+    BadInput(String),
+    /// The work failed: exit 1.
+    Failed(String),
+}
+
+impl Failure {
+    pub fn exit(self) -> ExitCode {
+        let (code, msg) = match self {
+            Failure::BadInput(m) => (2, m),
+            Failure::Failed(m) => (1, m),
+        };
+        eprintln!("mcpstorm: {msg}");
+        ExitCode::from(code)
+    }
+}
+
+pub async fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Tools(args) => peer::tools(args).await,
+        Command::Call(args) => peer::call(args).await,
+        Command::ServeFake(args) => serve_fake::run(args).await,
+    }
+}

@@ -1,0 +1,133 @@
+//! `tools` and `call`: the same core the gateway uses, pointed at any MCP server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use mcpstorm_core::client::{ClientConfig, McpClient};
+use mcpstorm_core::conn::CallOptions;
+use mcpstorm_core::observe::TracingObserver;
+use mcpstorm_core::rt::{Dialer, StdioDialer, TcpDialer};
+use mcpstorm_core::{CallError, LocalError};
+use serde_json::Value;
+
+use super::Failure;
+
+/// Which server to talk to.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct Target {
+    /// Start the server as a child process and speak MCP over its stdio, e.g. --stdio "python3 server.py".
+    #[arg(long, value_name = "COMMAND")]
+    pub stdio: Option<String>,
+    /// Connect to a server speaking newline-delimited MCP over TCP.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub tcp: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// First-response timeout in seconds (the call's first phase).
+    #[arg(long, default_value_t = 30.0)]
+    pub timeout: f64,
+    /// Reconnect attempts after a failed connect or handshake (backoff 1, 2, 4, 8 s ±20%).
+    #[arg(long, default_value_t = 0)]
+    pub retries: u32,
+    /// Print raw JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// Tool name.
+    pub tool: String,
+    /// Arguments as a JSON object.
+    #[arg(default_value = "{}")]
+    pub arguments: String,
+}
+
+impl ServerArgs {
+    fn client(&self) -> Result<McpClient, Failure> {
+        let dialer: Arc<dyn Dialer> = match (&self.target.stdio, &self.target.tcp) {
+            (Some(cmd), _) => {
+                let words = shlex::split(cmd).filter(|w| !w.is_empty());
+                let Some(mut words) = words else {
+                    return Err(Failure::BadInput(format!("cannot parse --stdio command {cmd:?}")));
+                };
+                let program = words.remove(0);
+                Arc::new(StdioDialer::new(program, words))
+            }
+            (None, Some(addr)) => Arc::new(TcpDialer { addr: addr.clone() }),
+            (None, None) => return Err(Failure::BadInput("give --stdio or --tcp".into())),
+        };
+        if !(self.timeout.is_finite() && self.timeout > 0.0) {
+            return Err(Failure::BadInput(format!("--timeout must be a positive number, got {}", self.timeout)));
+        }
+        let mut config = ClientConfig { lifecycle_retries: self.retries, ..ClientConfig::default() };
+        config.connection.first_response = Duration::from_secs_f64(self.timeout);
+        let name = dialer.describe();
+        Ok(McpClient::new(name, dialer, config).with_observer(Arc::new(TracingObserver)))
+    }
+}
+
+pub async fn tools(args: ToolsArgs) -> Result<(), Failure> {
+    let client = args.server.client()?;
+    let tools = client.list_tools().await.map_err(|e| failed(&client, &e))?;
+    let session = client.session().await.map_err(|e| failed(&client, &e))?;
+    if args.server.json {
+        println!("{}", serde_json::to_string_pretty(&*tools).unwrap_or_default());
+    } else {
+        let info = &session.init.server_info;
+        println!("{} {} (protocol {}): {} tools", info.name, info.version, session.init.protocol_version, tools.len());
+        for t in tools.iter() {
+            let hints: Vec<&str> =
+                ["readOnlyHint", "idempotentHint", "destructiveHint"].into_iter().filter(|h| t.hint(h)).collect();
+            let desc = t.description.as_deref().unwrap_or("").lines().next().unwrap_or("");
+            let hints = if hints.is_empty() { String::new() } else { format!(" [{}]", hints.join(", ")) };
+            println!("  {:<32} {desc}{hints}", t.name);
+        }
+    }
+    client.close().await;
+    Ok(())
+}
+
+pub async fn call(args: CallArgs) -> Result<(), Failure> {
+    let arguments: Value = serde_json::from_str(&args.arguments)
+        .map_err(|e| Failure::BadInput(format!("arguments are not valid JSON ({e}): {}", args.arguments)))?;
+    if !arguments.is_object() {
+        return Err(Failure::BadInput(format!("arguments must be a JSON object, got {arguments}")));
+    }
+    let client = args.server.client()?;
+    let result = client.call_tool(&args.tool, arguments, CallOptions::default()).await;
+    client.close().await;
+    let result = result.map_err(|e| match e {
+        CallError::Local(LocalError::UnknownTool(t)) => {
+            Failure::BadInput(format!("{} has no tool {t:?} (see `mcpstorm tools`)", client.server()))
+        }
+        e => failed(&client, &e),
+    })?;
+    if args.server.json {
+        println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
+    } else {
+        println!("{}", result.joined_text());
+    }
+    if result.is_error {
+        return Err(Failure::Failed(format!("tool {:?} returned an error result", args.tool)));
+    }
+    Ok(())
+}
+
+fn failed(client: &McpClient, e: &CallError) -> Failure {
+    Failure::Failed(format!("{}: {} error: {e}", client.server(), e.class()))
+}
