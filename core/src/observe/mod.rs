@@ -21,7 +21,7 @@ pub enum Event<'a> {
     ConnectionClosed {
         conn: ConnId,
         server: &'a str,
-        reason: &'a str,
+        reason: &'a TransportError,
     },
     /// A request finished (successfully, or with the error given).
     RequestFinished {
