@@ -1,0 +1,41 @@
+# mcpstorm tasks: thin wrappers over the cargo commands the README shows.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+# List the recipes.
+default:
+    @just --list
+
+# Run the whole test suite (the README's test command).
+test:
+    cargo test --workspace
+
+# Lints as CI runs them.
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Seed 002's concurrency experiment, live over loopback TCP against the fake server.
+bench:
+    cargo bench -p mcpstorm-sim --bench knee
+
+# List a server's tools, e.g. just tools --stdio "python3 tests/peers/py_server.py"
+tools *ARGS:
+    cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- tools {{ARGS}}
+
+# Call a tool, e.g. just call --stdio "python3 tests/peers/py_server.py" echo '{"message":"hi"}'
+call *ARGS:
+    cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- call {{ARGS}}
+
+# Run the built-in fake MCP server (or one from a config file) on loopback TCP.
+serve-fake *ARGS:
+    cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- serve-fake {{ARGS}}
+
+# Install the real MCP servers the interop tests talk to (pinned versions).
+peers:
+    python3 -m pip install --quiet -r tests/peers/requirements.txt
+    npm ci --prefix tests/peers --no-audit --no-fund
+
+# What CI runs: peers, lints, then the tests with missing peers treated as failures.
+ci: peers lint
+    MCPSTORM_REQUIRE_PEERS=1 cargo test --workspace
