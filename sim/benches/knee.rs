@@ -1,0 +1,436 @@
+//! `just bench`: seed 002's experiment, live. One 200 ms tool on a fake MCP server, one client connection, closed
+//! loop at rising concurrency, over tokio TCP on loopback. Prints a markdown table (paste it into the README) beside
+//! the seed's measured table, and the issue's targets marked PASS/MISS. Targets are printed, never asserted: a
+//! loaded machine must not fail a build.
+//!
+//! The server is a separate process (`mcpstorm serve-fake`), so the RSS read from `/proc/self/status` is the
+//! client's alone.
+//!
+//! Environment:
+//! - `MCPSTORM_BENCH_CALLS=N`: calls per row (at least the row's concurrency). Default `max(100, 10 × concurrency)`.
+//! - `MCPSTORM_BENCH_QUICK=1`: fewer calls per row, for smoke checks (a few seconds).
+//!
+//! Run without `--bench` (as `cargo test --benches` does), it makes a two-row smoke run only.
+//!
+//! Timing uses `tokio::time::Instant` (real time here: the runtime's clock is not paused), as the workspace's
+//! clippy configuration asks; the bench is outside the simulated core either way.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use mcpstorm_core::client::{ClientConfig, McpClient};
+use mcpstorm_core::conn::CallOptions;
+use mcpstorm_core::limit::InFlightLimit;
+use mcpstorm_core::rt::TcpDialer;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+/// The tool's latency: seed 002's "one 200 ms tool".
+const TOOL_MS: u64 = 200;
+const FULL_ROWS: &[usize] = &[1, 10, 50, 100, 200, 500, 1000];
+const QUICK_ROWS: &[usize] = &[1, 10, 100, 200, 500, 1000];
+const SMOKE_ROWS: &[usize] = &[1, 10];
+/// How often the RSS sampler reads `/proc/self/status`.
+const RSS_PERIOD: Duration = Duration::from_millis(10);
+/// Linux reports CPU times in `/proc/<pid>/stat` in USER_HZ ticks, 100 per second on every mainstream platform.
+const TICKS_PER_SEC: f64 = 100.0;
+
+/// Seed 002's measured table: (concurrency, QPS, P99 ms, client MB).
+const SEED: &[(usize, f64, f64, f64)] = &[
+    (1, 5.0, 202.0, 82.0),
+    (10, 48.0, 342.0, 86.0),
+    (50, 208.0, 481.0, 101.0),
+    (100, 333.0, 793.0, 118.0),
+    (200, 417.0, 1420.0, 152.0),
+    (500, 312.0, 3548.0, 223.0),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Full,
+    Quick,
+    Smoke,
+}
+
+impl Mode {
+    fn detect() -> Self {
+        if !std::env::args().any(|a| a == "--bench") {
+            Mode::Smoke
+        } else if std::env::var("MCPSTORM_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0") {
+            Mode::Quick
+        } else {
+            Mode::Full
+        }
+    }
+
+    fn rows(self) -> &'static [usize] {
+        match self {
+            Mode::Full => FULL_ROWS,
+            Mode::Quick => QUICK_ROWS,
+            Mode::Smoke => SMOKE_ROWS,
+        }
+    }
+
+    fn calls(self, concurrency: usize, fixed: Option<usize>) -> usize {
+        if let Some(n) = fixed {
+            return n.max(concurrency);
+        }
+        match self {
+            Mode::Full => (10 * concurrency).max(100),
+            Mode::Quick => (2 * concurrency).max(10),
+            Mode::Smoke => (2 * concurrency).max(5),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Full => "full",
+            Mode::Quick => "quick (MCPSTORM_BENCH_QUICK)",
+            Mode::Smoke => "smoke (run without --bench)",
+        }
+    }
+}
+
+struct Row {
+    concurrency: usize,
+    calls: usize,
+    elapsed: Duration,
+    errors: usize,
+    first_error: Option<String>,
+    hist: Histogram<u64>,
+    rss_peak_kb: u64,
+    client_cpu: f64,
+    server_cpu: f64,
+}
+
+impl Row {
+    fn qps(&self) -> f64 {
+        self.calls as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn ms(&self, quantile: f64) -> f64 {
+        self.hist.value_at_quantile(quantile) as f64 / 1000.0
+    }
+
+    fn max_ms(&self) -> f64 {
+        self.hist.max() as f64 / 1000.0
+    }
+
+    fn rss_mb(&self) -> f64 {
+        self.rss_peak_kb as f64 / 1024.0
+    }
+}
+
+fn main() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("knee: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = runtime.block_on(run()) {
+        eprintln!("knee: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let rss_start = rss_kb();
+    let mode = Mode::detect();
+    let fixed_calls = match std::env::var("MCPSTORM_BENCH_CALLS") {
+        Ok(v) => Some(v.parse::<usize>().map_err(|e| format!("MCPSTORM_BENCH_CALLS={v:?}: {e}"))?),
+        Err(_) => None,
+    };
+    let rows = mode.rows();
+    let max_concurrency = rows.iter().copied().max().unwrap_or(1);
+
+    let (mut server, addr) = spawn_server().await?;
+    let server_pid = server.id();
+
+    let mut config = ClientConfig::default();
+    config.connection.max_in_flight = max_concurrency;
+    let client = Arc::new(
+        McpClient::new("fake", Arc::new(TcpDialer { addr: addr.clone() }), config)
+            .with_global_limit(InFlightLimit::new(max_concurrency)),
+    );
+    warm_up(&client).await?;
+    let rss_warm = rss_kb();
+
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!("## mcpstorm knee: seed 002's experiment, live\n");
+    println!(
+        "One `sleep_ms` tool ({TOOL_MS} ms) on a fake MCP server in its own process (`mcpstorm serve-fake`, \
+         {addr}), tokio TCP over loopback, one connection (one `McpClient`), closed loop: `concurrency` tasks each \
+         calling back-to-back until the row's calls are done. Mode: {}; {cores} cores, {workers} client runtime \
+         workers.\n",
+        mode.name()
+    );
+    println!(
+        "Limits raised for the bench: `connection.max_in_flight` = {max_concurrency} and a global in-flight limit of \
+         {max_concurrency}. The seed's default global limit ({}) would cap QPS at {} / {:.1} s = {:.0}.\n",
+        InFlightLimit::DEFAULT,
+        InFlightLimit::DEFAULT,
+        TOOL_MS as f64 / 1000.0,
+        InFlightLimit::DEFAULT as f64 * 1000.0 / TOOL_MS as f64
+    );
+    println!(
+        "Client RSS (VmRSS): {:.1} MB at start, {:.1} MB after warm-up (handshake, tools/list, 20 calls). Per row: \
+         peak sampled every {} ms. CPU: share of one core over the row (client = this process, server = the child).\n",
+        rss_start as f64 / 1024.0,
+        rss_warm as f64 / 1024.0,
+        RSS_PERIOD.as_millis()
+    );
+    println!(
+        "| Concurrency | Calls | Total (s) | QPS | Ideal QPS | P50 (ms) | P99 (ms) | Max (ms) | Errors | Client RSS (MB) \
+         | Client CPU | Server CPU |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+
+    let started = Instant::now();
+    let mut results = Vec::new();
+    for &concurrency in rows {
+        let calls = mode.calls(concurrency, fixed_calls);
+        let row = run_row(&client, concurrency, calls, server_pid).await?;
+        println!(
+            "| {} | {} | {:.2} | {:.0} | {:.0} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {:.0}% | {:.0}% |",
+            row.concurrency,
+            row.calls,
+            row.elapsed.as_secs_f64(),
+            row.qps(),
+            ideal_qps(concurrency),
+            row.ms(0.5),
+            row.ms(0.99),
+            row.max_ms(),
+            row.errors,
+            row.rss_mb(),
+            row.client_cpu * 100.0,
+            row.server_cpu * 100.0,
+        );
+        if let Some(e) = &row.first_error {
+            eprintln!("knee: concurrency {concurrency}: {} errors, the first: {e}", row.errors);
+        }
+        results.push(row);
+    }
+    let total = started.elapsed();
+
+    print_comparison(&results);
+    print_targets(&results);
+    println!("\nRows took {:.1} s in all.", total.as_secs_f64());
+
+    drop(client);
+    let _ = server.kill().await;
+    Ok(())
+}
+
+fn ideal_qps(concurrency: usize) -> f64 {
+    concurrency as f64 * 1000.0 / TOOL_MS as f64
+}
+
+/// Starts `mcpstorm serve-fake` on a free loopback port and reads the address it printed.
+async fn spawn_server() -> Result<(Child, String), String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpstorm"))
+        .args(["serve-fake", "--listen", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start mcpstorm serve-fake: {e}"))?;
+    let stdout = child.stdout.take().ok_or("serve-fake has no stdout pipe")?;
+    let mut line = String::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), BufReader::new(stdout).read_line(&mut line)).await;
+    match read {
+        Ok(Ok(n)) if n > 0 => {}
+        Ok(Ok(_)) => return Err("serve-fake exited before printing its address".into()),
+        Ok(Err(e)) => return Err(format!("reading serve-fake's stdout: {e}")),
+        Err(_) => return Err("serve-fake printed no address within 30 s".into()),
+    }
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .ok_or_else(|| format!("unexpected first line from serve-fake: {line:?}"))?
+        .to_owned();
+    Ok((child, addr))
+}
+
+/// Handshake, tools/list and a few calls, so the first row measures steady state, not connection setup.
+async fn warm_up(client: &Arc<McpClient>) -> Result<(), String> {
+    let tools = client.list_tools().await.map_err(|e| format!("warm-up tools/list: {e}"))?;
+    if !tools.iter().any(|t| t.name == "sleep_ms") {
+        return Err("the fake server does not list sleep_ms".into());
+    }
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            client.call_tool("sleep_ms", json!({"ms": 1}), CallOptions::default()).await.map(|_| ())
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(|e| format!("warm-up task: {e}"))?.map_err(|e| format!("warm-up call: {e}"))?;
+    }
+    Ok(())
+}
+
+async fn run_row(
+    client: &Arc<McpClient>,
+    concurrency: usize,
+    calls: usize,
+    server_pid: Option<u32>,
+) -> Result<Row, String> {
+    let sampler = RssSampler::start();
+    let cpu_before = (cpu_secs("self"), server_pid.map(|p| cpu_secs(&p.to_string())));
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(concurrency);
+    for _ in 0..concurrency {
+        let client = client.clone();
+        let next = next.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(calls / concurrency + 1);
+            let mut errors = 0;
+            let mut first_error = None;
+            while next.fetch_add(1, Ordering::Relaxed) < calls {
+                let t0 = Instant::now();
+                let outcome = client.call_tool("sleep_ms", json!({"ms": TOOL_MS}), CallOptions::default()).await;
+                latencies.push(t0.elapsed().as_micros() as u64);
+                let failure = match outcome {
+                    Ok(r) if r.is_error => Some(format!("tool error: {:?}", r.content)),
+                    Ok(_) => None,
+                    Err(e) => Some(e.to_string()),
+                };
+                if let Some(f) = failure {
+                    errors += 1;
+                    first_error.get_or_insert(f);
+                }
+            }
+            (latencies, errors, first_error)
+        }));
+    }
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| e.to_string())?;
+    let mut errors = 0;
+    let mut first_error = None;
+    let mut outcomes = Vec::with_capacity(concurrency);
+    for t in tasks {
+        outcomes.push(t.await.map_err(|e| format!("row task: {e}"))?);
+    }
+    let elapsed = started.elapsed();
+    let rss_peak_kb = sampler.stop();
+    let secs = elapsed.as_secs_f64();
+    let client_cpu = (cpu_secs("self") - cpu_before.0) / secs;
+    let server_cpu = match (server_pid, cpu_before.1) {
+        (Some(p), Some(before)) => (cpu_secs(&p.to_string()) - before) / secs,
+        _ => f64::NAN,
+    };
+    for (latencies, e, first) in outcomes {
+        for l in latencies {
+            hist.saturating_record(l.max(1));
+        }
+        errors += e;
+        if first_error.is_none() {
+            first_error = first;
+        }
+    }
+    Ok(Row { concurrency, calls, elapsed, errors, first_error, hist, rss_peak_kb, client_cpu, server_cpu })
+}
+
+fn print_comparison(rows: &[Row]) {
+    println!("\nBeside the seed's table (seed: one 200 ms tool, 500 requests per row):\n");
+    println!(
+        "| Concurrency | Seed QPS | Our QPS | Ideal QPS | Seed P99 (ms) | Our P99 (ms) | Seed client (MB) | Our client \
+         (MB) |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for row in rows {
+        let seed = SEED.iter().find(|s| s.0 == row.concurrency);
+        let cell = |f: fn(&(usize, f64, f64, f64)) -> f64| seed.map_or("—".to_owned(), |s| format!("{:.0}", f(s)));
+        println!(
+            "| {} | {} | {:.0} | {:.0} | {} | {:.1} | {} | {:.1} |",
+            row.concurrency,
+            cell(|s| s.1),
+            row.qps(),
+            ideal_qps(row.concurrency),
+            cell(|s| s.2),
+            row.ms(0.99),
+            cell(|s| s.3),
+            row.rss_mb(),
+        );
+    }
+}
+
+fn print_targets(rows: &[Row]) {
+    let at = |c: usize| rows.iter().find(|r| r.concurrency == c);
+    println!("\nThe issue's targets (printed, not asserted):\n");
+    println!("| Target | Measured | Result |");
+    println!("|---|---:|---|");
+    let line = |target: &str, measured: Option<(String, bool)>| match measured {
+        Some((value, ok)) => println!("| {target} | {value} | {} |", if ok { "PASS" } else { "MISS" }),
+        None => println!("| {target} | — | not run |"),
+    };
+    line("concurrency 200: ≥ 950 QPS", at(200).map(|r| (format!("{:.0} QPS", r.qps()), r.qps() >= 950.0)));
+    line("concurrency 200: P99 ≤ 230 ms", at(200).map(|r| (format!("{:.1} ms", r.ms(0.99)), r.ms(0.99) <= 230.0)));
+    line("concurrency 1000: ≥ 4500 QPS", at(1000).map(|r| (format!("{:.0} QPS", r.qps()), r.qps() >= 4500.0)));
+    line("client RSS at 500 in flight < 50 MB", at(500).map(|r| (format!("{:.1} MB", r.rss_mb()), r.rss_mb() < 50.0)));
+}
+
+/// Samples this process's VmRSS on its own thread (so a saturated runtime cannot starve it) and keeps the peak.
+struct RssSampler {
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RssSampler {
+    fn start() -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicU64::new(rss_kb()));
+        let thread = {
+            let (stop, peak) = (stop.clone(), peak.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    peak.fetch_max(rss_kb(), Ordering::Relaxed);
+                    std::thread::sleep(RSS_PERIOD);
+                }
+            })
+        };
+        RssSampler { stop, peak, thread: Some(thread) }
+    }
+
+    /// Stops sampling; the peak RSS in kB (including one last sample).
+    fn stop(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.peak.fetch_max(rss_kb(), Ordering::Relaxed);
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+/// VmRSS of this process in kB (0 where `/proc` is unavailable).
+fn rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// User + system CPU seconds of a process (`self` or a pid), from `/proc/<pid>/stat` (0 where unavailable).
+fn cpu_secs(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The command name (field 2) may contain spaces; fields after its closing parenthesis start at field 3.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // utime is field 14, stime field 15: indices 11 and 12 after field 2.
+    (ticks(11) + ticks(12)) as f64 / TICKS_PER_SEC
+}
