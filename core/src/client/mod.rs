@@ -151,11 +151,11 @@ impl McpClient {
                 LocalError::InvalidArguments(format!("arguments must be a JSON object, got {arguments}")).into()
             );
         }
-        let tools = self.list_tools().await?;
+        let session = self.session().await?;
+        let tools = session.tools.get_or_fetch(&session.conn, &self.config).await?;
         if !tools.iter().any(|t| t.name == name) {
             return Err(LocalError::UnknownTool(name.to_owned()).into());
         }
-        let session = self.session().await?;
         let params = json!({"name": name, "arguments": arguments});
         let result = session.conn.request(method::TOOLS_CALL, Some(params), opts).await?;
         serde_json::from_value(result).map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))
