@@ -2,3 +2,5 @@
 
 pub mod cli;
 pub mod fake;
+pub mod report;
+pub mod scenario;

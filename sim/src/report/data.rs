@@ -1,0 +1,153 @@
+//! What one run produced, in the shape the report writers need. The simulator fills it; writers only read it.
+//!
+//! Everything here is derived from simulated time and seeded draws, so the same scenario and seed give the same
+//! values, and the CSV and JSON written from them are byte-identical. Wall-clock figures live only in
+//! [`WallClock`], which goes to the console and `summary.md`, never to CSV or JSON.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// One simulated second of the run (row `t` covers `[t, t+1)` seconds).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SecondRow {
+    pub t: u64,
+    /// Logical calls the agents started this second (open loop: intended send times that fell in it).
+    pub offered: u64,
+    /// Logical calls that reached an outcome this second.
+    pub completed: u64,
+    pub ok: u64,
+    /// Failed logical calls by class of their final error: `protocol`, `lifecycle`, `transport`, `local`, and
+    /// `tool` for results with `isError: true`.
+    pub err_protocol: u64,
+    pub err_lifecycle: u64,
+    pub err_transport: u64,
+    pub err_local: u64,
+    pub err_tool: u64,
+    /// Latency percentiles of the logical calls completed this second, ms (0 when none completed).
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    /// Attempts (first tries and retries) in flight at the end of the second, summed over load hosts.
+    pub in_flight: u64,
+    /// Attempts started this second (first tries plus retries).
+    pub attempts: u64,
+    pub retries: u64,
+}
+
+impl SecondRow {
+    pub fn errors(&self) -> u64 {
+        self.err_protocol + self.err_lifecycle + self.err_transport + self.err_local + self.err_tool
+    }
+}
+
+/// Something that happened at one instant: a fault starting or ending, a connection closing, a host restarting.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventRow {
+    /// Simulated milliseconds since the start.
+    pub t_ms: u64,
+    /// e.g. `fault_start`, `fault_end`, `connection_closed`, `host_crashed`, `host_restarted`.
+    pub kind: String,
+    /// The server, replica or host concerned.
+    pub target: String,
+    pub detail: String,
+}
+
+/// A fault's window, for shading plots.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FaultWindow {
+    pub label: String,
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+/// One `[checks]` threshold and how the run fared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckResult {
+    pub name: String,
+    pub limit: f64,
+    pub actual: f64,
+    pub passed: bool,
+}
+
+/// Whole-run totals.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Totals {
+    /// Logical calls issued by agents.
+    pub offered: u64,
+    pub completed: u64,
+    pub ok: u64,
+    pub errors: u64,
+    /// Issued but never reached an outcome by the end of the run (must be 0).
+    pub lost: u64,
+    pub attempts: u64,
+    pub retries: u64,
+    /// attempts / logical calls.
+    pub amplification: f64,
+    pub error_rate: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+    /// Goodput: ok calls per simulated second.
+    pub ok_per_s: f64,
+}
+
+/// A finished run, ready to write.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunData {
+    pub scenario: String,
+    pub description: String,
+    pub seed: u64,
+    /// Simulated seconds the run covered.
+    pub sim_seconds: f64,
+    pub seconds: Vec<SecondRow>,
+    pub events: Vec<EventRow>,
+    pub faults: Vec<FaultWindow>,
+    pub totals: Totals,
+    pub checks: Vec<CheckResult>,
+    /// The exact command that reproduces this run.
+    pub reproduce: String,
+}
+
+impl RunData {
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(|c| c.passed)
+    }
+}
+
+/// Real time the run took: printed and put in `summary.md`, never in CSV or JSON (it differs run to run).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WallClock {
+    pub wall: Duration,
+    pub sim: Duration,
+}
+
+impl WallClock {
+    /// How many times faster than real time the simulation ran.
+    pub fn speedup(&self) -> f64 {
+        self.sim.as_secs_f64() / self.wall.as_secs_f64().max(1e-9)
+    }
+}
+
+/// One row of a sweep: the parameter's value and that run's totals.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepRow {
+    pub value: String,
+    /// The value as a number when it is one (for plotting against it).
+    pub numeric: Option<f64>,
+    pub totals: Totals,
+    pub sim_seconds: f64,
+    pub passed: bool,
+}
+
+/// A whole sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepData {
+    pub scenario: String,
+    pub param: String,
+    pub seed: u64,
+    pub rows: Vec<SweepRow>,
+    pub reproduce: String,
+}

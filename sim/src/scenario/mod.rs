@@ -1,0 +1,5 @@
+//! Scenario files: the format ([`model`]), strict parsing with file:line:column errors, `--set` overrides, sweeps.
+
+pub mod model;
+
+pub use model::*;

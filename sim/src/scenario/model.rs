@@ -1,0 +1,327 @@
+//! The scenario file format, as serde types. One story per file: servers, load, agents, faults, checks, a sweep.
+//!
+//! Every table rejects unknown keys. Durations are strings with a unit (`"250ms"`, `"2s"`, `"1m"`).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::fake::ToolConfig;
+
+/// A duration written with a unit: `"250ms"`, `"2s"`, `"1m30s"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Dur(pub Duration);
+
+impl Serialize for Dur {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(self.0).to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(&text).map(Dur).map_err(|e| {
+            serde::de::Error::custom(format!("invalid duration {text:?} ({e}); write e.g. \"250ms\", \"2s\", \"1m\""))
+        })
+    }
+}
+
+/// A whole scenario file.
+///
+/// | key           | default  | meaning                                                         |
+/// |---------------|----------|-----------------------------------------------------------------|
+/// | `name`        | required | names the report directory                                      |
+/// | `description` | `""`     | shown in the summary                                            |
+/// | `seed`        | 1        | the run's seed; `--seed` overrides                              |
+/// | `duration`    | required | simulated time to run (a closed loop with `calls` may end early) |
+/// | `tick`        | `"1ms"`  | turmoil's step                                                  |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub duration: Dur,
+    #[serde(default = "default_tick")]
+    pub tick: Dur,
+    #[serde(default)]
+    pub network: Network,
+    pub servers: Vec<ServerSpec>,
+    pub load: Load,
+    #[serde(default)]
+    pub agent: Agent,
+    #[serde(default)]
+    pub client: ClientSpec,
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+    #[serde(default)]
+    pub checks: Checks,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+fn default_tick() -> Dur {
+    Dur(Duration::from_millis(1))
+}
+
+/// The simulated network between every pair of hosts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    /// One-way message latency (turmoil's minimum).
+    #[serde(default = "default_latency")]
+    pub latency: Dur,
+    /// Upper bound for latency jitter; defaults to `latency` (no jitter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_latency: Option<Dur>,
+    /// Probability a message is dropped. turmoil never retransmits: a drop stalls that TCP stream for good.
+    #[serde(default)]
+    pub fail_rate: f64,
+}
+
+fn default_latency() -> Dur {
+    Dur(Duration::from_millis(1))
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Network { latency: default_latency(), max_latency: None, fail_rate: 0.0 }
+    }
+}
+
+/// A fake MCP server, possibly replicated (one turmoil host per replica).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    pub name: String,
+    #[serde(default = "one")]
+    pub replicas: usize,
+    #[serde(default = "default_version")]
+    pub version: String,
+    /// Server-side worker pool per replica; absent = unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<usize>,
+    pub tools: Vec<ToolConfig>,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn default_version() -> String {
+    "1.0.0".to_owned()
+}
+
+/// The offered load: many agent sessions multiplexed on a few load-generator hosts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Load {
+    pub mode: LoadMode,
+    /// Closed loop: agent sessions, each calling, waiting for the outcome, thinking, calling again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<usize>,
+    #[serde(default)]
+    pub think_time: Dur,
+    /// Open loop: Poisson arrivals per second across all load hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Stop issuing after this many logical calls (the run then ends when they are done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u64>,
+    /// Load-generator hosts; sessions and arrivals are spread across them.
+    #[serde(default = "one")]
+    pub hosts: usize,
+    /// What agents call, picked by weight for each logical call.
+    pub mix: Vec<MixEntry>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadMode {
+    Closed,
+    Open,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MixEntry {
+    pub server: String,
+    pub tool: String,
+    #[serde(default = "unit_weight")]
+    pub weight: f64,
+    #[serde(default = "empty_args")]
+    pub args: Value,
+}
+
+fn unit_weight() -> f64 {
+    1.0
+}
+
+fn empty_args() -> Value {
+    Value::Object(Default::default())
+}
+
+/// How agents react to a failed call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Agent {
+    #[serde(default)]
+    pub retry: RetryMode,
+    /// Retries per logical call (so at most `1 + max_retries` attempts).
+    #[serde(default)]
+    pub max_retries: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryMode {
+    /// Give up on the first failure.
+    #[default]
+    None,
+    /// Retry at once on every failure (the storm-maker).
+    Immediate,
+}
+
+/// The gateway core's settings on each load host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSpec {
+    /// Global in-flight limit per load host (seed 002's default: 50).
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: usize,
+    /// Per-connection in-flight limit.
+    #[serde(default = "default_per_connection")]
+    pub per_connection: usize,
+    #[serde(default = "default_queue_wait")]
+    pub queue_wait: Dur,
+    #[serde(default = "default_first_response")]
+    pub first_response: Dur,
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout: Dur,
+    /// Overall deadline per attempt.
+    #[serde(default = "default_deadline")]
+    pub deadline: Dur,
+}
+
+fn default_max_in_flight() -> usize {
+    50
+}
+fn default_per_connection() -> usize {
+    256
+}
+fn default_queue_wait() -> Dur {
+    Dur(Duration::from_secs(10))
+}
+fn default_first_response() -> Dur {
+    Dur(Duration::from_secs(5))
+}
+fn default_connect_timeout() -> Dur {
+    Dur(Duration::from_secs(10))
+}
+fn default_deadline() -> Dur {
+    Dur(Duration::from_secs(30))
+}
+
+impl Default for ClientSpec {
+    fn default() -> Self {
+        ClientSpec {
+            max_in_flight: default_max_in_flight(),
+            per_connection: default_per_connection(),
+            queue_wait: default_queue_wait(),
+            first_response: default_first_response(),
+            connect_timeout: default_connect_timeout(),
+            deadline: default_deadline(),
+        }
+    }
+}
+
+/// One fault on the timeline: active from `start` for `duration`. Which of the optional keys apply depends on
+/// `kind` (validation rejects the others):
+///
+/// | kind            | keys                                  | effect                                                |
+/// |-----------------|---------------------------------------|-------------------------------------------------------|
+/// | `latency_spike` | `extra` (duration), `multiplier`      | each call on the target takes `latency × multiplier + extra` |
+/// | `error_burst`   | `rate`                                | the target's calls fail with probability `rate`       |
+/// | `hang`          |                                       | the target accepts requests and answers nothing       |
+/// | `crash`         |                                       | the target's host crashes; it restarts at the end     |
+/// | `partition`     |                                       | the target is cut off from every load host; repaired at the end |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    pub kind: FaultKind,
+    /// A server name (every replica) or `name#i` (replica i, from 0).
+    pub target: String,
+    pub start: Dur,
+    pub duration: Dur,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplier: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    LatencySpike,
+    ErrorBurst,
+    Hang,
+    Crash,
+    Partition,
+}
+
+impl FaultKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::LatencySpike => "latency_spike",
+            FaultKind::ErrorBurst => "error_burst",
+            FaultKind::Hang => "hang",
+            FaultKind::Crash => "crash",
+            FaultKind::Partition => "partition",
+        }
+    }
+}
+
+/// Thresholds whose failure makes the run exit 1. Absent = not checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// Whole-run P99 of logical-call latency, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ms: Option<f64>,
+    /// Whole-run share of logical calls that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<f64>,
+    /// Calls issued that never reached an outcome; the default check is 0.
+    #[serde(default = "zero_lost")]
+    pub lost: Option<u64>,
+}
+
+fn zero_lost() -> Option<u64> {
+    Some(0)
+}
+
+impl Default for Checks {
+    fn default() -> Self {
+        Checks { p99_ms: None, error_rate: None, lost: zero_lost() }
+    }
+}
+
+/// Run once per value of one scalar parameter, named by its dotted path (e.g. `load.sessions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    pub param: String,
+    pub values: Vec<toml::Value>,
+}
