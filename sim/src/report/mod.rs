@@ -1,5 +1,103 @@
 //! Report writers: CSV, summaries and plots for one run or a sweep.
+//!
+//! A run writes, into its directory:
+//!
+//! | file | for | deterministic |
+//! |---|---|---|
+//! | `timeseries.csv` | one row per simulated second ([`SecondRow`] plus `errors`, `error_rate`) | yes |
+//! | `events.csv` | faults and state changes ([`EventRow`]) | yes |
+//! | `summary.json` | totals, checks, faults, seed, reproduce command | yes |
+//! | `summary.md` | the same for people, plus wall-clock time and links to the plots | no (wall clock) |
+//! | `qps`, `p99`, `errors` `.svg`/`.png` | one panel each, fault windows shaded and labelled | yes |
+//! | `report.svg`/`report.png` | the three panels stacked under a title block | yes |
+//!
+//! Determinism is the rule for everything but `summary.md`: floats are written with fixed decimals and never as NaN
+//! or inf, JSON fields keep declaration order, and plots draw with an embedded font (see `font.rs`), so the same
+//! [`RunData`] gives the same bytes on any machine, with or without system fonts.
 
+mod console;
+mod csv_out;
 pub mod data;
+mod error;
+mod font;
+mod num;
+mod plot;
+mod summary;
+mod sweep;
+mod timeline;
 
+use std::path::{Path, PathBuf};
+
+pub use console::console_summary;
 pub use data::*;
+pub use error::ReportError;
+
+use plot::{Figure, RenderError};
+
+/// Writes a run's report into `dir` (created if missing) and returns the paths written, in order.
+pub fn write_run(dir: &Path, run: &RunData, wall: &WallClock) -> Result<Vec<PathBuf>, ReportError> {
+    let mut out = Out::new(dir)?;
+    let path = dir.join(csv_out::TIMESERIES);
+    out.write(
+        csv_out::timeseries(&run.seconds).map_err(|source| ReportError::Csv { path, source })?,
+        csv_out::TIMESERIES,
+    )?;
+    let path = dir.join(csv_out::EVENTS);
+    out.write(csv_out::events(&run.events).map_err(|source| ReportError::Csv { path, source })?, csv_out::EVENTS)?;
+    let path = dir.join(summary::SUMMARY_JSON);
+    out.write(summary::json(run).map_err(|source| ReportError::Json { path, source })?, summary::SUMMARY_JSON)?;
+    for (stem, fig) in timeline::figures(run) {
+        out.figure(stem, &fig)?;
+    }
+    out.write(summary::markdown(run, wall).into_bytes(), summary::SUMMARY_MD)?;
+    Ok(out.paths)
+}
+
+/// Writes a sweep's table and plots into `dir` (created if missing) and returns the paths written, in order.
+pub fn write_sweep(dir: &Path, data: &SweepData) -> Result<Vec<PathBuf>, ReportError> {
+    let mut out = Out::new(dir)?;
+    let path = dir.join(sweep::SWEEP_CSV);
+    out.write(sweep::csv(data).map_err(|source| ReportError::Csv { path, source })?, sweep::SWEEP_CSV)?;
+    for (stem, fig) in sweep::figures(data) {
+        out.figure(stem, &fig)?;
+    }
+    out.write(sweep::markdown(data).into_bytes(), sweep::SWEEP_MD)?;
+    Ok(out.paths)
+}
+
+/// The files written so far into one directory.
+struct Out<'a> {
+    dir: &'a Path,
+    paths: Vec<PathBuf>,
+}
+
+impl<'a> Out<'a> {
+    fn new(dir: &'a Path) -> Result<Self, ReportError> {
+        std::fs::create_dir_all(dir).map_err(|source| ReportError::Io { path: dir.to_path_buf(), source })?;
+        Ok(Out { dir, paths: Vec::new() })
+    }
+
+    fn write(&mut self, bytes: Vec<u8>, name: &str) -> Result<(), ReportError> {
+        let path = self.dir.join(name);
+        std::fs::write(&path, bytes).map_err(|source| ReportError::Io { path: path.clone(), source })?;
+        self.paths.push(path);
+        Ok(())
+    }
+
+    /// `<stem>.svg` and `<stem>.png`.
+    fn figure(&mut self, stem: &str, fig: &impl Figure) -> Result<(), ReportError> {
+        let svg_name = format!("{stem}.svg");
+        let svg =
+            plot::render_svg(fig).map_err(|message| ReportError::Plot { path: self.dir.join(&svg_name), message })?;
+        self.write(svg.into_bytes(), &svg_name)?;
+        let png_name = format!("{stem}.png");
+        let png = plot::render_png(fig).map_err(|e| {
+            let path = self.dir.join(&png_name);
+            match e {
+                RenderError::Plot(message) => ReportError::Plot { path, message },
+                RenderError::Png(source) => ReportError::Png { path, source },
+            }
+        })?;
+        self.write(png, &png_name)
+    }
+}

@@ -1,0 +1,66 @@
+//! The one-screen summary printed after a run.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::data::{RunData, WallClock};
+use super::num::{finite, grouped, ms, pct, short};
+use super::plot;
+use super::summary::{clean_totals, timing, verdict};
+
+/// Totals, checks, where the report went, how fast the simulation ran, and the command that reproduces the run.
+pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
+    let t = clean_totals(&run.totals);
+    let mut s = String::new();
+    // `write!` into a String cannot fail; the results are ignored on purpose.
+    let _ = writeln!(s, "mcpstorm sim: {} (seed {}) {}", run.scenario, run.seed, verdict(run.passed()));
+    let _ = writeln!(
+        s,
+        "  calls      offered {}  ok {}  errors {} ({})  lost {}",
+        grouped(t.offered),
+        grouped(t.ok),
+        grouped(t.errors),
+        pct(t.error_rate),
+        grouped(t.lost)
+    );
+    let _ = writeln!(
+        s,
+        "  attempts   {}  retries {}  amplification {}x  goodput {} ok/s",
+        grouped(t.attempts),
+        grouped(t.retries),
+        short(t.amplification, 3),
+        short(t.ok_per_s, 2)
+    );
+    let _ = writeln!(
+        s,
+        "  latency    P50 {}  P95 {}  P99 {}  P99.9 {}  max {}",
+        ms(t.p50_ms),
+        ms(t.p95_ms),
+        ms(t.p99_ms),
+        ms(t.p999_ms),
+        ms(t.max_ms)
+    );
+    if run.checks.is_empty() {
+        let _ = writeln!(s, "  checks     none configured");
+    }
+    for (i, c) in run.checks.iter().enumerate() {
+        let lead = if i == 0 { "  checks   " } else { "           " };
+        let _ = writeln!(
+            s,
+            "{lead} {}  {}: actual {}, limit {}",
+            verdict(c.passed),
+            c.name,
+            short(c.actual, 4),
+            short(c.limit, 4)
+        );
+    }
+    for (i, f) in run.faults.iter().enumerate() {
+        let lead = if i == 0 { "  faults   " } else { "           " };
+        let _ = writeln!(s, "{lead} {} {}-{} s", f.label, short(finite(f.start_s), 3), short(finite(f.end_s), 3));
+    }
+    let _ = writeln!(s, "  time       {}", timing(wall));
+    let _ = writeln!(s, "  report     {}", dir.display());
+    let _ = writeln!(s, "  plot       {}", dir.join(format!("{}.png", plot::REPORT)).display());
+    let _ = writeln!(s, "reproduce: {}", run.reproduce);
+    s
+}

@@ -1,0 +1,167 @@
+//! `summary.json` (for machines: deterministic, no wall clock) and `summary.md` (for people: the only file that
+//! also carries the wall-clock time, which differs from run to run).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::data::{CheckResult, FaultWindow, RunData, Totals, WallClock};
+use super::num::{finite, grouped, md_cell, ms, pct, short};
+use super::plot;
+
+pub(crate) const SUMMARY_JSON: &str = "summary.json";
+pub(crate) const SUMMARY_MD: &str = "summary.md";
+
+/// The shape of `summary.json`. Field order is declaration order, so the bytes are stable.
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    scenario: &'a str,
+    description: &'a str,
+    seed: u64,
+    sim_seconds: f64,
+    passed: bool,
+    reproduce: &'a str,
+    totals: Totals,
+    checks: Vec<CheckResult>,
+    faults: Vec<FaultWindow>,
+}
+
+/// A copy of `t` with every float finite (serde_json would write NaN and inf as `null`).
+pub(crate) fn clean_totals(t: &Totals) -> Totals {
+    Totals {
+        amplification: finite(t.amplification),
+        error_rate: finite(t.error_rate),
+        p50_ms: finite(t.p50_ms),
+        p95_ms: finite(t.p95_ms),
+        p99_ms: finite(t.p99_ms),
+        p999_ms: finite(t.p999_ms),
+        max_ms: finite(t.max_ms),
+        ok_per_s: finite(t.ok_per_s),
+        ..t.clone()
+    }
+}
+
+pub(crate) fn json(run: &RunData) -> Result<Vec<u8>, serde_json::Error> {
+    let doc = SummaryJson {
+        scenario: &run.scenario,
+        description: &run.description,
+        seed: run.seed,
+        sim_seconds: finite(run.sim_seconds),
+        passed: run.passed(),
+        reproduce: &run.reproduce,
+        totals: clean_totals(&run.totals),
+        checks: run
+            .checks
+            .iter()
+            .map(|c| CheckResult { limit: finite(c.limit), actual: finite(c.actual), ..c.clone() })
+            .collect(),
+        faults: run
+            .faults
+            .iter()
+            .map(|f| FaultWindow { start_s: finite(f.start_s), end_s: finite(f.end_s), ..f.clone() })
+            .collect(),
+    };
+    let mut bytes = serde_json::to_vec_pretty(&doc)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+pub(crate) fn verdict(passed: bool) -> &'static str {
+    if passed { "PASS" } else { "FAIL" }
+}
+
+/// `60 s simulated in 0.21 s wall (285x real time)`.
+pub(crate) fn timing(wall: &WallClock) -> String {
+    format!(
+        "{} s simulated in {} s wall ({}x real time)",
+        short(wall.sim.as_secs_f64(), 3),
+        short(wall.wall.as_secs_f64(), 3),
+        short(finite(wall.speedup()), 1)
+    )
+}
+
+pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
+    let t = clean_totals(&run.totals);
+    let mut s = String::new();
+    // `write!` into a String cannot fail; the results are ignored on purpose.
+    let _ = writeln!(s, "# {} — {}\n", md_cell(&run.scenario), verdict(run.passed()));
+    if !run.description.trim().is_empty() {
+        for line in run.description.trim().lines() {
+            let _ = writeln!(s, "> {line}");
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(s, "- seed: `{}`", run.seed);
+    let _ = writeln!(s, "- time: {}", timing(wall));
+    let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", run.reproduce);
+
+    s.push_str("## Totals\n\n| metric | value |\n|---|---:|\n");
+    let rows: [(&str, String); 16] = [
+        ("offered (logical calls)", grouped(t.offered)),
+        ("completed", grouped(t.completed)),
+        ("ok", grouped(t.ok)),
+        ("errors", grouped(t.errors)),
+        ("lost", grouped(t.lost)),
+        ("attempts", grouped(t.attempts)),
+        ("retries", grouped(t.retries)),
+        ("amplification (attempts per call)", format!("{}x", short(t.amplification, 3))),
+        ("error rate", pct(t.error_rate)),
+        ("P50", ms(t.p50_ms)),
+        ("P95", ms(t.p95_ms)),
+        ("P99", ms(t.p99_ms)),
+        ("P99.9", ms(t.p999_ms)),
+        ("max", ms(t.max_ms)),
+        ("goodput", format!("{} ok/s", short(t.ok_per_s, 2))),
+        ("simulated time", format!("{} s", short(run.sim_seconds, 3))),
+    ];
+    for (name, value) in rows {
+        let _ = writeln!(s, "| {name} | {value} |");
+    }
+
+    s.push_str("\n## Checks\n\n");
+    if run.checks.is_empty() {
+        s.push_str("No checks configured.\n");
+    } else {
+        s.push_str("| check | limit | actual | result |\n|---|---:|---:|:---:|\n");
+        for c in &run.checks {
+            let mark = if c.passed { "PASS" } else { "**FAIL**" };
+            let _ = writeln!(s, "| {} | {} | {} | {mark} |", md_cell(&c.name), short(c.limit, 4), short(c.actual, 4));
+        }
+    }
+
+    s.push_str("\n## Faults\n\n");
+    if run.faults.is_empty() {
+        s.push_str("No faults injected.\n");
+    } else {
+        s.push_str("| fault | start | end | duration |\n|---|---:|---:|---:|\n");
+        for f in &run.faults {
+            let (start, end) = (finite(f.start_s), finite(f.end_s));
+            let _ = writeln!(
+                s,
+                "| {} | {} s | {} s | {} s |",
+                md_cell(&f.label),
+                short(start, 3),
+                short(end, 3),
+                short(end - start, 3)
+            );
+        }
+    }
+
+    s.push_str("\n## Plots\n\n");
+    let _ = writeln!(s, "![QPS, latency and errors over simulated time]({}.png)\n", plot::REPORT);
+    for (name, what) in [
+        (plot::QPS, "QPS: offered, attempts, completed, ok"),
+        (plot::P99, "latency P50/P95/P99"),
+        (plot::ERRORS, "errors by class and error rate"),
+        (plot::REPORT, "all three panels"),
+    ] {
+        let _ = writeln!(s, "- {what}: [{name}.svg]({name}.svg), [{name}.png]({name}.png)");
+    }
+    s.push_str("\nShaded bands are fault windows. Data: [timeseries.csv](timeseries.csv) (one row per simulated ");
+    let _ = writeln!(
+        s,
+        "second), [events.csv](events.csv) ({} events), [summary.json](summary.json).",
+        grouped(run.events.len() as u64)
+    );
+    s
+}
