@@ -10,9 +10,7 @@
 //! Case counts default per test and follow `PROPTEST_CASES` when set. Every async case runs on its own paused
 //! current-thread runtime, so a case is deterministic and a failure shrinks to a minimal script.
 //!
-//! A known core bug is tolerated by the connection property unless `PROPS_STRICT=1` (see `tolerate_known_bugs`);
-//! its minimised counter-examples are the `known_bug_*` tests at the end, ignored until the core is fixed
-//! (`cargo test -p mcpstorm-tests --test props -- --ignored`).
+//! The regression tests at the end are minimised counter-examples this property once found in the core (fixed).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -877,6 +875,10 @@ impl Harness {
                 }
             }
             Ok(Message::Response(Response { id: Some(RequestId::String(s)), .. })) if self.server_pings.remove(&s) => {}
+            // A connection torn down mid-write (local shutdown, or failure while the writer was blocked) may leave a
+            // truncated last frame: the writer stops at once rather than wait on a peer that may never read.
+            Err(FrameError::Decode(mcpstorm_core::jsonrpc::DecodeError::NotJson(_)))
+                if self.conn.closed().is_some() => {}
             other => self.fail(format!("unexpected frame from the client: {other:?}")),
         }
     }
@@ -1130,10 +1132,9 @@ impl Harness {
         if out.at < call.started || out.at > call.deadline + ms {
             return Err(format!("resolved at {:?} outside [start, deadline]", out.at - call.started));
         }
-        if let Some((t, peer_gone)) = call.outstanding_at_failure {
+        if let Some((t, _peer_gone)) = call.outstanding_at_failure {
             let at_once = matches!(out.result, Err(CallError::Transport(_))) && out.at == t;
-            let known = tolerate_known_bugs() && stuck_on_the_normal_lane(call, out, t, peer_gone);
-            if !at_once && !known {
+            if !at_once {
                 return Err(format!("outstanding when the connection failed ({t:?}) but resolved with {out:?}"));
             }
         }
@@ -1195,15 +1196,13 @@ impl Harness {
                 }
             }
             Err(CallError::Local(LocalError::IdleTimeout(d))) => {
-                // Streaming starts when the first-response phase ends with progress seen, so never before it.
-                let early = out.at < call.started + cfg.first_response;
-                if *d != cfg.stream_idle || !answers.contains(&Answer::Progress) || early {
+                // Only a call that saw progress is streaming.
+                if *d != cfg.stream_idle || !answers.contains(&Answer::Progress) {
                     return Err(format!("idle timeout {d:?} for a call without progress ({answers:?})"));
                 }
             }
             Err(CallError::Transport(e)) => {
-                let known = tolerate_known_bugs() && *e == TransportError::Shutdown;
-                if self.conn.closed().as_ref() != Some(e) && !known {
+                if self.conn.closed().as_ref() != Some(e) {
                     return Err(format!(
                         "transport error {e:?} but the connection closed with {:?}",
                         self.conn.closed()
@@ -1261,31 +1260,6 @@ impl Harness {
     }
 }
 
-/// Known core bug (reported, not fixed here): a call whose request waits for room in the normal lane
-/// (`core/src/conn/call.rs`, the `lane.send(out)` phase) does not watch its reply channel, so when the connection
-/// fails it is not told. The lane fills when a blocked writer sits behind requests of calls that already gave up
-/// (their permits are back, their messages still queued). Such a call then ends at its deadline
-/// (`DeadlineExceeded`), on a later cancel, or with `Transport(Shutdown)` once the writer exits, instead of failing
-/// at once with the connection's error. `PROPS_STRICT=1` turns the tolerance off, to see the bug or check a fix.
-fn tolerate_known_bugs() -> bool {
-    std::env::var("PROPS_STRICT").map_or(true, |v| v != "1")
-}
-
-/// The symptoms of the known lane bug for a call that was unresolved when the connection failed at `failed_at`. When
-/// the peer's end is gone the blocked writer fails and exits at once, closing the lane: only the reason is wrong.
-/// Otherwise the writer stays blocked and the call ends later, by its deadline or a cancel.
-fn stuck_on_the_normal_lane(call: &CallRec, out: &Outcome, failed_at: Instant, peer_gone: bool) -> bool {
-    if call.priority {
-        return false;
-    }
-    match &out.result {
-        Err(CallError::Transport(TransportError::Shutdown)) => !peer_gone || out.at == failed_at,
-        Err(CallError::Local(LocalError::DeadlineExceeded)) => !peer_gone && out.at >= call.deadline,
-        Err(CallError::Local(LocalError::Cancelled(_))) => !peer_gone && call.cancelled_at == Some(out.at),
-        _ => false,
-    }
-}
-
 /// The client's frame limit in the connection scripts: far above any scripted frame but the oversize one.
 const MAX_FRAME: usize = 4096;
 
@@ -1329,7 +1303,7 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Minimised counter-examples for the known core bug (see `tolerate_known_bugs`)
+// Regressions: minimised counter-examples the connection property found in the core (all fixed)
 // ---------------------------------------------------------------------------------------------------------------
 
 /// One connection permit, a 64-byte pipe the peer never reads: call A's request blocks the writer; B queues in the
@@ -1368,8 +1342,7 @@ fn one_permit() -> ConnectionConfig {
 }
 
 #[test]
-#[ignore = "known core bug: a call waiting for normal-lane space misses the connection's failure (reported)"]
-fn known_bug_stalled_connection_does_not_fail_a_call_waiting_for_lane_space() {
+fn stalled_connection_fails_a_call_waiting_for_lane_space_at_once() {
     paused_runtime().block_on(async {
         let (conn, _peer) = peer::connect(one_permit(), 64);
         let c = call_stuck_on_the_normal_lane(&conn).await;
@@ -1381,29 +1354,27 @@ fn known_bug_stalled_connection_does_not_fail_a_call_waiting_for_lane_space() {
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert!(matches!(conn.closed(), Some(TransportError::Stalled(_))), "{:?}", conn.closed());
         let (result, at) = c.await.expect("task");
-        // Actual: Err(Local(DeadlineExceeded)) at t0 + 60 s, the call's deadline.
+        // Before the fix: Err(Local(DeadlineExceeded)) at t0 + 60 s, the call's deadline.
         assert!(matches!(result, Err(CallError::Transport(TransportError::Stalled(_)))), "{result:?}");
         assert_eq!(at - t0, Duration::from_secs(7));
     });
 }
 
 #[test]
-#[ignore = "known core bug: a call waiting for normal-lane space misses the connection's failure (reported)"]
-fn known_bug_shutdown_does_not_fail_a_call_waiting_for_lane_space() {
+fn shutdown_fails_a_call_waiting_for_lane_space_at_once() {
     paused_runtime().block_on(async {
         let (conn, _peer) = peer::connect(one_permit(), 64);
         let c = call_stuck_on_the_normal_lane(&conn).await;
         let t0 = Instant::now();
         conn.shutdown();
         let (result, at) = c.await.expect("task");
-        // Actual: Err(Local(DeadlineExceeded)) at t0 + 60 s.
+        // Before the fix: Err(Local(DeadlineExceeded)) at t0 + 60 s.
         assert_eq!((result, at - t0), (Err(CallError::Transport(TransportError::Shutdown)), Duration::ZERO));
     });
 }
 
 #[test]
-#[ignore = "known core bug: a call waiting for normal-lane space misses the connection's failure (reported)"]
-fn known_bug_hang_up_fails_a_call_waiting_for_lane_space_with_the_wrong_reason() {
+fn hang_up_fails_a_call_waiting_for_lane_space_with_the_connections_reason() {
     paused_runtime().block_on(async {
         let (conn, peer) = peer::connect(one_permit(), 64);
         let c = call_stuck_on_the_normal_lane(&conn).await;
@@ -1411,14 +1382,13 @@ fn known_bug_hang_up_fails_a_call_waiting_for_lane_space_with_the_wrong_reason()
         peer.hang_up();
         let (result, at) = c.await.expect("task");
         assert_eq!(conn.closed(), Some(TransportError::Closed));
-        // Actual: Err(Transport(Shutdown)) ("connection shut down locally"), at once: the writer's exit closed the lane.
+        // Before the fix: Err(Transport(Shutdown)) ("connection shut down locally"): the writer's exit closed the lane.
         assert_eq!((result, at - t0), (Err(CallError::Transport(TransportError::Closed)), Duration::ZERO));
     });
 }
 
 #[test]
-#[ignore = "known core bug: a writer blocked in a write ignores shutdown and keeps the connection alive (reported)"]
-fn known_bug_writer_blocked_in_a_write_outlives_shutdown() {
+fn writer_blocked_in_a_write_stops_at_shutdown_and_releases_the_guard() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -1459,18 +1429,16 @@ fn known_bug_writer_blocked_in_a_write_outlives_shutdown() {
         assert_eq!(call.await.expect("task"), Err(CallError::Transport(TransportError::Shutdown)));
         drop(conn);
         tokio::time::sleep(Duration::from_secs(3600)).await;
-        // Actual: still held an hour later; released only when the peer reads or closes its end.
+        // Before the fix: still held an hour later; released only when the peer reads or closes its end.
         assert!(released.load(Ordering::SeqCst), "the connection's tasks still hold the guard");
     });
 }
 
 #[test]
-#[ignore = "divergence from call.rs's own doc: early progress does not end the first-response phase (reported)"]
-fn known_divergence_progress_before_the_first_response_timeout_does_not_start_the_idle_phase() {
-    // call.rs: "Phase: first response (the response itself, or a first progress event), then stream idle." With
-    // `stream_idle` shorter than `first_response`, progress at 0.5 s should start the idle phase and the call should
-    // end at 1.5 s with `IdleTimeout`. Actual: `FirstResponseTimeout(5s)` at 5 s, because the progress time is only
-    // read when the first-response timer fires. With the defaults (idle 120 s > first 5 s) the two agree.
+fn progress_before_the_first_response_timeout_starts_the_idle_phase() {
+    // With `stream_idle` shorter than `first_response`, progress at 0.5 s starts the idle phase and the call ends at
+    // 1.5 s with `IdleTimeout`. Before the fix it ended with `FirstResponseTimeout(5s)` at 5 s, because the progress
+    // time was only read when the first-response timer fired.
     paused_runtime().block_on(async {
         let cfg = ConnectionConfig {
             first_response: Duration::from_secs(5),

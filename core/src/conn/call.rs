@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 
 use super::pending::Entry;
@@ -90,7 +90,14 @@ async fn run(shared: &Arc<Shared>, method: &str, params: Option<Value>, opts: Ca
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = oneshot::channel();
     let last_progress = Arc::new(AtomicU64::new(0));
-    let entry = Entry { tx, written: false, progress: opts.progress, last_progress: last_progress.clone() };
+    let progressed = Arc::new(Notify::new());
+    let entry = Entry {
+        tx,
+        written: false,
+        progress: opts.progress,
+        last_progress: last_progress.clone(),
+        progressed: progressed.clone(),
+    };
     shared.pending.register(id, entry)?;
     let mut guard = PendingGuard { shared, id, armed: true };
     let params = if method == method::TOOLS_CALL { with_progress_token(params, id) } else { params };
@@ -100,43 +107,56 @@ async fn run(shared: &Arc<Shared>, method: &str, params: Option<Value>, opts: Ca
         Lane::Normal => &shared.normal,
     };
     let sent_at = Instant::now();
-    let deadline_err = CallError::Local(LocalError::DeadlineExceeded);
-    match phase(&cancel, deadline, deadline, deadline_err, lane.send(out)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(_)) => return Err(guard.abandoned(TransportError::Shutdown.into())),
-        Err(e) => return Err(guard.abandoned(e)),
+    let mut rx = rx;
+    // Waiting for lane space (the writer may be blocked on a stalled stream) still watches the reply channel, so a
+    // connection failure reaches this call at once, with the connection's own reason.
+    tokio::select! {
+        biased;
+        reply = &mut rx => {
+            guard.armed = false;
+            return reply.unwrap_or_else(|_| Err(closed_reason(shared).into()));
+        }
+        _ = cancel.cancelled() => return Err(guard.abandoned(LocalError::Cancelled(cancel.reason()).into())),
+        _ = sleep_until(deadline) => return Err(guard.abandoned(LocalError::DeadlineExceeded.into())),
+        sent = lane.send(out) => {
+            if sent.is_err() {
+                return Err(guard.abandoned(closed_reason(shared).into()));
+            }
+        }
     }
 
-    // Phase: first response (the response itself, or a first progress event), then stream idle.
+    // Phase: first response (the response itself, or a first progress event), then stream idle: once progress has
+    // arrived, the call may stay silent for `stream_idle` after the latest progress event.
     let first = opts.first_response.unwrap_or(config.first_response);
-    let mut phase_end = sent_at + first;
-    let mut streaming = false;
-    let mut rx = rx;
     loop {
+        let progress_at = match last_progress.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(shared.epoch + Duration::from_nanos(n)),
+        };
+        let phase_end = match progress_at {
+            Some(at) => at + config.stream_idle,
+            None => sent_at + first,
+        };
         tokio::select! {
             biased;
             reply = &mut rx => {
                 guard.armed = false;
-                // The sender only drops without sending when the table was failed and drained; `fail_all` always
-                // sends, so this is a shutdown race.
-                return reply.unwrap_or(Err(CallError::Transport(TransportError::Shutdown)));
+                // `fail_all` always sends before dropping, so a closed channel is a shutdown race.
+                return reply.unwrap_or_else(|_| Err(closed_reason(shared).into()));
             }
             _ = cancel.cancelled() => return Err(guard.abandoned(LocalError::Cancelled(cancel.reason()).into())),
+            // Progress moves the phase end: recompute it.
+            _ = progressed.notified() => continue,
             _ = sleep_until(phase_end.min(deadline)) => {}
         }
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        if now >= deadline {
             return Err(guard.abandoned(LocalError::DeadlineExceeded.into()));
         }
-        let progress_at = last_progress.load(Ordering::Relaxed);
-        if progress_at != 0 {
-            let at = shared.epoch + Duration::from_nanos(progress_at);
-            if at + config.stream_idle > Instant::now() {
-                streaming = true;
-                phase_end = at + config.stream_idle;
-                continue;
-            }
+        if now < phase_end {
+            continue;
         }
-        if streaming {
+        if progress_at.is_some() {
             return Err(guard.abandoned(LocalError::IdleTimeout(config.stream_idle).into()));
         }
         // Nothing at all arrived on this connection since we sent: the stream may be dead (turmoil never
@@ -147,6 +167,11 @@ async fn run(shared: &Arc<Shared>, method: &str, params: Option<Value>, opts: Ca
         }
         return Err(guard.abandoned(LocalError::FirstResponseTimeout(first).into()));
     }
+}
+
+/// Why the connection is gone, for a caller who found out from a closed channel.
+fn closed_reason(shared: &Shared) -> TransportError {
+    shared.pending.closed().unwrap_or(TransportError::Shutdown)
 }
 
 /// Runs `fut` until it completes, the caller cancels, or the phase (capped by the deadline) ends.

@@ -13,7 +13,6 @@ use std::time::Duration;
 /// | `priority_lane_capacity`   | 256     | queued lifecycle/ping/cancel messages                          |
 /// | `notification_queue`       | 256     | queued server notifications; beyond it they are dropped and counted |
 /// | `notification_concurrency` | 8       | notifications handled at once                                  |
-/// | `progress_buffer`          | 16      | per-call progress events buffered for the caller (lossy)       |
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
     pub max_in_flight: usize,
@@ -25,7 +24,6 @@ pub struct ConnectionConfig {
     pub priority_lane_capacity: usize,
     pub notification_queue: usize,
     pub notification_concurrency: usize,
-    pub progress_buffer: usize,
 }
 
 impl Default for ConnectionConfig {
@@ -40,7 +38,6 @@ impl Default for ConnectionConfig {
             priority_lane_capacity: 256,
             notification_queue: 256,
             notification_concurrency: 8,
-            progress_buffer: 16,
         }
     }
 }

@@ -24,6 +24,8 @@ pub(crate) struct Entry {
     pub progress: Option<mpsc::Sender<ProgressParams>>,
     /// Nanoseconds (connection clock) of the latest progress notification, 0 if none: the idle timer reads it.
     pub last_progress: std::sync::Arc<AtomicU64>,
+    /// Wakes the waiting caller on progress, so the idle phase starts from the first progress event.
+    pub progressed: std::sync::Arc<tokio::sync::Notify>,
 }
 
 #[derive(Default)]
@@ -96,6 +98,7 @@ impl PendingTable {
             return false;
         };
         e.last_progress.store(at_nanos.max(1), Ordering::Relaxed);
+        e.progressed.notify_one();
         if let Some(tx) = &e.progress {
             // Lossy on purpose: a flood of progress must not grow memory, and only the latest matters.
             let _ = tx.try_send(params);
@@ -135,7 +138,7 @@ mod tests {
 
     fn entry() -> (Entry, oneshot::Receiver<Reply>) {
         let (tx, rx) = oneshot::channel();
-        (Entry { tx, written: false, progress: None, last_progress: Arc::default() }, rx)
+        (Entry { tx, written: false, progress: None, last_progress: Arc::default(), progressed: Arc::default() }, rx)
     }
 
     #[test]

@@ -18,33 +18,46 @@ pub(crate) async fn run<S: MessageSink>(
     mut priority: mpsc::Receiver<Outgoing>,
     mut normal: mpsc::Receiver<Outgoing>,
 ) {
+    // Every await below also watches `shutdown`: a peer that neither reads nor closes must not keep this task, the
+    // stream and the connection's guard (a child process) alive after the connection is gone.
+    let shutdown = shared.shutdown.clone();
+    let result = tokio::select! {
+        biased;
+        _ = shutdown.cancelled() => Ok(()),
+        r = drain(&shared, &mut sink, &mut priority, &mut normal) => r,
+    };
+    match result {
+        // Local shutdown: drop the sink without a graceful close, which could block on the same stalled peer.
+        Ok(()) => {}
+        Err(e) => shared.fail(e),
+    }
+}
+
+/// Writes until the lanes close or a write fails.
+async fn drain<S: MessageSink>(
+    shared: &Shared,
+    sink: &mut S,
+    priority: &mut mpsc::Receiver<Outgoing>,
+    normal: &mut mpsc::Receiver<Outgoing>,
+) -> Result<(), crate::error::TransportError> {
     loop {
         let first = tokio::select! {
             biased;
-            _ = shared.shutdown.cancelled() => break,
             Some(out) = priority.recv() => out,
             Some(out) = normal.recv() => out,
-            else => break,
+            else => return Ok(()),
         };
         let mut next = Some(first);
         let mut written = 0;
         while let Some(out) = next.take() {
-            if let Err(e) = write_one(&shared, &mut sink, out).await {
-                shared.fail(e);
-                sink.close().await;
-                return;
-            }
+            write_one(shared, sink, out).await?;
             written += 1;
             if written < MAX_BATCH {
                 next = priority.try_recv().or_else(|_| normal.try_recv()).ok();
             }
         }
-        if let Err(e) = sink.flush().await {
-            shared.fail(e);
-            break;
-        }
+        sink.flush().await?;
     }
-    sink.close().await;
 }
 
 async fn write_one<S: MessageSink>(
