@@ -3,6 +3,7 @@
 
 mod peer;
 mod serve_fake;
+mod validate;
 
 use std::process::ExitCode;
 
@@ -26,6 +27,8 @@ pub enum Command {
     Call(CallArgs),
     /// Run a scripted fake MCP server on loopback TCP.
     ServeFake(ServeFakeArgs),
+    /// Check a scenario file (with any --set overrides) without running it.
+    Validate(validate::ValidateArgs),
 }
 
 /// How a command failed, mapped to the process exit code.
@@ -53,5 +56,6 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Tools(args) => peer::tools(args).await,
         Command::Call(args) => peer::call(args).await,
         Command::ServeFake(args) => serve_fake::run(args).await,
+        Command::Validate(args) => validate::run(args),
     }
 }

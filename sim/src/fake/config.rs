@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -53,7 +54,7 @@ fn default_version() -> String {
 /// | `progress_ms`        | none (`steps`: every step)  | progress period while a call runs, if it has a token     |
 /// | `reply`              | `"ok {tool} {latency_ms}ms"`| result text; placeholders `{tool}` `{latency_ms}` `{arg:NAME}` |
 /// | `structured_content` | false                       | also return `structuredContent: {"result": text}` (and list an `outputSchema`) |
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolConfig {
     pub name: String,
@@ -80,7 +81,7 @@ pub struct ToolConfig {
 }
 
 /// How an injected failure reaches the caller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// A tool result with `isError: true`: the tool ran and failed (MCP's tool execution error).

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rand::Rng;
 use rand_distr::{Distribution, LogNormal, Normal};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -30,7 +31,7 @@ pub const MAX_LATENCY: Duration = Duration::from_secs(24 * 3600);
 /// ```
 ///
 /// Default: `fixed`, 0 ms.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LatencyDist {
     Fixed {

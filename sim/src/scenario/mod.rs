@@ -1,5 +1,24 @@
-//! Scenario files: the format ([`model`]), strict parsing with file:line:column errors, `--set` overrides, sweeps.
+//! Scenario files: the format ([`model`]), strict loading with `file:line:column` errors ([`load_file`]), `--set`
+//! overrides and sweeps ([`expand_sweep`]), and the format's JSON Schema for editors ([`schema`]).
+//!
+//! Map: `model` (serde types, defaults in their doc tables) · `load` (the pipeline) · `doc` (the spanned TOML tree:
+//! spans to key paths and back) · `path` (key paths) · `overrides` (`--set`, sweeps) · `validate` (semantic rules) ·
+//! `error` (what the CLI prints) · `schema`.
 
+mod doc;
+mod error;
+mod load;
 pub mod model;
+mod overrides;
+mod path;
+pub mod schema;
+mod validate;
 
+#[cfg(test)]
+mod tests;
+
+pub use error::{Location, Problem, ScenarioError};
+pub use load::{load_file, load_str};
 pub use model::*;
+pub use overrides::{expand_sweep, label as sweep_label};
+pub use validate::{MAX_RETRIES, resolve_target, validate};

@@ -4,10 +4,13 @@
 
 use std::time::Duration;
 
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::fake::ToolConfig;
+use crate::fake::{FakeServerConfig, ToolConfig};
 
 /// A duration written with a unit: `"250ms"`, `"2s"`, `"1m30s"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -16,6 +19,25 @@ pub struct Dur(pub Duration);
 impl Serialize for Dur {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&humantime::format_duration(self.0).to_string())
+    }
+}
+
+impl JsonSchema for Dur {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "A duration with a unit: \"250ms\", \"2s\", \"1m30s\" (units: ns, us, ms, s, m, h, d).",
+            "pattern": "^\\s*([0-9]+\\s*[a-zA-Zµ]+\\s*)+$",
+            "examples": ["250ms", "2s", "1m30s"]
+        })
     }
 }
 
@@ -37,25 +59,32 @@ impl<'de> Deserialize<'de> for Dur {
 /// | `seed`        | 1        | the run's seed; `--seed` overrides                              |
 /// | `duration`    | required | simulated time to run (a closed loop with `calls` may end early) |
 /// | `tick`        | `"1ms"`  | turmoil's step                                                  |
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// Names the report directory: letters, digits, `_`, `-` and `.`.
     pub name: String,
+    /// Shown in the summary.
     #[serde(default)]
     pub description: String,
+    /// The run's seed; `--seed` overrides it.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// Simulated time to run (a closed loop with `calls` may end early).
     pub duration: Dur,
+    /// turmoil's step: every tick is executed, so a finer tick costs wall time.
     #[serde(default = "default_tick")]
     pub tick: Dur,
     #[serde(default)]
     pub network: Network,
+    /// The fake MCP servers (`[[servers]]`), each with its `[[servers.tools]]`.
     pub servers: Vec<ServerSpec>,
     pub load: Load,
     #[serde(default)]
     pub agent: Agent,
     #[serde(default)]
     pub client: ClientSpec,
+    /// The fault timeline (`[[faults]]`).
     #[serde(default)]
     pub faults: Vec<Fault>,
     #[serde(default)]
@@ -73,7 +102,7 @@ fn default_tick() -> Dur {
 }
 
 /// The simulated network between every pair of hosts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
     /// One-way message latency (turmoil's minimum).
@@ -98,19 +127,24 @@ impl Default for Network {
 }
 
 /// A fake MCP server, possibly replicated (one turmoil host per replica).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSpec {
+    /// Unique; faults target it as `name` (every replica) or `name#i` (replica i).
     pub name: String,
+    /// Identical replicas, one host each.
     #[serde(default = "one")]
     pub replicas: usize,
+    /// `serverInfo.version`.
     #[serde(default = "default_version")]
     pub version: String,
     /// Server-side worker pool per replica; absent = unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<usize>,
+    /// `tools/list` page size; absent = one page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_size: Option<usize>,
+    /// The tools (`[[servers.tools]]`), listed in this order.
     pub tools: Vec<ToolConfig>,
 }
 
@@ -123,13 +157,15 @@ fn default_version() -> String {
 }
 
 /// The offered load: many agent sessions multiplexed on a few load-generator hosts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Load {
+    /// `"closed"` (needs `sessions`) or `"open"` (needs `rate`).
     pub mode: LoadMode,
     /// Closed loop: agent sessions, each calling, waiting for the outcome, thinking, calling again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<usize>,
+    /// Closed loop: pause between a call's outcome and the session's next call.
     #[serde(default)]
     pub think_time: Dur,
     /// Open loop: Poisson arrivals per second across all load hosts.
@@ -145,22 +181,31 @@ pub struct Load {
     pub mix: Vec<MixEntry>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LoadMode {
     Closed,
     Open,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MixEntry {
+    /// A server's `name`.
     pub server: String,
+    /// One of that server's tools.
     pub tool: String,
+    /// Relative weight (> 0).
     #[serde(default = "unit_weight")]
     pub weight: f64,
+    /// The call's arguments, a table.
     #[serde(default = "empty_args")]
+    #[schemars(schema_with = "object_schema")]
     pub args: Value,
+}
+
+fn object_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "object" })
 }
 
 fn unit_weight() -> f64 {
@@ -172,9 +217,10 @@ fn empty_args() -> Value {
 }
 
 /// How agents react to a failed call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Agent {
+    /// `"none"` or `"immediate"`.
     #[serde(default)]
     pub retry: RetryMode,
     /// Retries per logical call (so at most `1 + max_retries` attempts).
@@ -182,7 +228,7 @@ pub struct Agent {
     pub max_retries: u32,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum RetryMode {
     /// Give up on the first failure.
@@ -193,7 +239,7 @@ pub enum RetryMode {
 }
 
 /// The gateway core's settings on each load host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClientSpec {
     /// Global in-flight limit per load host (seed 002's default: 50).
@@ -202,8 +248,10 @@ pub struct ClientSpec {
     /// Per-connection in-flight limit.
     #[serde(default = "default_per_connection")]
     pub per_connection: usize,
+    /// Longest wait for an in-flight slot.
     #[serde(default = "default_queue_wait")]
     pub queue_wait: Dur,
+    /// Longest wait for the first byte of a response (or progress).
     #[serde(default = "default_first_response")]
     pub first_response: Dur,
     #[serde(default = "default_connect_timeout")]
@@ -255,23 +303,29 @@ impl Default for ClientSpec {
 /// | `hang`          |                                       | the target accepts requests and answers nothing       |
 /// | `crash`         |                                       | the target's host crashes; it restarts at the end     |
 /// | `partition`     |                                       | the target is cut off from every load host; repaired at the end |
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
+    /// `latency_spike`, `error_burst`, `hang`, `crash` or `partition`.
     pub kind: FaultKind,
     /// A server name (every replica) or `name#i` (replica i, from 0).
     pub target: String,
+    /// When the fault begins, from the start of the run.
     pub start: Dur,
+    /// How long it lasts; `start + duration` must fit in the run.
     pub duration: Dur,
+    /// `latency_spike`: added to every call's latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<Dur>,
+    /// `latency_spike`: every call's latency is multiplied by it (>= 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multiplier: Option<f64>,
+    /// `error_burst`: probability in [0, 1] that a call fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FaultKind {
     LatencySpike,
@@ -294,7 +348,7 @@ impl FaultKind {
 }
 
 /// Thresholds whose failure makes the run exit 1. Absent = not checked.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Whole-run P99 of logical-call latency, ms.
@@ -319,9 +373,48 @@ impl Default for Checks {
 }
 
 /// Run once per value of one scalar parameter, named by its dotted path (e.g. `load.sessions`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Sweep {
+    /// The dotted path of a scalar key, with array indices: `load.sessions`, `servers[0].workers`.
     pub param: String,
+    /// One run per value, in this order; each a string, number or boolean that fits the key.
+    #[schemars(schema_with = "scalar_values_schema")]
     pub values: Vec<toml::Value>,
+}
+
+fn scalar_values_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "minItems": 1,
+        "items": { "type": ["string", "number", "integer", "boolean"] }
+    })
+}
+
+impl ServerSpec {
+    /// The fake server configuration of one replica. `seed` is the run's seed: each replica's RNG seed is derived from
+    /// it, the server's name and the replica index, so replicas draw differently and the same run draws the same.
+    pub fn fake_config(&self, replica: usize, seed: u64) -> FakeServerConfig {
+        FakeServerConfig {
+            name: self.name.clone(),
+            version: self.version.clone(),
+            workers: self.workers,
+            page_size: self.page_size,
+            seed: replica_seed(seed, &self.name, replica),
+            tools: self.tools.clone(),
+        }
+    }
+}
+
+/// A stable mix of the run seed, a server name and a replica index (FNV-1a, then SplitMix64's finaliser): never
+/// `std`'s `Hasher`, whose output may change between Rust releases.
+fn replica_seed(seed: u64, name: &str, replica: usize) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes().chain((replica as u64).to_le_bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let mut z = seed ^ h;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }

@@ -1,0 +1,767 @@
+//! Scenario loading: every kind of bad input gives its message at the right `line:column`, problems are collected,
+//! `--set` and sweeps work, the shipped scenarios load, the schema file is current, and no input panics.
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+
+use super::*;
+
+const BASE: &str = r#"name = "t"
+duration = "10s"
+
+[[servers]]
+name = "a"
+replicas = 2
+
+[[servers.tools]]
+name = "echo"
+latency = { dist = "lognormal", p50_ms = 5, p99_ms = 40 }
+
+[[servers]]
+name = "b"
+
+[[servers.tools]]
+name = "get"
+
+[load]
+mode = "closed"
+sessions = 10
+
+[[load.mix]]
+server = "a"
+tool = "echo"
+
+[[faults]]
+kind = "latency_spike"
+target = "a"
+start = "1s"
+duration = "2s"
+extra = "100ms"
+"#;
+
+fn edit(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "{from:?} is not in the text");
+    text.replacen(from, to, 1)
+}
+
+fn load(text: &str, sets: &[&str]) -> Result<Scenario, ScenarioError> {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    load_str(text, "t.toml", &sets)
+}
+
+fn problems(text: &str, sets: &[&str]) -> Vec<Problem> {
+    match load(text, sets) {
+        Ok(s) => panic!("expected problems, loaded {s:?}"),
+        Err(e) => e.problems().to_vec(),
+    }
+}
+
+/// 1-based line and column of the `|` in `needle` (which is matched without the `|`).
+fn pos(text: &str, needle: &str) -> (usize, usize) {
+    let bar = needle.find('|').unwrap_or(0);
+    let plain = needle.replacen('|', "", 1);
+    let at = text.find(&plain).unwrap_or_else(|| panic!("{plain:?} is not in the text")) + bar;
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, column)
+}
+
+/// Exactly one problem, about `key`, at the `|` of `at` in `text`, whose message contains `fragment`.
+#[track_caller]
+fn expect_one(text: &str, sets: &[&str], key: &str, at: &str, fragment: &str) {
+    let found = problems(text, sets);
+    assert_eq!(found.len(), 1, "expected one problem, got:\n{}", ScenarioError::Invalid(found.clone()));
+    let p = &found[0];
+    assert_eq!(p.key.as_deref(), Some(key), "{p}");
+    assert!(p.message.contains(fragment), "{p}\ndoes not contain {fragment:?}");
+    if at.is_empty() {
+        assert_eq!(p.location, Location::Origin { origin: "t.toml".into() }, "{p}");
+    } else {
+        assert_eq!(p.line_column(), Some(pos(text, at)), "{p}");
+    }
+    let (line, column) = p.line_column().unwrap_or((0, 0));
+    if line > 0 {
+        assert!(p.to_string().starts_with(&format!("t.toml:{line}:{column}: {key}: ")), "{p}");
+    }
+}
+
+#[test]
+fn base_is_valid() {
+    let s = load(BASE, &[]).expect("BASE is valid");
+    assert_eq!((s.servers.len(), s.faults.len(), s.load.sessions), (2, 1, Some(10)));
+    assert_eq!(s.checks.lost, Some(0), "lost = 0 is checked by default");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Syntax and shape (serde)
+
+#[test]
+fn syntax_error_has_line_and_column() {
+    let text = edit(BASE, "name = \"b\"", "name = \"b");
+    let p = problems(&text, &[]);
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].key, None);
+    assert_eq!(p[0].line_column().map(|(l, _)| l), Some(pos(&text, "name = \"|b").0));
+    assert!(p[0].to_string().starts_with("t.toml:13:"), "{}", p[0]);
+    assert!(p[0].message.starts_with("TOML syntax: "), "{}", p[0]);
+
+    let text = edit(BASE, "sessions = 10", "sessions = 10\nsessions = 11");
+    let p = problems(&text, &[]);
+    assert_eq!(p[0].line_column(), Some(pos(&text, "|sessions = 11")), "{}", p[0]);
+    assert!(p[0].message.contains("duplicate key `sessions`"), "{}", p[0]);
+
+    // A literal position, so that `pos` itself is checked once.
+    let p = problems("name = \"t\"\nduration = = 1\n", &[]);
+    assert_eq!(p[0].line_column(), Some((2, 12)), "{}", p[0]);
+}
+
+#[test]
+fn unknown_key_at_top_level() {
+    let text = format!("bogus = 1\n{BASE}");
+    expect_one(&text, &[], "bogus", "|bogus", "unknown key; expected one of `name`");
+    assert_eq!(problems(&text, &[])[0].line_column(), Some((1, 1)));
+}
+
+#[test]
+fn unknown_keys_nested_in_servers_tools_latency_faults_and_mix() {
+    let cases = [
+        (edit(BASE, "name = \"b\"", "name = \"b\"\nwrkers = 3"), "servers[1].wrkers", "|wrkers"),
+        (edit(BASE, "name = \"get\"", "name = \"get\"\ncolour = \"red\""), "servers[1].tools[0].colour", "|colour"),
+        (edit(BASE, "p99_ms = 40 }", "p99_ms = 40, p95_ms = 20 }"), "servers[0].tools[0].latency.p95_ms", "|p95_ms"),
+        (edit(BASE, "extra = \"100ms\"", "extra = \"100ms\"\nrat = 1"), "faults[0].rat", "|rat = 1"),
+        (edit(BASE, "tool = \"echo\"", "tool = \"echo\"\nargz = {}"), "load.mix[0].argz", "|argz"),
+        (format!("{BASE}\n[agent]\nretries = 3\n"), "agent.retries", "|retries"),
+        (format!("{BASE}\n[checks]\np999_ms = 3\n"), "checks.p999_ms", "|p999_ms"),
+    ];
+    for (text, key, at) in cases {
+        expect_one(&text, &[], key, at, "unknown key");
+    }
+}
+
+#[test]
+fn wrong_types_and_bad_values() {
+    let cases = [
+        ("sessions = 10", "sessions = \"ten\"", "load.sessions", "sessions = |\"ten\"", "expected an integer >= 0"),
+        ("sessions = 10", "sessions = -1", "load.sessions", "sessions = |-1", "expected an integer >= 0"),
+        ("sessions = 10", "sessions = 1.5", "load.sessions", "sessions = |1.5", "expected an integer >= 0"),
+        ("replicas = 2", "replicas = true", "servers[0].replicas", "replicas = |true", "invalid type: boolean"),
+        ("name = \"t\"", "name = 5", "name", "name = |5", "expected a string"),
+        ("mode = \"closed\"", "mode = \"closd\"", "load.mode", "mode = |\"closd\"", "unknown variant `closd`"),
+        ("kind = \"latency_spike\"", "kind = \"flood\"", "faults[0].kind", "kind = |\"flood\"", "unknown variant"),
+        ("dist = \"lognormal\"", "dist = \"gamma\"", "servers[0].tools[0].latency.dist", "dist = |\"gamma\"", "gamma"),
+        ("duration = \"10s\"", "duration = \"10 parsecs\"", "duration", "duration = |\"10", "invalid duration"),
+        ("duration = \"10s\"", "duration = 10", "duration", "duration = |10", "expected a string"),
+        ("start = \"1s\"", "start = \"-1s\"", "faults[0].start", "start = |\"-1s\"", "invalid duration"),
+    ];
+    for (from, to, key, at, fragment) in cases {
+        let text = edit(BASE, from, to);
+        expect_one(&text, &[], key, at, fragment);
+    }
+    let start = BASE.find("[load]").unwrap_or(0);
+    let end = BASE.find("[[faults]]").unwrap_or(0);
+    let text = format!("load = 3\n{}{}", &BASE[..start], &BASE[end..]);
+    expect_one(&text, &[], "load", "load = |3", "invalid type: integer `3`, expected a table");
+}
+
+#[test]
+fn missing_required_keys() {
+    // Nested: reported at the table's header.
+    let text = edit(BASE, "[[servers]]\nname = \"b\"", "[[servers]]\nreplicas = 1");
+    expect_one(&text, &[], "servers[1].name", "|[[servers]]\nreplicas = 1", "is required");
+    // Top level: no position to point at, so the file itself.
+    let text = edit(BASE, "duration = \"10s\"\n", "");
+    expect_one(&text, &[], "duration", "", "is required");
+    assert_eq!(problems(&text, &[])[0].to_string(), "t.toml: duration: is required");
+}
+
+#[test]
+fn serde_problems_are_collected() {
+    let text = edit(BASE, "replicas = 2", "replicas = \"two\"\nzone = \"x\"");
+    let text = edit(&text, "sessions = 10", "sessions = 10\nthink = \"1s\"");
+    let text = format!("colour = 1\n{text}");
+    let found = problems(&text, &[]);
+    let keys: Vec<_> = found.iter().map(|p| p.key.clone().unwrap_or_default()).collect();
+    assert_eq!(keys, ["colour", "servers[0].replicas", "servers[0].zone", "load.think"], "in file order");
+    let display = ScenarioError::Invalid(found).to_string();
+    assert_eq!(display.lines().count(), 4, "{display}");
+    assert!(display.lines().all(|l| l.starts_with("t.toml:")), "{display}");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Meaning (validation)
+
+#[test]
+fn every_semantic_rule() {
+    // (from, to, key, where, message fragment). `where` marks the reported position with `|`.
+    let cases: &[(&str, &str, &str, &str, &str)] = &[
+        ("duration = \"10s\"", "duration = \"0s\"", "duration", "duration = |\"0s\"", "longer than 0"),
+        ("duration = \"10s\"", "duration = \"10s\"\ntick = \"0s\"", "tick", "tick = |", "longer than 0"),
+        ("duration = \"10s\"", "duration = \"10s\"\ntick = \"11s\"", "tick", "tick = |", "not be longer than duration"),
+        ("name = \"t\"", "name = \"../etc\"", "name", "name = |", "report directory"),
+        ("name = \"t\"", "name = \"\"", "name", "name = |", "must not be empty"),
+        (
+            "duration = \"10s\"",
+            "duration = \"10s\"\nnetwork = { fail_rate = 1.5 }",
+            "network.fail_rate",
+            "fail_rate = |1.5",
+            "between 0 and 1",
+        ),
+        (
+            "duration = \"10s\"",
+            "duration = \"10s\"\nnetwork = { latency = \"5ms\", max_latency = \"2ms\" }",
+            "network.max_latency",
+            "max_latency = |",
+            "at least network.latency",
+        ),
+        (
+            "name = \"b\"",
+            "name = \"a\"",
+            "servers[1].name",
+            "name = |\"a\"\n\n[[servers.tools]]\nname = \"get\"",
+            "duplicate server name",
+        ),
+        ("name = \"b\"", "name = \"\"", "servers[1].name", "[[servers]]\nname = |\"\"", "must not be empty"),
+        ("name = \"b\"", "name = \"b#1\"", "servers[1].name", "name = |\"b#1\"", "`#`"),
+        ("replicas = 2", "replicas = 0", "servers[0].replicas", "replicas = |0", "at least 1"),
+        ("replicas = 2", "replicas = 2\nworkers = 0", "servers[0].workers", "workers = |0", "at least 1"),
+        (
+            "name = \"get\"",
+            "name = \"get\"\nerror_rate = 2.0",
+            "servers[1].tools[0].error_rate",
+            "error_rate = |2",
+            "between 0 and 1",
+        ),
+        ("p99_ms = 40", "p99_ms = 4", "servers[0].tools[0].latency.p99_ms", "p99_ms = |4", "must be >= p50_ms"),
+        (
+            "name = \"get\"",
+            "name = \"get\"\n[[servers.tools]]\nname = \"get\"",
+            "servers[1].tools[1].name",
+            "[[servers.tools]]\nname = |\"get\"\n\n[load]",
+            "duplicate tool name",
+        ),
+        ("sessions = 10", "", "load.sessions", "|[load]", "required when mode = \"closed\""),
+        ("sessions = 10", "sessions = 0", "load.sessions", "sessions = |0", "at least 1"),
+        ("sessions = 10", "sessions = 10\nrate = 5.0", "load.rate", "rate = |5", "only to mode = \"open\""),
+        (
+            "mode = \"closed\"\nsessions = 10",
+            "mode = \"open\"",
+            "load.rate",
+            "|[load]",
+            "required when mode = \"open\"",
+        ),
+        (
+            "mode = \"closed\"",
+            "mode = \"open\"\nrate = 5.0",
+            "load.sessions",
+            "sessions = |10",
+            "only to mode = \"closed\"",
+        ),
+        ("mode = \"closed\"\nsessions = 10", "mode = \"open\"\nrate = 0.0", "load.rate", "rate = |0", "> 0"),
+        ("sessions = 10", "sessions = 10\nhosts = 0", "load.hosts", "hosts = |0", "at least 1"),
+        ("sessions = 10", "sessions = 10\ncalls = 0", "load.calls", "calls = |0", "at least 1"),
+        ("server = \"a\"", "server = \"c\"", "load.mix[0].server", "server = |\"c\"", "no server is named \"c\""),
+        ("tool = \"echo\"", "tool = \"get\"", "load.mix[0].tool", "tool = |\"get\"", "has no tool \"get\""),
+        ("tool = \"echo\"", "tool = \"echo\"\nweight = 0", "load.mix[0].weight", "weight = |0", "> 0"),
+        ("tool = \"echo\"", "tool = \"echo\"\nweight = nan", "load.mix[0].weight", "weight = |nan", "> 0"),
+        ("tool = \"echo\"", "tool = \"echo\"\nargs = 1", "load.mix[0].args", "args = |1", "table of arguments"),
+        ("[load]", "[agent]\nmax_retries = 101\n\n[load]", "agent.max_retries", "max_retries = |101", "at most 100"),
+        ("[load]", "[agent]\nretry = \"immediate\"\n\n[load]", "agent.max_retries", "|[agent]", "at least 1"),
+        ("[load]", "[client]\nmax_in_flight = 0\n\n[load]", "client.max_in_flight", "max_in_flight = |0", "at least 1"),
+        (
+            "[load]",
+            "[client]\nper_connection = 0\n\n[load]",
+            "client.per_connection",
+            "per_connection = |0",
+            "at least 1",
+        ),
+        ("[load]", "[client]\ndeadline = \"0s\"\n\n[load]", "client.deadline", "deadline = |", "longer than 0"),
+        ("[load]", "[client]\nqueue_wait = \"0ms\"\n\n[load]", "client.queue_wait", "queue_wait = |", "longer than 0"),
+        ("target = \"a\"", "target = \"c\"", "faults[0].target", "target = |\"c\"", "no server is named \"c\""),
+        (
+            "target = \"a\"",
+            "target = \"a#2\"",
+            "faults[0].target",
+            "target = |",
+            "(a#0 to a#1), so there is no replica 2",
+        ),
+        ("target = \"a\"", "target = \"a#x\"", "faults[0].target", "target = |", "replica index"),
+        ("target = \"a\"", "target = \"b#1\"", "faults[0].target", "target = |", "has 1 replica (b#0)"),
+        ("start = \"1s\"", "start = \"9s\"", "faults[0].duration", "duration = |\"2s\"", "after the run ends"),
+        (
+            "duration = \"2s\"\nextra",
+            "duration = \"0s\"\nextra",
+            "faults[0].duration",
+            "duration = |\"0s\"",
+            "longer than 0",
+        ),
+        ("extra = \"100ms\"", "", "faults[0].kind", "kind = |", "needs `extra`"),
+        ("extra = \"100ms\"", "multiplier = 0.5", "faults[0].multiplier", "multiplier = |0.5", ">= 1"),
+        (
+            "extra = \"100ms\"",
+            "extra = \"100ms\"\nrate = 0.5",
+            "faults[0].rate",
+            "rate = |0.5",
+            "does not apply to kind = \"latency_spike\"",
+        ),
+        (
+            "kind = \"latency_spike\"",
+            "kind = \"error_burst\"\nrate = 0.5",
+            "faults[0].extra",
+            "extra = |",
+            "does not apply to kind = \"error_burst\"",
+        ),
+        (
+            "kind = \"latency_spike\"\ntarget = \"a\"\nstart = \"1s\"\nduration = \"2s\"\nextra = \"100ms\"",
+            "kind = \"error_burst\"\ntarget = \"a\"\nstart = \"1s\"\nduration = \"2s\"\nrate = 1.5",
+            "faults[0].rate",
+            "rate = |1.5",
+            "between 0 and 1",
+        ),
+        (
+            "kind = \"latency_spike\"\ntarget = \"a\"\nstart = \"1s\"\nduration = \"2s\"\nextra = \"100ms\"",
+            "kind = \"error_burst\"\ntarget = \"a\"\nstart = \"1s\"\nduration = \"2s\"",
+            "faults[0].kind",
+            "kind = |\"error_burst\"",
+            "needs `rate`",
+        ),
+        (
+            "kind = \"latency_spike\"",
+            "kind = \"crash\"",
+            "faults[0].extra",
+            "extra = |",
+            "does not apply to kind = \"crash\"",
+        ),
+        ("[load]", "[checks]\np99_ms = -1.0\n\n[load]", "checks.p99_ms", "p99_ms = |-1", ">= 0"),
+        ("[load]", "[checks]\nerror_rate = 2.0\n\n[load]", "checks.error_rate", "error_rate = |2", "between 0 and 1"),
+    ];
+    for (from, to, key, at, fragment) in cases {
+        let text = edit(BASE, from, to);
+        expect_one(&text, &[], key, at, fragment);
+    }
+}
+
+#[test]
+fn hang_crash_and_partition_reject_every_option() {
+    for kind in ["hang", "crash", "partition"] {
+        let text = edit(BASE, "kind = \"latency_spike\"", &format!("kind = \"{kind}\""));
+        let text = edit(&text, "extra = \"100ms\"", "extra = \"1s\"\nmultiplier = 2.0\nrate = 0.5");
+        let keys: Vec<_> = problems(&text, &[]).into_iter().filter_map(|p| p.key).collect();
+        assert_eq!(keys, ["faults[0].extra", "faults[0].multiplier", "faults[0].rate"], "{kind}");
+        let ok = edit(BASE, "kind = \"latency_spike\"", &format!("kind = \"{kind}\""));
+        let ok = edit(&ok, "extra = \"100ms\"", "");
+        load(&ok, &[]).unwrap_or_else(|e| panic!("{kind} without options is valid: {e}"));
+    }
+}
+
+#[test]
+fn semantic_problems_are_collected_each_on_its_own_line() {
+    let text = edit(BASE, "replicas = 2", "replicas = 0");
+    let text = edit(&text, "sessions = 10", "sessions = 0");
+    let text = edit(&text, "target = \"a\"", "target = \"zz\"");
+    let text = edit(&text, "p99_ms = 40 }", "p99_ms = 1 }\nerror_rate = -1.0");
+    let err = load(&text, &[]).expect_err("five problems");
+    let shown = err.to_string();
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines.len(), 5, "{shown}");
+    assert!(lines[0].starts_with("t.toml:6:12: servers[0].replicas: "), "{shown}");
+    assert!(lines[1].starts_with("t.toml:10:54: servers[0].tools[0].latency.p99_ms: "), "{shown}");
+    assert!(lines[2].starts_with("t.toml:11:14: servers[0].tools[0].error_rate: "), "{shown}");
+    assert!(lines[3].starts_with("t.toml:21:12: load.sessions: "), "{shown}");
+    assert!(lines[4].contains("faults[0].target"), "{shown}");
+    assert_eq!(err.count(), 5);
+}
+
+#[test]
+fn read_errors_name_the_file() {
+    let err = load_file(Path::new("/nonexistent/x.toml"), &[]).expect_err("no such file");
+    assert!(err.to_string().starts_with("/nonexistent/x.toml: cannot read the scenario: "), "{err}");
+    assert_eq!(err.count(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// --set
+
+fn set(sets: &[&str]) -> Scenario {
+    load(BASE, sets).unwrap_or_else(|e| panic!("{sets:?}: {e}"))
+}
+
+#[test]
+fn set_changes_values() {
+    assert_eq!(set(&["seed=7"]).seed, 7);
+    assert_eq!(set(&["load.sessions=200"]).load.sessions, Some(200));
+    assert_eq!(set(&["servers[0].tools[0].error_rate=0.5"]).servers[0].tools[0].error_rate, 0.5);
+    assert_eq!(set(&["faults[0].start=\"2s\""]).faults[0].start.0, std::time::Duration::from_secs(2));
+    assert_eq!(set(&["faults[0].start=2s"]).faults[0].start.0, std::time::Duration::from_secs(2), "bare string");
+    assert_eq!(set(&["name=foo"]).name, "foo");
+    assert_eq!(set(&["servers[1].workers=4"]).servers[1].workers, Some(4), "a key the file does not have");
+    let s = set(&["agent.retry=immediate", "agent.max_retries=3"]);
+    assert_eq!((s.agent.retry, s.agent.max_retries), (RetryMode::Immediate, 3), "a table the file does not have");
+    assert_eq!(set(&["load.sessions=5", "load.sessions=6"]).load.sessions, Some(6), "the last one wins");
+    let s = set(&["servers[0].tools[0].latency={ dist = \"fixed\", ms = 3 }"]);
+    assert_eq!(s.servers[0].tools[0].latency, crate::fake::LatencyDist::Fixed { ms: 3.0 });
+}
+
+#[test]
+fn bad_set_arguments_name_the_argument() {
+    let one = |sets: &[&str], fragment: &str| {
+        let found = problems(BASE, sets);
+        assert_eq!(found.len(), 1, "{sets:?}: {}", ScenarioError::Invalid(found.clone()));
+        let shown = found[0].to_string();
+        assert!(shown.starts_with(&format!("--set {}: ", sets[0])), "{shown}");
+        assert!(shown.contains(fragment), "{shown}\ndoes not contain {fragment:?}");
+    };
+    one(&["load.sesions=3"], "load.sesions: unknown key; expected one of `mode`");
+    one(&["bogus=3"], "bogus: unknown key");
+    one(&["servers[5].name=x"], "servers[5]: index 5 is out of range: the array has 2 entries (0 to 1)");
+    one(&["load.sessions[0]=1"], "load.sessions: is an integer, not an array");
+    one(&["name.first=x"], "name: is a string, not a table");
+    one(&["load.sessions"], "expected key=value");
+    one(&["load..sessions=1"], "bad key path");
+    one(&["load.sessions=abc"], "load.sessions: invalid type: string \"abc\", expected an integer >= 0");
+    one(&["load.sessions=[1,"], "not a TOML value");
+    one(&["load.sessions=0"], "load.sessions: must be at least 1");
+    one(&["servers[0].tools[0].latency={ dist = \"fixed\" }"], "servers[0].tools[0].latency.ms: is required");
+    // Every bad argument is reported, in the order given, after the file's own problems.
+    let text = edit(BASE, "replicas = 2", "replicas = \"2\"");
+    let found = problems(&text, &["load.sessions=x", "faults[3].start=1s", "a=1"]);
+    let shown: Vec<String> = found.iter().map(|p| p.to_string()).collect();
+    assert_eq!(
+        shown,
+        [
+            "t.toml:6:12: servers[0].replicas: invalid type: string \"2\", expected an integer >= 0",
+            "--set load.sessions=x: load.sessions: invalid type: string \"x\", expected an integer >= 0",
+            "--set faults[3].start=1s: faults[3]: index 3 is out of range: the array has 1 entry (index 0)",
+            "--set a=1: a: unknown key; expected one of `name`, `description`, `seed`, `duration`, `tick`, `network`, \
+             `servers`, `load`, `agent`, `client`, `faults`, `checks`, `sweep`",
+        ]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sweeps
+
+#[test]
+fn sweep_expands_one_scenario_per_value() {
+    let text = format!("{BASE}\n[sweep]\nparam = \"load.sessions\"\nvalues = [1, 20, 300]\n");
+    let base = load(&text, &[]).expect("valid");
+    let runs = expand_sweep(&base).expect("expands");
+    let got: Vec<_> = runs.iter().map(|(label, s)| (label.as_str(), s.load.sessions, s.sweep.is_none())).collect();
+    assert_eq!(got, [("1", Some(1), true), ("20", Some(20), true), ("300", Some(300), true)]);
+    // Everything else is the base.
+    let mut again = runs[1].1.clone();
+    again.load.sessions = base.load.sessions;
+    again.sweep = base.sweep.clone();
+    assert_eq!(again, base);
+
+    let text = format!("{BASE}\n[sweep]\nparam = \"faults[0].extra\"\nvalues = [\"1s\", \"2s\"]\n");
+    let runs = expand_sweep(&load(&text, &[]).expect("valid")).expect("expands");
+    assert_eq!(runs[1].0, "2s");
+    assert_eq!(runs[1].1.faults[0].extra.map(|d| d.0), Some(std::time::Duration::from_secs(2)));
+
+    // A key the file leaves at its default, and --set combined with a sweep.
+    let text = format!("{BASE}\n[sweep]\nparam = \"seed\"\nvalues = [1, 2]\n");
+    let runs = expand_sweep(&load(&text, &["load.sessions=3"]).expect("valid")).expect("expands");
+    assert_eq!(runs.iter().map(|(_, s)| (s.seed, s.load.sessions)).collect::<Vec<_>>(), [(1, Some(3)), (2, Some(3))]);
+
+    assert!(expand_sweep(&load(BASE, &[]).expect("valid")).expect("no sweep").is_empty());
+
+    // A seed beyond TOML's i64 (from `--seed`) survives expansion.
+    let text = format!("{BASE}\n[sweep]\nparam = \"load.sessions\"\nvalues = [1, 2]\n");
+    let mut big = load(&text, &[]).expect("valid");
+    big.seed = u64::MAX;
+    let runs = expand_sweep(&big).expect("expands");
+    assert!(runs.iter().all(|(_, s)| s.seed == u64::MAX));
+}
+
+#[test]
+fn bad_sweeps() {
+    let sweep = |param: &str, values: &str| format!("{BASE}\n[sweep]\nparam = \"{param}\"\nvalues = {values}\n");
+    let text = sweep("load.sesions", "[1, 2]");
+    expect_one(&text, &[], "load.sesions", "param = |\"load.sesions\"", "unknown key");
+    let text = sweep("servers", "[1, 2]");
+    expect_one(&text, &[], "sweep.param", "param = |", "is an array, not a single value");
+    let text = sweep("load..x", "[1]");
+    expect_one(&text, &[], "sweep.param", "param = |", "expected a key");
+    let text = sweep("sweep.param", "[\"x\"]");
+    expect_one(&text, &[], "sweep.param", "param = |", "cannot sweep itself");
+    let text = sweep("servers[4].workers", "[1]");
+    expect_one(&text, &[], "sweep.param", "param = |", "index 4 is out of range");
+    let text = sweep("load.sessions", "[]");
+    expect_one(&text, &[], "sweep.values", "values = |[]", "at least one value");
+    let text = sweep("load.sessions", "[1, 2, 1]");
+    expect_one(&text, &[], "sweep.values[2]", "values = [1, 2, |1]", "repeats 1");
+    let text = sweep("load.sessions", "[1, [2]]");
+    expect_one(&text, &[], "sweep.values[1]", "values = [1, |[2]]", "single value");
+    // A value that does not fit the key is reported at the value, naming the key.
+    let text = sweep("load.sessions", "[1, 0, \"many\"]");
+    let found = problems(&text, &[]);
+    assert_eq!(found.len(), 2, "{}", ScenarioError::Invalid(found.clone()));
+    assert_eq!(found[0].key.as_deref(), Some("load.sessions"));
+    assert_eq!(found[0].line_column(), Some(pos(&text, "values = [1, |0")));
+    assert!(found[0].message.contains("at least 1 (with sweep value load.sessions = 0)"), "{}", found[0]);
+    assert_eq!(found[1].line_column(), Some(pos(&text, "values = [1, 0, |\"many\"")));
+    assert!(found[1].message.contains("invalid type: string \"many\""), "{}", found[1]);
+    // A value that breaks another rule: the fault no longer fits in the run.
+    let text = sweep("duration", "[\"10s\", \"2s\"]");
+    let found = problems(&text, &[]);
+    assert_eq!(found.len(), 1, "{}", ScenarioError::Invalid(found.clone()));
+    assert_eq!(found[0].key.as_deref(), Some("faults[0].duration"));
+    assert!(found[0].message.ends_with("(with sweep value duration = 2s)"), "{}", found[0]);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Shipped scenarios and the schema
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn shipped() -> Vec<PathBuf> {
+    let dir = workspace().join("scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("scenarios/ exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn shipped_scenarios_load_validate_and_survive_a_round_trip() {
+    let files = shipped();
+    let names: Vec<_> = files.iter().filter_map(|p| p.file_stem()?.to_str().map(str::to_owned)).collect();
+    for expected in ["smoke", "concurrency_knee", "retry_storm"] {
+        assert!(names.iter().any(|n| n == expected), "scenarios/{expected}.toml is missing: {names:?}");
+    }
+    for file in files {
+        let s = load_file(&file, &[]).unwrap_or_else(|e| panic!("{}:\n{e}", file.display()));
+        let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        assert_eq!(s.name, stem, "{}: name matches the file", file.display());
+        let text = std::fs::read_to_string(&file).expect("readable");
+        assert!(text.starts_with("#:schema ./scenario.schema.json\n"), "{}: schema directive", file.display());
+        // The TOML form (which expand_sweep uses) reads back as the same scenario.
+        let again = toml::to_string(&s).expect("serializes");
+        assert_eq!(load_str(&again, "again", &[]).expect("reloads"), s, "{}", file.display());
+        if let Some(sweep) = &s.sweep {
+            assert_eq!(expand_sweep(&s).expect("expands").len(), sweep.values.len());
+        }
+    }
+}
+
+#[test]
+fn concurrency_knee_is_seed_002s_experiment() {
+    let s = load_file(&workspace().join("scenarios/concurrency_knee.toml"), &[]).expect("valid");
+    let runs = expand_sweep(&s).expect("expands");
+    let rows: Vec<_> = runs.iter().map(|(label, run)| (label.as_str(), run.load.sessions)).collect();
+    assert_eq!(
+        rows,
+        [
+            ("1", Some(1)),
+            ("10", Some(10)),
+            ("50", Some(50)),
+            ("100", Some(100)),
+            ("200", Some(200)),
+            ("500", Some(500))
+        ]
+    );
+    assert_eq!((s.load.calls, s.servers[0].workers, s.client.max_in_flight), (Some(500), Some(200), 1000));
+    assert_eq!(s.servers[0].tools[0].latency, crate::fake::LatencyDist::Fixed { ms: 200.0 });
+}
+
+#[test]
+fn schema_file_is_current() {
+    let path = workspace().join(schema::SCHEMA_FILE);
+    let generated = schema::schema_json();
+    if std::env::var_os("MCPSTORM_WRITE_SCHEMA").is_some() {
+        std::fs::write(&path, &generated).expect("write the schema");
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "{} is out of date: regenerate it with `MCPSTORM_WRITE_SCHEMA=1 cargo test -p mcpstorm-sim schema`",
+        schema::SCHEMA_FILE
+    );
+}
+
+#[test]
+fn schema_describes_the_format() {
+    let schema = schema::schema();
+    let props = schema.pointer("/properties").and_then(|p| p.as_object()).expect("top-level properties");
+    for key in ["name", "seed", "duration", "tick", "network", "servers", "load", "agent", "client", "faults", "checks"]
+    {
+        assert!(props.contains_key(key), "schema lacks `{key}`");
+    }
+    assert_eq!(schema.pointer("/additionalProperties"), Some(&serde_json::json!(false)), "unknown keys are errors");
+    assert_eq!(schema.pointer("/properties/duration/type"), Some(&serde_json::json!("string")));
+    let defs = schema.pointer("/definitions").and_then(|d| d.as_object()).expect("definitions");
+    for def in ["ServerSpec", "ToolConfig", "LatencyDist", "Load", "Fault", "FaultKind", "Sweep"] {
+        assert!(defs.contains_key(def), "schema lacks the definition {def}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Odds and ends
+
+#[test]
+fn fake_config_derives_a_seed_per_replica() {
+    let s = load(BASE, &[]).expect("valid");
+    let a0 = s.servers[0].fake_config(0, 1);
+    let a1 = s.servers[0].fake_config(1, 1);
+    assert_eq!((a0.name.as_str(), a0.version.as_str(), a0.tools.len()), ("a", "1.0.0", 1));
+    assert_ne!(a0.seed, a1.seed, "replicas draw differently");
+    assert_eq!(a0.seed, s.servers[0].fake_config(0, 1).seed, "the same run draws the same");
+    assert_ne!(a0.seed, s.servers[0].fake_config(0, 2).seed, "another seed draws differently");
+    assert_ne!(a0.seed, s.servers[1].fake_config(0, 1).seed, "another server draws differently");
+    assert!(a0.validate().is_ok());
+}
+
+#[test]
+fn validate_checks_scenarios_built_in_code() {
+    let mut s = load(BASE, &[]).expect("valid");
+    assert!(validate(&s, "code").is_ok());
+    s.load.hosts = 0;
+    s.agent.max_retries = 1000;
+    let err = validate(&s, "code").expect_err("invalid");
+    assert_eq!(
+        err.to_string(),
+        "code: load.hosts: must be at least 1\ncode: agent.max_retries: must be at most 100, got 1000"
+    );
+}
+
+#[test]
+fn resolve_target_finds_servers_and_replicas() {
+    let s = load(BASE, &[]).expect("valid");
+    assert_eq!(resolve_target("a", &s.servers), Ok((0, None)));
+    assert_eq!(resolve_target("a#1", &s.servers), Ok((0, Some(1))));
+    assert_eq!(resolve_target("b", &s.servers), Ok((1, None)));
+    assert!(resolve_target("b#1", &s.servers).is_err());
+    assert!(resolve_target("", &s.servers).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// No input panics
+
+/// A shipped scenario's text: 0 smoke, 1 retry_storm, 2 concurrency_knee (with a sweep).
+fn shipped_text(i: usize) -> String {
+    let name = ["smoke", "retry_storm", "concurrency_knee"][i % 3];
+    std::fs::read_to_string(workspace().join(format!("scenarios/{name}.toml"))).expect("a shipped scenario")
+}
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    Delete { at: usize, len: usize },
+    Insert { at: usize, text: String },
+    Replace { at: usize, len: usize, text: String },
+    DuplicateLine { line: usize },
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let token = prop_oneof![
+        Just("=".to_owned()),
+        Just("\"".to_owned()),
+        Just("[".to_owned()),
+        Just("]]".to_owned()),
+        Just("\n".to_owned()),
+        Just("{".to_owned()),
+        Just("0".to_owned()),
+        Just("-1".to_owned()),
+        Just("nan".to_owned()),
+        Just("1e400".to_owned()),
+        Just("\"0s\"".to_owned()),
+        Just("\"999999999999h\"".to_owned()),
+        Just("#".to_owned()),
+        Just(".".to_owned()),
+        Just("é".to_owned()),
+        "[a-z_]{1,8}",
+        any::<String>(),
+    ];
+    prop_oneof![
+        (any::<usize>(), 1..20usize).prop_map(|(at, len)| Mutation::Delete { at, len }),
+        (any::<usize>(), token.clone()).prop_map(|(at, text)| Mutation::Insert { at, text }),
+        (any::<usize>(), 1..12usize, token).prop_map(|(at, len, text)| Mutation::Replace { at, len, text }),
+        any::<usize>().prop_map(|line| Mutation::DuplicateLine { line }),
+    ]
+}
+
+fn apply(text: &str, m: &Mutation) -> String {
+    let mut chars: Vec<char> = text.chars().collect();
+    let n = chars.len().max(1);
+    match m {
+        Mutation::Delete { at, len } => {
+            let at = at % n;
+            chars.drain(at..(at + len).min(chars.len()));
+        }
+        Mutation::Insert { at, text } => {
+            let at = at % (chars.len() + 1);
+            chars.splice(at..at, text.chars());
+        }
+        Mutation::Replace { at, len, text } => {
+            let at = at % n;
+            let end = (at + len).min(chars.len());
+            chars.splice(at.min(end)..end, text.chars());
+        }
+        Mutation::DuplicateLine { line } => {
+            let lines: Vec<&str> = text.lines().collect();
+            let i = line % lines.len().max(1);
+            let mut out: Vec<&str> = lines.clone();
+            if let Some(l) = lines.get(i) {
+                out.insert(i, l);
+            }
+            return out.join("\n");
+        }
+    }
+    chars.into_iter().collect()
+}
+
+/// Loading either works or gives problems that all print; it never panics.
+fn never_panics(text: &str, sets: &[String]) {
+    match load_str(text, "fuzz.toml", sets) {
+        Ok(s) => {
+            let _ = expand_sweep(&s);
+        }
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            assert!(e.count() >= 1);
+        }
+    }
+}
+
+// 256 cases each by default; PROPTEST_CASES=N for a longer hunt.
+proptest! {
+    #[test]
+    fn arbitrary_text_never_panics(text in any::<String>()) {
+        never_panics(&text, &[]);
+    }
+
+    #[test]
+    fn tomlish_text_never_panics(text in "[a-z_\\[\\]{}=\"., 0-9\n#-]{0,200}") {
+        never_panics(&text, &[]);
+    }
+
+    #[test]
+    fn mutated_scenarios_never_panic(file in 0..3usize, mutations in prop::collection::vec(mutation(), 1..6)) {
+        let mut text = shipped_text(file);
+        for m in &mutations {
+            text = apply(&text, m);
+        }
+        never_panics(&text, &[]);
+    }
+
+    #[test]
+    fn arbitrary_set_arguments_never_panic(
+        sets in prop::collection::vec(
+            prop_oneof![
+                any::<String>(),
+                "[a-z_.\\[\\]0-9]{0,30}=[a-z0-9\"\\[\\]{}=., ]{0,20}",
+                "(seed|name|load\\.sessions|faults\\[0\\]\\.start|servers\\[[0-3]\\]\\.tools\\[0\\]\\.latency|sweep\\.param)=.{0,12}",
+            ],
+            0..4,
+        )
+    ) {
+        never_panics(&shipped_text(1), &sets);
+        never_panics(&shipped_text(2), &sets);
+    }
+}
