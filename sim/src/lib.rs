@@ -4,3 +4,4 @@ pub mod cli;
 pub mod fake;
 pub mod report;
 pub mod scenario;
+pub mod world;

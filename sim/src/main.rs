@@ -18,14 +18,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("mcpstorm: cannot start the runtime: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    match runtime.block_on(run(cli)) {
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => f.exit(),
     }

@@ -3,6 +3,7 @@
 
 mod peer;
 mod serve_fake;
+mod sim;
 mod validate;
 
 use std::process::ExitCode;
@@ -11,6 +12,7 @@ use clap::{Parser, Subcommand};
 
 pub use peer::{CallArgs, ServerArgs, ToolsArgs};
 pub use serve_fake::ServeFakeArgs;
+pub use sim::SimArgs;
 
 #[derive(Debug, Parser)]
 #[command(name = "mcpstorm", version, about = "MCP gateway core and deterministic chaos simulator")]
@@ -25,6 +27,8 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Call one tool and print its result.
     Call(CallArgs),
+    /// Run a scenario in the simulator and write its report.
+    Sim(SimArgs),
     /// Run a scripted fake MCP server on loopback TCP.
     ServeFake(ServeFakeArgs),
     /// Check a scenario file (with any --set overrides) without running it.
@@ -51,11 +55,22 @@ impl Failure {
     }
 }
 
-pub async fn run(cli: Cli) -> Result<(), Failure> {
+/// Runs a command. The simulator builds its own (simulated) runtimes, so only the commands that talk to live
+/// servers get a tokio runtime here.
+pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
-        Command::Tools(args) => peer::tools(args).await,
-        Command::Call(args) => peer::call(args).await,
-        Command::ServeFake(args) => serve_fake::run(args).await,
+        Command::Sim(args) => sim::run(args),
+        Command::Tools(args) => live(peer::tools(args)),
+        Command::Call(args) => live(peer::call(args)),
+        Command::ServeFake(args) => live(serve_fake::run(args)),
         Command::Validate(args) => validate::run(args),
     }
+}
+
+fn live(fut: impl Future<Output = Result<(), Failure>>) -> Result<(), Failure> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Failed(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(fut)
 }

@@ -1,0 +1,106 @@
+//! `mcpstorm sim`: run a scenario (or its sweep) and write the report.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::Failure;
+use crate::report::{self, SweepData, SweepRow, console_summary};
+use crate::scenario::{self, Scenario};
+use crate::world;
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// The scenario file (TOML).
+    pub scenario: PathBuf,
+    /// Override the scenario's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Report directory. Default: reports/<scenario>/seed-<seed>[ _<overrides>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Override any key: --set load.sessions=200 --set 'faults[0].start="10s"'.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+pub fn run(args: SimArgs) -> Result<(), Failure> {
+    let mut sets = args.sets.clone();
+    if let Some(seed) = args.seed {
+        sets.push(format!("seed={seed}"));
+    }
+    let base = scenario::load_file(&args.scenario, &sets).map_err(|e| Failure::BadInput(e.to_string()))?;
+    let out = args.out.clone().unwrap_or_else(|| default_out(&base, &args.sets));
+    let reproduce = reproduce_command(&args.scenario, base.seed, &args.sets);
+    match &base.sweep {
+        None => run_one(&base, &out, reproduce),
+        Some(sweep) => {
+            let runs = scenario::expand_sweep(&base).map_err(|e| Failure::BadInput(e.to_string()))?;
+            let mut rows = Vec::new();
+            let mut all_passed = true;
+            for (label, scenario) in runs {
+                let dir = out.join(format!("{}={label}", sweep.param));
+                let cmd = format!("{reproduce} --set {}={label}", sweep.param);
+                eprintln!("== {} = {label}", sweep.param);
+                let (run, passed) = simulate(&scenario, &dir, cmd)?;
+                all_passed &= passed;
+                rows.push(SweepRow {
+                    numeric: label.parse::<f64>().ok(),
+                    value: label,
+                    totals: run.totals,
+                    sim_seconds: run.sim_seconds,
+                    passed,
+                });
+            }
+            let data = SweepData {
+                scenario: base.name.clone(),
+                param: sweep.param.clone(),
+                seed: base.seed,
+                rows,
+                reproduce: reproduce.clone(),
+            };
+            let paths = report::write_sweep(&out, &data).map_err(|e| Failure::Failed(e.to_string()))?;
+            println!("sweep of {} over {} values: {}", data.param, data.rows.len(), out.display());
+            if let Some(md) = paths.iter().find(|p| p.extension().is_some_and(|e| e == "md")) {
+                if let Ok(text) = std::fs::read_to_string(md) {
+                    println!("{text}");
+                }
+            }
+            println!("reproduce: {reproduce}");
+            if all_passed { Ok(()) } else { Err(Failure::Failed("some sweep rows failed their checks".into())) }
+        }
+    }
+}
+
+fn run_one(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(), Failure> {
+    let (_, passed) = simulate(scenario, out, reproduce)?;
+    if passed { Ok(()) } else { Err(Failure::Failed("checks failed (see the summary above)".into())) }
+}
+
+/// Runs, writes the report, prints the one-screen summary. Returns the run and whether its checks passed.
+fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(report::RunData, bool), Failure> {
+    let (run, wall) = world::run(scenario, reproduce).map_err(|e| Failure::Failed(e.to_string()))?;
+    report::write_run(out, &run, &wall).map_err(|e| Failure::Failed(e.to_string()))?;
+    println!("{}", console_summary(&run, &wall, out));
+    let passed = run.passed();
+    Ok((run, passed))
+}
+
+fn default_out(scenario: &Scenario, sets: &[String]) -> PathBuf {
+    let mut leaf = format!("seed-{}", scenario.seed);
+    for s in sets {
+        let clean: String =
+            s.chars().map(|c| if c.is_ascii_alphanumeric() || "._=-".contains(c) { c } else { '_' }).collect();
+        leaf.push('_');
+        leaf.push_str(&clean);
+    }
+    PathBuf::from("reports").join(&scenario.name).join(leaf)
+}
+
+fn reproduce_command(path: &Path, seed: u64, sets: &[String]) -> String {
+    let mut cmd = format!("mcpstorm sim {} --seed {seed}", path.display());
+    for s in sets {
+        cmd.push_str(&format!(" --set '{s}'"));
+    }
+    cmd
+}

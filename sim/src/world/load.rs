@@ -1,0 +1,222 @@
+//! Load-generator hosts: many agent sessions multiplexed on one turmoil host, calling through the real core.
+//!
+//! Closed loop: each session calls, waits for the outcome, thinks, and calls again. Open loop: Poisson arrivals,
+//! each call's latency measured from its *intended* send time, so a stalled system cannot hide its stall by
+//! slowing the arrivals down (coordinated omission, as wrk2 avoids it).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mcpstorm_core::client::{ClientConfig, McpClient};
+use mcpstorm_core::conn::CallOptions;
+use mcpstorm_core::limit::InFlightLimit;
+use mcpstorm_core::rt::SeededRng;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Exp};
+use tokio::task::JoinSet;
+use tokio::time::{Instant, sleep, sleep_until};
+
+use super::hosts::server_host;
+use super::net::{SERVER_PORT, TurmoilDialer};
+use super::recorder::{Outcome, Recorder, SimObserver};
+use crate::scenario::{LoadMode, RetryMode, Scenario};
+
+/// Everything a load host needs, shared by every incarnation of it.
+#[derive(Debug)]
+pub struct LoadPlan {
+    pub scenario: Scenario,
+    pub recorder: Recorder,
+    /// Logical calls claimed so far across all load hosts (for `load.calls`).
+    pub claimed: AtomicU64,
+}
+
+impl LoadPlan {
+    fn now() -> Duration {
+        turmoil::sim_elapsed().unwrap_or_default()
+    }
+
+    /// Claims the right to start one more logical call, or says the load is over.
+    fn claim(&self) -> bool {
+        if Self::now() >= self.scenario.duration.0 {
+            return false;
+        }
+        match self.scenario.load.calls {
+            Some(max) => self.claimed.fetch_add(1, Ordering::Relaxed) < max,
+            None => true,
+        }
+    }
+}
+
+/// One load host's clients: one `McpClient` (one connection) per server replica, all sharing the host's global
+/// in-flight limit, as one gateway process would.
+struct Clients {
+    /// `by_server[s][r]`: server `s`, replica `r`.
+    by_server: Vec<Vec<Arc<McpClient>>>,
+    /// Round-robin cursor per server: no router yet, so replicas take turns.
+    cursors: Vec<AtomicUsize>,
+}
+
+impl Clients {
+    fn new(plan: &LoadPlan, host: &str, seed: u64) -> Clients {
+        let spec = &plan.scenario.client;
+        let limit = InFlightLimit::new(spec.max_in_flight);
+        let mut config = ClientConfig { connect_timeout: spec.connect_timeout.0, ..ClientConfig::default() };
+        config.connection.max_in_flight = spec.per_connection;
+        config.connection.queue_wait = spec.queue_wait.0;
+        config.connection.first_response = spec.first_response.0;
+        config.connection.call_deadline = spec.deadline.0;
+        let root = SeededRng::new(seed);
+        let mut stream = 0;
+        let by_server = plan
+            .scenario
+            .servers
+            .iter()
+            .map(|s| {
+                (0..s.replicas)
+                    .map(|r| {
+                        stream += 1;
+                        let name = server_host(&s.name, r);
+                        let dialer = Arc::new(TurmoilDialer { host: name.clone(), port: SERVER_PORT });
+                        let observer = Arc::new(SimObserver { recorder: plan.recorder.clone(), host: host.to_owned() });
+                        Arc::new(
+                            McpClient::new(name, dialer, config.clone())
+                                .with_observer(observer)
+                                .with_rng(root.fork(stream))
+                                .with_global_limit(limit.clone()),
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let cursors = plan.scenario.servers.iter().map(|_| AtomicUsize::new(0)).collect();
+        Clients { by_server, cursors }
+    }
+
+    fn pick(&self, server: usize) -> &Arc<McpClient> {
+        let replicas = &self.by_server[server];
+        let i = self.cursors[server].fetch_add(1, Ordering::Relaxed) % replicas.len();
+        &replicas[i]
+    }
+}
+
+/// What one logical call targets, resolved from the mix once.
+#[derive(Debug, Clone)]
+struct Target {
+    server: usize,
+    tool: String,
+    args: serde_json::Value,
+}
+
+fn targets(scenario: &Scenario) -> (Vec<Target>, Vec<f64>) {
+    let mut out = Vec::new();
+    let mut weights = Vec::new();
+    for m in &scenario.load.mix {
+        let server = scenario.servers.iter().position(|s| s.name == m.server).unwrap_or(0);
+        out.push(Target { server, tool: m.tool.clone(), args: m.args.clone() });
+        weights.push(m.weight);
+    }
+    (out, weights)
+}
+
+fn pick_weighted(rng: &mut ChaCha8Rng, weights: &[f64]) -> usize {
+    let total: f64 = weights.iter().sum();
+    let mut x = rng.random::<f64>() * total;
+    for (i, w) in weights.iter().enumerate() {
+        if x < *w {
+            return i;
+        }
+        x -= w;
+    }
+    weights.len().saturating_sub(1)
+}
+
+/// Runs one load host to completion: the load ends at the scenario's duration (or call budget) and every started
+/// call is then allowed to reach its outcome.
+pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> turmoil::Result {
+    let seed = plan.scenario.seed ^ (0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(host_index as u64 + 1));
+    let clients = Arc::new(Clients::new(&plan, &host, seed));
+    let (targets, weights) = targets(&plan.scenario);
+    let targets = Arc::new(targets);
+    let hosts = plan.scenario.load.hosts;
+    let mut tasks = JoinSet::new();
+    match plan.scenario.load.mode {
+        LoadMode::Closed => {
+            let sessions = plan.scenario.load.sessions.unwrap_or(1);
+            // Sessions are dealt to hosts round-robin: host h runs sessions h, h + hosts, ...
+            for session in (host_index..sessions).step_by(hosts) {
+                let rng = ChaCha8Rng::seed_from_u64(seed ^ (session as u64).wrapping_mul(0xd1b5_4a32_d192_ed03));
+                let ctx = (plan.clone(), clients.clone(), targets.clone(), weights.clone());
+                tasks.spawn(closed_session(ctx, rng));
+            }
+        }
+        LoadMode::Open => {
+            let rate = plan.scenario.load.rate.unwrap_or(1.0) / hosts as f64;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let gap = Exp::new(rate).map_err(|e| format!("open-loop rate {rate}: {e}"))?;
+            let start = Instant::now();
+            let mut next = start;
+            while plan.claim() {
+                next += Duration::from_secs_f64(gap.sample(&mut rng));
+                sleep_until(next).await;
+                if LoadPlan::now() >= plan.scenario.duration.0 {
+                    break;
+                }
+                let index = pick_weighted(&mut rng, &weights);
+                let (plan, clients, target) = (plan.clone(), clients.clone(), targets[index].clone());
+                // The intended send time is `next`, whether or not this host got to it on time.
+                let intended = LoadPlan::now() - Instant::now().saturating_duration_since(next);
+                tasks.spawn(async move { logical_call(&plan, &clients, &target, intended).await });
+            }
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+    for server in &clients.by_server {
+        for client in server {
+            client.close().await;
+        }
+    }
+    Ok(())
+}
+
+type SessionCtx = (Arc<LoadPlan>, Arc<Clients>, Arc<Vec<Target>>, Vec<f64>);
+
+async fn closed_session((plan, clients, targets, weights): SessionCtx, mut rng: ChaCha8Rng) {
+    let think = plan.scenario.load.think_time.0;
+    while plan.claim() {
+        let target = &targets[pick_weighted(&mut rng, &weights)];
+        logical_call(&plan, &clients, target, LoadPlan::now()).await;
+        if !think.is_zero() {
+            sleep(think).await;
+        }
+    }
+}
+
+/// One logical call as an agent makes it: the first attempt, then retries as the agent model says.
+async fn logical_call(plan: &LoadPlan, clients: &Clients, target: &Target, intended: Duration) {
+    let recorder = &plan.recorder;
+    recorder.offered(intended);
+    let agent = &plan.scenario.agent;
+    let retries = match agent.retry {
+        RetryMode::None => 0,
+        RetryMode::Immediate => agent.max_retries,
+    };
+    let mut outcome = Outcome::Error("local");
+    for attempt in 0..=retries {
+        recorder.attempt_started(LoadPlan::now(), attempt > 0);
+        let client = clients.pick(target.server);
+        let result = client.call_tool(&target.tool, target.args.clone(), CallOptions::default()).await;
+        recorder.attempt_finished();
+        outcome = match result {
+            Ok(r) if !r.is_error => Outcome::Ok,
+            Ok(_) => Outcome::Tool,
+            Err(e) => Outcome::Error(e.label()),
+        };
+        if outcome == Outcome::Ok {
+            break;
+        }
+    }
+    let now = LoadPlan::now();
+    recorder.logical_done(now, now.saturating_sub(intended), outcome);
+}

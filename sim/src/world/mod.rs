@@ -1,0 +1,176 @@
+//! The simulated world: the real core and the fake servers on turmoil's network, driven by a scenario.
+//!
+//! Hosts are kept few (turmoil's cost grows with hosts³ per tick): one host per server replica and a handful of
+//! load-generator hosts that each multiplex hundreds of agent sessions. The step loop applies the fault timeline
+//! between steps, samples gauges once per simulated second, and after the load ends lets every started call reach
+//! its outcome (bounded by a drain limit; anything left is reported as `lost`).
+
+mod faults;
+mod hosts;
+mod load;
+mod net;
+mod recorder;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, UNIX_EPOCH};
+
+pub use hosts::{load_host, server_host};
+pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
+pub use recorder::{Outcome, Recorder, SimObserver};
+
+use crate::fake::FakeServer;
+use crate::report::{CheckResult, RunData, WallClock};
+use crate::scenario::Scenario;
+use faults::{NetAction, Timeline};
+use load::LoadPlan;
+
+/// turmoil's simulated clock starts here: pinned so runs never depend on when they happen (2025-01-01T00:00:00Z).
+const EPOCH_SECS: u64 = 1_735_689_600;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("invalid server {server:?}: {message}")]
+    Server { server: String, message: String },
+    #[error("simulation failed: {0}")]
+    Turmoil(String),
+}
+
+/// How long after the load ends the run waits for started calls: one full attempt deadline per possible attempt is
+/// not needed — retries after the load ends are few — so two deadlines plus reconnect time.
+fn drain_limit(scenario: &Scenario) -> Duration {
+    scenario.client.deadline.0 * 2 + scenario.client.connect_timeout.0 + Duration::from_secs(10)
+}
+
+/// Runs one scenario (no sweep) and returns what happened. `reproduce` is the command line that reproduces it.
+pub fn run(scenario: &Scenario, reproduce: String) -> Result<(RunData, WallClock), SimError> {
+    // The step loop lives outside the simulated world; only it reads real time, to report the speed-up.
+    #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+    let wall_start = std::time::Instant::now();
+    let net = &scenario.network;
+    let limit = scenario.duration.0 + drain_limit(scenario);
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(scenario.seed)
+        .epoch(UNIX_EPOCH + Duration::from_secs(EPOCH_SECS))
+        .tick_duration(scenario.tick.0)
+        .simulation_duration(limit + Duration::from_secs(1))
+        .min_message_latency(net.latency.0)
+        .max_message_latency(net.max_latency.map_or(net.latency.0, |d| d.0))
+        .fail_rate(net.fail_rate)
+        .tcp_capacity(1 << 16)
+        .build();
+
+    let recorder = Recorder::default();
+    let mut controls = BTreeMap::new();
+    for (s, spec) in scenario.servers.iter().enumerate() {
+        for r in 0..spec.replicas {
+            let seed = scenario.seed.wrapping_add(((s as u64) << 32) | r as u64);
+            let config = spec.fake_config(r, seed);
+            let server = FakeServer::new(config)
+                .map_err(|e| SimError::Server { server: spec.name.clone(), message: e.to_string() })?;
+            let host = server_host(&spec.name, r);
+            controls.insert(host.clone(), server.control());
+            sim.host(host, move || {
+                let server = server.clone();
+                async move {
+                    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", SERVER_PORT)).await?;
+                    server.serve(TurmoilListener(listener)).await;
+                    Ok(())
+                }
+            });
+        }
+    }
+
+    let plan =
+        Arc::new(LoadPlan { scenario: scenario.clone(), recorder: recorder.clone(), claimed: AtomicU64::new(0) });
+    let load_hosts: Vec<String> = (0..scenario.load.hosts).map(load_host).collect();
+    for (i, host) in load_hosts.iter().enumerate() {
+        sim.client(host.clone(), load::run_host(plan.clone(), i, host.clone()));
+    }
+
+    let mut timeline = Timeline::new(scenario);
+    let mut next_sample = Duration::from_secs(1);
+    let finished_at = loop {
+        let now = sim.elapsed();
+        for t in timeline.due(now) {
+            let kind = if t.start { "fault_start" } else { "fault_end" };
+            let fault = timeline.fault(t.fault).kind.as_str();
+            for host in timeline.targets(t.fault).to_vec() {
+                recorder.event(now, kind, &host, format!("{fault} {}", timeline.detail(t.fault)).trim_end().to_owned());
+            }
+            for action in timeline.apply(t, &controls) {
+                apply_net(&mut sim, &load_hosts, &recorder, now, action);
+            }
+        }
+        while now >= next_sample {
+            recorder.sample_in_flight(next_sample - Duration::from_nanos(1));
+            next_sample += Duration::from_secs(1);
+        }
+        if now >= limit {
+            break now;
+        }
+        match sim.step() {
+            Ok(true) => break sim.elapsed(),
+            Ok(false) => {}
+            Err(e) => return Err(SimError::Turmoil(e.to_string())),
+        }
+    };
+
+    let (seconds, events, totals) = recorder.finish(finished_at);
+    let checks = evaluate_checks(scenario, &totals);
+    let run = RunData {
+        scenario: scenario.name.clone(),
+        description: scenario.description.clone(),
+        seed: scenario.seed,
+        sim_seconds: finished_at.as_secs_f64(),
+        seconds,
+        events,
+        faults: timeline.windows(),
+        totals,
+        checks,
+        reproduce,
+    };
+    #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+    let wall = wall_start.elapsed();
+    Ok((run, WallClock { wall, sim: finished_at }))
+}
+
+fn apply_net(sim: &mut turmoil::Sim<'_>, load_hosts: &[String], recorder: &Recorder, now: Duration, action: NetAction) {
+    match action {
+        NetAction::Crash(h) => {
+            sim.crash(h.as_str());
+            recorder.event(now, "host_crashed", &h, "");
+        }
+        NetAction::Restart(h) => {
+            sim.bounce(h.as_str());
+            recorder.event(now, "host_restarted", &h, "");
+        }
+        NetAction::Partition(h) => {
+            for l in load_hosts {
+                sim.partition(h.as_str(), l.as_str());
+            }
+            recorder.event(now, "partitioned", &h, format!("from {}", load_hosts.join(",")));
+        }
+        NetAction::Repair(h) => {
+            for l in load_hosts {
+                sim.repair(h.as_str(), l.as_str());
+            }
+            recorder.event(now, "repaired", &h, "");
+        }
+    }
+}
+
+fn evaluate_checks(scenario: &Scenario, totals: &crate::report::Totals) -> Vec<CheckResult> {
+    let c = &scenario.checks;
+    let mut out = Vec::new();
+    let mut check = |name: &str, limit: Option<f64>, actual: f64| {
+        if let Some(limit) = limit {
+            out.push(CheckResult { name: name.to_owned(), limit, actual, passed: actual <= limit });
+        }
+    };
+    check("p99_ms", c.p99_ms, totals.p99_ms);
+    check("error_rate", c.error_rate, totals.error_rate);
+    check("lost", c.lost.map(|l| l as f64), totals.lost as f64);
+    out
+}

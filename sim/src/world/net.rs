@@ -1,0 +1,54 @@
+//! turmoil's simulated TCP behind the core's `Dialer` seam and the fake server's `Listener` seam. This is all the
+//! simulator swaps in: the core and the fake servers run unchanged on top of it.
+
+use mcpstorm_core::TransportError;
+use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
+
+use crate::fake::Listener;
+
+/// The port every fake server listens on, on its own host.
+pub const SERVER_PORT: u16 = 9000;
+
+/// Dials a fake server's host over turmoil TCP. Connecting across a partition is refused at once; connecting to a
+/// crashed host hangs until the core's connect timeout.
+#[derive(Debug, Clone)]
+pub struct TurmoilDialer {
+    pub host: String,
+    pub port: u16,
+}
+
+impl Dialer for TurmoilDialer {
+    fn dial(&self) -> DialFuture<'_> {
+        Box::pin(async move {
+            let stream = turmoil::net::TcpStream::connect((self.host.as_str(), self.port))
+                .await
+                .map_err(|e| TransportError::ConnectFailed(format!("{}:{}: {e}", self.host, self.port)))?;
+            let (reader, writer) = stream.into_split();
+            Ok(ByteStream { reader: Box::new(reader), writer: Box::new(writer), guard: None })
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!("turmoil {}:{}", self.host, self.port)
+    }
+}
+
+/// turmoil's listener for the fake server.
+pub struct TurmoilListener(pub turmoil::net::TcpListener);
+
+impl std::fmt::Debug for TurmoilListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TurmoilListener")
+    }
+}
+
+impl Listener for TurmoilListener {
+    type Reader = turmoil::net::tcp::OwnedReadHalf;
+    type Writer = turmoil::net::tcp::OwnedWriteHalf;
+
+    async fn accept(&mut self) -> std::io::Result<(Self::Reader, Self::Writer, String)> {
+        let (stream, peer) = self.0.accept().await?;
+        let (reader, writer) = stream.into_split();
+        Ok((reader, writer, peer.to_string()))
+    }
+}

@@ -1,0 +1,210 @@
+//! Collects what happens during a run into per-second buckets, keyed by simulated time.
+//!
+//! Shared by every host through an `Arc<Mutex<_>>`: turmoil runs hosts one after another on one thread, so the lock
+//! is never contended and the order of updates is the simulation's own deterministic order.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use mcpstorm_core::observe::{Event, Observer};
+
+use crate::report::{EventRow, SecondRow, Totals};
+
+/// How a logical call (all its attempts) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    /// A tool result with `isError: true`.
+    Tool,
+    /// A `CallError`, by its class label.
+    Error(&'static str),
+}
+
+#[derive(Debug)]
+struct Bucket {
+    row: SecondRow,
+    hist: Histogram<u64>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    buckets: Vec<Bucket>,
+    total: Histogram<u64>,
+    totals: Totals,
+    in_flight: u64,
+    events: Vec<EventRow>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    inner: Arc<Mutex<Inner>>,
+}
+
+/// Latency histograms in microseconds, up to an hour. Two significant digits per second bucket keeps hundreds of
+/// buckets small; three for the whole run.
+fn histogram(sigfig: u8) -> Histogram<u64> {
+    match Histogram::new_with_bounds(1, 3_600_000_000, sigfig) {
+        Ok(h) => h,
+        Err(_) => unreachable!("constant histogram bounds are valid"),
+    }
+}
+
+fn ms(h: &Histogram<u64>, q: f64) -> f64 {
+    if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 }
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder {
+            inner: Arc::new(Mutex::new(Inner {
+                buckets: Vec::new(),
+                total: histogram(3),
+                totals: Totals::default(),
+                in_flight: 0,
+                events: Vec::new(),
+            })),
+        }
+    }
+}
+
+impl Inner {
+    fn bucket(&mut self, at: Duration) -> &mut SecondRow {
+        let t = at.as_secs() as usize;
+        while self.buckets.len() <= t {
+            let row = SecondRow { t: self.buckets.len() as u64, ..SecondRow::default() };
+            self.buckets.push(Bucket { row, hist: histogram(2) });
+        }
+        &mut self.buckets[t].row
+    }
+}
+
+impl Recorder {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn offered(&self, at: Duration) {
+        let mut inner = self.lock();
+        inner.bucket(at).offered += 1;
+        inner.totals.offered += 1;
+    }
+
+    pub fn attempt_started(&self, at: Duration, retry: bool) {
+        let mut inner = self.lock();
+        let row = inner.bucket(at);
+        row.attempts += 1;
+        row.retries += u64::from(retry);
+        inner.totals.attempts += 1;
+        inner.totals.retries += u64::from(retry);
+        inner.in_flight += 1;
+    }
+
+    pub fn attempt_finished(&self) {
+        let mut inner = self.lock();
+        inner.in_flight = inner.in_flight.saturating_sub(1);
+    }
+
+    pub fn logical_done(&self, at: Duration, latency: Duration, outcome: Outcome) {
+        let mut inner = self.lock();
+        let micros = (latency.as_micros() as u64).clamp(1, 3_600_000_000);
+        let row = inner.bucket(at);
+        row.completed += 1;
+        match outcome {
+            Outcome::Ok => row.ok += 1,
+            Outcome::Tool => row.err_tool += 1,
+            Outcome::Error("protocol") => row.err_protocol += 1,
+            Outcome::Error("lifecycle") => row.err_lifecycle += 1,
+            Outcome::Error("transport") => row.err_transport += 1,
+            Outcome::Error(_) => row.err_local += 1,
+        }
+        let t = at.as_secs() as usize;
+        let _ = inner.buckets[t].hist.record(micros);
+        let _ = inner.total.record(micros);
+        inner.totals.completed += 1;
+        if outcome == Outcome::Ok {
+            inner.totals.ok += 1;
+        } else {
+            inner.totals.errors += 1;
+        }
+    }
+
+    pub fn event(&self, at: Duration, kind: &str, target: &str, detail: impl Into<String>) {
+        let row = EventRow {
+            t_ms: at.as_millis() as u64,
+            kind: kind.to_owned(),
+            target: target.to_owned(),
+            detail: detail.into(),
+        };
+        self.lock().events.push(row);
+    }
+
+    /// Samples the in-flight gauge into the second that just ended (called by the step loop).
+    pub fn sample_in_flight(&self, second: Duration) {
+        let mut inner = self.lock();
+        let in_flight = inner.in_flight;
+        inner.bucket(second).in_flight = in_flight;
+    }
+
+    pub fn outstanding(&self) -> u64 {
+        let inner = self.lock();
+        inner.totals.offered - inner.totals.completed
+    }
+
+    /// The finished time series, events and totals. `sim` is the simulated time the run covered.
+    pub fn finish(&self, sim: Duration) -> (Vec<SecondRow>, Vec<EventRow>, Totals) {
+        let mut inner = self.lock();
+        // Make sure every simulated second has a row, even a silent one.
+        if sim > Duration::ZERO {
+            inner.bucket(sim - Duration::from_nanos(1));
+        }
+        let rows = inner
+            .buckets
+            .iter()
+            .map(|b| SecondRow {
+                p50_ms: ms(&b.hist, 0.5),
+                p95_ms: ms(&b.hist, 0.95),
+                p99_ms: ms(&b.hist, 0.99),
+                ..b.row.clone()
+            })
+            .collect();
+        let mut totals = inner.totals.clone();
+        let h = &inner.total;
+        totals.lost = totals.offered - totals.completed;
+        totals.amplification = ratio(totals.attempts, totals.offered);
+        totals.error_rate = ratio(totals.errors, totals.completed);
+        totals.p50_ms = ms(h, 0.5);
+        totals.p95_ms = ms(h, 0.95);
+        totals.p99_ms = ms(h, 0.99);
+        totals.p999_ms = ms(h, 0.999);
+        totals.max_ms = if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 };
+        totals.ok_per_s = if sim.is_zero() { 0.0 } else { totals.ok as f64 / sim.as_secs_f64() };
+        (rows, std::mem::take(&mut inner.events), totals)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// The core's observer on a load host: connection lifecycle becomes events on the timeline.
+#[derive(Debug)]
+pub struct SimObserver {
+    pub recorder: Recorder,
+    pub host: String,
+}
+
+impl Observer for SimObserver {
+    fn event(&self, event: &Event<'_>) {
+        let now = turmoil::sim_elapsed().unwrap_or_default();
+        match event {
+            Event::ConnectionClosed { server, reason, .. } => {
+                self.recorder.event(now, "connection_closed", server, format!("{} from {}", reason, self.host));
+            }
+            Event::ConnectionOpened { server, .. } => {
+                self.recorder.event(now, "connection_opened", server, format!("from {}", self.host));
+            }
+            _ => {}
+        }
+    }
+}
