@@ -66,7 +66,8 @@ fn crash_mid_call_fails_pending_calls_without_waiting_for_their_timeouts() {
             })
             .collect();
         for call in calls {
-            out.lock().unwrap().push(call.await?);
+            let outcome = call.await?;
+            out.lock().unwrap().push(outcome);
         }
         Ok(())
     });
