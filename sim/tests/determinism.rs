@@ -1,0 +1,86 @@
+//! The same scenario and seed give byte-identical output files: every shipped scenario runs twice through the real
+//! `mcpstorm sim` command and every CSV, JSON, SVG and PNG is compared byte for byte (`summary.md` carries wall-clock
+//! time and is the one file allowed to differ).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Overrides that keep each shipped scenario short enough for a debug-build test while keeping its faults.
+fn shortening(name: &str) -> &'static [&'static str] {
+    match name {
+        "retry_storm" => &["load.rate=150.0"],
+        "concurrency_knee" => &["sweep.values=[1, 50, 500]", "load.calls=100"],
+        _ => &[],
+    }
+}
+
+fn run(scenario: &Path, out: &Path, sets: &[&str]) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpstorm"));
+    cmd.arg("sim").arg(scenario).arg("--out").arg(out);
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    let output = cmd.output().expect("run mcpstorm");
+    assert!(
+        output.status.success(),
+        "{} failed: {}\n{}",
+        scenario.display(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read report dir") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).expect("under dir").to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_shipped_scenario_is_byte_identical_across_runs() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("determinism");
+    let _ = std::fs::remove_dir_all(&scratch);
+    let mut scenarios: Vec<PathBuf> = std::fs::read_dir(root.join("scenarios"))
+        .expect("scenarios/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    scenarios.sort();
+    assert!(scenarios.len() >= 3, "expected the shipped scenarios, found {scenarios:?}");
+    for scenario in &scenarios {
+        let name = scenario.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let (a, b) = (scratch.join(name).join("a"), scratch.join(name).join("b"));
+        run(scenario, &a, shortening(name));
+        run(scenario, &b, shortening(name));
+        let (fa, fb) = (files(&a), files(&b));
+        assert_eq!(fa, fb, "{name}: the two runs wrote different files");
+        assert!(fa.iter().any(|f| f.ends_with("timeseries.csv")), "{name}: no timeseries.csv in {fa:?}");
+        for f in fa.iter().filter(|f| !f.ends_with("summary.md")) {
+            let (x, y) = (std::fs::read(a.join(f)).expect("read a"), std::fs::read(b.join(f)).expect("read b"));
+            assert!(x == y, "{name}: {} differs between two runs with the same seed", f.display());
+        }
+    }
+}
+
+#[test]
+fn a_different_seed_gives_a_different_run() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("determinism-seed");
+    let smoke = root.join("scenarios/smoke.toml");
+    run(&smoke, &scratch.join("s1"), &["seed=1"]);
+    run(&smoke, &scratch.join("s2"), &["seed=2"]);
+    let read = |d: &str| std::fs::read(scratch.join(d).join("timeseries.csv")).expect("timeseries");
+    assert_ne!(read("s1"), read("s2"), "the seed must drive the run");
+}
