@@ -177,3 +177,32 @@ fn a_stream_that_stalls_mid_call_is_caught_by_the_idle_timeout() {
     // Last progress just before 6 s, then 2 s of silence.
     assert!(took > Duration::from_secs(7) && took < Duration::from_secs(9), "{took:?}");
 }
+
+#[test]
+fn sim_clock_reads_the_simulated_epoch_plus_the_hosts_offset() {
+    use mcpstorm_core::rt::Clock;
+    use mcpstorm_sim::world::{EPOCH_SECS, SimClock};
+
+    let mut sim = turmoil::Builder::new()
+        .epoch(std::time::UNIX_EPOCH + Duration::from_secs(EPOCH_SECS))
+        .simulation_duration(Duration::from_secs(600))
+        .build();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let out = seen.clone();
+    sim.client("gateway", async move {
+        let ahead = SimClock::new(180_000);
+        let exact = SimClock::default();
+        out.lock().unwrap().push((exact.wall_ms(), ahead.wall_ms()));
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        out.lock().unwrap().push((exact.wall_ms(), ahead.wall_ms()));
+        Ok(())
+    });
+    sim.run().expect("simulation");
+    let seen = seen.lock().unwrap();
+    let epoch_ms = EPOCH_SECS * 1000;
+    // Wall time follows simulated time, not the machine's clock; the offset holds throughout.
+    assert!(seen[0].0 >= epoch_ms && seen[0].0 < epoch_ms + 100, "{seen:?}");
+    assert_eq!(seen[1].0 - seen[0].0, 10_000);
+    assert_eq!(seen[0].1 - seen[0].0, 180_000);
+    assert_eq!(seen[1].1 - seen[1].0, 180_000);
+}

@@ -5,6 +5,7 @@
 //! between steps, samples gauges once per simulated second, and after the load ends lets every started call reach
 //! its outcome (bounded by a drain limit; anything left is reported as `lost`).
 
+mod clock;
 mod faults;
 mod hosts;
 mod load;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, UNIX_EPOCH};
 
+pub use clock::SimClock;
 pub use hosts::{load_host, server_host};
 pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 pub use recorder::{Outcome, Recorder, SimObserver};
@@ -27,7 +29,7 @@ use faults::{NetAction, Timeline};
 use load::LoadPlan;
 
 /// turmoil's simulated clock starts here: pinned so runs never depend on when they happen (2025-01-01T00:00:00Z).
-const EPOCH_SECS: u64 = 1_735_689_600;
+pub const EPOCH_SECS: u64 = 1_735_689_600;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
