@@ -6,6 +6,14 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 default:
     @just --list
 
+# Run a scenario in the simulator, e.g. just sim scenarios/retry_storm.toml --seed 3
+sim SCENARIO *ARGS:
+    cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- sim {{SCENARIO}} {{ARGS}}
+
+# Check a scenario file without running it.
+validate SCENARIO *ARGS:
+    cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- validate {{SCENARIO}} {{ARGS}}
+
 # Run the whole test suite (the README's test command).
 test:
     cargo test --workspace
@@ -36,6 +44,7 @@ peers:
     python3 -m pip install --quiet -r tests/peers/requirements.txt
     npm ci --prefix tests/peers --no-audit --no-fund
 
-# What CI runs: peers, lints, then the tests with missing peers treated as failures.
+# What CI runs: peers, lints, the tests with missing peers treated as failures, then the smoke scenario.
 ci: peers lint
     MCPSTORM_REQUIRE_PEERS=1 cargo test --workspace
+    cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- sim scenarios/smoke.toml

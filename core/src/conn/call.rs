@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 
-use super::pending::Entry;
+use super::pending::{Entry, Reply};
 use super::stats::Counters;
 use super::{Connection, Outgoing, Shared};
 use crate::cancel::CancelToken;
@@ -112,11 +112,8 @@ async fn run(shared: &Arc<Shared>, method: &str, params: Option<Value>, opts: Ca
     // connection failure reaches this call at once, with the connection's own reason.
     tokio::select! {
         biased;
-        reply = &mut rx => {
-            guard.armed = false;
-            return reply.unwrap_or_else(|_| Err(closed_reason(shared).into()));
-        }
-        _ = cancel.cancelled() => return Err(guard.abandoned(LocalError::Cancelled(cancel.reason()).into())),
+        reply = &mut rx => return guard.delivered(reply),
+        _ = cancel.cancelled() => return Err(guard.cancelled(&cancel)),
         _ = sleep_until(deadline) => return Err(guard.abandoned(LocalError::DeadlineExceeded.into())),
         sent = lane.send(out) => {
             if sent.is_err() {
@@ -139,12 +136,8 @@ async fn run(shared: &Arc<Shared>, method: &str, params: Option<Value>, opts: Ca
         };
         tokio::select! {
             biased;
-            reply = &mut rx => {
-                guard.armed = false;
-                // `fail_all` always sends before dropping, so a closed channel is a shutdown race.
-                return reply.unwrap_or_else(|_| Err(closed_reason(shared).into()));
-            }
-            _ = cancel.cancelled() => return Err(guard.abandoned(LocalError::Cancelled(cancel.reason()).into())),
+            reply = &mut rx => return guard.delivered(reply),
+            _ = cancel.cancelled() => return Err(guard.cancelled(&cancel)),
             // Progress moves the phase end: recompute it.
             _ = progressed.notified() => continue,
             _ = sleep_until(phase_end.min(deadline)) => {}
@@ -232,6 +225,17 @@ struct PendingGuard<'a> {
 }
 
 impl PendingGuard<'_> {
+    /// The reply arrived (the entry is already gone). `fail_all` always sends before dropping a sender, so a closed
+    /// channel is a shutdown race: report the connection's reason.
+    fn delivered(&mut self, reply: Result<Reply, oneshot::error::RecvError>) -> Result<Value, CallError> {
+        self.armed = false;
+        reply.unwrap_or_else(|_| Err(closed_reason(self.shared).into()))
+    }
+
+    fn cancelled(&mut self, cancel: &CancelToken) -> CallError {
+        self.abandoned(LocalError::Cancelled(cancel.reason()).into())
+    }
+
     /// Abandons the call and returns `err` for the caller.
     fn abandoned(&mut self, err: CallError) -> CallError {
         let reason = match &err {

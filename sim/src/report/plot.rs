@@ -542,3 +542,16 @@ mod tests {
         assert_eq!(s[0].len(), 2);
     }
 }
+
+/// Series colours, shared by every figure so a metric looks the same in a run's plots and a sweep's.
+pub(crate) mod palette {
+    use plotters::style::RGBColor;
+
+    pub(crate) const OFFERED: RGBColor = RGBColor(90, 90, 90);
+    pub(crate) const ATTEMPTS: RGBColor = RGBColor(255, 127, 14);
+    pub(crate) const COMPLETED: RGBColor = RGBColor(31, 119, 180);
+    pub(crate) const OK: RGBColor = RGBColor(44, 160, 44);
+    pub(crate) const P50: RGBColor = RGBColor(31, 119, 180);
+    pub(crate) const P95: RGBColor = RGBColor(255, 127, 14);
+    pub(crate) const P99: RGBColor = RGBColor(214, 39, 40);
+}

@@ -11,6 +11,7 @@ use plotters::prelude::*;
 
 use super::data::{SweepData, SweepRow};
 use super::num::{finite, fixed, grouped, md_cell, ms, pct, per, short};
+use super::plot::palette::{COMPLETED, OFFERED, OK, P50, P95, P99};
 use super::plot::{
     Axis, FIG_W, Figure, Key, PANEL_H, PlotResult, Swatch, err, header, linear_axis, mesh, tick, value_axis,
 };
@@ -20,13 +21,6 @@ pub(crate) const SWEEP_CSV: &str = "sweep.csv";
 pub(crate) const SWEEP_MD: &str = "sweep.md";
 pub(crate) const SWEEP_QPS: &str = "sweep_qps";
 pub(crate) const SWEEP_P99: &str = "sweep_p99";
-
-const OFFERED: RGBColor = RGBColor(90, 90, 90);
-const COMPLETED: RGBColor = RGBColor(31, 119, 180);
-const OK: RGBColor = RGBColor(44, 160, 44);
-const P50: RGBColor = RGBColor(31, 119, 180);
-const P95: RGBColor = RGBColor(255, 127, 14);
-const P99: RGBColor = RGBColor(214, 39, 40);
 
 pub(crate) const CSV_HEADER: [&str; 14] = [
     "value",

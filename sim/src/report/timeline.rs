@@ -12,6 +12,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::csv_out::error_rate;
 use super::data::{RunData, SecondRow};
 use super::num::{finite, grouped, ms, pct, short};
+use super::plot::palette::{ATTEMPTS, COMPLETED, OFFERED, OK, P50, P95, P99};
 use super::plot::{
     Axis, FIG_W, Figure, Key, Lane, Lin, MARGIN_B, MARGIN_L, MARGIN_R, MUTED, PANEL_H, PlotResult, RIGHT_AREA, Swatch,
     X_AREA, Y_AREA, err, header, label_faults, lighten, linear_axis, mesh, segments, shade_faults, text, tick,
@@ -19,13 +20,6 @@ use super::plot::{
 };
 use super::summary::verdict;
 
-const OFFERED: RGBColor = RGBColor(90, 90, 90);
-const ATTEMPTS: RGBColor = RGBColor(255, 127, 14);
-const COMPLETED: RGBColor = RGBColor(31, 119, 180);
-const OK: RGBColor = RGBColor(44, 160, 44);
-const P50: RGBColor = RGBColor(31, 119, 180);
-const P95: RGBColor = RGBColor(255, 127, 14);
-const P99: RGBColor = RGBColor(214, 39, 40);
 const RATE: RGBColor = RGBColor(33, 37, 41);
 const PASS_INK: RGBColor = RGBColor(30, 130, 50);
 const FAIL_INK: RGBColor = RGBColor(200, 30, 30);
