@@ -12,6 +12,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::jsonrpc::ErrorObject;
+use crate::schema::{ArgumentError, SchemaError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ErrorClass {
@@ -102,10 +103,14 @@ pub enum LocalError {
     DeadlineExceeded,
     #[error("cancelled: {0}")]
     Cancelled(String),
-    #[error("invalid arguments: {0}")]
-    InvalidArguments(String),
+    /// The arguments fail the tool's `inputSchema`; the error names the JSON pointer of each failing value.
+    #[error("invalid arguments for {0}")]
+    InvalidArguments(ArgumentError),
     #[error("unknown tool {0:?}")]
     UnknownTool(String),
+    /// The tool's schema cannot be compiled, so its calls cannot be checked and are not sent.
+    #[error("{0}")]
+    UnusableSchema(SchemaError),
 }
 
 /// How one call ended when it did not succeed.
@@ -159,7 +164,8 @@ impl CallError {
                 LocalError::DeadlineExceeded
                 | LocalError::Cancelled(_)
                 | LocalError::InvalidArguments(_)
-                | LocalError::UnknownTool(_) => false,
+                | LocalError::UnknownTool(_)
+                | LocalError::UnusableSchema(_) => false,
             },
         }
     }

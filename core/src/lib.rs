@@ -6,6 +6,7 @@
 //! - [`conn`]: one connection — ids, pending table, writer lanes, reader, phased timeouts, cancellation.
 //! - [`client`]: a client for one server — dial, handshake, tool discovery, reconnection.
 //! - [`mcp`]: MCP message types.
+//! - [`schema`]: JSON Schema checks of arguments and structured results; the capability record and its hash.
 //! - [`rt`]: the seams (dialer, clock, RNG); [`observe`]: the metrics seam.
 //! - [`error`]: error classes; [`cancel`]: the cancellation token; [`limit`]: concurrency limits.
 
@@ -18,6 +19,7 @@ pub mod limit;
 pub mod mcp;
 pub mod observe;
 pub mod rt;
+pub mod schema;
 pub mod transport;
 
 pub use cancel::CancelToken;

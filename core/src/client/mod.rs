@@ -20,6 +20,7 @@ use crate::limit::InFlightLimit;
 use crate::mcp::{CallToolResult, InitializeResult, Tool, method};
 use crate::observe::{ConnId, NoopObserver, Observer};
 use crate::rt::{Dialer, SeededRng};
+use crate::schema::{ArgumentError, Capabilities, SchemaCache};
 use crate::transport::line_transport;
 use tools::ToolCache;
 
@@ -42,6 +43,8 @@ pub struct McpClient {
     /// Held only while (re)connecting, so concurrent callers share one new connection instead of racing to dial.
     live: tokio::sync::Mutex<Option<Session>>,
     conn_seq: AtomicU64,
+    /// Compiled tool schemas, kept across sessions and reused while the tool list's hash is unchanged.
+    schemas: SchemaCache,
 }
 
 impl McpClient {
@@ -55,6 +58,7 @@ impl McpClient {
             global: None,
             live: tokio::sync::Mutex::new(None),
             conn_seq: AtomicU64::new(0),
+            schemas: SchemaCache::default(),
         }
     }
 
@@ -134,12 +138,27 @@ impl McpClient {
 
     /// The server's tools, from cache unless the server announced a change or the session is new.
     pub async fn list_tools(&self) -> Result<Arc<Vec<Tool>>, CallError> {
+        Ok(self.capabilities().await?.tools().clone())
+    }
+
+    /// The capability record of the current session (fetching the tool list if needed): server identity, tools with
+    /// compiled schemas, annotations, router hints and the list's content hash.
+    pub async fn capabilities(&self) -> Result<Arc<Capabilities>, CallError> {
         let session = self.session().await?;
-        session.tools.get_or_fetch(&session.conn, &self.config).await
+        session.tools.get_or_fetch(&session.conn, &session.init, &self.schemas, &self.config).await
+    }
+
+    /// How many tools' schemas this client has compiled (re-fetches with an unchanged hash add nothing).
+    pub fn schema_compilations(&self) -> u64 {
+        self.schemas.compilations()
     }
 
     /// Calls a tool. Arguments must be a JSON object; the tool must be one the server lists. A tool-level failure
     /// comes back as `Ok` with `is_error: true`, as MCP specifies.
+    ///
+    /// Arguments are checked against the tool's `inputSchema` first: invalid ones fail with
+    /// [`LocalError::InvalidArguments`] (naming the JSON pointer) and nothing is sent. A successful result's
+    /// `structuredContent` is checked against the `outputSchema`; a mismatch is [`CallError::MalformedResponse`].
     pub async fn call_tool(
         &self,
         name: &str,
@@ -147,18 +166,19 @@ impl McpClient {
         opts: CallOptions,
     ) -> Result<CallToolResult, CallError> {
         if !arguments.is_object() {
-            return Err(
-                LocalError::InvalidArguments(format!("arguments must be a JSON object, got {arguments}")).into()
-            );
+            return Err(LocalError::InvalidArguments(ArgumentError::not_an_object(name, &arguments)).into());
         }
         let session = self.session().await?;
-        let tools = session.tools.get_or_fetch(&session.conn, &self.config).await?;
-        if !tools.iter().any(|t| t.name == name) {
-            return Err(LocalError::UnknownTool(name.to_owned()).into());
-        }
+        let caps = session.tools.get_or_fetch(&session.conn, &session.init, &self.schemas, &self.config).await?;
+        let tool = caps.tool(name).ok_or_else(|| LocalError::UnknownTool(name.to_owned()))?;
+        let schemas = tool.schemas().map_err(|e| LocalError::UnusableSchema(e.clone()))?;
+        schemas.validate_arguments(&arguments).map_err(LocalError::InvalidArguments)?;
         let params = json!({"name": name, "arguments": arguments});
         let result = session.conn.request(method::TOOLS_CALL, Some(params), opts).await?;
-        serde_json::from_value(result).map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))
+        let result: CallToolResult = serde_json::from_value(result)
+            .map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))?;
+        schemas.validate_result(&result).map_err(|e| CallError::MalformedResponse(e.to_string()))?;
+        Ok(result)
     }
 
     /// Round-trip time of one `ping` on the priority lane.

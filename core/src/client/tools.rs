@@ -1,5 +1,6 @@
 //! The tool list of one session: fetched once (all pages), cached until the server sends
-//! `notifications/tools/list_changed`.
+//! `notifications/tools/list_changed`, and turned into the session's capability record. Compiled schemas live in the
+//! client's [`SchemaCache`], which outlives sessions: a re-fetch whose content hash is unchanged compiles nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,13 +10,14 @@ use serde_json::json;
 use super::ClientConfig;
 use crate::conn::{CallOptions, Connection, Lane};
 use crate::error::CallError;
-use crate::mcp::{ListToolsResult, Tool, method};
+use crate::mcp::{InitializeResult, ListToolsResult, Tool, method};
+use crate::schema::{Capabilities, SchemaCache};
 
 #[derive(Debug, Default)]
 pub(super) struct ToolCache {
     stale: AtomicBool,
     /// Async mutex: concurrent callers wait for one fetch instead of each listing the tools.
-    tools: tokio::sync::Mutex<Option<Arc<Vec<Tool>>>>,
+    tools: tokio::sync::Mutex<Option<Arc<Capabilities>>>,
 }
 
 impl ToolCache {
@@ -23,7 +25,14 @@ impl ToolCache {
         self.stale.store(true, Ordering::Release);
     }
 
-    pub async fn get_or_fetch(&self, conn: &Connection, config: &ClientConfig) -> Result<Arc<Vec<Tool>>, CallError> {
+    /// The session's capability record; `init` supplies the server's identity and server-level `_meta`.
+    pub async fn get_or_fetch(
+        &self,
+        conn: &Connection,
+        init: &InitializeResult,
+        schemas: &SchemaCache,
+        config: &ClientConfig,
+    ) -> Result<Arc<Capabilities>, CallError> {
         let mut tools = self.tools.lock().await;
         let stale = self.stale.swap(false, Ordering::AcqRel);
         if let Some(t) = tools.as_ref().filter(|_| !stale) {
@@ -31,7 +40,7 @@ impl ToolCache {
         }
         match fetch_all(conn, config).await {
             Ok(fresh) => {
-                let fresh = Arc::new(fresh);
+                let fresh = Arc::new(schemas.record(init.server_info.clone(), init.extra.get("_meta"), fresh));
                 *tools = Some(fresh.clone());
                 Ok(fresh)
             }

@@ -115,6 +115,16 @@ pub async fn call(args: CallArgs) -> Result<(), Failure> {
         CallError::Local(LocalError::UnknownTool(t)) => {
             Failure::BadInput(format!("{} has no tool {t:?} (see `mcpstorm tools`)", client.server()))
         }
+        // Checked against the tool's inputSchema before sending: each line names the JSON pointer that failed.
+        CallError::Local(LocalError::InvalidArguments(e)) => {
+            let lines: Vec<String> = e.violations.iter().map(|v| format!("  {v}")).collect();
+            let more = if e.truncated { "\n  ..." } else { "" };
+            Failure::BadInput(format!(
+                "arguments do not match the inputSchema of {:?}:\n{}{more}",
+                e.tool,
+                lines.join("\n")
+            ))
+        }
         e => failed(&client, &e),
     })?;
     if args.server.json {

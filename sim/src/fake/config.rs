@@ -54,6 +54,7 @@ fn default_version() -> String {
 /// | `progress_ms`        | none (`steps`: every step)  | progress period while a call runs, if it has a token     |
 /// | `reply`              | `"ok {tool} {latency_ms}ms"`| result text; placeholders `{tool}` `{latency_ms}` `{arg:NAME}` |
 /// | `structured_content` | false                       | also return `structuredContent: {"result": text}` (and list an `outputSchema`) |
+/// | `output_schema`      | `{"result": string}` object | the listed `outputSchema` when `structured_content` is on; may contradict the result, to script a server that breaks its own contract |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolConfig {
@@ -78,6 +79,8 @@ pub struct ToolConfig {
     pub reply: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub structured_content: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 /// How an injected failure reaches the caller.
@@ -108,6 +111,7 @@ impl ToolConfig {
             progress_ms: None,
             reply: None,
             structured_content: false,
+            output_schema: None,
         }
     }
 
@@ -166,6 +170,14 @@ impl FakeServerConfig {
             }
             if !(tool.error_rate.is_finite() && (0.0..=1.0).contains(&tool.error_rate)) {
                 return invalid(at("error_rate"), format!("must be between 0 and 1, got {}", tool.error_rate));
+            }
+            if tool.output_schema.is_some() && !tool.structured_content {
+                return invalid(at("output_schema"), "needs structured_content = true".into());
+            }
+            if let Some(schema) = &tool.output_schema
+                && !schema.is_object()
+            {
+                return invalid(at("output_schema"), format!("must be a JSON Schema object, got {schema}"));
             }
             if tool.progress_ms == Some(0) {
                 return invalid(at("progress_ms"), "must be at least 1".into());
@@ -303,6 +315,11 @@ mod tests {
         assert_eq!(invalid_field(&tool("reply = \"{bogus}\"")), "tools[0] \"q\": reply");
         assert_eq!(invalid_field(&tool("input_schema = { type = \"string\" }")), "tools[0] \"q\": input_schema");
         assert_eq!(invalid_field(&tool("progress_ms = 0")), "tools[0] \"q\": progress_ms");
+        assert_eq!(invalid_field(&tool("output_schema = { type = \"object\" }")), "tools[0] \"q\": output_schema");
+        assert_eq!(
+            invalid_field(&tool("structured_content = true\noutput_schema = 3")),
+            "tools[0] \"q\": output_schema"
+        );
         assert_eq!(
             invalid_field("name = \"x\"\n[[tools]]\nname = \"a\"\n[[tools]]\nname = \"a\"\n"),
             "tools[1] \"a\": name"

@@ -140,10 +140,13 @@ impl FakeServer {
 }
 
 fn listed_tool(t: &super::config::ToolConfig) -> Tool {
-    // FastMCP's convention for structured results: `{"result": ...}`, announced by an output schema.
-    let output_schema = t
-        .structured_content
-        .then(|| json!({"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}));
+    // FastMCP's convention for structured results: `{"result": ...}`, announced by an output schema (or the
+    // configured one, which may contradict it).
+    let output_schema = t.structured_content.then(|| {
+        t.output_schema.clone().unwrap_or_else(
+            || json!({"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}),
+        )
+    });
     Tool {
         name: t.name.clone(),
         title: t.title.clone(),

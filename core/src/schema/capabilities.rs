@@ -1,0 +1,337 @@
+//! The capability record of one server: who it is, its tools with compiled schemas, annotations and router hints,
+//! and the content hash that tells whether a re-fetched tool list changed.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::error::{ArgumentError, OutputError, SchemaError, SchemaKind};
+use super::{ContentHash, SchemaValidator};
+use crate::mcp::{CallToolResult, Implementation, Tool};
+
+/// A tool's compiled `inputSchema` and, when it declares one, `outputSchema`.
+#[derive(Debug)]
+pub struct ToolSchemas {
+    tool: String,
+    input: SchemaValidator,
+    output: Option<SchemaValidator>,
+}
+
+impl ToolSchemas {
+    /// Compiles both schemas. Either failing makes the tool unusable: we would otherwise send unchecked arguments
+    /// or accept unchecked results.
+    pub fn compile(tool: &Tool) -> Result<ToolSchemas, SchemaError> {
+        let error = |schema, message| SchemaError { tool: tool.name.clone(), schema, message };
+        let input = SchemaValidator::compile(&tool.input_schema).map_err(|m| error(SchemaKind::Input, m))?;
+        let output = match &tool.output_schema {
+            Some(schema) => Some(SchemaValidator::compile(schema).map_err(|m| error(SchemaKind::Output, m))?),
+            None => None,
+        };
+        Ok(ToolSchemas { tool: tool.name.clone(), input, output })
+    }
+
+    pub fn input(&self) -> &SchemaValidator {
+        &self.input
+    }
+
+    pub fn output(&self) -> Option<&SchemaValidator> {
+        self.output.as_ref()
+    }
+
+    /// Checks a call's arguments against the `inputSchema`. Arguments must be a JSON object whatever the schema
+    /// says (MCP sends them as one).
+    pub fn validate_arguments(&self, arguments: &Value) -> Result<(), ArgumentError> {
+        if !arguments.is_object() {
+            return Err(ArgumentError::not_an_object(&self.tool, arguments));
+        }
+        self.input.check(arguments).map_err(|(violations, truncated)| ArgumentError {
+            tool: self.tool.clone(),
+            violations,
+            truncated,
+        })
+    }
+
+    /// Checks a successful result's `structuredContent` against the `outputSchema`, when both are present. Error
+    /// results (`isError: true`) are not bound by the output schema, and a result without `structuredContent` is
+    /// accepted (older servers send text only).
+    pub fn validate_result(&self, result: &CallToolResult) -> Result<(), OutputError> {
+        match (&self.output, &result.structured_content) {
+            (Some(schema), Some(content)) if !result.is_error => schema
+                .check(content)
+                .map_err(|(violations, truncated)| OutputError { tool: self.tool.clone(), violations, truncated }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The behaviour hints of MCP's `ToolAnnotations`, as the server sent them (`None` when absent or not a boolean).
+/// The accessors apply the spec's defaults. Hints are untrusted: they steer retries and routing, never security.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolAnnotations {
+    pub title: Option<String>,
+    pub read_only_hint: Option<bool>,
+    pub destructive_hint: Option<bool>,
+    pub idempotent_hint: Option<bool>,
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolAnnotations {
+    pub fn from_value(annotations: Option<&Value>) -> Self {
+        let flag = |name: &str| annotations.and_then(|a| a.get(name)).and_then(Value::as_bool);
+        ToolAnnotations {
+            title: annotations.and_then(|a| a.get("title")).and_then(Value::as_str).map(str::to_owned),
+            read_only_hint: flag("readOnlyHint"),
+            destructive_hint: flag("destructiveHint"),
+            idempotent_hint: flag("idempotentHint"),
+            open_world_hint: flag("openWorldHint"),
+        }
+    }
+
+    /// Does not modify its environment (default false).
+    pub fn read_only(&self) -> bool {
+        self.read_only_hint.unwrap_or(false)
+    }
+
+    /// May perform destructive updates (default true; meaningless, so false, for a read-only tool).
+    pub fn destructive(&self) -> bool {
+        !self.read_only() && self.destructive_hint.unwrap_or(true)
+    }
+
+    /// Repeating a call with the same arguments has no further effect (default false; true for a read-only tool).
+    pub fn idempotent(&self) -> bool {
+        self.read_only() || self.idempotent_hint.unwrap_or(false)
+    }
+
+    /// Interacts with an open world of external entities (default true).
+    pub fn open_world(&self) -> bool {
+        self.open_world_hint.unwrap_or(true)
+    }
+}
+
+/// What a server declares about its capacity, for the router. Read from a `_meta` object; each field accepts these
+/// keys, first match wins:
+///
+/// | field                     | keys                                                                      |
+/// |---------------------------|---------------------------------------------------------------------------|
+/// | `latency_p95`             | `io.mcpstorm/latency_p95_ms`, `latency_p95_ms`, `latencyP95Ms`            |
+/// | `max_concurrent_requests` | `io.mcpstorm/max_concurrent_requests`, `max_concurrent_requests`, `maxConcurrentRequests` |
+///
+/// Latency is a finite non-negative number of milliseconds; the limit a positive integer. Anything else is ignored
+/// (logged at debug), as if absent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RouterHints {
+    pub latency_p95: Option<Duration>,
+    pub max_concurrent_requests: Option<u32>,
+}
+
+const LATENCY_KEYS: [&str; 3] = ["io.mcpstorm/latency_p95_ms", "latency_p95_ms", "latencyP95Ms"];
+const MAX_CONCURRENT_KEYS: [&str; 3] =
+    ["io.mcpstorm/max_concurrent_requests", "max_concurrent_requests", "maxConcurrentRequests"];
+
+impl RouterHints {
+    pub fn from_meta(meta: Option<&Value>) -> Self {
+        let Some(meta) = meta.and_then(Value::as_object) else {
+            return RouterHints::default();
+        };
+        RouterHints {
+            latency_p95: first(meta, &LATENCY_KEYS, |v| {
+                let ms = v.as_f64().filter(|ms| *ms >= 0.0)?;
+                Duration::try_from_secs_f64(ms / 1000.0).ok()
+            }),
+            max_concurrent_requests: first(meta, &MAX_CONCURRENT_KEYS, |v| {
+                v.as_u64().filter(|n| *n > 0).and_then(|n| u32::try_from(n).ok())
+            }),
+        }
+    }
+
+    /// Each field from `self`, else from `fallback` (a tool's own declaration overrides its server's).
+    pub fn or(self, fallback: RouterHints) -> RouterHints {
+        RouterHints {
+            latency_p95: self.latency_p95.or(fallback.latency_p95),
+            max_concurrent_requests: self.max_concurrent_requests.or(fallback.max_concurrent_requests),
+        }
+    }
+}
+
+fn first<T>(meta: &Map<String, Value>, keys: &[&str], parse: impl Fn(&Value) -> Option<T>) -> Option<T> {
+    let (key, value) = keys.iter().find_map(|k| meta.get(*k).map(|v| (*k, v)))?;
+    let parsed = parse(value);
+    if parsed.is_none() {
+        tracing::debug!(key, %value, "ignoring an invalid router hint in _meta");
+    }
+    parsed
+}
+
+/// One listed tool with everything derived from it.
+#[derive(Debug, Clone)]
+pub struct ToolEntry {
+    tool: Tool,
+    schema_hash: ContentHash,
+    schemas: Result<Arc<ToolSchemas>, SchemaError>,
+    annotations: ToolAnnotations,
+    hints: RouterHints,
+}
+
+impl ToolEntry {
+    pub fn name(&self) -> &str {
+        &self.tool.name
+    }
+
+    /// The tool exactly as listed.
+    pub fn tool(&self) -> &Tool {
+        &self.tool
+    }
+
+    /// The compiled schemas, or why the tool cannot be called.
+    pub fn schemas(&self) -> Result<&Arc<ToolSchemas>, &SchemaError> {
+        self.schemas.as_ref()
+    }
+
+    pub fn annotations(&self) -> &ToolAnnotations {
+        &self.annotations
+    }
+
+    /// The tool's own `_meta` declarations (see [`Capabilities::hints`] for them merged with the server's).
+    pub fn own_hints(&self) -> RouterHints {
+        self.hints
+    }
+
+    /// Hash of the canonical `[inputSchema, outputSchema]`: what its compiled validators depend on.
+    pub fn schema_hash(&self) -> ContentHash {
+        self.schema_hash
+    }
+}
+
+/// The tools of one listing, shared between records whose listings hash the same.
+#[derive(Debug)]
+struct ToolSet {
+    hash: ContentHash,
+    listed: Arc<Vec<Tool>>,
+    entries: Vec<ToolEntry>,
+    /// Name to index in `entries`. A name listed twice keeps its first entry.
+    by_name: BTreeMap<String, usize>,
+}
+
+/// The capability record of one server session: identity, tools with compiled schemas, annotations, router hints
+/// and the tool list's content hash.
+#[derive(Debug, Clone)]
+pub struct Capabilities {
+    server: Implementation,
+    server_hints: RouterHints,
+    tools: Arc<ToolSet>,
+}
+
+impl Capabilities {
+    /// `serverInfo` from the handshake.
+    pub fn server(&self) -> &Implementation {
+        &self.server
+    }
+
+    /// Hints from the server's own `_meta` (the initialize result's), the fallback for every tool.
+    pub fn server_hints(&self) -> RouterHints {
+        self.server_hints
+    }
+
+    /// SHA-256 of the canonical JSON of the tool list in listed order: the ETag. Equal hashes, equal tools.
+    pub fn hash(&self) -> ContentHash {
+        self.tools.hash
+    }
+
+    /// The tools as listed, in the server's order.
+    pub fn tools(&self) -> &Arc<Vec<Tool>> {
+        &self.tools.listed
+    }
+
+    pub fn entries(&self) -> impl Iterator<Item = &ToolEntry> {
+        self.tools.entries.iter()
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.by_name.get(name).and_then(|i| self.tools.entries.get(*i))
+    }
+
+    /// A tool's router hints: its own `_meta` first, then the server's.
+    pub fn hints(&self, name: &str) -> Option<RouterHints> {
+        self.tool(name).map(|t| t.hints.or(self.server_hints))
+    }
+
+    /// Whether two records share one compiled tool set (a re-fetch that found the same hash).
+    pub fn shares_tools_with(&self, other: &Capabilities) -> bool {
+        Arc::ptr_eq(&self.tools, &other.tools)
+    }
+}
+
+/// Builds capability records and remembers the last tool set, so a re-fetch with an unchanged hash — a new
+/// session, or `notifications/tools/list_changed` that changed nothing — reuses its compiled validators. When the
+/// hash did change, each tool whose schemas hash the same as before still keeps its validators; only changed
+/// schemas compile.
+///
+/// One per server (the client owns it, so it outlives sessions). Counts the tools it compiled.
+#[derive(Debug, Default)]
+pub struct SchemaCache {
+    last: Mutex<Option<Arc<ToolSet>>>,
+    compilations: AtomicU64,
+}
+
+impl SchemaCache {
+    /// Tools whose schemas were compiled so far (input and output schema together count one).
+    pub fn compilations(&self) -> u64 {
+        self.compilations.load(Ordering::Relaxed)
+    }
+
+    /// The record for a freshly fetched listing. `server_meta` is the server-level `_meta` (router hints).
+    pub fn record(&self, server: Implementation, server_meta: Option<&Value>, tools: Vec<Tool>) -> Capabilities {
+        let listed = serde_json::to_value(&tools).unwrap_or_default();
+        let hash = ContentHash::of(&listed);
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let set = match last {
+            Some(set) if set.hash == hash => set,
+            previous => {
+                // Compiled outside the lock. Two sessions racing here may both compile; the counter then says so.
+                let set = Arc::new(self.build(hash, tools, previous.as_deref()));
+                *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(set.clone());
+                set
+            }
+        };
+        Capabilities { server, server_hints: RouterHints::from_meta(server_meta), tools: set }
+    }
+
+    fn build(&self, hash: ContentHash, tools: Vec<Tool>, previous: Option<&ToolSet>) -> ToolSet {
+        let mut entries = Vec::with_capacity(tools.len());
+        let mut by_name = BTreeMap::new();
+        for tool in &tools {
+            let schema_hash = ContentHash::of(&Value::Array(vec![
+                tool.input_schema.clone(),
+                tool.output_schema.clone().unwrap_or(Value::Null),
+            ]));
+            let reused = previous
+                .and_then(|p| p.by_name.get(&tool.name).and_then(|i| p.entries.get(*i)))
+                .filter(|old| old.schema_hash == schema_hash)
+                .map(|old| old.schemas.clone());
+            let schemas = reused.unwrap_or_else(|| {
+                self.compilations.fetch_add(1, Ordering::Relaxed);
+                let compiled = ToolSchemas::compile(tool).map(Arc::new);
+                if let Err(e) = &compiled {
+                    tracing::warn!(error = %e, "tool schema does not compile; calls to it will fail locally");
+                }
+                compiled
+            });
+            if by_name.contains_key(&tool.name) {
+                tracing::warn!(tool = %tool.name, "tool listed twice; the first listing is used");
+            } else {
+                by_name.insert(tool.name.clone(), entries.len());
+            }
+            entries.push(ToolEntry {
+                tool: tool.clone(),
+                schema_hash,
+                schemas,
+                annotations: ToolAnnotations::from_value(tool.annotations.as_ref()),
+                hints: RouterHints::from_meta(tool.extra.get("_meta")),
+            });
+        }
+        ToolSet { hash, listed: Arc::new(tools), entries, by_name }
+    }
+}

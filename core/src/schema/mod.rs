@@ -1,0 +1,30 @@
+//! Runtime JSON Schema checks and the capability record.
+//!
+//! - **Arguments** are checked against the tool's `inputSchema` before a call is sent: an invalid call fails locally
+//!   with an [`ArgumentError`] naming the JSON pointer of each failing value and the keyword that rejected it, and
+//!   never reaches the network.
+//! - **Results**: a successful result's `structuredContent` is checked against the tool's `outputSchema`; a mismatch
+//!   is the server breaking its own contract ([`OutputError`], surfaced as a malformed response).
+//! - **Drafts**: a schema without `$schema` is 2020-12, MCP's default; `$schema` may name 2020-12, 2019-09, 07 (what
+//!   zod-based servers such as server-everything emit), 06 or 04.
+//! - **Offline**: a `$ref` is resolved only inside the schema document. A remote or file `$ref` makes the schema
+//!   unusable ([`SchemaError`]) instead of making the gateway fetch what a server points it at; the `jsonschema`
+//!   crate is built without its HTTP and file resolvers, so the code to fetch is not even compiled in.
+//! - **Unusable schemas**: a schema that does not compile makes that one tool fail locally with a [`SchemaError`]
+//!   naming it; the other tools work.
+//! - **Caching**: the tool list's content hash ([`ContentHash`], SHA-256 of canonical JSON) is the record's ETag.
+//!   [`SchemaCache`] reuses compiled validators when a re-fetched list (new session, `list_changed`) hashes the same,
+//!   and per tool when only some schemas changed.
+
+mod capabilities;
+mod compile;
+mod error;
+mod hash;
+
+pub use capabilities::{Capabilities, RouterHints, SchemaCache, ToolAnnotations, ToolEntry, ToolSchemas};
+pub use compile::{Dialect, MAX_VIOLATIONS, SchemaValidator};
+pub use error::{ArgumentError, OutputError, SchemaError, SchemaKind, Violation};
+pub use hash::{ContentHash, canonical_json};
+
+#[cfg(test)]
+mod tests;

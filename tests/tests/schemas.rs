@@ -1,0 +1,334 @@
+//! Schema checks end to end: arguments validated before sending (the server never sees an invalid call), structured
+//! results validated against the tool's output schema, and compiled schemas reused while the tool list's hash is
+//! unchanged. Against the real servers (the Python `mcp` SDK, whose schemas are 2020-12 by default, and
+//! server-everything, whose schemas declare draft 07), the fake server over loopback TCP, and a hand-played server
+//! for `notifications/tools/list_changed`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcpstorm_core::client::{ClientConfig, McpClient};
+use mcpstorm_core::conn::CallOptions;
+use mcpstorm_core::observe::{Event, Observer};
+use mcpstorm_core::rt::{Dialer, StdioDialer, TcpDialer};
+use mcpstorm_core::schema::{ArgumentError, Dialect};
+use mcpstorm_core::{CallError, LocalError};
+use mcpstorm_sim::fake::{FakeServer, FakeServerConfig, ToolConfig};
+use mcpstorm_tests::real_servers::{everything_server, python_server};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+fn stdio_client(dialer: StdioDialer) -> McpClient {
+    let mut config = ClientConfig::default();
+    config.connection.first_response = Duration::from_secs(20);
+    McpClient::new(dialer.describe(), Arc::new(dialer), config)
+}
+
+/// Requests finished on the connection, by method.
+#[derive(Debug, Default)]
+struct Requests(Mutex<BTreeMap<String, u64>>);
+
+impl Requests {
+    fn count(&self, method: &str) -> u64 {
+        self.0.lock().expect("not poisoned").get(method).copied().unwrap_or(0)
+    }
+}
+
+impl Observer for Requests {
+    fn event(&self, event: &Event<'_>) {
+        if let Event::RequestFinished { method, .. } = event {
+            *self.0.lock().expect("not poisoned").entry((*method).to_owned()).or_default() += 1;
+        }
+    }
+}
+
+macro_rules! peer_or_skip {
+    ($peer:expr) => {
+        match $peer {
+            Some(d) => d,
+            None => return,
+        }
+    };
+}
+
+fn invalid_arguments(result: Result<mcpstorm_core::mcp::CallToolResult, CallError>) -> ArgumentError {
+    match result {
+        Err(CallError::Local(LocalError::InvalidArguments(e))) => e,
+        other => panic!("expected invalid arguments, got {other:?}"),
+    }
+}
+
+fn pointers_and_keywords(e: &ArgumentError) -> Vec<(&str, &str)> {
+    e.violations.iter().map(|v| (v.pointer.as_str(), v.keyword.as_str())).collect()
+}
+
+/// The acceptance test: `echo` with `{"message": 3}` fails locally naming `/message`, and nothing but a tools/list
+/// goes out on the connection meanwhile; a valid call right after does go out (so the counter is the one to watch).
+///
+/// server-everything announces `notifications/tools/list_changed` just after start-up, so the first call after it
+/// lists the tools again: that re-fetch is the one message allowed, and it must not recompile anything (the list
+/// is the same).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_echo_fails_locally_naming_the_pointer_on_both_real_servers() {
+    for dialer in [python_server(), everything_server()] {
+        let requests = Arc::new(Requests::default());
+        let c = stdio_client(peer_or_skip!(dialer)).with_observer(requests.clone());
+        c.capabilities().await.expect("tools/list");
+        let compiled = c.schema_compilations();
+        let conn = c.session().await.unwrap().conn;
+        let (sent_before, lists_before) = (conn.stats().sent, requests.count("tools/list"));
+
+        let e = invalid_arguments(c.call_tool("echo", json!({"message": 3}), CallOptions::default()).await);
+        assert_eq!(pointers_and_keywords(&e), [("/message", "type")], "{e}");
+        assert_eq!(e.to_string(), r#"tool "echo": /message: 3 is not of type "string""#);
+        let e = invalid_arguments(c.call_tool("echo", json!({}), CallOptions::default()).await);
+        assert_eq!(pointers_and_keywords(&e), [("", "required")], "{e}");
+        let relisted = requests.count("tools/list") - lists_before;
+        assert_eq!(conn.stats().sent - sent_before, relisted, "an invalid call reached the wire");
+        assert_eq!(requests.count("tools/call"), 0);
+        assert_eq!(c.schema_compilations(), compiled, "an unchanged re-listing compiled again");
+
+        let ok = c.call_tool("echo", json!({"message": "3"}), CallOptions::default()).await.unwrap();
+        assert!(ok.joined_text().ends_with('3'));
+        assert_eq!(conn.stats().sent - sent_before, relisted + 1);
+        assert_eq!(requests.count("tools/call"), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_of_server_everything_compiles_as_draft_07() {
+    let c = stdio_client(peer_or_skip!(everything_server()));
+    let caps = c.capabilities().await.unwrap();
+    assert_eq!(caps.server().name, "mcp-servers/everything");
+    let mut with_output = Vec::new();
+    for entry in caps.entries() {
+        let schemas = entry.schemas().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(schemas.input().dialect(), Dialect::Draft7, "{}", entry.name());
+        if let Some(out) = schemas.output() {
+            assert_eq!(out.dialect(), Dialect::Draft7);
+            with_output.push(entry.name());
+        }
+    }
+    assert!(caps.entries().count() >= 10, "{} tools", caps.entries().count());
+    assert!(with_output.contains(&"get-structured-content"), "{with_output:?}");
+    assert_eq!(c.schema_compilations(), caps.entries().count() as u64);
+    let echo = caps.tool("echo").unwrap().annotations();
+    assert!(echo.read_only() && echo.idempotent() && !echo.destructive() && !echo.open_world());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_structured_content_validates_against_its_output_schema() {
+    let c = stdio_client(peer_or_skip!(everything_server()));
+    let r = c.call_tool("get-structured-content", json!({"location": "Chicago"}), CallOptions::default()).await;
+    let r = r.expect("a structured result that satisfies the declared outputSchema");
+    let content = r.structured_content.expect("structuredContent");
+    let caps = c.capabilities().await.unwrap();
+    let out = caps.tool("get-structured-content").unwrap().schemas().unwrap().output().expect("outputSchema");
+    assert!(out.is_valid(&content), "{content}");
+    // The check is not vacuous: the same content with a wrong type, or an extra property, fails it.
+    let mut wrong = content.clone();
+    wrong["temperature"] = json!("hot");
+    assert_eq!(out.check(&wrong).unwrap_err().0[0].pointer, "/temperature");
+    wrong = content;
+    wrong["extra"] = json!(1);
+    assert_eq!(out.check(&wrong).unwrap_err().0[0].keyword, "additionalProperties");
+
+    let e = invalid_arguments(
+        c.call_tool("get-structured-content", json!({"location": "Paris"}), CallOptions::default()).await,
+    );
+    assert_eq!(pointers_and_keywords(&e), [("/location", "enum")]);
+}
+
+/// The Python SDK lists no `$schema` (so 2020-12) and an output schema for every tool, and returns matching
+/// `{"result": ...}` structured content.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_schemas_are_2020_12_and_its_structured_results_validate() {
+    let c = stdio_client(peer_or_skip!(python_server()));
+    let caps = c.capabilities().await.unwrap();
+    for entry in caps.entries() {
+        let schemas = entry.schemas().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(schemas.input().dialect(), Dialect::Draft202012, "{}", entry.name());
+        assert!(schemas.output().is_some(), "{}", entry.name());
+    }
+    let r = c.call_tool("sleep_ms", json!({"ms": 1}), CallOptions::default()).await.unwrap();
+    assert_eq!(r.structured_content, Some(json!({"result": "slept 1ms"})));
+    let e = invalid_arguments(c.call_tool("sleep_ms", json!({"ms": 1.5}), CallOptions::default()).await);
+    assert_eq!(pointers_and_keywords(&e), [("/ms", "type")]);
+}
+
+/// A new session (here: a new server process) listing the same tools compiles nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_session_with_an_unchanged_tool_list_reuses_the_compiled_schemas() {
+    let c = stdio_client(peer_or_skip!(everything_server()));
+    let first = c.capabilities().await.unwrap();
+    let first_conn = c.session().await.unwrap().conn.id();
+    let compiled = c.schema_compilations();
+    assert!(compiled >= 10);
+    c.close().await;
+    let second = c.capabilities().await.unwrap();
+    assert_ne!(c.session().await.unwrap().conn.id(), first_conn, "a new session");
+    assert_eq!(second.hash(), first.hash());
+    assert!(second.shares_tools_with(&first));
+    assert_eq!(c.schema_compilations(), compiled);
+    c.call_tool("echo", json!({"message": "again"}), CallOptions::default()).await.unwrap();
+}
+
+async fn start_fake(config: FakeServerConfig) -> (FakeServer, Arc<McpClient>) {
+    let server = FakeServer::new(config).expect("valid fake config");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let addr = listener.local_addr().expect("bound address").to_string();
+    let serving = server.clone();
+    tokio::spawn(async move { serving.serve(listener).await });
+    let config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
+    (server, Arc::new(McpClient::new("fake", Arc::new(TcpDialer { addr }), config)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fake_server_never_receives_an_invalid_call() {
+    let (server, c) = start_fake(FakeServerConfig::builtin()).await;
+    c.capabilities().await.unwrap();
+    let cases = [
+        ("echo", json!({"message": 3}), ("/message", "type")),
+        ("echo", json!({}), ("", "required")),
+        ("sleep_ms", json!({"ms": -1}), ("/ms", "minimum")),
+        ("slow_progress", json!({"steps": 1, "step_ms": "10"}), ("/step_ms", "type")),
+    ];
+    for (tool, args, expected) in cases {
+        let e = invalid_arguments(c.call_tool(tool, args, CallOptions::default()).await);
+        assert_eq!(pointers_and_keywords(&e), [expected], "{e}");
+    }
+    assert_eq!(server.stats().received, 0);
+    c.call_tool("sleep_ms", json!({"ms": 0}), CallOptions::default()).await.unwrap();
+    assert_eq!(server.stats().received, 1);
+}
+
+/// A server whose structured result contradicts its own output schema: the call fails as a malformed response
+/// naming the tool and the pointer; a tool whose result matches is fine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_output_violating_its_schema_is_a_malformed_response() {
+    let mut config = FakeServerConfig::builtin();
+    config.tools.push(ToolConfig {
+        structured_content: true,
+        reply: Some("sunny".into()),
+        output_schema: Some(json!({"type": "object", "properties": {"result": {"type": "integer"}},
+            "required": ["result"]})),
+        ..ToolConfig::new("liar")
+    });
+    config.tools.push(ToolConfig { structured_content: true, reply: Some("ok".into()), ..ToolConfig::new("honest") });
+    let (server, c) = start_fake(config).await;
+
+    let err = c.call_tool("liar", json!({}), CallOptions::default()).await.unwrap_err();
+    let CallError::MalformedResponse(message) = &err else { panic!("expected a malformed response, got {err:?}") };
+    assert_eq!(
+        message,
+        r#"tool "liar" returned structuredContent that violates its outputSchema: /result: "sunny" is not of type "integer""#
+    );
+    assert!(!err.retry_allowed(true) && !err.closes_connection());
+    assert_eq!(server.stats().completed, 1, "the server did answer");
+
+    let ok = c.call_tool("honest", json!({}), CallOptions::default()).await.unwrap();
+    assert_eq!(ok.structured_content, Some(json!({"result": "ok"})));
+}
+
+/// A hand-played server over TCP: answers `initialize` and `tools/list` (always the same list), refuses anything
+/// else with -32601, and sends `notifications/tools/list_changed` when the test asks.
+struct Scripted {
+    addr: String,
+    lists: Arc<AtomicU64>,
+    announce: Arc<Notify>,
+}
+
+async fn scripted_server() -> Scripted {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let addr = listener.local_addr().expect("bound address").to_string();
+    let (lists, announce) = (Arc::new(AtomicU64::new(0)), Arc::new(Notify::new()));
+    let (l, a) = (lists.clone(), announce.clone());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(serve_scripted(stream, l.clone(), a.clone()));
+        }
+    });
+    Scripted { addr, lists, announce }
+}
+
+async fn serve_scripted(stream: tokio::net::TcpStream, lists: Arc<AtomicU64>, announce: Arc<Notify>) {
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    let tools = json!([
+        {"name": "add", "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"]}, "annotations": {"readOnlyHint": true},
+            "_meta": {"latency_p95_ms": 40, "io.mcpstorm/max_concurrent_requests": 4}},
+        {"name": "tuple", "inputSchema": {"type": "object", "properties": {"p": {"type": "array",
+            "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false}}}}
+    ]);
+    loop {
+        let line = tokio::select! {
+            biased;
+            line = lines.next_line() => match line {
+                Ok(Some(line)) => line,
+                _ => return,
+            },
+            () = announce.notified() => {
+                let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+                if write.write_all(format!("{note}\n").as_bytes()).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
+        let Some(id) = msg.get("id").cloned() else { continue };
+        let reply = match msg["method"].as_str() {
+            Some("initialize") => json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {"listChanged": true}},
+                "serverInfo": {"name": "scripted", "version": "1"}, "_meta": {"latency_p95_ms": 500}}}),
+            Some("tools/list") => {
+                lists.fetch_add(1, Ordering::SeqCst);
+                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}})
+            }
+            Some("tools/call") => json!({"jsonrpc": "2.0", "id": id, "result": {
+                "content": [{"type": "text", "text": "done"}]}}),
+            Some("ping") => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+            _ => json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}}),
+        };
+        if write.write_all(format!("{reply}\n").as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// `list_changed` makes the client list the tools again; the listing hashes the same, so nothing compiles again.
+/// The record carries the annotations and router hints (tool `_meta` over the initialize result's `_meta`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changed_with_an_unchanged_list_refetches_but_compiles_nothing() {
+    let server = scripted_server().await;
+    let config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
+    let c = McpClient::new("scripted", Arc::new(TcpDialer { addr: server.addr.clone() }), config);
+    let first = c.capabilities().await.unwrap();
+    assert_eq!((server.lists.load(Ordering::SeqCst), c.schema_compilations()), (1, 2));
+    let add = first.hints("add").unwrap();
+    assert_eq!(add.latency_p95, Some(Duration::from_millis(40)));
+    assert_eq!(add.max_concurrent_requests, Some(4));
+    assert_eq!(first.hints("tuple").unwrap().latency_p95, Some(Duration::from_millis(500)));
+    assert!(first.tool("add").unwrap().annotations().read_only());
+    // 2020-12 without `$schema`: `prefixItems` applies.
+    let e = invalid_arguments(c.call_tool("tuple", json!({"p": [1, 2]}), CallOptions::default()).await);
+    assert_eq!(pointers_and_keywords(&e), [("/p/0", "type")]);
+
+    server.announce.notify_one();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while server.lists.load(Ordering::SeqCst) < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "list_changed did not lead to a new tools/list");
+        c.capabilities().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let second = c.capabilities().await.unwrap();
+    assert_eq!(second.hash(), first.hash());
+    assert!(second.shares_tools_with(&first));
+    assert_eq!(c.schema_compilations(), 2);
+    c.call_tool("add", json!({"a": 1, "b": 2}), CallOptions::default()).await.unwrap();
+}
