@@ -2,7 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
+use std::time::Duration;
+
 use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Failure;
 use crate::report::{self, SweepData, SweepRow, console_summary};
@@ -79,7 +82,18 @@ fn run_one(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(), Fai
 
 /// Runs, writes the report, prints the one-screen summary. Returns the run and whether its checks passed.
 fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(report::RunData, bool), Failure> {
-    let (run, wall) = world::run(scenario, reproduce).map_err(|e| Failure::Failed(e.to_string()))?;
+    // Drawn on stderr, and only when it is a terminal: logs and CI output stay clean.
+    let bar = ProgressBar::new(scenario.duration.0.as_secs().max(1));
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} s simulated, {elapsed} wall")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_message(scenario.name.clone());
+    let mut tick = |now: Duration, _end: Duration| bar.set_position(now.as_secs());
+    let result = world::run(scenario, reproduce, &mut tick);
+    bar.finish_and_clear();
+    let (run, wall) = result.map_err(|e| Failure::Failed(e.to_string()))?;
     report::write_run(out, &run, &wall).map_err(|e| Failure::Failed(e.to_string()))?;
     println!("{}", console_summary(&run, &wall, out));
     let passed = run.passed();

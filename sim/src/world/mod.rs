@@ -46,7 +46,12 @@ fn drain_limit(scenario: &Scenario) -> Duration {
 }
 
 /// Runs one scenario (no sweep) and returns what happened. `reproduce` is the command line that reproduces it.
-pub fn run(scenario: &Scenario, reproduce: String) -> Result<(RunData, WallClock), SimError> {
+/// `progress(now, end)` is called once per simulated second, for a progress bar on long runs.
+pub fn run(
+    scenario: &Scenario,
+    reproduce: String,
+    progress: &mut dyn FnMut(Duration, Duration),
+) -> Result<(RunData, WallClock), SimError> {
     // The step loop lives outside the simulated world; only it reads real time, to report the speed-up.
     #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
     let wall_start = std::time::Instant::now();
@@ -107,6 +112,7 @@ pub fn run(scenario: &Scenario, reproduce: String) -> Result<(RunData, WallClock
         }
         while now >= next_sample {
             recorder.sample_in_flight(next_sample - Duration::from_nanos(1));
+            progress(next_sample, scenario.duration.0);
             next_sample += Duration::from_secs(1);
         }
         if now >= limit {
