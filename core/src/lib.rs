@@ -8,12 +8,14 @@
 //! - [`mcp`]: MCP message types.
 //! - [`schema`]: JSON Schema checks of arguments and structured results; the capability record and its hash.
 //! - [`rt`]: the seams (dialer, clock, RNG); [`observe`]: the metrics seam.
+//! - [`history`]: call records, the idempotency cache, failure attribution and resume.
 //! - [`error`]: error classes; [`cancel`]: the cancellation token; [`limit`]: concurrency limits.
 
 pub mod cancel;
 pub mod client;
 pub mod conn;
 pub mod error;
+pub mod history;
 pub mod jsonrpc;
 pub mod limit;
 pub mod mcp;

@@ -93,8 +93,9 @@ fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(repor
     let mut tick = |now: Duration, _end: Duration| bar.set_position(now.as_secs());
     let result = world::run(scenario, reproduce, &mut tick);
     bar.finish_and_clear();
-    let (run, wall) = result.map_err(|e| Failure::Failed(e.to_string()))?;
+    let (run, wall, calls) = result.map_err(|e| Failure::Failed(e.to_string()))?;
     report::write_run(out, &run, &wall).map_err(|e| Failure::Failed(e.to_string()))?;
+    report::write_calls(out, &calls).map_err(|e| Failure::Failed(e.to_string()))?;
     println!("{}", console_summary(&run, &wall, out));
     let passed = run.passed();
     Ok((run, passed))

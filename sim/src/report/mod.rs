@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `timeseries.csv` | one row per simulated second ([`SecondRow`] plus `errors`, `error_rate`) | yes |
 //! | `events.csv` | faults and state changes ([`EventRow`]) | yes |
+//! | `calls.csv` | the call history, one row per attempt ([`write_calls`], called after [`write_run`]) | yes |
 //! | `summary.json` | totals, checks, faults, seed, reproduce command | yes |
 //! | `summary.md` | the same for people, plus wall-clock time and links to the plots | no (wall clock) |
 //! | `qps`, `p99`, `errors` `.svg`/`.png` | one panel each, fault windows shaded and labelled | yes |
@@ -15,6 +16,7 @@
 //! or inf, JSON fields keep declaration order, and plots draw with an embedded font (see `font.rs`), so the same
 //! [`RunData`] gives the same bytes on any machine, with or without system fonts.
 
+mod calls;
 mod console;
 mod csv_out;
 pub mod data;
@@ -28,6 +30,7 @@ mod timeline;
 
 use std::path::{Path, PathBuf};
 
+pub use calls::write_calls;
 pub use console::console_summary;
 pub use data::*;
 pub use error::ReportError;

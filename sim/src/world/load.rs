@@ -3,6 +3,10 @@
 //! Closed loop: each session calls, waits for the outcome, thinks, and calls again. Open loop: Poisson arrivals,
 //! each call's latency measured from its *intended* send time, so a stalled system cannot hide its stall by
 //! slowing the arrivals down (coordinated omission, as wrk2 avoids it).
+//!
+//! Every attempt goes into the recorder's call history (`calls.csv`): wall time from the host's `SimClock`, the
+//! start offset from turmoil's global simulated time (tokio instants of different hosts' runtimes are not
+//! comparable), and the arguments hashed once per mix entry rather than once per attempt.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -10,14 +14,16 @@ use std::time::Duration;
 
 use mcpstorm_core::client::{ClientConfig, McpClient};
 use mcpstorm_core::conn::CallOptions;
+use mcpstorm_core::history::{CallKey, CallStart, ContentHash};
 use mcpstorm_core::limit::InFlightLimit;
-use mcpstorm_core::rt::SeededRng;
+use mcpstorm_core::rt::{Clock, SeededRng};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep, sleep_until};
 
+use super::clock::SimClock;
 use super::hosts::server_host;
 use super::net::{SERVER_PORT, TurmoilDialer};
 use super::recorder::{Outcome, Recorder, SimObserver};
@@ -56,6 +62,8 @@ struct Clients {
     by_server: Vec<Vec<Arc<McpClient>>>,
     /// Round-robin cursor per server: no router yet, so replicas take turns.
     cursors: Vec<AtomicUsize>,
+    /// This host's wall clock, for the call history's timestamps.
+    clock: SimClock,
 }
 
 impl Clients {
@@ -91,7 +99,7 @@ impl Clients {
             })
             .collect();
         let cursors = plan.scenario.servers.iter().map(|_| AtomicUsize::new(0)).collect();
-        Clients { by_server, cursors }
+        Clients { by_server, cursors, clock: SimClock::default() }
     }
 
     fn pick(&self, server: usize) -> &Arc<McpClient> {
@@ -107,6 +115,8 @@ struct Target {
     server: usize,
     tool: String,
     args: serde_json::Value,
+    /// SHA-256 of `args`' canonical JSON.
+    input: ContentHash,
 }
 
 fn targets(scenario: &Scenario) -> (Vec<Target>, Vec<f64>) {
@@ -114,7 +124,8 @@ fn targets(scenario: &Scenario) -> (Vec<Target>, Vec<f64>) {
     let mut weights = Vec::new();
     for m in &scenario.load.mix {
         let server = scenario.servers.iter().position(|s| s.name == m.server).unwrap_or(0);
-        out.push(Target { server, tool: m.tool.clone(), args: m.args.clone() });
+        let input = ContentHash::of(&m.args);
+        out.push(Target { server, tool: m.tool.clone(), args: m.args.clone(), input });
         weights.push(m.weight);
     }
     (out, weights)
@@ -206,8 +217,11 @@ async fn logical_call(plan: &LoadPlan, clients: &Clients, target: &Target, inten
     for attempt in 0..=retries {
         recorder.attempt_started(LoadPlan::now(), attempt > 0);
         let client = clients.pick(target.server);
+        let start = CallStart::new(clients.clock.wall_ms(), LoadPlan::now(), Instant::now());
         let result = client.call_tool(&target.tool, target.args.clone(), CallOptions::default()).await;
         recorder.attempt_finished();
+        let key = CallKey::with_hash(client.server(), target.tool.as_str(), target.input);
+        recorder.call(start, key, result.as_ref(), attempt);
         outcome = match result {
             Ok(r) if !r.is_error => Outcome::Ok,
             Ok(_) => Outcome::Tool,

@@ -22,6 +22,8 @@ pub use hosts::{load_host, server_host};
 pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 pub use recorder::{Outcome, Recorder, SimObserver};
 
+use mcpstorm_core::history::ServerCallRecord;
+
 use crate::fake::FakeServer;
 use crate::report::{CheckResult, RunData, WallClock};
 use crate::scenario::Scenario;
@@ -45,13 +47,14 @@ fn drain_limit(scenario: &Scenario) -> Duration {
     scenario.client.deadline.0 * 2 + scenario.client.connect_timeout.0 + Duration::from_secs(10)
 }
 
-/// Runs one scenario (no sweep) and returns what happened. `reproduce` is the command line that reproduces it.
+/// Runs one scenario (no sweep) and returns what happened, with the call history (one record per attempt, for
+/// `calls.csv`). `reproduce` is the command line that reproduces it.
 /// `progress(now, end)` is called once per simulated second, for a progress bar on long runs.
 pub fn run(
     scenario: &Scenario,
     reproduce: String,
     progress: &mut dyn FnMut(Duration, Duration),
-) -> Result<(RunData, WallClock), SimError> {
+) -> Result<(RunData, WallClock, Vec<ServerCallRecord>), SimError> {
     // The step loop lives outside the simulated world; only it reads real time, to report the speed-up.
     #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
     let wall_start = std::time::Instant::now();
@@ -126,6 +129,7 @@ pub fn run(
     };
 
     let (seconds, events, totals) = recorder.finish(finished_at);
+    let calls = recorder.take_calls();
     let checks = evaluate_checks(scenario, &totals);
     let run = RunData {
         scenario: scenario.name.clone(),
@@ -141,7 +145,7 @@ pub fn run(
     };
     #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
     let wall = wall_start.elapsed();
-    Ok((run, WallClock { wall, sim: finished_at }))
+    Ok((run, WallClock { wall, sim: finished_at }, calls))
 }
 
 fn apply_net(sim: &mut turmoil::Sim<'_>, load_hosts: &[String], recorder: &Recorder, now: Duration, action: NetAction) {

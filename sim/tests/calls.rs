@@ -1,0 +1,159 @@
+//! `calls.csv`: the call history the simulator writes beside the report — one row per attempt, agreeing with
+//! `summary.json`, with hashes and timestamps from the core's seams, byte-identical for the same seed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mcpstorm_core::history::ContentHash;
+use mcpstorm_sim::world::EPOCH_SECS;
+use serde_json::{Value, json};
+
+/// The smoke scenario with failures and retries: a fifth of echo calls fail with a JSON-RPC error, and agents retry
+/// twice at once.
+const FAILING: &[&str] = &[
+    "servers[0].tools[0].error_rate=0.2",
+    "servers[0].tools[0].error_kind=\"jsonrpc\"",
+    "agent.retry=\"immediate\"",
+    "agent.max_retries=2",
+];
+
+fn sim(out: &Path, sets: &[&str]) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpstorm"));
+    cmd.current_dir(&root).arg("sim").arg("scenarios/smoke.toml").arg("--out").arg(out);
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    let o = cmd.output().expect("run mcpstorm");
+    assert!(
+        o.status.success(),
+        "mcpstorm sim failed: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("calls").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+struct Calls {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Calls {
+    fn read(dir: &Path) -> Calls {
+        let path = dir.join("calls.csv");
+        assert!(path.exists(), "no calls.csv in {}", dir.display());
+        let mut r = csv::Reader::from_path(&path).expect("open calls.csv");
+        let header = r.headers().expect("header").iter().map(str::to_owned).collect();
+        let rows = r.records().map(|rec| rec.expect("row").iter().map(str::to_owned).collect()).collect();
+        Calls { header, rows }
+    }
+
+    fn col(&self, name: &str) -> usize {
+        self.header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}: {:?}", self.header))
+    }
+
+    fn count(&self, name: &str, pred: impl Fn(&str) -> bool) -> u64 {
+        let c = self.col(name);
+        self.rows.iter().filter(|r| pred(&r[c])).count() as u64
+    }
+}
+
+fn totals(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json");
+    let v: Value = serde_json::from_str(&text).expect("summary.json parses");
+    v["totals"].clone()
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Row-level invariants shared by both runs.
+fn check_rows(calls: &Calls, totals: &Value) {
+    assert_eq!(
+        calls.header,
+        [
+            "seq",
+            "start_ms",
+            "timestamp_ms",
+            "server",
+            "tool",
+            "input_sha256",
+            "output_sha256",
+            "duration_ms",
+            "status",
+            "code",
+            "retries"
+        ]
+    );
+    assert_eq!(u(&totals["lost"]), 0, "every started attempt finished, so every one has a row");
+    assert_eq!(calls.rows.len() as u64, u(&totals["attempts"]), "one row per attempt");
+    assert_eq!(calls.count("status", |s| s == "success"), u(&totals["ok"]), "one success per ok logical call");
+    assert_eq!(calls.count("retries", |s| s != "0"), u(&totals["retries"]), "rows of retries = retries");
+
+    let input = ContentHash::of(&json!({"message": "hello"})).to_hex();
+    let epoch_ms = EPOCH_SECS * 1000;
+    let (seq, start, ts, server, tool, inp, out, status, code) = (
+        calls.col("seq"),
+        calls.col("start_ms"),
+        calls.col("timestamp_ms"),
+        calls.col("server"),
+        calls.col("tool"),
+        calls.col("input_sha256"),
+        calls.col("output_sha256"),
+        calls.col("status"),
+        calls.col("code"),
+    );
+    for (i, r) in calls.rows.iter().enumerate() {
+        assert_eq!(r[seq], i.to_string(), "seq counts attempts from 0 (nothing dropped under the cap)");
+        assert_eq!((r[server].as_str(), r[tool].as_str()), ("echo-0", "echo"));
+        assert_eq!(r[inp], input, "the input hash is the canonical JSON's SHA-256");
+        // Wall time through the SimClock: the pinned epoch plus simulated time (no skew on the load host).
+        let start_ms: f64 = r[start].parse().expect("start_ms");
+        let wall: u64 = r[ts].parse().expect("timestamp_ms");
+        assert_eq!(wall - epoch_ms, start_ms.floor() as u64, "row {i}: {r:?}");
+        match r[status].as_str() {
+            "success" => assert!(r[out].len() == 64 && r[code].is_empty(), "row {i}: {r:?}"),
+            "error" => assert!(r[out].is_empty() && !r[code].is_empty(), "row {i}: {r:?}"),
+            other => panic!("row {i}: unexpected status {other}: {r:?}"),
+        }
+    }
+}
+
+#[test]
+fn calls_csv_has_one_row_per_attempt() {
+    let dir = scratch("smoke");
+    sim(&dir, &[]);
+    let calls = Calls::read(&dir);
+    let t = totals(&dir);
+    assert!(u(&t["attempts"]) > 100, "a smoke run makes hundreds of calls: {t}");
+    check_rows(&calls, &t);
+    assert_eq!(calls.count("status", |s| s != "success"), 0);
+    // The echo tool answers the same text every time, so every output hash is the same.
+    let out = calls.col("output_sha256");
+    let first = &calls.rows[0][out];
+    assert!(calls.rows.iter().all(|r| &r[out] == first));
+}
+
+#[test]
+fn failures_and_retries_are_recorded_and_byte_identical_across_runs() {
+    let (a, b) = (scratch("failing-a"), scratch("failing-b"));
+    sim(&a, FAILING);
+    sim(&b, FAILING);
+    let calls = Calls::read(&a);
+    let t = totals(&a);
+    check_rows(&calls, &t);
+    let errors = calls.count("code", |c| c == "-32603");
+    assert!(errors > 10 && u(&t["retries"]) > 10, "a fifth of calls fail and are retried: {errors} errors, {t}");
+    assert_eq!(calls.count("status", |s| s == "error"), errors, "every failure is the injected internal error");
+    let retries = calls.col("retries");
+    assert!(calls.rows.iter().any(|r| r[retries] == "2"), "some calls reach their second retry");
+    let bytes = |d: &Path| std::fs::read(d.join("calls.csv")).expect("calls.csv");
+    assert!(bytes(&a) == bytes(&b), "calls.csv differs between two runs with the same seed");
+}
