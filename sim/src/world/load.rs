@@ -163,6 +163,9 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             }
         }
         LoadMode::Open => {
+            // One task per arrival, as real agents are independent of each other. The number alive at once is bounded
+            // by rate × the longest a logical call can take (every attempt's deadline plus queueing): about 16,000 at
+            // retry_storm's peak, a few MB, since a stalled system must not slow the arrivals down.
             let rate = plan.scenario.load.rate.unwrap_or(1.0) / hosts as f64;
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let gap = Exp::new(rate).map_err(|e| format!("open-loop rate {rate}: {e}"))?;
