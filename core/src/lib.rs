@@ -5,6 +5,8 @@
 //! - [`transport`]: the message-level transport seam and newline-delimited framing.
 //! - [`conn`]: one connection — ids, pending table, writer lanes, reader, phased timeouts, cancellation.
 //! - [`client`]: a client for one server — dial, handshake, tool discovery, reconnection.
+//! - [`session`]: the two protocol eras (legacy `initialize`, modern `server/discover` + per-request `_meta`),
+//!   era detection and the per-server era cache.
 //! - [`mcp`]: MCP message types.
 //! - [`schema`]: JSON Schema checks of arguments and structured results; the capability record and its hash.
 //! - [`rt`]: the seams (dialer, clock, RNG); [`observe`]: the metrics seam.
@@ -22,6 +24,7 @@ pub mod mcp;
 pub mod observe;
 pub mod rt;
 pub mod schema;
+pub mod session;
 pub mod transport;
 
 pub use cancel::CancelToken;

@@ -48,6 +48,12 @@ pub fn connect_with(
 }
 
 impl Peer {
+    /// A peer on the server side of an in-memory pipe (e.g. one a test dialer handed out).
+    pub fn new(theirs: DuplexStream) -> Peer {
+        let (their_read, their_write) = tokio::io::split(theirs);
+        Peer { source: LineSource::new(their_read, DEFAULT_MAX_FRAME), sink: LineSink::new(their_write) }
+    }
+
     /// The next message from the client; `None` once it closed.
     pub async fn recv(&mut self) -> Option<Result<Message, FrameError>> {
         self.source.recv().await

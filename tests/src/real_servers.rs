@@ -39,6 +39,30 @@ pub fn python_server() -> Option<StdioDialer> {
     Some(StdioDialer::new(python(), [script.to_string_lossy().into_owned()]))
 }
 
+/// The Python interpreter of the `mcp` 1.x venv: `MCPSTORM_PYTHON_MCP1`, else `target/peers/mcp1/bin/python` (where
+/// `.ci/run` installs `tests/peers/requirements-mcp1.txt`).
+fn python_mcp1() -> PathBuf {
+    std::env::var_os("MCPSTORM_PYTHON_MCP1")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/peers/mcp1/bin/python"))
+}
+
+/// The Python `mcp` SDK 1.x server in `tests/peers/py_server_v1.py`: legacy (handshake) era only.
+pub fn python_mcp1_server() -> Option<StdioDialer> {
+    let python = python_mcp1();
+    let check = "import importlib.metadata as m, mcp.server.fastmcp; assert m.version('mcp').startswith('1.')";
+    let ok = Command::new(&python).args(["-c", check]).output().is_ok_and(|o| o.status.success());
+    if !ok {
+        return missing(
+            &format!("Python package mcp 1.x at {}", python.display()),
+            "python3 -m venv target/peers/mcp1 && target/peers/mcp1/bin/pip install -r tests/peers/requirements-mcp1.txt \
+             (or point MCPSTORM_PYTHON_MCP1 at a Python with mcp 1.x)",
+        );
+    }
+    let script = repo_root().join("tests/peers/py_server_v1.py");
+    Some(StdioDialer::new(python.to_string_lossy().into_owned(), [script.to_string_lossy().into_owned()]))
+}
+
 /// `@modelcontextprotocol/server-everything`, installed by npm under `tests/peers/node_modules`.
 pub fn everything_server() -> Option<StdioDialer> {
     let index = repo_root().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");

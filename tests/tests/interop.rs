@@ -37,7 +37,8 @@ macro_rules! peer_or_skip {
 async fn python_sdk_handshake_tools_echo_and_ping() {
     let c = client(peer_or_skip!(python_server()));
     let session = c.session().await.expect("handshake");
-    assert_eq!(session.init.protocol_version, "2025-11-25");
+    // The SDK serves both eras; the core detects and picks the modern one (tests/tests/interop_eras.rs).
+    assert_eq!(session.init.protocol_version, "2026-07-28");
     assert_eq!(session.init.server_info.name, "mcpstorm-py-peer");
     let tools = c.list_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();

@@ -3,6 +3,7 @@ use std::time::Duration;
 use crate::conn::ConnectionConfig;
 use crate::mcp::{Implementation, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::rt::SeededRng;
+use crate::session::{EraMode, MODERN_PROTOCOL_VERSIONS};
 use crate::transport::DEFAULT_MAX_FRAME;
 
 /// Client settings. Defaults follow seed 002:
@@ -11,6 +12,8 @@ use crate::transport::DEFAULT_MAX_FRAME;
 /// |---------------------|---------|-----------------------------------------------------------|
 /// | `connect_timeout`   | 10 s    | dialing (TCP connect, process spawn)                      |
 /// | `handshake_timeout` | 30 s    | `initialize` until its result                             |
+/// | `discover_timeout`  | 5 s     | the `server/discover` era probe; silence falls back to `initialize` |
+/// | `era_mode`          | auto    | probe `server/discover`, fall back to `initialize` (see [`crate::session`]) |
 /// | `lifecycle_retries` | 3       | reconnect attempts after a failed connect or handshake    |
 /// | `backoff`           | 1, 2, 4, 8 s capped at 10 s, ±20% jitter                            |
 /// | `max_frame`         | 16 MiB  | largest incoming frame                                    |
@@ -20,13 +23,19 @@ pub struct ClientConfig {
     pub connection: ConnectionConfig,
     pub connect_timeout: Duration,
     pub handshake_timeout: Duration,
+    /// How long the `server/discover` probe may stay unanswered before the legacy handshake is tried instead.
+    pub discover_timeout: Duration,
+    /// Which protocol era(s) to speak: detect (default), or only one.
+    pub era_mode: EraMode,
     pub lifecycle_retries: u32,
     pub backoff: Backoff,
     pub max_frame: usize,
     pub max_tool_pages: usize,
     pub client_info: Implementation,
-    /// Versions we accept, the first is the one we ask for.
+    /// Handshake-era (legacy) versions we accept, the first is the one we ask for.
     pub protocol_versions: Vec<String>,
+    /// Modern (per-request `_meta`) versions we speak, newest first; the first is the one we probe with.
+    pub modern_protocol_versions: Vec<String>,
 }
 
 impl Default for ClientConfig {
@@ -35,12 +44,15 @@ impl Default for ClientConfig {
             connection: ConnectionConfig::default(),
             connect_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(30),
+            discover_timeout: Duration::from_secs(5),
+            era_mode: EraMode::default(),
             lifecycle_retries: 3,
             backoff: Backoff::default(),
             max_frame: DEFAULT_MAX_FRAME,
             max_tool_pages: 1000,
             client_info: Implementation::new("mcpstorm", env!("CARGO_PKG_VERSION")),
             protocol_versions: SUPPORTED_PROTOCOL_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
+            modern_protocol_versions: MODERN_PROTOCOL_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
         }
     }
 }

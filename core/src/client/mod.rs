@@ -3,7 +3,7 @@
 //! has failed. Session management across protocol eras builds on this later.
 
 mod config;
-mod handshake;
+pub(crate) mod handshake;
 mod tools;
 
 use std::sync::Arc;
@@ -21,6 +21,7 @@ use crate::mcp::{CallToolResult, InitializeResult, Tool, method};
 use crate::observe::{ConnId, NoopObserver, Observer};
 use crate::rt::{Dialer, SeededRng};
 use crate::schema::{ArgumentError, Capabilities, SchemaCache};
+use crate::session::{self, Era, EraCache};
 use crate::transport::line_transport;
 use tools::ToolCache;
 
@@ -29,6 +30,8 @@ use tools::ToolCache;
 pub struct Session {
     pub conn: Connection,
     pub init: Arc<InitializeResult>,
+    /// The protocol era this session speaks (see [`crate::session`]).
+    pub era: Era,
     tools: Arc<ToolCache>,
 }
 
@@ -43,6 +46,8 @@ pub struct McpClient {
     /// Held only while (re)connecting, so concurrent callers share one new connection instead of racing to dial.
     live: tokio::sync::Mutex<Option<Session>>,
     conn_seq: AtomicU64,
+    /// The era the server was found to speak, so reconnects skip detection.
+    eras: EraCache,
     /// Compiled tool schemas, kept across sessions and reused while the tool list's hash is unchanged.
     schemas: SchemaCache,
 }
@@ -58,6 +63,7 @@ impl McpClient {
             global: None,
             live: tokio::sync::Mutex::new(None),
             conn_seq: AtomicU64::new(0),
+            eras: EraCache::default(),
             schemas: SchemaCache::default(),
         }
     }
@@ -79,6 +85,16 @@ impl McpClient {
         self
     }
 
+    /// Shares an era cache (keyed by server name) with other clients; by default each client has its own.
+    pub fn with_era_cache(mut self, cache: EraCache) -> Self {
+        self.eras = cache;
+        self
+    }
+
+    pub fn era_cache(&self) -> &EraCache {
+        &self.eras
+    }
+
     pub fn server(&self) -> &str {
         &self.server
     }
@@ -86,10 +102,15 @@ impl McpClient {
     /// The current session, connecting (with lifecycle retries and backoff) if there is none or it has failed.
     pub async fn session(&self) -> Result<Session, CallError> {
         let mut live = self.live.lock().await;
-        if let Some(s) = live.as_ref().filter(|s| s.conn.is_open()) {
+        if let Some(s) = live.as_ref().filter(|s| s.conn.is_open() && !s.conn.request_meta_rejected()) {
             return Ok(s.clone());
         }
-        *live = None;
+        if live.take().is_some_and(|s| s.conn.request_meta_rejected()) {
+            // The server refused our modern envelope (-32022/-32020): the cached era is stale. Detect it again on a
+            // new connection; the old one closes when its last in-flight call lets go of it.
+            tracing::info!(server = %self.server, "protocol version refused; detecting the era again");
+            self.eras.invalidate(&self.server);
+        }
         let mut attempt = 0;
         loop {
             match self.connect_once().await {
@@ -127,8 +148,8 @@ impl McpClient {
                 guard: stream.guard,
             },
         );
-        match handshake::run(&conn, &self.config).await {
-            Ok(init) => Ok(Session { conn, init: Arc::new(init), tools }),
+        match session::establish(&conn, &self.config, &self.eras, &self.server).await {
+            Ok(est) => Ok(Session { conn, init: Arc::new(est.init), era: est.era, tools }),
             Err(e) => {
                 conn.shutdown();
                 Err(e)
@@ -181,12 +202,13 @@ impl McpClient {
         Ok(result)
     }
 
-    /// Round-trip time of one `ping` on the priority lane.
+    /// Round-trip time of one `ping` on the priority lane (`server/discover` in the modern era, which has no ping).
     pub async fn ping(&self) -> Result<std::time::Duration, CallError> {
         let session = self.session().await?;
         let started = Instant::now();
         let opts = CallOptions { lane: Lane::Priority, ..CallOptions::default() };
-        session.conn.request(method::PING, None, opts).await?;
+        let method = if session.era == Era::Modern { session::DISCOVER } else { method::PING };
+        session.conn.request(method, None, opts).await?;
         Ok(started.elapsed())
     }
 

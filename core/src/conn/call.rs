@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 
@@ -18,7 +18,7 @@ use super::stats::Counters;
 use super::{Connection, Outgoing, Shared};
 use crate::cancel::CancelToken;
 use crate::error::{CallError, LocalError, TransportError};
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{ErrorCode, Message};
 use crate::mcp::{CancelledParams, ProgressParams, method};
 use crate::observe::Event;
 
@@ -53,6 +53,12 @@ impl Connection {
         let shared = self.shared().clone();
         let started = Instant::now();
         let result = run(&shared, method, params, opts).await;
+        if let Err(CallError::Protocol(e)) = &result
+            && matches!(e.code(), ErrorCode::UNSUPPORTED_PROTOCOL_VERSION | ErrorCode::HEADER_MISMATCH)
+            && request_meta(&shared).is_some()
+        {
+            shared.meta_rejected.store(true, Ordering::Release);
+        }
         shared.observer.event(&Event::RequestFinished {
             conn: shared.id,
             method,
@@ -61,6 +67,42 @@ impl Connection {
         });
         result
     }
+
+    /// Keys merged into the `params._meta` of every request sent from now on, lifecycle and stall probes included
+    /// (a key the caller set itself wins); `None` stops it. The 2026-07-28 era's per-request envelope (protocol
+    /// version, client capabilities) rides here: see [`crate::session`].
+    pub fn set_request_meta(&self, meta: Option<Map<String, Value>>) {
+        let shared = self.shared();
+        *shared.request_meta.lock().unwrap_or_else(|p| p.into_inner()) = meta.map(Arc::new);
+        shared.meta_rejected.store(false, Ordering::Release);
+    }
+
+    /// Whether the server refused that envelope on some request since it was set: -32022 (unsupported protocol
+    /// version) or -32020 (header mismatch). The session layer then re-detects the server's era.
+    pub fn request_meta_rejected(&self) -> bool {
+        self.shared().meta_rejected.load(Ordering::Acquire)
+    }
+}
+
+fn request_meta(shared: &Shared) -> Option<Arc<Map<String, Value>>> {
+    shared.request_meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// Merges the connection's request meta into `params._meta`, keeping keys the caller set.
+fn with_request_meta(shared: &Shared, params: Option<Value>) -> Option<Value> {
+    let Some(extra) = request_meta(shared) else {
+        return params;
+    };
+    let mut params = params.unwrap_or_else(|| json!({}));
+    if let Some(obj) = params.as_object_mut() {
+        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            for (k, v) in extra.iter() {
+                meta.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    }
+    Some(params)
 }
 
 async fn run(shared: &Arc<Shared>, method: &str, params: Option<Value>, opts: CallOptions) -> Result<Value, CallError> {
@@ -101,6 +143,7 @@ async fn run(shared: &Arc<Shared>, method: &str, params: Option<Value>, opts: Ca
     shared.pending.register(id, entry)?;
     let mut guard = PendingGuard { shared, id, armed: true };
     let params = if method == method::TOOLS_CALL { with_progress_token(params, id) } else { params };
+    let params = with_request_meta(shared, params);
     let out = Outgoing { msg: Message::request(id, method, params), call: Some(id) };
     let lane = match opts.lane {
         Lane::Priority => &shared.priority,

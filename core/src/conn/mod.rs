@@ -83,6 +83,10 @@ pub(crate) struct Shared {
     /// Nanoseconds since `epoch` of the last frame received (any frame): evidence the stream is alive.
     last_rx: AtomicU64,
     probing: AtomicBool,
+    /// Merged into every request's `params._meta` (the modern era's per-request envelope); see `set_request_meta`.
+    request_meta: std::sync::Mutex<Option<Arc<serde_json::Map<String, serde_json::Value>>>>,
+    /// The server refused that envelope (-32020 / -32022) on some request.
+    meta_rejected: AtomicBool,
     counters: Counters,
     _guard: Option<Box<dyn Send + Sync>>,
 }
@@ -152,6 +156,8 @@ impl Connection {
             epoch: Instant::now(),
             last_rx: AtomicU64::new(0),
             probing: AtomicBool::new(false),
+            request_meta: std::sync::Mutex::new(None),
+            meta_rejected: AtomicBool::new(false),
             counters: Counters::default(),
             _guard: parts.guard,
         });

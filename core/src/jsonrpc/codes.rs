@@ -15,6 +15,14 @@ impl ErrorCode {
     pub const REQUEST_CANCELLED: ErrorCode = ErrorCode(-32800);
     /// MCP: a resource or session was not found.
     pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
+    /// MCP 2026-07-28: HTTP headers disagree with the request body (or are missing). Never seen on stdio.
+    pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
+    /// MCP 2026-07-28: the request needs a client capability its `_meta` did not declare; `data.requiredCapabilities`
+    /// names it.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: ErrorCode = ErrorCode(-32021);
+    /// MCP 2026-07-28: the request's protocol version is not one the server serves; `data.supported` lists those it
+    /// does, `data.requested` echoes ours.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
 
     /// Human name for logs and reports.
     pub fn name(self) -> &'static str {
@@ -26,6 +34,9 @@ impl ErrorCode {
             Self::INTERNAL_ERROR => "internal error",
             Self::REQUEST_CANCELLED => "request cancelled",
             Self::RESOURCE_NOT_FOUND => "resource not found",
+            Self::HEADER_MISMATCH => "header mismatch",
+            Self::MISSING_REQUIRED_CLIENT_CAPABILITY => "missing required client capability",
+            Self::UNSUPPORTED_PROTOCOL_VERSION => "unsupported protocol version",
             ErrorCode(-32099..=-32000) => "server error",
             _ => "application error",
         }

@@ -19,6 +19,12 @@ use super::latency::LatencyDist;
 /// | `page_size` | one page        | `tools/list` page size; `nextCursor` is sent while more remain         |
 /// | `seed`      | 0               | seed of the RNG for latency and error draws                            |
 /// | `tools`     | none            | the tools, listed in this order                                        |
+/// | `eras`      | both            | protocol eras served: `"legacy"` (`initialize`), `"modern"` (2026-07-28) |
+/// | `cache_ttl_ms` | 0            | `ttlMs` of modern cacheable results (`server/discover`, `tools/list`)  |
+/// | `legacy_discover` | `"method_not_found"` | a legacy-only server's answer to `server/discover`        |
+///
+/// A server serving both eras decides per connection, by the first request, as the Python SDK does: one carrying
+/// the modern `_meta` envelope (other than `initialize`) makes the connection modern, anything else legacy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FakeServerConfig {
@@ -33,10 +39,50 @@ pub struct FakeServerConfig {
     pub seed: u64,
     #[serde(default)]
     pub tools: Vec<ToolConfig>,
+    #[serde(default = "both_eras")]
+    pub eras: Vec<ProtocolEra>,
+    #[serde(default)]
+    pub cache_ttl_ms: u64,
+    #[serde(default)]
+    pub legacy_discover: LegacyDiscover,
 }
 
 fn default_version() -> String {
     "0.0.0".to_owned()
+}
+
+/// Both eras, legacy first: the default of every fake server.
+pub fn both_eras() -> Vec<ProtocolEra> {
+    vec![ProtocolEra::Legacy, ProtocolEra::Modern]
+}
+
+/// A protocol era a fake server serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProtocolEra {
+    /// The `initialize` handshake (2025-11-25 and earlier).
+    Legacy,
+    /// No handshake: `server/discover`, and the `_meta` envelope on every request (2026-07-28).
+    Modern,
+}
+
+/// How a server without the modern era answers `server/discover`, as real legacy servers do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LegacyDiscover {
+    /// -32601 method not found (`@modelcontextprotocol/server-everything`, the TypeScript SDK).
+    #[default]
+    MethodNotFound,
+    /// -32602 invalid params (the Python `mcp` 1.x SDK, whose request union rejects the unknown method).
+    InvalidParams,
+    /// No answer at all: the client must give up on its probe by a timeout.
+    Silent,
+}
+
+impl FakeServerConfig {
+    pub fn serves(&self, era: ProtocolEra) -> bool {
+        self.eras.contains(&era)
+    }
 }
 
 /// One tool.
@@ -151,6 +197,12 @@ impl FakeServerConfig {
         if self.page_size == Some(0) {
             return invalid("page_size".into(), "must be at least 1 (omit it for a single page)".into());
         }
+        if self.eras.is_empty() {
+            return invalid("eras".into(), "must name at least one of \"legacy\", \"modern\"".into());
+        }
+        if self.eras.iter().collect::<BTreeSet<_>>().len() != self.eras.len() {
+            return invalid("eras".into(), format!("lists an era twice: {:?}", self.eras));
+        }
         let mut seen = BTreeSet::new();
         for (i, tool) in self.tools.iter().enumerate() {
             let at = |field: &str| format!("tools[{i}] {:?}: {field}", tool.name);
@@ -205,6 +257,9 @@ impl FakeServerConfig {
             workers: None,
             page_size: None,
             seed: 0,
+            eras: both_eras(),
+            cache_ttl_ms: 0,
+            legacy_discover: LegacyDiscover::default(),
             tools: vec![
                 ToolConfig {
                     description: Some("Sleep for `ms` milliseconds, then return.".into()),

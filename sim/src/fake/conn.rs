@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use mcpstorm_core::jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message, Notification, Request, RequestId};
 use mcpstorm_core::mcp::{CancelledParams, method};
+use mcpstorm_core::session::DISCOVER;
 use mcpstorm_core::transport::{FrameError, MessageSink, MessageSource, line_transport};
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -24,7 +25,7 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinHandle};
 
 use super::call::{self, Job, Outcome};
-use super::methods;
+use super::methods::{self, ConnEra, Route};
 use super::server::Shared;
 use super::stats::Counters;
 
@@ -105,9 +106,11 @@ where
     Counters::bump(&shared.counters.connections);
     Counters::bump(&shared.counters.connections_total);
     let guard = CloseGuard { conn: conn.clone(), shared: shared.clone() };
+    // Only the reader decides and reads the era, so it lives here.
+    let mut era = ConnEra::Undecided;
     while let Some(item) = source.recv().await {
         match item {
-            Ok(Message::Request(request)) => on_request(&shared, &conn, request).await,
+            Ok(Message::Request(request)) => on_request(&shared, &conn, &mut era, request).await,
             Ok(Message::Notification(note)) => on_notification(&shared, &conn, note),
             // We never send requests, so a response answers nothing of ours: ignore it, as servers do.
             Ok(Message::Response(_)) => {}
@@ -138,12 +141,24 @@ fn frame_error_reply(e: &FrameError) -> Message {
     Message::error(id, ErrorObject::new(code, e.to_string()))
 }
 
-async fn on_request(shared: &Arc<Shared>, conn: &Arc<Conn>, request: Request) {
+async fn on_request(shared: &Arc<Shared>, conn: &Arc<Conn>, era: &mut ConnEra, request: Request) {
     let Request { id, method, params } = request;
     let is_call = method == method::TOOLS_CALL;
     if is_call {
         Counters::bump(&shared.counters.received);
     }
+    match method.as_str() {
+        method::INITIALIZE => Counters::bump(&shared.counters.initializes),
+        DISCOVER => Counters::bump(&shared.counters.discovers),
+        _ => {}
+    }
+    let route = methods::route(shared, era, &method, params.as_ref());
+    if matches!(route, Route::Ignore) {
+        // Never answered, never in the table: a later cancellation of it is ignored as unknown.
+        return;
+    }
+    // Modern results carry `resultType` and the `serverInfo` stamp; the cacheable ones `ttlMs` and `cacheScope`.
+    let modern = matches!(route, Route::Serve { modern: true }).then_some(method == method::TOOLS_LIST);
     let refusal = {
         let inflight = conn.inflight();
         if inflight.contains_key(&id) {
@@ -162,26 +177,35 @@ async fn on_request(shared: &Arc<Shared>, conn: &Arc<Conn>, request: Request) {
         let _ = conn.out.send(Message::error(Some(id), error)).await;
         return;
     }
-    let job = match method.as_str() {
-        method::TOOLS_CALL => call::prepare(shared, params),
-        method::INITIALIZE => Job::Reply(methods::initialize(shared, params.as_ref()), None),
-        method::PING => Job::Reply(Ok(json!({})), None),
-        method::TOOLS_LIST => Job::Reply(methods::list_tools(shared, params.as_ref()), None),
-        other => {
-            Job::Reply(Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {other}"))), None)
-        }
+    let job = match (route, method.as_str()) {
+        // An era refusal (no envelope, a version we do not serve, the other era's lifecycle) is an answer like
+        // any other: it waits out a hang and can be cancelled.
+        (Route::Refuse(error), _) => Job::Reply(Err(error), is_call.then_some(Outcome::Errored)),
+        (Route::Ignore, _) => return,
+        (Route::Serve { .. }, method) => match method {
+            method::TOOLS_CALL => call::prepare(shared, params),
+            method::INITIALIZE => Job::Reply(methods::initialize(shared, params.as_ref()), None),
+            DISCOVER => Job::Reply(methods::discover(shared), None),
+            method::PING => Job::Reply(Ok(json!({})), None),
+            method::TOOLS_LIST => Job::Reply(methods::list_tools(shared, params.as_ref()), None),
+            other => Job::Reply(
+                Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {other}"))),
+                None,
+            ),
+        },
     };
     // The slot exists before the task can look for it; the abort handle is filled in right after the spawn, before
     // the reader reads (and could act on) the next message.
     conn.inflight().insert(id.clone(), Slot { task: None, call: is_call });
-    let task = tokio::spawn(answer(shared.clone(), conn.clone(), id.clone(), job));
+    let task = tokio::spawn(answer(shared.clone(), conn.clone(), id.clone(), job, modern));
     if let Some(slot) = conn.inflight().get_mut(&id) {
         slot.task = Some(task.abort_handle());
     }
 }
 
 /// Runs one request and sends its answer, unless it was cancelled first. While the server is hung the answer waits.
-async fn answer(shared: Arc<Shared>, conn: Arc<Conn>, id: RequestId, job: Job) {
+/// `modern` is `Some(cacheable)` for a modern-era request: its result gets the modern stamps.
+async fn answer(shared: Arc<Shared>, conn: Arc<Conn>, id: RequestId, job: Job, modern: Option<bool>) {
     let (result, outcome, held) = match job {
         Job::Reply(result, outcome) => (result, outcome, None),
         Job::Call(call) => {
@@ -199,7 +223,12 @@ async fn answer(shared: Arc<Shared>, conn: Arc<Conn>, id: RequestId, job: Job) {
         None => {}
     }
     let reply = match result {
-        Ok(value) => Message::result(id, value),
+        Ok(mut value) => {
+            if let Some(cacheable) = modern {
+                methods::stamp_modern(&shared, &mut value, cacheable);
+            }
+            Message::result(id, value)
+        }
         Err(error) => Message::error(Some(id), error),
     };
     let _ = conn.out.send(reply).await;

@@ -1,6 +1,7 @@
 //! Scripted fake MCP servers.
 //!
-//! A fake speaks the real wire protocol (JSON-RPC 2.0 in newline-delimited frames, MCP 2025-11-25) exactly as real
+//! A fake speaks the real wire protocol (JSON-RPC 2.0 in newline-delimited frames; MCP 2025-11-25 with the
+//! `initialize` handshake, 2026-07-28 with `server/discover` and per-request `_meta`, or both) exactly as real
 //! servers do; only its behaviour is scripted: each tool's latency distribution, error rate and kind, progress, a
 //! worker pool shared by all connections, and runtime faults through [`FakeControl`].
 //!
@@ -9,7 +10,8 @@
 //!
 //! Map: `config` (the scenario-file section) · `latency` (distributions) · `args` (argument checks, reply
 //! templates) · `server` (shared state, accept loop) · `conn` (one connection: reader, tasks, writer) · `call` (one
-//! tool call) · `methods` (initialize, tools/list) · `workers` (the resizable pool) · `control` (faults) · `stats`.
+//! tool call) · `methods` (both eras' lifecycles: initialize, server/discover, the `_meta` envelope; tools/list) ·
+//! `workers` (the resizable pool) · `control` (faults) · `stats`.
 
 mod args;
 mod call;
@@ -28,7 +30,9 @@ mod tests;
 
 use std::io::Write;
 
-pub use config::{ConfigError, DEFAULT_REPLY, ErrorKind, FakeServerConfig, ToolConfig};
+pub use config::{
+    ConfigError, DEFAULT_REPLY, ErrorKind, FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, both_eras,
+};
 pub use control::{FakeControl, Faults};
 pub use latency::{LatencyDist, LatencyDraw, MAX_LATENCY};
 pub use listener::Listener;

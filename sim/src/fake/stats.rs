@@ -30,6 +30,10 @@ pub struct FakeStats {
     pub connections_total: u64,
     /// Incoming frames rejected as malformed (each answered with a JSON-RPC error).
     pub rejected_frames: u64,
+    /// `initialize` requests received (legacy handshakes, and modern connections' refused ones).
+    pub initializes: u64,
+    /// `server/discover` requests received (era probes, and the modern era's pings).
+    pub discovers: u64,
 }
 
 #[derive(Debug, Default)]
@@ -44,6 +48,8 @@ pub(crate) struct Counters {
     pub connections: AtomicU64,
     pub connections_total: AtomicU64,
     pub rejected_frames: AtomicU64,
+    pub initializes: AtomicU64,
+    pub discovers: AtomicU64,
 }
 
 impl Counters {
@@ -72,6 +78,8 @@ impl Counters {
             connections: get(&self.connections),
             connections_total: get(&self.connections_total),
             rejected_frames: get(&self.rejected_frames),
+            initializes: get(&self.initializes),
+            discovers: get(&self.discovers),
         }
     }
 }

@@ -10,7 +10,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::fake::{FakeServerConfig, ToolConfig};
+use crate::fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, both_eras};
 
 /// A duration written with a unit: `"250ms"`, `"2s"`, `"1m30s"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -146,6 +146,17 @@ pub struct ServerSpec {
     pub page_size: Option<usize>,
     /// The tools (`[[servers.tools]]`), listed in this order.
     pub tools: Vec<ToolConfig>,
+    /// Protocol eras served: `"legacy"` (the `initialize` handshake), `"modern"` (2026-07-28: `server/discover` and
+    /// the per-request `_meta` envelope). Both by default; the first request of a connection picks one.
+    #[serde(default = "both_eras")]
+    pub eras: Vec<ProtocolEra>,
+    /// `ttlMs` of modern cacheable results (`server/discover`, `tools/list`).
+    #[serde(default)]
+    pub cache_ttl_ms: u64,
+    /// A legacy-only server's answer to `server/discover`: `"method_not_found"` (-32601), `"invalid_params"`
+    /// (-32602, as Python `mcp` 1.x) or `"silent"` (none: the client's probe times out).
+    #[serde(default)]
+    pub legacy_discover: LegacyDiscover,
 }
 
 fn one() -> usize {
@@ -402,6 +413,9 @@ impl ServerSpec {
             page_size: self.page_size,
             seed: replica_seed(seed, &self.name, replica),
             tools: self.tools.clone(),
+            eras: self.eras.clone(),
+            cache_ttl_ms: self.cache_ttl_ms,
+            legacy_discover: self.legacy_discover,
         }
     }
 }

@@ -7,26 +7,36 @@ use mcpstorm_core::cancel::CancelToken;
 use mcpstorm_core::conn::CallOptions;
 use mcpstorm_core::error::{CallError, LocalError};
 use mcpstorm_core::mcp::LATEST_PROTOCOL_VERSION;
+use mcpstorm_core::session::{Era, MODERN_PROTOCOL_VERSIONS};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep};
 
 use super::*;
-use crate::fake::ErrorKind;
+use crate::fake::{ErrorKind, ProtocolEra, both_eras};
 
 #[tokio::test(start_paused = true)]
-async fn handshake_and_paginated_tools_list() {
-    let tools = (0..5).map(|i| ToolConfig::new(format!("t{i}"))).collect();
-    let fake = server(FakeServerConfig { page_size: Some(2), ..config(tools) });
-    let client = client(&fake);
-    let session = client.session().await.expect("handshake");
-    assert_eq!(session.init.protocol_version, LATEST_PROTOCOL_VERSION);
-    assert_eq!((session.init.server_info.name.as_str(), session.init.server_info.version.as_str()), ("test", "9.9.9"));
-    assert!(session.init.tools_list_changed());
-    let listed = client.list_tools().await.expect("tools/list");
-    let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["t0", "t1", "t2", "t3", "t4"]);
-    assert_eq!(listed[0].input_schema, json!({"type": "object"}));
+async fn handshake_and_paginated_tools_list_in_every_era() {
+    let cases = [
+        (vec![ProtocolEra::Legacy], Era::Legacy, LATEST_PROTOCOL_VERSION),
+        (vec![ProtocolEra::Modern], Era::Modern, MODERN_PROTOCOL_VERSIONS[0]),
+        (both_eras(), Era::Modern, MODERN_PROTOCOL_VERSIONS[0]),
+    ];
+    for (eras, era, version) in cases {
+        let tools = (0..5).map(|i| ToolConfig::new(format!("t{i}"))).collect();
+        let fake = server(FakeServerConfig { page_size: Some(2), eras: eras.clone(), ..config(tools) });
+        let client = client(&fake);
+        let session = client.session().await.expect("handshake");
+        assert_eq!((session.era, session.init.protocol_version.as_str()), (era, version), "{eras:?}");
+        let info = &session.init.server_info;
+        assert_eq!((info.name.as_str(), info.version.as_str()), ("test", "9.9.9"), "{eras:?}");
+        assert!(session.init.tools_list_changed(), "{eras:?}");
+        let listed = client.list_tools().await.expect("tools/list");
+        let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["t0", "t1", "t2", "t3", "t4"], "{eras:?}");
+        assert_eq!(listed[0].input_schema, json!({"type": "object"}));
+        client.ping().await.expect("ping (server/discover in the modern era)");
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -3,6 +3,7 @@
 
 mod client;
 mod control;
+mod eras;
 mod wire;
 
 use std::sync::Arc;
@@ -50,7 +51,17 @@ fn server(config: FakeServerConfig) -> FakeServer {
 
 /// A server named "test" with the given tools.
 fn config(tools: Vec<ToolConfig>) -> FakeServerConfig {
-    FakeServerConfig { name: "test".into(), version: "9.9.9".into(), workers: None, page_size: None, seed: 1, tools }
+    FakeServerConfig {
+        name: "test".into(),
+        version: "9.9.9".into(),
+        workers: None,
+        page_size: None,
+        seed: 1,
+        tools,
+        eras: super::both_eras(),
+        cache_ttl_ms: 0,
+        legacy_discover: super::LegacyDiscover::default(),
+    }
 }
 
 fn fixed(name: &str, ms: f64) -> ToolConfig {
