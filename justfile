@@ -42,6 +42,8 @@ serve-fake *ARGS:
 # Install the real MCP servers the interop tests talk to (pinned versions).
 peers:
     python3 -m pip install --quiet -r tests/peers/requirements.txt
+    python3 -m venv target/peers/mcp1
+    target/peers/mcp1/bin/pip install --quiet -r tests/peers/requirements-mcp1.txt
     npm ci --prefix tests/peers --no-audit --no-fund
 
 # What CI runs: peers, lints, the tests with missing peers treated as failures, then the smoke scenario.
