@@ -1,6 +1,7 @@
 //! The `mcpstorm` command line. Exit codes: 0 success, 1 a failed call or check, 2 bad input (arguments, config
 //! files, tool arguments, unknown tools).
 
+mod diagnose;
 mod peer;
 mod serve_fake;
 mod sim;
@@ -27,6 +28,9 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Call one tool and print its result.
     Call(CallArgs),
+    /// Check a server layer by layer: connect, handshake, version, tools and schemas, auth, ping, a sample call and
+    /// session renewal.
+    Diagnose(diagnose::DiagnoseArgs),
     /// Run a scenario in the simulator and write its report.
     Sim(SimArgs),
     /// Run a scripted fake MCP server on loopback TCP.
@@ -62,6 +66,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Sim(args) => sim::run(args),
         Command::Tools(args) => live(peer::tools(args)),
         Command::Call(args) => live(peer::call(args)),
+        Command::Diagnose(args) => live(diagnose::run(args)),
         Command::ServeFake(args) => live(serve_fake::run(args)),
         Command::Validate(args) => validate::run(args),
     }

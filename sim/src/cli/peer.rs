@@ -58,24 +58,35 @@ pub struct CallArgs {
 }
 
 impl ServerArgs {
-    fn client(&self) -> Result<McpClient, Failure> {
-        let dialer: Arc<dyn Dialer> = match (&self.target.stdio, &self.target.tcp) {
+    /// The dialer for `--stdio` or `--tcp`; an unparseable `--stdio` command is bad input.
+    pub(super) fn dialer(&self) -> Result<Arc<dyn Dialer>, Failure> {
+        match (&self.target.stdio, &self.target.tcp) {
             (Some(cmd), _) => {
                 let words = shlex::split(cmd).filter(|w| !w.is_empty());
                 let Some(mut words) = words else {
                     return Err(Failure::BadInput(format!("cannot parse --stdio command {cmd:?}")));
                 };
                 let program = words.remove(0);
-                Arc::new(StdioDialer::new(program, words))
+                Ok(Arc::new(StdioDialer::new(program, words)))
             }
-            (None, Some(addr)) => Arc::new(TcpDialer { addr: addr.clone() }),
-            (None, None) => return Err(Failure::BadInput("give --stdio or --tcp".into())),
-        };
+            (None, Some(addr)) => Ok(Arc::new(TcpDialer { addr: addr.clone() })),
+            (None, None) => Err(Failure::BadInput("give --stdio or --tcp".into())),
+        }
+    }
+
+    /// The client settings these flags ask for (`--timeout`, `--retries`).
+    pub(super) fn config(&self) -> Result<ClientConfig, Failure> {
         if !(self.timeout.is_finite() && self.timeout > 0.0) {
             return Err(Failure::BadInput(format!("--timeout must be a positive number, got {}", self.timeout)));
         }
         let mut config = ClientConfig { lifecycle_retries: self.retries, ..ClientConfig::default() };
         config.connection.first_response = Duration::from_secs_f64(self.timeout);
+        Ok(config)
+    }
+
+    fn client(&self) -> Result<McpClient, Failure> {
+        let dialer = self.dialer()?;
+        let config = self.config()?;
         let name = dialer.describe();
         Ok(McpClient::new(name, dialer, config).with_observer(Arc::new(TracingObserver)))
     }
