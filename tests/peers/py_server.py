@@ -2,13 +2,26 @@
 
 Tools: `sleep_ms` (async, so many concurrent calls overlap on one connection),
 `echo`, and `slow_progress` (reports progress each step; used for progress and
-cancellation tests). Run with: python3 tests/peers/py_server.py
+cancellation tests).
+
+The same file serves both SDK generations, so the era matrix compares one set of tools:
+- mcp 2.x (MCPServer, both protocol eras): python3 tests/peers/py_server.py
+- mcp 1.x (FastMCP, handshake era only): target/peers/mcp1/bin/python tests/peers/py_server.py
 """
 
 import anyio
-from mcp.server.mcpserver import Context, MCPServer
+try:
+    from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver import MCPServer as Server
 
-mcp = MCPServer("mcpstorm-py-peer")
+    NAME = "mcpstorm-py-peer"
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import Context
+    from mcp.server.fastmcp import FastMCP as Server
+
+    NAME = "mcpstorm-py1-peer"
+
+mcp = Server(NAME)
 
 
 @mcp.tool()

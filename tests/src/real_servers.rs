@@ -47,7 +47,7 @@ fn python_mcp1() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("target/peers/mcp1/bin/python"))
 }
 
-/// The Python `mcp` SDK 1.x server in `tests/peers/py_server_v1.py`: legacy (handshake) era only.
+/// The Python `mcp` SDK 1.x serving `tests/peers/py_server.py` (the same tools): legacy (handshake) era only.
 pub fn python_mcp1_server() -> Option<StdioDialer> {
     let python = python_mcp1();
     let check = "import importlib.metadata as m, mcp.server.fastmcp; assert m.version('mcp').startswith('1.')";
@@ -59,7 +59,7 @@ pub fn python_mcp1_server() -> Option<StdioDialer> {
              (or point MCPSTORM_PYTHON_MCP1 at a Python with mcp 1.x)",
         );
     }
-    let script = repo_root().join("tests/peers/py_server_v1.py");
+    let script = repo_root().join("tests/peers/py_server.py");
     Some(StdioDialer::new(python.to_string_lossy().into_owned(), [script.to_string_lossy().into_owned()]))
 }
 
