@@ -5,13 +5,14 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::{Command, Stdio};
 use std::thread;
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcpstorm");
+mod common;
+
+use common::{BIN, Fake};
 const LAYERS: [&str; 8] = ["connect", "handshake", "version", "tools", "auth", "ping", "call", "renewal"];
 
 fn repo_root() -> PathBuf {
@@ -91,44 +92,6 @@ fn diagnose(args: &[&str]) -> Run {
         code: o.status.code(),
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-/// `mcpstorm serve-fake` as a child process, killed (by its own handle) when dropped.
-struct Fake {
-    child: Child,
-    addr: String,
-}
-
-impl Fake {
-    fn start(config: Option<&str>) -> Fake {
-        let mut cmd = Command::new(BIN);
-        cmd.arg("serve-fake");
-        let dir = std::env::temp_dir().join(format!("mcpstorm-diagnose-{}", std::process::id()));
-        if let Some(toml) = config {
-            std::fs::create_dir_all(&dir).expect("temp dir");
-            static SEQ: AtomicUsize = AtomicUsize::new(0);
-            let path = dir.join(format!("fake-{}.toml", SEQ.fetch_add(1, Ordering::Relaxed)));
-            std::fs::write(&path, toml).expect("write fake config");
-            cmd.arg(path);
-        }
-        let mut child = cmd
-            .args(["--listen", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start serve-fake");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("piped stdout")).read_line(&mut line).expect("read address");
-        let addr = line.trim().strip_prefix("listening on ").expect("listening on <addr>").to_owned();
-        Fake { child, addr }
-    }
-}
-
-impl Drop for Fake {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
