@@ -3,6 +3,7 @@ use std::time::Duration;
 use crate::conn::ConnectionConfig;
 use crate::mcp::{Implementation, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::rt::SeededRng;
+use crate::session::ext::{Credential, GatewayProfile};
 use crate::session::{EraMode, MODERN_PROTOCOL_VERSIONS};
 use crate::transport::DEFAULT_MAX_FRAME;
 
@@ -18,6 +19,8 @@ use crate::transport::DEFAULT_MAX_FRAME;
 /// | `backoff`           | 1, 2, 4, 8 s capped at 10 s, ±20% jitter                            |
 /// | `max_frame`         | 16 MiB  | largest incoming frame                                    |
 /// | `max_tool_pages`    | 1000    | `tools/list` pages followed before giving up (a cursor loop guard) |
+/// | `profile`           | default | session and schema behaviour; `naive` reproduces the seed's failures |
+/// | `credentials`       | none    | offered to servers that declare auth schemes (first accepted wins) |
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     pub connection: ConnectionConfig,
@@ -36,6 +39,10 @@ pub struct ClientConfig {
     pub protocol_versions: Vec<String>,
     /// Modern (per-request `_meta`) versions we speak, newest first; the first is the one we probe with.
     pub modern_protocol_versions: Vec<String>,
+    /// Session and schema behaviour (see [`GatewayProfile`]).
+    pub profile: GatewayProfile,
+    /// Credentials for servers that declare auth schemes; never printed (see [`crate::session::ext::Secret`]).
+    pub credentials: Vec<Credential>,
 }
 
 impl Default for ClientConfig {
@@ -53,6 +60,8 @@ impl Default for ClientConfig {
             client_info: Implementation::new("mcpstorm", env!("CARGO_PKG_VERSION")),
             protocol_versions: SUPPORTED_PROTOCOL_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
             modern_protocol_versions: MODERN_PROTOCOL_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
+            profile: GatewayProfile::default(),
+            credentials: Vec::new(),
         }
     }
 }

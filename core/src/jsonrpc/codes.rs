@@ -23,6 +23,13 @@ impl ErrorCode {
     /// MCP 2026-07-28: the request's protocol version is not one the server serves; `data.supported` lists those it
     /// does, `data.requested` echoes ours.
     pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
+    /// The request named a session the server no longer has (expired, dropped, never granted). The TypeScript SDK's
+    /// streamable-HTTP server answers "Session not found" with this code; our session extension uses it on every
+    /// transport (see [`crate::session::ext`]). The server rejects such a request before running it.
+    pub const SESSION_NOT_FOUND: ErrorCode = ErrorCode(-32001);
+    /// The credential's scheme is not one the server accepts (the seed's `MCP_AUTH_MISMATCH`);
+    /// `data.accepted` lists the schemes it does. Rejected before running the request.
+    pub const AUTH_MISMATCH: ErrorCode = ErrorCode(-32003);
 
     /// Human name for logs and reports.
     pub fn name(self) -> &'static str {
@@ -37,6 +44,8 @@ impl ErrorCode {
             Self::HEADER_MISMATCH => "header mismatch",
             Self::MISSING_REQUIRED_CLIENT_CAPABILITY => "missing required client capability",
             Self::UNSUPPORTED_PROTOCOL_VERSION => "unsupported protocol version",
+            Self::SESSION_NOT_FOUND => "session not found",
+            Self::AUTH_MISMATCH => "auth mismatch",
             ErrorCode(-32099..=-32000) => "server error",
             _ => "application error",
         }

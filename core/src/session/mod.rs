@@ -110,6 +110,7 @@
 
 mod cache;
 mod detect;
+pub mod ext;
 mod wire;
 
 use serde::{Deserialize, Serialize};
