@@ -7,12 +7,14 @@
 //! | lifecycle | yes                            | up to 3 times with backoff            |
 //! | transport | yes; every pending call fails  | only idempotent calls                 |
 //! | local     | only a stalled stream          | idempotent calls, unless cancelled or out of deadline |
+//! | auth      | never                          | never: a credential does not start matching by itself |
 
 use std::fmt;
 use std::time::Duration;
 
 use crate::jsonrpc::ErrorObject;
 use crate::schema::{ArgumentError, SchemaError};
+use crate::session::ext::AuthScheme;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ErrorClass {
@@ -20,6 +22,8 @@ pub enum ErrorClass {
     Lifecycle,
     Transport,
     Local,
+    /// No configured credential is accepted by the server ([`AuthError`]).
+    Auth,
 }
 
 impl ErrorClass {
@@ -29,6 +33,7 @@ impl ErrorClass {
             ErrorClass::Lifecycle => "lifecycle",
             ErrorClass::Transport => "transport",
             ErrorClass::Local => "local",
+            ErrorClass::Auth => "auth",
         }
     }
 }
@@ -113,6 +118,19 @@ pub enum LocalError {
     UnusableSchema(SchemaError),
 }
 
+/// Auth-scheme negotiation failed (see [`crate::session::ext`]). Names schemes only, never a credential.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// None of our credentials is for a scheme the server accepts (declared at connect, or named by its
+    /// `MCP_AUTH_MISMATCH` answer after it rotated schemes). Nothing was sent with a wrong credential.
+    #[error("no configured credential for the server's auth schemes: it accepts [{}], we have [{}]", schemes(.accepted), schemes(.offered))]
+    Mismatch { accepted: Vec<AuthScheme>, offered: Vec<AuthScheme> },
+}
+
+fn schemes(list: &[AuthScheme]) -> String {
+    list.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+}
+
 /// How one call ended when it did not succeed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CallError {
@@ -128,6 +146,8 @@ pub enum CallError {
     Transport(#[from] TransportError),
     #[error(transparent)]
     Local(#[from] LocalError),
+    #[error(transparent)]
+    Auth(#[from] AuthError),
 }
 
 impl CallError {
@@ -137,6 +157,7 @@ impl CallError {
             CallError::Lifecycle(_) => ErrorClass::Lifecycle,
             CallError::Transport(_) => ErrorClass::Transport,
             CallError::Local(_) => ErrorClass::Local,
+            CallError::Auth(_) => ErrorClass::Auth,
         }
     }
 
@@ -145,14 +166,14 @@ impl CallError {
         match self {
             CallError::Protocol(_) | CallError::MalformedResponse(_) => false,
             CallError::Lifecycle(_) | CallError::Transport(_) => true,
-            CallError::Local(_) => false,
+            CallError::Local(_) | CallError::Auth(_) => false,
         }
     }
 
     /// Whether repeating the call could help, given whether the operation is idempotent.
     pub fn retry_allowed(&self, idempotent: bool) -> bool {
         match self {
-            CallError::Protocol(_) | CallError::MalformedResponse(_) => false,
+            CallError::Protocol(_) | CallError::MalformedResponse(_) | CallError::Auth(_) => false,
             CallError::Lifecycle(e) => !matches!(e, LifecycleError::VersionMismatch { .. }),
             CallError::Transport(TransportError::SpawnFailed(_)) => false,
             CallError::Transport(_) => idempotent,
@@ -201,5 +222,13 @@ mod tests {
         assert!(!cancelled.retry_allowed(true));
         let queue = CallError::Local(LocalError::QueueTimeout(Duration::from_secs(1)));
         assert!(queue.retry_allowed(true) && !queue.closes_connection());
+
+        let auth = CallError::Auth(AuthError::Mismatch { accepted: vec![AuthScheme::Jwt], offered: vec![] });
+        assert_eq!((auth.class(), auth.label()), (ErrorClass::Auth, "auth"));
+        assert!(!auth.retry_allowed(true) && !auth.closes_connection());
+        assert_eq!(
+            auth.to_string(),
+            "no configured credential for the server's auth schemes: it accepts [mcp-jwt], we have []"
+        );
     }
 }

@@ -30,4 +30,4 @@ pub mod transport;
 pub use cancel::CancelToken;
 pub use client::{ClientConfig, McpClient};
 pub use conn::{CallOptions, Connection, ConnectionConfig, Lane};
-pub use error::{CallError, ErrorClass, LifecycleError, LocalError, TransportError};
+pub use error::{AuthError, CallError, ErrorClass, LifecycleError, LocalError, TransportError};

@@ -4,6 +4,7 @@
 
 mod config;
 pub(crate) mod handshake;
+mod session_stats;
 mod tools;
 
 use std::sync::Arc;
@@ -13,16 +14,19 @@ use serde_json::{Value, json};
 use tokio::time::{Instant, sleep, timeout};
 
 pub use config::{Backoff, ClientConfig};
+pub use session_stats::SessionStats;
 
 use crate::conn::{CallOptions, Connection, ConnectionParts, Lane, NotificationHandler};
 use crate::error::{CallError, LocalError, TransportError};
 use crate::limit::InFlightLimit;
 use crate::mcp::{CallToolResult, InitializeResult, Tool, method};
-use crate::observe::{ConnId, NoopObserver, Observer};
-use crate::rt::{Dialer, SeededRng};
+use crate::observe::{ConnId, Event, NoopObserver, Observer, SessionEvent};
+use crate::rt::{Clock, Dialer, SeededRng, TokioClock};
 use crate::schema::{ArgumentError, Capabilities, SchemaCache};
+use crate::session::ext::SessionGrant;
 use crate::session::{self, Era, EraCache};
 use crate::transport::line_transport;
+use session_stats::SessionCounters;
 use tools::ToolCache;
 
 /// A live connection with its handshake result and tool cache.
@@ -50,6 +54,9 @@ pub struct McpClient {
     eras: EraCache,
     /// Compiled tool schemas, kept across sessions and reused while the tool list's hash is unchanged.
     schemas: SchemaCache,
+    /// Wall time for the naive profile's expiry belief and for history timestamps; monotonic time is tokio's.
+    clock: Arc<dyn Clock>,
+    session_counters: SessionCounters,
 }
 
 impl McpClient {
@@ -65,7 +72,28 @@ impl McpClient {
             conn_seq: AtomicU64::new(0),
             eras: EraCache::default(),
             schemas: SchemaCache::default(),
+            // Wall time counted from 0 at creation: enough for history timestamps when the embedder gives no clock.
+            // Session expiry never reads it (only the naive profile does, on purpose).
+            clock: Arc::new(TokioClock::new(0)),
+            session_counters: SessionCounters::default(),
         }
+    }
+
+    /// The clock for wall time (the simulator passes its per-host `SimClock`, so skew reaches the client).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// How many session events of each kind this client has seen.
+    pub fn session_stats(&self) -> SessionStats {
+        self.session_counters.snapshot()
+    }
+
+    /// Counts a session event and reports it to the observer.
+    fn session_event(&self, what: SessionEvent) {
+        self.session_counters.bump(what);
+        self.observer.event(&Event::Session { server: &self.server, what });
     }
 
     pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
@@ -149,7 +177,12 @@ impl McpClient {
             },
         );
         match session::establish(&conn, &self.config, &self.eras, &self.server).await {
-            Ok(est) => Ok(Session { conn, init: Arc::new(est.init), era: est.era, tools }),
+            Ok(est) => {
+                if SessionGrant::from_result_meta(est.init.extra.get("_meta")).is_some() {
+                    self.session_event(SessionEvent::Granted);
+                }
+                Ok(Session { conn, init: Arc::new(est.init), era: est.era, tools })
+            }
             Err(e) => {
                 conn.shutdown();
                 Err(e)

@@ -9,7 +9,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
-use crate::error::{CallError, LifecycleError, LocalError, TransportError};
+use crate::error::{AuthError, CallError, LifecycleError, LocalError, TransportError};
 use crate::mcp::CallToolResult;
 use crate::rt::Clock;
 use crate::schema::ContentHash;
@@ -51,6 +51,8 @@ impl CallStatus {
         match e {
             CallError::Protocol(_) | CallError::MalformedResponse(_) => CallStatus::Error,
             CallError::Lifecycle(_) | CallError::Transport(_) => CallStatus::Error,
+            // Decided here before sending with a credential the server would refuse.
+            CallError::Auth(_) => CallStatus::Rejected,
             CallError::Local(l) => match l {
                 LocalError::FirstResponseTimeout(_) | LocalError::IdleTimeout(_) | LocalError::DeadlineExceeded => {
                     CallStatus::Timeout
@@ -132,6 +134,7 @@ impl CallCode {
                 LocalError::UnknownTool(_) => "unknown_tool",
                 LocalError::UnusableSchema(_) => "unusable_schema",
             }),
+            CallError::Auth(AuthError::Mismatch { .. }) => Self::label("auth_mismatch"),
         }
     }
 

@@ -51,6 +51,60 @@ pub enum Event<'a> {
     CancelSent {
         conn: ConnId,
     },
+    /// Something happened to the session (the mcpstorm session extension, see [`crate::session::ext`]) a client
+    /// holds with `server`. Counted as well in [`crate::client::SessionStats`].
+    Session {
+        server: &'a str,
+        what: SessionEvent,
+    },
+}
+
+/// What happened to a session. Emitted by [`crate::client::McpClient`]; a server that grants no session (plain MCP)
+/// produces none of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SessionEvent {
+    /// A server granted a session (at connect, or a new one after a re-handshake).
+    Granted,
+    /// A renewal extended the session.
+    Renewed,
+    /// The client replaced its session with a new one: the lease ran into its margin, a renewal was refused, the
+    /// server said session-not-found, or it rotated its auth schemes.
+    Rehandshake,
+    /// A server answered a request with session-not-found.
+    NotFound,
+    /// A call refused before it ran (session-not-found, auth mismatch) was sent again on a new session.
+    Resent,
+    /// No configured credential matched the server's schemes, or the server answered `MCP_AUTH_MISMATCH`.
+    AuthMismatch,
+}
+
+impl SessionEvent {
+    pub const ALL: [SessionEvent; 6] = [
+        SessionEvent::Granted,
+        SessionEvent::Renewed,
+        SessionEvent::Rehandshake,
+        SessionEvent::NotFound,
+        SessionEvent::Resent,
+        SessionEvent::AuthMismatch,
+    ];
+
+    /// A stable snake_case label for metrics and event logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionEvent::Granted => "granted",
+            SessionEvent::Renewed => "renewed",
+            SessionEvent::Rehandshake => "rehandshake",
+            SessionEvent::NotFound => "not_found",
+            SessionEvent::Resent => "resent",
+            SessionEvent::AuthMismatch => "auth_mismatch",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 pub trait Observer: Send + Sync + Debug + 'static {
@@ -76,7 +130,9 @@ impl Observer for TracingObserver {
             Event::RequestFinished { error: None, .. } | Event::CancelSent { .. } => {
                 tracing::trace!(?event)
             }
+            Event::Session { what: SessionEvent::NotFound | SessionEvent::AuthMismatch, .. } => tracing::info!(?event),
             Event::RequestFinished { error: Some(_), .. }
+            | Event::Session { .. }
             | Event::ConnectionOpened { .. }
             | Event::LateResponseDropped { .. }
             | Event::ConnectionClosed { reason: TransportError::Shutdown, .. } => tracing::debug!(?event),
