@@ -3,6 +3,7 @@
 //! has failed. Session management across protocol eras builds on this later.
 
 mod config;
+mod drift;
 pub(crate) mod handshake;
 mod session_stats;
 mod tools;
@@ -14,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::time::{Instant, sleep, timeout};
 
 pub use config::{Backoff, ClientConfig};
+pub use drift::{DriftStats, RefetchReason};
 pub use session_stats::SessionStats;
 
 use crate::conn::{CallOptions, Connection, ConnectionParts, Lane, NotificationHandler};
@@ -23,10 +25,12 @@ use crate::mcp::{CallToolResult, InitializeResult, Tool, method};
 use crate::observe::{ConnId, Event, NoopObserver, Observer, SessionEvent};
 use crate::rt::{Clock, Dialer, SeededRng, TokioClock};
 use crate::schema::{ArgumentError, Capabilities, SchemaCache};
-use crate::session::ext::SessionGrant;
+use crate::session::ext::{GatewayProfile, SessionGrant};
 use crate::session::{self, Era, EraCache};
 use crate::transport::line_transport;
+use drift::DriftCounters;
 use session_stats::SessionCounters;
+use tools::FetchCtx;
 use tools::ToolCache;
 
 /// A live connection with its handshake result and tool cache.
@@ -57,6 +61,9 @@ pub struct McpClient {
     /// Wall time for the naive profile's expiry belief and for history timestamps; monotonic time is tokio's.
     clock: Arc<dyn Clock>,
     session_counters: SessionCounters,
+    /// The naive profile's record: the first one fetched, kept forever (see [`GatewayProfile::Naive`]).
+    pinned: tokio::sync::Mutex<Option<Arc<Capabilities>>>,
+    drift: DriftCounters,
 }
 
 impl McpClient {
@@ -76,6 +83,8 @@ impl McpClient {
             // Session expiry never reads it (only the naive profile does, on purpose).
             clock: Arc::new(TokioClock::new(0)),
             session_counters: SessionCounters::default(),
+            pinned: tokio::sync::Mutex::new(None),
+            drift: DriftCounters::default(),
         }
     }
 
@@ -199,12 +208,45 @@ impl McpClient {
     /// compiled schemas, annotations, router hints and the list's content hash.
     pub async fn capabilities(&self) -> Result<Arc<Capabilities>, CallError> {
         let session = self.session().await?;
-        session.tools.get_or_fetch(&session.conn, &session.init, &self.schemas, &self.config).await
+        self.capabilities_of(&session).await
+    }
+
+    async fn capabilities_of(&self, session: &Session) -> Result<Arc<Capabilities>, CallError> {
+        if self.config.profile == GatewayProfile::Naive {
+            // Cached forever: across sessions, deaf to list_changed and to every drift signal.
+            let mut pinned = self.pinned.lock().await;
+            if let Some(caps) = pinned.as_ref() {
+                return Ok(caps.clone());
+            }
+            let (caps, _) = session.tools.get_or_fetch(self.fetch_ctx(session)).await?;
+            *pinned = Some(caps.clone());
+            return Ok(caps);
+        }
+        let (caps, refetched) = session.tools.get_or_fetch(self.fetch_ctx(session)).await?;
+        if let Some(reason) = refetched {
+            self.refetched(reason);
+        }
+        Ok(caps)
+    }
+
+    fn fetch_ctx<'a>(&'a self, session: &'a Session) -> FetchCtx<'a> {
+        FetchCtx { conn: &session.conn, init: &session.init, schemas: &self.schemas, config: &self.config }
+    }
+
+    fn refetched(&self, reason: RefetchReason) {
+        self.drift.refetched(reason);
+        self.observer.event(&Event::SchemaRefetched { server: &self.server, reason });
     }
 
     /// How many tools' schemas this client has compiled (re-fetches with an unchanged hash add nothing).
     pub fn schema_compilations(&self) -> u64 {
         self.schemas.compilations()
+    }
+
+    /// Schema-drift counters: re-fetches by reason, calls resent after one, calls stopped locally by the fresh
+    /// schema.
+    pub fn drift_stats(&self) -> DriftStats {
+        self.drift.snapshot()
     }
 
     /// Calls a tool. Arguments must be a JSON object; the tool must be one the server lists. A tool-level failure
@@ -213,6 +255,10 @@ impl McpClient {
     /// Arguments are checked against the tool's `inputSchema` first: invalid ones fail with
     /// [`LocalError::InvalidArguments`] (naming the JSON pointer) and nothing is sent. A successful result's
     /// `structuredContent` is checked against the `outputSchema`; a mismatch is [`CallError::MalformedResponse`].
+    ///
+    /// When the outcome signals schema drift (see [`drift`]'s table), the tool list is fetched again and a call the
+    /// server rejected is re-checked against the fresh schema: resent once if it passes, failed locally if not.
+    /// One deadline covers both attempts.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -222,11 +268,43 @@ impl McpClient {
         if !arguments.is_object() {
             return Err(LocalError::InvalidArguments(ArgumentError::not_an_object(name, &arguments)).into());
         }
+        let opts = CallOptions {
+            deadline: Some(opts.deadline.unwrap_or_else(|| Instant::now() + self.config.connection.call_deadline)),
+            ..opts
+        };
         let session = self.session().await?;
-        let caps = session.tools.get_or_fetch(&session.conn, &session.init, &self.schemas, &self.config).await?;
+        let caps = self.capabilities_of(&session).await?;
+        let first = self.send_checked(&session, &caps, name, &arguments, opts.clone()).await;
+        if self.config.profile == GatewayProfile::Naive {
+            return first;
+        }
+        let Some((reason, server)) = drift::signal(&first, &caps) else {
+            return first;
+        };
+        let (fresh, fetched) = session.tools.refetch_after(self.fetch_ctx(&session), &caps, server).await?;
+        if fetched {
+            self.refetched(reason);
+        }
+        if !reason.rejected_call() || fresh.hash() == caps.hash() {
+            return first;
+        }
+        let again = self.send_checked(&session, &fresh, name, &arguments, opts).await;
+        self.drift.after_recheck(&again);
+        again
+    }
+
+    /// Checks the arguments against `caps`, sends, and checks the result's structured content.
+    async fn send_checked(
+        &self,
+        session: &Session,
+        caps: &Capabilities,
+        name: &str,
+        arguments: &Value,
+        opts: CallOptions,
+    ) -> Result<CallToolResult, CallError> {
         let tool = caps.tool(name).ok_or_else(|| LocalError::UnknownTool(name.to_owned()))?;
         let schemas = tool.schemas().map_err(|e| LocalError::UnusableSchema(e.clone()))?;
-        schemas.validate_arguments(&arguments).map_err(LocalError::InvalidArguments)?;
+        schemas.validate_arguments(arguments).map_err(LocalError::InvalidArguments)?;
         let params = json!({"name": name, "arguments": arguments});
         let result = session.conn.request(method::TOOLS_CALL, Some(params), opts).await?;
         let result: CallToolResult = serde_json::from_value(result)

@@ -4,6 +4,7 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
+use crate::client::RefetchReason;
 use crate::error::{CallError, TransportError};
 use crate::transport::FrameError;
 
@@ -56,6 +57,11 @@ pub enum Event<'a> {
     Session {
         server: &'a str,
         what: SessionEvent,
+    },
+    /// The tool list was fetched again because something said the cached one may be stale (schema drift).
+    SchemaRefetched {
+        server: &'a str,
+        reason: RefetchReason,
     },
 }
 
@@ -134,6 +140,7 @@ impl Observer for TracingObserver {
             Event::RequestFinished { error: Some(_), .. }
             | Event::Session { .. }
             | Event::ConnectionOpened { .. }
+            | Event::SchemaRefetched { .. }
             | Event::LateResponseDropped { .. }
             | Event::ConnectionClosed { reason: TransportError::Shutdown, .. } => tracing::debug!(?event),
             Event::ConnectionClosed { .. }

@@ -1,0 +1,317 @@
+//! Schema drift end to end, against a hand-played server over loopback TCP whose tool changes under the client:
+//! a required parameter appears, with or without `notifications/tools/list_changed`, rejected the TypeScript SDK's
+//! way (-32602) or the Python SDK's way (an `isError` "Input validation error" result); a version stamp changes;
+//! a modern `ttlMs` runs out. The server counts every `tools/call` it receives and every one it rejects as stale, so
+//! the tests can say exactly what reached the wire.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use mcpstorm_core::client::{ClientConfig, DriftStats, McpClient, RefetchReason};
+use mcpstorm_core::conn::CallOptions;
+use mcpstorm_core::mcp::CallToolResult;
+use mcpstorm_core::rt::TcpDialer;
+use mcpstorm_core::session::EraMode;
+use mcpstorm_core::session::ext::GatewayProfile;
+use mcpstorm_core::{CallError, LocalError};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+/// How the server rejects a call that fails its current schema.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Reject {
+    InvalidParams,
+    ToolErrorText,
+}
+
+#[derive(Debug)]
+struct State {
+    version: String,
+    /// Required properties of `query` beyond `q`.
+    extra_required: Vec<String>,
+    reject: Reject,
+    /// `ttlMs` put on tools/list results (0: none).
+    ttl_ms: u64,
+    /// Reject the next call even if it is valid (a validator briefly stricter than the published schema).
+    reject_next: bool,
+    calls: u64,
+    stale: u64,
+    lists: u64,
+}
+
+#[derive(Clone)]
+struct Drifting {
+    addr: String,
+    state: Arc<Mutex<State>>,
+    announce: Arc<Notify>,
+}
+
+impl Drifting {
+    async fn start(reject: Reject) -> Drifting {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let addr = listener.local_addr().expect("bound address").to_string();
+        let state = State {
+            version: "1.0".into(),
+            extra_required: Vec::new(),
+            reject,
+            ttl_ms: 0,
+            reject_next: false,
+            calls: 0,
+            stale: 0,
+            lists: 0,
+        };
+        let server = Drifting { addr, state: Arc::new(Mutex::new(state)), announce: Arc::new(Notify::new()) };
+        let s = server.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(s.clone().serve(stream));
+            }
+        });
+        server
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        f(&mut self.state.lock().expect("not poisoned"))
+    }
+
+    /// `query` now also requires `region` (which has a default an agent can read).
+    fn add_required(&self, version: &str) {
+        self.with(|s| {
+            s.extra_required.push("region".into());
+            s.version = version.into();
+        });
+    }
+
+    fn counts(&self) -> (u64, u64, u64) {
+        self.with(|s| (s.calls, s.stale, s.lists))
+    }
+
+    fn tools(&self) -> Value {
+        self.with(|s| {
+            let mut required = vec![json!("q")];
+            required.extend(s.extra_required.iter().map(|r| json!(r)));
+            json!([{"name": "query", "inputSchema": {"type": "object", "properties": {
+                "q": {"type": "string"}, "region": {"type": "string", "default": "eu"}}, "required": required}}])
+        })
+    }
+
+    /// The answer to a `tools/call`: validated against the current schema first, as real servers do.
+    fn call(&self, args: &Value) -> Result<Value, Value> {
+        self.with(|s| {
+            s.calls += 1;
+            let missing = s.extra_required.iter().find(|r| args.get(r.as_str()).is_none()).cloned();
+            let forced = std::mem::take(&mut s.reject_next);
+            let stamp = json!({"io.modelcontextprotocol/serverInfo": {"name": "drifting", "version": s.version}});
+            match (missing, forced) {
+                (None, false) => Ok(json!({"content": [{"type": "text", "text": "rows"}], "_meta": stamp})),
+                (missing, _) => {
+                    s.stale += 1;
+                    let why = missing.map_or("rejected".to_owned(), |m| format!("'{m}' is a required property"));
+                    match s.reject {
+                        Reject::InvalidParams => {
+                            Err(json!({"code": -32602, "message": format!("Invalid arguments: {why}")}))
+                        }
+                        Reject::ToolErrorText => Ok(json!({"isError": true,
+                            "content": [{"type": "text", "text": format!("Input validation error: {why}")}]})),
+                    }
+                }
+            }
+        })
+    }
+
+    async fn serve(self, stream: tokio::net::TcpStream) {
+        let (read, mut write) = stream.into_split();
+        let mut lines = BufReader::new(read).lines();
+        loop {
+            let line = tokio::select! {
+                biased;
+                line = lines.next_line() => match line {
+                    Ok(Some(line)) => line,
+                    _ => return,
+                },
+                () = self.announce.notified() => {
+                    let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+                    if write.write_all(format!("{note}\n").as_bytes()).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
+            let Some(id) = msg.get("id").cloned() else { continue };
+            let outcome = match msg["method"].as_str() {
+                Some("initialize") => Ok(json!({"protocolVersion": msg["params"]["protocolVersion"],
+                    "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": {"name": "drifting", "version": self.with(|s| s.version.clone())}})),
+                Some("tools/list") => {
+                    let ttl = self.with(|s| {
+                        s.lists += 1;
+                        s.ttl_ms
+                    });
+                    Ok(json!({"tools": self.tools(), "ttlMs": ttl}))
+                }
+                Some("tools/call") => self.call(&msg["params"]["arguments"]),
+                _ => Err(json!({"code": -32601, "message": "method not found"})),
+            };
+            let reply = match outcome {
+                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+            };
+            if write.write_all(format!("{reply}\n").as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+fn client(server: &Drifting, profile: GatewayProfile) -> McpClient {
+    let config = ClientConfig { era_mode: EraMode::Legacy, lifecycle_retries: 0, profile, ..ClientConfig::default() };
+    McpClient::new("drifting", Arc::new(TcpDialer { addr: server.addr.clone() }), config)
+}
+
+async fn query(c: &McpClient, args: Value) -> Result<CallToolResult, CallError> {
+    c.call_tool("query", args, CallOptions::default()).await
+}
+
+fn missing_region(outcome: Result<CallToolResult, CallError>) {
+    match outcome {
+        Err(CallError::Local(LocalError::InvalidArguments(e))) => {
+            assert_eq!(e.violations.len(), 1, "{e}");
+            assert_eq!((e.violations[0].pointer.as_str(), e.violations[0].keyword.as_str()), ("", "required"));
+            assert!(e.to_string().contains("region"), "{e}");
+        }
+        other => panic!("expected a local invalid-arguments error, got {other:?}"),
+    }
+}
+
+fn refetches(stats: DriftStats, reason: RefetchReason) -> u64 {
+    stats.refetched(reason)
+}
+
+/// The seed's incident: a required field appears and nobody says so. The first stale call is rejected by the server
+/// (either way real SDKs reject), the client re-fetches once, and from then on the same arguments fail locally
+/// naming the missing property: one stale call reached the wire, not one per call. Arguments that satisfy the new
+/// schema go through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_new_required_parameter_costs_one_stale_call() {
+    for (reject, reason) in
+        [(Reject::InvalidParams, RefetchReason::InvalidParams), (Reject::ToolErrorText, RefetchReason::ToolErrorText)]
+    {
+        let server = Drifting::start(reject).await;
+        let c = client(&server, GatewayProfile::Default);
+        assert!(!query(&c, json!({"q": "a"})).await.unwrap().is_error);
+        server.add_required("1.0");
+
+        missing_region(query(&c, json!({"q": "a"})).await);
+        assert_eq!(server.counts(), (2, 1, 2), "{reject:?}: calls, stale calls, listings");
+        for _ in 0..5 {
+            missing_region(query(&c, json!({"q": "a"})).await);
+        }
+        assert_eq!(server.counts(), (2, 1, 2), "{reject:?}: a known-stale call reached the server");
+        let ok = query(&c, json!({"q": "a", "region": "eu"})).await.unwrap();
+        assert!(!ok.is_error, "{reject:?}: {ok:?}");
+        let stats = c.drift_stats();
+        assert_eq!((refetches(stats, reason), stats.total_refetches(), stats.stopped, stats.resent), (1, 1, 1, 0));
+    }
+}
+
+/// With `list_changed` the client re-lists before the next call, so not even one stale call is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announced_change_costs_no_stale_call() {
+    let server = Drifting::start(Reject::InvalidParams).await;
+    let c = client(&server, GatewayProfile::Default);
+    query(&c, json!({"q": "a"})).await.unwrap();
+    server.add_required("1.1");
+    server.announce.notify_one();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        // Wait for the re-listing without calling the tool: any call before it would be a stale one.
+        let caps = c.capabilities().await.unwrap();
+        if caps
+            .tool("query")
+            .is_some_and(|t| t.tool().input_schema["required"].as_array().is_some_and(|r| r.len() == 2))
+        {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "list_changed did not lead to a re-listing");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    missing_region(query(&c, json!({"q": "a"})).await);
+    assert_eq!(server.counts().1, 0, "a stale call was sent after list_changed");
+    assert_eq!(refetches(c.drift_stats(), RefetchReason::ListChanged), 1);
+}
+
+/// A rejection whose re-fetched schema the call *does* pass (the server's validator was briefly stricter than
+/// what it published) is resent once and succeeds; one with an unchanged list is returned as the server said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_valid_under_the_fresh_schema_is_resent_once() {
+    let server = Drifting::start(Reject::InvalidParams).await;
+    let c = client(&server, GatewayProfile::Default);
+    query(&c, json!({"q": "a"})).await.unwrap();
+    server.add_required("1.0");
+    server.with(|s| s.reject_next = true);
+    let ok = query(&c, json!({"q": "a", "region": "us"})).await.unwrap();
+    assert!(!ok.is_error);
+    assert_eq!(server.counts(), (3, 1, 2));
+    assert_eq!((c.drift_stats().resent, c.drift_stats().stopped), (1, 0));
+
+    // Nothing changed this time: the rejection stands, no resend.
+    server.with(|s| s.reject_next = true);
+    match query(&c, json!({"q": "a", "region": "us"})).await {
+        Err(CallError::Protocol(e)) => assert_eq!(e.code, -32602),
+        other => panic!("expected the server's rejection, got {other:?}"),
+    }
+    assert_eq!(server.counts(), (4, 2, 3), "one re-listing, no resend");
+    assert_eq!(c.drift_stats().resent, 1);
+}
+
+/// A result stamped with a new server version re-lists once (the call itself stands); later results with the same
+/// version do not re-list again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_version_stamp_relists_once() {
+    let server = Drifting::start(Reject::InvalidParams).await;
+    let c = client(&server, GatewayProfile::Default);
+    query(&c, json!({"q": "a"})).await.unwrap();
+    server.with(|s| s.version = "2.0".into());
+    for _ in 0..3 {
+        assert!(!query(&c, json!({"q": "a"})).await.unwrap().is_error);
+    }
+    assert_eq!(server.counts(), (4, 0, 2));
+    assert_eq!(c.capabilities().await.unwrap().server().version, "2.0");
+    assert_eq!(refetches(c.drift_stats(), RefetchReason::ServerVersion), 1);
+}
+
+/// A list with a `ttlMs` is listed again once it runs out, before the next call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_ttl_is_honoured() {
+    let server = Drifting::start(Reject::InvalidParams).await;
+    server.with(|s| s.ttl_ms = 1000);
+    let c = client(&server, GatewayProfile::Default);
+    query(&c, json!({"q": "a"})).await.unwrap();
+    query(&c, json!({"q": "a"})).await.unwrap();
+    assert_eq!(server.counts().2, 1, "listed again within the ttl");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    query(&c, json!({"q": "a"})).await.unwrap();
+    assert_eq!(server.counts().2, 2);
+    assert_eq!(refetches(c.drift_stats(), RefetchReason::Ttl), 1);
+}
+
+/// The naive profile caches the first list forever: deaf to list_changed and to rejections, it sends every stale
+/// call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_naive_profile_keeps_sending_stale_calls() {
+    let server = Drifting::start(Reject::InvalidParams).await;
+    let c = client(&server, GatewayProfile::Naive);
+    query(&c, json!({"q": "a"})).await.unwrap();
+    server.add_required("1.1");
+    server.announce.notify_one();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    for _ in 0..5 {
+        assert!(matches!(query(&c, json!({"q": "a"})).await, Err(CallError::Protocol(_))));
+    }
+    assert_eq!(server.counts(), (6, 5, 1));
+    assert_eq!(c.drift_stats().total_refetches(), 0);
+}
