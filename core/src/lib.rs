@@ -9,6 +9,7 @@
 //!   era detection and the per-server era cache.
 //! - [`mcp`]: MCP message types.
 //! - [`schema`]: JSON Schema checks of arguments and structured results; the capability record and its hash.
+//! - [`router`]: discovery and candidates, health, routing formulas and the weighted choice.
 //! - [`rt`]: the seams (dialer, clock, RNG); [`observe`]: the metrics seam.
 //! - [`history`]: call records, the idempotency cache, failure attribution and resume.
 //! - [`error`]: error classes; [`cancel`]: the cancellation token; [`limit`]: concurrency limits.
@@ -22,6 +23,7 @@ pub mod jsonrpc;
 pub mod limit;
 pub mod mcp;
 pub mod observe;
+pub mod router;
 pub mod rt;
 pub mod schema;
 pub mod session;

@@ -1,0 +1,244 @@
+//! Passive statistics of one replica, fed from the call path, and the snapshot a decision reads.
+//!
+//! Updates are O(1): an in-flight counter, one bucket of a windowed error counter, one bucket histogram and the
+//! Peak-EWMA. Folding the windows into rates and quantiles is the work of [`Passive::snapshot`], which the router
+//! runs on refresh (every second or so, off the decision path); a decision copies the cached [`CandidateStats`] and
+//! patches in the live in-flight count, so capacity is never stale.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use super::config::RouterConfig;
+use super::ewma::PeakEwma;
+use super::window::{Bucket, BucketRing, Counts};
+
+/// Latencies are recorded in microseconds from 1 µs to 10 min (longer ones saturate), 2 significant digits: about
+/// 10 KB a histogram, exact enough for a P95.
+const LATENCY_MAX_US: u64 = 600_000_000;
+const LATENCY_SIGFIG: u8 = 2;
+
+/// A histogram for one window bucket.
+pub fn latency_histogram() -> Histogram<u32> {
+    // Constant, valid bounds (low ≥ 1, high ≥ 2·low, sigfig ≤ 5): creation cannot fail.
+    #[allow(clippy::expect_used)]
+    Histogram::new_with_bounds(1, LATENCY_MAX_US, LATENCY_SIGFIG).expect("constant histogram bounds are valid")
+}
+
+#[derive(Debug, Clone)]
+pub struct LatencyBucket(pub Histogram<u32>);
+
+impl Bucket for LatencyBucket {
+    fn clear(&mut self) {
+        self.0.reset();
+    }
+}
+
+/// One replica's statistics, as a formula sees them. All rates are in [0, 1]; latencies in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CandidateStats {
+    /// Errors / calls over the error window; 0 before `min_samples` calls.
+    pub error_rate: f64,
+    /// Windowed P95 / declared P95; 0 before any call (an unknown server is not presumed slow).
+    pub latency_ratio: f64,
+    /// (max_concurrent − in_flight) / max_concurrent, live at the decision.
+    pub capacity: f64,
+    /// Successful health checks / checks over 24 h; 1 before the first check.
+    pub uptime: f64,
+    /// The seed's health score at the last refresh (what the drift penalty watches).
+    pub score: f64,
+    pub p95_ms: f64,
+    pub declared_p95_ms: f64,
+    /// Calls sent and not yet finished, live at the decision.
+    pub in_flight: f64,
+    pub max_concurrent: f64,
+    /// Peak-EWMA latency estimate (ms).
+    pub peak_ewma_ms: f64,
+    /// 0.5 while the drift penalty holds, else 1. Applied by the router to weighted formulas' weights.
+    pub penalty: f64,
+}
+
+impl CandidateStats {
+    /// Sets the in-flight count and the capacity it implies.
+    pub fn with_in_flight(mut self, in_flight: u32) -> Self {
+        self.in_flight = f64::from(in_flight);
+        self.capacity = ((self.max_concurrent - self.in_flight) / self.max_concurrent).clamp(0.0, 1.0);
+        self
+    }
+}
+
+/// The seed's health score: `0.4·(1−error_rate) + 0.3·(1−latency_ratio) + 0.2·capacity + 0.1·uptime`, each input
+/// clamped to [0, 1] first (a latency ratio of 3 must not make the score negative, nor NaN make it anything).
+pub fn seed_score(s: &CandidateStats) -> f64 {
+    0.4 * (1.0 - unit(s.error_rate))
+        + 0.3 * (1.0 - unit(s.latency_ratio))
+        + 0.2 * unit(s.capacity)
+        + 0.1 * unit(s.uptime)
+}
+
+/// Clamps to [0, 1]; NaN becomes 0 (one rule for every input, so a formula never propagates NaN).
+pub fn unit(x: f64) -> f64 {
+    if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) }
+}
+
+/// The passive statistics of one replica.
+#[derive(Debug, Clone)]
+pub struct Passive {
+    in_flight: u32,
+    errors: BucketRing<Counts>,
+    latency: BucketRing<LatencyBucket>,
+    uptime: BucketRing<Counts>,
+    ewma: PeakEwma,
+    declared_p95: Duration,
+    max_concurrent: u32,
+}
+
+impl Passive {
+    pub fn new(config: &RouterConfig, declared_p95: Duration, max_concurrent: u32, now: Duration) -> Self {
+        Passive {
+            in_flight: 0,
+            errors: BucketRing::new(config.error_window, config.window_buckets, Counts::default),
+            latency: BucketRing::new(config.error_window, config.window_buckets, || LatencyBucket(latency_histogram())),
+            uptime: BucketRing::new(config.uptime_window, config.uptime_buckets, Counts::default),
+            ewma: PeakEwma::new(declared_p95, config.ewma_decay, now),
+            declared_p95,
+            max_concurrent: max_concurrent.max(1),
+        }
+    }
+
+    /// New declarations (a server re-registered) keep the observations.
+    pub fn redeclare(&mut self, declared_p95: Duration, max_concurrent: u32) {
+        self.declared_p95 = declared_p95;
+        self.max_concurrent = max_concurrent.max(1);
+    }
+
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+
+    pub fn peak_ewma_ms(&self) -> f64 {
+        self.ewma.last()
+    }
+
+    pub fn started(&mut self) {
+        self.in_flight = self.in_flight.saturating_add(1);
+    }
+
+    /// A call finished (`ok`: not an error) after `latency`, at `now`.
+    pub fn finished(&mut self, ok: bool, latency: Duration, now: Duration) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.errors.at_mut(now).add(!ok);
+        let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX).max(1);
+        self.latency.at_mut(now).0.saturating_record(us);
+        self.ewma.observe(latency, now);
+    }
+
+    /// An active health check's outcome, for uptime.
+    pub fn checked(&mut self, up: bool, now: Duration) {
+        self.uptime.at_mut(now).add(up);
+    }
+
+    /// Folds the windows as of `now`. `merged` is scratch space, reset here.
+    pub fn snapshot(&self, now: Duration, min_samples: u64, merged: &mut Histogram<u32>) -> CandidateStats {
+        let calls = Counts::sum(self.errors.live(now));
+        merged.reset();
+        for bucket in self.latency.live(now) {
+            // Same bounds everywhere, so adding cannot overflow the range.
+            let _ = merged.add(&bucket.0);
+        }
+        let p95_ms = if merged.is_empty() { 0.0 } else { merged.value_at_quantile(0.95) as f64 / 1000.0 };
+        let declared_p95_ms = self.declared_p95.as_secs_f64() * 1000.0;
+        let latency_ratio = if declared_p95_ms > 0.0 { p95_ms / declared_p95_ms } else { 0.0 };
+        let mut stats = CandidateStats {
+            error_rate: calls.ratio(min_samples).unwrap_or(0.0),
+            latency_ratio,
+            capacity: 1.0,
+            uptime: Counts::sum(self.uptime.live(now)).ratio(1).unwrap_or(1.0),
+            score: 0.0,
+            p95_ms,
+            declared_p95_ms,
+            in_flight: 0.0,
+            max_concurrent: f64::from(self.max_concurrent),
+            peak_ewma_ms: self.ewma.at(now),
+            penalty: 1.0,
+        }
+        .with_in_flight(self.in_flight);
+        stats.score = seed_score(&stats);
+        stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(error_rate: f64, latency_ratio: f64, capacity: f64, uptime: f64) -> CandidateStats {
+        CandidateStats {
+            error_rate,
+            latency_ratio,
+            capacity,
+            uptime,
+            score: 0.0,
+            p95_ms: 0.0,
+            declared_p95_ms: 1000.0,
+            in_flight: 0.0,
+            max_concurrent: 100.0,
+            peak_ewma_ms: 0.0,
+            penalty: 1.0,
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn seed_score_arithmetic_on_the_boundaries() {
+        assert!(close(seed_score(&stats(0.0, 0.0, 1.0, 1.0)), 1.0), "perfect");
+        assert!(close(seed_score(&stats(1.0, 1.0, 0.0, 0.0)), 0.0), "worst");
+        assert!(close(seed_score(&stats(1.0, 0.0, 0.0, 0.0)), 0.3), "only the latency term");
+        assert!(close(seed_score(&stats(0.0, 1.0, 0.0, 0.0)), 0.4), "only the error term");
+        assert!(close(seed_score(&stats(1.0, 1.0, 1.0, 0.0)), 0.2), "only capacity");
+        assert!(close(seed_score(&stats(1.0, 1.0, 0.0, 1.0)), 0.1), "only uptime");
+        assert!(close(seed_score(&stats(0.1, 0.5, 0.5, 0.9)), 0.4 * 0.9 + 0.3 * 0.5 + 0.2 * 0.5 + 0.1 * 0.9));
+    }
+
+    #[test]
+    fn seed_score_clamps_its_inputs() {
+        // A server three times slower than declared loses the latency term, no more.
+        assert!(close(seed_score(&stats(0.0, 3.0, 1.0, 1.0)), 0.7));
+        assert!(close(seed_score(&stats(-1.0, -2.0, 5.0, 7.0)), 1.0));
+        assert!(close(seed_score(&stats(f64::NAN, f64::NAN, f64::NAN, f64::NAN)), 0.7), "NaN inputs count as 0");
+    }
+
+    #[test]
+    fn capacity_follows_in_flight_and_clamps() {
+        let s = stats(0.0, 0.0, 1.0, 1.0);
+        assert!(close(s.with_in_flight(25).capacity, 0.75));
+        assert_eq!(s.with_in_flight(250).capacity, 0.0, "over the declared limit is no capacity, not negative");
+    }
+
+    #[test]
+    fn snapshot_reads_the_windows() {
+        let config = RouterConfig::default();
+        let mut p = Passive::new(&config, Duration::from_millis(100), 10, Duration::ZERO);
+        let mut merged = latency_histogram();
+        let fresh = p.snapshot(Duration::ZERO, 1, &mut merged);
+        assert_eq!((fresh.error_rate, fresh.p95_ms, fresh.uptime, fresh.capacity), (0.0, 0.0, 1.0, 1.0));
+        for i in 0..100u64 {
+            p.started();
+            p.finished(i % 10 != 0, Duration::from_millis(i + 1), Duration::from_secs(1));
+        }
+        p.started();
+        p.checked(true, Duration::from_secs(1));
+        p.checked(false, Duration::from_secs(2));
+        let s = p.snapshot(Duration::from_secs(2), 1, &mut merged);
+        assert!(close(s.error_rate, 0.1));
+        assert!((s.p95_ms - 95.0).abs() <= 1.0, "{}", s.p95_ms);
+        assert!((s.latency_ratio - 0.95).abs() <= 0.01);
+        assert_eq!((s.uptime, s.in_flight, s.capacity), (0.5, 1.0, 0.9));
+        assert!(close(s.score, seed_score(&s)));
+        let later = p.snapshot(Duration::from_secs(400), 1, &mut merged);
+        assert_eq!((later.error_rate, later.p95_ms), (0.0, 0.0), "the 5 min window forgot them");
+    }
+}
