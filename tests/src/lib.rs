@@ -3,3 +3,4 @@
 
 pub mod peer;
 pub mod real_servers;
+pub mod session_server;

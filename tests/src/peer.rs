@@ -79,6 +79,11 @@ impl Peer {
         self.sink.flush().await.expect("peer flush");
     }
 
+    /// Sends `msg`; `false` once the client has gone (for servers that outlive their client).
+    pub async fn try_send(&mut self, msg: Message) -> bool {
+        self.sink.feed(&msg).await.is_ok() && self.sink.flush().await.is_ok()
+    }
+
     pub async fn respond(&mut self, id: RequestId, result: Value) {
         self.send(Message::result(id, result)).await;
     }

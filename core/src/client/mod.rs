@@ -1,11 +1,21 @@
 //! A client for one MCP server: dials (connect timeout), performs the handshake (handshake timeout, version
 //! negotiation), discovers tools (following `nextCursor`), and transparently rebuilds its connection when the old one
-//! has failed. Session management across protocol eras builds on this later.
+//! has failed.
+//!
+//! Sessions of the mcpstorm session extension ([`crate::session::ext`]) ride on that: a server that grants one gets
+//! its id (and the negotiated credential) on every request, the lease is renewed in the background and replaced
+//! before it runs out ([`lease`]), and a call the server refuses with session-not-found or an auth mismatch is sent
+//! once more on a new session. See [`McpClient::call_tool`].
 
+mod auth;
+mod call_log;
 mod config;
 mod drift;
 pub(crate) mod handshake;
+mod lease;
+mod session_ext;
 mod session_stats;
+mod snapshot;
 mod tools;
 
 use std::sync::Arc;
@@ -17,19 +27,23 @@ use tokio::time::{Instant, sleep, timeout};
 pub use config::{Backoff, ClientConfig};
 pub use drift::{DriftStats, RefetchReason};
 pub use session_stats::SessionStats;
+pub use snapshot::{ResumeError, SessionSnapshot};
 
 use crate::conn::{CallOptions, Connection, ConnectionParts, Lane, NotificationHandler};
 use crate::error::{CallError, LocalError, TransportError};
+use crate::history::{CallHistory, IdempotencyCache};
 use crate::limit::InFlightLimit;
 use crate::mcp::{CallToolResult, InitializeResult, Tool, method};
 use crate::observe::{ConnId, Event, NoopObserver, Observer, SessionEvent};
 use crate::rt::{Clock, Dialer, SeededRng, TokioClock};
 use crate::schema::{ArgumentError, Capabilities, SchemaCache};
-use crate::session::ext::{GatewayProfile, SessionGrant};
+use crate::session::ext::{self, GatewayProfile};
 use crate::session::{self, Era, EraCache};
 use crate::transport::line_transport;
 use drift::DriftCounters;
-use session_stats::SessionCounters;
+use lease::LeaseState;
+use session_ext::SessionExt;
+use session_stats::{SessionCounters, SessionEvents};
 use tools::FetchCtx;
 use tools::ToolCache;
 
@@ -41,6 +55,8 @@ pub struct Session {
     /// The protocol era this session speaks (see [`crate::session`]).
     pub era: Era,
     tools: Arc<ToolCache>,
+    /// The session extension's lease and credential on this connection (empty for servers that grant nothing).
+    ext: Arc<SessionExt>,
 }
 
 #[derive(Debug)]
@@ -60,7 +76,11 @@ pub struct McpClient {
     schemas: SchemaCache,
     /// Wall time for the naive profile's expiry belief and for history timestamps; monotonic time is tokio's.
     clock: Arc<dyn Clock>,
-    session_counters: SessionCounters,
+    events: SessionEvents,
+    history: Option<std::sync::Mutex<CallHistory>>,
+    idempotency: Option<std::sync::Mutex<IdempotencyCache>>,
+    /// A snapshot to resume from, taken by the first connection.
+    resume: std::sync::Mutex<Option<SessionSnapshot>>,
     /// The naive profile's record: the first one fetched, kept forever (see [`GatewayProfile::Naive`]).
     pinned: tokio::sync::Mutex<Option<Arc<Capabilities>>>,
     drift: DriftCounters,
@@ -68,11 +88,18 @@ pub struct McpClient {
 
 impl McpClient {
     pub fn new(server: impl Into<String>, dialer: Arc<dyn Dialer>, config: ClientConfig) -> Self {
+        let server = server.into();
+        let observer: Arc<dyn Observer> = Arc::new(NoopObserver);
         McpClient {
-            server: server.into(),
+            events: SessionEvents {
+                server: server.clone(),
+                observer: observer.clone(),
+                counters: Arc::new(SessionCounters::default()),
+            },
+            server,
             dialer,
             config,
-            observer: Arc::new(NoopObserver),
+            observer,
             rng: SeededRng::new(0),
             global: None,
             live: tokio::sync::Mutex::new(None),
@@ -82,7 +109,9 @@ impl McpClient {
             // Wall time counted from 0 at creation: enough for history timestamps when the embedder gives no clock.
             // Session expiry never reads it (only the naive profile does, on purpose).
             clock: Arc::new(TokioClock::new(0)),
-            session_counters: SessionCounters::default(),
+            history: None,
+            idempotency: None,
+            resume: std::sync::Mutex::new(None),
             pinned: tokio::sync::Mutex::new(None),
             drift: DriftCounters::default(),
         }
@@ -96,16 +125,11 @@ impl McpClient {
 
     /// How many session events of each kind this client has seen.
     pub fn session_stats(&self) -> SessionStats {
-        self.session_counters.snapshot()
-    }
-
-    /// Counts a session event and reports it to the observer.
-    fn session_event(&self, what: SessionEvent) {
-        self.session_counters.bump(what);
-        self.observer.event(&Event::Session { server: &self.server, what });
+        self.events.counters.snapshot()
     }
 
     pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.events.observer = observer.clone();
         self.observer = observer;
         self
     }
@@ -136,11 +160,24 @@ impl McpClient {
         &self.server
     }
 
-    /// The current session, connecting (with lifecycle retries and backoff) if there is none or it has failed.
+    /// The current session, connecting (with lifecycle retries and backoff) if there is none, it has failed, or its
+    /// lease is inside the re-handshake margin (or the server said it is gone). A session merely due for renewal is
+    /// returned at once, the renewal running in the background.
     pub async fn session(&self) -> Result<Session, CallError> {
         let mut live = self.live.lock().await;
         if let Some(s) = live.as_ref().filter(|s| s.conn.is_open() && !s.conn.request_meta_rejected()) {
-            return Ok(s.clone());
+            match s.ext.state(self.config.profile, Instant::now(), self.clock.wall_ms()) {
+                LeaseState::Fresh => return Ok(s.clone()),
+                LeaseState::RenewDue => {
+                    self.spawn_renewal(s);
+                    return Ok(s.clone());
+                }
+                LeaseState::Expiring => {
+                    // Dropping our handle closes the old connection once its in-flight calls let go of it.
+                    self.events.emit(SessionEvent::Rehandshake);
+                    live.take();
+                }
+            }
         }
         if live.take().is_some_and(|s| s.conn.request_meta_rejected()) {
             // The server refused our modern envelope (-32022/-32020): the cached era is stale. Detect it again on a
@@ -187,10 +224,19 @@ impl McpClient {
         );
         match session::establish(&conn, &self.config, &self.eras, &self.server).await {
             Ok(est) => {
-                if SessionGrant::from_result_meta(est.init.extra.get("_meta")).is_some() {
-                    self.session_event(SessionEvent::Granted);
+                let meta = est.init.extra.get("_meta");
+                let ext = Arc::new(SessionExt::from_result_meta(meta, Instant::now(), &self.config.credentials));
+                if ext.grant().is_some() {
+                    self.events.emit(SessionEvent::Granted);
                 }
-                Ok(Session { conn, init: Arc::new(est.init), era: est.era, tools })
+                match self.take_resumed_lease() {
+                    Some(saved) => ext.install(saved, &conn),
+                    None => ext.apply(&conn),
+                }
+                if ext.auth().check().is_err() {
+                    self.events.emit(SessionEvent::AuthMismatch);
+                }
+                Ok(Session { conn, init: Arc::new(est.init), era: est.era, tools, ext })
             }
             Err(e) => {
                 conn.shutdown();
@@ -212,6 +258,8 @@ impl McpClient {
     }
 
     async fn capabilities_of(&self, session: &Session) -> Result<Arc<Capabilities>, CallError> {
+        // Nothing is sent to a server that would refuse our credential (or lack of one).
+        session.ext.auth().check()?;
         if self.config.profile == GatewayProfile::Naive {
             // Cached forever: across sessions, deaf to list_changed and to every drift signal.
             let mut pinned = self.pinned.lock().await;
@@ -258,7 +306,12 @@ impl McpClient {
     ///
     /// When the outcome signals schema drift (see [`drift`]'s table), the tool list is fetched again and a call the
     /// server rejected is re-checked against the fresh schema: resent once if it passes, failed locally if not.
-    /// One deadline covers both attempts.
+    /// One deadline covers every attempt.
+    ///
+    /// Sessions (default profile): a call answered session-not-found, or `MCP_AUTH_MISMATCH`, is sent once more on a
+    /// new session (one re-handshake, shared by concurrent callers). With no credential matching the server's
+    /// schemes the call fails with [`CallError::Auth`] and nothing is sent. The naive profile returns both server
+    /// errors as they are.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -272,23 +325,105 @@ impl McpClient {
             deadline: Some(opts.deadline.unwrap_or_else(|| Instant::now() + self.config.connection.call_deadline)),
             ..opts
         };
-        let session = self.session().await?;
-        let caps = self.capabilities_of(&session).await?;
-        let first = self.send_checked(&session, &caps, name, &arguments, opts.clone()).await;
+        let mut attempt = 0;
+        loop {
+            let start = self.begin_record();
+            let session = match self.session().await {
+                Ok(s) => s,
+                Err(e) => {
+                    self.record(start, name, &arguments, Err(&e), attempt);
+                    return Err(e);
+                }
+            };
+            if attempt > 0 {
+                self.events.emit(SessionEvent::Resent);
+            }
+            let outcome = self.call_on(&session, name, &arguments, opts.clone()).await;
+            match &outcome {
+                Ok(Answer { cached: true, .. }) => {}
+                _ => self.record(start, name, &arguments, outcome.as_ref().map(|a| &a.result), attempt),
+            }
+            match outcome {
+                Ok(answer) => return Ok(answer.result),
+                Err(e) => self.resend_after(&session, e, attempt)?,
+            }
+            attempt += 1;
+        }
+    }
+
+    /// Decides whether a failed call is sent again (`Ok`) on a new session, or fails with the returned error.
+    ///
+    /// Only two server answers qualify, and only once per call: session-not-found and auth mismatch. Both are raised
+    /// before the tool runs (see [`crate::session::ext`]), so resending is safe for any tool, read-only or not. A call
+    /// that failed for any other reason after it was written (a transport failure, a timeout) may have run, and is
+    /// not resent here.
+    fn resend_after(&self, session: &Session, e: CallError, attempt: u32) -> Result<(), CallError> {
+        let CallError::Protocol(obj) = &e else {
+            return Err(e);
+        };
+        let naive = self.config.profile == GatewayProfile::Naive;
+        if ext::is_session_not_found(obj) {
+            self.events.emit(SessionEvent::NotFound);
+            if naive || attempt > 0 {
+                return Err(e);
+            }
+        } else if let Some(accepted) = ext::auth_mismatch_accepted(obj) {
+            self.events.emit(SessionEvent::AuthMismatch);
+            if naive {
+                return Err(e);
+            }
+            if attempt > 0 {
+                return Err(auth::mismatch(&accepted, &self.config.credentials).into());
+            }
+        } else {
+            return Err(e);
+        }
+        // The next `session()` re-handshakes: a new connection, a new grant, the schemes declared again.
+        session.ext.mark_dead();
+        Ok(())
+    }
+
+    /// One attempt of [`McpClient::call_tool`] on `session`: from the idempotency cache if it holds the answer, else
+    /// sent (with the schema-drift re-check).
+    async fn call_on(
+        &self,
+        session: &Session,
+        name: &str,
+        arguments: &Value,
+        opts: CallOptions,
+    ) -> Result<Answer, CallError> {
+        let caps = self.capabilities_of(session).await?;
+        if let Some(result) = caps.tool(name).and_then(|tool| self.cached(tool.tool(), arguments)) {
+            return Ok(Answer { result, cached: true });
+        }
+        let result = self.send_with_drift_check(session, caps, name, arguments, opts).await?;
+        Ok(Answer { result, cached: false })
+    }
+
+    /// Sends against `caps`; when the outcome signals schema drift, fetches the tool list again and re-checks.
+    async fn send_with_drift_check(
+        &self,
+        session: &Session,
+        caps: Arc<Capabilities>,
+        name: &str,
+        arguments: &Value,
+        opts: CallOptions,
+    ) -> Result<CallToolResult, CallError> {
+        let first = self.send_checked(session, &caps, name, arguments, opts.clone()).await;
         if self.config.profile == GatewayProfile::Naive {
             return first;
         }
         let Some((reason, server)) = drift::signal(&first, &caps) else {
             return first;
         };
-        let (fresh, fetched) = session.tools.refetch_after(self.fetch_ctx(&session), &caps, server).await?;
+        let (fresh, fetched) = session.tools.refetch_after(self.fetch_ctx(session), &caps, server).await?;
         if fetched {
             self.refetched(reason);
         }
         if !reason.rejected_call() || fresh.hash() == caps.hash() {
             return first;
         }
-        let again = self.send_checked(&session, &fresh, name, &arguments, opts).await;
+        let again = self.send_checked(session, &fresh, name, arguments, opts).await;
         self.drift.after_recheck(&again);
         again
     }
@@ -310,7 +445,17 @@ impl McpClient {
         let result: CallToolResult = serde_json::from_value(result)
             .map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))?;
         schemas.validate_result(&result).map_err(|e| CallError::MalformedResponse(e.to_string()))?;
+        self.remember(tool.tool(), arguments, &result);
         Ok(result)
+    }
+
+    /// Starts the session's renewal in the background unless one is already running.
+    fn spawn_renewal(&self, session: &Session) {
+        if !session.ext.start_renewal() {
+            return;
+        }
+        let (ext, conn, events) = (session.ext.clone(), session.conn.clone(), self.events.clone());
+        tokio::spawn(async move { ext.renew(&conn, &events).await });
     }
 
     /// Round-trip time of one `ping` on the priority lane (`server/discover` in the modern era, which has no ping).
@@ -329,6 +474,12 @@ impl McpClient {
             s.conn.shutdown();
         }
     }
+}
+
+/// A tool result, and whether it came from the idempotency cache instead of the server.
+struct Answer {
+    result: CallToolResult,
+    cached: bool,
 }
 
 fn notification_handler(tools: Arc<ToolCache>) -> NotificationHandler {

@@ -1,11 +1,12 @@
 //! Counters of session events per client, cheap to read at any time (the simulator samples them; `diagnose` prints
 //! them). Every [`SessionEvent`] the client emits is counted here too, so the two never disagree.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::observe::SessionEvent;
+use crate::observe::{Event, Observer, SessionEvent};
 
 /// How often each [`SessionEvent`] happened on one client, since it was created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +52,21 @@ impl SessionCounters {
             resent: get(SessionEvent::Resent),
             auth_mismatches: get(SessionEvent::AuthMismatch),
         }
+    }
+}
+
+/// Where a client's session events go: its counters and its observer. Cloned into background renewals.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionEvents {
+    pub server: String,
+    pub observer: Arc<dyn Observer>,
+    pub counters: Arc<SessionCounters>,
+}
+
+impl SessionEvents {
+    pub fn emit(&self, what: SessionEvent) {
+        self.counters.bump(what);
+        self.observer.event(&Event::Session { server: &self.server, what });
     }
 }
 

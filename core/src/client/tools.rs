@@ -50,6 +50,11 @@ impl ToolCache {
         self.stale.store(true, Ordering::Release);
     }
 
+    /// The capability record fetched so far, without fetching (waits for a fetch in progress).
+    pub async fn current(&self) -> Option<Arc<Capabilities>> {
+        self.state.lock().await.current.clone()
+    }
+
     /// The session's capability record, fetching it first if there is none or it went stale.
     pub async fn get_or_fetch(&self, ctx: FetchCtx<'_>) -> Result<Got, CallError> {
         let mut state = self.state.lock().await;

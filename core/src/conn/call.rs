@@ -77,6 +77,14 @@ impl Connection {
         shared.meta_rejected.store(false, Ordering::Release);
     }
 
+    /// A second layer of per-request `_meta` keys, merged after the era's envelope: the session extension's session
+    /// id and authorization ([`crate::session::ext`]). Kept apart from [`Connection::set_request_meta`] because it
+    /// changes on every renewal while the envelope stays, and because replacing it must not reset the envelope's
+    /// rejection flag. `None` (the default, and always for servers that grant nothing) adds nothing.
+    pub fn set_session_meta(&self, meta: Option<Map<String, Value>>) {
+        *self.shared().session_meta.lock().unwrap_or_else(|p| p.into_inner()) = meta.map(Arc::new);
+    }
+
     /// Whether the server refused that envelope on some request since it was set: -32022 (unsupported protocol
     /// version) or -32020 (header mismatch). The session layer then re-detects the server's era.
     pub fn request_meta_rejected(&self) -> bool {
@@ -88,16 +96,21 @@ fn request_meta(shared: &Shared) -> Option<Arc<Map<String, Value>>> {
     shared.request_meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
-/// Merges the connection's request meta into `params._meta`, keeping keys the caller set.
+fn session_meta(shared: &Shared) -> Option<Arc<Map<String, Value>>> {
+    shared.session_meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// Merges the connection's request meta, then its session meta, into `params._meta`, keeping keys the caller set.
 fn with_request_meta(shared: &Shared, params: Option<Value>) -> Option<Value> {
-    let Some(extra) = request_meta(shared) else {
+    let layers = [request_meta(shared), session_meta(shared)];
+    if layers.iter().all(Option::is_none) {
         return params;
-    };
+    }
     let mut params = params.unwrap_or_else(|| json!({}));
     if let Some(obj) = params.as_object_mut() {
         let meta = obj.entry("_meta").or_insert_with(|| json!({}));
         if let Some(meta) = meta.as_object_mut() {
-            for (k, v) in extra.iter() {
+            for (k, v) in layers.iter().flatten().flat_map(|extra| extra.iter()) {
                 meta.entry(k.clone()).or_insert_with(|| v.clone());
             }
         }

@@ -85,6 +85,9 @@ pub(crate) struct Shared {
     probing: AtomicBool,
     /// Merged into every request's `params._meta` (the modern era's per-request envelope); see `set_request_meta`.
     request_meta: std::sync::Mutex<Option<Arc<serde_json::Map<String, serde_json::Value>>>>,
+    /// Merged the same way, after `request_meta`: the session extension's keys (session id, authorization), which
+    /// change on renewal independently of the era's envelope; see `set_session_meta`.
+    session_meta: std::sync::Mutex<Option<Arc<serde_json::Map<String, serde_json::Value>>>>,
     /// The server refused that envelope (-32020 / -32022) on some request.
     meta_rejected: AtomicBool,
     counters: Counters,
@@ -157,6 +160,7 @@ impl Connection {
             last_rx: AtomicU64::new(0),
             probing: AtomicBool::new(false),
             request_meta: std::sync::Mutex::new(None),
+            session_meta: std::sync::Mutex::new(None),
             meta_rejected: AtomicBool::new(false),
             counters: Counters::default(),
             _guard: parts.guard,

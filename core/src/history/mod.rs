@@ -46,7 +46,7 @@ const STATE_VERSION: u32 = 1;
 /// A bounded, serde-serialisable history of calls.
 ///
 /// Defaults (see [`CallHistory::new`]): attribution window 60 s.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CallHistory {
     capacity: usize,
     records: VecDeque<ServerCallRecord>,

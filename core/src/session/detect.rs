@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use super::cache::{CachedEra, EraCache};
+use super::ext::META_SESSION;
 use super::wire::{DISCOVER, DiscoverResult, UnsupportedVersion, envelope};
 use super::{Era, EraMode};
 use crate::client::ClientConfig;
@@ -53,6 +54,11 @@ pub async fn establish(
         return Ok(Established { era: Era::Legacy, init, detection: Detection::Forced });
     }
     match cache.get(server) {
+        // A server that grants sessions (the mcpstorm extension) grants them in the `server/discover` result: the
+        // cached one holds a stale grant, so a new connection asks again.
+        Some(CachedEra::Modern { discover, .. }) if grants_sessions(&discover) => {
+            detect(conn, config, cache, server, Detection::Probed).await
+        }
         Some(CachedEra::Modern { version, discover }) => {
             conn.set_request_meta(Some(envelope(&version, &json!({}), &config.client_info)));
             Ok(Established {
@@ -199,6 +205,11 @@ fn init_from_discover(version: &str, found: &DiscoverResult) -> InitializeResult
     if let Some(scope) = &found.cache_scope {
         extra.insert("cacheScope".into(), Value::String(scope.clone()));
     }
+    // Where the legacy result keeps it too, so both eras' server-level `_meta` (router hints, the session
+    // extension's grant and auth schemes) is read from one place.
+    if let Some(meta) = &found.meta {
+        extra.insert("_meta".into(), Value::Object(meta.clone()));
+    }
     InitializeResult {
         protocol_version: version.to_owned(),
         capabilities: found.capabilities.clone(),
@@ -206,6 +217,10 @@ fn init_from_discover(version: &str, found: &DiscoverResult) -> InitializeResult
         instructions: found.instructions.clone(),
         extra,
     }
+}
+
+fn grants_sessions(discover: &DiscoverResult) -> bool {
+    discover.meta.as_ref().is_some_and(|m| m.contains_key(META_SESSION))
 }
 
 /// The `supported` list of a -32022 refusal of `initialize` (a modern server's answer to the handshake).
