@@ -10,6 +10,10 @@ default:
 sim SCENARIO *ARGS:
     cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- sim {{SCENARIO}} {{ARGS}}
 
+# Paired comparison of variants over seeds, e.g. just compare scenarios/smoke.toml --vary load.sessions --values 20,80 --seeds 10
+compare SCENARIO *ARGS:
+    cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- compare {{SCENARIO}} {{ARGS}}
+
 # Check a scenario file without running it.
 validate SCENARIO *ARGS:
     cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- validate {{SCENARIO}} {{ARGS}}

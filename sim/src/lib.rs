@@ -1,6 +1,7 @@
 //! The mcpstorm simulator and fake MCP servers.
 
 pub mod cli;
+pub mod compare;
 pub mod fake;
 pub mod report;
 pub mod scenario;

@@ -1,6 +1,7 @@
 //! The `mcpstorm` command line. Exit codes: 0 success, 1 a failed call or check, 2 bad input (arguments, config
 //! files, tool arguments, unknown tools).
 
+mod compare;
 mod diagnose;
 mod peer;
 mod serve_fake;
@@ -33,6 +34,9 @@ pub enum Command {
     Diagnose(diagnose::DiagnoseArgs),
     /// Run a scenario in the simulator and write its report.
     Sim(SimArgs),
+    /// Run one scenario under several variants (e.g. routing formulas, gateway profiles) on many seeds, paired, and
+    /// write a table with confidence intervals and overlay plots.
+    Compare(compare::CompareArgs),
     /// Run a scripted fake MCP server on loopback TCP.
     ServeFake(ServeFakeArgs),
     /// Check a scenario file (with any --set overrides) without running it.
@@ -64,6 +68,7 @@ impl Failure {
 pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Sim(args) => sim::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Tools(args) => live(peer::tools(args)),
         Command::Call(args) => live(peer::call(args)),
         Command::Diagnose(args) => live(diagnose::run(args)),

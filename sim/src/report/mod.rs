@@ -17,12 +17,14 @@
 //! [`RunData`] gives the same bytes on any machine, with or without system fonts.
 
 mod calls;
+mod compare;
 mod console;
 mod csv_out;
 pub mod data;
 mod error;
 mod font;
 mod num;
+mod overlay;
 mod plot;
 mod summary;
 mod sweep;
@@ -66,6 +68,26 @@ pub fn write_sweep(dir: &Path, data: &SweepData) -> Result<Vec<PathBuf>, ReportE
     }
     out.write(sweep::markdown(data).into_bytes(), sweep::SWEEP_MD)?;
     Ok(out.paths)
+}
+
+/// Writes a comparison's tables and overlay plots into `dir` (created if missing) and returns the paths written.
+pub fn write_compare(dir: &Path, data: &crate::compare::CompareData) -> Result<Vec<PathBuf>, ReportError> {
+    let mut out = Out::new(dir)?;
+    let path = dir.join(compare::COMPARE_CSV);
+    out.write(compare::csv(data).map_err(|source| ReportError::Csv { path, source })?, compare::COMPARE_CSV)?;
+    let path = dir.join(compare::COMPARE_JSON);
+    out.write(compare::json(data).map_err(|source| ReportError::Json { path, source })?, compare::COMPARE_JSON)?;
+    let series = compare::series(data);
+    for (stem, fig) in compare::figures(data, &series) {
+        out.figure(stem, &fig)?;
+    }
+    out.write(compare::markdown(data).into_bytes(), compare::COMPARE_MD)?;
+    Ok(out.paths)
+}
+
+/// The markdown table of one metric of a comparison (for the console).
+pub fn compare_table(data: &crate::compare::CompareData, metric: &crate::compare::Metric) -> String {
+    compare::metric_table(data, &data.table(metric))
 }
 
 /// The files written so far into one directory.

@@ -289,7 +289,7 @@ fn mid(r: &SecondRow) -> f64 {
 
 /// A chart over simulated time on `body`, below the lane of fault labels; with a secondary axis on the right
 /// when `right_axis`, else the same width left blank (see [`RIGHT_AREA`]).
-fn build<'a, DB, Y>(
+pub(crate) fn build<'a, DB, Y>(
     body: &'a DrawingArea<DB, Shift>,
     time: &Axis,
     y: Y,
@@ -312,7 +312,7 @@ where
 }
 
 /// A line per run of consecutive seconds; a lone point gets a dot.
-fn draw_segments<DB, Y>(
+pub(crate) fn draw_segments<DB, Y>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<Lin, Y>>,
     pts: &[(f64, f64)],
     color: RGBColor,

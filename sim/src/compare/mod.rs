@@ -1,0 +1,238 @@
+//! Paired comparisons: one scenario, several variants (routing formulas, gateway profiles, any `--set` key), many
+//! seeds. On each seed every variant sees the same arrivals and the same fault timeline — the scenario and seed fix
+//! both — so differences between variants are the variants' doing. Runs spread over all cores; each is a separate
+//! deterministic simulation, and results are slotted by (variant, seed), so the output does not depend on which
+//! thread finished first.
+
+pub mod stats;
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::Serialize;
+
+use crate::report::{FaultWindow, RunData, SecondRow, Totals};
+use crate::scenario::{self, Scenario, ScenarioError};
+use crate::world::{self, SimError};
+use stats::{Estimate, paired, win_shares};
+
+/// One side of the comparison: a label and the overrides that make it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    pub label: String,
+    pub sets: Vec<String>,
+}
+
+impl Variant {
+    /// The variants that give `key` each of `values` (`--vary key --values a,b,c`).
+    pub fn of_key(key: &str, values: &[String]) -> Vec<Variant> {
+        values.iter().map(|v| Variant { label: v.clone(), sets: vec![format!("{key}={}", toml_value(v))] }).collect()
+    }
+}
+
+/// A `--set` value: numbers and booleans as they are, anything else quoted as a TOML string.
+fn toml_value(v: &str) -> String {
+    if v.parse::<f64>().is_ok() || v == "true" || v == "false" || v.starts_with('"') {
+        v.to_owned()
+    } else {
+        format!("{v:?}")
+    }
+}
+
+/// Every run of a comparison, resolved (and so validated) before any starts: `runs[v][s]` is variant `v` on the
+/// `s`-th seed.
+#[derive(Debug)]
+pub struct Plan {
+    pub name: String,
+    pub variants: Vec<Variant>,
+    pub seeds: Vec<u64>,
+    runs: Vec<Vec<Scenario>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("variant {variant:?}: {source}")]
+    Scenario { variant: String, source: ScenarioError },
+    #[error("{0} defines a [sweep]; compare variants instead (--vary KEY --values ...)")]
+    Sweep(String),
+    #[error("compare needs at least two variants, got {0}")]
+    TooFewVariants(usize),
+    #[error("variant labels must be distinct: {0:?} appears twice")]
+    DuplicateLabel(String),
+    #[error("compare needs at least one seed")]
+    NoSeeds,
+}
+
+impl Plan {
+    pub fn load(path: &Path, base: &[String], variants: Vec<Variant>, seeds: Vec<u64>) -> Result<Plan, CompareError> {
+        if variants.len() < 2 {
+            return Err(CompareError::TooFewVariants(variants.len()));
+        }
+        if let Some(dup) = variants.iter().enumerate().find(|(i, v)| variants[..*i].iter().any(|w| w.label == v.label))
+        {
+            return Err(CompareError::DuplicateLabel(dup.1.label.clone()));
+        }
+        if seeds.is_empty() {
+            return Err(CompareError::NoSeeds);
+        }
+        let mut runs = Vec::new();
+        for v in &variants {
+            let mut row = Vec::new();
+            for seed in &seeds {
+                let mut sets = base.to_vec();
+                sets.extend(v.sets.iter().cloned());
+                sets.push(format!("seed={seed}"));
+                let s = scenario::load_file(path, &sets)
+                    .map_err(|source| CompareError::Scenario { variant: v.label.clone(), source })?;
+                if s.sweep.is_some() {
+                    return Err(CompareError::Sweep(path.display().to_string()));
+                }
+                row.push(s);
+            }
+            runs.push(row);
+        }
+        let name = runs[0][0].name.clone();
+        Ok(Plan { name, variants, seeds, runs })
+    }
+
+    pub fn len(&self) -> usize {
+        self.variants.len() * self.seeds.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What a comparison keeps of each run: its totals, its seconds (for the overlay plots) and its checks' verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub seed: u64,
+    pub totals: Totals,
+    pub seconds: Vec<SecondRow>,
+    pub passed: bool,
+}
+
+/// A finished comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareData {
+    pub scenario: String,
+    pub labels: Vec<String>,
+    pub seeds: Vec<u64>,
+    /// `runs[v][s]`.
+    pub runs: Vec<Vec<RunSummary>>,
+    pub faults: Vec<FaultWindow>,
+    pub reproduce: String,
+}
+
+/// Runs the plan on `jobs` threads; `done()` is called after each run (for a progress bar).
+pub fn run(plan: &Plan, jobs: usize, reproduce: String, done: &(dyn Fn() + Sync)) -> Result<CompareData, SimError> {
+    let total = plan.len();
+    let slots: Mutex<Vec<Option<Result<RunData, SimError>>>> = Mutex::new((0..total).map(|_| None).collect());
+    let next = AtomicUsize::new(0);
+    let seeds = plan.seeds.len();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, total.max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        break;
+                    }
+                    let scenario = &plan.runs[i / seeds][i % seeds];
+                    let result = world::run(scenario, String::new(), &mut |_, _| {}).map(|(run, _, _)| run);
+                    if let Ok(mut slots) = slots.lock() {
+                        slots[i] = Some(result);
+                    }
+                    done();
+                }
+            });
+        }
+    });
+    let slots = slots.into_inner().map_err(|_| SimError::Turmoil("a comparison worker panicked".into()))?;
+    let mut runs: Vec<Vec<RunSummary>> = Vec::new();
+    let mut faults = Vec::new();
+    for (i, slot) in slots.into_iter().enumerate() {
+        let run = slot.ok_or_else(|| SimError::Turmoil(format!("run {i} never finished")))??;
+        if i == 0 {
+            faults = run.faults.clone();
+        }
+        if i % seeds == 0 {
+            runs.push(Vec::new());
+        }
+        let passed = run.passed();
+        if let Some(row) = runs.last_mut() {
+            row.push(RunSummary { seed: run.seed, totals: run.totals, seconds: run.seconds, passed });
+        }
+    }
+    let labels = plan.variants.iter().map(|v| v.label.clone()).collect();
+    Ok(CompareData { scenario: plan.name.clone(), labels, seeds: plan.seeds.clone(), runs, faults, reproduce })
+}
+
+/// A whole-run figure the comparison tabulates.
+#[derive(Debug, Clone, Copy)]
+pub struct Metric {
+    pub name: &'static str,
+    pub lower_is_better: bool,
+    pub get: fn(&Totals) -> f64,
+}
+
+pub const METRICS: [Metric; 5] = [
+    Metric { name: "p99_ms", lower_is_better: true, get: |t| t.p99_ms },
+    Metric { name: "success_rate", lower_is_better: false, get: success_rate },
+    Metric { name: "error_rate", lower_is_better: true, get: |t| t.error_rate },
+    Metric { name: "amplification", lower_is_better: true, get: |t| t.amplification },
+    Metric { name: "goodput", lower_is_better: false, get: |t| t.ok_per_s },
+];
+
+/// Ok logical calls over offered ones (a lost call counts against it, unlike the error rate).
+pub fn success_rate(t: &Totals) -> f64 {
+    if t.offered == 0 { f64::NAN } else { t.ok as f64 / t.offered as f64 }
+}
+
+/// One metric across the comparison: each variant's estimate, its paired difference from the first variant, and
+/// its share of wins.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricTable {
+    pub metric: &'static str,
+    pub lower_is_better: bool,
+    pub estimates: Vec<Estimate>,
+    /// `None` for the first variant (the baseline).
+    pub vs_first: Vec<Option<Estimate>>,
+    pub wins: Vec<f64>,
+}
+
+impl CompareData {
+    pub fn values(&self, metric: &Metric) -> Vec<Vec<f64>> {
+        self.runs.iter().map(|runs| runs.iter().map(|r| (metric.get)(&r.totals)).collect()).collect()
+    }
+
+    pub fn table(&self, metric: &Metric) -> MetricTable {
+        let values = self.values(metric);
+        MetricTable {
+            metric: metric.name,
+            lower_is_better: metric.lower_is_better,
+            estimates: values.iter().map(|v| Estimate::of(v)).collect(),
+            vs_first: values.iter().enumerate().map(|(i, v)| (i > 0).then(|| paired(&values[0], v))).collect(),
+            wins: win_shares(&values, metric.lower_is_better),
+        }
+    }
+
+    /// Share of each variant's runs whose `[checks]` passed.
+    pub fn pass_rates(&self) -> Vec<f64> {
+        self.runs.iter().map(|r| r.iter().filter(|r| r.passed).count() as f64 / r.len().max(1) as f64).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_become_toml() {
+        let v = Variant::of_key("gateway.profile", &["naive".into(), "3".into(), "true".into()]);
+        let sets: Vec<&str> = v.iter().map(|v| v.sets[0].as_str()).collect();
+        assert_eq!(sets, ["gateway.profile=\"naive\"", "gateway.profile=3", "gateway.profile=true"]);
+    }
+}
