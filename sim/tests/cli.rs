@@ -2,15 +2,9 @@
 //! message that names where the problem is.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-fn mcpstorm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcpstorm"))
-        .args(args)
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .output()
-        .expect("run mcpstorm")
-}
+mod common;
+use common::mcpstorm;
 
 fn scratch(name: &str) -> String {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli").join(name).to_string_lossy().into_owned()

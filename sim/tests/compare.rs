@@ -3,15 +3,10 @@
 //! and bad input exits 2 before anything runs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn mcpstorm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcpstorm"))
-        .args(args)
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .output()
-        .expect("run mcpstorm")
-}
+mod common;
+use common::mcpstorm;
 
 fn scratch(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compare").join(name)

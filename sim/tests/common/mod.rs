@@ -1,10 +1,24 @@
-//! Helpers shared by the CLI tests: `mcpstorm serve-fake` as a child process.
+//! Helpers shared by the CLI tests: `mcpstorm` run to completion from the repository root, and `mcpstorm
+//! serve-fake` as a child process.
+
+// Each test file includes this module and uses its own subset of it.
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcpstorm");
+
+/// Runs `mcpstorm args...` from the repository root (so `scenarios/...` paths resolve) and returns its output.
+pub fn mcpstorm(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .output()
+        .expect("run mcpstorm")
+}
 
 /// `mcpstorm serve-fake` on a free loopback port; killed (by its own handle) when dropped.
 pub struct Fake {
