@@ -1,4 +1,4 @@
-//! An in-process MCP server (legacy era) speaking the mcpstorm session extension, for the session tests: it grants
+//! An in-process MCP server (legacy era, optionally modern too) speaking the mcpstorm session extension, for the session tests: it grants
 //! sessions with a TTL measured on its *own* wall clock (any function of elapsed time: offset, drift, jumps), checks
 //! the session id and credential of every request, and logs each request with the verdict it got, so a test can
 //! count frames and prove which calls went out on a session the server considered expired.
@@ -11,6 +11,7 @@ use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
 use mcpstorm_core::mcp::method;
 use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
 use mcpstorm_core::session::ext::{AuthScheme, META_AUTH_SCHEMES, META_AUTHORIZATION, META_SESSION, RENEW};
+use mcpstorm_core::session::{DISCOVER, MODERN_PROTOCOL_VERSIONS};
 use serde_json::{Value, json};
 use tokio::io::DuplexStream;
 use tokio::time::Instant;
@@ -35,6 +36,8 @@ pub struct ServerConfig {
     pub renew: bool,
     /// Answers every `tools/call` with session-not-found, whatever the session.
     pub always_not_found: bool,
+    /// Also speaks the modern era: answers `server/discover` (with the grant in its `_meta`).
+    pub modern: bool,
     pub wall: WallFn,
 }
 
@@ -51,6 +54,7 @@ impl Default for ServerConfig {
             schemes: None,
             renew: true,
             always_not_found: false,
+            modern: false,
             wall: steady_wall(1_700_000_000_000),
         }
     }
@@ -262,6 +266,11 @@ impl State {
             method::INITIALIZE => {
                 let result = json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                     "serverInfo": {"name": "session-server", "version": "1"}, "_meta": self.grant()});
+                return (Verdict::Ok, Ok(result));
+            }
+            DISCOVER if self.config.modern => {
+                let result = json!({"supportedVersions": MODERN_PROTOCOL_VERSIONS, "capabilities": {"tools": {}},
+                    "ttlMs": 0, "cacheScope": "private", "resultType": "complete", "_meta": self.grant()});
                 return (Verdict::Ok, Ok(result));
             }
             method::PING => return (Verdict::Ok, Ok(json!({}))),

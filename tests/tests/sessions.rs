@@ -13,8 +13,8 @@ use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::{CallToolResult, method};
 use mcpstorm_core::observe::{Event, Observer};
 use mcpstorm_core::rt::TokioClock;
-use mcpstorm_core::session::EraMode;
 use mcpstorm_core::session::ext::{AuthScheme, Credential, GatewayProfile, RENEW, Secret};
+use mcpstorm_core::session::{DISCOVER, Era, EraMode};
 use mcpstorm_core::{CallError, ErrorClass};
 use mcpstorm_tests::session_server::{Seen, ServerConfig, SessionServer, Verdict, steady_wall};
 use serde_json::json;
@@ -229,6 +229,47 @@ async fn a_three_minute_skew_breaks_the_naive_profile_only() {
     assert_eq!(failures, 0);
     assert_eq!((default.not_found, default.rehandshakes), (0, 0));
     assert!(default.renewed >= 3, "{default:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_forced_renewal_returns_the_fresh_grant_or_the_refusal() {
+    let server = SessionServer::new(ServerConfig::default());
+    let c = client(&server, ClientConfig::default());
+    let t0 = Instant::now();
+    call(&c).await.unwrap();
+    sleep_until(t0 + secs(10.0)).await;
+    let grant = c.renew_session().await.unwrap().unwrap();
+    assert_eq!((grant.id.as_str(), grant.ttl_ms, grant.expires_at_ms), ("s-0", 600_000, Some(SERVER_WALL + 610_000)));
+    assert_eq!(c.session_stats().renewed, 1);
+    let plain = SessionServer::new(ServerConfig { ttl: None, ..ServerConfig::default() });
+    assert_eq!(client(&plain, ClientConfig::default()).renew_session().await, Ok(None));
+    assert!(plain.seen(RENEW).is_empty());
+    let refusing = SessionServer::new(ServerConfig { renew: false, ..ServerConfig::default() });
+    let r = client(&refusing, ClientConfig::default());
+    let err = r.renew_session().await.unwrap_err();
+    assert!(matches!(&err, CallError::Protocol(e) if e.code() == ErrorCode::METHOD_NOT_FOUND), "{err:?}");
+    call(&r).await.unwrap();
+    assert_eq!(r.session_stats().rehandshakes, 1, "the refusal marked the session for replacement");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_modern_server_grants_in_discover_and_a_new_session_asks_again() {
+    let server = SessionServer::new(ServerConfig { modern: true, ..ServerConfig::default() });
+    let c = McpClient::new(
+        "srv",
+        Arc::new(server.clone()),
+        ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() },
+    );
+    call(&c).await.unwrap();
+    assert_eq!(c.session().await.unwrap().era, Era::Modern);
+    server.drop_sessions();
+    call(&c).await.unwrap();
+    // The era is cached, but the cached discover result's grant is stale: the new connection probes again.
+    assert_eq!(server.seen(DISCOVER).len(), 2);
+    assert!(server.seen(method::INITIALIZE).is_empty());
+    let calls = server.seen(method::TOOLS_CALL);
+    assert_eq!(ids(&calls), vec![Some("s-0".into()), Some("s-0".into()), Some("s-1".into())]);
+    assert_eq!(c.session_stats(), stats(2, 0, 1, 1, 1));
 }
 
 const SECRET_BEARER: &str = "bearer-s3cr3t-value";

@@ -37,7 +37,7 @@ use crate::mcp::{CallToolResult, InitializeResult, Tool, method};
 use crate::observe::{ConnId, Event, NoopObserver, Observer, SessionEvent};
 use crate::rt::{Clock, Dialer, SeededRng, TokioClock};
 use crate::schema::{ArgumentError, Capabilities, SchemaCache};
-use crate::session::ext::{self, GatewayProfile};
+use crate::session::ext::{self, GatewayProfile, SessionGrant};
 use crate::session::{self, Era, EraCache};
 use crate::transport::line_transport;
 use drift::DriftCounters;
@@ -449,13 +449,24 @@ impl McpClient {
         Ok(result)
     }
 
+    /// Renews the current session now (connecting first if needed), as `mcpstorm diagnose` forces it: the fresh
+    /// grant, or `None` for a server that grants no sessions. A refusal marks the session for replacement, as a
+    /// background renewal's would.
+    pub async fn renew_session(&self) -> Result<Option<SessionGrant>, CallError> {
+        let session = self.session().await?;
+        if session.ext.grant().is_none() {
+            return Ok(None);
+        }
+        session.ext.renew(&session.conn, &self.events).await.map(Some)
+    }
+
     /// Starts the session's renewal in the background unless one is already running.
     fn spawn_renewal(&self, session: &Session) {
         if !session.ext.start_renewal() {
             return;
         }
         let (ext, conn, events) = (session.ext.clone(), session.conn.clone(), self.events.clone());
-        tokio::spawn(async move { ext.renew(&conn, &events).await });
+        tokio::spawn(async move { ext.renew_in_background(&conn, &events).await });
     }
 
     /// Round-trip time of one `ping` on the priority lane (`server/discover` in the modern era, which has no ping).

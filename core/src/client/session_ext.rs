@@ -96,34 +96,44 @@ impl SessionExt {
         !self.renewing.swap(true, Ordering::AcqRel)
     }
 
-    /// Sends one renewal on the priority lane (the caller claimed it with [`SessionExt::start_renewal`]).
+    /// Sends one renewal on the priority lane and returns the fresh grant.
     ///
     /// - A fresh grant replaces the lease.
     /// - -32601: this server cannot renew, so the session is replaced (re-handshake) before the next send.
     /// - Session-not-found: the same.
     /// - Anything else (timeout, a closed connection, a result without a grant): the lease stays; the next call
     ///   after it tries again, and the re-handshake margin still protects the session's end.
-    pub async fn renew(&self, conn: &Connection, events: &SessionEvents) {
+    pub async fn renew(&self, conn: &Connection, events: &SessionEvents) -> Result<SessionGrant, CallError> {
         let opts = CallOptions { lane: Lane::Priority, ..CallOptions::default() };
         let received = conn.request(RENEW, None, opts).await;
         let now = Instant::now();
         match received {
             Ok(result) => match SessionGrant::from_result_meta(result.get("_meta")) {
                 Some(grant) => {
-                    self.install(Lease::new(grant, now), conn);
+                    self.install(Lease::new(grant.clone(), now), conn);
                     events.emit(SessionEvent::Renewed);
+                    Ok(grant)
                 }
-                None => tracing::warn!(server = %events.server, "session renewal result carries no grant"),
+                None => Err(CallError::MalformedResponse(format!("{RENEW} result carries no session grant"))),
             },
             Err(CallError::Protocol(e)) if e.code() == ErrorCode::METHOD_NOT_FOUND => {
                 tracing::info!(server = %events.server, "server cannot renew sessions; starting a new one");
                 self.mark_dead();
+                Err(CallError::Protocol(e))
             }
             Err(CallError::Protocol(e)) if ext::is_session_not_found(&e) => {
                 events.emit(SessionEvent::NotFound);
                 self.mark_dead();
+                Err(CallError::Protocol(e))
             }
-            Err(e) => tracing::debug!(server = %events.server, error = %e, "session renewal failed; will retry"),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`SessionExt::renew`] in the background (the caller claimed it with [`SessionExt::start_renewal`]).
+    pub async fn renew_in_background(&self, conn: &Connection, events: &SessionEvents) {
+        if let Err(e) = self.renew(conn, events).await {
+            tracing::debug!(server = %events.server, error = %e, "session renewal failed");
         }
         self.renewing.store(false, Ordering::Release);
     }
