@@ -319,6 +319,14 @@ impl Router {
         }
     }
 
+    /// A call to `id` ended without a verdict on the replica (the caller's fault, or cancelled): only the in-flight
+    /// count changes.
+    pub fn call_abandoned(&mut self, id: ReplicaId) {
+        if let Some(r) = self.replicas.get_mut(id.index()) {
+            r.passive.abandoned();
+        }
+    }
+
     /// A call to `id` finished at `now` after `latency`; `ok` is false for any error (transport, timeout, JSON-RPC
     /// error, or a tool result with `isError`).
     pub fn call_finished(&mut self, id: ReplicaId, ok: bool, latency: Duration, now: Instant) {

@@ -124,6 +124,12 @@ impl Passive {
         self.in_flight = self.in_flight.saturating_add(1);
     }
 
+    /// A started call ended without saying anything about the replica (the caller's own fault, e.g. invalid
+    /// arguments caught before sending, or a cancellation): it leaves the in-flight count and nothing else.
+    pub fn abandoned(&mut self) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
     /// A call finished (`ok`: not an error) after `latency`, at `now`.
     pub fn finished(&mut self, ok: bool, latency: Duration, now: Duration) {
         self.in_flight = self.in_flight.saturating_sub(1);

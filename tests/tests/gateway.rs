@@ -1,0 +1,168 @@
+//! The gateway end to end over loopback TCP, against fake MCP servers: routing by formula and by the capability
+//! matrix, a clear error when no replica qualifies, the router's in-flight accounting on every way a call can end,
+//! and active health checks taking a dead replica out of rotation through the gateway's own clients.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpstorm_core::client::{ClientConfig, McpClient};
+use mcpstorm_core::gateway::{Connector, Gateway, GatewayConfig, ToolCall};
+use mcpstorm_core::router::{
+    ExclusionReason, FormulaSpec, RouteError, Router, RouterConfig, ServerSpec, StaticRegistry,
+};
+use mcpstorm_core::rt::{SeededRng, TcpDialer, TokioClock};
+use mcpstorm_core::{CallError, CancelToken, LocalError};
+use mcpstorm_sim::fake::{FakeServer, FakeServerConfig};
+use serde_json::json;
+use tokio::net::TcpListener;
+
+/// Endpoint name → loopback address.
+#[derive(Debug)]
+struct Loopback(BTreeMap<String, String>);
+
+impl Connector for Loopback {
+    fn connect(&self, _server: &str, endpoint: &str) -> Arc<McpClient> {
+        let addr = self.0.get(endpoint).cloned().unwrap_or_else(|| "127.0.0.1:9".into());
+        let mut config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
+        config.connect_timeout = Duration::from_millis(300);
+        Arc::new(McpClient::new(endpoint, Arc::new(TcpDialer { addr }), config))
+    }
+}
+
+async fn serve(config: FakeServerConfig) -> (FakeServer, String) {
+    let server = FakeServer::new(config).expect("valid fake config");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let addr = listener.local_addr().expect("bound address").to_string();
+    let serving = server.clone();
+    tokio::spawn(async move { serving.serve(listener).await });
+    (server, addr)
+}
+
+fn gateway(servers: Vec<ServerSpec>, addrs: BTreeMap<String, String>, formula: &str, config: RouterConfig) -> Gateway {
+    let clock = Arc::new(TokioClock::new(0));
+    let spec: FormulaSpec = formula.parse().expect("a built-in formula");
+    let router = Router::new(config, spec.build(), SeededRng::new(7), tokio::time::Instant::now());
+    let gw_config = GatewayConfig {
+        refresh_every: Duration::from_millis(20),
+        requirement_rules: vec![("language".into(), "language_support".into())],
+    };
+    Gateway::new(router, Box::new(StaticRegistry::new(servers)), Arc::new(Loopback(addrs)), clock, gw_config)
+}
+
+/// Two servers offering `echo`: `py` reviews python only, `multi` python and rust. Round robin alternates between
+/// the eligible replicas; a rust request only ever reaches `multi`; a go request has no candidate and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routes_by_formula_and_capability_matrix() {
+    let (_py, py_addr) = serve(FakeServerConfig::builtin()).await;
+    let (_multi, multi_addr) = serve(FakeServerConfig::builtin()).await;
+    let servers = vec![
+        ServerSpec::new("py", ["py-0"]).with_tools(["echo"]).with_support("language_support", ["python"]),
+        ServerSpec::new("multi", ["multi-0"]).with_tools(["echo"]).with_support("language_support", ["python", "rust"]),
+    ];
+    let addrs = BTreeMap::from([("py-0".into(), py_addr), ("multi-0".into(), multi_addr)]);
+    let gw = gateway(servers, addrs, "round_robin", RouterConfig::default());
+
+    let mut served = BTreeMap::<String, u32>::new();
+    for i in 0..10 {
+        let a = gw.call_tool(ToolCall::new("echo", json!({"message": format!("m{i}"), "language": "python"}))).await;
+        let a = a.expect("a candidate");
+        assert_eq!(a.outcome.expect("echo works").joined_text(), format!("m{i}"));
+        *served.entry(a.endpoint.to_string()).or_default() += 1;
+    }
+    assert_eq!(served, BTreeMap::from([("multi-0".into(), 5), ("py-0".into(), 5)]), "round robin alternates");
+
+    for _ in 0..4 {
+        let a = gw.call_tool(ToolCall::new("echo", json!({"message": "x", "language": "rust"}))).await.unwrap();
+        assert_eq!(&*a.endpoint, "multi-0", "a rust request reached a server without rust");
+    }
+    match gw.call_tool(ToolCall::new("echo", json!({"message": "x", "language": "go"}))).await {
+        Err(RouteError::NoCandidate { tool, excluded }) => {
+            assert_eq!(tool, "echo");
+            assert_eq!(excluded.len(), 2);
+            assert!(excluded.iter().all(|e| matches!(&e.reason, ExclusionReason::Unmet(_))), "{excluded:?}");
+            let text = RouteError::NoCandidate { tool, excluded }.to_string();
+            assert!(text.contains("language_support ∋ go"), "{text}");
+        }
+        other => panic!("expected no candidate, got {other:?}"),
+    }
+    assert!(matches!(gw.call_tool(ToolCall::new("nope", json!({}))).await, Err(RouteError::UnknownTool { .. })));
+}
+
+/// In-flight counts return to zero whatever happened: success, a caller's invalid arguments (no verdict on the
+/// replica: its error rate stays 0), and a call future dropped mid-way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_flight_accounting_survives_every_ending() {
+    let (_s, addr) = serve(FakeServerConfig::builtin()).await;
+    let servers = vec![ServerSpec::new("s", ["s-0"]).with_tools(["echo", "sleep_ms"])];
+    let gw =
+        Arc::new(gateway(servers, BTreeMap::from([("s-0".into(), addr)]), "p2c_peak_ewma", RouterConfig::default()));
+    let in_flight = |gw: &Gateway| gw.with_router(|r| r.stats(r.replica_id("s-0").unwrap()).unwrap().in_flight);
+
+    gw.call_tool(ToolCall::new("echo", json!({"message": "a"}))).await.unwrap().outcome.unwrap();
+    let bad = gw.call_tool(ToolCall::new("echo", json!({"message": 3}))).await.unwrap();
+    assert!(matches!(bad.outcome, Err(CallError::Local(LocalError::InvalidArguments(_)))));
+    assert_eq!(in_flight(&gw), 0.0);
+
+    let slow = {
+        let gw = gw.clone();
+        tokio::spawn(async move { gw.call_tool(ToolCall::new("sleep_ms", json!({"ms": 5000}))).await.map(|_| ()) })
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while in_flight(&gw) < 1.0 {
+        assert!(tokio::time::Instant::now() < deadline, "the slow call never started");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    slow.abort();
+    let _ = slow.await;
+    assert_eq!(in_flight(&gw), 0.0, "a dropped call kept its in-flight slot");
+    gw.with_router(|r| r.refresh(tokio::time::Instant::now()));
+    let stats = gw.with_router(|r| r.stats(r.replica_id("s-0").unwrap()).unwrap());
+    assert_eq!(stats.error_rate, 0.0, "the caller's invalid arguments counted against the replica");
+}
+
+/// A replica whose server is gone fails its pings; after three strikes the router stops sending calls there,
+/// through the gateway's background task and its own clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_checks_take_a_dead_replica_out() {
+    let (_live, live_addr) = serve(FakeServerConfig::builtin()).await;
+    let dead_addr = {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let servers = vec![ServerSpec::new("s", ["live", "dead"]).with_tools(["echo"])];
+    let addrs = BTreeMap::from([("live".into(), live_addr), ("dead".into(), dead_addr)]);
+    let config = RouterConfig { check_interval: Duration::from_millis(30), ..RouterConfig::default() };
+    let gw = Arc::new(gateway(servers, addrs, "round_robin", config));
+    let cancel = CancelToken::new();
+    let background = tokio::spawn(gw.clone().run_background(cancel.clone()));
+
+    // Before the strikes, round robin sends every other call to the dead replica (and fails it); after them,
+    // eight calls in a row all land on the live one.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut all_live = true;
+        for _ in 0..8 {
+            let a = gw.call_tool(ToolCall::new("echo", json!({"message": "x"}))).await.unwrap();
+            all_live &= &*a.endpoint == "live" && a.outcome.is_ok();
+        }
+        if all_live {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the dead replica was never taken out");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let dead = gw.with_router(|r| r.replica_id("dead").unwrap());
+    match gw
+        .call_tool(ToolCall {
+            tried: &[gw.with_router(|r| r.replica_id("live").unwrap())],
+            ..ToolCall::new("echo", json!({"message": "x"}))
+        })
+        .await
+    {
+        Ok(a) => assert_ne!(a.replica, dead, "a retry avoiding the live replica still must not get the dead one"),
+        Err(e) => panic!("{e}"),
+    }
+    cancel.cancel("test over");
+    background.await.unwrap();
+}
