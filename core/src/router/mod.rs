@@ -378,4 +378,6 @@ impl Router {
 }
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;

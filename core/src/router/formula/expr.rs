@@ -47,6 +47,9 @@ pub const FUNCTIONS: [&str; 25] = [
 /// `log` is exmex's natural log too; listed apart so [`FUNCTIONS`] stays a fixed array of the distinct ones.
 const LOG: &str = "log";
 const CONSTANTS: [&str; 4] = ["PI", "E", "e", "TAU"];
+/// Statistics reach exmex renamed `x<index>`: exmex reads operator names greedily, so `max_concurrent` would
+/// otherwise parse as its `max` operator followed by garbage.
+const SLOT_PREFIX: &str = "x";
 
 fn read(s: &CandidateStats, stat: usize) -> f64 {
     match stat {
@@ -97,16 +100,16 @@ pub struct Expression {
 
 impl Expression {
     pub fn parse(text: &str) -> Result<Expression, FormulaError> {
-        check(text)?;
-        let flat = exmex::parse::<f64>(text).map_err(|e| FormulaError::Rejected(clean(&e.to_string())))?;
+        let renamed = check(text)?;
+        let flat = exmex::parse::<f64>(&renamed).map_err(|e| FormulaError::Rejected(clean(&e.to_string())))?;
         let slots = flat
             .var_names()
             .iter()
             .map(|name| {
-                STATISTICS
-                    .iter()
-                    .position(|(stat, _)| stat == name)
-                    .ok_or_else(|| FormulaError::UnknownVariable { name: name.clone(), column: column_of(text, name) })
+                name.strip_prefix(SLOT_PREFIX)
+                    .and_then(|i| i.parse::<usize>().ok())
+                    .filter(|i| *i < STATISTICS.len())
+                    .ok_or_else(|| FormulaError::Rejected(format!("unexpected variable `{name}`")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Expression { text: text.to_owned(), flat, slots })
@@ -172,10 +175,6 @@ fn clean(message: &str) -> String {
     message.split(", Operator {").next().unwrap_or(message).trim().to_owned()
 }
 
-fn column_of(text: &str, name: &str) -> usize {
-    text.find(name).map_or(1, |byte| text[..byte].chars().count() + 1)
-}
-
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Token<'a> {
     Number,
@@ -185,8 +184,8 @@ enum Token<'a> {
     Close,
 }
 
-/// Splits `text` into tokens with their 1-based columns.
-fn tokens(text: &str) -> Result<Vec<(usize, Token<'_>)>, FormulaError> {
+/// Splits `text` into tokens with their 1-based columns and their text.
+fn tokens(text: &str) -> Result<Vec<(usize, Token<'_>, &str)>, FormulaError> {
     let mut out = Vec::new();
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut i = 0;
@@ -208,11 +207,12 @@ fn tokens(text: &str) -> Result<Vec<(usize, Token<'_>)>, FormulaError> {
             if text[byte..byte_at(j)].matches('.').count() > 1 {
                 return Err(FormulaError::Syntax { column, message: "a number with two decimal points".into() });
             }
-            out.push((column, Token::Number));
+            out.push((column, Token::Number, &text[byte..byte_at(j)]));
             i = j;
         } else if c.is_alphabetic() || c == '_' {
             let j = run_end(i, &|c| c.is_alphanumeric() || c == '_');
-            out.push((column, Token::Name(&text[byte..byte_at(j)])));
+            let name = &text[byte..byte_at(j)];
+            out.push((column, Token::Name(name), name));
             i = j;
         } else {
             let token = match c {
@@ -223,7 +223,7 @@ fn tokens(text: &str) -> Result<Vec<(usize, Token<'_>)>, FormulaError> {
                     return Err(FormulaError::Syntax { column, message: format!("unexpected character `{other}`") });
                 }
             };
-            out.push((column, token));
+            out.push((column, token, &text[byte..byte + c.len_utf8()]));
             i += 1;
         }
     }
@@ -231,19 +231,31 @@ fn tokens(text: &str) -> Result<Vec<(usize, Token<'_>)>, FormulaError> {
 }
 
 /// The grammar check: `expr := operand (op operand)*`, `operand := [+-]* (number | name | function '(' expr ')' |
-/// '(' expr ')')`.
-fn check(text: &str) -> Result<(), FormulaError> {
+/// '(' expr ')')`. Returns the text with each statistic renamed to its slot, for exmex.
+fn check(text: &str) -> Result<String, FormulaError> {
     let tokens = tokens(text)?;
     let end = text.chars().count() + 1;
     let syntax = |column, message: &str| FormulaError::Syntax { column, message: message.to_owned() };
     let mut open: Vec<usize> = Vec::new();
+    let mut renamed = String::with_capacity(text.len());
     let mut want_operand = true;
     let mut iter = tokens.iter().peekable();
-    while let Some(&(column, token)) = iter.next() {
+    while let Some(&(column, token, text)) = iter.next() {
+        let slot = match token {
+            Token::Name(name) => STATISTICS.iter().position(|(s, _)| *s == name),
+            _ => None,
+        };
+        match slot {
+            Some(i) => renamed.push_str(&format!(" {SLOT_PREFIX}{i} ")),
+            None => {
+                renamed.push(' ');
+                renamed.push_str(text);
+            }
+        }
         match (want_operand, token) {
             (true, Token::Number) => want_operand = false,
             (true, Token::Name(name)) => {
-                let is_call = matches!(iter.peek(), Some((_, Token::Open)));
+                let is_call = matches!(iter.peek(), Some((_, Token::Open, _)));
                 let is_function = FUNCTIONS.contains(&name) || name == LOG;
                 if is_call {
                     if !is_function {
@@ -251,7 +263,7 @@ fn check(text: &str) -> Result<(), FormulaError> {
                     }
                 } else if is_function {
                     return Err(syntax(column, &format!("function `{name}` needs its argument in parentheses")));
-                } else if !CONSTANTS.contains(&name) && !STATISTICS.iter().any(|(s, _)| *s == name) {
+                } else if !CONSTANTS.contains(&name) && slot.is_none() {
                     return Err(FormulaError::UnknownVariable { name: name.to_owned(), column });
                 } else {
                     want_operand = false;
@@ -274,7 +286,7 @@ fn check(text: &str) -> Result<(), FormulaError> {
     }
     match open.pop() {
         Some(column) => Err(syntax(column, "`(` is never closed")),
-        None => Ok(()),
+        None => Ok(renamed),
     }
 }
 
@@ -309,6 +321,17 @@ mod tests {
         assert!((weight("score") - seed_score(&stats())).abs() < 1e-12);
         assert!((weight("(1 - error_rate)^2 * sqrt(uptime)") - 0.64).abs() < 1e-12);
         assert_eq!(weight("1/2"), 0.5, "float division, not integer");
+    }
+
+    #[test]
+    fn every_statistic_parses_alone_and_reads_its_own_field() {
+        // exmex reads operator names greedily (`max` in `max_concurrent`): the renaming must shield every name.
+        let s = CandidateStats { penalty: 0.5, score: 0.0, ..stats() };
+        for (i, (name, _)) in STATISTICS.iter().enumerate() {
+            let e = Expression::parse(name).unwrap_or_else(|err| panic!("{name}: {err}"));
+            assert_eq!(e.weight(&s), read(&s, i), "{name}");
+        }
+        assert_eq!(Expression::parse("max_concurrent / 2").unwrap().weight(&s), 6.0);
     }
 
     #[test]
