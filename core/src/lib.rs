@@ -13,6 +13,7 @@
 //! - [`router`]: discovery and candidates, health, routing formulas and the weighted choice.
 //! - [`rt`]: the seams (dialer, clock, RNG); [`observe`]: the metrics seam.
 //! - [`history`]: call records, the idempotency cache, failure attribution and resume.
+//! - [`resilience`]: circuit breakers, retry budgets, adaptive concurrency, bulkheads, degraded responses.
 //! - [`error`]: error classes; [`cancel`]: the cancellation token; [`limit`]: concurrency limits.
 
 pub mod cancel;
@@ -25,6 +26,7 @@ pub mod jsonrpc;
 pub mod limit;
 pub mod mcp;
 pub mod observe;
+pub mod resilience;
 pub mod router;
 pub mod rt;
 pub mod schema;

@@ -1,0 +1,134 @@
+//! The breaker's configuration: every field, its default and its meaning in one place.
+
+use std::time::Duration;
+
+/// How the breaker's sliding window counts calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowConfig {
+    /// The last `size` recorded calls.
+    Count { size: u32 },
+    /// The calls of the last `buckets × bucket_width` (see [`crate::resilience::ring`] for the exact edge).
+    Time { buckets: u32, bucket_width: Duration },
+}
+
+/// Breaker settings. Defaults (seed 001's examples where it gives them, resilience4j's semantics otherwise):
+///
+/// | field                      | default                 | meaning                                               |
+/// |----------------------------|-------------------------|-------------------------------------------------------|
+/// | `window`                   | time, 10 × 1 s          | what the rates are computed over (the seed's 10 s)    |
+/// | `failure_rate_threshold`   | 0.5                     | open when failures / calls ≥ this (inclusive)         |
+/// | `slow_call_rate_threshold` | 0.6                     | open when slow calls / calls ≥ this (inclusive)       |
+/// | `slow_call_duration`       | 2 s                     | a call taking at least this long is slow              |
+/// | `minimum_calls`            | 10                      | no verdict before this many calls are in the window (capped at a count window's size) |
+/// | `open_base`                | 5 s                     | the first open period                                 |
+/// | `open_multiplier`          | 2.0                     | each re-open without a successful close in between multiplies it |
+/// | `open_max`                 | 60 s                    | the open period's cap (before jitter)                 |
+/// | `open_jitter`              | 0.2                     | the open period is scaled by a uniform factor in 1 ± this |
+/// | `half_open_probes`         | 3                       | probes in flight at once in half-open, and consecutive successes that close |
+/// | `half_open_max_wait`       | 10 s                    | half-open that has not decided by then re-opens       |
+/// | `retry_after_cap`          | 60 s                    | a server-dictated retry-after longer than this is cut |
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakerConfig {
+    pub window: WindowConfig,
+    pub failure_rate_threshold: f64,
+    pub slow_call_rate_threshold: f64,
+    pub slow_call_duration: Duration,
+    pub minimum_calls: u32,
+    pub open_base: Duration,
+    pub open_multiplier: f64,
+    pub open_max: Duration,
+    pub open_jitter: f64,
+    pub half_open_probes: u32,
+    pub half_open_max_wait: Duration,
+    pub retry_after_cap: Duration,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            window: WindowConfig::Time { buckets: 10, bucket_width: Duration::from_secs(1) },
+            failure_rate_threshold: 0.5,
+            slow_call_rate_threshold: 0.6,
+            slow_call_duration: Duration::from_secs(2),
+            minimum_calls: 10,
+            open_base: Duration::from_secs(5),
+            open_multiplier: 2.0,
+            open_max: Duration::from_secs(60),
+            open_jitter: 0.2,
+            half_open_probes: 3,
+            half_open_max_wait: Duration::from_secs(10),
+            retry_after_cap: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A configuration value the breaker cannot work with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid breaker configuration: {field} {problem}")]
+pub struct ConfigError {
+    pub field: &'static str,
+    pub problem: &'static str,
+}
+
+impl BreakerConfig {
+    /// Checks every field; the first problem found is named.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field, problem| Err(ConfigError { field, problem });
+        match self.window {
+            WindowConfig::Count { size: 0 } => return err("window.size", "must be at least 1"),
+            WindowConfig::Time { buckets: 0, .. } => return err("window.buckets", "must be at least 1"),
+            WindowConfig::Time { bucket_width, .. } if bucket_width.is_zero() => {
+                return err("window.bucket_width", "must be positive");
+            }
+            _ => {}
+        }
+        let rate = |r: f64| r.is_finite() && r > 0.0 && r <= 1.0;
+        if !rate(self.failure_rate_threshold) {
+            return err("failure_rate_threshold", "must be in (0, 1]");
+        }
+        if !rate(self.slow_call_rate_threshold) {
+            return err("slow_call_rate_threshold", "must be in (0, 1]");
+        }
+        if self.minimum_calls == 0 {
+            return err("minimum_calls", "must be at least 1");
+        }
+        if self.open_base.is_zero() {
+            return err("open_base", "must be positive");
+        }
+        if !(self.open_multiplier.is_finite() && self.open_multiplier >= 1.0) {
+            return err("open_multiplier", "must be a finite number ≥ 1");
+        }
+        if self.open_max < self.open_base {
+            return err("open_max", "must be at least open_base");
+        }
+        if !(self.open_jitter.is_finite() && (0.0..1.0).contains(&self.open_jitter)) {
+            return err("open_jitter", "must be in [0, 1)");
+        }
+        if self.half_open_probes == 0 {
+            return err("half_open_probes", "must be at least 1");
+        }
+        if self.half_open_max_wait.is_zero() {
+            return err("half_open_max_wait", "must be positive");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_bad_fields_are_named() {
+        assert_eq!(BreakerConfig::default().validate(), Ok(()));
+        let bad = BreakerConfig { failure_rate_threshold: 1.5, ..BreakerConfig::default() };
+        assert_eq!(
+            bad.validate().unwrap_err().to_string(),
+            "invalid breaker configuration: failure_rate_threshold must be in (0, 1]"
+        );
+        let bad = BreakerConfig { window: WindowConfig::Count { size: 0 }, ..BreakerConfig::default() };
+        assert_eq!(bad.validate().unwrap_err().field, "window.size");
+        let bad = BreakerConfig { open_max: Duration::from_secs(1), ..BreakerConfig::default() };
+        assert_eq!(bad.validate().unwrap_err().field, "open_max");
+    }
+}

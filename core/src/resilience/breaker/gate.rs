@@ -1,0 +1,104 @@
+//! The breaker on the call path: a shared [`Gate`] around one [`Breaker`], handing out [`Permit`]s.
+//!
+//! The permit is the only way to report an outcome, and it reports at most once: [`Permit::record`] consumes it, and
+//! dropping it unrecorded (the call's future was cancelled, a task panicked) releases its half-open probe slot as
+//! ignored. So a probe can never be leaked by an early return; `half_open_max_wait` is only the backstop for a permit
+//! kept alive and forgotten.
+//!
+//! The lock is a plain mutex held for a few field updates, never across an await: cheaper than any lock-free scheme
+//! that would have to keep the window's totals consistent, as the bench (`core/benches/breaker.rs`) shows.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::classify::Verdict;
+use super::machine::{Admission, Breaker, Manual, State, Ticket, Transition};
+use super::window::Counts;
+
+#[derive(Debug)]
+pub struct Gate {
+    breaker: Mutex<Breaker>,
+}
+
+impl Gate {
+    pub fn new(breaker: Breaker) -> Arc<Self> {
+        Arc::new(Gate { breaker: Mutex::new(breaker) })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Breaker> {
+        // Every update leaves the breaker consistent before anything can panic, so a poisoned lock is still usable.
+        self.breaker.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Admits a call or says why not. The permit records the outcome; see the module docs for drops.
+    pub fn try_acquire(self: &Arc<Self>, now: Instant) -> Admission<Permit> {
+        let Admission { decision, transition } = self.lock().try_acquire(now);
+        let decision = decision.map(|ticket| Permit { gate: Some(self.clone()), ticket, admitted_at: now });
+        Admission { decision, transition }
+    }
+
+    pub fn state(&self) -> State {
+        self.lock().state()
+    }
+
+    pub fn counts(&self, now: Instant) -> Counts {
+        self.lock().counts(now)
+    }
+
+    pub fn probes_in_flight(&self) -> u32 {
+        self.lock().probes_in_flight()
+    }
+
+    /// Lets time pass without a call (for a periodic observer that wants open → half-open on time).
+    pub fn advance(&self, now: Instant) -> Option<Transition> {
+        self.lock().advance(now)
+    }
+
+    pub fn set_manual(&self, now: Instant, manual: Manual) -> Option<Transition> {
+        self.lock().set_manual(now, manual)
+    }
+
+    pub fn reset(&self, now: Instant) -> Option<Transition> {
+        self.lock().reset(now)
+    }
+
+    pub fn follow_remote_open(&self, now: Instant, open_for: Duration) -> Option<Transition> {
+        self.lock().follow_remote_open(now, open_for)
+    }
+}
+
+/// One admitted call. Record its outcome with [`Permit::record`]; dropping it unrecorded counts as ignored.
+#[derive(Debug)]
+pub struct Permit {
+    /// `None` once recorded, so `Drop` knows there is nothing left to release.
+    gate: Option<Arc<Gate>>,
+    ticket: Ticket,
+    admitted_at: Instant,
+}
+
+impl Permit {
+    pub fn admitted_at(&self) -> Instant {
+        self.admitted_at
+    }
+
+    pub fn is_probe(&self) -> bool {
+        self.ticket.is_probe()
+    }
+
+    /// Reports the outcome at `now`; the call's duration is `now − admitted_at`.
+    pub fn record(mut self, now: Instant, verdict: Verdict) -> Option<Transition> {
+        let gate = self.gate.take()?;
+        let elapsed = now.saturating_duration_since(self.admitted_at);
+        gate.lock().on_outcome(now, self.ticket, verdict, elapsed)
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if let Some(gate) = self.gate.take() {
+            gate.lock().release(self.ticket);
+        }
+    }
+}

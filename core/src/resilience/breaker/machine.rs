@@ -1,0 +1,383 @@
+//! The breaker's pure state machine: `now` and outcomes in, admission decisions and transitions out. No clock reads,
+//! no locks, no tasks; randomness (the open period's jitter) from the injected [`SeededRng`].
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::classify::Verdict;
+use super::config::{BreakerConfig, ConfigError};
+use super::window::{Counts, Window};
+use crate::rt::SeededRng;
+
+/// The breaker's state as observers see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum State {
+    Closed,
+    Open,
+    HalfOpen,
+    /// Manual: reject everything until reset.
+    ForcedOpen,
+    /// Manual: admit everything, record nothing.
+    Disabled,
+    /// Manual: admit everything, record the window, never trip.
+    MetricsOnly,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half_open",
+            State::ForcedOpen => "forced_open",
+            State::Disabled => "disabled",
+            State::MetricsOnly => "metrics_only",
+        }
+    }
+}
+
+/// The manual switch's positions; [`Breaker::reset`] returns to automatic operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Manual {
+    ForcedOpen,
+    Disabled,
+    MetricsOnly,
+}
+
+/// Why a transition happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    /// Closed → open: the failure rate reached its threshold.
+    FailureRate,
+    /// Closed → open: the slow-call rate reached its threshold.
+    SlowCallRate,
+    /// → open for the period the server named.
+    ServerRetryAfter,
+    /// Half-open → open: a probe failed.
+    ProbeFailed,
+    /// Half-open → open: a probe succeeded, but slowly.
+    ProbeSlow,
+    /// Half-open → open: no decision within `half_open_max_wait` (a probe never reported).
+    HalfOpenTimeout,
+    /// Open → half-open: the open period elapsed.
+    OpenElapsed,
+    /// Half-open → closed: `half_open_probes` consecutive probe successes.
+    ProbesSucceeded,
+    /// Another gateway node reported this breaker open.
+    Remote,
+    /// The manual switch (or its reset).
+    Manual,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::FailureRate => "failure_rate",
+            Reason::SlowCallRate => "slow_call_rate",
+            Reason::ServerRetryAfter => "server_retry_after",
+            Reason::ProbeFailed => "probe_failed",
+            Reason::ProbeSlow => "probe_slow",
+            Reason::HalfOpenTimeout => "half_open_timeout",
+            Reason::OpenElapsed => "open_elapsed",
+            Reason::ProbesSucceeded => "probes_succeeded",
+            Reason::Remote => "remote",
+            Reason::Manual => "manual",
+        }
+    }
+}
+
+/// One state change, for the embedder to forward to its observer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transition {
+    pub from: State,
+    pub to: State,
+    pub reason: Reason,
+    pub at: Instant,
+    /// For a transition to open: how long it stays open.
+    pub open_for: Option<Duration>,
+    /// The window when it happened (after the outcome that caused it).
+    pub counts: Counts,
+}
+
+/// Why a call was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RejectReason {
+    Open,
+    ForcedOpen,
+    /// Half-open, and every probe slot is taken.
+    HalfOpenFull,
+}
+
+impl RejectReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RejectReason::Open => "breaker_open",
+            RejectReason::ForcedOpen => "breaker_forced_open",
+            RejectReason::HalfOpenFull => "breaker_half_open",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rejected {
+    pub reason: RejectReason,
+    /// When asking again could succeed: the rest of the open period. `None` when unknown (forced open) or when a
+    /// probe slot may free at any moment (half-open).
+    pub retry_after: Option<Duration>,
+}
+
+/// The right to report one outcome. Outcomes count only toward the state period (epoch) they were admitted in, so a
+/// late answer from before a transition cannot skew the next period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket {
+    epoch: u64,
+    probe: bool,
+}
+
+impl Ticket {
+    /// Whether this call is a half-open probe.
+    pub fn is_probe(&self) -> bool {
+        self.probe
+    }
+}
+
+/// An admission decision plus the transition it caused, if any (an elapsed open period is noticed on admission).
+#[derive(Debug)]
+pub struct Admission<T> {
+    pub decision: Result<T, Rejected>,
+    pub transition: Option<Transition>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Closed,
+    Open { until: Instant },
+    HalfOpen { since: Instant, in_flight: u32, successes: u32 },
+    ForcedOpen,
+    Disabled,
+    MetricsOnly,
+}
+
+/// One circuit breaker, for one (server, tool). See the [module docs](super) for the state diagram.
+#[derive(Debug)]
+pub struct Breaker {
+    config: BreakerConfig,
+    phase: Phase,
+    epoch: u64,
+    window: Window,
+    /// Opens since the last successful close: the exponent of the open period's growth.
+    reopens: u32,
+    rng: SeededRng,
+}
+
+impl Breaker {
+    /// A closed breaker whose time window counts from `origin`.
+    pub fn new(config: BreakerConfig, origin: Instant, rng: SeededRng) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let window = Window::new(config.window, origin);
+        Ok(Breaker { config, phase: Phase::Closed, epoch: 0, window, reopens: 0, rng })
+    }
+
+    pub fn config(&self) -> &BreakerConfig {
+        &self.config
+    }
+
+    /// The state as of the last call; an elapsed open period shows only once time is passed in.
+    pub fn state(&self) -> State {
+        match self.phase {
+            Phase::Closed => State::Closed,
+            Phase::Open { .. } => State::Open,
+            Phase::HalfOpen { .. } => State::HalfOpen,
+            Phase::ForcedOpen => State::ForcedOpen,
+            Phase::Disabled => State::Disabled,
+            Phase::MetricsOnly => State::MetricsOnly,
+        }
+    }
+
+    /// Probes admitted in half-open that have not reported (0 in any other state).
+    pub fn probes_in_flight(&self) -> u32 {
+        match self.phase {
+            Phase::HalfOpen { in_flight, .. } => in_flight,
+            _ => 0,
+        }
+    }
+
+    /// The window's counts at `now`.
+    pub fn counts(&mut self, now: Instant) -> Counts {
+        self.window.counts(now)
+    }
+
+    /// Lets time pass: open → half-open when the open period has elapsed, half-open → open when it has waited too
+    /// long for its probes.
+    pub fn advance(&mut self, now: Instant) -> Option<Transition> {
+        match self.phase {
+            Phase::Open { until } if now >= until => {
+                let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 0 };
+                Some(self.enter(now, phase, Reason::OpenElapsed, None))
+            }
+            Phase::HalfOpen { since, .. } if now.saturating_duration_since(since) >= self.config.half_open_max_wait => {
+                Some(self.open(now, Reason::HalfOpenTimeout, None))
+            }
+            _ => None,
+        }
+    }
+
+    pub fn try_acquire(&mut self, now: Instant) -> Admission<Ticket> {
+        let transition = self.advance(now);
+        let ticket = |probe| Ticket { epoch: self.epoch, probe };
+        let decision = match &mut self.phase {
+            Phase::Closed | Phase::Disabled | Phase::MetricsOnly => Ok(ticket(false)),
+            Phase::Open { until } => {
+                Err(Rejected { reason: RejectReason::Open, retry_after: Some(until.saturating_duration_since(now)) })
+            }
+            Phase::ForcedOpen => Err(Rejected { reason: RejectReason::ForcedOpen, retry_after: None }),
+            Phase::HalfOpen { in_flight, .. } => {
+                if *in_flight < self.config.half_open_probes {
+                    *in_flight += 1;
+                    Ok(ticket(true))
+                } else {
+                    Err(Rejected { reason: RejectReason::HalfOpenFull, retry_after: None })
+                }
+            }
+        };
+        Admission { decision, transition }
+    }
+
+    /// Reports how an admitted call ended, `elapsed` after its admission.
+    pub fn on_outcome(
+        &mut self,
+        now: Instant,
+        ticket: Ticket,
+        verdict: Verdict,
+        elapsed: Duration,
+    ) -> Option<Transition> {
+        if let Some(t) = self.advance(now) {
+            // Time moved the breaker to a new period; the ticket belongs to the old one.
+            return Some(t);
+        }
+        if ticket.epoch != self.epoch {
+            return None;
+        }
+        let slow = elapsed >= self.config.slow_call_duration;
+        match (&mut self.phase, verdict) {
+            (Phase::HalfOpen { in_flight, .. }, _) if ticket.probe => *in_flight = in_flight.saturating_sub(1),
+            _ => {}
+        }
+        match (self.phase, verdict) {
+            (_, Verdict::Ignore) | (Phase::Disabled | Phase::Open { .. } | Phase::ForcedOpen, _) => None,
+            (Phase::MetricsOnly, v) => {
+                self.window.record(now, v != Verdict::Success, slow);
+                None
+            }
+            (Phase::Closed, v) => {
+                self.window.record(now, v != Verdict::Success, slow);
+                if let Verdict::RetryAfter(d) = v {
+                    return Some(self.open(now, Reason::ServerRetryAfter, Some(d)));
+                }
+                self.trip_reason(now).map(|reason| self.open(now, reason, None))
+            }
+            (Phase::HalfOpen { .. }, Verdict::RetryAfter(d)) => Some(self.open(now, Reason::ServerRetryAfter, Some(d))),
+            (Phase::HalfOpen { .. }, Verdict::Failure) => Some(self.open(now, Reason::ProbeFailed, None)),
+            (Phase::HalfOpen { .. }, Verdict::Success) if slow => Some(self.open(now, Reason::ProbeSlow, None)),
+            (Phase::HalfOpen { since, in_flight, successes }, Verdict::Success) => {
+                if successes + 1 >= self.config.half_open_probes {
+                    self.reopens = 0;
+                    self.window.clear();
+                    Some(self.enter(now, Phase::Closed, Reason::ProbesSucceeded, None))
+                } else {
+                    self.phase = Phase::HalfOpen { since, in_flight, successes: successes + 1 };
+                    None
+                }
+            }
+        }
+    }
+
+    /// Frees an admitted call's slot without an outcome (cancelled, dropped): counted as ignored.
+    pub fn release(&mut self, ticket: Ticket) {
+        if let Phase::HalfOpen { in_flight, .. } = &mut self.phase
+            && ticket.probe
+            && ticket.epoch == self.epoch
+        {
+            *in_flight = in_flight.saturating_sub(1);
+        }
+    }
+
+    /// Sets the manual switch. `None` if already in that position.
+    pub fn set_manual(&mut self, now: Instant, manual: Manual) -> Option<Transition> {
+        let phase = match manual {
+            Manual::ForcedOpen => Phase::ForcedOpen,
+            Manual::Disabled => Phase::Disabled,
+            Manual::MetricsOnly => Phase::MetricsOnly,
+        };
+        if self.phase == phase {
+            return None;
+        }
+        self.window.clear();
+        Some(self.enter(now, phase, Reason::Manual, None))
+    }
+
+    /// Back to automatic operation, closed, with an empty window and no open-period growth.
+    pub fn reset(&mut self, now: Instant) -> Option<Transition> {
+        if self.phase == Phase::Closed {
+            return None;
+        }
+        self.reopens = 0;
+        self.window.clear();
+        Some(self.enter(now, Phase::Closed, Reason::Manual, None))
+    }
+
+    /// Another gateway node opened this breaker for `open_for`: follow it unless already open or switched manually.
+    pub fn follow_remote_open(&mut self, now: Instant, open_for: Duration) -> Option<Transition> {
+        match self.phase {
+            Phase::Closed | Phase::HalfOpen { .. } => Some(self.open(now, Reason::Remote, Some(open_for))),
+            _ => None,
+        }
+    }
+
+    /// Which threshold the window has reached, if any (both inclusive; failure rate first).
+    fn trip_reason(&mut self, now: Instant) -> Option<Reason> {
+        let counts = self.window.counts(now);
+        let minimum = match self.config.window {
+            super::WindowConfig::Count { size } => self.config.minimum_calls.min(size),
+            super::WindowConfig::Time { .. } => self.config.minimum_calls,
+        };
+        if counts.calls < minimum {
+            None
+        } else if counts.failure_rate() >= self.config.failure_rate_threshold {
+            Some(Reason::FailureRate)
+        } else if counts.slow_rate() >= self.config.slow_call_rate_threshold {
+            Some(Reason::SlowCallRate)
+        } else {
+            None
+        }
+    }
+
+    /// Opens for `dictated` (a server's retry-after or a peer's period, capped; no growth) or for the next grown
+    /// and jittered period.
+    fn open(&mut self, now: Instant, reason: Reason, dictated: Option<Duration>) -> Transition {
+        let period = match dictated {
+            Some(d) => d.min(self.config.retry_after_cap),
+            None => {
+                self.reopens = self.reopens.saturating_add(1);
+                self.rng.jitter(self.open_period(self.reopens), self.config.open_jitter)
+            }
+        };
+        self.enter(now, Phase::Open { until: now + period }, reason, Some(period))
+    }
+
+    /// `open_base × open_multiplier^(n − 1)`, capped at `open_max`, before jitter.
+    pub fn open_period(&self, n: u32) -> Duration {
+        let c = &self.config;
+        let exp = i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX);
+        let secs = c.open_base.as_secs_f64() * c.open_multiplier.powi(exp);
+        if secs >= c.open_max.as_secs_f64() { c.open_max } else { Duration::from_secs_f64(secs) }
+    }
+
+    fn enter(&mut self, now: Instant, phase: Phase, reason: Reason, open_for: Option<Duration>) -> Transition {
+        let from = self.state();
+        self.phase = phase;
+        self.epoch += 1;
+        Transition { from, to: self.state(), reason, at: now, open_for, counts: self.window.counts(now) }
+    }
+}

@@ -1,0 +1,552 @@
+//! Breaker tests in resilience4j's style (explicit times and durations, state and counts after each step), plus a
+//! model-based test: a deliberately naive reference model (outcomes kept in a plain list, the window recomputed by
+//! filtering) driven side by side with the real breaker by proptest-generated operation sequences.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use tokio::time::Instant;
+
+use super::*;
+use crate::rt::SeededRng;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn count_config(size: u32, minimum: u32) -> BreakerConfig {
+    BreakerConfig {
+        window: WindowConfig::Count { size },
+        minimum_calls: minimum,
+        open_base: ms(1000),
+        open_max: ms(8000),
+        open_jitter: 0.0,
+        half_open_probes: 2,
+        half_open_max_wait: ms(5000),
+        slow_call_duration: ms(500),
+        ..BreakerConfig::default()
+    }
+}
+
+fn breaker(config: BreakerConfig, t0: Instant) -> Breaker {
+    Breaker::new(config, t0, SeededRng::new(1)).unwrap()
+}
+
+/// Admits one call at `now` and reports it at once.
+fn call(b: &mut Breaker, now: Instant, verdict: Verdict, elapsed: Duration) -> Option<Transition> {
+    let ticket = b.try_acquire(now).decision.expect("admitted");
+    b.on_outcome(now, ticket, verdict, elapsed)
+}
+
+fn to(t: &Option<Transition>) -> Option<(State, State, Reason)> {
+    t.as_ref().map(|t| (t.from, t.to, t.reason))
+}
+
+#[test]
+fn opens_at_the_failure_threshold_inclusive_only_after_minimum_calls() {
+    let t0 = Instant::now();
+    let mut b = breaker(count_config(10, 4), t0);
+    assert_eq!(call(&mut b, t0, Verdict::Failure, ms(1)), None);
+    assert_eq!(call(&mut b, t0, Verdict::Failure, ms(1)), None);
+    assert_eq!(call(&mut b, t0, Verdict::Success, ms(1)), None, "3 calls < minimum 4, 67% failures: no verdict yet");
+    assert_eq!(b.counts(t0), Counts { calls: 3, failures: 2, slow: 0 });
+    let t = call(&mut b, t0, Verdict::Success, ms(1));
+    assert_eq!(to(&t), Some((State::Closed, State::Open, Reason::FailureRate)), "2/4 = 50% ≥ 50% trips");
+    assert_eq!(t.unwrap().open_for, Some(ms(1000)));
+    let r = b.try_acquire(t0 + ms(400)).decision.unwrap_err();
+    assert_eq!(r, Rejected { reason: RejectReason::Open, retry_after: Some(ms(600)) });
+}
+
+#[test]
+fn slow_calls_trip_on_their_own_rate() {
+    let t0 = Instant::now();
+    let config = BreakerConfig { slow_call_rate_threshold: 0.6, ..count_config(5, 5) };
+    let mut b = breaker(config, t0);
+    for elapsed in [ms(499), ms(500), ms(900), ms(10)] {
+        assert_eq!(call(&mut b, t0, Verdict::Success, elapsed), None);
+    }
+    assert_eq!(b.counts(t0), Counts { calls: 4, failures: 0, slow: 2 });
+    let t = call(&mut b, t0, Verdict::Success, ms(600));
+    assert_eq!(to(&t), Some((State::Closed, State::Open, Reason::SlowCallRate)), "3/5 = 60% slow ≥ 60%");
+}
+
+#[test]
+fn half_open_admits_only_its_probes_and_closes_on_consecutive_successes() {
+    let t0 = Instant::now();
+    let mut b = breaker(count_config(2, 2), t0);
+    call(&mut b, t0, Verdict::Failure, ms(1));
+    assert!(call(&mut b, t0, Verdict::Failure, ms(1)).is_some());
+    let t1 = t0 + ms(1000);
+    let a = b.try_acquire(t1);
+    assert_eq!(to(&a.transition), Some((State::Open, State::HalfOpen, Reason::OpenElapsed)));
+    let p1 = a.decision.unwrap();
+    let p2 = b.try_acquire(t1).decision.unwrap();
+    assert!(p1.is_probe() && p2.is_probe());
+    for _ in 0..100 {
+        let r = b.try_acquire(t1).decision.unwrap_err();
+        assert_eq!(r.reason, RejectReason::HalfOpenFull, "the seed let everything through here");
+    }
+    assert_eq!(b.probes_in_flight(), 2);
+    assert_eq!(b.on_outcome(t1, p1, Verdict::Success, ms(10)), None);
+    let p3 = b.try_acquire(t1).decision.unwrap();
+    assert_eq!(b.on_outcome(t1, p2, Verdict::Ignore, ms(10)), None, "ignored: frees the slot, decides nothing");
+    let t = b.on_outcome(t1, p3, Verdict::Success, ms(10));
+    assert_eq!(to(&t), Some((State::HalfOpen, State::Closed, Reason::ProbesSucceeded)));
+    assert_eq!(b.counts(t1), Counts::default(), "a fresh window after closing");
+}
+
+#[test]
+fn open_period_grows_on_each_reopen_and_resets_after_a_close() {
+    let t0 = Instant::now();
+    let mut b = breaker(count_config(1, 1), t0);
+    let mut now = t0;
+    let mut periods = vec![];
+    for round in 0..2 {
+        let opened = call(&mut b, now, Verdict::Failure, ms(1)).expect("opens");
+        periods.push(opened.open_for.unwrap().as_millis());
+        now += opened.open_for.unwrap();
+        // The half-open probe fails: outright in round 0, by being slow in round 1 (the other re-open path).
+        let probe = b.try_acquire(now).decision.unwrap();
+        let (verdict, elapsed) = if round == 0 { (Verdict::Failure, ms(1)) } else { (Verdict::Success, ms(600)) };
+        let reopened = b.on_outcome(now, probe, verdict, elapsed).expect("re-opens");
+        periods.push(reopened.open_for.unwrap().as_millis());
+        now += reopened.open_for.unwrap();
+        // Two probe successes close it, which resets the growth.
+        for _ in 0..2 {
+            let p = b.try_acquire(now).decision.unwrap();
+            b.on_outcome(now, p, Verdict::Success, ms(1));
+        }
+        assert_eq!(b.state(), State::Closed);
+    }
+    assert_eq!(periods, vec![1000, 2000, 1000, 2000], "each close resets the growth");
+
+    let mut b = breaker(count_config(1, 1), t0);
+    let mut now = t0;
+    let mut t = call(&mut b, now, Verdict::Failure, ms(1)).unwrap();
+    let mut grown = vec![t.open_for.unwrap().as_millis()];
+    for _ in 0..5 {
+        now += t.open_for.unwrap();
+        let probe = b.try_acquire(now).decision.unwrap();
+        t = b.on_outcome(now, probe, Verdict::Failure, ms(1)).unwrap();
+        assert_eq!(t.reason, Reason::ProbeFailed);
+        grown.push(t.open_for.unwrap().as_millis());
+    }
+    assert_eq!(grown, vec![1000, 2000, 4000, 8000, 8000, 8000], "doubling, capped at open_max");
+}
+
+#[test]
+fn open_period_jitter_stays_in_band_and_is_seeded() {
+    let t0 = Instant::now();
+    let config = BreakerConfig { open_jitter: 0.2, ..count_config(1, 1) };
+    let period = |seed| {
+        let mut b = Breaker::new(config.clone(), t0, SeededRng::new(seed)).unwrap();
+        call(&mut b, t0, Verdict::Failure, ms(1)).unwrap().open_for.unwrap()
+    };
+    let all: Vec<Duration> = (0..50).map(period).collect();
+    assert!(all.iter().all(|d| *d >= ms(800) && *d <= ms(1200)), "{all:?}");
+    assert!(all.iter().any(|d| *d != all[0]), "jitter varies with the seed");
+    assert_eq!(period(7), period(7));
+}
+
+#[test]
+fn a_probe_that_never_reports_cannot_wedge_half_open() {
+    let t0 = Instant::now();
+    let mut b = breaker(count_config(1, 1), t0);
+    call(&mut b, t0, Verdict::Failure, ms(1));
+    let t1 = t0 + ms(1000);
+    let _lost = b.try_acquire(t1).decision.unwrap();
+    let _lost2 = b.try_acquire(t1).decision.unwrap();
+    assert_eq!(b.try_acquire(t1 + ms(4999)).decision.unwrap_err().reason, RejectReason::HalfOpenFull);
+    let a = b.try_acquire(t1 + ms(5000));
+    assert_eq!(to(&a.transition), Some((State::HalfOpen, State::Open, Reason::HalfOpenTimeout)));
+    assert_eq!(a.transition.unwrap().open_for, Some(ms(2000)), "counts as a re-open: the period grows");
+    assert_eq!(a.decision.unwrap_err().reason, RejectReason::Open);
+}
+
+#[test]
+fn server_retry_after_opens_for_that_long_capped() {
+    let t0 = Instant::now();
+    let config = BreakerConfig { retry_after_cap: ms(3000), ..count_config(10, 10) };
+    let mut b = breaker(config, t0);
+    let t = call(&mut b, t0, Verdict::RetryAfter(ms(1234)), ms(1)).unwrap();
+    assert_eq!((t.reason, t.open_for), (Reason::ServerRetryAfter, Some(ms(1234))), "no minimum, no growth");
+    let probe = b.try_acquire(t0 + ms(1234)).decision.unwrap();
+    let t = b.on_outcome(t0 + ms(1234), probe, Verdict::RetryAfter(ms(60_000)), ms(1)).unwrap();
+    assert_eq!(t.open_for, Some(ms(3000)));
+}
+
+#[test]
+fn late_outcomes_from_an_earlier_period_do_not_count() {
+    let t0 = Instant::now();
+    let mut b = breaker(count_config(2, 2), t0);
+    let early = b.try_acquire(t0).decision.unwrap();
+    call(&mut b, t0, Verdict::Failure, ms(1));
+    call(&mut b, t0, Verdict::Failure, ms(1));
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(b.on_outcome(t0 + ms(10), early, Verdict::Failure, ms(10)), None);
+    let t1 = t0 + ms(1000);
+    let probe = b.try_acquire(t1).decision.unwrap();
+    assert_eq!(b.on_outcome(t1, early, Verdict::Success, ms(1000)), None, "not a probe of this half-open");
+    assert_eq!(b.probes_in_flight(), 1);
+    b.release(probe);
+    assert_eq!(b.probes_in_flight(), 0);
+}
+
+#[test]
+fn manual_switch_positions_and_reset() {
+    let t0 = Instant::now();
+    let mut b = breaker(count_config(1, 1), t0);
+    let t = b.set_manual(t0, Manual::ForcedOpen);
+    assert_eq!(to(&t), Some((State::Closed, State::ForcedOpen, Reason::Manual)));
+    assert_eq!(b.set_manual(t0, Manual::ForcedOpen), None);
+    assert_eq!(b.try_acquire(t0 + ms(100_000)).decision.unwrap_err().reason, RejectReason::ForcedOpen);
+
+    b.set_manual(t0, Manual::Disabled);
+    for _ in 0..5 {
+        assert_eq!(call(&mut b, t0, Verdict::Failure, ms(1)), None);
+    }
+    assert_eq!(b.counts(t0).calls, 0, "disabled records nothing");
+
+    b.set_manual(t0, Manual::MetricsOnly);
+    for _ in 0..5 {
+        assert_eq!(call(&mut b, t0, Verdict::Failure, ms(1)), None);
+    }
+    assert_eq!((b.state(), b.counts(t0).failures), (State::MetricsOnly, 1), "counted (window of 1), never trips");
+
+    assert_eq!(to(&b.reset(t0)), Some((State::MetricsOnly, State::Closed, Reason::Manual)));
+    assert_eq!(b.reset(t0), None);
+    let t = b.follow_remote_open(t0, ms(700)).unwrap();
+    assert_eq!((t.reason, t.open_for), (Reason::Remote, Some(ms(700))));
+}
+
+#[test]
+fn time_window_failures_expire_with_their_buckets() {
+    let t0 = Instant::now();
+    let config =
+        BreakerConfig { window: WindowConfig::Time { buckets: 4, bucket_width: ms(250) }, ..count_config(1, 3) };
+    let mut b = breaker(config, t0);
+    call(&mut b, t0, Verdict::Failure, ms(1));
+    call(&mut b, t0 + ms(100), Verdict::Failure, ms(1));
+    // One second later both failures have left the window: two more do not reach the minimum of three.
+    assert_eq!(call(&mut b, t0 + ms(1000), Verdict::Failure, ms(1)), None);
+    assert_eq!(call(&mut b, t0 + ms(1100), Verdict::Success, ms(1)), None);
+    assert_eq!(b.counts(t0 + ms(1100)), Counts { calls: 2, failures: 1, slow: 0 });
+    let t = call(&mut b, t0 + ms(1200), Verdict::Failure, ms(1));
+    assert_eq!(to(&t).map(|t| t.2), Some(Reason::FailureRate), "2/3 within the window");
+}
+
+#[test]
+fn gate_permits_record_once_and_release_probes_on_drop() {
+    let t0 = Instant::now();
+    let gate = Gate::new(breaker(count_config(1, 1), t0));
+    let p = gate.try_acquire(t0).decision.unwrap();
+    assert_eq!(to(&p.record(t0 + ms(5), Verdict::Failure)).map(|t| t.1), Some(State::Open));
+    let t1 = t0 + ms(1005);
+    let a = gate.try_acquire(t1);
+    assert_eq!(to(&a.transition).map(|t| t.1), Some(State::HalfOpen));
+    let p1 = a.decision.unwrap();
+    let p2 = gate.try_acquire(t1).decision.unwrap();
+    assert_eq!(gate.probes_in_flight(), 2);
+    drop(p1); // cancelled: the call's future was dropped
+    assert_eq!(gate.probes_in_flight(), 1);
+    let p3 = gate.try_acquire(t1).decision.unwrap();
+    assert_eq!(p3.admitted_at(), t1);
+    // Slow by the permit's own clock: admitted at t1, reported 600 ms later.
+    let t = p3.record(t1 + ms(600), Verdict::Success);
+    assert_eq!(to(&t).map(|t| t.2), Some(Reason::ProbeSlow));
+    drop(p2);
+    assert_eq!(gate.probes_in_flight(), 0);
+    assert_eq!(gate.state(), State::Open);
+}
+
+// ---- model-based test ----
+
+#[derive(Debug, Clone)]
+enum Op {
+    Wait(u64),
+    Acquire,
+    Report { which: usize, verdict: u8, elapsed: u64 },
+    Drop(usize),
+    Manual(u8),
+    Reset,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0u64..1500).prop_map(Op::Wait),
+        6 => Just(Op::Acquire),
+        6 => (0usize..8, 0u8..10, 0u64..900).prop_map(|(which, verdict, elapsed)| Op::Report { which, verdict, elapsed }),
+        1 => (0usize..8).prop_map(Op::Drop),
+        1 => (0u8..3).prop_map(Op::Manual),
+        1 => Just(Op::Reset),
+    ]
+}
+
+fn verdict(v: u8) -> Verdict {
+    match v {
+        0..=3 => Verdict::Success,
+        4..=6 => Verdict::Failure,
+        7..=8 => Verdict::Ignore,
+        _ => Verdict::RetryAfter(ms(700)),
+    }
+}
+
+/// The reference: the spec in the most direct form, with no rings, running totals or phases-with-payloads.
+#[derive(Debug)]
+struct Model {
+    c: BreakerConfig,
+    origin: Instant,
+    state: State,
+    period: u64,
+    /// Outcomes since the last close: (time, failed, slow).
+    log: Vec<(Instant, bool, bool)>,
+    reopens: u32,
+    open_until: Instant,
+    half_since: Instant,
+    probes: u32,
+    successes: u32,
+}
+
+type Step = Option<(State, State, Reason, Option<Duration>)>;
+
+impl Model {
+    fn window(&self, now: Instant) -> (u32, u32, u32) {
+        let in_window: Vec<_> = match self.c.window {
+            WindowConfig::Count { size } => self.log.iter().rev().take(size as usize).collect(),
+            WindowConfig::Time { buckets, bucket_width } => {
+                let idx = |t: Instant| (t - self.origin).as_nanos() / bucket_width.as_nanos();
+                self.log.iter().filter(|(t, ..)| idx(*t) + u128::from(buckets) > idx(now)).collect()
+            }
+        };
+        let failures = in_window.iter().filter(|e| e.1).count() as u32;
+        let slow = in_window.iter().filter(|e| e.2).count() as u32;
+        (in_window.len() as u32, failures, slow)
+    }
+
+    fn go(&mut self, now: Instant, to: State, reason: Reason, open_for: Option<Duration>) -> Step {
+        let from = self.state;
+        self.state = to;
+        self.period += 1;
+        match to {
+            State::Open => self.open_until = now + open_for.unwrap(),
+            State::HalfOpen => (self.half_since, self.probes, self.successes) = (now, 0, 0),
+            _ => {}
+        }
+        Some((from, to, reason, open_for))
+    }
+
+    fn open(&mut self, now: Instant, reason: Reason, dictated: Option<Duration>) -> Step {
+        let d = match dictated {
+            Some(d) => d.min(self.c.retry_after_cap),
+            None => {
+                self.reopens += 1;
+                let mut d = self.c.open_base;
+                for _ in 1..self.reopens {
+                    d = (d * 2).min(self.c.open_max);
+                }
+                d
+            }
+        };
+        self.go(now, State::Open, reason, Some(d))
+    }
+
+    fn close(&mut self, now: Instant, reason: Reason) -> Step {
+        self.log.clear();
+        self.reopens = 0;
+        self.go(now, State::Closed, reason, None)
+    }
+
+    fn tick(&mut self, now: Instant) -> Step {
+        if self.state == State::Open && now >= self.open_until {
+            return self.go(now, State::HalfOpen, Reason::OpenElapsed, None);
+        }
+        if self.state == State::HalfOpen && now - self.half_since >= self.c.half_open_max_wait {
+            return self.open(now, Reason::HalfOpenTimeout, None);
+        }
+        None
+    }
+
+    fn acquire(&mut self, now: Instant) -> (Step, Result<(u64, bool), RejectReason>) {
+        let step = self.tick(now);
+        let r = match self.state {
+            State::Open => Err(RejectReason::Open),
+            State::ForcedOpen => Err(RejectReason::ForcedOpen),
+            State::HalfOpen if self.probes >= self.c.half_open_probes => Err(RejectReason::HalfOpenFull),
+            State::HalfOpen => {
+                self.probes += 1;
+                Ok((self.period, true))
+            }
+            _ => Ok((self.period, false)),
+        };
+        (step, r)
+    }
+
+    fn report(&mut self, now: Instant, (period, probe): (u64, bool), v: Verdict, elapsed: Duration) -> Step {
+        if let Some(s) = self.tick(now) {
+            return Some(s);
+        }
+        if period != self.period {
+            return None;
+        }
+        if probe {
+            self.probes -= 1;
+        }
+        let slow = elapsed >= self.c.slow_call_duration;
+        if v == Verdict::Ignore {
+            return None;
+        }
+        match self.state {
+            State::Closed | State::MetricsOnly => {
+                self.log.push((now, v != Verdict::Success, slow));
+                if self.state == State::MetricsOnly {
+                    return None;
+                }
+                if let Verdict::RetryAfter(d) = v {
+                    return self.open(now, Reason::ServerRetryAfter, Some(d));
+                }
+                let (calls, failures, slows) = self.window(now);
+                let minimum = match self.c.window {
+                    WindowConfig::Count { size } => self.c.minimum_calls.min(size),
+                    WindowConfig::Time { .. } => self.c.minimum_calls,
+                };
+                let rate = |n: u32| f64::from(n) / f64::from(calls);
+                if calls >= minimum && rate(failures) >= self.c.failure_rate_threshold {
+                    self.open(now, Reason::FailureRate, None)
+                } else if calls >= minimum && rate(slows) >= self.c.slow_call_rate_threshold {
+                    self.open(now, Reason::SlowCallRate, None)
+                } else {
+                    None
+                }
+            }
+            State::HalfOpen => match v {
+                Verdict::RetryAfter(d) => self.open(now, Reason::ServerRetryAfter, Some(d)),
+                Verdict::Failure => self.open(now, Reason::ProbeFailed, None),
+                _ if slow => self.open(now, Reason::ProbeSlow, None),
+                _ => {
+                    self.successes += 1;
+                    if self.successes >= self.c.half_open_probes {
+                        self.close(now, Reason::ProbesSucceeded)
+                    } else {
+                        None
+                    }
+                }
+            },
+            _ => None,
+        }
+    }
+
+    fn release(&mut self, (period, probe): (u64, bool)) {
+        if probe && period == self.period && self.state == State::HalfOpen {
+            self.probes -= 1;
+        }
+    }
+}
+
+fn step_of(t: Option<Transition>) -> Step {
+    t.map(|t| (t.from, t.to, t.reason, t.open_for))
+}
+
+fn run_model(config: BreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let t0 = Instant::now();
+    let mut real = breaker(config.clone(), t0);
+    let mut model = Model {
+        c: config.clone(),
+        origin: t0,
+        state: State::Closed,
+        period: 0,
+        log: vec![],
+        reopens: 0,
+        open_until: t0,
+        half_since: t0,
+        probes: 0,
+        successes: 0,
+    };
+    let mut now = t0;
+    let mut out: Vec<(Ticket, (u64, bool))> = vec![];
+    for (i, op) in ops.into_iter().enumerate() {
+        match op {
+            Op::Wait(d) => now += ms(d),
+            Op::Acquire => {
+                let a = real.try_acquire(now);
+                let (step, r) = model.acquire(now);
+                prop_assert_eq!(step_of(a.transition), step, "op {}: transition on acquire", i);
+                match (a.decision, r) {
+                    (Ok(t), Ok(m)) => {
+                        prop_assert_eq!(t.is_probe(), m.1);
+                        out.push((t, m));
+                    }
+                    (Err(rej), Err(reason)) => {
+                        prop_assert_eq!(rej.reason, reason);
+                        if reason == RejectReason::Open {
+                            prop_assert_eq!(rej.retry_after, Some(model.open_until - now));
+                        }
+                    }
+                    (a, b) => prop_assert!(false, "op {}: real {:?} vs model {:?}", i, a, b),
+                }
+            }
+            Op::Report { which, verdict: v, elapsed } if !out.is_empty() => {
+                let (t, m) = out.remove(which % out.len());
+                let v = verdict(v);
+                let real_step = step_of(real.on_outcome(now, t, v, ms(elapsed)));
+                prop_assert_eq!(real_step, model.report(now, m, v, ms(elapsed)), "op {}: report {:?}", i, v);
+            }
+            Op::Drop(which) if !out.is_empty() => {
+                let (t, m) = out.remove(which % out.len());
+                real.release(t);
+                model.release(m);
+            }
+            Op::Manual(k) => {
+                let (manual, state) = match k {
+                    0 => (Manual::ForcedOpen, State::ForcedOpen),
+                    1 => (Manual::Disabled, State::Disabled),
+                    _ => (Manual::MetricsOnly, State::MetricsOnly),
+                };
+                let expect = if model.state == state {
+                    None
+                } else {
+                    model.log.clear();
+                    model.go(now, state, Reason::Manual, None)
+                };
+                prop_assert_eq!(step_of(real.set_manual(now, manual)), expect);
+            }
+            Op::Reset => {
+                let expect = if model.state == State::Closed { None } else { model.close(now, Reason::Manual) };
+                prop_assert_eq!(step_of(real.reset(now)), expect);
+            }
+            Op::Report { .. } | Op::Drop(_) => {}
+        }
+        prop_assert_eq!(real.state(), model.state, "op {}", i);
+        prop_assert!(real.probes_in_flight() <= config.half_open_probes, "op {}: probe limit exceeded", i);
+        prop_assert_eq!(real.probes_in_flight(), if model.state == State::HalfOpen { model.probes } else { 0 });
+        let (calls, failures, slow) = model.window(now);
+        prop_assert_eq!(real.counts(now), Counts { calls, failures, slow }, "op {}: window", i);
+    }
+    Ok(())
+}
+
+fn model_config(time_window: bool) -> BreakerConfig {
+    BreakerConfig {
+        window: if time_window {
+            WindowConfig::Time { buckets: 4, bucket_width: ms(500) }
+        } else {
+            WindowConfig::Count { size: 5 }
+        },
+        minimum_calls: 3,
+        retry_after_cap: ms(500),
+        ..count_config(5, 3)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn breaker_matches_the_reference_model_count_window(ops in proptest::collection::vec(op(), 1..200)) {
+        run_model(model_config(false), ops)?;
+    }
+
+    #[test]
+    fn breaker_matches_the_reference_model_time_window(ops in proptest::collection::vec(op(), 1..200)) {
+        run_model(model_config(true), ops)?;
+    }
+}

@@ -1,0 +1,11 @@
+//! Resilience: what keeps one slow server from taking the gateway down with it (seed 001, issue 6).
+//!
+//! - [`breaker`]: a circuit breaker per (server, tool) — a pure state machine and the gate on the call path.
+//! - [`ring`]: the time-bucketed sliding window the others count with.
+//!
+//! Everything here is driven from outside: `now` (a `tokio::time::Instant`) and outcomes come in as arguments,
+//! randomness from an injected [`crate::rt::SeededRng`]. No clock reads, so the same code runs in production and,
+//! deterministically, inside the simulator.
+
+pub mod breaker;
+pub mod ring;
