@@ -13,11 +13,11 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
 use super::args;
-use super::config::{DEFAULT_REPLY, ErrorKind, ToolConfig};
+use super::config::{DEFAULT_REPLY, ErrorKind, ToolConfig, ValidationError};
 use super::latency::LatencyDraw;
 use super::methods::{invalid_params, to_value};
-use super::server::Shared;
-use super::stats::Ticket;
+use super::server::{Catalog, Shared};
+use super::stats::{Counters, Ticket};
 use super::workers::Worker;
 
 /// Most progress notifications one call sends: a tiny `progress_ms` under a long latency must not flood the writer.
@@ -39,6 +39,8 @@ pub enum Outcome {
 
 #[derive(Debug)]
 pub struct PreparedCall {
+    /// The tools as they were when the call was read (a later drift does not change a call already accepted).
+    catalog: Arc<Catalog>,
     tool: usize,
     args: Map<String, Value>,
     draw: LatencyDraw,
@@ -70,12 +72,14 @@ pub fn prepare(shared: &Arc<Shared>, params: Option<Value>) -> Job {
     let Some(Value::String(name)) = params.remove("name") else {
         return invalid("tools/call needs a string \"name\"".into());
     };
-    let found = shared.by_name.get(&name).and_then(|&i| Some((i, shared.config.tools.get(i)?, shared.listing.get(i)?)));
+    let catalog = shared.catalog();
+    let found = catalog.by_name.get(&name).and_then(|&i| Some((i, catalog.tools.get(i)?, catalog.listing.get(i)?)));
     let Some((index, tool, listed)) = found else {
         return tool_error(format!("Unknown tool: {name}"));
     };
     if let Err(e) = args::check(&listed.input_schema, &args) {
-        return tool_error(format!("Invalid arguments for tool {name}: {e}"));
+        Counters::bump(&shared.counters.schema_rejections);
+        return validation_error(shared.config.validation_error, &name, &e);
     }
     // Real servers only report progress when asked to, by a token in `_meta`.
     let progress_token =
@@ -89,14 +93,27 @@ pub fn prepare(shared: &Arc<Shared>, params: Option<Value>) -> Job {
     };
     let draw = match draw {
         Ok(draw) => draw,
-        Err(e) => return tool_error(format!("Invalid arguments for tool {name}: {e}")),
+        Err(e) => return validation_error(shared.config.validation_error, &name, &e),
     };
     let ticket = Ticket::new(shared.counters.clone());
-    Job::Call(Box::new(PreparedCall { tool: index, args, draw, coin, progress_token, ticket }))
+    Job::Call(Box::new(PreparedCall { tool: index, args, draw, coin, progress_token, ticket, catalog }))
 }
 
 fn tool_error(text: String) -> Job {
     Job::Reply(to_value(&CallToolResult::text(text, true)), Some(Outcome::Errored))
+}
+
+/// Arguments the tool's current schema rejects, refused the way the configured SDK family does: the Python SDK's
+/// `isError` result starting `Input validation error:`, or the TypeScript SDK's -32602 naming the tool. Both texts
+/// name the argument (from [`args::check`]).
+fn validation_error(kind: ValidationError, tool: &str, problem: &str) -> Job {
+    match kind {
+        ValidationError::ToolError => tool_error(format!("Input validation error: {problem}")),
+        ValidationError::InvalidParams => Job::Reply(
+            Err(invalid_params(format!("Invalid arguments for tool {tool}: {problem}"))),
+            Some(Outcome::Errored),
+        ),
+    }
 }
 
 impl PreparedCall {
@@ -105,12 +122,12 @@ impl PreparedCall {
         shared: &Shared,
         out: &mpsc::Sender<Message>,
     ) -> (Result<Value, ErrorObject>, Outcome, Held) {
-        let PreparedCall { tool, args, draw, coin, progress_token, mut ticket } = self;
+        let PreparedCall { catalog, tool, args, draw, coin, progress_token, mut ticket } = self;
         ticket.queued();
         let worker = shared.pool.acquire().await;
         ticket.running();
         let held = Held { _worker: worker, _ticket: ticket };
-        let Some(tool) = shared.config.tools.get(tool) else {
+        let Some(tool) = catalog.tools.get(tool) else {
             let e = ErrorObject::new(ErrorCode::INTERNAL_ERROR, "tool vanished");
             return (Err(e), Outcome::Errored, held);
         };

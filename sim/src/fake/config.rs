@@ -6,6 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use mcpstorm_core::session::ext::AuthScheme;
+
 use super::args;
 use super::latency::LatencyDist;
 
@@ -22,6 +24,15 @@ use super::latency::LatencyDist;
 /// | `eras`      | both            | protocol eras served: `"legacy"` (`initialize`), `"modern"` (2026-07-28) |
 /// | `cache_ttl_ms` | 0            | `ttlMs` of modern cacheable results (`server/discover`, `tools/list`)  |
 /// | `legacy_discover` | `"method_not_found"` | a legacy-only server's answer to `server/discover`        |
+/// | `session_ttl_ms` | none (no sessions) | grant a session (mcpstorm extension) of this TTL on `initialize`/`server/discover` |
+/// | `renew`     | true            | answer `mcpstorm/session/renew` with a fresh grant (false: -32601)     |
+/// | `auth_schemes` | none (no auth) | schemes accepted (`"bearer"`, `"api-key"`, `"mcp-jwt"`); others get -32003 |
+/// | `validation_error` | `"tool_error"` | how bad arguments are refused: `"tool_error"` (`isError`, the Python SDK) or `"invalid_params"` (-32602, the TypeScript SDK) |
+///
+/// Sessions live per server (shared by its connections) and expire by the server's own wall clock (see
+/// `sessions.rs`), so skewing that clock changes when they expire, as in life. With sessions on, every request but
+/// `initialize`, `server/discover` and `ping` needs a live session id, and with auth schemes a credential of an
+/// accepted scheme, or it is refused before it runs.
 ///
 /// A server serving both eras decides per connection, by the first request, as the Python SDK does: one carrying
 /// the modern `_meta` envelope (other than `initialize`) makes the connection modern, anything else legacy.
@@ -45,6 +56,29 @@ pub struct FakeServerConfig {
     pub cache_ttl_ms: u64,
     #[serde(default)]
     pub legacy_discover: LegacyDiscover,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_ttl_ms: Option<u64>,
+    #[serde(default = "yes", skip_serializing_if = "Clone::clone")]
+    pub renew: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_schemes: Option<Vec<AuthScheme>>,
+    #[serde(default)]
+    pub validation_error: ValidationError,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// How a server refuses arguments its current input schema rejects, as the two SDK families do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ValidationError {
+    /// A tool result with `isError: true` whose text starts `Input validation error:` (the Python SDK).
+    #[default]
+    ToolError,
+    /// A JSON-RPC error -32602 naming the argument (the TypeScript SDK).
+    InvalidParams,
 }
 
 fn default_version() -> String {
@@ -203,6 +237,12 @@ impl FakeServerConfig {
         if self.eras.iter().collect::<BTreeSet<_>>().len() != self.eras.len() {
             return invalid("eras".into(), format!("lists an era twice: {:?}", self.eras));
         }
+        if self.session_ttl_ms == Some(0) {
+            return invalid("session_ttl".into(), "must be longer than 0 (omit it for no sessions)".into());
+        }
+        if self.auth_schemes.as_ref().is_some_and(Vec::is_empty) {
+            return invalid("auth_schemes".into(), "must name at least one scheme (omit it for no auth)".into());
+        }
         let mut seen = BTreeSet::new();
         for (i, tool) in self.tools.iter().enumerate() {
             let at = |field: &str| format!("tools[{i}] {:?}: {field}", tool.name);
@@ -260,6 +300,10 @@ impl FakeServerConfig {
             eras: both_eras(),
             cache_ttl_ms: 0,
             legacy_discover: LegacyDiscover::default(),
+            session_ttl_ms: None,
+            renew: true,
+            auth_schemes: None,
+            validation_error: ValidationError::default(),
             tools: vec![
                 ToolConfig {
                     description: Some("Sleep for `ms` milliseconds, then return.".into()),

@@ -18,6 +18,7 @@ use std::time::Duration;
 use mcpstorm_core::jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message, Notification, Request, RequestId};
 use mcpstorm_core::mcp::{CancelledParams, method};
 use mcpstorm_core::session::DISCOVER;
+use mcpstorm_core::session::ext::RENEW;
 use mcpstorm_core::transport::{FrameError, MessageSink, MessageSource, line_transport};
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -27,6 +28,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 use super::call::{self, Job, Outcome};
 use super::methods::{self, ConnEra, Route};
 use super::server::Shared;
+use super::sessions;
 use super::stats::Counters;
 
 /// Answers queued for the writer. When full, request tasks (and the reader, for frame errors) wait: a client that
@@ -39,6 +41,37 @@ const MAX_BATCH: usize = 128;
 const MAX_IN_FLIGHT: usize = 4096;
 /// How long answers already queued may take to drain after the client closed its side.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The outboxes of a server's open connections, so a drift can notify every client.
+#[derive(Debug, Default)]
+pub(crate) struct ConnRegistry {
+    inner: Mutex<(u64, BTreeMap<u64, mpsc::Sender<Message>>)>,
+}
+
+impl ConnRegistry {
+    fn lock(&self) -> MutexGuard<'_, (u64, BTreeMap<u64, mpsc::Sender<Message>>)> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn register(&self, out: mpsc::Sender<Message>) -> u64 {
+        let mut inner = self.lock();
+        inner.0 += 1;
+        let id = inner.0;
+        inner.1.insert(id, out);
+        id
+    }
+
+    fn remove(&self, id: u64) {
+        self.lock().1.remove(&id);
+    }
+
+    /// Queues `msg` on every open connection, in the order they opened. Returns how many took it: a connection whose
+    /// outbox is full misses it (the control runs outside the server's runtime and cannot wait), as a real server
+    /// that drops notifications under pressure would.
+    pub fn broadcast(&self, msg: &Message) -> usize {
+        self.lock().1.values().filter(|out| out.try_send(msg.clone()).is_ok()).count()
+    }
+}
 
 struct Conn {
     out: mpsc::Sender<Message>,
@@ -69,10 +102,12 @@ impl Conn {
 struct CloseGuard {
     conn: Arc<Conn>,
     shared: Arc<Shared>,
+    registered: u64,
 }
 
 impl Drop for CloseGuard {
     fn drop(&mut self) {
+        self.shared.conns.remove(self.registered);
         let slots = std::mem::take(&mut *self.conn.inflight());
         let mut abandoned = 0;
         for slot in slots.into_values() {
@@ -105,7 +140,8 @@ where
     let conn = Arc::new(Conn { out, inflight: Mutex::default() });
     Counters::bump(&shared.counters.connections);
     Counters::bump(&shared.counters.connections_total);
-    let guard = CloseGuard { conn: conn.clone(), shared: shared.clone() };
+    let registered = shared.conns.register(conn.out.clone());
+    let guard = CloseGuard { conn: conn.clone(), shared: shared.clone(), registered };
     // Only the reader decides and reads the era, so it lives here.
     let mut era = ConnEra::Undecided;
     while let Some(item) = source.recv().await {
@@ -152,7 +188,12 @@ async fn on_request(shared: &Arc<Shared>, conn: &Arc<Conn>, era: &mut ConnEra, r
         DISCOVER => Counters::bump(&shared.counters.discovers),
         _ => {}
     }
-    let route = methods::route(shared, era, &method, params.as_ref());
+    let mut route = methods::route(shared, era, &method, params.as_ref());
+    if matches!(route, Route::Serve { .. })
+        && let Err(refusal) = sessions::check(shared, &method, params.as_ref())
+    {
+        route = Route::Refuse(refusal);
+    }
     if matches!(route, Route::Ignore) {
         // Never answered, never in the table: a later cancellation of it is ignored as unknown.
         return;
@@ -186,6 +227,7 @@ async fn on_request(shared: &Arc<Shared>, conn: &Arc<Conn>, era: &mut ConnEra, r
             method::TOOLS_CALL => call::prepare(shared, params),
             method::INITIALIZE => Job::Reply(methods::initialize(shared, params.as_ref()), None),
             DISCOVER => Job::Reply(methods::discover(shared), None),
+            RENEW if sessions::renews(shared, RENEW) => Job::Reply(sessions::renew(shared, params.as_ref()), None),
             method::PING => Job::Reply(Ok(json!({})), None),
             method::TOOLS_LIST => Job::Reply(methods::list_tools(shared, params.as_ref()), None),
             other => Job::Reply(

@@ -1,5 +1,5 @@
 //! The runtime control handle: what the scenario's fault timeline turns while the server runs (latency spike, error
-//! burst, hang, overload). Cheap to clone; every clone steers the same server, across all its connections.
+//! burst, hang, overload, schema drift, session loss, auth rotation). Cheap to clone; every clone steers the same server, across all its connections.
 //!
 //! Faults are read when a call starts running (after it gets a worker), so a spike applies to calls that run during
 //! it, as on a real server, and not to calls merely queued when it began.
@@ -7,6 +7,9 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use mcpstorm_core::session::ext::AuthScheme;
+
+use super::drift::Drift;
 use super::server::Shared;
 use super::stats::FakeStats;
 
@@ -109,6 +112,29 @@ impl FakeControl {
         *self.shared.faults.lock() = Faults::default();
         self.set_hung(false);
         self.set_workers(self.shared.config.workers);
+    }
+
+    /// Applies a schema drift (see [`Drift`]); with `notify`, then sends `notifications/tools/list_changed` on every
+    /// open connection. Returns how many connections were notified, or why the drift cannot apply (nothing changes).
+    pub fn drift(&self, drift: &Drift, notify: bool) -> Result<usize, String> {
+        let after = drift.apply(&self.shared.catalog())?;
+        self.shared.set_catalog(after);
+        Ok(if notify { self.shared.conns.broadcast(&super::drift::list_changed()) } else { 0 })
+    }
+
+    /// The server's tools as listed now (after any drift).
+    pub fn listed_tools(&self) -> Vec<mcpstorm_core::mcp::Tool> {
+        self.shared.catalog().listing.clone()
+    }
+
+    /// Forgets every session at once (the server restarted its session store): the next request on each is -32001.
+    pub fn expire_sessions(&self) {
+        self.shared.sessions.drop_all();
+    }
+
+    /// Replaces the accepted auth schemes (`None`: no auth). Requests with another scheme get -32003 from now on.
+    pub fn set_auth_schemes(&self, schemes: Option<Vec<AuthScheme>>) {
+        self.shared.set_auth(schemes);
     }
 
     pub fn stats(&self) -> FakeStats {

@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::config::{LegacyDiscover, ProtocolEra};
 use super::server::Shared;
+use super::sessions;
 
 /// Version negotiation as the spec has it: echo the client's version if we speak it, else offer our latest and let
 /// the client decide whether to disconnect.
@@ -27,17 +28,20 @@ pub fn initialize(shared: &Shared, params: Option<&Value>) -> Result<Value, Erro
     let result = InitializeResult {
         protocol_version: version.unwrap_or(LATEST_PROTOCOL_VERSION).to_owned(),
         capabilities: capabilities(),
-        server_info: Implementation::new(&shared.config.name, &shared.config.version),
+        server_info: Implementation::new(&shared.config.name, &shared.catalog().version),
         instructions: None,
         extra: Map::new(),
     };
-    to_value(&result)
+    let mut value = to_value(&result)?;
+    sessions::stamp_grant(shared, &mut value);
+    Ok(value)
 }
 
 /// One page of tools. The cursor is the decimal index of the page's first tool: opaque to clients, trivially
 /// checkable here.
 pub fn list_tools(shared: &Shared, params: Option<&Value>) -> Result<Value, ErrorObject> {
-    let len = shared.listing.len();
+    let catalog = shared.catalog();
+    let len = catalog.listing.len();
     let start = match params.and_then(|p| p.get("cursor")) {
         None | Some(Value::Null) => 0,
         Some(Value::String(s)) => match s.parse::<usize>() {
@@ -48,7 +52,7 @@ pub fn list_tools(shared: &Shared, params: Option<&Value>) -> Result<Value, Erro
     };
     let end = start.saturating_add(shared.config.page_size.unwrap_or(usize::MAX)).min(len);
     let result = ListToolsResult {
-        tools: shared.listing.get(start..end).unwrap_or_default().to_vec(),
+        tools: catalog.listing.get(start..end).unwrap_or_default().to_vec(),
         next_cursor: (end < len).then(|| end.to_string()),
         extra: Map::new(),
     };
@@ -172,6 +176,7 @@ pub fn discover(shared: &Shared) -> Result<Value, ErrorObject> {
         "supportedVersions": MODERN_PROTOCOL_VERSIONS,
         "capabilities": capabilities(),
     });
+    sessions::stamp_grant(shared, &mut result);
     stamp_modern(shared, &mut result, true);
     Ok(result)
 }
@@ -187,7 +192,7 @@ pub fn stamp_modern(shared: &Shared, result: &mut Value, cacheable: bool) {
         obj.entry("cacheScope").or_insert(json!("private"));
     }
     obj.entry("resultType").or_insert(json!("complete"));
-    let info = json!({"name": shared.config.name, "version": shared.config.version});
+    let info = json!({"name": shared.config.name, "version": shared.catalog().version});
     if let Some(meta) = obj.entry("_meta").or_insert_with(|| json!({})).as_object_mut() {
         meta.entry(META_SERVER_INFO).or_insert(info);
     }

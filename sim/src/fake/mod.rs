@@ -11,17 +11,20 @@
 //! Map: `config` (the scenario-file section) · `latency` (distributions) · `args` (argument checks, reply
 //! templates) · `server` (shared state, accept loop) · `conn` (one connection: reader, tasks, writer) · `call` (one
 //! tool call) · `methods` (both eras' lifecycles: initialize, server/discover, the `_meta` envelope; tools/list) ·
-//! `workers` (the resizable pool) · `control` (faults) · `stats`.
+//! `workers` (the resizable pool) · `control` (faults) · `drift` (schema drift) · `sessions` (the session and auth
+//! extension: grants, expiry by the server's clock, the gate before each request) · `stats`.
 
 mod args;
 mod call;
 mod config;
 mod conn;
 mod control;
+mod drift;
 mod latency;
 mod listener;
 mod methods;
 mod server;
+mod sessions;
 mod stats;
 mod workers;
 
@@ -29,11 +32,16 @@ mod workers;
 mod tests;
 
 use std::io::Write;
+use std::sync::Arc;
+
+use mcpstorm_core::rt::TokioClock;
 
 pub use config::{
-    ConfigError, DEFAULT_REPLY, ErrorKind, FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, both_eras,
+    ConfigError, DEFAULT_REPLY, ErrorKind, FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError,
+    both_eras,
 };
 pub use control::{FakeControl, Faults};
+pub use drift::Drift;
 pub use latency::{LatencyDist, LatencyDraw, MAX_LATENCY};
 pub use listener::Listener;
 pub use server::FakeServer;
@@ -43,7 +51,12 @@ pub use stats::FakeStats;
 /// binding: an invalid one is `ErrorKind::InvalidInput`. Once bound, prints exactly one line, `listening on <addr>`,
 /// to stdout and flushes it, so a script can read the port chosen for `127.0.0.1:0`.
 pub async fn run_serve_fake(config: FakeServerConfig, listen: &str) -> std::io::Result<()> {
-    let server = FakeServer::new(config).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // The one reading of the system clock: session expiry then runs on tokio's monotonic time from it.
+    #[allow(clippy::disallowed_methods)]
+    let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let clock = Arc::new(TokioClock::new(wall.as_millis() as u64));
+    let server =
+        FakeServer::with_clock(config, clock).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let listener = tokio::net::TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
     {

@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use mcpstorm_core::mcp::Tool;
+use mcpstorm_core::rt::{Clock, TokioClock};
+use mcpstorm_core::session::ext::AuthScheme;
 use mcpstorm_core::transport::DEFAULT_MAX_FRAME;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -14,9 +16,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::config::{ConfigError, FakeServerConfig};
+use super::config::{ConfigError, FakeServerConfig, ToolConfig};
+use super::conn::ConnRegistry;
 use super::control::{FakeControl, FaultCell};
 use super::listener::Listener;
+use super::sessions::SessionTable;
 use super::stats::{Counters, FakeStats};
 use super::workers::WorkerPool;
 
@@ -33,11 +37,14 @@ pub struct FakeServer {
 
 #[derive(Debug)]
 pub(crate) struct Shared {
+    /// As configured. The tools and version in force are the catalog's: schema drift changes them at run time.
     pub config: FakeServerConfig,
-    /// What `tools/list` returns, in configuration order.
-    pub listing: Vec<Tool>,
-    /// Tool name → index into `config.tools`.
-    pub by_name: BTreeMap<String, usize>,
+    catalog: Mutex<Arc<Catalog>>,
+    pub sessions: SessionTable,
+    /// The schemes accepted now (`None`: no auth); an auth rotation replaces them.
+    auth: Mutex<Option<Vec<AuthScheme>>>,
+    /// The outboxes of the open connections, for `notifications/tools/list_changed` after a drift.
+    pub conns: ConnRegistry,
     /// One generator for the whole server. Draws happen in the order requests are read, so a single-threaded
     /// simulator replays them exactly.
     rng: Mutex<ChaCha8Rng>,
@@ -47,7 +54,43 @@ pub(crate) struct Shared {
     pub counters: Arc<Counters>,
 }
 
+/// The tools and version a server shows right now. Replaced whole by a drift, so a call keeps the snapshot it was
+/// checked against.
+#[derive(Debug, Clone)]
+pub(crate) struct Catalog {
+    pub version: String,
+    pub tools: Vec<ToolConfig>,
+    /// What `tools/list` returns, in configuration order.
+    pub listing: Vec<Tool>,
+    /// Tool name → index into `tools` and `listing`.
+    pub by_name: BTreeMap<String, usize>,
+}
+
+impl Catalog {
+    pub fn new(version: String, tools: Vec<ToolConfig>) -> Catalog {
+        let listing = tools.iter().map(listed_tool).collect();
+        let by_name = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
+        Catalog { version, tools, listing, by_name }
+    }
+}
+
 impl Shared {
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn set_catalog(&self, catalog: Catalog) {
+        *self.catalog.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog);
+    }
+
+    pub fn auth(&self) -> Option<Vec<AuthScheme>> {
+        self.auth.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn set_auth(&self, schemes: Option<Vec<AuthScheme>>) {
+        *self.auth.lock().unwrap_or_else(|p| p.into_inner()) = schemes;
+    }
+
     pub fn rng(&self) -> MutexGuard<'_, ChaCha8Rng> {
         // Never held across an await; a panic mid-draw cannot leave ChaCha in an invalid state.
         self.rng.lock().unwrap_or_else(|p| p.into_inner())
@@ -63,18 +106,26 @@ impl Shared {
 
 impl FakeServer {
     /// Validates the configuration and builds the server. Nothing runs until a connection is served.
+    ///
+    /// Its wall clock (by which sessions expire) starts at the Unix epoch: durations are right, the `expiresAtMs` it
+    /// shows are not. [`FakeServer::with_clock`] gives it a real or a simulated one.
     pub fn new(config: FakeServerConfig) -> Result<Self, ConfigError> {
+        Self::with_clock(config, Arc::new(TokioClock::new(0)))
+    }
+
+    /// A server whose sessions expire by `clock`'s wall time.
+    pub fn with_clock(config: FakeServerConfig, clock: Arc<dyn Clock>) -> Result<Self, ConfigError> {
         config.validate()?;
-        let listing = config.tools.iter().map(listed_tool).collect();
-        let by_name = config.tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
         let shared = Shared {
+            catalog: Mutex::new(Arc::new(Catalog::new(config.version.clone(), config.tools.clone()))),
+            sessions: SessionTable::new(clock, config.session_ttl_ms),
+            auth: Mutex::new(config.auth_schemes.clone()),
+            conns: ConnRegistry::default(),
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(config.seed)),
             pool: WorkerPool::new(config.workers),
             faults: FaultCell::default(),
             hang: watch::channel(false).0,
             counters: Arc::default(),
-            listing,
-            by_name,
             config,
         };
         Ok(FakeServer { shared: Arc::new(shared), max_frame: DEFAULT_MAX_FRAME })
@@ -119,7 +170,10 @@ impl FakeServer {
     }
 
     /// Accepts connections forever, serving each on its own task. Dropping this future aborts every connection.
+    ///
+    /// A new serve is a new process: it starts with no sessions (a restarted server has forgotten them).
     pub async fn serve<L: Listener>(&self, mut listener: L) {
+        self.shared.sessions.drop_all();
         let mut conns = JoinSet::new();
         loop {
             // Reap finished connections so the set stays as large as the number open, not the number ever opened.
@@ -139,7 +193,7 @@ impl FakeServer {
     }
 }
 
-fn listed_tool(t: &super::config::ToolConfig) -> Tool {
+fn listed_tool(t: &ToolConfig) -> Tool {
     // FastMCP's convention for structured results: `{"result": ...}`, announced by an output schema (or the
     // configured one, which may contradict it).
     let output_schema = t.structured_content.then(|| {

@@ -34,6 +34,16 @@ pub struct FakeStats {
     pub initializes: u64,
     /// `server/discover` requests received (era probes, and the modern era's pings).
     pub discovers: u64,
+    /// Sessions granted (on `initialize` / `server/discover`).
+    pub sessions_granted: u64,
+    /// `mcpstorm/session/renew` requests answered with a fresh grant.
+    pub renewals: u64,
+    /// Requests refused with -32001: no live session.
+    pub sessions_not_found: u64,
+    /// Requests refused with -32003: no credential of an accepted scheme.
+    pub auth_mismatches: u64,
+    /// Calls refused because their arguments do not fit the tool's current input schema.
+    pub schema_rejections: u64,
 }
 
 #[derive(Debug, Default)]
@@ -50,6 +60,11 @@ pub(crate) struct Counters {
     pub rejected_frames: AtomicU64,
     pub initializes: AtomicU64,
     pub discovers: AtomicU64,
+    pub sessions_granted: AtomicU64,
+    pub renewals: AtomicU64,
+    pub sessions_not_found: AtomicU64,
+    pub auth_mismatches: AtomicU64,
+    pub schema_rejections: AtomicU64,
 }
 
 impl Counters {
@@ -80,6 +95,11 @@ impl Counters {
             rejected_frames: get(&self.rejected_frames),
             initializes: get(&self.initializes),
             discovers: get(&self.discovers),
+            sessions_granted: get(&self.sessions_granted),
+            renewals: get(&self.renewals),
+            sessions_not_found: get(&self.sessions_not_found),
+            auth_mismatches: get(&self.auth_mismatches),
+            schema_rejections: get(&self.schema_rejections),
         }
     }
 }

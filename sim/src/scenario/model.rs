@@ -10,7 +10,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, both_eras};
+use mcpstorm_core::session::ext::AuthScheme;
+
+use crate::fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError, both_eras};
 
 /// A duration written with a unit: `"250ms"`, `"2s"`, `"1m30s"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -157,6 +159,33 @@ pub struct ServerSpec {
     /// (-32602, as Python `mcp` 1.x) or `"silent"` (none: the client's probe times out).
     #[serde(default)]
     pub legacy_discover: LegacyDiscover,
+    /// Grant sessions (the mcpstorm extension) of this lifetime; absent = no sessions. They expire by the replica's
+    /// own (skewable) wall clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_ttl: Option<Dur>,
+    /// Answer `mcpstorm/session/renew` with a fresh grant (false: -32601, the client must re-handshake).
+    #[serde(default = "yes")]
+    pub renew: bool,
+    /// Auth schemes accepted (`"bearer"`, `"api-key"`, `"mcp-jwt"`); absent = no auth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "auth_schemes_schema")]
+    pub auth_schemes: Option<Vec<AuthScheme>>,
+    /// How arguments the current schema rejects are refused: `"tool_error"` (`isError` "Input validation error: ...",
+    /// the Python SDK) or `"invalid_params"` (-32602, the TypeScript SDK).
+    #[serde(default)]
+    pub validation_error: ValidationError,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn auth_schemes_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "minItems": 1,
+        "items": { "enum": ["bearer", "api-key", "mcp-jwt"] }
+    })
 }
 
 fn one() -> usize {
@@ -416,6 +445,10 @@ impl ServerSpec {
             eras: self.eras.clone(),
             cache_ttl_ms: self.cache_ttl_ms,
             legacy_discover: self.legacy_discover,
+            session_ttl_ms: self.session_ttl.map(|d| d.0.as_millis() as u64),
+            renew: self.renew,
+            auth_schemes: self.auth_schemes.clone(),
+            validation_error: self.validation_error,
         }
     }
 }

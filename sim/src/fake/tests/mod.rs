@@ -4,6 +4,7 @@
 mod client;
 mod control;
 mod eras;
+mod sessions;
 mod wire;
 
 use std::sync::Arc;
@@ -61,6 +62,10 @@ fn config(tools: Vec<ToolConfig>) -> FakeServerConfig {
         eras: super::both_eras(),
         cache_ttl_ms: 0,
         legacy_discover: super::LegacyDiscover::default(),
+        session_ttl_ms: None,
+        renew: true,
+        auth_schemes: None,
+        validation_error: super::ValidationError::default(),
     }
 }
 
