@@ -10,6 +10,7 @@ fn shortening(name: &str) -> &'static [&'static str] {
     match name {
         "retry_storm" => &["load.rate=150.0"],
         "concurrency_knee" => &["sweep.values=[1, 50, 500]", "load.calls=100"],
+        "schema_drift" => &["load.sessions=5"],
         _ => &[],
     }
 }

@@ -59,6 +59,7 @@ fn storm_run() -> RunData {
             in_flight: if spike { 60 } else { 4 },
             attempts: offered + retries,
             retries,
+            ..SecondRow::default()
         });
     }
     let sum = |f: fn(&SecondRow) -> u64| seconds.iter().map(f).sum::<u64>();
@@ -81,11 +82,13 @@ fn storm_run() -> RunData {
         p999_ms: 1702.0,
         max_ms: 1905.5,
         ok_per_s: ok as f64 / 60.0,
+        ..Totals::default()
     };
     RunData {
         scenario: "retry_storm".into(),
         description: "Agents retry immediately on every error; one server's tool suffers a latency spike.".into(),
         seed: 42,
+        profile: "default".into(),
         sim_seconds: 60.0,
         seconds,
         events: vec![
@@ -164,15 +167,15 @@ fn timeseries_header_and_known_row() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "t,offered,completed,ok,err_protocol,err_lifecycle,err_transport,err_local,err_tool,p50_ms,p95_ms,p99_ms,\
-         in_flight,attempts,retries,errors,error_rate"
+        "t,offered,completed,ok,err_protocol,err_lifecycle,err_transport,err_local,err_tool,err_auth,p50_ms,p95_ms,\
+         p99_ms,in_flight,attempts,retries,stale_sends,session_errors,auth_errors,rehandshakes,renewals,errors,error_rate"
     );
     assert_eq!(lines.len(), 61, "header + one row per second");
     let r = &storm_run().seconds[31];
     // Second 31: spike, burst and the one protocol error; values recomputed from the fixture, formatted by hand.
     let errors = r.err_transport + r.err_tool + 1;
     let expected = format!(
-        "31,{},{},{},1,0,{},0,{},{:.3},{:.3},{:.3},60,{},{},{},{:.4}",
+        "31,{},{},{},1,0,{},0,{},0,{:.3},{:.3},{:.3},60,{},{},0,0,0,0,0,{},{:.4}",
         r.offered,
         r.completed,
         r.ok,
@@ -338,6 +341,7 @@ fn quiet_run(seconds: Vec<SecondRow>) -> RunData {
         scenario: "edge".into(),
         description: String::new(),
         seed: 7,
+        profile: "default".into(),
         sim_seconds: seconds.len() as f64,
         seconds,
         events: vec![],
@@ -375,7 +379,7 @@ fn no_completed_calls() {
     run.faults = vec![FaultWindow { label: "hang api".into(), start_s: 0.0, end_s: 10.0 }];
     write_run(&dir, &run, &wall(1)).unwrap();
     let csv = read_text(&dir, "timeseries.csv");
-    assert_eq!(csv.lines().nth(1).unwrap(), "0,50,0,0,0,0,0,0,0,0.000,0.000,0.000,50,50,0,0,0.0000");
+    assert_eq!(csv.lines().nth(1).unwrap(), "0,50,0,0,0,0,0,0,0,0,0.000,0.000,0.000,50,50,0,0,0,0,0,0,0,0.0000");
     decode(&read(&dir, "p99.png"));
     decode(&read(&dir, "errors.png"));
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use mcpstorm_core::session::ext::GatewayProfile;
 
 use super::Failure;
 use crate::report::{self, SweepData, SweepRow, console_summary};
@@ -76,8 +77,40 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
 }
 
 fn run_one(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(), Failure> {
-    let (_, passed) = simulate(scenario, out, reproduce)?;
+    let (run, passed) = simulate(scenario, out, reproduce.clone())?;
+    if let Some(asked) = scenario.report.contrast {
+        contrast(scenario, asked, out, &reproduce, &run)?;
+    }
+    // The contrast run is there to be looked at; only the primary run's checks decide the exit code.
     if passed { Ok(()) } else { Err(Failure::Failed("checks failed (see the summary above)".into())) }
+}
+
+/// Runs `scenario` again with the `asked` gateway profile (the other one when the primary already runs it) into
+/// `out/contrast-<profile>/`, draws both side by side into `out`, and prints the two summary rows.
+fn contrast(
+    scenario: &Scenario,
+    asked: GatewayProfile,
+    out: &Path,
+    reproduce: &str,
+    primary: &report::RunData,
+) -> Result<(), Failure> {
+    let profile = match (asked, scenario.gateway.profile) {
+        (a, p) if a != p => a,
+        (_, GatewayProfile::Default) => GatewayProfile::Naive,
+        (_, GatewayProfile::Naive) => GatewayProfile::Default,
+    };
+    let name = scenario::profile_name(profile);
+    let mut other = scenario.clone();
+    other.gateway.profile = profile;
+    other.report.contrast = None;
+    let dir = out.join(format!("contrast-{name}"));
+    println!("contrast: the same scenario and seed with the {name} gateway profile");
+    let (other_run, _) = simulate(&other, &dir, format!("{reproduce} --set gateway.profile={name}"))?;
+    report::write_contrast(out, primary, &other_run).map_err(|e| Failure::Failed(e.to_string()))?;
+    println!("profiles side by side (exit code follows the first row):");
+    print!("{}", report::contrast_table(primary, &other_run));
+    println!("  plot       {}", out.join("contrast.png").display());
+    Ok(())
 }
 
 /// Runs, writes the report, prints the one-screen summary. Returns the run and whether its checks passed.
@@ -95,11 +128,34 @@ fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(repor
     bar.finish_and_clear();
     let (run, wall, calls) = result.map_err(|e| Failure::Failed(e.to_string()))?;
     report::write_run(out, &run, &wall).map_err(|e| Failure::Failed(e.to_string()))?;
+    write_resolved(scenario, out)?;
     report::write_calls(out, &calls).map_err(|e| Failure::Failed(e.to_string()))?;
     println!("{}", console_summary(&run, &wall, out));
     let passed = run.passed();
     Ok((run, passed))
 }
+
+/// `scenario.toml` in the run directory: the scenario exactly as run (every `--set` applied), so the run can be read
+/// without the command line. Secrets are written as `[redacted]`, so this copy is for reading, not re-running.
+fn write_resolved(scenario: &Scenario, out: &Path) -> Result<(), Failure> {
+    let mut copy = scenario.clone();
+    // TOML integers are i64; a larger seed (from --seed) is kept in the comment instead.
+    let fits = i64::try_from(copy.seed).is_ok();
+    if !fits {
+        copy.seed = 0;
+    }
+    let text = toml::to_string(&copy).map_err(|e| Failure::Failed(format!("cannot write the scenario copy: {e}")))?;
+    let head = format!(
+        "# The scenario as run: every --set applied, secrets redacted. Seed {}{}.\n",
+        scenario.seed,
+        if fits { "" } else { " (too large for TOML: `seed = 0` below)" }
+    );
+    let path = out.join(SCENARIO_COPY);
+    std::fs::write(&path, head + &text).map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))
+}
+
+/// The resolved scenario's file name in a run directory.
+const SCENARIO_COPY: &str = "scenario.toml";
 
 fn default_out(scenario: &Scenario, sets: &[String]) -> PathBuf {
     let mut leaf = format!("seed-{}", scenario.seed);

@@ -40,6 +40,18 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
         ms(t.p999_ms),
         ms(t.max_ms)
     );
+    let _ = writeln!(
+        s,
+        "  sessions   profile {}  stale sends {}  error window {} s  session errors {}  auth errors {}  \
+         re-handshakes {}  renewals {}",
+        run.profile,
+        grouped(t.stale_sends),
+        grouped(t.error_window_s),
+        grouped(t.session_errors),
+        grouped(t.auth_errors),
+        grouped(t.rehandshakes),
+        grouped(t.renewals)
+    );
     if run.checks.is_empty() {
         let _ = writeln!(s, "  checks     none configured");
     }

@@ -15,7 +15,7 @@ const MS_DECIMALS: usize = 3;
 const RATE_DECIMALS: usize = 4;
 
 /// The header of `timeseries.csv`: [`SecondRow`]'s fields in declaration order, then the derived columns.
-pub(crate) const TIMESERIES_HEADER: [&str; 17] = [
+pub(crate) const TIMESERIES_HEADER: [&str; 23] = [
     "t",
     "offered",
     "completed",
@@ -25,12 +25,18 @@ pub(crate) const TIMESERIES_HEADER: [&str; 17] = [
     "err_transport",
     "err_local",
     "err_tool",
+    "err_auth",
     "p50_ms",
     "p95_ms",
     "p99_ms",
     "in_flight",
     "attempts",
     "retries",
+    "stale_sends",
+    "session_errors",
+    "auth_errors",
+    "rehandshakes",
+    "renewals",
     "errors",
     "error_rate",
 ];
@@ -54,10 +60,22 @@ pub(crate) fn timeseries(rows: &[SecondRow]) -> Result<Vec<u8>, csv::Error> {
             r.err_transport,
             r.err_local,
             r.err_tool,
+            r.err_auth,
         ];
         let mut rec: Vec<String> = ints.iter().map(u64::to_string).collect();
         rec.extend([r.p50_ms, r.p95_ms, r.p99_ms].iter().map(|x| fixed(*x, MS_DECIMALS)));
-        rec.extend([r.in_flight, r.attempts, r.retries, r.errors()].iter().map(u64::to_string));
+        let counts = [
+            r.in_flight,
+            r.attempts,
+            r.retries,
+            r.stale_sends,
+            r.session_errors,
+            r.auth_errors,
+            r.rehandshakes,
+            r.renewals,
+            r.errors(),
+        ];
+        rec.extend(counts.iter().map(u64::to_string));
         rec.push(fixed(error_rate(r), RATE_DECIMALS));
         w.write_record(&rec)?;
     }

@@ -24,6 +24,8 @@ pub struct SecondRow {
     pub err_transport: u64,
     pub err_local: u64,
     pub err_tool: u64,
+    /// Failed on an auth mismatch (no configured credential of a scheme the server accepts).
+    pub err_auth: u64,
     /// Latency percentiles of the logical calls completed this second, ms (0 when none completed).
     pub p50_ms: f64,
     pub p95_ms: f64,
@@ -33,11 +35,21 @@ pub struct SecondRow {
     /// Attempts started this second (first tries plus retries).
     pub attempts: u64,
     pub retries: u64,
+    /// Attempts finished this second that a server refused for a stale schema although that load host had already
+    /// been refused so by that replica since its last drift (see [`Totals::stale_sends`]).
+    pub stale_sends: u64,
+    /// Attempts finished this second with session-not-found, as the agent sees them.
+    pub session_errors: u64,
+    /// Attempts finished this second with an auth mismatch.
+    pub auth_errors: u64,
+    /// Sessions the gateway replaced with a new handshake, and sessions it renewed, this second.
+    pub rehandshakes: u64,
+    pub renewals: u64,
 }
 
 impl SecondRow {
     pub fn errors(&self) -> u64 {
-        self.err_protocol + self.err_lifecycle + self.err_transport + self.err_local + self.err_tool
+        self.err_protocol + self.err_lifecycle + self.err_transport + self.err_local + self.err_tool + self.err_auth
     }
 }
 
@@ -92,6 +104,20 @@ pub struct Totals {
     pub max_ms: f64,
     /// Goodput: ok calls per simulated second.
     pub ok_per_s: f64,
+    /// Attempts a server refused for a stale schema that were sent after the same load host had already received
+    /// such a refusal from the same replica since the replica's last drift: sends the gateway could have known to
+    /// be stale. The first refusal per pair and drift, and calls already in flight when it arrived, do not count.
+    pub stale_sends: u64,
+    /// Attempts that ended with session-not-found as the agent sees it (after any transparent re-handshake).
+    pub session_errors: u64,
+    /// Attempts that ended with an auth mismatch.
+    pub auth_errors: u64,
+    /// Re-handshakes and renewals by the gateway (its `Event::Session` events).
+    pub rehandshakes: u64,
+    pub renewals: u64,
+    /// One-second buckets from the first fault's start (from 0 without faults) whose share of failed logical calls
+    /// exceeds 1%: how long the faults visibly hurt.
+    pub error_window_s: u64,
 }
 
 /// A finished run, ready to write.
@@ -100,6 +126,8 @@ pub struct RunData {
     pub scenario: String,
     pub description: String,
     pub seed: u64,
+    /// The gateway profile the load hosts ran (`default` or `naive`).
+    pub profile: String,
     /// Simulated seconds the run covered.
     pub sim_seconds: f64,
     pub seconds: Vec<SecondRow>,

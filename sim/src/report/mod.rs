@@ -8,9 +8,11 @@
 //! | `events.csv` | faults and state changes ([`EventRow`]) | yes |
 //! | `calls.csv` | the call history, one row per attempt ([`write_calls`], called after [`write_run`]) | yes |
 //! | `summary.json` | totals, checks, faults, seed, reproduce command | yes |
+//! | `scenario.toml` | the scenario as run, every `--set` applied, secrets redacted (written by the CLI) | yes |
 //! | `summary.md` | the same for people, plus wall-clock time and links to the plots | no (wall clock) |
 //! | `qps`, `p99`, `errors` `.svg`/`.png` | one panel each, fault windows shaded and labelled | yes |
 //! | `report.svg`/`report.png` | the three panels stacked under a title block | yes |
+//! | `contrast.svg`/`contrast.png` | with `[report] contrast`: both gateway profiles side by side ([`write_contrast`]; the other run's own report is in `contrast-<profile>/`) | yes |
 //!
 //! Determinism is the rule for everything but `summary.md`: floats are written with fixed decimals and never as NaN
 //! or inf, JSON fields keep declaration order, and plots draw with an embedded font (see `font.rs`), so the same
@@ -19,6 +21,7 @@
 mod calls;
 mod compare;
 mod console;
+mod contrast;
 mod csv_out;
 pub mod data;
 mod error;
@@ -34,6 +37,7 @@ use std::path::{Path, PathBuf};
 
 pub use calls::write_calls;
 pub use console::console_summary;
+pub use contrast::contrast_table;
 pub use data::*;
 pub use error::ReportError;
 
@@ -55,6 +59,14 @@ pub fn write_run(dir: &Path, run: &RunData, wall: &WallClock) -> Result<Vec<Path
         out.figure(stem, &fig)?;
     }
     out.write(summary::markdown(run, wall).into_bytes(), summary::SUMMARY_MD)?;
+    Ok(out.paths)
+}
+
+/// Writes `contrast.svg`/`contrast.png` into `dir` (the primary run's directory): the primary run and the same
+/// scenario under the other gateway profile, side by side. Returns the paths written.
+pub fn write_contrast(dir: &Path, primary: &RunData, other: &RunData) -> Result<Vec<PathBuf>, ReportError> {
+    let mut out = Out::new(dir)?;
+    out.figure(contrast::CONTRAST, &contrast::ContrastFigure { primary, other })?;
     Ok(out.paths)
 }
 

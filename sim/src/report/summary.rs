@@ -96,7 +96,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", run.reproduce);
 
     s.push_str("## Totals\n\n| metric | value |\n|---|---:|\n");
-    let rows: [(&str, String); 16] = [
+    let rows: [(&str, String); 23] = [
         ("offered (logical calls)", grouped(t.offered)),
         ("completed", grouped(t.completed)),
         ("ok", grouped(t.ok)),
@@ -113,6 +113,13 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
         ("max", ms(t.max_ms)),
         ("goodput", format!("{} ok/s", short(t.ok_per_s, 2))),
         ("simulated time", format!("{} s", short(run.sim_seconds, 3))),
+        ("gateway profile", run.profile.clone()),
+        ("stale sends", grouped(t.stale_sends)),
+        ("error window (s over 1% errors)", grouped(t.error_window_s)),
+        ("session errors", grouped(t.session_errors)),
+        ("auth errors", grouped(t.auth_errors)),
+        ("re-handshakes", grouped(t.rehandshakes)),
+        ("renewals", grouped(t.renewals)),
     ];
     for (name, value) in rows {
         let _ = writeln!(s, "| {name} | {value} |");

@@ -29,15 +29,16 @@ const FAIL_INK: RGBColor = RGBColor(200, 30, 30);
 type Count = fn(&SecondRow) -> u64;
 type Millis = fn(&SecondRow) -> f64;
 
-const CLASSES: [(&str, RGBColor, Count); 5] = [
+const CLASSES: [(&str, RGBColor, Count); 6] = [
     ("transport", RGBColor(214, 39, 40), |r| r.err_transport),
     ("protocol", RGBColor(148, 103, 189), |r| r.err_protocol),
     ("lifecycle", RGBColor(140, 86, 75), |r| r.err_lifecycle),
     ("local", RGBColor(127, 127, 127), |r| r.err_local),
     ("tool", RGBColor(227, 119, 194), |r| r.err_tool),
+    ("auth", RGBColor(188, 189, 34), |r| r.err_auth),
 ];
 
-const TIME_DESC: &str = "simulated time (s)";
+pub(crate) const TIME_DESC: &str = "simulated time (s)";
 /// Height of the report figure's title block.
 const REPORT_HEAD_H: u32 = 96;
 
@@ -283,7 +284,7 @@ impl Figure for RunFigure<'_> {
 }
 
 /// The middle of the second a row covers.
-fn mid(r: &SecondRow) -> f64 {
+pub(crate) fn mid(r: &SecondRow) -> f64 {
     r.t as f64 + 0.5
 }
 

@@ -10,7 +10,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use mcpstorm_core::session::ext::AuthScheme;
+use mcpstorm_core::session::ext::{AuthScheme, Credential, GatewayProfile, Secret};
 
 use crate::fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError, both_eras};
 
@@ -48,6 +48,69 @@ impl<'de> Deserialize<'de> for Dur {
         let text = String::deserialize(d)?;
         humantime::parse_duration(&text).map(Dur).map_err(|e| {
             serde::de::Error::custom(format!("invalid duration {text:?} ({e}); write e.g. \"250ms\", \"2s\", \"1m\""))
+        })
+    }
+}
+
+/// A signed duration: `"-3m"`, `"+30s"`, `"90s"` (a clock's offset or step: ahead when positive, behind when
+/// negative).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct SignedDur {
+    pub negative: bool,
+    pub magnitude: Duration,
+}
+
+impl SignedDur {
+    pub fn as_millis(self) -> i64 {
+        let ms = i64::try_from(self.magnitude.as_millis()).unwrap_or(i64::MAX);
+        if self.negative { -ms } else { ms }
+    }
+}
+
+impl std::fmt::Display for SignedDur {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sign = if self.negative && !self.magnitude.is_zero() { "-" } else { "" };
+        write!(f, "{sign}{}", humantime::format_duration(self.magnitude))
+    }
+}
+
+impl Serialize for SignedDur {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl JsonSchema for SignedDur {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "SignedDuration".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "A duration with a unit and an optional sign: \"-3m\" (behind), \"+30s\", \"90s\" (ahead).",
+            "pattern": "^\\s*[+-]?\\s*([0-9]+\\s*[a-zA-Zµ]+\\s*)+$",
+            "examples": ["-3m", "+30s", "90s"]
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for SignedDur {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let trimmed = text.trim();
+        let (negative, rest) = match trimmed.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, trimmed.strip_prefix('+').unwrap_or(trimmed)),
+        };
+        humantime::parse_duration(rest.trim()).map(|magnitude| SignedDur { negative, magnitude }).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "invalid signed duration {text:?} ({e}); write e.g. \"-3m\", \"+30s\", \"90s\""
+            ))
         })
     }
 }
@@ -93,6 +156,78 @@ pub struct Scenario {
     pub checks: Checks,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
+    #[serde(default)]
+    pub gateway: Gateway,
+    #[serde(default)]
+    pub report: ReportSpec,
+}
+
+/// The gateway core's session and schema behaviour on every load host, and its credentials.
+///
+/// | key           | default     | meaning                                                                    |
+/// |---------------|-------------|----------------------------------------------------------------------------|
+/// | `profile`     | `"default"` | `"naive"`: expiry from the server's wall clock, no renewal, schemas cached forever |
+/// | `credentials` | none        | `[{ scheme = "bearer", secret = "..." }]`, offered to servers declaring schemes; the secret never reaches any output |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Gateway {
+    /// `"default"` or `"naive"` (the seed's first design, kept to show the failures the default prevents).
+    #[serde(default)]
+    #[schemars(schema_with = "profile_schema")]
+    pub profile: GatewayProfile,
+    /// Offered to servers that declare auth schemes, the first accepted one wins. Secrets are printed redacted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub credentials: Vec<CredentialSpec>,
+}
+
+/// One configured credential.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialSpec {
+    /// `"bearer"`, `"api-key"` or `"mcp-jwt"`.
+    #[schemars(schema_with = "scheme_schema")]
+    pub scheme: AuthScheme,
+    /// Never written anywhere: reports and copies show `[redacted]`.
+    #[schemars(with = "String")]
+    pub secret: Secret,
+}
+
+impl CredentialSpec {
+    pub fn to_core(&self) -> Credential {
+        Credential { scheme: self.scheme, secret: self.secret.clone() }
+    }
+}
+
+/// A profile's name as the scenario file spells it.
+pub fn profile_name(profile: GatewayProfile) -> &'static str {
+    match profile {
+        GatewayProfile::Default => "default",
+        GatewayProfile::Naive => "naive",
+    }
+}
+
+fn profile_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "enum": ["default", "naive"], "default": "default" })
+}
+
+fn scheme_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "enum": ["bearer", "api-key", "mcp-jwt"] })
+}
+
+/// What the report adds to the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSpec {
+    /// Run the same scenario and seed again with this gateway profile (the other one, if it is the primary's),
+    /// into `contrast-<profile>/`, and draw `contrast.png` with both side by side. The exit code follows the
+    /// primary run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "optional_profile_schema")]
+    pub contrast: Option<GatewayProfile>,
+}
+
+fn optional_profile_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "enum": ["default", "naive"] })
 }
 
 fn default_seed() -> u64 {
@@ -343,16 +478,25 @@ impl Default for ClientSpec {
 /// | `hang`          |                                       | the target accepts requests and answers nothing       |
 /// | `crash`         |                                       | the target's host crashes; it restarts at the end     |
 /// | `partition`     |                                       | the target is cut off from every load host; repaired at the end |
+/// | `schema_drift`  | `tool`, `what`, `param`, `schema`, `to`, `version`, `notify` | at `start`, `what = "add_required"` (`param`, its property `schema` with a `default`), `"replace"` (the new input `schema`), `"rename"` (`to`) or `"version"` (`version`); `notify` sends `list_changed` |
+/// | `clock_skew`    | `offset`, `drift`, `jump`, `reset`    | the target's wall clock (`gateway`: every load host's): skew set to `offset`, drifting at rate `drift`, stepped by `jump`; reset at the end only with `reset = true` |
+/// | `session_expiry`|                                       | at `start`, the target forgets every session                 |
+/// | `auth_rotation` | `schemes`                             | at `start`, the target accepts only `schemes` from then on    |
+///
+/// `schema_drift`, `session_expiry` and `auth_rotation` happen at an instant: they take no `duration`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
-    /// `latency_spike`, `error_burst`, `hang`, `crash` or `partition`.
+    /// `latency_spike`, `error_burst`, `hang`, `crash`, `partition`, `schema_drift`, `clock_skew`, `session_expiry`
+    /// or `auth_rotation`.
     pub kind: FaultKind,
-    /// A server name (every replica) or `name#i` (replica i, from 0).
+    /// A server name (every replica) or `name#i` (replica i, from 0); for `clock_skew` also `gateway` (every load
+    /// host).
     pub target: String,
     /// When the fault begins, from the start of the run.
     pub start: Dur,
-    /// How long it lasts; `start + duration` must fit in the run.
+    /// How long it lasts; `start + duration` must fit in the run. Instant faults take none.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub duration: Dur,
     /// `latency_spike`: added to every call's latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -363,6 +507,83 @@ pub struct Fault {
     /// `error_burst`: probability in [0, 1] that a call fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
+    /// `schema_drift`: the tool that changes (not needed for `what = "version"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// `schema_drift`: `"add_required"`, `"replace"`, `"rename"` or `"version"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what: Option<DriftKind>,
+    /// `schema_drift` `add_required`: the new required parameter's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    /// `schema_drift`: the new parameter's property schema (`add_required`; give it a `default`), or the tool's whole
+    /// new input schema (`replace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "optional_object_schema")]
+    pub schema: Option<Value>,
+    /// `schema_drift` `rename`: the tool's new name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// `schema_drift` `version`: the new `serverInfo.version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// `schema_drift`: send `notifications/tools/list_changed` on every open connection after the change.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notify: bool,
+    /// `clock_skew`: set the clock this far from true time (`"-3m"`: behind, `"+3m"`: ahead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<SignedDur>,
+    /// `clock_skew`: linear drift from the start on, seconds gained per second (0.02 = 2% fast; negative: slow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<f64>,
+    /// `clock_skew`: a step applied once at the start (`"+30s"`, `"-1m"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jump: Option<SignedDur>,
+    /// `clock_skew`: at the end, put the clock back to true time. Real clocks do not jump back, so the default keeps
+    /// the skew (and any drift) after the fault window.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reset: bool,
+    /// `auth_rotation`: the schemes the target accepts from then on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "optional_schemes_schema")]
+    pub schemes: Option<Vec<AuthScheme>>,
+}
+
+fn is_zero(d: &Dur) -> bool {
+    d.0.is_zero()
+}
+
+fn optional_object_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "object" })
+}
+
+fn optional_schemes_schema(g: &mut SchemaGenerator) -> Schema {
+    auth_schemes_schema(g)
+}
+
+/// What a `schema_drift` changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftKind {
+    /// A new required parameter (`param`, property `schema`).
+    AddRequired,
+    /// A new input schema (`schema`).
+    Replace,
+    /// A new name (`to`); agents do not chase renames, so calls by the old name keep failing.
+    Rename,
+    /// A new `serverInfo.version` (`version`).
+    Version,
+}
+
+impl DriftKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftKind::AddRequired => "add_required",
+            DriftKind::Replace => "replace",
+            DriftKind::Rename => "rename",
+            DriftKind::Version => "version",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
@@ -373,11 +594,24 @@ pub enum FaultKind {
     Hang,
     Crash,
     Partition,
+    SchemaDrift,
+    ClockSkew,
+    SessionExpiry,
+    AuthRotation,
 }
 
 impl FaultKind {
+    /// Whether the fault happens at one instant (no `duration`).
+    pub fn instant(self) -> bool {
+        matches!(self, FaultKind::SchemaDrift | FaultKind::SessionExpiry | FaultKind::AuthRotation)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
+            FaultKind::SchemaDrift => "schema_drift",
+            FaultKind::ClockSkew => "clock_skew",
+            FaultKind::SessionExpiry => "session_expiry",
+            FaultKind::AuthRotation => "auth_rotation",
             FaultKind::LatencySpike => "latency_spike",
             FaultKind::ErrorBurst => "error_burst",
             FaultKind::Hang => "hang",
@@ -400,6 +634,19 @@ pub struct Checks {
     /// Calls issued that never reached an outcome; the default check is 0.
     #[serde(default = "zero_lost")]
     pub lost: Option<u64>,
+    /// Attempts a server refused for a stale schema, sent after that load host had already been refused so by that
+    /// replica (since its last drift): sends the gateway could have known were stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_sends: Option<u64>,
+    /// Seconds, from the first fault's start on, whose share of failed calls exceeds 1%.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_window_s: Option<u64>,
+    /// Attempts that ended, as the agent sees them, with session-not-found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_errors: Option<u64>,
+    /// Attempts that ended with an auth mismatch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_errors: Option<u64>,
 }
 
 fn zero_lost() -> Option<u64> {
@@ -408,7 +655,15 @@ fn zero_lost() -> Option<u64> {
 
 impl Default for Checks {
     fn default() -> Self {
-        Checks { p99_ms: None, error_rate: None, lost: zero_lost() }
+        Checks {
+            p99_ms: None,
+            error_rate: None,
+            lost: zero_lost(),
+            stale_sends: None,
+            error_window_s: None,
+            session_errors: None,
+            auth_errors: None,
+        }
     }
 }
 

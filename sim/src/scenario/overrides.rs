@@ -100,5 +100,7 @@ pub fn expand_sweep(base: &Scenario) -> Result<Vec<(String, Scenario)>, Scenario
     if !sweeps_seed {
         runs.iter_mut().for_each(|(_, run)| run.seed = base.seed);
     }
+    // Secrets are written redacted, so the TOML form lost them: every run gets the base's credentials back.
+    runs.iter_mut().for_each(|(_, run)| run.gateway.credentials = base.gateway.credentials.clone());
     Ok(runs)
 }

@@ -40,6 +40,9 @@ duration = "2s"
 extra = "100ms"
 "#;
 
+/// The fault of [`BASE`], whole.
+const FAULT: &str = "kind = \"latency_spike\"\ntarget = \"a\"\nstart = \"1s\"\nduration = \"2s\"\nextra = \"100ms\"";
+
 fn edit(text: &str, from: &str, to: &str) -> String {
     assert!(text.contains(from), "{from:?} is not in the text");
     text.replacen(from, to, 1)
@@ -333,6 +336,127 @@ fn every_semantic_rule() {
             "extra = |",
             "does not apply to kind = \"crash\"",
         ),
+        (
+            FAULT,
+            "kind = \"schema_drift\"\ntarget = \"a\"\nstart = \"1s\"\nduration = \"2s\"\nwhat = \"version\"\nversion = \"2\"",
+            "faults[0].duration",
+            "duration = |\"2s\"",
+            "at an instant",
+        ),
+        (
+            FAULT,
+            "kind = \"schema_drift\"\ntarget = \"a\"\nstart = \"1s\"",
+            "faults[0].kind",
+            "kind = |",
+            "needs `what`",
+        ),
+        (
+            FAULT,
+            "kind = \"schema_drift\"\ntarget = \"a\"\nstart = \"1s\"\nwhat = \"add_required\"\ntool = \"echo\"\nparam = \"p\"",
+            "faults[0].what",
+            "what = |",
+            "needs `schema`",
+        ),
+        (
+            FAULT,
+            "kind = \"schema_drift\"\ntarget = \"a\"\nstart = \"1s\"\nwhat = \"rename\"\ntool = \"nope\"\nto = \"x\"",
+            "faults[0].tool",
+            "tool = |\"nope\"",
+            "has no tool \"nope\"",
+        ),
+        (
+            FAULT,
+            "kind = \"schema_drift\"\ntarget = \"a\"\nstart = \"1s\"\nwhat = \"version\"\nversion = \"2\"\nto = \"x\"",
+            "faults[0].to",
+            "to = |",
+            "does not apply to what = \"version\"",
+        ),
+        (
+            FAULT,
+            "kind = \"schema_drift\"\ntarget = \"a\"\nstart = \"1s\"\nwhat = \"replace\"\ntool = \"echo\"\nschema = { type = \"string\" }",
+            "faults[0].schema",
+            "schema = |",
+            "\"type\": \"object\"",
+        ),
+        (
+            FAULT,
+            "kind = \"schema_drift\"\ntarget = \"a\"\nstart = \"10s\"\nwhat = \"version\"\nversion = \"2\"",
+            "faults[0].start",
+            "start = |",
+            "at or after the end",
+        ),
+        (
+            FAULT,
+            "kind = \"clock_skew\"\ntarget = \"gateway\"\nstart = \"1s\"",
+            "faults[0].kind",
+            "kind = |",
+            "needs `offset`, `drift` or `jump`",
+        ),
+        (
+            FAULT,
+            "kind = \"clock_skew\"\ntarget = \"a\"\nstart = \"1s\"\ndrift = -2.0",
+            "faults[0].drift",
+            "drift = |",
+            "rate in (-1, 10]",
+        ),
+        (
+            FAULT,
+            "kind = \"clock_skew\"\ntarget = \"a\"\nstart = \"1s\"\noffset = \"-3 parsecs\"",
+            "faults[0].offset",
+            "offset = |",
+            "invalid signed duration",
+        ),
+        (
+            FAULT,
+            "kind = \"clock_skew\"\ntarget = \"a\"\nstart = \"1s\"\njump = \"1s\"\nreset = true",
+            "faults[0].reset",
+            "reset = |",
+            "needs a `duration`",
+        ),
+        (
+            FAULT,
+            "kind = \"clock_skew\"\ntarget = \"a\"\nstart = \"1s\"\njump = \"1s\"\nrate = 0.5",
+            "faults[0].rate",
+            "rate = |",
+            "belongs to error_burst",
+        ),
+        (
+            FAULT,
+            "kind = \"session_expiry\"\ntarget = \"gateway\"\nstart = \"1s\"",
+            "faults[0].target",
+            "target = |\"gateway\"",
+            "no server is named \"gateway\"",
+        ),
+        (
+            FAULT,
+            "kind = \"auth_rotation\"\ntarget = \"a\"\nstart = \"1s\"\nschemes = []",
+            "faults[0].schemes",
+            "schemes = |",
+            "at least one scheme",
+        ),
+        (
+            FAULT,
+            "kind = \"auth_rotation\"\ntarget = \"a\"\nstart = \"1s\"",
+            "faults[0].kind",
+            "kind = |",
+            "needs `schemes`",
+        ),
+        ("name = \"b\"", "name = \"gateway\"", "servers[1].name", "name = |\"gateway\"", "reserved"),
+        (
+            "[load]",
+            "[checks]\nerror_window_s = 11\n\n[load]",
+            "checks.error_window_s",
+            "error_window_s = |",
+            "longer than the run",
+        ),
+        ("[load]", "[gateway]\nprofile = \"clever\"\n\n[load]", "gateway.profile", "profile = |", "unknown variant"),
+        (
+            "[load]",
+            "[gateway]\ncredentials = [{ scheme = \"bearer\", secret = \"s\", extra = 1 }]\n\n[load]",
+            "gateway.credentials[0].extra",
+            "|extra = 1",
+            "expected `scheme` or `secret`",
+        ),
         ("[load]", "[checks]\np99_ms = -1.0\n\n[load]", "checks.p99_ms", "p99_ms = |-1", ">= 0"),
         ("[load]", "[checks]\nerror_rate = 2.0\n\n[load]", "checks.error_rate", "error_rate = |2", "between 0 and 1"),
     ];
@@ -434,7 +558,7 @@ fn bad_set_arguments_name_the_argument() {
             "--set load.sessions=x: load.sessions: invalid type: string \"x\", expected an integer >= 0",
             "--set faults[3].start=1s: faults[3]: index 3 is out of range: the array has 1 entry (index 0)",
             "--set a=1: a: unknown key; expected one of `name`, `description`, `seed`, `duration`, `tick`, `network`, \
-             `servers`, `load`, `agent`, `client`, `faults`, `checks`, `sweep`",
+             `servers`, `load`, `agent`, `client`, `faults`, `checks`, `sweep`, `gateway`, `report`",
         ]
     );
 }

@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::error::{Problem, ScenarioError};
-use super::model::{FaultKind, LoadMode, RetryMode, Scenario, ServerSpec};
+use serde_json::Value;
+
+use super::model::{DriftKind, Fault, FaultKind, LoadMode, RetryMode, Scenario, ServerSpec};
 use super::path::KeyPath;
 use crate::fake::{ConfigError, FakeServerConfig};
 
@@ -116,6 +118,8 @@ fn check_servers(c: &mut Checker, servers: &[ServerSpec]) {
         let at = |field: &str| format!("servers[{i}].{field}");
         if server.name.is_empty() {
             c.fail(at("name"), "must not be empty");
+        } else if server.name == GATEWAY {
+            c.fail(at("name"), format!("{GATEWAY:?} is reserved: a clock_skew fault targets every load host by it"));
         } else if server.name.contains('#') {
             c.fail(at("name"), "must not contain `#` (faults use `name#i` for replica i)");
         } else if let Some(first) = first_index.get(server.name.as_str()) {
@@ -254,29 +258,19 @@ fn check_agent_and_client(c: &mut Checker, s: &Scenario) {
 fn check_faults(c: &mut Checker, s: &Scenario) {
     for (k, fault) in s.faults.iter().enumerate() {
         let at = |field: &str| format!("faults[{k}].{field}");
-        if let Err(message) = resolve_target(&fault.target, &s.servers) {
+        let gateway = fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY;
+        if !gateway && let Err(message) = resolve_target(&fault.target, &s.servers) {
             c.fail(at("target"), message);
         }
-        c.positive(&at("duration"), fault.duration.0);
-        match fault.start.0.checked_add(fault.duration.0) {
-            Some(end) if end <= s.duration.0 => {}
-            // A zero-length run is reported once, at `duration`.
-            _ if s.duration.0.is_zero() => {}
-            _ => c.fail(
-                at("duration"),
-                format!(
-                    "the fault ends at {} (start + duration), after the run ends ({})",
-                    fault.start.0.checked_add(fault.duration.0).map_or("never".into(), fmt),
-                    fmt(s.duration.0)
-                ),
-            ),
-        }
+        check_window(c, s, k, fault);
         let kind = fault.kind.as_str();
-        let reject = |c: &mut Checker, field: &str, present: bool, why: &str| {
-            if present {
-                c.fail(at(field), format!("does not apply to kind = {kind:?}{why}"));
+        let allowed = allowed_keys(fault.kind);
+        for (field, present) in present_keys(fault) {
+            if present && !allowed.contains(&field) {
+                let hint = owner_of(field).map(|o| format!(" (it belongs to {o})")).unwrap_or_default();
+                c.fail(at(field), format!("does not apply to kind = {kind:?}{hint}"));
             }
-        };
+        }
         match fault.kind {
             FaultKind::LatencySpike => {
                 if fault.extra.is_none() && fault.multiplier.is_none() {
@@ -293,22 +287,158 @@ fn check_faults(c: &mut Checker, s: &Scenario) {
                 {
                     c.fail(at("multiplier"), format!("must be a finite number >= 1, got {m}"));
                 }
-                reject(c, "rate", fault.rate.is_some(), " (an error_burst has a rate)");
             }
-            FaultKind::ErrorBurst => {
-                match fault.rate {
-                    None => c.fail(at("kind"), "error_burst needs `rate`, the probability in [0, 1] a call fails"),
-                    Some(r) => c.probability(&at("rate"), r),
+            FaultKind::ErrorBurst => match fault.rate {
+                None => c.fail(at("kind"), "error_burst needs `rate`, the probability in [0, 1] a call fails"),
+                Some(r) => c.probability(&at("rate"), r),
+            },
+            FaultKind::SchemaDrift => check_drift(c, s, k, fault),
+            FaultKind::ClockSkew => {
+                if fault.offset.is_none() && fault.drift.is_none() && fault.jump.is_none() {
+                    c.fail(at("kind"), "clock_skew needs `offset`, `drift` or `jump` (or several)");
                 }
-                reject(c, "extra", fault.extra.is_some(), " (a latency_spike has extra)");
-                reject(c, "multiplier", fault.multiplier.is_some(), " (a latency_spike has a multiplier)");
+                if let Some(d) = fault.drift
+                    && !(d.is_finite() && d > -1.0 && d <= 10.0)
+                {
+                    c.fail(at("drift"), format!("must be a rate in (-1, 10] (0.02 = 2% fast), got {d}"));
+                }
+                if fault.reset && fault.duration.0.is_zero() {
+                    c.fail(at("reset"), "needs a `duration`: the clock is reset when the fault ends");
+                }
             }
-            FaultKind::Hang | FaultKind::Crash | FaultKind::Partition => {
-                reject(c, "extra", fault.extra.is_some(), "");
-                reject(c, "multiplier", fault.multiplier.is_some(), "");
-                reject(c, "rate", fault.rate.is_some(), "");
+            FaultKind::AuthRotation => match &fault.schemes {
+                None => c.fail(at("kind"), "auth_rotation needs `schemes`, the schemes accepted from then on"),
+                Some(list) if list.is_empty() => c.fail(at("schemes"), "must name at least one scheme"),
+                Some(_) => {}
+            },
+            FaultKind::Hang | FaultKind::Crash | FaultKind::Partition | FaultKind::SessionExpiry => {}
+        }
+    }
+}
+
+/// The `target` of a `clock_skew` on every load host (the gateway) rather than a server.
+pub const GATEWAY: &str = "gateway";
+
+/// The fault's window: a positive duration that ends inside the run, or none at all for an instant fault.
+fn check_window(c: &mut Checker, s: &Scenario, k: usize, fault: &Fault) {
+    let at = |field: &str| format!("faults[{k}].{field}");
+    if fault.kind.instant() {
+        if !fault.duration.0.is_zero() {
+            c.fail(at("duration"), format!("{} happens at an instant: give no duration", fault.kind.as_str()));
+        }
+    } else if fault.kind != FaultKind::ClockSkew {
+        c.positive(&at("duration"), fault.duration.0);
+    }
+    match fault.start.0.checked_add(fault.duration.0) {
+        Some(end) if end <= s.duration.0 && (!fault.kind.instant() || end < s.duration.0) => {}
+        // A zero-length run is reported once, at `duration`.
+        _ if s.duration.0.is_zero() => {}
+        _ if fault.kind.instant() => {
+            c.fail(at("start"), format!("the fault happens at or after the end of the run ({})", fmt(s.duration.0)))
+        }
+        _ => c.fail(
+            at("duration"),
+            format!(
+                "the fault ends at {} (start + duration), after the run ends ({})",
+                fault.start.0.checked_add(fault.duration.0).map_or("never".into(), fmt),
+                fmt(s.duration.0)
+            ),
+        ),
+    }
+}
+
+fn check_drift(c: &mut Checker, s: &Scenario, k: usize, fault: &Fault) {
+    let at = |field: &str| format!("faults[{k}].{field}");
+    let Some(what) = fault.what else {
+        c.fail(at("kind"), "schema_drift needs `what`: \"add_required\", \"replace\", \"rename\" or \"version\"");
+        return;
+    };
+    let require = |c: &mut Checker, field: &str, present: bool, meaning: &str| {
+        if !present {
+            c.fail(at("what"), format!("what = {:?} needs `{field}` ({meaning})", what.as_str()));
+        }
+    };
+    let needs_tool = what != DriftKind::Version;
+    require(c, "tool", fault.tool.is_some() || !needs_tool, "the tool that changes");
+    match what {
+        DriftKind::AddRequired => {
+            require(c, "param", fault.param.as_deref().is_some_and(|p| !p.is_empty()), "the new parameter's name");
+            require(c, "schema", fault.schema.is_some(), "its property schema, with a `default`");
+        }
+        DriftKind::Replace => {
+            require(c, "schema", fault.schema.is_some(), "the tool's new input schema");
+            if let Some(schema) = &fault.schema
+                && schema.get("type").and_then(Value::as_str) != Some("object")
+            {
+                c.fail(at("schema"), format!("must be a JSON Schema with \"type\": \"object\", got {schema}"));
             }
         }
+        DriftKind::Rename => require(c, "to", fault.to.as_deref().is_some_and(|t| !t.is_empty()), "the new name"),
+        DriftKind::Version => require(c, "version", fault.version.is_some(), "the new serverInfo.version"),
+    }
+    for (field, present, applies) in [
+        ("param", fault.param.is_some(), what == DriftKind::AddRequired),
+        ("schema", fault.schema.is_some(), matches!(what, DriftKind::AddRequired | DriftKind::Replace)),
+        ("to", fault.to.is_some(), what == DriftKind::Rename),
+        ("version", fault.version.is_some(), what == DriftKind::Version),
+        ("tool", fault.tool.is_some(), needs_tool),
+    ] {
+        if present && !applies {
+            c.fail(at(field), format!("does not apply to what = {:?}", what.as_str()));
+        }
+    }
+    // The tool must exist on the target server as configured (drifts in one run do not chain renames).
+    if let (Some(tool), Ok((server, _))) = (&fault.tool, resolve_target(&fault.target, &s.servers))
+        && !s.servers[server].tools.iter().any(|t| &t.name == tool)
+    {
+        c.fail(at("tool"), format!("server {:?} has no tool {tool:?}", s.servers[server].name));
+    }
+}
+
+/// Each optional fault key and whether it is given.
+fn present_keys(f: &Fault) -> [(&'static str, bool); 15] {
+    [
+        ("extra", f.extra.is_some()),
+        ("multiplier", f.multiplier.is_some()),
+        ("rate", f.rate.is_some()),
+        ("tool", f.tool.is_some()),
+        ("what", f.what.is_some()),
+        ("param", f.param.is_some()),
+        ("schema", f.schema.is_some()),
+        ("to", f.to.is_some()),
+        ("version", f.version.is_some()),
+        ("notify", f.notify),
+        ("offset", f.offset.is_some()),
+        ("drift", f.drift.is_some()),
+        ("jump", f.jump.is_some()),
+        ("reset", f.reset),
+        ("schemes", f.schemes.is_some()),
+    ]
+}
+
+const DRIFT_KEYS: [&str; 7] = ["tool", "what", "param", "schema", "to", "version", "notify"];
+const SKEW_KEYS: [&str; 4] = ["offset", "drift", "jump", "reset"];
+
+fn allowed_keys(kind: FaultKind) -> &'static [&'static str] {
+    match kind {
+        FaultKind::LatencySpike => &["extra", "multiplier"],
+        FaultKind::ErrorBurst => &["rate"],
+        FaultKind::SchemaDrift => &DRIFT_KEYS,
+        FaultKind::ClockSkew => &SKEW_KEYS,
+        FaultKind::AuthRotation => &["schemes"],
+        FaultKind::Hang | FaultKind::Crash | FaultKind::Partition | FaultKind::SessionExpiry => &[],
+    }
+}
+
+/// The kind a key belongs to, for the error message.
+fn owner_of(field: &str) -> Option<&'static str> {
+    match field {
+        "extra" | "multiplier" => Some("latency_spike"),
+        "rate" => Some("error_burst"),
+        "schemes" => Some("auth_rotation"),
+        f if DRIFT_KEYS.contains(&f) => Some("schema_drift"),
+        f if SKEW_KEYS.contains(&f) => Some("clock_skew"),
+        _ => None,
     }
 }
 
@@ -353,6 +483,12 @@ fn check_checks_and_sweep(c: &mut Checker, s: &Scenario) {
     }
     if let Some(rate) = s.checks.error_rate {
         c.probability("checks.error_rate", rate);
+    }
+    if let Some(window) = s.checks.error_window_s
+        && window > s.duration.0.as_secs()
+    {
+        let run = fmt(s.duration.0);
+        c.fail("checks.error_window_s", format!("{window} s is longer than the run ({run}): it could never fail"));
     }
     let Some(sweep) = &s.sweep else { return };
     match KeyPath::parse(&sweep.param) {

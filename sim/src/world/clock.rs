@@ -1,33 +1,119 @@
-//! The core's `Clock` seam inside turmoil: monotonic time is tokio's (turmoil drives it), and wall time is turmoil's
-//! pinned simulated epoch plus the host's elapsed time plus a per-host offset, so a scenario can skew one host's
-//! clock against the others (the seed's gateway ran 3 minutes ahead of a server).
+//! The core's `Clock` seam inside turmoil: monotonic time is tokio's (turmoil drives it, and skew never touches it),
+//! and wall time is turmoil's pinned simulated epoch plus the host's elapsed time plus a per-host skew, so a scenario
+//! can set one host's clock apart from the others (the seed's gateway ran 3 minutes ahead of a server).
+//!
+//! The skew has three parts, as real clocks go wrong: a constant offset, a linear drift (a rate: 0.02 runs 2% fast,
+//! so it gains 1.2 s a minute), and step jumps (an NTP correction, a VM resumed). Changes take the simulated instant
+//! they happen at, because the step loop that applies faults runs outside every host.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use mcpstorm_core::rt::Clock;
 
 #[derive(Debug, Clone, Default)]
 pub struct SimClock {
-    /// Milliseconds added to this host's wall clock (negative: behind). Shared so a fault can change it mid-run.
-    offset_ms: Arc<AtomicI64>,
+    /// Shared so a fault can change it mid-run while hosts read it.
+    skew: Arc<Mutex<Skew>>,
+}
+
+/// Skew at simulated time `t`: `offset_ms + rate · (t − anchor)`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Skew {
+    offset_ms: f64,
+    rate: f64,
+    anchor: Duration,
+}
+
+impl Skew {
+    fn at(&self, t: Duration) -> f64 {
+        self.offset_ms + self.rate * (t.saturating_sub(self.anchor).as_secs_f64() * 1000.0)
+    }
+
+    /// Folds the drift so far into the offset, so the rate can change at `t` without a step.
+    fn fold(&mut self, t: Duration) {
+        self.offset_ms = self.at(t);
+        self.anchor = t;
+    }
 }
 
 impl SimClock {
     pub fn new(offset_ms: i64) -> Self {
-        SimClock { offset_ms: Arc::new(AtomicI64::new(offset_ms)) }
+        let skew = Skew { offset_ms: offset_ms as f64, ..Skew::default() };
+        SimClock { skew: Arc::new(Mutex::new(skew)) }
     }
 
-    pub fn set_offset_ms(&self, offset_ms: i64) {
-        self.offset_ms.store(offset_ms, Ordering::Relaxed);
+    fn lock(&self) -> MutexGuard<'_, Skew> {
+        // Plain numbers, consistent after any panic.
+        self.skew.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets the skew to `offset_ms` at simulated time `now` (the drift rate carries on from there).
+    pub fn set_offset_ms(&self, now: Duration, offset_ms: i64) {
+        let mut s = self.lock();
+        s.fold(now);
+        s.offset_ms = offset_ms as f64;
+    }
+
+    /// From `now` on, the clock gains `rate` seconds per second (negative: loses).
+    pub fn set_drift(&self, now: Duration, rate: f64) {
+        let mut s = self.lock();
+        s.fold(now);
+        s.rate = if rate.is_finite() { rate } else { 0.0 };
+    }
+
+    /// Steps the clock by `ms` at `now` (negative: back).
+    pub fn jump_ms(&self, now: Duration, ms: i64) {
+        let mut s = self.lock();
+        s.fold(now);
+        s.offset_ms += ms as f64;
+    }
+
+    /// Back to true time, no drift.
+    pub fn reset(&self, now: Duration) {
+        *self.lock() = Skew { anchor: now, ..Skew::default() };
+    }
+
+    /// How far ahead of true time this clock is at `now`, in ms (negative: behind).
+    pub fn skew_ms(&self, now: Duration) -> i64 {
+        self.lock().at(now).round() as i64
     }
 }
 
 impl Clock for SimClock {
-    /// Outside a simulation (no turmoil host is running) this reads 0 plus the offset: the simulator never calls it
+    /// Outside a simulation (no turmoil host is running) this reads 0 plus the skew: the simulator never calls it
     /// there.
     fn wall_ms(&self) -> u64 {
         let since_epoch = turmoil::since_epoch().unwrap_or_default().as_millis() as i64;
-        since_epoch.saturating_add(self.offset_ms.load(Ordering::Relaxed)).max(0) as u64
+        let skew = self.skew_ms(turmoil::sim_elapsed().unwrap_or_default());
+        since_epoch.saturating_add(skew).max(0) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn offset_drift_and_jumps_compose_without_steps_when_the_rate_changes() {
+        let c = SimClock::new(-180_000);
+        assert_eq!(c.skew_ms(10 * S), -180_000);
+        c.set_drift(10 * S, 0.02);
+        assert_eq!(c.skew_ms(70 * S), -180_000 + 1_200, "2% of a minute");
+        c.jump_ms(70 * S, 30_000);
+        assert_eq!(c.skew_ms(70 * S), -148_800);
+        c.set_drift(70 * S, 0.0);
+        assert_eq!(c.skew_ms(1000 * S), -148_800, "a rate change folds what drifted so far");
+        c.set_offset_ms(1000 * S, 5);
+        assert_eq!(c.skew_ms(2000 * S), 5);
+        c.set_drift(2000 * S, f64::NAN);
+        c.reset(3000 * S);
+        assert_eq!(c.skew_ms(4000 * S), 0);
+        // Clones share the skew: the fault timeline steers the clock a host holds.
+        let held = c.clone();
+        c.jump_ms(4000 * S, -7);
+        assert_eq!(held.skew_ms(4000 * S), -7);
     }
 }

@@ -3,15 +3,20 @@
 //! Faults that shape a server's behaviour (latency spike, error burst, hang) are recomputed from the set of active
 //! faults at every transition, so overlapping faults on one target compose (extra latencies add, multipliers
 //! multiply, the highest error rate wins, any hang hangs) and ending one never cancels another.
+//!
+//! The others change state for good, as in life: a schema drift, a session purge and an auth rotation happen at
+//! an instant (they have no end transition), and a clock skew stays when its window ends unless it asks for a
+//! reset (a real clock does not jump back by itself).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::fake::FakeControl;
+use crate::fake::{Drift, FakeControl};
 use crate::report::FaultWindow;
-use crate::scenario::{Fault, FaultKind, Scenario, resolve_target};
+use crate::scenario::{DriftKind, Fault, FaultKind, GATEWAY, Scenario, resolve_target};
 
-use super::hosts::server_host;
+use super::clock::SimClock;
+use super::hosts::{load_host, server_host};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Transition {
@@ -20,13 +25,23 @@ pub struct Transition {
     pub start: bool,
 }
 
-/// What the step loop must do to the network for a transition (behaviour faults are applied here directly).
+/// What the step loop must do for a transition: network changes, and events to log (behaviour faults are applied
+/// here directly).
 #[derive(Debug, PartialEq, Eq)]
 pub enum NetAction {
     Crash(String),
     Restart(String),
     Partition(String),
     Repair(String),
+    /// An event for the log: `(host, kind, detail)`.
+    Log(String, &'static str, String),
+}
+
+/// What a fault can steer: each server replica's control and wall clock, each load host's wall clock, by host.
+#[derive(Debug, Default)]
+pub struct Handles {
+    pub controls: BTreeMap<String, FakeControl>,
+    pub clocks: BTreeMap<String, SimClock>,
 }
 
 #[derive(Debug)]
@@ -39,9 +54,13 @@ pub struct Timeline {
     active: Vec<bool>,
 }
 
-/// The replica hosts a (validated) fault target names: every replica of `name`, or just `name#i`.
-fn target_hosts(scenario: &Scenario, target: &str) -> Vec<String> {
-    match resolve_target(target, &scenario.servers) {
+/// The hosts a (validated) fault targets: every replica of `name`, or just `name#i`; every load host for a clock
+/// skew on the gateway.
+fn target_hosts(scenario: &Scenario, fault: &Fault) -> Vec<String> {
+    if fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY {
+        return (0..scenario.load.hosts).map(load_host).collect();
+    }
+    match resolve_target(&fault.target, &scenario.servers) {
         Ok((s, Some(r))) => vec![server_host(&scenario.servers[s].name, r)],
         Ok((s, None)) => {
             let spec = &scenario.servers[s];
@@ -54,15 +73,17 @@ fn target_hosts(scenario: &Scenario, target: &str) -> Vec<String> {
 impl Timeline {
     pub fn new(scenario: &Scenario) -> Timeline {
         let faults = scenario.faults.clone();
-        let targets = faults.iter().map(|f| target_hosts(scenario, &f.target)).collect();
+        let targets = faults.iter().map(|f| target_hosts(scenario, f)).collect();
         let mut transitions: Vec<Transition> = faults
             .iter()
             .enumerate()
             .flat_map(|(i, f)| {
-                [
-                    Transition { at: f.start.0, fault: i, start: true },
-                    Transition { at: f.start.0 + f.duration.0, fault: i, start: false },
-                ]
+                let start = Transition { at: f.start.0, fault: i, start: true };
+                // A fault with nothing to undo has no end (a zero-length clock skew is a one-off change).
+                let one_off = f.kind.instant() || (f.kind == FaultKind::ClockSkew && f.duration.0.is_zero());
+                let ends = !one_off;
+                let end = ends.then_some(Transition { at: f.start.0 + f.duration.0, fault: i, start: false });
+                std::iter::once(start).chain(end)
             })
             .collect();
         // Ends before starts at the same instant, then file order: a deterministic, intuitive order.
@@ -89,12 +110,61 @@ impl Timeline {
         &self.targets[i]
     }
 
-    /// Applies one transition: behaviour faults through the replicas' controls, network faults as actions.
-    pub fn apply(&mut self, t: Transition, controls: &BTreeMap<String, FakeControl>) -> Vec<NetAction> {
+    /// Applies one transition at simulated time `now`: behaviour faults through the replicas' controls and clocks,
+    /// network faults (and events to log) as actions.
+    pub fn apply(&mut self, t: Transition, handles: &Handles, now: Duration) -> Vec<NetAction> {
         self.active[t.fault] = t.start;
-        let kind = self.faults[t.fault].kind;
+        let fault = &self.faults[t.fault];
+        let kind = fault.kind;
         let hosts = self.targets[t.fault].clone();
+        let controls = &handles.controls;
         match kind {
+            FaultKind::SchemaDrift => {
+                let Some(drift) = drift_of(fault) else { return Vec::new() };
+                let mut out = Vec::new();
+                for host in hosts {
+                    let Some(control) = controls.get(&host) else { continue };
+                    let detail = match control.drift(&drift, fault.notify) {
+                        Ok(n) if fault.notify => format!("applied; list_changed sent on {n} connections"),
+                        Ok(_) => "applied".to_owned(),
+                        // A drift that cannot apply (renamed away by an earlier one) changes nothing: say so.
+                        Err(e) => format!("not applied: {e}"),
+                    };
+                    out.push(NetAction::Log(host, "schema_drift", detail));
+                }
+                out
+            }
+            FaultKind::SessionExpiry => {
+                hosts.iter().filter_map(|h| controls.get(h)).for_each(FakeControl::expire_sessions);
+                Vec::new()
+            }
+            FaultKind::AuthRotation => {
+                for control in hosts.iter().filter_map(|h| controls.get(h)) {
+                    control.set_auth_schemes(fault.schemes.clone());
+                }
+                Vec::new()
+            }
+            FaultKind::ClockSkew => {
+                let mut out = Vec::new();
+                for host in hosts {
+                    let Some(clock) = handles.clocks.get(&host) else { continue };
+                    if t.start {
+                        if let Some(offset) = fault.offset {
+                            clock.set_offset_ms(now, offset.as_millis());
+                        }
+                        if let Some(rate) = fault.drift {
+                            clock.set_drift(now, rate);
+                        }
+                        if let Some(jump) = fault.jump {
+                            clock.jump_ms(now, jump.as_millis());
+                        }
+                    } else if fault.reset {
+                        clock.reset(now);
+                    }
+                    out.push(NetAction::Log(host, "clock", format!("skew {} ms", clock.skew_ms(now))));
+                }
+                out
+            }
             FaultKind::Crash => {
                 hosts.into_iter().map(|h| if t.start { NetAction::Crash(h) } else { NetAction::Restart(h) }).collect()
             }
@@ -126,7 +196,12 @@ impl Timeline {
                 }
                 FaultKind::ErrorBurst => rate = Some(rate.unwrap_or(0.0).max(f.rate.unwrap_or(0.0))),
                 FaultKind::Hang => hung = true,
-                FaultKind::Crash | FaultKind::Partition => {}
+                FaultKind::Crash
+                | FaultKind::Partition
+                | FaultKind::SchemaDrift
+                | FaultKind::ClockSkew
+                | FaultKind::SessionExpiry
+                | FaultKind::AuthRotation => {}
             }
         }
         control.set_extra_latency(extra);
@@ -157,7 +232,51 @@ impl Timeline {
                 f.multiplier.unwrap_or(1.0)
             ),
             FaultKind::ErrorBurst => format!("rate={}", f.rate.unwrap_or(0.0)),
-            FaultKind::Hang | FaultKind::Crash | FaultKind::Partition => String::new(),
+            FaultKind::SchemaDrift => {
+                let what = f.what.map_or("", DriftKind::as_str);
+                let change = match f.what {
+                    Some(DriftKind::AddRequired) => format!(" param={}", f.param.as_deref().unwrap_or_default()),
+                    Some(DriftKind::Rename) => format!(" to={}", f.to.as_deref().unwrap_or_default()),
+                    Some(DriftKind::Version) => format!(" version={}", f.version.as_deref().unwrap_or_default()),
+                    Some(DriftKind::Replace) | None => String::new(),
+                };
+                let tool = f.tool.as_deref().map(|t| format!(" tool={t}")).unwrap_or_default();
+                format!("what={what}{tool}{change} notify={}", f.notify)
+            }
+            FaultKind::ClockSkew => {
+                let mut parts = Vec::new();
+                if let Some(o) = f.offset {
+                    parts.push(format!("offset={o}"));
+                }
+                if let Some(d) = f.drift {
+                    parts.push(format!("drift={d}"));
+                }
+                if let Some(j) = f.jump {
+                    parts.push(format!("jump={j}"));
+                }
+                if f.reset {
+                    parts.push("reset".to_owned());
+                }
+                parts.join(" ")
+            }
+            FaultKind::AuthRotation => {
+                let schemes: Vec<&str> = f.schemes.iter().flatten().map(|s| s.as_str()).collect();
+                format!("schemes={}", schemes.join(","))
+            }
+            FaultKind::Hang | FaultKind::Crash | FaultKind::Partition | FaultKind::SessionExpiry => String::new(),
         }
     }
+}
+
+/// The fake server's drift for a (validated) `schema_drift` fault.
+fn drift_of(f: &Fault) -> Option<Drift> {
+    let tool = || f.tool.clone();
+    Some(match f.what? {
+        DriftKind::AddRequired => {
+            Drift::AddRequired { tool: tool()?, param: f.param.clone()?, schema: f.schema.clone()? }
+        }
+        DriftKind::Replace => Drift::Replace { tool: tool()?, input_schema: f.schema.clone()? },
+        DriftKind::Rename => Drift::Rename { tool: tool()?, to: f.to.clone()? },
+        DriftKind::Version => Drift::Version { version: f.version.clone()? },
+    })
 }

@@ -6,7 +6,8 @@
 //!
 //! Every attempt goes into the recorder's call history (`calls.csv`): wall time from the host's `SimClock`, the
 //! start offset from turmoil's global simulated time (tokio instants of different hosts' runtimes are not
-//! comparable), and the arguments hashed once per mix entry rather than once per attempt.
+//! comparable), and the arguments hashed once per mix entry rather than once per attempt (the hash is of the mix
+//! entry's arguments, before an agent fills in parameters a drift added).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -20,14 +21,15 @@ use mcpstorm_core::rt::{Clock, SeededRng};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
+use serde_json::{Value, json};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep, sleep_until};
 
 use super::clock::SimClock;
 use super::hosts::server_host;
 use super::net::{SERVER_PORT, TurmoilDialer};
-use super::recorder::{Outcome, Recorder, SimObserver};
-use crate::scenario::{LoadMode, RetryMode, Scenario};
+use super::recorder::{AttemptVerdict, Outcome, Recorder, SimObserver};
+use crate::scenario::{CredentialSpec, LoadMode, RetryMode, Scenario};
 
 /// Everything a load host needs, shared by every incarnation of it.
 #[derive(Debug)]
@@ -36,6 +38,8 @@ pub struct LoadPlan {
     pub recorder: Recorder,
     /// Logical calls claimed so far across all load hosts (for `load.calls`).
     pub claimed: AtomicU64,
+    /// Each load host's wall clock (the gateway's), by host index: `clock_skew` faults on `gateway` move them.
+    pub clocks: Vec<SimClock>,
 }
 
 impl LoadPlan {
@@ -62,15 +66,23 @@ struct Clients {
     by_server: Vec<Vec<Arc<McpClient>>>,
     /// Round-robin cursor per server: no router yet, so replicas take turns.
     cursors: Vec<AtomicUsize>,
-    /// This host's wall clock, for the call history's timestamps.
+    /// This host's wall clock (the call history's timestamps, and the gateway's wall time).
     clock: SimClock,
+    host: String,
 }
 
 impl Clients {
-    fn new(plan: &LoadPlan, host: &str, seed: u64) -> Clients {
+    fn new(plan: &LoadPlan, host_index: usize, host: &str, seed: u64) -> Clients {
         let spec = &plan.scenario.client;
         let limit = InFlightLimit::new(spec.max_in_flight);
-        let mut config = ClientConfig { connect_timeout: spec.connect_timeout.0, ..ClientConfig::default() };
+        let clock = plan.clocks.get(host_index).cloned().unwrap_or_default();
+        let gateway = &plan.scenario.gateway;
+        let mut config = ClientConfig {
+            connect_timeout: spec.connect_timeout.0,
+            profile: gateway.profile,
+            credentials: gateway.credentials.iter().map(CredentialSpec::to_core).collect(),
+            ..ClientConfig::default()
+        };
         config.connection.max_in_flight = spec.per_connection;
         config.connection.queue_wait = spec.queue_wait.0;
         config.connection.first_response = spec.first_response.0;
@@ -92,6 +104,7 @@ impl Clients {
                             McpClient::new(name, dialer, config.clone())
                                 .with_observer(observer)
                                 .with_rng(root.fork(stream))
+                                .with_clock(Arc::new(clock.clone()))
                                 .with_global_limit(limit.clone()),
                         )
                     })
@@ -99,7 +112,7 @@ impl Clients {
             })
             .collect();
         let cursors = plan.scenario.servers.iter().map(|_| AtomicUsize::new(0)).collect();
-        Clients { by_server, cursors, clock: SimClock::default() }
+        Clients { by_server, cursors, clock, host: host.to_owned() }
     }
 
     fn pick(&self, server: usize) -> &Arc<McpClient> {
@@ -147,7 +160,7 @@ fn pick_weighted(rng: &mut ChaCha8Rng, weights: &[f64]) -> usize {
 /// call is then allowed to reach its outcome.
 pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> turmoil::Result {
     let seed = plan.scenario.seed ^ (0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(host_index as u64 + 1));
-    let clients = Arc::new(Clients::new(&plan, &host, seed));
+    let clients = Arc::new(Clients::new(&plan, host_index, &host, seed));
     let (targets, weights) = targets(&plan.scenario);
     let targets = Arc::new(targets);
     let hosts = plan.scenario.load.hosts;
@@ -207,6 +220,56 @@ async fn closed_session((plan, clients, targets, weights): SessionCtx, mut rng: 
     }
 }
 
+/// The arguments an agent sends: the mix entry's, plus every *required* property they lack, filled from the schema
+/// the gateway shows now (as an LLM agent builds its call from the tool schema it is given): the property's
+/// `default`, else its first `examples` entry, else a zero value of its `type`.
+///
+/// So agents follow a drift exactly as far as the gateway lets them see it: after a re-fetch (default profile) they
+/// adapt; with schemas cached forever (naive profile) they never do. A renamed tool is not chased: the gateway
+/// reports the old name as unknown, as it would to an agent holding a stale plan.
+async fn agent_arguments(client: &McpClient, target: &Target) -> Value {
+    let Ok(caps) = client.capabilities().await else { return target.args.clone() };
+    let Some(entry) = caps.tool(&target.tool) else { return target.args.clone() };
+    fill_required(&entry.tool().input_schema, &target.args)
+}
+
+/// `args` with each property `schema.required` names but `args` lacks filled in (see [`agent_arguments`]).
+pub(crate) fn fill_required(schema: &Value, args: &Value) -> Value {
+    let mut out = args.clone();
+    let (Some(required), Some(obj)) = (schema.get("required").and_then(Value::as_array), out.as_object_mut()) else {
+        return out;
+    };
+    for name in required.iter().filter_map(Value::as_str) {
+        if obj.contains_key(name) {
+            continue;
+        }
+        let prop = schema.get("properties").and_then(|p| p.get(name));
+        let value = prop
+            .and_then(|p| p.get("default").or_else(|| p.get("examples").and_then(|e| e.get(0))))
+            .cloned()
+            .unwrap_or_else(|| zero_of(prop.and_then(|p| p.get("type"))));
+        obj.insert(name.to_owned(), value);
+    }
+    out
+}
+
+/// A zero value of a JSON Schema `type` (the first listed, for a list); `null` when there is none.
+fn zero_of(ty: Option<&Value>) -> Value {
+    let name = match ty {
+        Some(Value::String(s)) => s.as_str(),
+        Some(Value::Array(list)) => list.first().and_then(Value::as_str).unwrap_or("null"),
+        _ => "null",
+    };
+    match name {
+        "string" => json!(""),
+        "integer" | "number" => json!(0),
+        "boolean" => json!(false),
+        "array" => json!([]),
+        "object" => json!({}),
+        _ => Value::Null,
+    }
+}
+
 /// One logical call as an agent makes it: the first attempt, then retries as the agent model says.
 async fn logical_call(plan: &LoadPlan, clients: &Clients, target: &Target, intended: Duration) {
     let recorder = &plan.recorder;
@@ -220,9 +283,13 @@ async fn logical_call(plan: &LoadPlan, clients: &Clients, target: &Target, inten
     for attempt in 0..=retries {
         recorder.attempt_started(LoadPlan::now(), attempt > 0);
         let client = clients.pick(target.server);
-        let start = CallStart::new(clients.clock.wall_ms(), LoadPlan::now(), Instant::now());
-        let result = client.call_tool(&target.tool, target.args.clone(), CallOptions::default()).await;
+        let args = agent_arguments(client, target).await;
+        let sent = LoadPlan::now();
+        let start = CallStart::new(clients.clock.wall_ms(), sent, Instant::now());
+        let result = client.call_tool(&target.tool, args, CallOptions::default()).await;
         recorder.attempt_finished();
+        let verdict = AttemptVerdict::of(result.as_ref());
+        recorder.attempt_verdict(&clients.host, client.server(), sent, LoadPlan::now(), verdict);
         let key = CallKey::with_hash(client.server(), target.tool.as_str(), target.input);
         recorder.call(start, key, result.as_ref(), attempt);
         outcome = match result {

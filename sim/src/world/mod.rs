@@ -12,7 +12,6 @@ mod load;
 mod net;
 mod recorder;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, UNIX_EPOCH};
@@ -25,9 +24,10 @@ pub use recorder::{Outcome, Recorder, SimObserver};
 use mcpstorm_core::history::ServerCallRecord;
 
 use crate::fake::FakeServer;
-use crate::report::{CheckResult, RunData, WallClock};
+use crate::report::{CheckResult, RunData, SecondRow, WallClock};
 use crate::scenario::Scenario;
-use faults::{NetAction, Timeline};
+use crate::scenario::{FaultKind, profile_name};
+use faults::{Handles, NetAction, Timeline};
 use load::LoadPlan;
 
 /// turmoil's simulated clock starts here: pinned so runs never depend on when they happen (2025-01-01T00:00:00Z).
@@ -72,15 +72,18 @@ pub fn run(
         .build();
 
     let recorder = Recorder::default();
-    let mut controls = BTreeMap::new();
+    let mut handles = Handles::default();
     for (s, spec) in scenario.servers.iter().enumerate() {
         for r in 0..spec.replicas {
             let seed = scenario.seed.wrapping_add(((s as u64) << 32) | r as u64);
             let config = spec.fake_config(r, seed);
-            let server = FakeServer::new(config)
+            // Each replica's own wall clock: its sessions expire by it, and clock_skew faults move it.
+            let clock = SimClock::default();
+            let server = FakeServer::with_clock(config, Arc::new(clock.clone()))
                 .map_err(|e| SimError::Server { server: spec.name.clone(), message: e.to_string() })?;
             let host = server_host(&spec.name, r);
-            controls.insert(host.clone(), server.control());
+            handles.controls.insert(host.clone(), server.control());
+            handles.clocks.insert(host.clone(), clock);
             sim.host(host, move || {
                 let server = server.clone();
                 async move {
@@ -92,9 +95,17 @@ pub fn run(
         }
     }
 
-    let plan =
-        Arc::new(LoadPlan { scenario: scenario.clone(), recorder: recorder.clone(), claimed: AtomicU64::new(0) });
     let load_hosts: Vec<String> = (0..scenario.load.hosts).map(load_host).collect();
+    let load_clocks: Vec<SimClock> = load_hosts.iter().map(|_| SimClock::default()).collect();
+    for (host, clock) in load_hosts.iter().zip(&load_clocks) {
+        handles.clocks.insert(host.clone(), clock.clone());
+    }
+    let plan = Arc::new(LoadPlan {
+        scenario: scenario.clone(),
+        recorder: recorder.clone(),
+        claimed: AtomicU64::new(0),
+        clocks: load_clocks,
+    });
     for (i, host) in load_hosts.iter().enumerate() {
         sim.client(host.clone(), load::run_host(plan.clone(), i, host.clone()));
     }
@@ -109,7 +120,12 @@ pub fn run(
             for host in timeline.targets(t.fault).to_vec() {
                 recorder.event(now, kind, &host, format!("{fault} {}", timeline.detail(t.fault)).trim_end().to_owned());
             }
-            for action in timeline.apply(t, &controls) {
+            if t.start && timeline.fault(t.fault).kind == FaultKind::SchemaDrift {
+                for host in timeline.targets(t.fault) {
+                    recorder.drifted(host);
+                }
+            }
+            for action in timeline.apply(t, &handles, now) {
                 apply_net(&mut sim, &load_hosts, &recorder, now, action);
             }
         }
@@ -128,13 +144,15 @@ pub fn run(
         }
     };
 
-    let (seconds, events, totals) = recorder.finish(finished_at);
+    let (seconds, events, mut totals) = recorder.finish(finished_at);
+    totals.error_window_s = error_window(&seconds, scenario);
     let calls = recorder.take_calls();
     let checks = evaluate_checks(scenario, &totals);
     let run = RunData {
         scenario: scenario.name.clone(),
         description: scenario.description.clone(),
         seed: scenario.seed,
+        profile: profile_name(scenario.gateway.profile).to_owned(),
         sim_seconds: finished_at.as_secs_f64(),
         seconds,
         events,
@@ -170,6 +188,7 @@ fn apply_net(sim: &mut turmoil::Sim<'_>, load_hosts: &[String], recorder: &Recor
             }
             recorder.event(now, "repaired", &h, "");
         }
+        NetAction::Log(h, kind, detail) => recorder.event(now, kind, &h, detail),
     }
 }
 
@@ -184,5 +203,20 @@ fn evaluate_checks(scenario: &Scenario, totals: &crate::report::Totals) -> Vec<C
     check("p99_ms", c.p99_ms, totals.p99_ms);
     check("error_rate", c.error_rate, totals.error_rate);
     check("lost", c.lost.map(|l| l as f64), totals.lost as f64);
+    check("stale_sends", c.stale_sends.map(|l| l as f64), totals.stale_sends as f64);
+    check("error_window_s", c.error_window_s.map(|l| l as f64), totals.error_window_s as f64);
+    check("session_errors", c.session_errors.map(|l| l as f64), totals.session_errors as f64);
+    check("auth_errors", c.auth_errors.map(|l| l as f64), totals.auth_errors as f64);
     out
+}
+
+/// Share of failed logical calls above which a second counts towards the error window.
+const ERROR_WINDOW_RATE: f64 = 0.01;
+
+/// The seconds from the first fault's start on (from 0 without faults) in which more than 1% of the logical calls
+/// that completed failed.
+fn error_window(rows: &[SecondRow], scenario: &Scenario) -> u64 {
+    let from = scenario.faults.iter().map(|f| f.start.0.as_secs()).min().unwrap_or(0);
+    let bad = |r: &&SecondRow| r.completed > 0 && r.errors() as f64 > ERROR_WINDOW_RATE * r.completed as f64;
+    rows.iter().filter(|r| r.t >= from).filter(bad).count() as u64
 }

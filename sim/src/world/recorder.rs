@@ -10,14 +10,17 @@
 //! first `seq` in `calls.csv` shows the gap. A fixed cap rather than a scenario key: the scenario format stays as it
 //! is, and no shipped scenario needs a different one.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use mcpstorm_core::error::CallError;
 use mcpstorm_core::history::{CallHistory, CallKey, CallStart, ServerCallRecord};
+use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::CallToolResult;
-use mcpstorm_core::observe::{Event, Observer};
+use mcpstorm_core::observe::{Event, Observer, SessionEvent};
+use mcpstorm_core::session::ext::is_session_not_found;
 
 use crate::report::{EventRow, SecondRow, Totals};
 
@@ -40,9 +43,45 @@ struct Bucket {
 /// Most attempts the call history keeps (the oldest are dropped beyond it).
 pub const CALLS_CAP: usize = 100_000;
 
+/// What one finished attempt says about sessions, auth and schemas (the agent's view of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptVerdict {
+    /// Nothing of interest here (success, or another failure).
+    Plain,
+    /// The server refused the arguments against its current schema.
+    StaleSchema,
+    SessionNotFound,
+    Auth,
+}
+
+impl AttemptVerdict {
+    /// Reads a finished attempt. A stale-schema refusal is recognised as the fake servers phrase it: -32602 naming
+    /// the tool's arguments (the TypeScript SDK's way) or an `isError` result starting `Input validation error:`
+    /// (the Python SDK's way).
+    pub fn of(result: Result<&CallToolResult, &CallError>) -> AttemptVerdict {
+        match result {
+            Ok(r) if r.is_error && r.joined_text().starts_with("Input validation error:") => Self::StaleSchema,
+            Ok(_) => Self::Plain,
+            Err(CallError::Auth(_)) => Self::Auth,
+            Err(CallError::Protocol(e)) if e.code() == ErrorCode::AUTH_MISMATCH => Self::Auth,
+            Err(CallError::Protocol(e)) if is_session_not_found(e) => Self::SessionNotFound,
+            Err(CallError::Protocol(e))
+                if e.code() == ErrorCode::INVALID_PARAMS && e.message.starts_with("Invalid arguments for tool") =>
+            {
+                Self::StaleSchema
+            }
+            Err(_) => Self::Plain,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     buckets: Vec<Bucket>,
+    /// Drifts applied so far per server replica host.
+    drift_epoch: BTreeMap<String, u32>,
+    /// When each (load host, replica, drift epoch) first received a stale-schema refusal.
+    first_refusal: BTreeMap<(String, String, u32), Duration>,
     total: Histogram<u64>,
     totals: Totals,
     in_flight: u64,
@@ -78,6 +117,8 @@ impl Default for Recorder {
                 in_flight: 0,
                 events: Vec::new(),
                 calls: CallHistory::new(CALLS_CAP),
+                drift_epoch: BTreeMap::new(),
+                first_refusal: BTreeMap::new(),
             })),
         }
     }
@@ -127,6 +168,58 @@ impl Recorder {
         self.lock().calls.push(record);
     }
 
+    /// A schema drift was applied to replica `host`: refusals from it start a new episode.
+    pub fn drifted(&self, host: &str) {
+        *self.lock().drift_epoch.entry(host.to_owned()).or_default() += 1;
+    }
+
+    /// Counts what a finished attempt from `load_host` to `replica`, sent at `sent` and finished at `now`, says
+    /// about sessions, auth and schemas.
+    pub fn attempt_verdict(&self, load_host: &str, replica: &str, sent: Duration, now: Duration, v: AttemptVerdict) {
+        let mut inner = self.lock();
+        match v {
+            AttemptVerdict::Plain => {}
+            AttemptVerdict::SessionNotFound => {
+                inner.bucket(now).session_errors += 1;
+                inner.totals.session_errors += 1;
+            }
+            AttemptVerdict::Auth => {
+                inner.bucket(now).auth_errors += 1;
+                inner.totals.auth_errors += 1;
+            }
+            AttemptVerdict::StaleSchema => {
+                let epoch = inner.drift_epoch.get(replica).copied().unwrap_or_default();
+                let key = (load_host.to_owned(), replica.to_owned(), epoch);
+                match inner.first_refusal.get(&key) {
+                    Some(first) if sent > *first => {
+                        inner.bucket(now).stale_sends += 1;
+                        inner.totals.stale_sends += 1;
+                    }
+                    Some(_) => {}
+                    None => {
+                        inner.first_refusal.insert(key, now);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A session event from a load host's gateway core.
+    pub fn session_event(&self, now: Duration, what: SessionEvent) {
+        let mut inner = self.lock();
+        match what {
+            SessionEvent::Rehandshake => {
+                inner.bucket(now).rehandshakes += 1;
+                inner.totals.rehandshakes += 1;
+            }
+            SessionEvent::Renewed => {
+                inner.bucket(now).renewals += 1;
+                inner.totals.renewals += 1;
+            }
+            _ => {}
+        }
+    }
+
     pub fn logical_done(&self, at: Duration, latency: Duration, outcome: Outcome) {
         let mut inner = self.lock();
         let micros = (latency.as_micros() as u64).clamp(1, 3_600_000_000);
@@ -138,6 +231,7 @@ impl Recorder {
             Outcome::Error("protocol") => row.err_protocol += 1,
             Outcome::Error("lifecycle") => row.err_lifecycle += 1,
             Outcome::Error("transport") => row.err_transport += 1,
+            Outcome::Error("auth") => row.err_auth += 1,
             Outcome::Error(_) => row.err_local += 1,
         }
         let t = at.as_secs() as usize;
@@ -240,6 +334,13 @@ impl Observer for SimObserver {
             }
             Event::ConnectionOpened { server, .. } => {
                 self.recorder.event(now, "connection_opened", server, format!("from {}", self.host));
+            }
+            Event::Session { server, what } => {
+                self.recorder.session_event(now, *what);
+                // Grants and renewals are routine; the rest is what a reader of the event log looks for.
+                if !matches!(what, SessionEvent::Granted | SessionEvent::Renewed) {
+                    self.recorder.event(now, "session", server, format!("{what} from {}", self.host));
+                }
             }
             _ => {}
         }

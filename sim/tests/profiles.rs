@@ -1,0 +1,146 @@
+//! The sessions-and-drift scenarios through the real `mcpstorm sim` command: with the default gateway profile their
+//! checks pass, with the naive one the named checks fail (exit 1), the contrast run and plot are written, and a
+//! configured secret never reaches any output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("profiles").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn sim(scenario: &Path, out: &Path, sets: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpstorm"));
+    cmd.arg("sim").arg(scenario).arg("--out").arg(out).current_dir(root());
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    cmd.output().expect("run mcpstorm")
+}
+
+fn summary(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json");
+    serde_json::from_str(&text).expect("summary.json is JSON")
+}
+
+/// The names of the checks that failed.
+fn failed(summary: &Value) -> Vec<String> {
+    let checks = summary["checks"].as_array().cloned().unwrap_or_default();
+    checks
+        .iter()
+        .filter(|c| c["passed"] == Value::Bool(false))
+        .filter_map(|c| c["name"].as_str().map(String::from))
+        .collect()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// Shortened for a debug build: fewer agents, the same faults.
+const SHORT_DRIFT: &[&str] = &["load.sessions=5"];
+
+#[test]
+fn schema_drift_passes_with_the_default_profile_and_fails_with_the_naive_one() {
+    let scenario = root().join("scenarios/schema_drift.toml");
+    let out = scratch("drift-default");
+    let o = sim(&scenario, &out, SHORT_DRIFT);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let primary = summary(&out);
+    assert_eq!(primary["totals"]["stale_sends"], 0);
+    assert!(primary["totals"]["error_window_s"].as_u64().is_some_and(|w| w <= 2), "{primary}");
+
+    // The contrast run (naive) is written beside it, fails, and does not change the exit code.
+    let naive = summary(&out.join("contrast-naive"));
+    assert_eq!(failed(&naive), ["stale_sends", "error_window_s"], "{naive}");
+    assert!(naive["totals"]["stale_sends"].as_u64().is_some_and(|s| s > 100), "{naive}");
+    assert!(out.join("contrast.png").exists() && out.join("contrast.svg").exists());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("profiles side by side") && stdout.contains("  naive "), "{stdout}");
+
+    // The naive profile as primary: its checks decide the exit code, and the contrast is then the default.
+    let out = scratch("drift-naive");
+    let sets = [SHORT_DRIFT, &["gateway.profile=naive"]].concat();
+    let o = sim(&scenario, &out, &sets);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(failed(&summary(&out)), ["stale_sends", "error_window_s"]);
+    assert!(failed(&summary(&out.join("contrast-default"))).is_empty());
+}
+
+const SECRET: &str = "zq-hunter2-7f3a9c-never-print-me";
+
+#[test]
+fn a_configured_secret_never_reaches_any_output() {
+    let dir = scratch("secret");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let scenario = dir.join("secret.toml");
+    let text_in = format!(
+        r#"name = "secret"
+duration = "3s"
+
+[[servers]]
+name = "vault"
+session_ttl = "30s"
+auth_schemes = ["bearer"]
+
+[[servers.tools]]
+name = "get"
+reply = "ok"
+
+[load]
+mode = "closed"
+sessions = 3
+think_time = "50ms"
+
+[[load.mix]]
+server = "vault"
+tool = "get"
+
+[[faults]]
+kind = "auth_rotation"
+target = "vault"
+start = "1s"
+schemes = ["mcp-jwt"]
+
+[gateway]
+credentials = [{{ scheme = "bearer", secret = "{SECRET}" }}, {{ scheme = "mcp-jwt", secret = "{SECRET}-jwt" }}]
+
+[report]
+contrast = "naive"
+"#
+    );
+    std::fs::write(&scenario, text_in).expect("write scenario");
+    let out = dir.join("run");
+    let o = sim(&scenario, &out, &[]);
+    // Whether the checks pass is not the subject here; only that the run completed and wrote its report.
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
+    assert!(!text(&o).contains(SECRET), "the secret is in the console output");
+    let mut files = Vec::new();
+    let mut stack = vec![out.clone()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read run dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() > 10, "expected a full report with its contrast run, got {files:?}");
+    for f in &files {
+        let bytes = std::fs::read(f).expect("read output file");
+        let found = bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes());
+        assert!(!found, "{} contains the secret", f.display());
+    }
+    let copy = std::fs::read_to_string(out.join("scenario.toml")).expect("the resolved scenario copy");
+    assert!(copy.contains("[redacted]") && copy.contains("bearer"), "{copy}");
+}
