@@ -96,6 +96,8 @@ struct State {
     sessions: BTreeMap<String, u64>,
     log: Vec<Seen>,
     dials: usize,
+    /// Connections the client has closed, in order.
+    closed: Vec<usize>,
 }
 
 /// The server; clone freely (all clones share state). Also the client's [`Dialer`].
@@ -117,6 +119,7 @@ impl SessionServer {
             sessions: BTreeMap::new(),
             log: Vec::new(),
             dials: 0,
+            closed: Vec::new(),
         })))
     }
 
@@ -136,6 +139,11 @@ impl SessionServer {
 
     pub fn dials(&self) -> usize {
         self.state().dials
+    }
+
+    /// The connections the client has closed so far (by dial order).
+    pub fn closed(&self) -> Vec<usize> {
+        self.state().closed.clone()
     }
 
     /// Forgets every session (the `session_expiry` fault).
@@ -164,9 +172,10 @@ impl SessionServer {
             let Message::Request(req) = msg else { continue };
             let reply = self.state().handle(conn, &req);
             if !peer.try_send(reply).await {
-                return;
+                break;
             }
         }
+        self.state().closed.push(conn);
     }
 }
 

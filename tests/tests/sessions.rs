@@ -107,6 +107,8 @@ async fn rehandshakes_before_sending_inside_the_30_s_margin() {
     assert!(calls.iter().all(|s| s.verdict == Verdict::Ok), "nothing was sent on the old session");
     assert_eq!((server.dials(), server.seen(method::INITIALIZE).len()), (2, 2));
     assert_eq!(c.session_stats(), stats(2, 0, 1, 0, 0));
+    tokio::time::sleep(secs(0.001)).await; // every task runs before paused time moves
+    assert_eq!(server.closed(), [0], "the old connection closed once nothing used it");
 }
 
 #[tokio::test(start_paused = true)]
@@ -155,6 +157,8 @@ async fn session_not_found_means_one_rehandshake_and_one_resend() {
     assert_eq!(ids(&calls), vec![Some("s-0".into()), Some("s-0".into()), Some("s-1".into())]);
     assert_eq!(server.seen(method::INITIALIZE).len(), 2);
     assert_eq!(c.session_stats(), stats(2, 0, 1, 1, 1));
+    tokio::time::sleep(secs(0.001)).await; // every task runs before paused time moves
+    assert_eq!(server.closed(), [0]);
 }
 
 #[tokio::test(start_paused = true)]
