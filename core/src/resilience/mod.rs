@@ -1,6 +1,8 @@
 //! Resilience: what keeps one slow server from taking the gateway down with it (seed 001, issue 6).
 //!
 //! - [`breaker`]: a circuit breaker per (server, tool) — a pure state machine and the gate on the call path.
+//! - [`budget`]: the retry budget (retries ≤ ratio × requests + a floor); [`throttle`]: client-side adaptive
+//!   throttling (Google SRE); [`retry`]: which operations retry, backoff, one deadline for all attempts.
 //! - [`ring`]: the time-bucketed sliding window the others count with.
 //!
 //! Everything here is driven from outside: `now` (a `tokio::time::Instant`) and outcomes come in as arguments,
@@ -8,4 +10,7 @@
 //! deterministically, inside the simulator.
 
 pub mod breaker;
+pub mod budget;
+pub mod retry;
 pub mod ring;
+pub mod throttle;

@@ -19,6 +19,21 @@ pub trait Bucket: Copy + Default {
     fn sub(&mut self, other: &Self);
 }
 
+/// Implements [`Bucket`] for a struct of integer counters, field by field.
+macro_rules! counter_bucket {
+    ($ty:ty { $($field:tt),+ }) => {
+        impl $crate::resilience::ring::Bucket for $ty {
+            fn add(&mut self, other: &Self) {
+                $(self.$field += other.$field;)+
+            }
+            fn sub(&mut self, other: &Self) {
+                $(self.$field -= other.$field;)+
+            }
+        }
+    };
+}
+pub(crate) use counter_bucket;
+
 #[derive(Debug, Clone)]
 pub struct TimeRing<B> {
     origin: Instant,
@@ -110,14 +125,7 @@ mod tests {
 
     #[derive(Debug, Clone, Copy, Default, PartialEq)]
     struct N(u64);
-    impl Bucket for N {
-        fn add(&mut self, o: &Self) {
-            self.0 += o.0;
-        }
-        fn sub(&mut self, o: &Self) {
-            self.0 -= o.0;
-        }
-    }
+    counter_bucket!(N { 0 });
 
     #[test]
     fn buckets_expire_one_by_one_and_all_at_once() {

@@ -4,7 +4,7 @@
 use tokio::time::Instant;
 
 use super::config::WindowConfig;
-use crate::resilience::ring::{Bucket, TimeRing};
+use crate::resilience::ring::{Bucket, TimeRing, counter_bucket};
 
 /// Calls, failures and slow calls in the window. A call can be both failed and slow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -34,18 +34,7 @@ fn ratio(n: u32, d: u32) -> f64 {
     if d == 0 { 0.0 } else { f64::from(n) / f64::from(d) }
 }
 
-impl Bucket for Counts {
-    fn add(&mut self, o: &Self) {
-        self.calls += o.calls;
-        self.failures += o.failures;
-        self.slow += o.slow;
-    }
-    fn sub(&mut self, o: &Self) {
-        self.calls -= o.calls;
-        self.failures -= o.failures;
-        self.slow -= o.slow;
-    }
-}
+counter_bucket!(Counts { calls, failures, slow });
 
 #[derive(Debug, Clone)]
 pub(super) enum Window {

@@ -1,0 +1,220 @@
+//! Retry policy: which operations retry automatically, how long to wait, and when to give up.
+//!
+//! - **What retries.** Only idempotent operations retry automatically (seed 002): `ping`, `initialize` and
+//!   `server/discover`, and tools whose annotations say read-only or idempotent
+//!   ([`ToolAnnotations::idempotent`]). Any other call retries only with an explicit per-call [`RetryPolicy`] from
+//!   the caller, who then vouches for it. The error must allow it too ([`CallError::retry_allowed`]).
+//! - **Backoff.** Full jitter by default (AWS's "Exponential Backoff and Jitter"): the n-th retry waits uniformly in
+//!   `[0, min(cap, base × 2ⁿ)]`, which spreads a crowd of clients best. The seed's schedule (1, 2, 4, 8 s capped at
+//!   10 s, ±20%) is [`Backoff::Seed`], reusing [`client::Backoff`](crate::client::Backoff).
+//! - **One deadline for all attempts.** A retry whose backoff would end at or after the deadline is not made: the
+//!   caller's time is spent once, not per attempt.
+//! - **The budget last.** A retry that passes everything else asks the [`RetryBudget`]; asking earlier would spend
+//!   tokens on retries that are then not made.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::budget::RetryBudget;
+use crate::client::Backoff as SeedBackoff;
+use crate::error::CallError;
+use crate::rt::SeededRng;
+use crate::schema::ToolAnnotations;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Backoff {
+    /// Uniform in `[0, min(cap, base × 2^attempt)]`.
+    FullJitter { base: Duration, cap: Duration },
+    /// Seed 002: `base × 2^attempt` capped, scaled by `1 ± jitter` (1, 2, 4, 8, 10 s ±20% by default).
+    Seed(SeedBackoff),
+}
+
+impl Default for Backoff {
+    /// Full jitter from 100 ms, capped at 10 s.
+    fn default() -> Self {
+        Backoff::FullJitter { base: Duration::from_millis(100), cap: Duration::from_secs(10) }
+    }
+}
+
+impl Backoff {
+    /// The wait before retry number `attempt` (0 for the first retry).
+    pub fn delay(&self, attempt: u32, rng: &SeededRng) -> Duration {
+        match self {
+            Backoff::FullJitter { base, cap } => {
+                let ceiling = base.saturating_mul(1u32 << attempt.min(20)).min(*cap);
+                ceiling.mul_f64(rng.unit())
+            }
+            Backoff::Seed(b) => b.delay(attempt, rng),
+        }
+    }
+}
+
+/// How many attempts in all (the first included) and how to wait between them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    pub max_attempts: u32,
+    pub backoff: Backoff,
+}
+
+impl Default for RetryPolicy {
+    /// Three attempts with full jitter.
+    fn default() -> Self {
+        RetryPolicy { max_attempts: 3, backoff: Backoff::default() }
+    }
+}
+
+/// Methods that are idempotent by the protocol's definition.
+const IDEMPOTENT_METHODS: [&str; 3] = ["ping", "initialize", "server/discover"];
+
+/// Whether `method` (with the tool's annotations for `tools/call`) may retry without the caller's explicit policy.
+pub fn auto_retry_allowed(method: &str, tool: Option<&ToolAnnotations>) -> bool {
+    IDEMPOTENT_METHODS.contains(&method) || (method == "tools/call" && tool.is_some_and(ToolAnnotations::idempotent))
+}
+
+/// Why no retry is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GiveUp {
+    /// The error or the operation does not allow it.
+    NotRetryable,
+    Attempts,
+    Deadline,
+    Budget,
+}
+
+impl GiveUp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GiveUp::NotRetryable => "not_retryable",
+            GiveUp::Attempts => "attempts",
+            GiveUp::Deadline => "deadline",
+            GiveUp::Budget => "budget_exhausted",
+        }
+    }
+}
+
+/// One call's retry state: its policy, its deadline across all attempts and the attempts made so far.
+#[derive(Debug, Clone)]
+pub struct RetryPlan {
+    policy: RetryPolicy,
+    deadline: Instant,
+    idempotent: bool,
+    attempts: u32,
+}
+
+impl RetryPlan {
+    /// `idempotent`: from [`auto_retry_allowed`], or `true` when the caller gave an explicit policy.
+    pub fn new(policy: RetryPolicy, deadline: Instant, idempotent: bool) -> Self {
+        RetryPlan { policy, deadline, idempotent, attempts: 0 }
+    }
+
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Attempts started so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Call before each attempt (the first included); the attempt's time left is `deadline − now`.
+    pub fn start_attempt(&mut self) {
+        self.attempts += 1;
+    }
+
+    /// After a failed attempt at `now`: wait this long and retry, or give up and say why.
+    pub fn next(
+        &self,
+        error: &CallError,
+        now: Instant,
+        rng: &SeededRng,
+        budget: &mut RetryBudget,
+    ) -> Result<Duration, GiveUp> {
+        if !error.retry_allowed(self.idempotent) {
+            return Err(GiveUp::NotRetryable);
+        }
+        if self.attempts >= self.policy.max_attempts {
+            return Err(GiveUp::Attempts);
+        }
+        let delay = self.policy.backoff.delay(self.attempts.saturating_sub(1), rng);
+        if now + delay >= self.deadline {
+            return Err(GiveUp::Deadline);
+        }
+        if !budget.try_withdraw(now) {
+            return Err(GiveUp::Budget);
+        }
+        Ok(delay)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::error::{LocalError, TransportError};
+    use crate::resilience::budget::BudgetConfig;
+
+    #[test]
+    fn only_idempotent_operations_retry_automatically() {
+        let ann = |v| ToolAnnotations::from_value(Some(&v));
+        assert!(auto_retry_allowed("ping", None) && auto_retry_allowed("initialize", None));
+        assert!(auto_retry_allowed("tools/call", Some(&ann(json!({"readOnlyHint": true})))));
+        assert!(auto_retry_allowed("tools/call", Some(&ann(json!({"idempotentHint": true})))));
+        assert!(!auto_retry_allowed("tools/call", Some(&ann(json!({"destructiveHint": false})))));
+        assert!(!auto_retry_allowed("tools/call", None));
+        assert!(!auto_retry_allowed("resources/subscribe", None));
+    }
+
+    #[test]
+    fn full_jitter_stays_under_the_exponential_ceiling_and_seed_schedule_is_available() {
+        let rng = SeededRng::new(5);
+        let b = Backoff::default();
+        for attempt in 0..10 {
+            let ceiling = Duration::from_millis(100 * (1 << attempt)).min(Duration::from_secs(10));
+            let draws: Vec<Duration> = (0..200).map(|_| b.delay(attempt, &rng)).collect();
+            assert!(draws.iter().all(|d| *d <= ceiling), "attempt {attempt}");
+            assert!(draws.iter().any(|d| *d < ceiling / 4), "full jitter reaches low values");
+        }
+        let seed = Backoff::Seed(SeedBackoff { jitter: 0.0, ..SeedBackoff::default() });
+        let secs: Vec<u64> = (0..6).map(|a| seed.delay(a, &rng).as_secs()).collect();
+        assert_eq!(secs, vec![1, 2, 4, 8, 10, 10]);
+    }
+
+    #[test]
+    fn gives_up_on_error_attempts_deadline_then_budget() {
+        let t0 = Instant::now();
+        let rng = SeededRng::new(1);
+        let seed = Backoff::Seed(SeedBackoff { jitter: 0.0, ..SeedBackoff::default() });
+        let policy = RetryPolicy { max_attempts: 3, backoff: seed };
+        let mut budget = RetryBudget::new(BudgetConfig::default(), t0).unwrap();
+        let closed = CallError::Transport(TransportError::Closed);
+
+        let mut plan = RetryPlan::new(policy.clone(), t0 + Duration::from_secs(60), true);
+        plan.start_attempt();
+        assert_eq!(plan.next(&closed, t0, &rng, &mut budget), Ok(Duration::from_secs(1)));
+        plan.start_attempt();
+        assert_eq!(plan.next(&closed, t0, &rng, &mut budget), Ok(Duration::from_secs(2)));
+        plan.start_attempt();
+        assert_eq!(plan.next(&closed, t0, &rng, &mut budget), Err(GiveUp::Attempts));
+
+        let cancelled = CallError::Local(LocalError::Cancelled("user".into()));
+        assert_eq!(plan.next(&cancelled, t0, &rng, &mut budget), Err(GiveUp::NotRetryable));
+        let mut not_idempotent = RetryPlan::new(policy.clone(), t0 + Duration::from_secs(60), false);
+        not_idempotent.start_attempt();
+        assert_eq!(not_idempotent.next(&closed, t0, &rng, &mut budget), Err(GiveUp::NotRetryable));
+
+        // The deadline covers every attempt: 1.5 s left cannot fit a 2 s backoff.
+        let mut late = RetryPlan::new(policy.clone(), t0 + Duration::from_millis(2500), true);
+        late.start_attempt();
+        late.start_attempt();
+        assert_eq!(late.next(&closed, t0 + Duration::from_secs(1), &rng, &mut budget), Err(GiveUp::Deadline));
+
+        let empty = BudgetConfig { min_per_sec: 0.0, ..BudgetConfig::default() };
+        let mut broke = RetryBudget::new(empty, t0).unwrap();
+        let mut plan = RetryPlan::new(policy, t0 + Duration::from_secs(60), true);
+        plan.start_attempt();
+        assert_eq!(plan.next(&closed, t0, &rng, &mut broke), Err(GiveUp::Budget));
+        assert_eq!(GiveUp::Budget.as_str(), "budget_exhausted");
+    }
+}
