@@ -3,6 +3,7 @@
 //! - [`breaker`]: a circuit breaker per (server, tool) — a pure state machine and the gate on the call path.
 //! - [`budget`]: the retry budget (retries ≤ ratio × requests + a floor); [`throttle`]: client-side adaptive
 //!   throttling (Google SRE); [`retry`]: which operations retry, backoff, one deadline for all attempts.
+//! - [`degraded`]: the `isError` tool result an agent gets instead of a call the gateway will not make.
 //! - [`ring`]: the time-bucketed sliding window the others count with.
 //!
 //! Everything here is driven from outside: `now` (a `tokio::time::Instant`) and outcomes come in as arguments,
@@ -11,6 +12,7 @@
 
 pub mod breaker;
 pub mod budget;
+pub mod degraded;
 pub mod retry;
 pub mod ring;
 pub mod throttle;

@@ -5,7 +5,8 @@
 //! request), credential or version mismatches (a configuration problem no waiting cures), cancellations and local
 //! queueing say nothing about the server, so they are [`Verdict::Ignore`]d: neither success nor failure, as
 //! resilience4j's ignored exceptions. A tool result with `isError: true` is a business answer from a working server,
-//! so it counts as a success (slow if it was slow). A server-dictated retry-after (`data.retryAfterMs` on an error,
+//! so it counts as a success (slow if it was slow) — unless it is a gateway's degraded response
+//! (`structuredContent.degraded: true`), a failure. A server-dictated retry-after (`data.retryAfterMs` on an error,
 //! or `structuredContent.retryAfterMs` on an error result) opens the breaker for that long.
 
 use std::time::Duration;
@@ -55,12 +56,18 @@ pub fn classify(outcome: &Result<CallToolResult, CallError>) -> Verdict {
 }
 
 pub fn classify_result(result: &CallToolResult) -> Verdict {
-    if result.is_error
-        && let Some(d) = retry_after(result.structured_content.as_ref())
-    {
-        return Verdict::RetryAfter(d);
+    if !result.is_error {
+        return Verdict::Success;
     }
-    Verdict::Success
+    let structured = result.structured_content.as_ref();
+    if let Some(d) = retry_after(structured) {
+        Verdict::RetryAfter(d)
+    } else if structured.and_then(|s| s.get("degraded")).and_then(Value::as_bool) == Some(true) {
+        // Another gateway's degraded response (see `resilience::degraded`): the tool is not being served.
+        Verdict::Failure
+    } else {
+        Verdict::Success
+    }
 }
 
 pub fn classify_error(error: &CallError) -> Verdict {
