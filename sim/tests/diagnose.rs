@@ -81,9 +81,14 @@ impl Run {
 }
 
 fn diagnose(args: &[&str]) -> Run {
+    diagnose_with_env(args, &[])
+}
+
+fn diagnose_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let o = Command::new(BIN)
         .arg("diagnose")
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(repo_root())
         .stdin(Stdio::null())
         .output()
@@ -361,4 +366,55 @@ fn bad_input_exits_2_before_dialling() {
         assert_eq!(r.stdout, "", "{args:?}");
         assert!(r.stderr.starts_with("mcpstorm: "), "{args:?}: {r:#?}");
     }
+}
+
+/// A server granting sessions and accepting only `mcp-jwt`: with a matching `--auth` (read from the environment)
+/// the auth layer passes and the renewal layer renews in place; without one, auth fails with a hint. The secret
+/// never appears in the output, text or JSON.
+#[test]
+fn auth_and_forced_renewal_against_a_session_granting_server() {
+    let fake = Fake::start(Some(
+        r#"
+name = "guarded"
+session_ttl_ms = 60000
+auth_schemes = ["mcp-jwt"]
+
+[[tools]]
+name = "echo"
+input_schema = { type = "object", properties = { message = { type = "string" } }, required = ["message"] }
+reply = "{arg:message}"
+"#,
+    ));
+    let secret = "jwt-s3cr3t-do-not-print";
+    let run = |args: &[&str]| {
+        let mut all = vec!["--tcp", fake.addr.as_str()];
+        all.extend_from_slice(args);
+        diagnose_with_env(&all, &[("MCPSTORM_TEST_JWT", secret)])
+    };
+    let ok = run(&[
+        "--auth",
+        "bearer=MCPSTORM_TEST_JWT",
+        "--auth",
+        "mcp-jwt=MCPSTORM_TEST_JWT",
+        "--call",
+        "echo",
+        r#"{"message": "hi"}"#,
+    ]);
+    assert_eq!(ok.code, Some(0), "{ok:#?}");
+    ok.expect("auth", "PASS", "server accepts mcp-jwt; using a mcp-jwt credential");
+    ok.expect("renewal", "PASS", "session renewed in place (60 s TTL)");
+    ok.expect("call", "PASS", "");
+
+    let missing = run(&[]);
+    assert_eq!(missing.code, Some(1), "{missing:#?}");
+    missing.expect("auth", "FAIL", "server accepts mcp-jwt, configured credentials: none");
+    assert!(missing.stdout.contains("--auth SCHEME=ENV_VAR"), "{missing:#?}");
+
+    let json = run(&["--auth", "mcp-jwt=MCPSTORM_TEST_JWT", "--json"]);
+    for r in [&ok, &missing, &json] {
+        assert!(!r.stdout.contains(secret) && !r.stderr.contains(secret), "the secret leaked: {r:#?}");
+    }
+    let unset = run(&["--auth", "mcp-jwt=MCPSTORM_NO_SUCH_VAR"]);
+    assert_eq!(unset.code, Some(2), "{unset:#?}");
+    assert!(unset.stderr.contains("environment variable MCPSTORM_NO_SUCH_VAR is not set"), "{unset:#?}");
 }

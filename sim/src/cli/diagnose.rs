@@ -6,10 +6,10 @@
 //! | `handshake` | connect            | the era (`server/discover` probe, else `initialize`) and the version    |
 //! | `version`   | handshake          | the server's version is one we speak                                    |
 //! | `tools`     | version            | `tools/list` (every page), and every input/output schema compiles       |
-//! | `auth`      | version            | what auth schemes the server declares (the core negotiates none yet)    |
+//! | `auth`      | version            | the schemes the server declares, and whether a configured credential fits |
 //! | `ping`      | version            | a few `ping`s (modern: `server/discover`): min/median/max round trip    |
 //! | `call`      | tools              | the `--call` sample: arguments checked locally first, then sent         |
-//! | `renewal`   | tools              | close, reconnect, detect the era again; era and tool list hash unchanged |
+//! | `renewal`   | tools              | a forced session renewal (servers granting sessions), then close, reconnect, detect the era again; era and tool list hash unchanged |
 //!
 //! A layer whose prerequisite failed is skipped; independent layers still run. The exit code is 0 when nothing
 //! failed, 1 when a check failed and 2 on bad input (an unparseable `--stdio`, `--call` arguments that are not a JSON
@@ -31,6 +31,7 @@ use mcpstorm_core::observe::{Event, Observer, TracingObserver};
 use mcpstorm_core::rt::{DialFuture, Dialer};
 use mcpstorm_core::schema::Capabilities;
 use mcpstorm_core::session::Era;
+use mcpstorm_core::session::ext::{self, AuthScheme};
 use mcpstorm_core::{CallError, LifecycleError, LocalError, TransportError};
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -170,7 +171,7 @@ impl Diagnosis<'_> {
         };
         let (tools, caps) = self.tools().await;
         checks.push(tools);
-        checks.push(auth(&session.init));
+        checks.push(auth(&session.init, self.config));
         checks.push(self.ping(session.era).await);
         match &caps {
             Some(caps) => {
@@ -425,10 +426,32 @@ impl Diagnosis<'_> {
         }
     }
 
-    /// Layer 8: close the connection, reconnect with a fresh handshake and re-list: the hash must not change.
-    /// Layer 8. The era cache is cleared too, so the new connection settles its era from scratch (a `server/discover`
-    /// probe, and `initialize` for a legacy server) instead of reusing the first connection's answer.
+    /// Layer 8: renew the session in place (when the server grants sessions), then close the connection, reconnect
+    /// with a fresh handshake and re-list: the hash must not change. The era cache is cleared too, so the new
+    /// connection settles its era from scratch (a `server/discover` probe, and `initialize` for a legacy server)
+    /// instead of reusing the first connection's answer.
     async fn renewal(&self, era: Era, before: &Capabilities) -> Check {
+        let started = Instant::now();
+        let renewed = match self.client.renew_session().await {
+            Ok(None) => "no session granted (plain MCP): nothing to renew".to_owned(),
+            Ok(Some(grant)) => format!("session renewed in place ({} s TTL)", grant.ttl_ms / 1000),
+            Err(e) => {
+                return Check::fail(
+                    "renewal",
+                    Some(started.elapsed()),
+                    format!("the server granted a session but refused to renew it: {e}"),
+                    "the client replaces such sessions with new ones (a full handshake each time): implement \
+                     mcpstorm/session/renew or grant longer TTLs",
+                );
+            }
+        };
+        let mut check = self.reconnect(era, before).await;
+        check.summary = format!("{renewed}; {}", check.summary);
+        check
+    }
+
+    /// The second half of layer 8: a fresh connection must settle on the same era and tool list.
+    async fn reconnect(&self, era: Era, before: &Capabilities) -> Check {
         let old_conn = self.client.session().await.ok().map(|s| s.conn.id());
         let compiled = self.client.schema_compilations();
         let started = Instant::now();
@@ -603,18 +626,45 @@ fn handshake_hint(config: &ClientConfig, error: &CallError) -> String {
     }
 }
 
-/// Layer 5. The core negotiates no auth yet: report what the server declares, if anything.
-fn auth(init: &InitializeResult) -> Check {
+/// Layer 5: the schemes the server declares (the mcpstorm session extension's `io.mcpstorm/authSchemes`) and
+/// whether a configured credential fits one; other auth-looking declarations are reported but not checked.
+fn auth(init: &InitializeResult, config: &ClientConfig) -> Check {
+    let meta = init.extra.get("_meta");
+    if let Some(accepted) = ext::auth_schemes(meta) {
+        let names = |s: &[AuthScheme]| s.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+        let offered: Vec<AuthScheme> = config.credentials.iter().map(|c| c.scheme).collect();
+        let data = json!({"accepted": names(&accepted), "offered": names(&offered)});
+        return match ext::pick_credential(&config.credentials, &accepted) {
+            Some(c) => Check::pass(
+                "auth",
+                None,
+                format!("server accepts {}; using a {} credential", names(&accepted), c.scheme),
+            )
+            .data(data),
+            None => Check::fail(
+                "auth",
+                None,
+                format!(
+                    "server accepts {}, configured credentials: {}",
+                    names(&accepted),
+                    if offered.is_empty() { "none".to_owned() } else { names(&offered) }
+                ),
+                "every call will fail with MCP_AUTH_MISMATCH before it is sent: pass --auth SCHEME=ENV_VAR with a \
+                 scheme the server accepts",
+            )
+            .data(data),
+        };
+    }
     let mut found = Vec::new();
     find_auth("capabilities", &init.capabilities, 3, &mut found);
-    if let Some(meta) = init.extra.get("_meta") {
+    if let Some(meta) = meta {
         find_auth("_meta", meta, 1, &mut found);
     }
     if found.is_empty() {
         return Check::skip("auth", "server declares no auth schemes");
     }
     let declared: Vec<String> = found.iter().map(|(path, v)| format!("{path} = {}", clip(&v.to_string()))).collect();
-    Check::skip("auth", "server declares auth, but mcpstorm negotiates no auth schemes yet: not checked")
+    Check::skip("auth", "server declares auth in a form mcpstorm does not negotiate: not checked")
         .details(declared)
         .data(json!({"declared": found.into_iter().map(|(p, v)| json!({"at": p, "value": v})).collect::<Vec<_>>()}))
 }
@@ -675,17 +725,20 @@ mod tests {
 
     #[test]
     fn auth_is_skipped_when_nothing_is_declared() {
-        let c = auth(&init(json!({"tools": {"listChanged": true}}), None));
+        let c = auth(&init(json!({"tools": {"listChanged": true}}), None), &ClientConfig::default());
         assert_eq!(c.status, report::Status::Skip);
         assert_eq!(c.summary, "server declares no auth schemes");
     }
 
     #[test]
     fn auth_reports_declarations_in_capabilities_and_meta() {
-        let c = auth(&init(
-            json!({"tools": {}, "experimental": {"auth": {"schemes": ["bearer"]}}}),
-            Some(json!({"io.example/authSchemes": ["api-key"], "other": 1})),
-        ));
+        let c = auth(
+            &init(
+                json!({"tools": {}, "experimental": {"auth": {"schemes": ["bearer"]}}}),
+                Some(json!({"io.example/authSchemes": ["api-key"], "other": 1})),
+            ),
+            &ClientConfig::default(),
+        );
         assert_eq!(c.status, report::Status::Skip);
         assert_eq!(
             c.details,
@@ -694,6 +747,27 @@ mod tests {
                 r#"_meta.io.example/authSchemes = ["api-key"]"#.to_owned(),
             ]
         );
+    }
+
+    #[test]
+    fn auth_checks_declared_schemes_against_configured_credentials() {
+        use mcpstorm_core::session::ext::{Credential, Secret};
+        let declared = init(json!({}), Some(json!({"io.mcpstorm/authSchemes": ["mcp-jwt", "api-key"]})));
+        let with = |schemes: &[AuthScheme]| ClientConfig {
+            credentials: schemes.iter().map(|&scheme| Credential { scheme, secret: Secret::new("s3cr3t") }).collect(),
+            ..ClientConfig::default()
+        };
+        let ok = auth(&declared, &with(&[AuthScheme::Bearer, AuthScheme::ApiKey]));
+        assert_eq!(ok.status, report::Status::Pass, "{}", ok.summary);
+        assert_eq!(ok.summary, "server accepts mcp-jwt, api-key; using a api-key credential");
+        let none = auth(&declared, &with(&[]));
+        assert_eq!(none.status, report::Status::Fail);
+        assert_eq!(none.summary, "server accepts mcp-jwt, api-key, configured credentials: none");
+        let wrong = auth(&declared, &with(&[AuthScheme::Bearer]));
+        assert_eq!(wrong.status, report::Status::Fail);
+        for c in [ok, none, wrong] {
+            assert!(!format!("{c:?}").contains("s3cr3t"), "a secret in the report: {c:?}");
+        }
     }
 
     #[test]

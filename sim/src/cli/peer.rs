@@ -8,6 +8,7 @@ use mcpstorm_core::client::{ClientConfig, McpClient};
 use mcpstorm_core::conn::CallOptions;
 use mcpstorm_core::observe::TracingObserver;
 use mcpstorm_core::rt::{Dialer, StdioDialer, TcpDialer};
+use mcpstorm_core::session::ext::{AuthScheme, Credential, Secret};
 use mcpstorm_core::{CallError, LocalError};
 use serde_json::Value;
 
@@ -38,6 +39,11 @@ pub struct ServerArgs {
     /// Print raw JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// A credential for servers that declare auth schemes (the mcpstorm session extension): the scheme
+    /// (`bearer`, `api-key`, `mcp-jwt`) and the environment variable holding the secret, never the secret itself
+    /// (command lines are visible to other users). Repeatable; the first the server accepts is used.
+    #[arg(long = "auth", value_name = "SCHEME=ENV_VAR")]
+    pub auth: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -79,7 +85,8 @@ impl ServerArgs {
         if !(self.timeout.is_finite() && self.timeout > 0.0) {
             return Err(Failure::BadInput(format!("--timeout must be a positive number, got {}", self.timeout)));
         }
-        let mut config = ClientConfig { lifecycle_retries: self.retries, ..ClientConfig::default() };
+        let credentials = self.auth.iter().map(|a| credential(a)).collect::<Result<Vec<_>, _>>()?;
+        let mut config = ClientConfig { lifecycle_retries: self.retries, credentials, ..ClientConfig::default() };
         config.connection.first_response = Duration::from_secs_f64(self.timeout);
         Ok(config)
     }
@@ -90,6 +97,16 @@ impl ServerArgs {
         let name = dialer.describe();
         Ok(McpClient::new(name, dialer, config).with_observer(Arc::new(TracingObserver)))
     }
+}
+
+/// `--auth SCHEME=ENV_VAR` → the credential, read from the environment. Errors name the variable, never a value.
+fn credential(arg: &str) -> Result<Credential, Failure> {
+    let bad = |why: String| Failure::BadInput(format!("--auth {arg}: {why}"));
+    let (scheme, var) = arg.split_once('=').ok_or_else(|| bad("expected SCHEME=ENV_VAR".into()))?;
+    let scheme: AuthScheme = serde_json::from_value(serde_json::Value::String(scheme.to_owned()))
+        .map_err(|_| bad(format!("unknown scheme {scheme:?}; use bearer, api-key or mcp-jwt")))?;
+    let secret = std::env::var(var).map_err(|_| bad(format!("environment variable {var} is not set")))?;
+    Ok(Credential { scheme, secret: Secret::new(secret) })
 }
 
 pub async fn tools(args: ToolsArgs) -> Result<(), Failure> {
