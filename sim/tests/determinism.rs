@@ -11,6 +11,7 @@ fn shortening(name: &str) -> &'static [&'static str] {
         "retry_storm" => &["load.rate=150.0"],
         "concurrency_knee" => &["sweep.values=[1, 50, 500]", "load.calls=100"],
         "schema_drift" => &["load.sessions=5"],
+        "clock_skew" => &["load.sessions=2", "load.think_time=500ms", "tick=10ms"],
         _ => &[],
     }
 }

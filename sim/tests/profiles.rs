@@ -2,14 +2,13 @@
 //! checks pass, with the naive one the named checks fail (exit 1), the contrast run and plot are written, and a
 //! configured secret never reaches any output.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use common::mcpstorm;
 use serde_json::Value;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("profiles").join(name);
@@ -17,13 +16,14 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// `mcpstorm sim SCENARIO --out OUT --set ...` (a relative scenario path is from the repository root).
 fn sim(scenario: &Path, out: &Path, sets: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpstorm"));
-    cmd.arg("sim").arg(scenario).arg("--out").arg(out).current_dir(root());
+    let (scenario, out) = (scenario.to_string_lossy(), out.to_string_lossy());
+    let mut args = vec!["sim", scenario.as_ref(), "--out", out.as_ref()];
     for s in sets {
-        cmd.arg("--set").arg(s);
+        args.extend(["--set", s]);
     }
-    cmd.output().expect("run mcpstorm")
+    mcpstorm(&args)
 }
 
 fn summary(dir: &Path) -> Value {
@@ -50,9 +50,9 @@ const SHORT_DRIFT: &[&str] = &["load.sessions=5"];
 
 #[test]
 fn schema_drift_passes_with_the_default_profile_and_fails_with_the_naive_one() {
-    let scenario = root().join("scenarios/schema_drift.toml");
+    let scenario = Path::new("scenarios/schema_drift.toml");
     let out = scratch("drift-default");
-    let o = sim(&scenario, &out, SHORT_DRIFT);
+    let o = sim(scenario, &out, SHORT_DRIFT);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let primary = summary(&out);
     assert_eq!(primary["totals"]["stale_sends"], 0);
@@ -69,10 +69,33 @@ fn schema_drift_passes_with_the_default_profile_and_fails_with_the_naive_one() {
     // The naive profile as primary: its checks decide the exit code, and the contrast is then the default.
     let out = scratch("drift-naive");
     let sets = [SHORT_DRIFT, &["gateway.profile=naive"]].concat();
-    let o = sim(&scenario, &out, &sets);
+    let o = sim(scenario, &out, &sets);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(failed(&summary(&out)), ["stale_sends", "error_window_s"]);
     assert!(failed(&summary(&out.join("contrast-default"))).is_empty());
+}
+
+/// Shortened for a debug build: fewer, slower agents and a coarser tick; the faults stay where they are.
+const SHORT_SKEW: &[&str] = &["load.sessions=2", "load.think_time=500ms", "tick=10ms"];
+
+#[test]
+fn clock_skew_sessions_survive_with_the_default_profile_and_break_with_the_naive_one() {
+    let scenario = Path::new("scenarios/clock_skew.toml");
+    let out = scratch("skew");
+    let o = sim(scenario, &out, SHORT_SKEW);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = &summary(&out)["totals"];
+    assert_eq!((t["session_errors"].as_u64(), t["auth_errors"].as_u64()), (Some(0), Some(0)), "{t}");
+    // The jump, the purge and the rotation each cost a re-handshake per load host and replica they hit; the lease
+    // renews before the 60 s TTL runs out.
+    assert!(t["rehandshakes"].as_u64().is_some_and(|r| r >= 4), "{t}");
+    assert!(t["renewals"].as_u64().is_some_and(|r| r >= 1), "{t}");
+    let events = std::fs::read_to_string(out.join("events.csv")).expect("events.csv");
+    assert!(events.contains("clock,api-0,skew 225800 ms"), "the 45 s step on top of 3 min + 2% of 40 s:\n{events}");
+
+    let naive = summary(&out.join("contrast-naive"));
+    assert_eq!(failed(&naive), ["error_window_s", "session_errors", "auth_errors"], "{naive}");
+    assert_eq!(naive["totals"]["renewals"], 0, "the naive profile never renews");
 }
 
 const SECRET: &str = "zq-hunter2-7f3a9c-never-print-me";
@@ -143,4 +166,8 @@ contrast = "naive"
     }
     let copy = std::fs::read_to_string(out.join("scenario.toml")).expect("the resolved scenario copy");
     assert!(copy.contains("[redacted]") && copy.contains("bearer"), "{copy}");
+    // The credentials were used: the default gateway passed the scheme check before and after the rotation.
+    let s = summary(&out);
+    assert_eq!(s["totals"]["auth_errors"], 0, "{s}");
+    assert!(s["totals"]["ok"].as_u64().is_some_and(|ok| ok > 0), "{s}");
 }

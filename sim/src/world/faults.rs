@@ -52,6 +52,8 @@ pub struct Timeline {
     transitions: Vec<Transition>,
     next: usize,
     active: Vec<bool>,
+    /// The run's duration: a clock skew that is never reset is shaded to the end.
+    run: Duration,
 }
 
 /// The hosts a (validated) fault targets: every replica of `name`, or just `name#i`; every load host for a clock
@@ -89,7 +91,7 @@ impl Timeline {
         // Ends before starts at the same instant, then file order: a deterministic, intuitive order.
         transitions.sort_by_key(|t| (t.at, t.start, t.fault));
         let active = vec![false; faults.len()];
-        Timeline { faults, targets, transitions, next: 0, active }
+        Timeline { faults, targets, transitions, next: 0, active, run: scenario.duration.0 }
     }
 
     /// Transitions due at `now`, in order.
@@ -210,14 +212,19 @@ impl Timeline {
         control.set_hung(hung);
     }
 
-    /// Windows for shading plots, labelled `kind target`.
+    /// Windows for shading plots, labelled `kind target`. An offset or drift that is never reset lasts to the end of
+    /// the run and is shaded so; instant faults (and a lone clock step) are drawn as lines.
     pub fn windows(&self) -> Vec<FaultWindow> {
         self.faults
             .iter()
-            .map(|f| FaultWindow {
-                label: format!("{} {}", f.kind.as_str(), f.target),
-                start_s: f.start.0.as_secs_f64(),
-                end_s: (f.start.0 + f.duration.0).as_secs_f64(),
+            .map(|f| {
+                let lasting = f.kind == FaultKind::ClockSkew && !f.reset && (f.offset.is_some() || f.drift.is_some());
+                let end = if lasting { self.run } else { f.start.0 + f.duration.0 };
+                FaultWindow {
+                    label: format!("{} {}", f.kind.as_str(), f.target),
+                    start_s: f.start.0.as_secs_f64(),
+                    end_s: end.as_secs_f64(),
+                }
             })
             .collect()
     }
