@@ -657,7 +657,7 @@ fn shipped() -> Vec<PathBuf> {
 fn shipped_scenarios_load_validate_and_survive_a_round_trip() {
     let files = shipped();
     let names: Vec<_> = files.iter().filter_map(|p| p.file_stem()?.to_str().map(str::to_owned)).collect();
-    for expected in ["smoke", "concurrency_knee", "retry_storm"] {
+    for expected in ["smoke", "concurrency_knee", "retry_storm", "schema_drift", "clock_skew"] {
         assert!(names.iter().any(|n| n == expected), "scenarios/{expected}.toml is missing: {names:?}");
     }
     for file in files {
@@ -666,9 +666,16 @@ fn shipped_scenarios_load_validate_and_survive_a_round_trip() {
         assert_eq!(s.name, stem, "{}: name matches the file", file.display());
         let text = std::fs::read_to_string(&file).expect("readable");
         assert!(text.starts_with("#:schema ./scenario.schema.json\n"), "{}: schema directive", file.display());
-        // The TOML form (which expand_sweep uses) reads back as the same scenario.
+        // The TOML form (which expand_sweep uses) reads back as the same scenario, but for the secrets, which it
+        // writes redacted (and expand_sweep puts back).
         let again = toml::to_string(&s).expect("serializes");
-        assert_eq!(load_str(&again, "again", &[]).expect("reloads"), s, "{}", file.display());
+        assert!(s.gateway.credentials.iter().all(|c| !again.contains(c.secret.expose())), "{}", file.display());
+        let mut reloaded = load_str(&again, "again", &[]).expect("reloads");
+        for c in &reloaded.gateway.credentials {
+            assert_eq!(c.secret.expose(), mcpstorm_core::session::ext::Secret::REDACTED);
+        }
+        reloaded.gateway.credentials = s.gateway.credentials.clone();
+        assert_eq!(reloaded, s, "{}", file.display());
         if let Some(sweep) = &s.sweep {
             assert_eq!(expand_sweep(&s).expect("expands").len(), sweep.values.len());
         }
@@ -887,5 +894,20 @@ proptest! {
     ) {
         never_panics(&shipped_text(1), &sets);
         never_panics(&shipped_text(2), &sets);
+    }
+}
+
+#[test]
+fn sweeps_keep_the_real_secrets_and_the_profile_can_be_set() {
+    let text = format!(
+        "{BASE}\n[gateway]\ncredentials = [{{ scheme = \"bearer\", secret = \"s3cr3t\" }}]\n\n[sweep]\nparam = \"load.sessions\"\nvalues = [1, 2]\n"
+    );
+    let s = load(&text, &["gateway.profile=naive"]).expect("valid");
+    assert_eq!(s.gateway.profile, mcpstorm_core::session::ext::GatewayProfile::Naive);
+    let runs = expand_sweep(&s).expect("expands");
+    assert_eq!(runs.len(), 2);
+    for (_, run) in runs {
+        assert_eq!(run.gateway.credentials[0].secret.expose(), "s3cr3t", "a sweep run lost the secret");
+        assert_eq!(run.gateway.profile, mcpstorm_core::session::ext::GatewayProfile::Naive);
     }
 }
