@@ -196,9 +196,12 @@ impl Router {
         self.rebuild_tools();
     }
 
+    /// Deactivates the replicas `server` owns (one re-registered under another server since is not its to drop).
     fn deactivate(&mut self, server: &ServerSpec) {
         for endpoint in &server.replicas {
-            if let Some(id) = self.by_endpoint.get(endpoint) {
+            if let Some(id) = self.by_endpoint.get(endpoint)
+                && self.replicas[id.index()].server.name == server.name
+            {
                 self.replicas[id.index()].active = false;
             }
         }

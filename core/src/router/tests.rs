@@ -127,6 +127,15 @@ fn a_replica_dropped_from_its_server_stops_being_a_candidate() {
 }
 
 #[test]
+fn a_leaving_server_does_not_take_a_replica_another_server_claimed() {
+    let (mut r, start) = router("random", review_servers());
+    let moved = ServerSpec::new("rs2", ["rs-1"]).with_tools(["lint"]);
+    r.apply(RegistryEvent::Join(moved), start);
+    r.apply(RegistryEvent::Leave("rs".into()), start);
+    assert_eq!(r.route(&RouteRequest::new("lint")).map(|id| r.server_of(id).unwrap().name.clone()), Ok("rs2".into()));
+}
+
+#[test]
 fn in_flight_is_live_and_capacity_follows_it() {
     let mut s = ServerSpec::new("a", ["a-1"]).with_tools(["t"]);
     s.hints.max_concurrent_requests = Some(4);
