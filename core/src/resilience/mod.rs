@@ -3,6 +3,8 @@
 //! - [`breaker`]: a circuit breaker per (server, tool) — a pure state machine and the gate on the call path.
 //! - [`budget`]: the retry budget (retries ≤ ratio × requests + a floor); [`throttle`]: client-side adaptive
 //!   throttling (Google SRE); [`retry`]: which operations retry, backoff, one deadline for all attempts.
+//! - [`limiter`]: adaptive concurrency (AIMD, Gradient2) and the limiter-backed permit pool; [`bulkhead`]: one such
+//!   pool per server, capped by what it declares.
 //! - [`degraded`]: the `isError` tool result an agent gets instead of a call the gateway will not make.
 //! - [`ring`]: the time-bucketed sliding window the others count with.
 //!
@@ -12,7 +14,9 @@
 
 pub mod breaker;
 pub mod budget;
+pub mod bulkhead;
 pub mod degraded;
+pub mod limiter;
 pub mod retry;
 pub mod ring;
 pub mod throttle;
