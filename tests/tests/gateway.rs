@@ -46,6 +46,7 @@ fn gateway(servers: Vec<ServerSpec>, addrs: BTreeMap<String, String>, formula: &
     let gw_config = GatewayConfig {
         refresh_every: Duration::from_millis(20),
         requirement_rules: vec![("language".into(), "language_support".into())],
+        ..GatewayConfig::default()
     };
     Gateway::new(router, Box::new(StaticRegistry::new(servers)), Arc::new(Loopback(addrs)), clock, gw_config)
 }
@@ -165,4 +166,168 @@ async fn health_checks_take_a_dead_replica_out() {
     }
     cancel.cancel("test over");
     background.await.unwrap();
+}
+
+// ---- the protected path: breakers, retries, budgets, degraded results ----
+
+use mcpstorm_core::gateway::{ResilienceConfig, Routed};
+use mcpstorm_core::observe::{Event, Observer};
+use mcpstorm_core::resilience::breaker::{BreakerConfig, State, WindowConfig};
+use mcpstorm_core::resilience::budget::BudgetConfig;
+use mcpstorm_core::resilience::degraded::DegradedReason;
+use mcpstorm_core::resilience::retry::{Backoff, RetryPolicy};
+use std::sync::Mutex;
+
+/// `echo` (read-only, idempotent) and `write` (no annotations: not idempotent), failing with a JSON-RPC -32603 when
+/// the test injects errors.
+fn failing_config() -> FakeServerConfig {
+    FakeServerConfig::from_toml_str(
+        r#"
+name = "s"
+[[tools]]
+name = "echo"
+input_schema = { type = "object", properties = { message = { type = "string" } }, required = ["message"] }
+annotations = { readOnlyHint = true, idempotentHint = true }
+reply = "{arg:message}"
+error_kind = "jsonrpc"
+[[tools]]
+name = "write"
+input_schema = { type = "object" }
+reply = "written"
+error_kind = "jsonrpc"
+"#,
+    )
+    .expect("valid fake config")
+}
+
+/// Breaker transitions and degraded decisions, as the observer sees them.
+#[derive(Debug, Default)]
+struct Seen(Mutex<Vec<String>>);
+
+impl Observer for Seen {
+    fn event(&self, event: &Event<'_>) {
+        let line = match event {
+            Event::Breaker { server, tool, transition } => {
+                format!("breaker {server}/{tool} {:?}->{:?}", transition.from, transition.to)
+            }
+            Event::Degraded { tool, reason } => format!("degraded {tool} {}", reason.as_str()),
+            _ => return,
+        };
+        self.0.lock().expect("not poisoned").push(line);
+    }
+}
+
+fn protected(
+    servers: Vec<ServerSpec>,
+    addrs: BTreeMap<String, String>,
+    resilience: ResilienceConfig,
+) -> (Gateway, Arc<Seen>) {
+    let clock = Arc::new(TokioClock::new(0));
+    let router = Router::new(
+        RouterConfig::default(),
+        FormulaSpec::RoundRobin.build(),
+        SeededRng::new(3),
+        tokio::time::Instant::now(),
+    );
+    let config = GatewayConfig { resilience, ..GatewayConfig::default() };
+    let seen = Arc::new(Seen::default());
+    let gw = Gateway::new(router, Box::new(StaticRegistry::new(servers)), Arc::new(Loopback(addrs)), clock, config)
+        .with_rng(SeededRng::new(11))
+        .with_observer(seen.clone());
+    (gw, seen)
+}
+
+fn fast_retries(max_attempts: u32) -> RetryPolicy {
+    RetryPolicy {
+        max_attempts,
+        backoff: Backoff::FullJitter { base: Duration::from_millis(1), cap: Duration::from_millis(5) },
+    }
+}
+
+fn endpoints(r: &Routed) -> Vec<String> {
+    r.attempts.iter().map(|a| a.endpoint.to_string()).collect()
+}
+
+/// A failing server trips its (server, tool) breaker after the minimum number of calls; from then on the gateway
+/// answers with a degraded result naming the reason, without sending anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_breaker_answers_degraded_without_calling() {
+    let (server, addr) = serve(failing_config()).await;
+    server.control().set_error_rate(Some(1.0));
+    let breaker = BreakerConfig {
+        window: WindowConfig::Count { size: 10 },
+        minimum_calls: 4,
+        open_base: Duration::from_secs(30),
+        ..BreakerConfig::default()
+    };
+    let resilience = ResilienceConfig { breaker: Some(breaker), ..ResilienceConfig::default() };
+    let (gw, seen) = protected(
+        vec![ServerSpec::new("s", ["s-0"]).with_tools(["echo"])],
+        BTreeMap::from([("s-0".into(), addr)]),
+        resilience,
+    );
+    for _ in 0..4 {
+        let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
+        assert!(r.degraded.is_none() && r.attempts.len() == 1 && r.outcome().is_err(), "{r:?}");
+    }
+    let received = server.control().stats().received;
+    let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
+    let degraded = r.degraded.as_ref().expect("degraded");
+    assert_eq!(degraded.reason, DegradedReason::BreakerOpen);
+    assert!(r.attempts.is_empty());
+    let result = r.outcome().unwrap();
+    assert!(result.is_error && result.joined_text().contains("Do not retry"), "{result:?}");
+    assert_eq!(result.structured_content.as_ref().unwrap()["reason"], "breaker_open");
+    assert!(result.structured_content.as_ref().unwrap()["retryAfterMs"].as_u64().is_some_and(|ms| ms > 20_000));
+    assert_eq!(server.control().stats().received, received, "a call went through an open breaker");
+    assert_eq!(gw.breakers()[0].1.state(), State::Open);
+    let seen = seen.0.lock().unwrap().clone();
+    assert_eq!(seen, ["breaker s/echo Closed->Open", "degraded echo breaker_open"]);
+}
+
+/// An idempotent tool that fails on one replica is retried on the other; a tool without idempotency annotations is
+/// not retried at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idempotent_calls_retry_on_another_replica_and_others_do_not() {
+    let (bad, bad_addr) = serve(failing_config()).await;
+    let (_good, good_addr) = serve(failing_config()).await;
+    bad.control().set_error_rate(Some(1.0));
+    let resilience = ResilienceConfig { retry: Some(fast_retries(3)), ..ResilienceConfig::default() };
+    let (gw, _) = protected(
+        vec![ServerSpec::new("s", ["bad", "good"]).with_tools(["echo", "write"])],
+        BTreeMap::from([("bad".into(), bad_addr), ("good".into(), good_addr)]),
+        resilience,
+    );
+    // Round robin starts on `bad`.
+    let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
+    assert_eq!(endpoints(&r), ["bad", "good"]);
+    assert_eq!(r.into_outcome().unwrap().joined_text(), "x");
+    // Next on `bad` again (round robin), a non-idempotent tool: one attempt, its error returned.
+    let r = gw.call(ToolCall::new("write", json!({}))).await;
+    assert_eq!(endpoints(&r), ["bad"]);
+    assert!(r.degraded.is_none() && matches!(r.into_outcome(), Err(CallError::Protocol(_))));
+}
+
+/// A spent retry budget ends the call with a degraded result rather than more retries; without any layer (the naive
+/// gateway) a failure is simply returned after one attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_budget_degrades_and_the_naive_gateway_just_fails() {
+    let (server, addr) = serve(failing_config()).await;
+    server.control().set_error_rate(Some(1.0));
+    let spec = || vec![ServerSpec::new("s", ["s-0"]).with_tools(["echo"])];
+    let addrs = || BTreeMap::from([("s-0".into(), addr.clone())]);
+    let empty = BudgetConfig { ratio: 0.0, min_per_sec: 0.0, ..BudgetConfig::default() };
+    let resilience =
+        ResilienceConfig { retry: Some(fast_retries(5)), budget: Some(empty), ..ResilienceConfig::default() };
+    let (gw, _) = protected(spec(), addrs(), resilience);
+    // Warm the client's tool list so the first failure can tell the tool is idempotent.
+    gw.call_tool(ToolCall::new("echo", json!({"message": "warm"}))).await.unwrap();
+    let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
+    assert_eq!(r.attempts.len(), 1);
+    assert_eq!(r.degraded.as_ref().map(|d| d.reason), Some(DegradedReason::BudgetExhausted));
+
+    let (naive, _) = protected(spec(), addrs(), ResilienceConfig::default());
+    let r = naive.call(ToolCall::new("echo", json!({"message": "x"}))).await;
+    assert_eq!(r.attempts.len(), 1);
+    assert!(r.degraded.is_none() && matches!(r.into_outcome(), Err(CallError::Protocol(_))));
 }

@@ -277,6 +277,17 @@ impl McpClient {
         Ok(caps)
     }
 
+    /// The capability record as cached right now, without connecting, waiting or fetching (`None` when there is
+    /// none yet or it is being fetched). For decisions that must not block, such as whether a tool is idempotent.
+    pub fn cached_capabilities(&self) -> Option<Arc<Capabilities>> {
+        if self.config.profile == GatewayProfile::Naive
+            && let Some(pinned) = self.pinned.try_lock().ok().and_then(|p| p.clone())
+        {
+            return Some(pinned);
+        }
+        self.live.try_lock().ok()?.as_ref()?.tools.peek()
+    }
+
     fn fetch_ctx<'a>(&'a self, session: &'a Session) -> FetchCtx<'a> {
         FetchCtx { conn: &session.conn, init: &session.init, schemas: &self.schemas, config: &self.config }
     }

@@ -55,6 +55,11 @@ impl ToolCache {
         self.state.lock().await.current.clone()
     }
 
+    /// The current record without waiting or fetching: `None` while a fetch holds the lock or before the first.
+    pub fn peek(&self) -> Option<Arc<Capabilities>> {
+        self.state.try_lock().ok().and_then(|s| s.current.clone())
+    }
+
     /// The session's capability record, fetching it first if there is none or it went stale.
     pub async fn get_or_fetch(&self, ctx: FetchCtx<'_>) -> Result<Got, CallError> {
         let mut state = self.state.lock().await;

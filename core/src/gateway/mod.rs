@@ -16,6 +16,7 @@
 
 mod checker;
 mod outcome;
+mod resilience;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,10 +29,17 @@ use crate::client::McpClient;
 use crate::conn::CallOptions;
 use crate::error::CallError;
 use crate::mcp::CallToolResult;
+use crate::observe::{NoopObserver, Observer};
+use crate::resilience::breaker::{Verdict as BreakerVerdict, classify};
+use crate::resilience::degraded::DegradedReason;
+use crate::resilience::retry::{RetryPlan, auto_retry_allowed};
 use crate::router::{Registry, ReplicaId, Requirement, RouteError, RouteRequest, Router, run_health_checks};
 use crate::rt::Clock;
+use crate::rt::SeededRng;
 use checker::ClientChecker;
 pub use outcome::Verdict;
+use resilience::Layers;
+pub use resilience::{Degraded, ResilienceConfig, Routed};
 
 /// Makes the client for one replica endpoint. Called once per endpoint, on first use.
 pub trait Connector: Send + Sync + std::fmt::Debug + 'static {
@@ -44,15 +52,24 @@ pub trait Connector: Send + Sync + std::fmt::Debug + 'static {
 /// |---------------------|---------|----------------------------------------------------------------------------|
 /// | `refresh_every`     | 1 s     | how often the background task folds statistics and starts due health checks |
 /// | `requirement_rules` | none    | `(argument, matrix attribute)`: a string argument `language: "rust"` requires `language_support ∋ rust` |
+/// | `call_deadline`     | 300 s   | one deadline for all the attempts of a [`Gateway::call`] when the caller gives none |
+/// | `resilience`        | all off | breakers, retries, budgets, throttling (see [`ResilienceConfig`])            |
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
     pub refresh_every: Duration,
     pub requirement_rules: Vec<(String, String)>,
+    pub call_deadline: Duration,
+    pub resilience: ResilienceConfig,
 }
 
 impl Default for GatewayConfig {
     fn default() -> Self {
-        GatewayConfig { refresh_every: Duration::from_secs(1), requirement_rules: Vec::new() }
+        GatewayConfig {
+            refresh_every: Duration::from_secs(1),
+            requirement_rules: Vec::new(),
+            call_deadline: Duration::from_secs(300),
+            resilience: ResilienceConfig::default(),
+        }
     }
 }
 
@@ -94,11 +111,14 @@ pub struct Gateway {
     clients: Mutex<BTreeMap<String, Endpoint>>,
     clock: Arc<dyn Clock>,
     config: GatewayConfig,
+    layers: Layers,
+    observer: Arc<dyn Observer>,
 }
 
 impl Gateway {
     /// A gateway routing with `router` over the servers `registry` announces (its initial members are applied
-    /// now).
+    /// now). Validate `config.resilience` first ([`ResilienceConfig::validate`]): a layer whose settings its state
+    /// machine rejects stays off.
     pub fn new(
         mut router: Router,
         mut registry: Box<dyn Registry>,
@@ -106,7 +126,9 @@ impl Gateway {
         clock: Arc<dyn Clock>,
         config: GatewayConfig,
     ) -> Self {
-        router.sync(registry.as_mut(), clock.now());
+        let now = clock.now();
+        router.sync(registry.as_mut(), now);
+        let layers = Layers::new(config.resilience.clone(), now, SeededRng::new(0));
         Gateway {
             router: Arc::new(Mutex::new(router)),
             registry: Mutex::new(registry),
@@ -114,7 +136,26 @@ impl Gateway {
             clients: Mutex::new(BTreeMap::new()),
             clock,
             config,
+            layers,
+            observer: Arc::new(NoopObserver),
         }
+    }
+
+    /// The stream for backoff jitter, breaker open-period jitter and throttle draws (fork it from the run's seed).
+    pub fn with_rng(mut self, rng: SeededRng) -> Self {
+        self.layers = Layers::new(self.config.resilience.clone(), self.clock.now(), rng);
+        self
+    }
+
+    /// Where breaker transitions and degraded decisions go.
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = observer;
+        self
+    }
+
+    /// The breakers made so far, by (server, tool), for reports.
+    pub fn breakers(&self) -> Vec<((String, String), Arc<crate::resilience::breaker::Gate>)> {
+        self.layers.breakers()
     }
 
     fn router(&self) -> std::sync::MutexGuard<'_, Router> {
@@ -143,23 +184,44 @@ impl Gateway {
     }
 
     /// Routes and makes one call. `Err` only when no replica could take it (no candidate); every failure after a
-    /// replica was chosen is in the [`Attempt`]'s outcome, with the replica named.
+    /// replica was chosen is in the [`Attempt`]'s outcome, with the replica named. No resilience layer applies: see
+    /// [`Gateway::call`] for the protected path.
     pub async fn call_tool(&self, call: ToolCall<'_>) -> Result<Attempt, RouteError> {
         let requirements = self.requirements(&call.arguments);
-        let (replica, server, endpoint) = {
-            let mut router = self.router();
-            let replica =
-                router.route(&RouteRequest { tool: call.tool, requirements: &requirements, tried: call.tried })?;
-            router.call_started(replica);
-            let server = router.server_of(replica).map(|s| s.name.clone()).unwrap_or_default();
-            let endpoint = router.endpoint(replica).unwrap_or_default().to_owned();
-            (replica, server, endpoint)
-        };
+        let (replica, server, endpoint) = self.route(call.tool, &requirements, call.tried)?;
+        Ok(self.attempt(replica, &server, &endpoint, call.tool, call.arguments, call.opts).await)
+    }
+
+    /// One routing decision: the replica, its server and its endpoint.
+    fn route(
+        &self,
+        tool: &str,
+        requirements: &[Requirement],
+        tried: &[ReplicaId],
+    ) -> Result<(ReplicaId, String, String), RouteError> {
+        let router = &mut self.router();
+        let replica = router.route(&RouteRequest { tool, requirements, tried })?;
+        let server = router.server_of(replica).map(|s| s.name.clone()).unwrap_or_default();
+        let endpoint = router.endpoint(replica).unwrap_or_default().to_owned();
+        Ok((replica, server, endpoint))
+    }
+
+    /// One call on a chosen replica, with the router's in-flight count and statistics kept.
+    async fn attempt(
+        &self,
+        replica: ReplicaId,
+        server: &str,
+        endpoint: &str,
+        tool: &str,
+        arguments: Value,
+        opts: CallOptions,
+    ) -> Attempt {
+        self.router().call_started(replica);
         // From here the in-flight count is held: the guard gives it back even if this future is dropped.
         let mut pending = InFlight { gateway: self, replica, done: false };
-        let (endpoint, client) = self.client(&server, &endpoint);
+        let (endpoint, client) = self.client(server, endpoint);
         let started = self.clock.now();
-        let outcome = client.call_tool(call.tool, call.arguments, call.opts).await;
+        let outcome = client.call_tool(tool, arguments, opts).await;
         let now = self.clock.now();
         pending.done = true;
         let mut router = self.router();
@@ -167,7 +229,128 @@ impl Gateway {
             Verdict::NoVerdict => router.call_abandoned(replica),
             v => router.call_finished(replica, v == Verdict::Ok, now.saturating_duration_since(started), now),
         }
-        Ok(Attempt { replica, endpoint, outcome })
+        Attempt { replica, endpoint, outcome }
+    }
+
+    /// The protected path: routing, throttling, breakers, retries under a budget and one deadline, and a degraded
+    /// result when the gateway declines (see [`resilience`](ResilienceConfig) for the layers).
+    pub async fn call(&self, call: ToolCall<'_>) -> Routed {
+        let now = self.clock.now();
+        let deadline = call.opts.deadline.unwrap_or(now + self.config.call_deadline);
+        let requirements = self.requirements(&call.arguments);
+        let mut tried: Vec<ReplicaId> = call.tried.to_vec();
+        let mut attempts: Vec<Attempt> = Vec::new();
+        let mut plan: Option<RetryPlan> = None;
+        let declined = |reason, retry_after, attempts| {
+            self.observer.event(&crate::observe::Event::Degraded { tool: call.tool, reason });
+            let result = self.layers.degraded(call.tool, reason, retry_after);
+            Routed { attempts, degraded: Some(Degraded { reason, result }) }
+        };
+        loop {
+            // Route around breakers that refuse: each refusal adds its replica to the avoided set, so the loop ends
+            // (the router returns an avoided replica only when nothing else is left).
+            let mut refused: Vec<ReplicaId> = Vec::new();
+            let mut soonest: Option<Duration> = None;
+            let chosen = loop {
+                let avoid: Vec<ReplicaId> = tried.iter().chain(&refused).copied().collect();
+                let (replica, server, endpoint) = match self.route(call.tool, &requirements, &avoid) {
+                    Ok(r) => r,
+                    Err(_) => return declined(DegradedReason::NoCandidate, None, attempts),
+                };
+                if refused.contains(&replica) {
+                    break None;
+                }
+                let Some(gate) = self.layers.breaker(&server, call.tool) else {
+                    break Some((replica, server, endpoint, None));
+                };
+                let admission = gate.try_acquire(self.clock.now());
+                resilience::report(self.observer.as_ref(), &server, call.tool, admission.transition);
+                match admission.decision {
+                    Ok(permit) => break Some((replica, server, endpoint, Some(permit))),
+                    Err(rejected) => {
+                        refused.push(replica);
+                        soonest = match (soonest, rejected.retry_after) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        };
+                    }
+                }
+            };
+            let Some((replica, server, endpoint, permit)) = chosen else {
+                return declined(DegradedReason::BreakerOpen, soonest, attempts);
+            };
+            let now = self.clock.now();
+            if attempts.is_empty() {
+                self.layers.with_budget(&server, now, |b| b.deposit(now));
+            }
+            if !self.layers.throttle_admits(&server, now) {
+                drop(permit);
+                return declined(DegradedReason::Throttled, None, attempts);
+            }
+            if let Some(plan) = plan.as_mut() {
+                plan.start_attempt();
+            }
+            let opts = CallOptions { deadline: Some(deadline), ..call.opts.clone() };
+            let attempt = self.attempt(replica, &server, &endpoint, call.tool, call.arguments.clone(), opts).await;
+            let now = self.clock.now();
+            let verdict = classify(&attempt.outcome);
+            if let Some(permit) = permit {
+                resilience::report(self.observer.as_ref(), &server, call.tool, permit.record(now, verdict));
+            }
+            if !matches!(
+                verdict,
+                crate::resilience::breaker::Verdict::Failure | crate::resilience::breaker::Verdict::RetryAfter(_)
+            ) {
+                self.layers.throttle_accepted(&server, now);
+            }
+            let error = match &attempt.outcome {
+                Err(e) if self.layers.config().retry.is_some() => Some(e.clone()),
+                _ => None,
+            };
+            attempts.push(attempt);
+            let Some(error) = error else {
+                return Routed { attempts, degraded: None };
+            };
+            // The plan is made at the first failure: only then has the replica's client listed the tools, so only
+            // then are the tool's annotations (is it idempotent?) known.
+            let plan = plan.get_or_insert_with(|| {
+                let idempotent = self.idempotent(&server, &endpoint, call.tool);
+                let mut plan =
+                    RetryPlan::new(self.layers.config().retry.clone().unwrap_or_default(), deadline, idempotent);
+                plan.start_attempt();
+                plan
+            });
+            // Retryable: what the error class allows, or — for an idempotent tool — any failure that was the
+            // replica's (a server error, an overload): another replica may well serve it.
+            let replica_failed = matches!(verdict, BreakerVerdict::Failure | BreakerVerdict::RetryAfter(_));
+            let retryable = error.retry_allowed(plan.idempotent()) || (plan.idempotent() && replica_failed);
+            let rng = self.layers.rng();
+            let next = self
+                .layers
+                .with_budget(&server, now, |b| plan.next_if(retryable, now, rng, Some(b)))
+                .unwrap_or_else(|| plan.next_if(retryable, now, rng, None));
+            match next {
+                Ok(delay) => {
+                    tried.push(replica);
+                    tokio::time::sleep(delay).await;
+                }
+                Err(give_up) => {
+                    if let Some(reason) = DegradedReason::from_give_up(give_up) {
+                        return declined(reason, None, attempts);
+                    }
+                    return Routed { attempts, degraded: None };
+                }
+            }
+        }
+    }
+
+    /// Whether `tool` may be retried automatically: its annotations (read-only or idempotent) as the replica's
+    /// client has them cached. Unknown (nothing cached yet) counts as not idempotent: never guess towards retrying.
+    fn idempotent(&self, server: &str, endpoint: &str, tool: &str) -> bool {
+        let (_, client) = self.client(server, endpoint);
+        let caps = client.cached_capabilities();
+        let annotations = caps.as_ref().and_then(|c| c.tool(tool)).map(|t| t.annotations().clone());
+        auto_retry_allowed(crate::mcp::method::TOOLS_CALL, annotations.as_ref())
     }
 
     /// The background work of one gateway, until `cancel`: registry changes, statistics refresh and active health

@@ -1,34 +1,35 @@
-//! What a call's outcome says about the replica that served it.
+//! What a call's outcome says about the replica that served it, for the router's statistics.
 
-use crate::error::{CallError, LocalError};
+use crate::error::CallError;
 use crate::mcp::CallToolResult;
+use crate::resilience::breaker::{Verdict as BreakerVerdict, classify};
 
 /// The router's reading of one outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// The replica served the call.
     Ok,
-    /// The replica failed it: transport, timeout, protocol error, or a tool result with `isError`.
+    /// The replica failed it: transport, timeout, a server error, or a tool result with `isError`.
     Failed,
     /// Nothing about the replica: the caller's own mistake caught before sending (invalid arguments, an unknown
-    /// tool, an unusable schema), a cancellation, or a credential that does not fit. Counting these as failures
-    /// would let one confused agent drain a healthy replica's weight.
+    /// tool), a cancellation, a credential that does not fit. Counting these as failures would let one confused
+    /// agent drain a healthy replica's weight.
     NoVerdict,
 }
 
 impl Verdict {
+    /// The breaker's classification ([`classify`]), with one difference: a tool result with `isError` counts
+    /// against the replica here. The breaker leaves deliberate tool errors out of a server's health; the router's
+    /// error rate (the seed's `error_rate`) is about which replica serves a tool *successfully*, and a replica that
+    /// answers everything with `isError` should lose weight.
     pub fn of(outcome: &Result<CallToolResult, CallError>) -> Verdict {
-        match outcome {
-            Ok(r) if !r.is_error => Verdict::Ok,
-            Ok(_) => Verdict::Failed,
-            Err(CallError::Local(
-                LocalError::InvalidArguments(_)
-                | LocalError::UnknownTool(_)
-                | LocalError::UnusableSchema(_)
-                | LocalError::Cancelled(_),
-            ))
-            | Err(CallError::Auth(_)) => Verdict::NoVerdict,
-            Err(_) => Verdict::Failed,
+        if matches!(outcome, Ok(r) if r.is_error) {
+            return Verdict::Failed;
+        }
+        match classify(outcome) {
+            BreakerVerdict::Success => Verdict::Ok,
+            BreakerVerdict::Ignore => Verdict::NoVerdict,
+            BreakerVerdict::Failure | BreakerVerdict::RetryAfter(_) => Verdict::Failed,
         }
     }
 }

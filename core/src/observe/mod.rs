@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use crate::client::RefetchReason;
 use crate::error::{CallError, TransportError};
+use crate::resilience::breaker::Transition;
+use crate::resilience::degraded::DegradedReason;
 use crate::transport::FrameError;
 
 /// Identifies a connection in events: the server it talks to and a per-client sequence number.
@@ -57,6 +59,17 @@ pub enum Event<'a> {
     Session {
         server: &'a str,
         what: SessionEvent,
+    },
+    /// A circuit breaker changed state.
+    Breaker {
+        server: &'a str,
+        tool: &'a str,
+        transition: &'a Transition,
+    },
+    /// The gateway declined a call and answered with a degraded result.
+    Degraded {
+        tool: &'a str,
+        reason: DegradedReason,
     },
     /// The tool list was fetched again because something said the cached one may be stale (schema drift).
     SchemaRefetched {
@@ -141,6 +154,8 @@ impl Observer for TracingObserver {
             | Event::Session { .. }
             | Event::ConnectionOpened { .. }
             | Event::SchemaRefetched { .. }
+            | Event::Breaker { .. }
+            | Event::Degraded { .. }
             | Event::LateResponseDropped { .. }
             | Event::ConnectionClosed { reason: TransportError::Shutdown, .. } => tracing::debug!(?event),
             Event::ConnectionClosed { .. }

@@ -128,9 +128,27 @@ impl RetryPlan {
         error: &CallError,
         now: Instant,
         rng: &SeededRng,
-        budget: &mut RetryBudget,
+        budget: Option<&mut RetryBudget>,
     ) -> Result<Duration, GiveUp> {
-        if !error.retry_allowed(self.idempotent) {
+        self.next_if(error.retry_allowed(self.idempotent), now, rng, budget)
+    }
+
+    /// Whether the operation may be retried automatically (see [`RetryPlan::new`]).
+    pub fn idempotent(&self) -> bool {
+        self.idempotent
+    }
+
+    /// [`RetryPlan::next`] with the caller's own verdict on whether the failure is retryable — a gateway that knows
+    /// the failure was the replica's (a server error from one of several replicas) may retry an idempotent call
+    /// elsewhere where the error class alone would not.
+    pub fn next_if(
+        &self,
+        retryable: bool,
+        now: Instant,
+        rng: &SeededRng,
+        budget: Option<&mut RetryBudget>,
+    ) -> Result<Duration, GiveUp> {
+        if !retryable {
             return Err(GiveUp::NotRetryable);
         }
         if self.attempts >= self.policy.max_attempts {
@@ -140,7 +158,8 @@ impl RetryPlan {
         if now + delay >= self.deadline {
             return Err(GiveUp::Deadline);
         }
-        if !budget.try_withdraw(now) {
+        // No budget: the policy's attempts and the deadline are the only limits.
+        if budget.is_some_and(|b| !b.try_withdraw(now)) {
             return Err(GiveUp::Budget);
         }
         Ok(delay)
@@ -192,29 +211,29 @@ mod tests {
 
         let mut plan = RetryPlan::new(policy.clone(), t0 + Duration::from_secs(60), true);
         plan.start_attempt();
-        assert_eq!(plan.next(&closed, t0, &rng, &mut budget), Ok(Duration::from_secs(1)));
+        assert_eq!(plan.next(&closed, t0, &rng, Some(&mut budget)), Ok(Duration::from_secs(1)));
         plan.start_attempt();
-        assert_eq!(plan.next(&closed, t0, &rng, &mut budget), Ok(Duration::from_secs(2)));
+        assert_eq!(plan.next(&closed, t0, &rng, Some(&mut budget)), Ok(Duration::from_secs(2)));
         plan.start_attempt();
-        assert_eq!(plan.next(&closed, t0, &rng, &mut budget), Err(GiveUp::Attempts));
+        assert_eq!(plan.next(&closed, t0, &rng, Some(&mut budget)), Err(GiveUp::Attempts));
 
         let cancelled = CallError::Local(LocalError::Cancelled("user".into()));
-        assert_eq!(plan.next(&cancelled, t0, &rng, &mut budget), Err(GiveUp::NotRetryable));
+        assert_eq!(plan.next(&cancelled, t0, &rng, Some(&mut budget)), Err(GiveUp::NotRetryable));
         let mut not_idempotent = RetryPlan::new(policy.clone(), t0 + Duration::from_secs(60), false);
         not_idempotent.start_attempt();
-        assert_eq!(not_idempotent.next(&closed, t0, &rng, &mut budget), Err(GiveUp::NotRetryable));
+        assert_eq!(not_idempotent.next(&closed, t0, &rng, Some(&mut budget)), Err(GiveUp::NotRetryable));
 
         // The deadline covers every attempt: 1.5 s left cannot fit a 2 s backoff.
         let mut late = RetryPlan::new(policy.clone(), t0 + Duration::from_millis(2500), true);
         late.start_attempt();
         late.start_attempt();
-        assert_eq!(late.next(&closed, t0 + Duration::from_secs(1), &rng, &mut budget), Err(GiveUp::Deadline));
+        assert_eq!(late.next(&closed, t0 + Duration::from_secs(1), &rng, Some(&mut budget)), Err(GiveUp::Deadline));
 
         let empty = BudgetConfig { min_per_sec: 0.0, ..BudgetConfig::default() };
         let mut broke = RetryBudget::new(empty, t0).unwrap();
         let mut plan = RetryPlan::new(policy, t0 + Duration::from_secs(60), true);
         plan.start_attempt();
-        assert_eq!(plan.next(&closed, t0, &rng, &mut broke), Err(GiveUp::Budget));
+        assert_eq!(plan.next(&closed, t0, &rng, Some(&mut broke)), Err(GiveUp::Budget));
         assert_eq!(GiveUp::Budget.as_str(), "budget_exhausted");
     }
 }
