@@ -56,6 +56,9 @@ fn schema_drift_passes_with_the_default_profile_and_fails_with_the_naive_one() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let primary = summary(&out);
     assert_eq!(primary["totals"]["stale_sends"], 0);
+    // The servers' own count agrees: the drift was hit, by no more than the calls in flight when it happened.
+    let refused = primary["totals"]["schema_refusals"].as_u64().unwrap_or_default();
+    assert!((1..=10).contains(&refused), "{primary}");
     assert!(primary["totals"]["error_window_s"].as_u64().is_some_and(|w| w <= 2), "{primary}");
 
     // The contrast run (naive) is written beside it, fails, and does not change the exit code.
@@ -66,12 +69,17 @@ fn schema_drift_passes_with_the_default_profile_and_fails_with_the_naive_one() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("profiles side by side") && stdout.contains("  naive "), "{stdout}");
 
-    // The naive profile as primary: its checks decide the exit code, and the contrast is then the default.
+    // The naive profile as primary: its checks decide the exit code, and the contrast is then the default. With
+    // the TypeScript SDK's -32602 refusals the stale sends are counted on the wire, and agree with the isError form.
     let out = scratch("drift-naive");
-    let sets = [SHORT_DRIFT, &["gateway.profile=naive"]].concat();
+    let sets = [SHORT_DRIFT, &["gateway.profile=naive", "servers[0].validation_error=invalid_params"]].concat();
     let o = sim(scenario, &out, &sets);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert_eq!(failed(&summary(&out)), ["stale_sends", "error_window_s"]);
+    let primary = summary(&out);
+    assert_eq!(failed(&primary), ["stale_sends", "error_window_s"]);
+    assert_eq!(primary["totals"]["stale_sends"], naive["totals"]["stale_sends"], "{primary}\n{naive}");
+    let (stale, refused) = (&primary["totals"]["stale_sends"], &primary["totals"]["schema_refusals"]);
+    assert!(stale.as_u64() < refused.as_u64(), "the first refusal per pair is not stale: {stale} of {refused}");
     assert!(failed(&summary(&out.join("contrast-default"))).is_empty());
 }
 

@@ -42,10 +42,11 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
     );
     let _ = writeln!(
         s,
-        "  sessions   profile {}  stale sends {}  error window {} s  session errors {}  auth errors {}  \
+        "  sessions   profile {}  stale sends {} (of {} refused)  error window {} s  session errors {}  auth errors {}  \
          re-handshakes {}  renewals {}",
         run.profile,
         grouped(t.stale_sends),
+        grouped(t.schema_refusals),
         grouped(t.error_window_s),
         grouped(t.session_errors),
         grouped(t.auth_errors),

@@ -108,6 +108,9 @@ pub struct Totals {
     /// such a refusal from the same replica since the replica's last drift: sends the gateway could have known to
     /// be stale. The first refusal per pair and drift, and calls already in flight when it arrived, do not count.
     pub stale_sends: u64,
+    /// Every tool call the servers refused for arguments their current schema rejects (the servers' own count: sent
+    /// while the gateway could not yet know, sent knowing, and hidden by a resend alike).
+    pub schema_refusals: u64,
     /// Attempts that ended with session-not-found as the agent sees it (after any transparent re-handshake).
     pub session_errors: u64,
     /// Attempts that ended with an auth mismatch.

@@ -96,7 +96,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", run.reproduce);
 
     s.push_str("## Totals\n\n| metric | value |\n|---|---:|\n");
-    let rows: [(&str, String); 23] = [
+    let rows: [(&str, String); 24] = [
         ("offered (logical calls)", grouped(t.offered)),
         ("completed", grouped(t.completed)),
         ("ok", grouped(t.ok)),
@@ -115,6 +115,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
         ("simulated time", format!("{} s", short(run.sim_seconds, 3))),
         ("gateway profile", run.profile.clone()),
         ("stale sends", grouped(t.stale_sends)),
+        ("schema refusals (servers' count)", grouped(t.schema_refusals)),
         ("error window (s over 1% errors)", grouped(t.error_window_s)),
         ("session errors", grouped(t.session_errors)),
         ("auth errors", grouped(t.auth_errors)),

@@ -287,3 +287,92 @@ fn drift_of(f: &Fault) -> Option<Drift> {
         DriftKind::Version => Drift::Version { version: f.version.clone()? },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::FakeServer;
+    use crate::scenario::load_str;
+
+    const SCENARIO: &str = r#"name = "t"
+duration = "10s"
+
+[[servers]]
+name = "a"
+replicas = 2
+
+[[servers.tools]]
+name = "echo"
+
+[load]
+mode = "closed"
+sessions = 1
+hosts = 2
+
+[[load.mix]]
+server = "a"
+tool = "echo"
+
+[[faults]]
+kind = "schema_drift"
+target = "a#1"
+start = "1s"
+what = "add_required"
+tool = "echo"
+param = "region"
+schema = { type = "string", default = "eu" }
+
+[[faults]]
+kind = "clock_skew"
+target = "gateway"
+start = "2s"
+offset = "-3m"
+
+[[faults]]
+kind = "clock_skew"
+target = "a"
+start = "3s"
+duration = "2s"
+jump = "+30s"
+reset = true
+"#;
+
+    fn handles(s: &Scenario) -> Handles {
+        let mut h = Handles::default();
+        for r in 0..2 {
+            let host = server_host("a", r);
+            let server = FakeServer::new(s.servers[0].fake_config(r, 1)).expect("valid");
+            h.controls.insert(host.clone(), server.control());
+            h.clocks.insert(host, SimClock::default());
+        }
+        for l in 0..2 {
+            h.clocks.insert(load_host(l), SimClock::default());
+        }
+        h
+    }
+
+    #[test]
+    fn instant_faults_have_no_end_and_skews_stay_unless_reset() {
+        let s = load_str(SCENARIO, "t.toml", &[]).expect("valid scenario");
+        let h = handles(&s);
+        let mut timeline = Timeline::new(&s);
+        let secs = Duration::from_secs;
+        let mut log = Vec::new();
+        for t in timeline.due(secs(10)) {
+            log.extend(timeline.apply(t, &h, t.at));
+        }
+        // The drift reached replica 1 only; its new parameter is listed with the default agents fill in.
+        let listed = |r| h.controls[&server_host("a", r)].listed_tools()[0].input_schema.clone();
+        assert_eq!(listed(1)["required"], serde_json::json!(["region"]));
+        assert!(listed(0).get("required").is_none());
+        assert!(log.contains(&NetAction::Log("a-1".into(), "schema_drift", "applied".into())), "{log:?}");
+        // The gateway's clocks keep their skew (no reset); the servers' jump was undone at the end.
+        for l in 0..2 {
+            assert_eq!(h.clocks[&load_host(l)].skew_ms(secs(9)), -180_000);
+        }
+        assert_eq!(h.clocks[&server_host("a", 0)].skew_ms(secs(9)), 0);
+        let windows = timeline.windows();
+        let spans: Vec<(f64, f64)> = windows.iter().map(|w| (w.start_s, w.end_s)).collect();
+        assert_eq!(spans, [(1.0, 1.0), (2.0, 10.0), (3.0, 5.0)], "drift: a line; lasting skew: to the end");
+    }
+}

@@ -99,7 +99,11 @@ impl Clients {
                         stream += 1;
                         let name = server_host(&s.name, r);
                         let dialer = Arc::new(TurmoilDialer { host: name.clone(), port: SERVER_PORT });
-                        let observer = Arc::new(SimObserver { recorder: plan.recorder.clone(), host: host.to_owned() });
+                        let observer = Arc::new(SimObserver {
+                            recorder: plan.recorder.clone(),
+                            host: host.to_owned(),
+                            replica: name.clone(),
+                        });
                         Arc::new(
                             McpClient::new(name, dialer, config.clone())
                                 .with_observer(observer)
@@ -303,4 +307,33 @@ async fn logical_call(plan: &LoadPlan, clients: &Clients, target: &Target, inten
     }
     let now = LoadPlan::now();
     recorder.logical_done(now, now.saturating_sub(intended), outcome);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agents_fill_missing_required_parameters_from_the_schema() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "q": {"type": "string"},
+                "region": {"type": "string", "default": "eu"},
+                "limit": {"type": "integer", "examples": [25, 50]},
+                "exact": {"type": ["boolean", "null"]},
+                "tags": {"type": "array"},
+                "anything": {}
+            },
+            "required": ["q", "region", "limit", "exact", "tags", "anything", "undeclared"]
+        });
+        let filled = fill_required(&schema, &json!({"q": "mine", "extra": 1}));
+        let expected = json!({"q": "mine", "extra": 1, "region": "eu", "limit": 25, "exact": false, "tags": [],
+            "anything": null, "undeclared": null});
+        assert_eq!(filled, expected, "given values stay, defaults then examples then zeros fill the rest");
+        // Optional properties are left alone, and a schema without `required` changes nothing.
+        let optional = json!({"type": "object", "properties": {"n": {"type": "integer", "default": 3}}});
+        assert_eq!(fill_required(&optional, &json!({})), json!({}));
+        assert_eq!(fill_required(&json!({"required": "nope"}), &json!({"a": 1})), json!({"a": 1}));
+    }
 }

@@ -146,6 +146,7 @@ pub fn run(
 
     let (seconds, events, mut totals) = recorder.finish(finished_at);
     totals.error_window_s = error_window(&seconds, scenario);
+    totals.schema_refusals = handles.controls.values().map(|c| c.stats().schema_rejections).sum();
     let calls = recorder.take_calls();
     let checks = evaluate_checks(scenario, &totals);
     let run = RunData {

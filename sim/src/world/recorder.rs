@@ -55,9 +55,10 @@ pub enum AttemptVerdict {
 }
 
 impl AttemptVerdict {
-    /// Reads a finished attempt. A stale-schema refusal is recognised as the fake servers phrase it: -32602 naming
-    /// the tool's arguments (the TypeScript SDK's way) or an `isError` result starting `Input validation error:`
-    /// (the Python SDK's way).
+    /// Reads a finished attempt as the agent sees it. A stale-schema refusal is recognised here only in the Python
+    /// SDK's form, an `isError` result starting `Input validation error:`; the -32602 form is counted per request on
+    /// the wire by [`SimObserver`] instead (see [`is_stale_refusal`]), which also sees the refusals the gateway hid
+    /// by a transparent resend.
     pub fn of(result: Result<&CallToolResult, &CallError>) -> AttemptVerdict {
         match result {
             Ok(r) if r.is_error && r.joined_text().starts_with("Input validation error:") => Self::StaleSchema,
@@ -65,14 +66,16 @@ impl AttemptVerdict {
             Err(CallError::Auth(_)) => Self::Auth,
             Err(CallError::Protocol(e)) if e.code() == ErrorCode::AUTH_MISMATCH => Self::Auth,
             Err(CallError::Protocol(e)) if is_session_not_found(e) => Self::SessionNotFound,
-            Err(CallError::Protocol(e))
-                if e.code() == ErrorCode::INVALID_PARAMS && e.message.starts_with("Invalid arguments for tool") =>
-            {
-                Self::StaleSchema
-            }
             Err(_) => Self::Plain,
         }
     }
+}
+
+/// Whether a request's error is a server's refusal of its arguments against the tool's current schema, the
+/// TypeScript SDK's way (as the fake servers with `validation_error = "invalid_params"` phrase it).
+pub fn is_stale_refusal(error: &CallError) -> bool {
+    matches!(error, CallError::Protocol(e)
+        if e.code() == ErrorCode::INVALID_PARAMS && e.message.starts_with("Invalid arguments for tool"))
 }
 
 #[derive(Debug)]
@@ -135,6 +138,25 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// Counts a stale send when the pair had already received a refusal (since the replica's last drift) before
+    /// this one was sent; otherwise remembers the first refusal's arrival.
+    fn stale_refusal(&mut self, load_host: &str, replica: &str, sent: Duration, now: Duration) {
+        let epoch = self.drift_epoch.get(replica).copied().unwrap_or_default();
+        let key = (load_host.to_owned(), replica.to_owned(), epoch);
+        match self.first_refusal.get(&key) {
+            Some(first) if sent > *first => {
+                self.bucket(now).stale_sends += 1;
+                self.totals.stale_sends += 1;
+            }
+            Some(_) => {}
+            None => {
+                self.first_refusal.insert(key, now);
+            }
+        }
+    }
+}
+
 impl Recorder {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
@@ -187,21 +209,13 @@ impl Recorder {
                 inner.bucket(now).auth_errors += 1;
                 inner.totals.auth_errors += 1;
             }
-            AttemptVerdict::StaleSchema => {
-                let epoch = inner.drift_epoch.get(replica).copied().unwrap_or_default();
-                let key = (load_host.to_owned(), replica.to_owned(), epoch);
-                match inner.first_refusal.get(&key) {
-                    Some(first) if sent > *first => {
-                        inner.bucket(now).stale_sends += 1;
-                        inner.totals.stale_sends += 1;
-                    }
-                    Some(_) => {}
-                    None => {
-                        inner.first_refusal.insert(key, now);
-                    }
-                }
-            }
+            AttemptVerdict::StaleSchema => inner.stale_refusal(load_host, replica, sent, now),
         }
+    }
+
+    /// A request from `load_host` to `replica`, sent at `sent`, came back at `now` refused for a stale schema.
+    pub fn stale_refusal(&self, load_host: &str, replica: &str, sent: Duration, now: Duration) {
+        self.lock().stale_refusal(load_host, replica, sent, now);
     }
 
     /// A session event from a load host's gateway core.
@@ -318,11 +332,15 @@ fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
-/// The core's observer on a load host: connection lifecycle becomes events on the timeline.
+/// The core's observer on a load host, for its client of one server replica: connection lifecycle and session
+/// changes become events on the timeline, and every `tools/call` refused for a stale schema is counted (with its
+/// send time, `now − latency`), including those the gateway then hid by a transparent resend.
 #[derive(Debug)]
 pub struct SimObserver {
     pub recorder: Recorder,
     pub host: String,
+    /// The server replica this client talks to.
+    pub replica: String,
 }
 
 impl Observer for SimObserver {
@@ -334,6 +352,12 @@ impl Observer for SimObserver {
             }
             Event::ConnectionOpened { server, .. } => {
                 self.recorder.event(now, "connection_opened", server, format!("from {}", self.host));
+            }
+            Event::RequestFinished { method, latency, error: Some(error), .. }
+                if *method == mcpstorm_core::mcp::method::TOOLS_CALL && is_stale_refusal(error) =>
+            {
+                let sent = now.saturating_sub(*latency);
+                self.recorder.stale_refusal(&self.host, &self.replica, sent, now);
             }
             Event::Session { server, what } => {
                 self.recorder.session_event(now, *what);
