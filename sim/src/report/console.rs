@@ -40,19 +40,23 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
         ms(t.p999_ms),
         ms(t.max_ms)
     );
-    let _ = writeln!(
-        s,
-        "  sessions   profile {}  stale sends {} (of {} refused)  error window {} s  session errors {}  auth errors {}  \
-         re-handshakes {}  renewals {}",
-        run.profile,
-        grouped(t.stale_sends),
-        grouped(t.schema_refusals),
-        grouped(t.error_window_s),
-        grouped(t.session_errors),
-        grouped(t.auth_errors),
-        grouped(t.rehandshakes),
-        grouped(t.renewals)
-    );
+    // Only for runs where sessions, auth or schemas did something: the line is noise for the others.
+    let touched = [t.stale_sends, t.schema_refusals, t.session_errors, t.auth_errors, t.rehandshakes, t.renewals];
+    if run.profile != "default" || touched.iter().any(|n| *n > 0) {
+        let _ = writeln!(
+            s,
+            "  sessions   profile {}  stale sends {} (of {} refused)  error window {} s  session errors {}  auth errors {}  \
+             re-handshakes {}  renewals {}",
+            run.profile,
+            grouped(t.stale_sends),
+            grouped(t.schema_refusals),
+            grouped(t.error_window_s),
+            grouped(t.session_errors),
+            grouped(t.auth_errors),
+            grouped(t.rehandshakes),
+            grouped(t.renewals)
+        );
+    }
     if run.checks.is_empty() {
         let _ = writeln!(s, "  checks     none configured");
     }
