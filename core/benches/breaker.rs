@@ -14,6 +14,7 @@
 //! `cargo test --benches` does) it makes a 10,000-operation smoke run.
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcpstorm_core::resilience::breaker::{Breaker, BreakerConfig, Gate, Verdict, WindowConfig};
@@ -68,7 +69,7 @@ fn pure(window: WindowConfig, ops: u64) -> f64 {
     start.elapsed().as_nanos() as f64 / ops as f64
 }
 
-fn gate_loop(gate: &Gate, t0: Instant, ops: u64) {
+fn gate_loop(gate: &Arc<Gate>, t0: Instant, ops: u64) {
     for i in 0..ops {
         let now = t0 + Duration::from_micros(i);
         if let Ok(permit) = gate.try_acquire(now).decision {
@@ -90,12 +91,11 @@ fn gate(window: WindowConfig, ops: u64) -> f64 {
 fn two_threads(shared: bool, ops: u64) -> f64 {
     let t0 = Instant::now();
     let a = Gate::new(new_breaker(time_window(), t0));
-    let own = Gate::new(new_breaker(time_window(), t0));
-    let b = if shared { &a } else { &own };
+    let b = if shared { a.clone() } else { Gate::new(new_breaker(time_window(), t0)) };
     let start = Instant::now();
     std::thread::scope(|s| {
         s.spawn(|| gate_loop(&a, t0, ops));
-        s.spawn(|| gate_loop(b, t0, ops));
+        s.spawn(|| gate_loop(&b, t0, ops));
     });
     start.elapsed().as_nanos() as f64 / ops as f64
 }

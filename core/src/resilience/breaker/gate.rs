@@ -8,7 +8,7 @@
 //! The lock is a plain mutex held for a few field updates, never across an await: cheaper than any lock-free scheme
 //! that would have to keep the window's totals consistent, as the bench (`core/benches/breaker.rs`) shows.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -23,8 +23,8 @@ pub struct Gate {
 }
 
 impl Gate {
-    pub fn new(breaker: Breaker) -> Self {
-        Gate { breaker: Mutex::new(breaker) }
+    pub fn new(breaker: Breaker) -> Arc<Self> {
+        Arc::new(Gate { breaker: Mutex::new(breaker) })
     }
 
     fn lock(&self) -> MutexGuard<'_, Breaker> {
@@ -33,9 +33,9 @@ impl Gate {
     }
 
     /// Admits a call or says why not. The permit records the outcome; see the module docs for drops.
-    pub fn try_acquire(&self, now: Instant) -> Admission<Permit<'_>> {
+    pub fn try_acquire(self: &Arc<Self>, now: Instant) -> Admission<Permit> {
         let Admission { decision, transition } = self.lock().try_acquire(now);
-        let decision = decision.map(|ticket| Permit { gate: Some(self), ticket, admitted_at: now });
+        let decision = decision.map(|ticket| Permit { gate: Some(self.clone()), ticket, admitted_at: now });
         Admission { decision, transition }
     }
 
@@ -70,19 +70,15 @@ impl Gate {
 }
 
 /// One admitted call. Record its outcome with [`Permit::record`]; dropping it unrecorded counts as ignored.
-///
-/// It borrows its gate rather than sharing ownership: no reference-count traffic on the call path (two atomic
-/// operations per call, contended ones when many tasks use one breaker). A task that outlives the caller's borrow
-/// holds an `Arc<Gate>` and takes the permit from it inside the task.
 #[derive(Debug)]
-pub struct Permit<'a> {
+pub struct Permit {
     /// `None` once recorded, so `Drop` knows there is nothing left to release.
-    gate: Option<&'a Gate>,
+    gate: Option<Arc<Gate>>,
     ticket: Ticket,
     admitted_at: Instant,
 }
 
-impl Permit<'_> {
+impl Permit {
     pub fn admitted_at(&self) -> Instant {
         self.admitted_at
     }
@@ -99,7 +95,7 @@ impl Permit<'_> {
     }
 }
 
-impl Drop for Permit<'_> {
+impl Drop for Permit {
     fn drop(&mut self) {
         if let Some(gate) = self.gate.take() {
             gate.lock().release(self.ticket);
