@@ -17,7 +17,7 @@ use super::plot::{
     label_faults, linear_axis, mesh, shade_faults, text, tick, time_axis,
 };
 use super::summary::verdict;
-use super::timeline::{TIME_DESC, build, draw_segments, mid};
+use super::timeline::{TIME_DESC, build, draw_segments_width, mid};
 
 pub(crate) const CONTRAST: &str = "contrast";
 const HEAD_H: u32 = 70;
@@ -68,9 +68,10 @@ impl ContrastFigure<'_> {
         let mut chart = build(&body, &time, y.lin(), &lane, false)?;
         mesh(&mut chart, TIME_DESC, y_desc, &|v| tick(*v))?;
         shade_faults(&chart, faults, time.hi)?;
-        for (run, color) in self.runs() {
+        // The primary run wide and first, the contrast thin on top: where they coincide both stay visible.
+        for ((run, color), width) in self.runs().into_iter().zip([5, 2]) {
             let pts: Vec<(f64, f64)> = run.seconds.iter().filter_map(|r| Some((mid(r), metric(r)?))).collect();
-            draw_segments(&mut chart, &pts, color)?;
+            draw_segments_width(&mut chart, &pts, color, width)?;
         }
         label_faults(&body, &chart, faults, time.hi, &lane)
     }

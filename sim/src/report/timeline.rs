@@ -322,11 +322,26 @@ where
     DB: DrawingBackend,
     Y: Ranged<ValueType = f64>,
 {
+    draw_segments_width(chart, pts, color, 2)
+}
+
+/// [`draw_segments`] with lines `width` pixels wide (a wide line drawn first stays visible under a thin one that
+/// coincides with it).
+pub(crate) fn draw_segments_width<DB, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<Lin, Y>>,
+    pts: &[(f64, f64)],
+    color: RGBColor,
+    width: u32,
+) -> PlotResult<()>
+where
+    DB: DrawingBackend,
+    Y: Ranged<ValueType = f64>,
+{
     for seg in segments(pts, 1.0) {
         if let [p] = seg[..] {
-            chart.draw_series([Circle::new(p, 3, color.filled())]).map_err(err)?;
+            chart.draw_series([Circle::new(p, width + 1, color.filled())]).map_err(err)?;
         } else {
-            chart.draw_series(LineSeries::new(seg, color.stroke_width(2))).map_err(err)?;
+            chart.draw_series(LineSeries::new(seg, color.stroke_width(width))).map_err(err)?;
         }
     }
     Ok(())
