@@ -4,6 +4,9 @@
 //! load-generator hosts that each multiplex hundreds of agent sessions. The step loop applies the fault timeline
 //! between steps, samples gauges once per simulated second, and after the load ends lets every started call reach
 //! its outcome (bounded by a drain limit; anything left is reported as `lost`).
+//!
+//! Every host has its own wall clock (`SimClock`): each server replica's decides when its sessions expire, each load
+//! host's is the gateway's, and `clock_skew` faults move them apart. Monotonic time stays turmoil's, shared by all.
 
 mod clock;
 mod faults;
