@@ -168,14 +168,15 @@ fn timeseries_header_and_known_row() {
     assert_eq!(
         lines[0],
         "t,offered,completed,ok,err_protocol,err_lifecycle,err_transport,err_local,err_tool,err_auth,p50_ms,p95_ms,\
-         p99_ms,in_flight,attempts,retries,stale_sends,session_errors,auth_errors,rehandshakes,renewals,errors,error_rate"
+         p99_ms,in_flight,attempts,retries,stale_sends,session_errors,auth_errors,rehandshakes,renewals,open_breakers,\
+         degraded,errors,error_rate,amplification"
     );
     assert_eq!(lines.len(), 61, "header + one row per second");
     let r = &storm_run().seconds[31];
     // Second 31: spike, burst and the one protocol error; values recomputed from the fixture, formatted by hand.
     let errors = r.err_transport + r.err_tool + 1;
     let expected = format!(
-        "31,{},{},{},1,0,{},0,{},0,{:.3},{:.3},{:.3},60,{},{},0,0,0,0,0,{},{:.4}",
+        "31,{},{},{},1,0,{},0,{},0,{:.3},{:.3},{:.3},60,{},{},0,0,0,0,0,0,0,{},{:.4},{:.4}",
         r.offered,
         r.completed,
         r.ok,
@@ -187,12 +188,13 @@ fn timeseries_header_and_known_row() {
         r.attempts,
         r.retries,
         errors,
-        errors as f64 / r.completed as f64
+        errors as f64 / r.completed as f64,
+        r.attempts as f64 / r.offered as f64
     );
     assert_eq!(lines[32], expected);
     // A quiet second, fully literal: jitter-free fields only.
     assert!(lines[1].starts_with("0,"));
-    assert!(lines[1].ends_with(",0,0.0000"), "no errors, rate 0: {}", lines[1]);
+    assert!(lines[1].contains(",0,0.0000,"), "no errors, rate 0: {}", lines[1]);
     assert!(csv.ends_with('\n') && !csv.contains('\r'));
 
     let events = read_text(&dir, "events.csv");
@@ -379,7 +381,10 @@ fn no_completed_calls() {
     run.faults = vec![FaultWindow { label: "hang api".into(), start_s: 0.0, end_s: 10.0 }];
     write_run(&dir, &run, &wall(1)).unwrap();
     let csv = read_text(&dir, "timeseries.csv");
-    assert_eq!(csv.lines().nth(1).unwrap(), "0,50,0,0,0,0,0,0,0,0,0.000,0.000,0.000,50,50,0,0,0,0,0,0,0,0.0000");
+    assert_eq!(
+        csv.lines().nth(1).unwrap(),
+        "0,50,0,0,0,0,0,0,0,0,0.000,0.000,0.000,50,50,0,0,0,0,0,0,0,0,0,0.0000,1.0000"
+    );
     decode(&read(&dir, "p99.png"));
     decode(&read(&dir, "errors.png"));
 }

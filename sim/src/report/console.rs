@@ -6,7 +6,7 @@ use std::path::Path;
 use super::data::{RunData, WallClock};
 use super::num::{finite, grouped, ms, pct, short};
 use super::plot;
-use super::summary::{clean_totals, timing, verdict};
+use super::summary::{clean_totals, degraded_by_reason, timing, verdict};
 
 /// Totals, checks, where the report went, how fast the simulation ran, and the command that reproduces the run.
 pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
@@ -55,6 +55,21 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
             grouped(t.auth_errors),
             grouped(t.rehandshakes),
             grouped(t.renewals)
+        );
+    }
+    // Only for runs with fault windows or a gateway that protected something.
+    if t.amplification_during_fault > 0.0 || t.breaker_opens > 0 || !t.degraded.is_empty() {
+        let _ = writeln!(
+            s,
+            "  resilience amplification during faults {}x  healthy P99 {} -> {} ({}x)  recovery {} s  breaker opens {}  \
+             degraded {}",
+            short(t.amplification_during_fault, 3),
+            ms(t.healthy_p99_before_ms),
+            ms(t.healthy_p99_during_ms),
+            short(t.healthy_p99_ratio, 3),
+            short(t.recovery_s, 3),
+            grouped(t.breaker_opens),
+            degraded_by_reason(&t)
         );
     }
     if run.checks.is_empty() {

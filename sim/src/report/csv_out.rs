@@ -14,8 +14,9 @@ const MS_DECIMALS: usize = 3;
 /// Decimals for rates in `[0, 1]`.
 const RATE_DECIMALS: usize = 4;
 
-/// The header of `timeseries.csv`: [`SecondRow`]'s fields in declaration order, then the derived columns.
-pub(crate) const TIMESERIES_HEADER: [&str; 23] = [
+/// The header of `timeseries.csv`: [`SecondRow`]'s fields in declaration order, then the derived columns (`errors`,
+/// `error_rate`, `amplification` = attempts / offered).
+pub(crate) const TIMESERIES_HEADER: [&str; 26] = [
     "t",
     "offered",
     "completed",
@@ -37,8 +38,11 @@ pub(crate) const TIMESERIES_HEADER: [&str; 23] = [
     "auth_errors",
     "rehandshakes",
     "renewals",
+    "open_breakers",
+    "degraded",
     "errors",
     "error_rate",
+    "amplification",
 ];
 
 /// Failed logical calls over completed ones in one second, 0 when none completed.
@@ -73,10 +77,13 @@ pub(crate) fn timeseries(rows: &[SecondRow]) -> Result<Vec<u8>, csv::Error> {
             r.auth_errors,
             r.rehandshakes,
             r.renewals,
+            r.open_breakers,
+            r.degraded,
             r.errors(),
         ];
         rec.extend(counts.iter().map(u64::to_string));
         rec.push(fixed(error_rate(r), RATE_DECIMALS));
+        rec.push(fixed(r.amplification(), RATE_DECIMALS));
         w.write_record(&rec)?;
     }
     finish(w)
@@ -108,7 +115,8 @@ mod tests {
         let bytes = w.into_inner().unwrap();
         let text = String::from_utf8(bytes).unwrap();
         let serde_header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
-        assert_eq!(serde_header, TIMESERIES_HEADER[..TIMESERIES_HEADER.len() - 2]);
+        // The derived columns: errors, error_rate, amplification.
+        assert_eq!(serde_header, TIMESERIES_HEADER[..TIMESERIES_HEADER.len() - 3]);
     }
 
     #[test]

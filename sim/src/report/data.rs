@@ -4,6 +4,7 @@
 //! values, and the CSV and JSON written from them are byte-identical. Wall-clock figures live only in
 //! [`WallClock`], which goes to the console and `summary.md`, never to CSV or JSON.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -45,9 +46,18 @@ pub struct SecondRow {
     /// Sessions the gateway replaced with a new handshake, and sessions it renewed, this second.
     pub rehandshakes: u64,
     pub renewals: u64,
+    /// Breakers open at the end of the second, summed over the load hosts' gateways.
+    pub open_breakers: u64,
+    /// Calls the gateways answered with a degraded result this second.
+    pub degraded: u64,
 }
 
 impl SecondRow {
+    /// Attempts per logical call offered this second (0 when none was offered).
+    pub fn amplification(&self) -> f64 {
+        if self.offered == 0 { 0.0 } else { self.attempts as f64 / self.offered as f64 }
+    }
+
     pub fn errors(&self) -> u64 {
         self.err_protocol + self.err_lifecycle + self.err_transport + self.err_local + self.err_tool + self.err_auth
     }
@@ -121,6 +131,20 @@ pub struct Totals {
     /// One-second buckets from the first fault's start (from 0 without faults) whose share of failed logical calls
     /// exceeds 1%: how long the faults visibly hurt.
     pub error_window_s: u64,
+    /// Attempts per logical call over the seconds the fault windows touch (the gateway's own retries included).
+    pub amplification_during_fault: f64,
+    /// P99 of logical calls to servers no fault targets, before the first fault and during the faults, and their
+    /// ratio (0 when a phase had no such calls).
+    pub healthy_p99_before_ms: f64,
+    pub healthy_p99_during_ms: f64,
+    pub healthy_p99_ratio: f64,
+    /// Seconds after the last fault until goodput held ≥ 95% of its pre-fault level for 3 s (see
+    /// `world::phases`).
+    pub recovery_s: f64,
+    /// Breaker transitions to open, over every load host's gateway.
+    pub breaker_opens: u64,
+    /// Degraded results by reason (`breaker_open`, `retry_budget_exhausted`, ...).
+    pub degraded: BTreeMap<String, u64>,
 }
 
 /// A finished run, ready to write.

@@ -37,6 +37,11 @@ pub(crate) fn clean_totals(t: &Totals) -> Totals {
         p999_ms: finite(t.p999_ms),
         max_ms: finite(t.max_ms),
         ok_per_s: finite(t.ok_per_s),
+        amplification_during_fault: finite(t.amplification_during_fault),
+        healthy_p99_before_ms: finite(t.healthy_p99_before_ms),
+        healthy_p99_during_ms: finite(t.healthy_p99_during_ms),
+        healthy_p99_ratio: finite(t.healthy_p99_ratio),
+        recovery_s: finite(t.recovery_s),
         ..t.clone()
     }
 }
@@ -96,7 +101,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", run.reproduce);
 
     s.push_str("## Totals\n\n| metric | value |\n|---|---:|\n");
-    let rows: [(&str, String); 24] = [
+    let rows: [(&str, String); 31] = [
         ("offered (logical calls)", grouped(t.offered)),
         ("completed", grouped(t.completed)),
         ("ok", grouped(t.ok)),
@@ -121,6 +126,13 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
         ("auth errors", grouped(t.auth_errors)),
         ("re-handshakes", grouped(t.rehandshakes)),
         ("renewals", grouped(t.renewals)),
+        ("amplification during faults", format!("{}x", short(t.amplification_during_fault, 3))),
+        ("healthy servers' P99 before faults", ms(t.healthy_p99_before_ms)),
+        ("healthy servers' P99 during faults", ms(t.healthy_p99_during_ms)),
+        ("healthy P99 ratio (during / before)", short(t.healthy_p99_ratio, 3)),
+        ("recovery after the last fault", format!("{} s", short(t.recovery_s, 3))),
+        ("breaker openings", grouped(t.breaker_opens)),
+        ("degraded results", degraded_by_reason(&t)),
     ];
     for (name, value) in rows {
         let _ = writeln!(s, "| {name} | {value} |");
@@ -172,4 +184,14 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
         grouped(run.events.len() as u64)
     );
     s
+}
+
+/// `12 (breaker_open 10, retry_budget_exhausted 2)`, or `0`.
+pub(crate) fn degraded_by_reason(t: &Totals) -> String {
+    let total: u64 = t.degraded.values().sum();
+    if total == 0 {
+        return "0".to_owned();
+    }
+    let parts: Vec<String> = t.degraded.iter().map(|(r, n)| format!("{r} {}", grouped(*n))).collect();
+    format!("{} ({})", grouped(total), parts.join(", "))
 }

@@ -3,10 +3,11 @@
 //!
 //! Map: `model` (serde types, defaults in their doc tables) · `load` (the pipeline) · `doc` (the spanned TOML tree:
 //! spans to key paths and back) · `path` (key paths) · `overrides` (`--set`, sweeps) · `validate` (semantic rules) ·
-//! `error` (what the CLI prints) · `schema`.
+//! `error` (what the CLI prints) · `schema` · `layers` (the gateway's resilience tables).
 
 mod doc;
 mod error;
+pub mod layers;
 mod load;
 pub mod model;
 mod overrides;

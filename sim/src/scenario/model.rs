@@ -2,9 +2,9 @@
 //!
 //! Every table rejects unknown keys. Durations are strings with a unit (`"250ms"`, `"2s"`, `"1m"`).
 
-use std::time::Duration;
-
 use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use mcpstorm_core::session::ext::{AuthScheme, Credential, GatewayProfile, Secret};
 
+use super::layers::{BreakerSpec, BudgetSpec, LayerSpecs, RetrySpec, ThrottleSpec};
 use crate::fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError, both_eras};
 
 /// A duration written with a unit: `"250ms"`, `"2s"`, `"1m30s"`.
@@ -162,12 +163,18 @@ pub struct Scenario {
     pub report: ReportSpec,
 }
 
-/// The gateway core's session and schema behaviour on every load host, and its credentials.
+/// The gateway core's session and schema behaviour on every load host, its credentials and its resilience layers
+/// (see [`layers`](super::layers) for each table's keys).
 ///
 /// | key           | default     | meaning                                                                    |
 /// |---------------|-------------|----------------------------------------------------------------------------|
-/// | `profile`     | `"default"` | `"naive"`: expiry from the server's wall clock, no renewal, schemas cached forever |
+/// | `profile`     | `"default"` | `"naive"`: expiry from the server's wall clock, no renewal, schemas cached forever, every resilience layer off |
 /// | `credentials` | none        | `[{ scheme = "bearer", secret = "..." }]`, offered to servers declaring schemes; the secret never reaches any output |
+/// | `[gateway.breaker]`  | on (default profile) | a circuit breaker per (server, tool)                      |
+/// | `[gateway.retry]`    | on          | idempotent tools retried on another replica, backoff, one deadline         |
+/// | `[gateway.budget]`   | on          | retries per server ≤ ratio × requests + a floor                            |
+/// | `[gateway.throttle]` | on          | SRE adaptive throttling per server                                         |
+/// | `[gateway.fallbacks]`| none        | `tool = "fallback_tool"`, named in degraded results                        |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Gateway {
@@ -178,6 +185,35 @@ pub struct Gateway {
     /// Offered to servers that declare auth schemes, the first accepted one wins. Secrets are printed redacted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub credentials: Vec<CredentialSpec>,
+    /// Circuit breakers per (server, tool); absent = on with defaults (default profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<BreakerSpec>,
+    /// The gateway's own retries of idempotent tools; absent = on with defaults (default profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetrySpec>,
+    /// The per-server retry budget; absent = on with defaults (default profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetSpec>,
+    /// SRE adaptive throttling per server; absent = on with defaults (default profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle: Option<ThrottleSpec>,
+    /// Fallback tools named in degraded results: `inventory_lookup = "query_cached_inventory"`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fallbacks: BTreeMap<String, String>,
+}
+
+impl Gateway {
+    /// The resilience layers' specs as one view.
+    pub fn layers(&self) -> LayerSpecs<'_> {
+        LayerSpecs {
+            profile: self.profile,
+            breaker: self.breaker.as_ref(),
+            retry: self.retry.as_ref(),
+            budget: self.budget.as_ref(),
+            throttle: self.throttle.as_ref(),
+            fallbacks: &self.fallbacks,
+        }
+    }
 }
 
 /// One configured credential.
@@ -647,6 +683,17 @@ pub struct Checks {
     /// Attempts that ended with an auth mismatch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_errors: Option<u64>,
+    /// Attempts (the gateway's retries included) per logical call, over the seconds of the fault windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amplification_during_fault: Option<f64>,
+    /// P99 of logical calls to servers no fault targets, during the fault windows, over their P99 before the first
+    /// fault: whether a sick server hurt the healthy ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy_p99_ratio: Option<f64>,
+    /// Seconds after the last fault ends until goodput is back to ≥ 95% of its pre-fault level for 3 seconds in a
+    /// row (never back: the rest of the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_s: Option<f64>,
 }
 
 fn zero_lost() -> Option<u64> {
@@ -663,6 +710,9 @@ impl Default for Checks {
             error_window_s: None,
             session_errors: None,
             auth_errors: None,
+            amplification_during_fault: None,
+            healthy_p99_ratio: None,
+            recovery_s: None,
         }
     }
 }

@@ -911,3 +911,30 @@ fn sweeps_keep_the_real_secrets_and_the_profile_can_be_set() {
         assert_eq!(run.gateway.profile, mcpstorm_core::session::ext::GatewayProfile::Naive);
     }
 }
+
+#[test]
+fn gateway_layer_tables_load_set_and_report_bad_values_at_their_keys() {
+    let text = format!("{BASE}\n[gateway.breaker]\nfailure_rate = 2.0\n");
+    expect_one(&text, &[], "gateway.breaker.failure_rate", "failure_rate = |2.0", "(0, 1]");
+    let found = problems(BASE, &["gateway.retry.max_attempts=0"]);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].key.as_deref(), Some("gateway.retry.max_attempts"));
+    assert_eq!(found[0].location, Location::Set { arg: "gateway.retry.max_attempts=0".into() }, "{}", found[0]);
+    let s = set(&["gateway.breaker.open=\"2s\"", "gateway.budget.ratio=0.1", "gateway.fallbacks.echo=\"echo_cached\""]);
+    let c = s.gateway.layers().to_core();
+    assert_eq!(c.breaker.map(|b| b.open_base), Some(std::time::Duration::from_secs(2)));
+    assert_eq!(c.budget.map(|b| b.ratio), Some(0.1));
+    assert_eq!(c.fallbacks.get("echo"), Some("echo_cached"));
+    let naive = set(&["gateway.breaker.open=\"2s\"", "gateway.profile=naive"]).gateway.layers().to_core();
+    assert!(naive.breaker.is_none() && naive.retry.is_none() && naive.budget.is_none() && naive.throttle.is_none());
+    let text = format!("{BASE}\n[gateway.throttle]\nk = 2\nwindw = \"1s\"\n");
+    assert_eq!(problems(&text, &[]).len(), 1, "unknown keys in a layer table are rejected");
+}
+
+#[test]
+fn resilience_checks_need_a_fault_window() {
+    let text = edit(BASE, FAULT, "kind = \"session_expiry\"\ntarget = \"a\"\nstart = \"1s\"");
+    let text = format!("{text}\n[checks]\nrecovery_s = 10\n");
+    expect_one(&text, &[], "checks.recovery_s", "recovery_s = |10", "needs a fault with a duration");
+    assert!(load(BASE, &["checks.healthy_p99_ratio=1.1", "checks.amplification_during_fault=1.2"]).is_ok());
+}

@@ -253,6 +253,9 @@ fn check_agent_and_client(c: &mut Checker, s: &Scenario) {
     c.positive("client.first_response", client.first_response.0);
     c.positive("client.connect_timeout", client.connect_timeout.0);
     c.positive("client.deadline", client.deadline.0);
+    for (key, message) in s.gateway.layers().problems() {
+        c.fail(key, message);
+    }
 }
 
 fn check_faults(c: &mut Checker, s: &Scenario) {
@@ -489,6 +492,28 @@ fn check_checks_and_sweep(c: &mut Checker, s: &Scenario) {
     {
         let run = fmt(s.duration.0);
         c.fail("checks.error_window_s", format!("{window} s is longer than the run ({run}): it could never fail"));
+    }
+    let ratios = [
+        ("checks.amplification_during_fault", s.checks.amplification_during_fault),
+        ("checks.healthy_p99_ratio", s.checks.healthy_p99_ratio),
+        ("checks.recovery_s", s.checks.recovery_s),
+    ];
+    for (key, limit) in ratios {
+        if let Some(v) = limit
+            && !(v.is_finite() && v >= 0.0)
+        {
+            c.fail(key, format!("must be a finite number >= 0, got {v}"));
+        }
+    }
+    let windowed = [
+        ("checks.amplification_during_fault", s.checks.amplification_during_fault.is_some()),
+        ("checks.healthy_p99_ratio", s.checks.healthy_p99_ratio.is_some()),
+        ("checks.recovery_s", s.checks.recovery_s.is_some()),
+    ];
+    for (key, set) in windowed {
+        if set && !s.faults.iter().any(|f| !f.kind.instant()) {
+            c.fail(key, "needs a fault with a duration: it is measured over the fault windows");
+        }
     }
     let Some(sweep) = &s.sweep else { return };
     match KeyPath::parse(&sweep.param) {

@@ -306,7 +306,7 @@ async fn logical_call(plan: &LoadPlan, clients: &Clients, target: &Target, inten
         }
     }
     let now = LoadPlan::now();
-    recorder.logical_done(now, now.saturating_sub(intended), outcome);
+    recorder.logical_done(now, now.saturating_sub(intended), outcome, Some(&plan.scenario.servers[target.server].name));
 }
 
 #[cfg(test)]

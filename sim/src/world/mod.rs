@@ -13,6 +13,7 @@ mod faults;
 mod hosts;
 mod load;
 mod net;
+mod phases;
 mod recorder;
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use std::time::{Duration, UNIX_EPOCH};
 pub use clock::SimClock;
 pub use hosts::{load_host, server_host};
 pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
+pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE};
 pub use recorder::{Outcome, Recorder, SimObserver};
 
 use mcpstorm_core::history::ServerCallRecord;
@@ -75,6 +77,8 @@ pub fn run(
         .build();
 
     let recorder = Recorder::default();
+    let phases = Phases::of(scenario);
+    recorder.set_phases(phases.clone());
     let mut handles = Handles::default();
     for (s, spec) in scenario.servers.iter().enumerate() {
         for r in 0..spec.replicas {
@@ -150,6 +154,8 @@ pub fn run(
     let (seconds, events, mut totals) = recorder.finish(finished_at);
     totals.error_window_s = error_window(&seconds, scenario);
     totals.schema_refusals = handles.controls.values().map(|c| c.stats().schema_rejections).sum();
+    totals.amplification_during_fault = phases.amplification_during(&seconds);
+    totals.recovery_s = phases.recovery_s(&seconds, scenario.duration.0.min(finished_at));
     let calls = recorder.take_calls();
     let checks = evaluate_checks(scenario, &totals);
     let run = RunData {
@@ -211,6 +217,9 @@ fn evaluate_checks(scenario: &Scenario, totals: &crate::report::Totals) -> Vec<C
     check("error_window_s", c.error_window_s.map(|l| l as f64), totals.error_window_s as f64);
     check("session_errors", c.session_errors.map(|l| l as f64), totals.session_errors as f64);
     check("auth_errors", c.auth_errors.map(|l| l as f64), totals.auth_errors as f64);
+    check("amplification_during_fault", c.amplification_during_fault, totals.amplification_during_fault);
+    check("healthy_p99_ratio", c.healthy_p99_ratio, totals.healthy_p99_ratio);
+    check("recovery_s", c.recovery_s, totals.recovery_s);
     out
 }
 

@@ -10,7 +10,7 @@
 //! first `seq` in `calls.csv` shows the gap. A fixed cap rather than a scenario key: the scenario format stays as it
 //! is, and no shipped scenario needs a different one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -20,8 +20,11 @@ use mcpstorm_core::history::{CallHistory, CallKey, CallStart, ServerCallRecord};
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::CallToolResult;
 use mcpstorm_core::observe::{Event, Observer, SessionEvent};
+use mcpstorm_core::resilience::breaker::{State, Transition};
+use mcpstorm_core::resilience::degraded::DegradedReason;
 use mcpstorm_core::session::ext::is_session_not_found;
 
+use super::phases::Phases;
 use crate::report::{EventRow, SecondRow, Totals};
 
 /// How a logical call (all its attempts) ended.
@@ -90,6 +93,13 @@ struct Inner {
     in_flight: u64,
     events: Vec<EventRow>,
     calls: CallHistory,
+    /// The fault windows and targeted servers, for the healthy-server latency split.
+    phases: Phases,
+    /// Logical-call latency to servers no fault targets: before the first fault, and during the faults.
+    healthy_before: Histogram<u64>,
+    healthy_during: Histogram<u64>,
+    /// Breakers open now, by (load host, server, tool): each load host's gateway has its own.
+    open_breakers: BTreeSet<(String, String, String)>,
 }
 
 #[derive(Debug, Clone)]
@@ -122,6 +132,10 @@ impl Default for Recorder {
                 calls: CallHistory::new(CALLS_CAP),
                 drift_epoch: BTreeMap::new(),
                 first_refusal: BTreeMap::new(),
+                phases: Phases::default(),
+                healthy_before: histogram(3),
+                healthy_during: histogram(3),
+                open_breakers: BTreeSet::new(),
             })),
         }
     }
@@ -160,6 +174,11 @@ impl Inner {
 impl Recorder {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets the fault windows the healthy-server latency is split by (before the run starts).
+    pub fn set_phases(&self, phases: Phases) {
+        self.lock().phases = phases;
     }
 
     pub fn offered(&self, at: Duration) {
@@ -234,9 +253,17 @@ impl Recorder {
         }
     }
 
-    pub fn logical_done(&self, at: Duration, latency: Duration, outcome: Outcome) {
+    /// A logical call reached its outcome at `at`; `server` is where its last attempt went (none: no attempt).
+    pub fn logical_done(&self, at: Duration, latency: Duration, outcome: Outcome, server: Option<&str>) {
         let mut inner = self.lock();
         let micros = (latency.as_micros() as u64).clamp(1, 3_600_000_000);
+        if server.is_some_and(|s| inner.phases.healthy(s)) {
+            if inner.phases.before(at) {
+                let _ = inner.healthy_before.record(micros);
+            } else if inner.phases.during(at) {
+                let _ = inner.healthy_during.record(micros);
+            }
+        }
         let row = inner.bucket(at);
         row.completed += 1;
         match outcome {
@@ -269,11 +296,42 @@ impl Recorder {
         self.lock().events.push(row);
     }
 
-    /// Samples the in-flight gauge into the second that just ended (called by the step loop).
+    /// A breaker of `host`'s gateway changed state: an event, and the open-breaker gauge.
+    pub fn breaker(&self, at: Duration, host: &str, server: &str, tool: &str, t: &Transition) {
+        let mut inner = self.lock();
+        let key = (host.to_owned(), server.to_owned(), tool.to_owned());
+        if matches!(t.to, State::Open | State::ForcedOpen) {
+            inner.open_breakers.insert(key);
+            inner.totals.breaker_opens += 1;
+        } else {
+            inner.open_breakers.remove(&key);
+        }
+        let open_for = t.open_for.map(|d| format!(" for {} ms", d.as_millis())).unwrap_or_default();
+        let detail =
+            format!("{tool} {} -> {} ({}){open_for} on {host}", t.from.as_str(), t.to.as_str(), t.reason.as_str());
+        inner.events.push(EventRow {
+            t_ms: at.as_millis() as u64,
+            kind: "breaker".to_owned(),
+            target: server.to_owned(),
+            detail,
+        });
+    }
+
+    /// The gateway answered a call with a degraded result instead of making it (or instead of retrying it).
+    pub fn degraded(&self, at: Duration, reason: DegradedReason) {
+        let mut inner = self.lock();
+        inner.bucket(at).degraded += 1;
+        *inner.totals.degraded.entry(reason.as_str().to_owned()).or_default() += 1;
+    }
+
+    /// Samples the in-flight and open-breaker gauges into the second that just ended (called by the step loop).
     pub fn sample_in_flight(&self, second: Duration) {
         let mut inner = self.lock();
         let in_flight = inner.in_flight;
-        inner.bucket(second).in_flight = in_flight;
+        let open = inner.open_breakers.len() as u64;
+        let row = inner.bucket(second);
+        row.in_flight = in_flight;
+        row.open_breakers = open;
     }
 
     pub fn outstanding(&self) -> u64 {
@@ -309,6 +367,9 @@ impl Recorder {
         totals.p999_ms = ms(h, 0.999);
         totals.max_ms = if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 };
         totals.ok_per_s = if sim.is_zero() { 0.0 } else { totals.ok as f64 / sim.as_secs_f64() };
+        totals.healthy_p99_before_ms = ms(&inner.healthy_before, 0.99);
+        totals.healthy_p99_during_ms = ms(&inner.healthy_during, 0.99);
+        totals.healthy_p99_ratio = ratio_f(totals.healthy_p99_during_ms, totals.healthy_p99_before_ms);
         let dropped = inner.calls.dropped();
         if dropped > 0 {
             let row = EventRow {
@@ -330,6 +391,11 @@ impl Recorder {
 
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// `a / b`, 0 when either side has no data (no healthy calls in a phase: nothing to compare).
+fn ratio_f(a: f64, b: f64) -> f64 {
+    if a == 0.0 || b == 0.0 { 0.0 } else { a / b }
 }
 
 /// The core's observer on a load host, for its client of one server replica: connection lifecycle and session
@@ -359,6 +425,10 @@ impl Observer for SimObserver {
                 let sent = now.saturating_sub(*latency);
                 self.recorder.stale_refusal(&self.host, &self.replica, sent, now);
             }
+            Event::Breaker { server, tool, transition } => {
+                self.recorder.breaker(now, &self.host, server, tool, transition);
+            }
+            Event::Degraded { reason, .. } => self.recorder.degraded(now, *reason),
             Event::Session { server, what } => {
                 self.recorder.session_event(now, *what);
                 // Grants and renewals are routine; the rest is what a reader of the event log looks for.

@@ -1,0 +1,486 @@
+//! The gateway's resilience layers as the scenario file configures them (`[gateway.breaker]`, `[gateway.retry]`,
+//! `[gateway.budget]`, `[gateway.throttle]`, `[gateway.fallbacks]`), and their translation into the core's
+//! [`ResilienceConfig`].
+//!
+//! The profile decides first: `naive` switches every layer off whatever the tables say (so `--set
+//! gateway.profile=naive` on any scenario gives the unprotected gateway), `default` switches every layer on with the
+//! core's defaults, each table overriding some of them. A table with `enabled = false` switches one layer off.
+//!
+//! Defaults here are the core's (each `Default` impl documents its choice); the tables only rename fields to the
+//! scenario format's vocabulary (durations with units, `window = "10s"` rather than buckets × width).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use mcpstorm_core::client::Backoff as SeedBackoff;
+use mcpstorm_core::gateway::ResilienceConfig;
+use mcpstorm_core::resilience::breaker::{BreakerConfig, WindowConfig};
+use mcpstorm_core::resilience::budget::BudgetConfig;
+use mcpstorm_core::resilience::degraded::Fallbacks;
+use mcpstorm_core::resilience::retry::{Backoff, RetryPolicy};
+use mcpstorm_core::resilience::throttle::ThrottleConfig;
+use mcpstorm_core::session::ext::GatewayProfile;
+
+use super::model::Dur;
+
+/// Buckets a time window is cut into (the breaker's and the budget's): a tenth of the window per bucket, so the
+/// window forgets in steps of 10%.
+const WINDOW_BUCKETS: u32 = 10;
+
+/// `[gateway.breaker]`: a circuit breaker per (server, tool).
+///
+/// | key                  | default | meaning                                                          |
+/// |----------------------|---------|------------------------------------------------------------------|
+/// | `enabled`            | true    | false: no breakers                                               |
+/// | `window`             | `"10s"` | the rates are computed over this much time (ten buckets)         |
+/// | `window_calls`       | none    | instead: over the last this many calls                           |
+/// | `failure_rate`       | 0.5     | open when failures / calls ≥ this                                |
+/// | `slow_call_rate`     | 0.6     | open when slow calls / calls ≥ this                              |
+/// | `slow_call`          | `"2s"`  | a call taking at least this long is slow                         |
+/// | `minimum_calls`      | 10      | no verdict before this many calls are in the window              |
+/// | `open`               | `"5s"`  | the first open period                                            |
+/// | `open_growth`        | 2.0     | each re-open without a close in between multiplies it            |
+/// | `open_max`           | `"60s"` | the open period's cap                                            |
+/// | `open_jitter`        | 0.2     | the open period is scaled by a uniform factor in 1 ± this        |
+/// | `half_open_probes`   | 3       | probes at once in half-open, and successes that close it         |
+/// | `half_open_max_wait` | `"10s"` | half-open that has not decided by then re-opens                  |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerSpec {
+    /// false: no breakers.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The time the failure and slow-call rates are computed over (ten buckets).
+    #[serde(default = "default_breaker_window")]
+    pub window: Dur,
+    /// Count-based instead: the rates are over the last this many calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_calls: Option<u32>,
+    /// Open when failures / calls reach this (inclusive), in (0, 1].
+    #[serde(default = "default_failure_rate")]
+    pub failure_rate: f64,
+    /// Open when slow calls / calls reach this (inclusive), in (0, 1].
+    #[serde(default = "default_slow_call_rate")]
+    pub slow_call_rate: f64,
+    /// A call taking at least this long is slow.
+    #[serde(default = "default_slow_call")]
+    pub slow_call: Dur,
+    /// No verdict before this many calls are in the window.
+    #[serde(default = "default_minimum_calls")]
+    pub minimum_calls: u32,
+    /// The first open period.
+    #[serde(default = "default_open")]
+    pub open: Dur,
+    /// Each re-open without a close in between multiplies the open period by this (≥ 1).
+    #[serde(default = "default_open_growth")]
+    pub open_growth: f64,
+    /// The open period's cap (≥ `open`).
+    #[serde(default = "default_open_max")]
+    pub open_max: Dur,
+    /// The open period is scaled by a uniform factor in 1 ± this, in [0, 1): breakers of many gateways do not probe
+    /// in lockstep.
+    #[serde(default = "default_open_jitter")]
+    pub open_jitter: f64,
+    /// Probes admitted at once in half-open, and consecutive successes that close it.
+    #[serde(default = "default_probes")]
+    pub half_open_probes: u32,
+    /// Half-open that has not decided by then re-opens (a probe that never reports cannot wedge it).
+    #[serde(default = "default_half_open_max_wait")]
+    pub half_open_max_wait: Dur,
+}
+
+/// `[gateway.retry]`: the gateway's own retries of idempotent tools, on another replica, under one deadline.
+///
+/// | key            | default         | meaning                                                       |
+/// |----------------|-----------------|---------------------------------------------------------------|
+/// | `enabled`      | true            | false: one attempt per call, the agent decides                |
+/// | `max_attempts` | 3               | attempts in all, the first included                           |
+/// | `backoff`      | `"full_jitter"` | `"full_jitter"`: uniform in [0, min(cap, base × 2ⁿ)]; `"seed"`: base × 2ⁿ capped, ± `jitter` |
+/// | `base`         | `"100ms"`       | (`"1s"` for `seed`)                                           |
+/// | `cap`          | `"10s"`         | the longest wait                                              |
+/// | `jitter`       | 0.2             | `seed` only: ± this fraction                                  |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetrySpec {
+    /// false: one attempt per call.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Attempts in all, the first included (≥ 1).
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+    /// `"full_jitter"` or `"seed"` (seed 002's 1, 2, 4, 8, 10 s ± 20%).
+    #[serde(default)]
+    pub backoff: BackoffKind,
+    /// The first wait's ceiling (full jitter) or the first wait (seed); default 100 ms (full jitter), 1 s (seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<Dur>,
+    /// The longest wait.
+    #[serde(default = "default_backoff_cap")]
+    pub cap: Dur,
+    /// `seed` backoff only: each wait is scaled by a uniform factor in 1 ± this, in [0, 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum BackoffKind {
+    #[default]
+    FullJitter,
+    Seed,
+}
+
+/// `[gateway.budget]`: retries per server ≤ `ratio` × requests + `min_per_second` × `ttl`, over the last `ttl`.
+///
+/// | key              | default | meaning                                               |
+/// |------------------|---------|-------------------------------------------------------|
+/// | `enabled`        | true    | false: retries limited by `max_attempts` alone         |
+/// | `ratio`          | 0.2     | retries allowed per request                            |
+/// | `min_per_second` | 10      | a floor, so a quiet server can still be retried        |
+/// | `ttl`            | `"10s"` | how long a request's deposit counts                    |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSpec {
+    /// false: no budget.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Retries allowed per request (≥ 0).
+    #[serde(default = "default_ratio")]
+    pub ratio: f64,
+    /// Retries allowed per second whatever the traffic (≥ 0).
+    #[serde(default = "default_min_per_second")]
+    pub min_per_second: f64,
+    /// How long a request's deposit counts.
+    #[serde(default = "default_ttl")]
+    pub ttl: Dur,
+}
+
+/// `[gateway.throttle]`: Google SRE client-side adaptive throttling per server: shed with probability
+/// max(0, (requests − k × accepts) / (requests + 1)).
+///
+/// | key       | default  | meaning                                       |
+/// |-----------|----------|-----------------------------------------------|
+/// | `enabled` | true     | false: no shedding                            |
+/// | `k`       | 2.0      | how many requests per accept before shedding  |
+/// | `window`  | `"2m"`   | the requests and accepts counted              |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThrottleSpec {
+    /// false: no throttling.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Requests per accept tolerated before shedding (≥ 1; the SRE book's 2).
+    #[serde(default = "default_k")]
+    pub k: f64,
+    /// The requests and accepts counted (24 buckets).
+    #[serde(default = "default_throttle_window")]
+    pub window: Dur,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_breaker_window() -> Dur {
+    match BreakerConfig::default().window {
+        WindowConfig::Time { buckets, bucket_width } => Dur(bucket_width * buckets),
+        WindowConfig::Count { .. } => Dur(Duration::from_secs(10)),
+    }
+}
+fn default_failure_rate() -> f64 {
+    BreakerConfig::default().failure_rate_threshold
+}
+fn default_slow_call_rate() -> f64 {
+    BreakerConfig::default().slow_call_rate_threshold
+}
+fn default_slow_call() -> Dur {
+    Dur(BreakerConfig::default().slow_call_duration)
+}
+fn default_minimum_calls() -> u32 {
+    BreakerConfig::default().minimum_calls
+}
+fn default_open() -> Dur {
+    Dur(BreakerConfig::default().open_base)
+}
+fn default_open_growth() -> f64 {
+    BreakerConfig::default().open_multiplier
+}
+fn default_open_max() -> Dur {
+    Dur(BreakerConfig::default().open_max)
+}
+fn default_open_jitter() -> f64 {
+    BreakerConfig::default().open_jitter
+}
+fn default_probes() -> u32 {
+    BreakerConfig::default().half_open_probes
+}
+fn default_half_open_max_wait() -> Dur {
+    Dur(BreakerConfig::default().half_open_max_wait)
+}
+fn default_max_attempts() -> u32 {
+    RetryPolicy::default().max_attempts
+}
+fn default_backoff_cap() -> Dur {
+    Dur(Duration::from_secs(10))
+}
+fn default_ratio() -> f64 {
+    BudgetConfig::default().ratio
+}
+fn default_min_per_second() -> f64 {
+    BudgetConfig::default().min_per_sec
+}
+fn default_ttl() -> Dur {
+    Dur(BudgetConfig::default().ttl)
+}
+fn default_k() -> f64 {
+    ThrottleConfig::default().k
+}
+fn default_throttle_window() -> Dur {
+    Dur(ThrottleConfig::default().window)
+}
+
+/// An empty table: every key at its default.
+macro_rules! defaults_from_empty_table {
+    ($($t:ty),*) => {$(
+        impl Default for $t {
+            fn default() -> Self {
+                match toml::from_str("") {
+                    Ok(v) => v,
+                    Err(_) => unreachable!("every key of the table has a default"),
+                }
+            }
+        }
+    )*};
+}
+defaults_from_empty_table!(BreakerSpec, RetrySpec, BudgetSpec, ThrottleSpec);
+
+impl BreakerSpec {
+    pub fn to_core(&self) -> BreakerConfig {
+        let window = match self.window_calls {
+            Some(size) => WindowConfig::Count { size },
+            None => WindowConfig::Time { buckets: WINDOW_BUCKETS, bucket_width: self.window.0 / WINDOW_BUCKETS },
+        };
+        BreakerConfig {
+            window,
+            failure_rate_threshold: self.failure_rate,
+            slow_call_rate_threshold: self.slow_call_rate,
+            slow_call_duration: self.slow_call.0,
+            minimum_calls: self.minimum_calls,
+            open_base: self.open.0,
+            open_multiplier: self.open_growth,
+            open_max: self.open_max.0,
+            open_jitter: self.open_jitter,
+            half_open_probes: self.half_open_probes,
+            half_open_max_wait: self.half_open_max_wait.0,
+            ..BreakerConfig::default()
+        }
+    }
+}
+
+impl RetrySpec {
+    pub fn to_core(&self) -> RetryPolicy {
+        let backoff = match self.backoff {
+            BackoffKind::FullJitter => {
+                Backoff::FullJitter { base: self.base.map_or(Duration::from_millis(100), |d| d.0), cap: self.cap.0 }
+            }
+            BackoffKind::Seed => {
+                let seed = SeedBackoff::default();
+                Backoff::Seed(SeedBackoff {
+                    base: self.base.map_or(seed.base, |d| d.0),
+                    cap: self.cap.0,
+                    jitter: self.jitter.unwrap_or(seed.jitter),
+                })
+            }
+        };
+        RetryPolicy { max_attempts: self.max_attempts, backoff }
+    }
+}
+
+impl BudgetSpec {
+    pub fn to_core(&self) -> BudgetConfig {
+        BudgetConfig { ratio: self.ratio, min_per_sec: self.min_per_second, ttl: self.ttl.0, buckets: WINDOW_BUCKETS }
+    }
+}
+
+impl ThrottleSpec {
+    pub fn to_core(&self) -> ThrottleConfig {
+        ThrottleConfig { k: self.k, window: self.window.0, ..ThrottleConfig::default() }
+    }
+}
+
+/// The layers of one gateway, as the `[gateway]` table holds them.
+#[derive(Debug, Clone, Copy)]
+pub struct LayerSpecs<'a> {
+    pub profile: GatewayProfile,
+    pub breaker: Option<&'a BreakerSpec>,
+    pub retry: Option<&'a RetrySpec>,
+    pub budget: Option<&'a BudgetSpec>,
+    pub throttle: Option<&'a ThrottleSpec>,
+    pub fallbacks: &'a BTreeMap<String, String>,
+}
+
+impl LayerSpecs<'_> {
+    /// The core's configuration: all off for the naive profile; otherwise each layer on (its table's values, or the
+    /// defaults when the table is absent) unless its table says `enabled = false`.
+    pub fn to_core(&self) -> ResilienceConfig {
+        if self.profile == GatewayProfile::Naive {
+            return ResilienceConfig::default();
+        }
+        fn on<T: Default + Clone, C>(
+            spec: Option<&T>,
+            enabled: impl Fn(&T) -> bool,
+            core: impl Fn(&T) -> C,
+        ) -> Option<C> {
+            let spec = spec.cloned().unwrap_or_default();
+            enabled(&spec).then(|| core(&spec))
+        }
+        let fallbacks = self.fallbacks.iter().fold(Fallbacks::new(), |f, (tool, fallback)| f.with(tool, fallback));
+        ResilienceConfig {
+            breaker: on(self.breaker, |s| s.enabled, BreakerSpec::to_core),
+            retry: on(self.retry, |s| s.enabled, RetrySpec::to_core),
+            budget: on(self.budget, |s| s.enabled, BudgetSpec::to_core),
+            throttle: on(self.throttle, |s| s.enabled, ThrottleSpec::to_core),
+            fallbacks,
+        }
+    }
+
+    /// Problems with the tables' values, as (key path, message): every present table is checked, whatever the
+    /// profile, so a file that is only wrong under `default` is still rejected under `naive`.
+    pub fn problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut fail = |key: &str, message: String| out.push((format!("gateway.{key}"), message));
+        if let Some(b) = self.breaker {
+            if let Err(e) = b.to_core().validate() {
+                let key = match e.field {
+                    "failure_rate_threshold" => "failure_rate",
+                    "slow_call_rate_threshold" => "slow_call_rate",
+                    "open_base" => "open",
+                    "open_multiplier" => "open_growth",
+                    "window.size" => "window_calls",
+                    "window.buckets" | "window.bucket_width" => "window",
+                    other => other,
+                };
+                fail(&format!("breaker.{key}"), e.problem.to_owned());
+            }
+            if b.window_calls.is_none() && b.window.0 < Duration::from_millis(u64::from(WINDOW_BUCKETS)) {
+                fail("breaker.window", format!("must be at least {WINDOW_BUCKETS}ms (ten buckets of 1ms)"));
+            }
+        }
+        if let Some(r) = self.retry {
+            if r.max_attempts == 0 {
+                fail("retry.max_attempts", "must be at least 1 (the first attempt counts)".to_owned());
+            }
+            if r.jitter.is_some() && r.backoff != BackoffKind::Seed {
+                fail("retry.jitter", "applies only to backoff = \"seed\" (full jitter is all jitter)".to_owned());
+            }
+            if let Some(j) = r.jitter
+                && !(j.is_finite() && (0.0..1.0).contains(&j))
+            {
+                fail("retry.jitter", format!("must be in [0, 1), got {j}"));
+            }
+            if r.base.is_some_and(|b| b.0 > r.cap.0) {
+                fail("retry.base", "must not exceed cap".to_owned());
+            }
+        }
+        if let Some(b) = self.budget {
+            if let Err(e) = b.to_core().validate() {
+                let key = if e.to_string().contains("min_per_sec") {
+                    "min_per_second"
+                } else if e.to_string().contains("ratio") {
+                    "ratio"
+                } else {
+                    "ttl"
+                };
+                fail(&format!("budget.{key}"), e.to_string());
+            }
+        }
+        if let Some(t) = self.throttle {
+            if !(t.k.is_finite() && t.k >= 1.0) {
+                fail("throttle.k", format!("must be a finite number ≥ 1, got {}", t.k));
+            }
+            if t.window.0 < Duration::from_millis(24) {
+                fail("throttle.window", "must be at least 24ms (24 buckets of 1ms)".to_owned());
+            }
+        }
+        for (tool, fallback) in self.fallbacks {
+            if fallback.is_empty() || fallback == tool {
+                fail(&format!("fallbacks.{tool}"), "must name another tool".to_owned());
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn specs<'a>(profile: GatewayProfile, fallbacks: &'a BTreeMap<String, String>) -> LayerSpecs<'a> {
+        LayerSpecs { profile, breaker: None, retry: None, budget: None, throttle: None, fallbacks }
+    }
+
+    #[test]
+    fn default_profile_turns_every_layer_on_with_the_core_defaults() {
+        let none = BTreeMap::new();
+        let c = specs(GatewayProfile::Default, &none).to_core();
+        assert_eq!(c.breaker, Some(BreakerConfig::default()));
+        assert_eq!(c.retry, Some(RetryPolicy::default()));
+        assert_eq!(c.budget, Some(BudgetConfig::default()));
+        assert_eq!(c.throttle, Some(ThrottleConfig::default()));
+    }
+
+    #[test]
+    fn naive_profile_switches_every_layer_off_whatever_the_tables_say() {
+        let fallbacks = BTreeMap::from([("a".to_owned(), "b".to_owned())]);
+        let breaker = BreakerSpec { failure_rate: 0.9, ..BreakerSpec::default() };
+        let c = LayerSpecs { breaker: Some(&breaker), ..specs(GatewayProfile::Naive, &fallbacks) }.to_core();
+        assert!(c.breaker.is_none() && c.retry.is_none() && c.budget.is_none() && c.throttle.is_none());
+        assert_eq!(c.fallbacks.get("a"), None);
+    }
+
+    #[test]
+    fn tables_override_and_disable_one_layer() {
+        let fallbacks = BTreeMap::from([("inventory_lookup".to_owned(), "query_cached_inventory".to_owned())]);
+        let breaker = BreakerSpec { window_calls: Some(20), open: Dur(Duration::from_secs(2)), ..Default::default() };
+        let retry = RetrySpec { enabled: false, ..RetrySpec::default() };
+        let c =
+            LayerSpecs { breaker: Some(&breaker), retry: Some(&retry), ..specs(GatewayProfile::Default, &fallbacks) }
+                .to_core();
+        let b = c.breaker.unwrap_or_default();
+        assert_eq!(b.window, WindowConfig::Count { size: 20 });
+        assert_eq!(b.open_base, Duration::from_secs(2));
+        assert!(c.retry.is_none());
+        assert!(c.budget.is_some());
+        assert_eq!(c.fallbacks.get("inventory_lookup"), Some("query_cached_inventory"));
+    }
+
+    #[test]
+    fn bad_values_are_named_by_their_scenario_keys() {
+        let none = BTreeMap::new();
+        let breaker = BreakerSpec { failure_rate: 1.5, ..BreakerSpec::default() };
+        let retry = RetrySpec { max_attempts: 0, jitter: Some(0.1), ..RetrySpec::default() };
+        let budget = BudgetSpec { ratio: -1.0, ..BudgetSpec::default() };
+        let throttle = ThrottleSpec { k: 0.5, ..ThrottleSpec::default() };
+        let s = LayerSpecs {
+            breaker: Some(&breaker),
+            retry: Some(&retry),
+            budget: Some(&budget),
+            throttle: Some(&throttle),
+            ..specs(GatewayProfile::Default, &none)
+        };
+        let keys: Vec<String> = s.problems().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            keys,
+            [
+                "gateway.breaker.failure_rate",
+                "gateway.retry.max_attempts",
+                "gateway.retry.jitter",
+                "gateway.budget.ratio",
+                "gateway.throttle.k"
+            ]
+        );
+    }
+}
