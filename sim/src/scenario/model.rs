@@ -427,16 +427,51 @@ fn empty_args() -> Value {
     Value::Object(Default::default())
 }
 
-/// How agents react to a failed call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+/// How agents react to a failed call (see `world::agent` for each model's behaviour).
+///
+/// | key           | default   | meaning                                                              |
+/// |---------------|-----------|----------------------------------------------------------------------|
+/// | `retry`       | `"none"`  | `"none"`, `"immediate"` (alias `"naive"`), `"reflective"`, `"polite"`, `"stubborn"` |
+/// | `max_retries` | 0         | retries per logical call (at most `1 + max_retries` attempts)        |
+/// | `backoff`     | `"500ms"` | `polite`: the first wait's ceiling (full jitter, doubling per retry)  |
+/// | `backoff_cap` | `"10s"`   | `polite`: the longest wait                                           |
+///
+/// Every model but `stubborn` stops at a degraded result (`structuredContent.degraded == true`): the gateway said
+/// "do not retry".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Agent {
-    /// `"none"` or `"immediate"`.
+    /// `"none"`, `"immediate"` (`"naive"`), `"reflective"`, `"polite"` or `"stubborn"`.
     #[serde(default)]
     pub retry: RetryMode,
     /// Retries per logical call (so at most `1 + max_retries` attempts).
     #[serde(default)]
     pub max_retries: u32,
+    /// `polite`: the ceiling of the first wait; each retry doubles it (full jitter: uniform below the ceiling).
+    #[serde(default = "default_agent_backoff")]
+    pub backoff: Dur,
+    /// `polite`: the longest wait's ceiling.
+    #[serde(default = "default_agent_backoff_cap")]
+    pub backoff_cap: Dur,
+}
+
+fn default_agent_backoff() -> Dur {
+    Dur(Duration::from_millis(500))
+}
+
+fn default_agent_backoff_cap() -> Dur {
+    Dur(Duration::from_secs(10))
+}
+
+impl Default for Agent {
+    fn default() -> Self {
+        Agent {
+            retry: RetryMode::None,
+            max_retries: 0,
+            backoff: default_agent_backoff(),
+            backoff_cap: default_agent_backoff_cap(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
@@ -445,8 +480,23 @@ pub enum RetryMode {
     /// Give up on the first failure.
     #[default]
     None,
-    /// Retry at once on every failure (the storm-maker).
+    /// The naive agent: retry at once on every failure (the storm-maker).
+    #[serde(alias = "naive")]
     Immediate,
+    /// Retry at once with changed arguments, as LLM agents do (a rephrased string argument, or an added `retry_note`):
+    /// caches and idempotency keys do not recognise the retry.
+    Reflective,
+    /// Retry after a full-jitter backoff (`backoff`, doubling, capped at `backoff_cap`).
+    Polite,
+    /// Like `immediate`, and it ignores degraded results too: what happens when agents do not listen.
+    Stubborn,
+}
+
+impl RetryMode {
+    /// Whether the mode retries at all.
+    pub fn retries(self) -> bool {
+        self != RetryMode::None
+    }
 }
 
 /// The gateway core's settings on each load host.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::error::{Problem, ScenarioError};
 use serde_json::Value;
 
-use super::model::{DriftKind, Fault, FaultKind, LoadMode, RetryMode, Scenario, ServerSpec};
+use super::model::{DriftKind, Fault, FaultKind, LoadMode, Scenario, ServerSpec};
 use super::path::KeyPath;
 use crate::fake::{ConfigError, FakeServerConfig};
 
@@ -243,8 +243,12 @@ fn check_agent_and_client(c: &mut Checker, s: &Scenario) {
     if s.agent.max_retries > MAX_RETRIES {
         c.fail("agent.max_retries", format!("must be at most {MAX_RETRIES}, got {}", s.agent.max_retries));
     }
-    if s.agent.retry == RetryMode::Immediate && s.agent.max_retries == 0 {
-        c.fail("agent.max_retries", "must be at least 1 with retry = \"immediate\"");
+    if s.agent.retry.retries() && s.agent.max_retries == 0 {
+        let mode = serde_json::to_value(s.agent.retry).ok().and_then(|v| v.as_str().map(str::to_owned));
+        c.fail("agent.max_retries", format!("must be at least 1 with retry = {:?}", mode.unwrap_or_default()));
+    }
+    if s.agent.backoff.0 > s.agent.backoff_cap.0 {
+        c.fail("agent.backoff", "must not exceed agent.backoff_cap");
     }
     let client = &s.client;
     c.at_least_one("client.max_in_flight", client.max_in_flight);

@@ -25,11 +25,12 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep, sleep_until};
 
+use super::agent::{self, Next};
 use super::clock::SimClock;
 use super::hosts::server_host;
 use super::net::{SERVER_PORT, TurmoilDialer};
 use super::recorder::{AttemptVerdict, Outcome, Recorder, SimObserver};
-use crate::scenario::{CredentialSpec, LoadMode, RetryMode, Scenario};
+use crate::scenario::{CredentialSpec, LoadMode, Scenario};
 
 /// Everything a load host needs, shared by every incarnation of it.
 #[derive(Debug)]
@@ -231,10 +232,10 @@ async fn closed_session((plan, clients, targets, weights): SessionCtx, mut rng: 
 /// So agents follow a drift exactly as far as the gateway lets them see it: after a re-fetch (default profile) they
 /// adapt; with schemas cached forever (naive profile) they never do. A renamed tool is not chased: the gateway
 /// reports the old name as unknown, as it would to an agent holding a stale plan.
-async fn agent_arguments(client: &McpClient, target: &Target) -> Value {
-    let Ok(caps) = client.capabilities().await else { return target.args.clone() };
-    let Some(entry) = caps.tool(&target.tool) else { return target.args.clone() };
-    fill_required(&entry.tool().input_schema, &target.args)
+async fn agent_arguments(client: &McpClient, tool: &str, args: &Value) -> Value {
+    let Ok(caps) = client.capabilities().await else { return args.clone() };
+    let Some(entry) = caps.tool(tool) else { return args.clone() };
+    fill_required(&entry.tool().input_schema, args)
 }
 
 /// `args` with each property `schema.required` names but `args` lacks filled in (see [`agent_arguments`]).
@@ -274,35 +275,40 @@ fn zero_of(ty: Option<&Value>) -> Value {
     }
 }
 
-/// One logical call as an agent makes it: the first attempt, then retries as the agent model says.
+/// One logical call as an agent makes it: the first attempt, then retries as the agent model says
+/// ([`agent::next`]).
 async fn logical_call(plan: &LoadPlan, clients: &Clients, target: &Target, intended: Duration) {
     let recorder = &plan.recorder;
     recorder.offered(intended);
-    let agent = &plan.scenario.agent;
-    let retries = match agent.retry {
-        RetryMode::None => 0,
-        RetryMode::Immediate => agent.max_retries,
-    };
+    // The agent's own stream (the polite backoff's jitter): fixed by the call's intended time and the run's seed.
+    let mut rng = ChaCha8Rng::seed_from_u64(plan.scenario.seed ^ (intended.as_nanos() as u64).rotate_left(17));
+    let mut args = target.args.clone();
     let mut outcome = Outcome::Error("local");
-    for attempt in 0..=retries {
+    for attempt in 0.. {
         recorder.attempt_started(LoadPlan::now(), attempt > 0);
         let client = clients.pick(target.server);
-        let args = agent_arguments(client, target).await;
+        let sent_args = agent_arguments(client, &target.tool, &args).await;
         let sent = LoadPlan::now();
         let start = CallStart::new(clients.clock.wall_ms(), sent, Instant::now());
-        let result = client.call_tool(&target.tool, args, CallOptions::default()).await;
+        let result = client.call_tool(&target.tool, sent_args, CallOptions::default()).await;
         recorder.attempt_finished();
         let verdict = AttemptVerdict::of(result.as_ref());
         recorder.attempt_verdict(&clients.host, client.server(), sent, LoadPlan::now(), verdict);
         let key = CallKey::with_hash(client.server(), target.tool.as_str(), target.input);
         recorder.call(start, key, result.as_ref(), attempt);
-        outcome = match result {
+        outcome = match &result {
             Ok(r) if !r.is_error => Outcome::Ok,
             Ok(_) => Outcome::Tool,
             Err(e) => Outcome::Error(e.label()),
         };
-        if outcome == Outcome::Ok {
-            break;
+        match agent::next(&plan.scenario.agent, attempt, result.as_ref(), &args, &mut rng) {
+            Next::Stop => break,
+            Next::Retry { after, args: next } => {
+                args = next;
+                if !after.is_zero() {
+                    sleep(after).await;
+                }
+            }
         }
     }
     let now = LoadPlan::now();

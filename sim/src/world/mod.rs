@@ -8,6 +8,7 @@
 //! Every host has its own wall clock (`SimClock`): each server replica's decides when its sessions expire, each load
 //! host's is the gateway's, and `clock_skew` faults move them apart. Monotonic time stays turmoil's, shared by all.
 
+mod agent;
 mod clock;
 mod faults;
 mod hosts;

@@ -1,0 +1,182 @@
+//! Agent models: what an agent does after an attempt of a logical call failed (issue 6 §6). Agents cause storms, so
+//! the simulator needs the kinds that do and the kind that does not:
+//!
+//! | model        | retries                        | arguments                    | degraded result |
+//! |--------------|--------------------------------|------------------------------|-----------------|
+//! | `none`       | never                          |                              |                 |
+//! | `immediate`  | at once, up to `max_retries`   | the same                     | stops           |
+//! | `reflective` | at once, up to `max_retries`   | changed every retry          | stops           |
+//! | `polite`     | after full-jitter backoff      | the same                     | stops           |
+//! | `stubborn`   | at once, up to `max_retries`   | the same                     | **retries**     |
+//!
+//! A degraded result (`isError: true` with `structuredContent.degraded == true`) is the gateway saying "this is a
+//! system-level degradation, do not retry": every model but `stubborn` honours it. `reflective` mimics an LLM that
+//! "tries again differently": it rephrases its first string argument (or adds a `retry_note` when it has none), so a
+//! result cache or an idempotency key derived from the arguments never recognises the retry.
+
+use std::time::Duration;
+
+use mcpstorm_core::error::CallError;
+use mcpstorm_core::mcp::CallToolResult;
+use rand::Rng;
+use serde_json::{Value, json};
+
+use crate::scenario::{Agent, RetryMode};
+
+/// What the agent does next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next {
+    /// Done: the call succeeded, the agent gives up, or the gateway said not to retry.
+    Stop,
+    /// Another attempt after `after`, with these arguments.
+    Retry { after: Duration, args: Value },
+}
+
+/// Whether a result is the gateway's degraded answer.
+pub fn is_degraded(result: &CallToolResult) -> bool {
+    result.is_error
+        && result.structured_content.as_ref().and_then(|s| s.get("degraded")).and_then(Value::as_bool) == Some(true)
+}
+
+/// The agent's decision after attempt number `attempt` (0 for the first) of a call with arguments `args` ended with
+/// `result`. `rng` is the agent's own seeded stream (the polite backoff's jitter).
+pub fn next(
+    agent: &Agent,
+    attempt: u32,
+    result: Result<&CallToolResult, &CallError>,
+    args: &Value,
+    rng: &mut impl Rng,
+) -> Next {
+    let failed = match result {
+        Ok(r) if !r.is_error => return Next::Stop,
+        Ok(r) => {
+            if is_degraded(r) && agent.retry != RetryMode::Stubborn {
+                return Next::Stop;
+            }
+            true
+        }
+        Err(_) => true,
+    };
+    if !failed || !agent.retry.retries() || attempt >= agent.max_retries {
+        return Next::Stop;
+    }
+    match agent.retry {
+        RetryMode::None => Next::Stop,
+        RetryMode::Immediate | RetryMode::Stubborn => Next::Retry { after: Duration::ZERO, args: args.clone() },
+        RetryMode::Reflective => Next::Retry { after: Duration::ZERO, args: rephrase(args, attempt + 1) },
+        RetryMode::Polite => {
+            let ceiling = agent.backoff.0.saturating_mul(1u32 << attempt.min(20)).min(agent.backoff_cap.0);
+            Next::Retry { after: ceiling.mul_f64(rng.random::<f64>()), args: args.clone() }
+        }
+    }
+}
+
+/// The arguments of retry number `retry` of a reflective agent: its first string argument (in key order) with a
+/// rephrasing appended, or, with no string argument, an added `retry_note`.
+fn rephrase(args: &Value, retry: u32) -> Value {
+    let mut out = args.clone();
+    let Some(obj) = out.as_object_mut() else { return out };
+    let mut keys: Vec<String> = obj.keys().cloned().collect();
+    keys.sort();
+    let first_string = keys.into_iter().find(|k| obj.get(k).is_some_and(Value::is_string));
+    match first_string {
+        Some(k) => {
+            if let Some(Value::String(s)) = obj.get_mut(&k) {
+                s.push_str(&format!(" (rephrased, try {})", retry + 1));
+            }
+        }
+        None => {
+            obj.insert("retry_note".to_owned(), json!(format!("second thoughts #{retry}")));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpstorm_core::error::CallError;
+    use mcpstorm_core::resilience::degraded::{DegradedReason, degraded_result};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn agent(retry: RetryMode) -> Agent {
+        Agent { retry, max_retries: 3, ..Agent::default() }
+    }
+
+    fn failure() -> CallError {
+        CallError::MalformedResponse("boom".into())
+    }
+
+    fn rng() -> ChaCha8Rng {
+        ChaCha8Rng::seed_from_u64(1)
+    }
+
+    #[test]
+    fn every_model_stops_on_success_and_after_max_retries() {
+        let ok = CallToolResult::text("fine", false);
+        for mode in
+            [RetryMode::None, RetryMode::Immediate, RetryMode::Reflective, RetryMode::Polite, RetryMode::Stubborn]
+        {
+            let a = agent(mode);
+            assert_eq!(next(&a, 0, Ok(&ok), &json!({}), &mut rng()), Next::Stop, "{mode:?}");
+            assert_eq!(next(&a, 3, Err(&failure()), &json!({}), &mut rng()), Next::Stop, "{mode:?}");
+        }
+        assert_eq!(next(&agent(RetryMode::None), 0, Err(&failure()), &json!({}), &mut rng()), Next::Stop);
+    }
+
+    #[test]
+    fn only_the_stubborn_agent_retries_a_degraded_result() {
+        let degraded = degraded_result("lookup", DegradedReason::BreakerOpen, None, Some("lookup_cached"));
+        assert!(is_degraded(&degraded));
+        for mode in [RetryMode::Immediate, RetryMode::Reflective, RetryMode::Polite] {
+            assert_eq!(next(&agent(mode), 0, Ok(&degraded), &json!({}), &mut rng()), Next::Stop, "{mode:?}");
+        }
+        let stubborn = next(&agent(RetryMode::Stubborn), 0, Ok(&degraded), &json!({"q": 1}), &mut rng());
+        assert_eq!(stubborn, Next::Retry { after: Duration::ZERO, args: json!({"q": 1}) });
+        // An ordinary tool error (not degraded) is retried by the naive agent.
+        let tool_error = CallToolResult::text("db timeout", true);
+        assert!(!is_degraded(&tool_error));
+        assert!(matches!(
+            next(&agent(RetryMode::Immediate), 0, Ok(&tool_error), &json!({}), &mut rng()),
+            Next::Retry { .. }
+        ));
+    }
+
+    #[test]
+    fn reflective_agents_change_their_arguments_every_retry() {
+        let a = agent(RetryMode::Reflective);
+        let args = json!({"sku": "A-1", "count": 2});
+        let Next::Retry { after, args: first } = next(&a, 0, Err(&failure()), &args, &mut rng()) else { panic!() };
+        let Next::Retry { args: second, .. } = next(&a, 1, Err(&failure()), &args, &mut rng()) else { panic!() };
+        assert_eq!(after, Duration::ZERO);
+        assert_ne!(first, args);
+        assert_ne!(first, second);
+        assert_eq!(first["count"], 2);
+        let Next::Retry { args: noted, .. } = next(&a, 0, Err(&failure()), &json!({"n": 1}), &mut rng()) else {
+            panic!()
+        };
+        assert!(noted.get("retry_note").is_some());
+    }
+
+    #[test]
+    fn polite_backoff_is_full_jitter_below_a_doubling_capped_ceiling() {
+        let a = Agent { backoff_cap: crate::scenario::Dur(Duration::from_secs(2)), ..agent(RetryMode::Polite) };
+        let mut r = rng();
+        for attempt in 0..3 {
+            let ceiling = Duration::from_millis(500 * (1 << attempt)).min(Duration::from_secs(2));
+            for _ in 0..50 {
+                let Next::Retry { after, .. } = next(&a, attempt, Err(&failure()), &json!({}), &mut r) else {
+                    panic!()
+                };
+                assert!(after <= ceiling, "{after:?} > {ceiling:?}");
+            }
+        }
+        // Deterministic: the same stream gives the same waits.
+        let waits = |seed| {
+            let mut r = ChaCha8Rng::seed_from_u64(seed);
+            (0..3).map(|i| next(&a, i, Err(&failure()), &json!({}), &mut r)).collect::<Vec<_>>()
+        };
+        assert_eq!(waits(5), waits(5));
+    }
+}
