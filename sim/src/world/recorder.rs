@@ -429,6 +429,9 @@ impl Observer for SimObserver {
                 self.recorder.breaker(now, &self.host, server, tool, transition);
             }
             Event::Degraded { reason, .. } => self.recorder.degraded(now, *reason),
+            Event::SchemaRefetched { server, reason } => {
+                self.recorder.event(now, "schema_refetched", server, format!("{} from {}", reason.as_str(), self.host));
+            }
             Event::Session { server, what } => {
                 self.recorder.session_event(now, *what);
                 // Grants and renewals are routine; the rest is what a reader of the event log looks for.
