@@ -331,3 +331,46 @@ async fn a_spent_budget_degrades_and_the_naive_gateway_just_fails() {
     assert_eq!(r.attempts.len(), 1);
     assert!(r.degraded.is_none() && matches!(r.into_outcome(), Err(CallError::Protocol(_))));
 }
+
+/// A hung server fills only its own bulkhead: its next callers get a degraded `bulkhead_full` after the queue wait,
+/// while calls to a healthy server are admitted and answered as if the hung one did not exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_server_fills_only_its_own_bulkhead() {
+    use mcpstorm_core::resilience::bulkhead::BulkheadConfig;
+    let (hung, hung_addr) = serve(failing_config()).await;
+    let (_ok, ok_addr) = serve(failing_config()).await;
+    let bulkhead = BulkheadConfig { default_max: 2, queue_wait: Duration::from_millis(50), ..Default::default() };
+    let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
+    let (gw, seen) = protected(
+        vec![
+            ServerSpec::new("hung", ["h-0"]).with_tools(["write"]),
+            ServerSpec::new("ok", ["o-0"]).with_tools(["echo"]),
+        ],
+        BTreeMap::from([("h-0".into(), hung_addr), ("o-0".into(), ok_addr)]),
+        resilience,
+    );
+    let gw = Arc::new(gw);
+    // Warm the hung server's connection, then hang it and park two calls on it: its whole quota.
+    gw.call(ToolCall::new("write", json!({}))).await.into_outcome().unwrap();
+    hung.control().set_hung(true);
+    let parked: Vec<_> = (0..2)
+        .map(|_| {
+            let gw = gw.clone();
+            tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await })
+        })
+        .collect();
+    while hung.control().stats().received < 3 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let r = gw.call(ToolCall::new("write", json!({}))).await;
+    assert_eq!(r.degraded.as_ref().map(|d| d.reason), Some(DegradedReason::BulkheadFull), "{r:?}");
+    assert!(r.attempts.is_empty());
+    for i in 0..5 {
+        let r = gw.call(ToolCall::new("echo", json!({"message": format!("m{i}")}))).await;
+        assert_eq!(r.into_outcome().unwrap().joined_text(), format!("m{i}"));
+    }
+    assert!(seen.0.lock().unwrap().contains(&"degraded write bulkhead_full".to_owned()));
+    for p in parked {
+        p.abort();
+    }
+}

@@ -32,6 +32,7 @@ use crate::mcp::CallToolResult;
 use crate::observe::{NoopObserver, Observer};
 use crate::resilience::breaker::{Verdict as BreakerVerdict, classify};
 use crate::resilience::degraded::DegradedReason;
+use crate::resilience::limiter::SampleOutcome;
 use crate::resilience::retry::{RetryPlan, auto_retry_allowed};
 use crate::router::{Registry, ReplicaId, Requirement, RouteError, RouteRequest, Router, run_health_checks};
 use crate::rt::Clock;
@@ -287,6 +288,21 @@ impl Gateway {
                 drop(permit);
                 return declined(DegradedReason::Throttled, None, attempts);
             }
+            // The server's bulkhead: a hung server holds at most its own permits; its callers wait at most the
+            // queue wait and then get a degraded result, while calls to other servers are admitted as before.
+            let bulkhead = match self.layers.bulkheads() {
+                None => None,
+                Some(bulkheads) => {
+                    let hints = self.router().server_of(replica).map(|s| s.hints);
+                    match bulkheads.acquire(&server, hints.as_ref()).await {
+                        Ok(p) => Some(p),
+                        Err(_) => {
+                            drop(permit);
+                            return declined(DegradedReason::BulkheadFull, None, attempts);
+                        }
+                    }
+                }
+            };
             if let Some(plan) = plan.as_mut() {
                 plan.start_attempt();
             }
@@ -294,6 +310,9 @@ impl Gateway {
             let attempt = self.attempt(replica, &server, &endpoint, call.tool, call.arguments.clone(), opts).await;
             let now = self.clock.now();
             let verdict = classify(&attempt.outcome);
+            if let Some(p) = bulkhead {
+                p.finish(now, limiter_sample(verdict));
+            }
             if let Some(permit) = permit {
                 resilience::report(self.observer.as_ref(), &server, call.tool, permit.record(now, verdict));
             }
@@ -388,6 +407,16 @@ impl Gateway {
         for c in clients {
             c.close().await;
         }
+    }
+}
+
+/// What an attempt tells a server's adaptive limiter: a failure the breaker counts (timeout, transport, overload)
+/// is the limiter's loss signal; a request-level error is no evidence either way.
+fn limiter_sample(verdict: BreakerVerdict) -> SampleOutcome {
+    match verdict {
+        BreakerVerdict::Success => SampleOutcome::Ok,
+        BreakerVerdict::Failure | BreakerVerdict::RetryAfter(_) => SampleOutcome::Dropped,
+        BreakerVerdict::Ignore => SampleOutcome::Ignored,
     }
 }
 

@@ -23,6 +23,7 @@ use crate::mcp::CallToolResult;
 use crate::observe::{Event, Observer};
 use crate::resilience::breaker::{Breaker, BreakerConfig, Gate, Transition};
 use crate::resilience::budget::{BudgetConfig, RetryBudget};
+use crate::resilience::bulkhead::{BulkheadConfig, Bulkheads};
 use crate::resilience::degraded::{DegradedReason, Fallbacks};
 use crate::resilience::retry::RetryPolicy;
 use crate::resilience::throttle::{AdaptiveThrottle, ThrottleConfig};
@@ -36,12 +37,14 @@ use crate::rt::SeededRng;
 /// | `retry`    | one attempt; the agent decides     | idempotent tools retried on another replica with backoff, one deadline |
 /// | `budget`   | retries limited by `retry` alone   | retries per server ≤ ratio × requests + a floor; spent → degraded |
 /// | `throttle` | no shedding                        | SRE adaptive throttling per server (K = 2)               |
+/// | `bulkhead` | no per-server limit                | a permit pool per server (declared `max_concurrent_requests` or configured), optionally adaptive; full → degraded |
 #[derive(Debug, Clone, Default)]
 pub struct ResilienceConfig {
     pub breaker: Option<BreakerConfig>,
     pub retry: Option<RetryPolicy>,
     pub budget: Option<BudgetConfig>,
     pub throttle: Option<ThrottleConfig>,
+    pub bulkhead: Option<BulkheadConfig>,
     /// Fallback tools named in degraded results.
     pub fallbacks: Fallbacks,
 }
@@ -54,6 +57,7 @@ impl ResilienceConfig {
             retry: Some(RetryPolicy::default()),
             budget: Some(BudgetConfig::default()),
             throttle: Some(ThrottleConfig::default()),
+            bulkhead: Some(BulkheadConfig::default()),
             fallbacks: Fallbacks::default(),
         }
     }
@@ -69,6 +73,7 @@ pub(super) struct Layers {
     breakers: Mutex<BTreeMap<(String, String), Arc<Gate>>>,
     budgets: Mutex<BTreeMap<String, RetryBudget>>,
     throttles: Mutex<BTreeMap<String, AdaptiveThrottle>>,
+    bulkheads: Option<Bulkheads>,
     /// Streams forked for each new breaker / throttle, in creation order (deterministic given the call order).
     forks: std::sync::atomic::AtomicU64,
 }
@@ -76,6 +81,7 @@ pub(super) struct Layers {
 impl Layers {
     pub fn new(config: ResilienceConfig, origin: Instant, rng: SeededRng) -> Self {
         Layers {
+            bulkheads: config.bulkhead.clone().map(Bulkheads::new),
             config,
             origin,
             rng,
@@ -147,6 +153,11 @@ impl Layers {
         if let Some(t) = throttles.get_mut(server) {
             t.record_accept(now);
         }
+    }
+
+    /// The per-server bulkheads, if on.
+    pub fn bulkheads(&self) -> Option<&Bulkheads> {
+        self.bulkheads.as_ref()
     }
 
     pub fn degraded(&self, tool: &str, reason: DegradedReason, retry_after: Option<Duration>) -> CallToolResult {

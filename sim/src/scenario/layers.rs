@@ -1,5 +1,5 @@
 //! The gateway's resilience layers as the scenario file configures them (`[gateway.breaker]`, `[gateway.retry]`,
-//! `[gateway.budget]`, `[gateway.throttle]`, `[gateway.fallbacks]`), and their translation into the core's
+//! `[gateway.budget]`, `[gateway.throttle]`, `[gateway.bulkhead]`, `[gateway.limiter]`, `[gateway.fallbacks]`), and their translation into the core's
 //! [`ResilienceConfig`].
 //!
 //! The profile decides first: `naive` switches every layer off whatever the tables say (so `--set
@@ -19,7 +19,9 @@ use mcpstorm_core::client::Backoff as SeedBackoff;
 use mcpstorm_core::gateway::ResilienceConfig;
 use mcpstorm_core::resilience::breaker::{BreakerConfig, WindowConfig};
 use mcpstorm_core::resilience::budget::BudgetConfig;
+use mcpstorm_core::resilience::bulkhead::BulkheadConfig;
 use mcpstorm_core::resilience::degraded::Fallbacks;
+use mcpstorm_core::resilience::limiter::{AimdConfig, Gradient2Config, LimiterKind};
 use mcpstorm_core::resilience::retry::{Backoff, RetryPolicy};
 use mcpstorm_core::resilience::throttle::ThrottleConfig;
 use mcpstorm_core::session::ext::GatewayProfile;
@@ -180,6 +182,178 @@ pub struct ThrottleSpec {
     pub window: Dur,
 }
 
+/// `[gateway.bulkhead]`: a permit pool per server, so a hung server holds at most its own permits.
+///
+/// | key              | default | meaning                                                           |
+/// |------------------|---------|-------------------------------------------------------------------|
+/// | `enabled`        | true    | false: no per-server limit                                        |
+/// | `max_concurrent` | 32      | a server's cap when it declares no `max_concurrent_requests`      |
+/// | `per_server`     | none    | `{ db = 8 }`: caps that override the declaration                  |
+/// | `queue_wait`     | `"1s"`  | how long a call waits for a permit before a degraded `bulkhead_full` |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkheadSpec {
+    /// false: no bulkheads.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The cap of a server that declares no `max_concurrent_requests` (≥ 1).
+    #[serde(default = "default_max_concurrent")]
+    pub max_concurrent: usize,
+    /// Caps by server name, overriding what the server declares.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_server: BTreeMap<String, usize>,
+    /// How long a call waits for one of its server's permits.
+    #[serde(default = "default_queue_wait")]
+    pub queue_wait: Dur,
+}
+
+/// `[gateway.limiter]`: the adaptive limit inside each server's bulkhead cap (it never exceeds the cap).
+///
+/// | key             | default   | meaning                                                                 |
+/// |-----------------|-----------|-------------------------------------------------------------------------|
+/// | `kind`          | `"fixed"` | `"fixed"` (the cap), `"aimd"` or `"gradient2"` (Netflix concurrency-limits) |
+/// | `initial`, `min`, `max` | 20, 1, 200 | the limit's start and bounds                                    |
+/// | `backoff_ratio` | 0.9       | `aimd`: the limit's factor on a drop                                    |
+/// | `timeout`       | `"5s"`    | `aimd`: a call slower than this counts as a drop                        |
+/// | `smoothing`, `long_window`, `warmup`, `tolerance`, `queue_size` | 0.2, 600, 10, 1.5, 4 | `gradient2`'s parameters |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LimiterSpec {
+    /// `"fixed"`, `"aimd"` or `"gradient2"`.
+    #[serde(default)]
+    pub kind: LimiterName,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<usize>,
+    /// `aimd`: the limit is multiplied by this on a drop, in (0, 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff_ratio: Option<f64>,
+    /// `aimd`: a call slower than this counts as a drop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+    /// `gradient2`: the weight of each new limit estimate, in (0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smoothing: Option<f64>,
+    /// `gradient2`: samples in the long-term RTT average.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_window: Option<u32>,
+    /// `gradient2`: samples before the limit moves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<u32>,
+    /// `gradient2`: how much slower than the long-term RTT is still fine (≥ 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
+    /// `gradient2`: the headroom added to the limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_size: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LimiterName {
+    #[default]
+    Fixed,
+    Aimd,
+    Gradient2,
+}
+
+fn default_max_concurrent() -> usize {
+    BulkheadConfig::default().default_max
+}
+fn default_queue_wait() -> Dur {
+    Dur(BulkheadConfig::default().queue_wait)
+}
+
+impl LimiterSpec {
+    pub fn to_core(&self) -> LimiterKind {
+        match self.kind {
+            LimiterName::Fixed => LimiterKind::Fixed,
+            LimiterName::Aimd => {
+                let d = AimdConfig::default();
+                LimiterKind::Aimd(AimdConfig {
+                    initial: self.initial.unwrap_or(d.initial),
+                    min: self.min.unwrap_or(d.min),
+                    max: self.max.unwrap_or(d.max),
+                    backoff_ratio: self.backoff_ratio.unwrap_or(d.backoff_ratio),
+                    timeout: self.timeout.map_or(d.timeout, |t| t.0),
+                })
+            }
+            LimiterName::Gradient2 => {
+                let d = Gradient2Config::default();
+                LimiterKind::Gradient2(Gradient2Config {
+                    initial: self.initial.unwrap_or(d.initial),
+                    min: self.min.unwrap_or(d.min),
+                    max: self.max.unwrap_or(d.max),
+                    smoothing: self.smoothing.unwrap_or(d.smoothing),
+                    long_window: self.long_window.unwrap_or(d.long_window),
+                    warmup: self.warmup.unwrap_or(d.warmup),
+                    tolerance: self.tolerance.unwrap_or(d.tolerance),
+                    queue_size: self.queue_size.unwrap_or(d.queue_size),
+                })
+            }
+        }
+    }
+
+    /// Keys given that the chosen kind does not read, and values out of range.
+    fn problems(&self, fail: &mut impl FnMut(&str, String)) {
+        let aimd = [("backoff_ratio", self.backoff_ratio.is_some()), ("timeout", self.timeout.is_some())];
+        let gradient2 = [
+            ("smoothing", self.smoothing.is_some()),
+            ("long_window", self.long_window.is_some()),
+            ("warmup", self.warmup.is_some()),
+            ("tolerance", self.tolerance.is_some()),
+            ("queue_size", self.queue_size.is_some()),
+        ];
+        let bounds = [("initial", self.initial.is_some()), ("min", self.min.is_some()), ("max", self.max.is_some())];
+        let (kind, foreign): (&str, Vec<(&str, bool)>) = match self.kind {
+            LimiterName::Fixed => ("fixed", aimd.iter().chain(&gradient2).chain(&bounds).copied().collect()),
+            LimiterName::Aimd => ("aimd", gradient2.to_vec()),
+            LimiterName::Gradient2 => ("gradient2", aimd.to_vec()),
+        };
+        for (key, _) in foreign.into_iter().filter(|(_, set)| *set) {
+            fail(&format!("limiter.{key}"), format!("does not apply to kind = \"{kind}\""));
+        }
+        let (min, max) = (self.min.unwrap_or(1), self.max.unwrap_or(200));
+        if min == 0 || min > max {
+            fail("limiter.min", format!("must be at least 1 and at most max ({max})"));
+        }
+        if let Some(r) = self.backoff_ratio
+            && !(r.is_finite() && r > 0.0 && r < 1.0)
+        {
+            fail("limiter.backoff_ratio", format!("must be in (0, 1), got {r}"));
+        }
+        if let Some(sm) = self.smoothing
+            && !(sm.is_finite() && sm > 0.0 && sm <= 1.0)
+        {
+            fail("limiter.smoothing", format!("must be in (0, 1], got {sm}"));
+        }
+        if let Some(t) = self.tolerance
+            && !(t.is_finite() && t >= 1.0)
+        {
+            fail("limiter.tolerance", format!("must be a finite number ≥ 1, got {t}"));
+        }
+        if let Some(q) = self.queue_size
+            && !(q.is_finite() && q >= 0.0)
+        {
+            fail("limiter.queue_size", format!("must be a finite number ≥ 0, got {q}"));
+        }
+    }
+}
+
+impl BulkheadSpec {
+    pub fn to_core(&self, limiter: Option<&LimiterSpec>) -> BulkheadConfig {
+        BulkheadConfig {
+            default_max: self.max_concurrent,
+            per_server: self.per_server.clone(),
+            limiter: limiter.map_or(LimiterKind::Fixed, LimiterSpec::to_core),
+            queue_wait: self.queue_wait.0,
+        }
+    }
+}
+
 fn yes() -> bool {
     true
 }
@@ -255,7 +429,7 @@ macro_rules! defaults_from_empty_table {
         }
     )*};
 }
-defaults_from_empty_table!(BreakerSpec, RetrySpec, BudgetSpec, ThrottleSpec);
+defaults_from_empty_table!(BreakerSpec, RetrySpec, BudgetSpec, ThrottleSpec, BulkheadSpec);
 
 impl BreakerSpec {
     pub fn to_core(&self) -> BreakerConfig {
@@ -319,6 +493,8 @@ pub struct LayerSpecs<'a> {
     pub retry: Option<&'a RetrySpec>,
     pub budget: Option<&'a BudgetSpec>,
     pub throttle: Option<&'a ThrottleSpec>,
+    pub bulkhead: Option<&'a BulkheadSpec>,
+    pub limiter: Option<&'a LimiterSpec>,
     pub fallbacks: &'a BTreeMap<String, String>,
 }
 
@@ -343,6 +519,7 @@ impl LayerSpecs<'_> {
             retry: on(self.retry, |s| s.enabled, RetrySpec::to_core),
             budget: on(self.budget, |s| s.enabled, BudgetSpec::to_core),
             throttle: on(self.throttle, |s| s.enabled, ThrottleSpec::to_core),
+            bulkhead: on(self.bulkhead, |s| s.enabled, |s| s.to_core(self.limiter)),
             fallbacks,
         }
     }
@@ -405,6 +582,22 @@ impl LayerSpecs<'_> {
                 fail("throttle.window", "must be at least 24ms (24 buckets of 1ms)".to_owned());
             }
         }
+        if let Some(b) = self.bulkhead {
+            if b.max_concurrent == 0 {
+                fail("bulkhead.max_concurrent", "must be at least 1".to_owned());
+            }
+            for (server, cap) in &b.per_server {
+                if *cap == 0 {
+                    fail(&format!("bulkhead.per_server.{server}"), "must be at least 1".to_owned());
+                }
+            }
+            if b.queue_wait.0.is_zero() {
+                fail("bulkhead.queue_wait", "must be longer than 0".to_owned());
+            }
+        }
+        if let Some(l) = self.limiter {
+            l.problems(&mut fail);
+        }
         for (tool, fallback) in self.fallbacks {
             if fallback.is_empty() || fallback == tool {
                 fail(&format!("fallbacks.{tool}"), "must name another tool".to_owned());
@@ -419,7 +612,16 @@ mod tests {
     use super::*;
 
     fn specs<'a>(profile: GatewayProfile, fallbacks: &'a BTreeMap<String, String>) -> LayerSpecs<'a> {
-        LayerSpecs { profile, breaker: None, retry: None, budget: None, throttle: None, fallbacks }
+        LayerSpecs {
+            profile,
+            breaker: None,
+            retry: None,
+            budget: None,
+            throttle: None,
+            bulkhead: None,
+            limiter: None,
+            fallbacks,
+        }
     }
 
     #[test]
@@ -430,6 +632,23 @@ mod tests {
         assert_eq!(c.retry, Some(RetryPolicy::default()));
         assert_eq!(c.budget, Some(BudgetConfig::default()));
         assert_eq!(c.throttle, Some(ThrottleConfig::default()));
+        assert_eq!(c.bulkhead, Some(BulkheadConfig::default()));
+    }
+
+    #[test]
+    fn the_limiter_table_picks_a_strategy_inside_the_bulkhead_and_rejects_foreign_keys() {
+        let none = BTreeMap::new();
+        let limiter = LimiterSpec { kind: LimiterName::Aimd, initial: Some(8), ..LimiterSpec::default() };
+        let c = LayerSpecs { limiter: Some(&limiter), ..specs(GatewayProfile::Default, &none) }.to_core();
+        let Some(LimiterKind::Aimd(aimd)) = c.bulkhead.map(|b| b.limiter) else { panic!("aimd expected") };
+        assert_eq!((aimd.initial, aimd.backoff_ratio), (8, AimdConfig::default().backoff_ratio));
+        let bad = LimiterSpec { kind: LimiterName::Aimd, smoothing: Some(0.5), ..LimiterSpec::default() };
+        let keys: Vec<String> = LayerSpecs { limiter: Some(&bad), ..specs(GatewayProfile::Default, &none) }
+            .problems()
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(keys, ["gateway.limiter.smoothing"]);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use mcpstorm_core::session::ext::{AuthScheme, Credential, GatewayProfile, Secret};
 
-use super::layers::{BreakerSpec, BudgetSpec, LayerSpecs, RetrySpec, ThrottleSpec};
+use super::layers::{BreakerSpec, BudgetSpec, BulkheadSpec, LayerSpecs, LimiterSpec, RetrySpec, ThrottleSpec};
 use crate::fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError, both_eras};
 
 /// A duration written with a unit: `"250ms"`, `"2s"`, `"1m30s"`.
@@ -174,6 +174,8 @@ pub struct Scenario {
 /// | `[gateway.retry]`    | on          | idempotent tools retried on another replica, backoff, one deadline         |
 /// | `[gateway.budget]`   | on          | retries per server ≤ ratio × requests + a floor                            |
 /// | `[gateway.throttle]` | on          | SRE adaptive throttling per server                                         |
+/// | `[gateway.bulkhead]` | on          | a permit pool per server (declared `max_concurrent_requests` or configured) |
+/// | `[gateway.limiter]`  | fixed       | `aimd` or `gradient2`: the adaptive limit inside each bulkhead              |
 /// | `[gateway.fallbacks]`| none        | `tool = "fallback_tool"`, named in degraded results                        |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
@@ -197,6 +199,12 @@ pub struct Gateway {
     /// SRE adaptive throttling per server; absent = on with defaults (default profile).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttle: Option<ThrottleSpec>,
+    /// A permit pool per server; absent = on with defaults (default profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bulkhead: Option<BulkheadSpec>,
+    /// The adaptive limit inside each bulkhead; absent = fixed (the cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limiter: Option<LimiterSpec>,
     /// Fallback tools named in degraded results: `inventory_lookup = "query_cached_inventory"`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fallbacks: BTreeMap<String, String>,
@@ -211,6 +219,8 @@ impl Gateway {
             retry: self.retry.as_ref(),
             budget: self.budget.as_ref(),
             throttle: self.throttle.as_ref(),
+            bulkhead: self.bulkhead.as_ref(),
+            limiter: self.limiter.as_ref(),
             fallbacks: &self.fallbacks,
         }
     }
