@@ -374,3 +374,24 @@ async fn a_hung_server_fills_only_its_own_bulkhead() {
         p.abort();
     }
 }
+
+/// A breaker opened on another gateway node is followed here: the next call is degraded without being sent, and the
+/// observer sees the transition with reason `remote`. Without breakers there is nothing to follow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_open_is_followed_without_local_failures() {
+    use mcpstorm_core::resilience::breaker::Reason;
+    let (server, addr) = serve(failing_config()).await;
+    let spec = || vec![ServerSpec::new("s", ["s-0"]).with_tools(["echo"])];
+    let addrs = || BTreeMap::from([("s-0".into(), addr.clone())]);
+    let resilience = ResilienceConfig { breaker: Some(BreakerConfig::default()), ..ResilienceConfig::default() };
+    let (gw, seen) = protected(spec(), addrs(), resilience);
+    let t = gw.follow_remote_open("s", "echo", Duration::from_secs(30)).expect("a transition");
+    assert_eq!((t.to, t.reason), (State::Open, Reason::Remote));
+    assert!(gw.follow_remote_open("s", "echo", Duration::from_secs(30)).is_none(), "already open");
+    let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
+    assert_eq!(r.degraded.as_ref().map(|d| d.reason), Some(DegradedReason::BreakerOpen));
+    assert_eq!(server.control().stats().received, 0);
+    assert_eq!(seen.0.lock().unwrap()[0], "breaker s/echo Closed->Open");
+    let (naive, _) = protected(spec(), addrs(), ResilienceConfig::default());
+    assert!(naive.follow_remote_open("s", "echo", Duration::from_secs(30)).is_none());
+}

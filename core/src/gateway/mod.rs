@@ -159,6 +159,21 @@ impl Gateway {
         self.layers.breakers()
     }
 
+    /// Another gateway node reported `(server, tool)`'s breaker open for `open_for`: this node's breaker follows
+    /// (made now if it did not exist), unless it is already open or switched manually. The transition goes to the
+    /// observer like a local one, with reason `remote`. `None` when breakers are off or nothing changed.
+    pub fn follow_remote_open(
+        &self,
+        server: &str,
+        tool: &str,
+        open_for: Duration,
+    ) -> Option<crate::resilience::breaker::Transition> {
+        let gate = self.layers.breaker(server, tool)?;
+        let transition = gate.follow_remote_open(self.clock.now(), open_for);
+        resilience::report(self.observer.as_ref(), server, tool, transition.clone());
+        transition
+    }
+
     fn router(&self) -> std::sync::MutexGuard<'_, Router> {
         self.router.lock().unwrap_or_else(PoisonError::into_inner)
     }
