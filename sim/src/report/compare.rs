@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::num::{fixed, md_cell, short};
-use super::overlay::{Overlay, OverlayPanel, Series};
+use super::overlay::{ERROR_RATE, GOODPUT, Metric, Overlay, P99, Series};
 use crate::compare::stats::Estimate;
 use crate::compare::{CompareData, METRICS, MetricTable, success_rate};
 
@@ -170,32 +170,34 @@ pub(crate) fn json(data: &CompareData) -> Result<Vec<u8>, serde_json::Error> {
     Ok(out)
 }
 
+/// The panels of the comparison plots.
+pub(crate) const PANELS: [Metric; 3] = [GOODPUT, P99, ERROR_RATE];
+
 /// Per-variant aggregates for the overlay plots.
 pub(crate) fn series(data: &CompareData) -> Vec<Series> {
-    data.runs.iter().map(|runs| Series::of(&runs.iter().map(|r| r.seconds.as_slice()).collect::<Vec<_>>())).collect()
+    data.runs
+        .iter()
+        .map(|runs| Series::of(&runs.iter().map(|r| r.seconds.as_slice()).collect::<Vec<_>>(), &PANELS))
+        .collect()
 }
 
-/// The overlay figures with their file stems.
+/// The overlay figures with their file stems: all panels stacked, then each alone.
 pub(crate) fn figures<'a>(data: &'a CompareData, series: &'a [Series]) -> Vec<(&'static str, Overlay<'a>)> {
     let title = format!("mcpstorm compare · {} · {} seeds", data.scenario, data.seeds.len());
     let subtitle = "one line per variant: mean over seeds per simulated second; shaded bands: fault windows".to_owned();
-    [
-        ("compare", OverlayPanel::All),
-        ("compare_goodput", OverlayPanel::Goodput),
-        ("compare_p99", OverlayPanel::P99),
-        ("compare_errors", OverlayPanel::ErrorRate),
-    ]
-    .into_iter()
-    .map(|(stem, panel)| {
-        let fig = Overlay {
-            title: title.clone(),
-            subtitle: subtitle.clone(),
-            labels: &data.labels,
-            series,
-            faults: &data.faults,
-            panel,
-        };
-        (stem, fig)
-    })
-    .collect()
+    [("compare", None), ("compare_goodput", Some(0)), ("compare_p99", Some(1)), ("compare_errors", Some(2))]
+        .into_iter()
+        .map(|(stem, panel)| {
+            let fig = Overlay {
+                title: title.clone(),
+                subtitle: subtitle.clone(),
+                labels: &data.labels,
+                series,
+                metrics: &PANELS,
+                faults: &data.faults,
+                panel,
+            };
+            (stem, fig)
+        })
+        .collect()
 }

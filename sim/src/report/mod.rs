@@ -66,7 +66,8 @@ pub fn write_run(dir: &Path, run: &RunData, wall: &WallClock) -> Result<Vec<Path
 /// scenario under the other gateway profile, side by side. Returns the paths written.
 pub fn write_contrast(dir: &Path, primary: &RunData, other: &RunData) -> Result<Vec<PathBuf>, ReportError> {
     let mut out = Out::new(dir)?;
-    out.figure(contrast::CONTRAST, &contrast::ContrastFigure { primary, other })?;
+    let (labels, series) = contrast::series(primary, other);
+    out.figure(contrast::CONTRAST, &contrast::figure(primary, other, &labels, &series))?;
     Ok(out.paths)
 }
 
