@@ -27,9 +27,11 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
 
-# Seed 002's concurrency experiment, live over loopback TCP against the fake server.
+# Every benchmark: seed 002's concurrency experiment live over loopback TCP, a routing decision, breaker overhead.
 bench:
     cargo bench -p mcpstorm-sim --bench knee
+    cargo bench -p mcpstorm-core --bench route
+    cargo bench -p mcpstorm-core --bench breaker
 
 # List a server's tools, e.g. just tools --stdio "python3 tests/peers/py_server.py"
 tools *ARGS:
