@@ -11,10 +11,11 @@ use std::time::Duration;
 use mcpstorm_core::client::{ClientConfig, DriftStats, McpClient, RefetchReason};
 use mcpstorm_core::conn::CallOptions;
 use mcpstorm_core::mcp::CallToolResult;
-use mcpstorm_core::rt::TcpDialer;
+use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer, TcpDialer};
 use mcpstorm_core::session::EraMode;
 use mcpstorm_core::session::ext::GatewayProfile;
 use mcpstorm_core::{CallError, LocalError};
+use proptest::prelude::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
@@ -73,6 +74,21 @@ impl Drifting {
         server
     }
 
+    /// A server reached through an in-memory pipe (see its `Dialer`): no sockets, so tokio's paused time applies.
+    fn in_memory(reject: Reject, ttl_ms: u64) -> Drifting {
+        let state = State {
+            version: "1.0".into(),
+            extra_required: Vec::new(),
+            reject,
+            ttl_ms,
+            reject_next: false,
+            calls: 0,
+            stale: 0,
+            lists: 0,
+        };
+        Drifting { addr: String::new(), state: Arc::new(Mutex::new(state)), announce: Arc::new(Notify::new()) }
+    }
+
     fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         f(&mut self.state.lock().expect("not poisoned"))
     }
@@ -122,8 +138,8 @@ impl Drifting {
         })
     }
 
-    async fn serve(self, stream: tokio::net::TcpStream) {
-        let (read, mut write) = stream.into_split();
+    async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static>(self, stream: S) {
+        let (read, mut write) = tokio::io::split(stream);
         let mut lines = BufReader::new(read).lines();
         loop {
             let line = tokio::select! {
@@ -164,6 +180,27 @@ impl Drifting {
                 return;
             }
         }
+    }
+}
+
+impl std::fmt::Debug for Drifting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Drifting").field("addr", &self.addr).finish_non_exhaustive()
+    }
+}
+
+impl Dialer for Drifting {
+    fn dial(&self) -> DialFuture<'_> {
+        Box::pin(async move {
+            let (ours, theirs) = tokio::io::duplex(1 << 16);
+            tokio::spawn(self.clone().serve(theirs));
+            let (reader, writer) = tokio::io::split(ours);
+            Ok(ByteStream { reader: Box::new(reader), writer: Box::new(writer), guard: None })
+        })
+    }
+
+    fn describe(&self) -> String {
+        "drifting (in memory)".into()
     }
 }
 
@@ -314,4 +351,110 @@ async fn the_naive_profile_keeps_sending_stale_calls() {
     }
     assert_eq!(server.counts(), (6, 5, 1));
     assert_eq!(c.drift_stats().total_refetches(), 0);
+}
+
+/// What a client of the drifting server does between calls, for the property below.
+#[derive(Debug, Clone)]
+enum Op {
+    /// `query {"q": "a"}` — valid until `region` becomes required.
+    Call,
+    /// `region` becomes required, nobody is told.
+    SilentDrift,
+    /// `region` becomes required and `tools/list_changed` goes out.
+    AnnouncedDrift,
+    /// The server's version changes, nothing else.
+    Bump,
+    /// Time passes (whole seconds; the list TTLs end on half seconds, so no boundary is ambiguous).
+    Wait(u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => Just(Op::Call),
+        1 => Just(Op::SilentDrift),
+        1 => Just(Op::AnnouncedDrift),
+        1 => Just(Op::Bump),
+        2 => (1u64..4).prop_map(Op::Wait),
+    ]
+}
+
+/// The client's capability record as a model: whether its schema requires `region`, the server version it last
+/// saw, when it was fetched, and whether a `list_changed` is pending.
+#[derive(Debug, Default)]
+struct Model {
+    fetches: u64,
+    fetched_at: u64,
+    knows_required: bool,
+    version: u32,
+    stale: bool,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// The capability cache re-fetches exactly when it must: on the first use, after `list_changed`, when a
+    /// `ttlMs` ran out, when a call is refused for a schema it did not know, and when a result shows a new server
+    /// version — and at no other time. A reference model predicts the server's count of `tools/list` requests after
+    /// every step of a random history.
+    #[test]
+    fn the_capability_cache_refetches_exactly_when_it_must(
+        ttl_ms in prop_oneof![Just(0u64), (1u64..5).prop_map(|s| s * 1000 + 500)],
+        ops in proptest::collection::vec(op(), 0..24),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
+        runtime.block_on(async move {
+            let server = Drifting::in_memory(Reject::InvalidParams, ttl_ms);
+            let config = ClientConfig { era_mode: EraMode::Legacy, lifecycle_retries: 0, ..ClientConfig::default() };
+            let c = McpClient::new("drifting", Arc::new(server.clone()), config);
+            let start = tokio::time::Instant::now();
+            let now_ms = || start.elapsed().as_millis() as u64;
+            let (mut m, mut server_required, mut server_version) = (Model::default(), false, 0u32);
+            // The first call makes the connection (a notification can only reach an open one).
+            for (step, op) in std::iter::once(Op::Call).chain(ops).enumerate() {
+                match op {
+                    Op::Call => {
+                        let now = now_ms();
+                        let expired = ttl_ms > 0 && now >= m.fetched_at + ttl_ms;
+                        if m.fetches == 0 || m.stale || expired {
+                            (m.fetches, m.fetched_at, m.knows_required, m.stale) = (m.fetches + 1, now, server_required, false);
+                        }
+                        let outcome = query(&c, json!({"q": "a"})).await;
+                        if m.knows_required {
+                            prop_assert!(matches!(outcome, Err(CallError::Local(LocalError::InvalidArguments(_)))), "{outcome:?}");
+                        } else if server_required {
+                            // Refused, re-fetched, and stopped locally by the fresh schema.
+                            (m.fetches, m.fetched_at, m.knows_required) = (m.fetches + 1, now, true);
+                            prop_assert!(matches!(outcome, Err(CallError::Local(LocalError::InvalidArguments(_)))), "{outcome:?}");
+                        } else {
+                            prop_assert!(outcome.is_ok(), "{outcome:?}");
+                            if m.version != server_version {
+                                (m.fetches, m.fetched_at, m.version) = (m.fetches + 1, now, server_version);
+                            }
+                        }
+                    }
+                    Op::SilentDrift | Op::AnnouncedDrift => {
+                        if !server_required {
+                            server.with(|s| s.extra_required.push("region".into()));
+                            server_required = true;
+                        }
+                        if matches!(op, Op::AnnouncedDrift) {
+                            server.announce.notify_one();
+                            m.stale = true;
+                            // Let the notification cross the pipe and reach the client's handler, without time passing.
+                            for _ in 0..64 {
+                                tokio::task::yield_now().await;
+                            }
+                        }
+                    }
+                    Op::Bump => {
+                        server_version += 1;
+                        server.with(|s| s.version = format!("1.{server_version}"));
+                    }
+                    Op::Wait(secs) => tokio::time::sleep(Duration::from_secs(secs)).await,
+                }
+                prop_assert_eq!(server.counts().2, m.fetches, "tools/list requests after step {} ({:?})", step, m);
+            }
+            Ok(())
+        })?;
+    }
 }
