@@ -82,3 +82,46 @@ fn bad_input_exits_2_before_running() {
     }
     assert!(!PathBuf::from(out).exists(), "bad input still wrote a report");
 }
+
+/// `--formulas` is `--vary gateway.formula`: a bad name is refused up front, naming it, and it cannot be combined
+/// with `--vary`.
+#[test]
+fn formulas_are_checked_before_anything_runs() {
+    let o = mcpstorm(&["compare", "scenarios/smoke.toml", "--formulas", "round_robin,fastest", "--seeds", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("\"fastest\"") && err.contains("p2c_peak_ewma"), "{err}");
+    let o = mcpstorm(&["compare", "scenarios/smoke.toml", "--formulas", "round_robin", "--vary", "x", "--values", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn formulas_compare_routing_formulas() {
+    let out = scratch("formulas");
+    let out_arg = out.to_string_lossy().into_owned();
+    let args = [
+        "compare",
+        "scenarios/latency_spike.toml",
+        "--formulas",
+        "round_robin,p2c_peak_ewma",
+        "--seeds",
+        "2",
+        "--set",
+        "duration=20s",
+        "--set",
+        "faults[0].start=5s",
+        "--set",
+        "faults[0].duration=10s",
+        "--set",
+        "load.rate=40.0",
+        "--out",
+        &out_arg,
+    ];
+    let o = mcpstorm(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("compare.csv")).expect("compare.csv");
+    let labels: Vec<&str> = csv.lines().skip(1).filter_map(|l| l.split(',').next()).collect();
+    assert_eq!(labels, ["round_robin", "round_robin", "p2c_peak_ewma", "p2c_peak_ewma"]);
+    let md = std::fs::read_to_string(out.join("compare.md")).expect("compare.md");
+    assert!(md.contains("--formulas 'round_robin,p2c_peak_ewma'"), "{md}");
+}

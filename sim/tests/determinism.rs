@@ -12,6 +12,8 @@ fn shortening(name: &str) -> &'static [&'static str] {
         "concurrency_knee" => &["sweep.values=[1, 50, 500]", "load.calls=100"],
         "schema_drift" => &["load.sessions=5"],
         "clock_skew" => &["load.sessions=2", "load.think_time=500ms", "tick=10ms"],
+        "latency_spike" => &["duration=20s", "faults[0].start=5s", "faults[0].duration=10s", "load.rate=40.0"],
+        "capability_routing" => &["load.rate=20.0"],
         _ => &[],
     }
 }

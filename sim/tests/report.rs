@@ -89,6 +89,7 @@ fn storm_run() -> RunData {
         description: "Agents retry immediately on every error; one server's tool suffers a latency spike.".into(),
         seed: 42,
         profile: "default".into(),
+        formula: "seed_weighted".into(),
         sim_seconds: 60.0,
         seconds,
         events: vec![
@@ -169,14 +170,14 @@ fn timeseries_header_and_known_row() {
         lines[0],
         "t,offered,completed,ok,err_protocol,err_lifecycle,err_transport,err_local,err_tool,err_auth,p50_ms,p95_ms,\
          p99_ms,in_flight,attempts,retries,stale_sends,session_errors,auth_errors,rehandshakes,renewals,open_breakers,\
-         degraded,errors,error_rate,amplification"
+         degraded,misroutes,errors,error_rate,amplification"
     );
     assert_eq!(lines.len(), 61, "header + one row per second");
     let r = &storm_run().seconds[31];
     // Second 31: spike, burst and the one protocol error; values recomputed from the fixture, formatted by hand.
     let errors = r.err_transport + r.err_tool + 1;
     let expected = format!(
-        "31,{},{},{},1,0,{},0,{},0,{:.3},{:.3},{:.3},60,{},{},0,0,0,0,0,0,0,{},{:.4},{:.4}",
+        "31,{},{},{},1,0,{},0,{},0,{:.3},{:.3},{:.3},60,{},{},0,0,0,0,0,0,0,0,{},{:.4},{:.4}",
         r.offered,
         r.completed,
         r.ok,
@@ -344,6 +345,7 @@ fn quiet_run(seconds: Vec<SecondRow>) -> RunData {
         description: String::new(),
         seed: 7,
         profile: "default".into(),
+        formula: "seed_weighted".into(),
         sim_seconds: seconds.len() as f64,
         seconds,
         events: vec![],
@@ -383,7 +385,7 @@ fn no_completed_calls() {
     let csv = read_text(&dir, "timeseries.csv");
     assert_eq!(
         csv.lines().nth(1).unwrap(),
-        "0,50,0,0,0,0,0,0,0,0,0.000,0.000,0.000,50,50,0,0,0,0,0,0,0,0,0,0.0000,1.0000"
+        "0,50,0,0,0,0,0,0,0,0,0.000,0.000,0.000,50,50,0,0,0,0,0,0,0,0,0,0,0.0000,1.0000"
     );
     decode(&read(&dir, "p99.png"));
     decode(&read(&dir, "errors.png"));

@@ -9,7 +9,7 @@ use std::time::Duration;
 use mcpstorm_core::client::{ClientConfig, McpClient};
 use mcpstorm_core::gateway::{Connector, Gateway, GatewayConfig, ToolCall};
 use mcpstorm_core::router::{
-    ExclusionReason, FormulaSpec, RouteError, Router, RouterConfig, ServerSpec, StaticRegistry,
+    ExclusionReason, FormulaSpec, Requirement, RouteError, Router, RouterConfig, ServerSpec, StaticRegistry,
 };
 use mcpstorm_core::rt::{SeededRng, TcpDialer, TokioClock};
 use mcpstorm_core::{CallError, CancelToken, LocalError};
@@ -88,6 +88,58 @@ async fn routes_by_formula_and_capability_matrix() {
         other => panic!("expected no candidate, got {other:?}"),
     }
     assert!(matches!(gw.call_tool(ToolCall::new("nope", json!({}))).await, Err(RouteError::UnknownTool { .. })));
+}
+
+/// A call's extra requirements (`ToolCall::requires`, e.g. the simulator's `server:<name>` tag pinning a mix entry
+/// to one server) narrow the candidates on top of the argument rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extra_requirements_pin_a_call_to_tagged_servers() {
+    let (_a, a_addr) = serve(FakeServerConfig::builtin()).await;
+    let (_b, b_addr) = serve(FakeServerConfig::builtin()).await;
+    let mut b = ServerSpec::new("b", ["b-0"]).with_tools(["echo"]);
+    b.tags.insert("server:b".into());
+    let servers = vec![ServerSpec::new("a", ["a-0"]).with_tools(["echo"]), b];
+    let addrs = BTreeMap::from([("a-0".into(), a_addr), ("b-0".into(), b_addr)]);
+    let gw = gateway(servers, addrs, "round_robin", RouterConfig::default());
+    let pin = [Requirement::Tag("server:b".into())];
+    for _ in 0..4 {
+        let call = ToolCall { requires: &pin, ..ToolCall::new("echo", json!({"message": "x"})) };
+        assert_eq!(&*gw.call_tool(call).await.expect("b qualifies").endpoint, "b-0");
+    }
+    let none = [Requirement::Tag("server:c".into())];
+    let call = ToolCall { requires: &none, ..ToolCall::new("echo", json!({"message": "x"})) };
+    match gw.call_tool(call).await {
+        Err(e @ RouteError::NoCandidate { .. }) => assert!(e.to_string().contains("tag server:c"), "{e}"),
+        other => panic!("expected no candidate, got {other:?}"),
+    }
+}
+
+/// `call_tool_prepared` hands the chosen replica's client to the agent's argument builder and sends what it returns;
+/// routing read the arguments as given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_arguments_come_from_the_chosen_replica() {
+    let (_a, a_addr) = serve(FakeServerConfig::builtin()).await;
+    let (_b, b_addr) = serve(FakeServerConfig::builtin()).await;
+    let servers = vec![
+        ServerSpec::new("a", ["a-0"]).with_tools(["echo"]).with_support("language_support", ["python"]),
+        ServerSpec::new("b", ["b-0"]).with_tools(["echo"]).with_support("language_support", ["rust"]),
+    ];
+    let addrs = BTreeMap::from([("a-0".into(), a_addr), ("b-0".into(), b_addr)]);
+    let gw = gateway(servers, addrs, "round_robin", RouterConfig::default());
+    for _ in 0..3 {
+        let call = ToolCall::new("echo", json!({"message": "x", "language": "rust"}));
+        let attempt = gw
+            .call_tool_prepared(call, |client, mut args| async move {
+                let caps = client.capabilities().await.expect("the chosen replica answers");
+                assert!(caps.tool("echo").is_some());
+                args["message"] = json!(format!("from {}", client.server()));
+                args
+            })
+            .await
+            .expect("b qualifies");
+        assert_eq!(&*attempt.endpoint, "b-0");
+        assert_eq!(attempt.outcome.expect("echo works").joined_text(), "from b-0");
+    }
 }
 
 /// In-flight counts return to zero whatever happened: success, a caller's invalid arguments (no verdict on the

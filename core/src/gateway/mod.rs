@@ -81,12 +81,15 @@ pub struct ToolCall<'a> {
     pub arguments: Value,
     /// Replicas this logical call already tried (an agent's or the gateway's retry): avoided while others remain.
     pub tried: &'a [ReplicaId],
+    /// Requirements beyond those the arguments impose under the configured rules, e.g. a `server:<name>` tag that
+    /// pins a call to one server's replicas.
+    pub requires: &'a [Requirement],
     pub opts: CallOptions,
 }
 
 impl<'a> ToolCall<'a> {
     pub fn new(tool: &'a str, arguments: Value) -> Self {
-        ToolCall { tool, arguments, tried: &[], opts: CallOptions::default() }
+        ToolCall { tool, arguments, tried: &[], requires: &[], opts: CallOptions::default() }
     }
 }
 
@@ -203,9 +206,28 @@ impl Gateway {
     /// replica was chosen is in the [`Attempt`]'s outcome, with the replica named. No resilience layer applies: see
     /// [`Gateway::call`] for the protected path.
     pub async fn call_tool(&self, call: ToolCall<'_>) -> Result<Attempt, RouteError> {
-        let requirements = self.requirements(&call.arguments);
+        self.call_tool_prepared(call, |_, arguments| std::future::ready(arguments)).await
+    }
+
+    /// [`Gateway::call_tool`], with the arguments finished by `prepare` once the replica is chosen, from its client:
+    /// an agent that builds its call from the tool schema the serving replica shows (filling parameters a schema
+    /// drift added) needs the replica first. Routing reads the arguments as given; `prepare`'s time counts as the
+    /// replica's (it is that replica's session and schema work).
+    pub async fn call_tool_prepared<F, Fut>(&self, call: ToolCall<'_>, prepare: F) -> Result<Attempt, RouteError>
+    where
+        F: FnOnce(Arc<McpClient>, Value) -> Fut,
+        Fut: Future<Output = Value>,
+    {
+        let requirements = self.call_requirements(&call);
         let (replica, server, endpoint) = self.route(call.tool, &requirements, call.tried)?;
-        Ok(self.attempt(replica, &server, &endpoint, call.tool, call.arguments, call.opts).await)
+        Ok(self.attempt(replica, &server, &endpoint, call.tool, (call.arguments, prepare), call.opts).await)
+    }
+
+    /// The requirements of one call: its arguments' under the rules, and its own extra ones.
+    fn call_requirements(&self, call: &ToolCall<'_>) -> Vec<Requirement> {
+        let mut requirements = self.requirements(&call.arguments);
+        requirements.extend_from_slice(call.requires);
+        requirements
     }
 
     /// One routing decision: the replica, its server and its endpoint.
@@ -222,21 +244,27 @@ impl Gateway {
         Ok((replica, server, endpoint))
     }
 
-    /// One call on a chosen replica, with the router's in-flight count and statistics kept.
-    async fn attempt(
+    /// One call on a chosen replica, with the router's in-flight count and statistics kept. The arguments are
+    /// finished by `prepare` on the replica's client (see [`Gateway::call_tool_prepared`]).
+    async fn attempt<F, Fut>(
         &self,
         replica: ReplicaId,
         server: &str,
         endpoint: &str,
         tool: &str,
-        arguments: Value,
+        (arguments, prepare): (Value, F),
         opts: CallOptions,
-    ) -> Attempt {
+    ) -> Attempt
+    where
+        F: FnOnce(Arc<McpClient>, Value) -> Fut,
+        Fut: Future<Output = Value>,
+    {
         self.router().call_started(replica);
         // From here the in-flight count is held: the guard gives it back even if this future is dropped.
         let mut pending = InFlight { gateway: self, replica, done: false };
         let (endpoint, client) = self.client(server, endpoint);
         let started = self.clock.now();
+        let arguments = prepare(client.clone(), arguments).await;
         let outcome = client.call_tool(tool, arguments, opts).await;
         let now = self.clock.now();
         pending.done = true;
@@ -253,7 +281,7 @@ impl Gateway {
     pub async fn call(&self, call: ToolCall<'_>) -> Routed {
         let now = self.clock.now();
         let deadline = call.opts.deadline.unwrap_or(now + self.config.call_deadline);
-        let requirements = self.requirements(&call.arguments);
+        let requirements = self.call_requirements(&call);
         let mut tried: Vec<ReplicaId> = call.tried.to_vec();
         let mut attempts: Vec<Attempt> = Vec::new();
         let mut plan: Option<RetryPlan> = None;
@@ -322,7 +350,9 @@ impl Gateway {
                 plan.start_attempt();
             }
             let opts = CallOptions { deadline: Some(deadline), ..call.opts.clone() };
-            let attempt = self.attempt(replica, &server, &endpoint, call.tool, call.arguments.clone(), opts).await;
+            let unchanged = |_, arguments| std::future::ready(arguments);
+            let arguments = (call.arguments.clone(), unchanged);
+            let attempt = self.attempt(replica, &server, &endpoint, call.tool, arguments, opts).await;
             let now = self.clock.now();
             let verdict = classify(&attempt.outcome);
             if let Some(p) = bulkhead {

@@ -1,10 +1,12 @@
 //! `mcpstorm compare`: one scenario, several variants, many seeds — paired runs, a table with confidence intervals
 //! and overlay plots (see [`crate::compare`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+
+use mcpstorm_core::router::FormulaSpec;
 
 use super::Failure;
 use crate::compare::{self, METRICS, Plan, Variant};
@@ -16,11 +18,14 @@ pub struct CompareArgs {
     /// The scenario file (TOML).
     pub scenario: PathBuf,
     /// The key that differs between the variants, e.g. `gateway.profile`.
-    #[arg(long, value_name = "KEY")]
-    pub vary: String,
+    #[arg(long, value_name = "KEY", required_unless_present = "formulas", requires = "values")]
+    pub vary: Option<String>,
     /// The values it takes, one variant each; the first is the baseline the others are compared with.
-    #[arg(long, value_name = "A,B,...", value_delimiter = ',', required = true)]
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',', requires = "vary")]
     pub values: Vec<String>,
+    /// Routing formulas to compare: short for `--vary gateway.formula --values A,B,...` (names checked first).
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',', conflicts_with = "vary")]
+    pub formulas: Vec<String>,
     /// How many seeds each variant runs on.
     #[arg(long, default_value_t = 10)]
     pub seeds: u64,
@@ -38,17 +43,36 @@ pub struct CompareArgs {
     pub jobs: Option<usize>,
 }
 
+/// The key and values being compared: `--vary`/`--values`, or `--formulas` with every name checked up front.
+fn varied(args: &CompareArgs) -> Result<(String, Vec<String>), Failure> {
+    match &args.vary {
+        Some(key) => Ok((key.clone(), args.values.clone())),
+        None => {
+            for name in &args.formulas {
+                if let Err(e) = name.parse::<FormulaSpec>() {
+                    return Err(Failure::BadInput(format!("--formulas {name:?}: {e}")));
+                }
+            }
+            Ok((FORMULA_KEY.to_owned(), args.formulas.iter().map(|f| f.trim().to_owned()).collect()))
+        }
+    }
+}
+
+/// The scenario key `--formulas` varies.
+const FORMULA_KEY: &str = "gateway.formula";
+
 pub fn run(args: CompareArgs) -> Result<(), Failure> {
     let bad = |e: &dyn std::fmt::Display| Failure::BadInput(e.to_string());
+    let (key, values) = varied(&args)?;
     let base = scenario::load_file(&args.scenario, &args.sets).map_err(|e| bad(&e))?;
     if args.seeds == 0 {
         return Err(Failure::BadInput("--seeds must be at least 1".into()));
     }
     let first = args.first_seed.unwrap_or(base.seed);
     let seeds: Vec<u64> = (0..args.seeds).map(|i| first.wrapping_add(i)).collect();
-    let variants = Variant::of_key(&args.vary, &args.values);
+    let variants = Variant::of_key(&key, &values);
     let plan = Plan::load(&args.scenario, &args.sets, variants, seeds).map_err(|e| bad(&e))?;
-    let out = args.out.clone().unwrap_or_else(|| default_out(&base.name, &args));
+    let out = args.out.clone().unwrap_or_else(|| default_out(&base.name, &key, &values, args.seeds));
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
 
     let bar = ProgressBar::new(plan.len() as u64);
@@ -58,7 +82,7 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
             .progress_chars("=> "),
     );
     bar.set_message(format!("{} × {} seeds", plan.variants.len(), plan.seeds.len()));
-    let data = compare::run(&plan, jobs, reproduce(&args.scenario, &args, first), &|| bar.inc(1))
+    let data = compare::run(&plan, jobs, reproduce(&args, first), &|| bar.inc(1))
         .map_err(|e| Failure::Failed(e.to_string()))?;
     bar.finish_and_clear();
     report::write_compare(&out, &data).map_err(|e| Failure::Failed(e.to_string()))?;
@@ -67,7 +91,7 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
         "{}: {} variants of {} × {} seeds (paired) → {}",
         data.scenario,
         data.labels.len(),
-        args.vary,
+        key,
         data.seeds.len(),
         out.display()
     );
@@ -80,22 +104,21 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn default_out(name: &str, args: &CompareArgs) -> PathBuf {
+fn default_out(name: &str, key: &str, values: &[String], seeds: u64) -> PathBuf {
     let clean = |s: &str| -> String {
         s.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect()
     };
-    let leaf = format!("compare-{}-{}-{}seeds", clean(&args.vary), clean(&args.values.join("_")), args.seeds);
+    let leaf = format!("compare-{}-{}-{seeds}seeds", clean(key), clean(&values.join("_")));
     PathBuf::from("reports").join(name).join(leaf)
 }
 
-fn reproduce(path: &Path, args: &CompareArgs, first: u64) -> String {
-    let mut cmd = format!(
-        "mcpstorm compare {} --vary {} --values {} --seeds {} --first-seed {first}",
-        path.display(),
-        args.vary,
-        args.values.join(","),
-        args.seeds
-    );
+fn reproduce(args: &CompareArgs, first: u64) -> String {
+    let what = match &args.vary {
+        Some(key) => format!("--vary {key} --values {}", args.values.join(",")),
+        None => format!("--formulas '{}'", args.formulas.join(",")),
+    };
+    let mut cmd =
+        format!("mcpstorm compare {} {what} --seeds {} --first-seed {first}", args.scenario.display(), args.seeds);
     for s in &args.sets {
         cmd.push_str(&format!(" --set '{s}'"));
     }

@@ -28,6 +28,7 @@ use super::latency::LatencyDist;
 /// | `renew`     | true            | answer `mcpstorm/session/renew` with a fresh grant (false: -32601)     |
 /// | `auth_schemes` | none (no auth) | schemes accepted (`"bearer"`, `"api-key"`, `"mcp-jwt"`); others get -32003 |
 /// | `validation_error` | `"tool_error"` | how bad arguments are refused: `"tool_error"` (`isError`, the Python SDK) or `"invalid_params"` (-32602, the TypeScript SDK) |
+/// | `meta`      | none            | extra `_meta` entries of the handshake result: router hints and capability matrix rows |
 ///
 /// Sessions live per server (shared by its connections) and expire by the server's own wall clock (see
 /// `sessions.rs`), so skewing that clock changes when they expire, as in life. With sessions on, every request but
@@ -64,6 +65,10 @@ pub struct FakeServerConfig {
     pub auth_schemes: Option<Vec<AuthScheme>>,
     #[serde(default)]
     pub validation_error: ValidationError,
+    /// Extra `_meta` entries of the handshake result (`initialize`, `server/discover`): router hints
+    /// (`latency_p95_ms`, `max_concurrent_requests`) and capability matrix rows (`language_support`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, Value>>,
 }
 
 fn yes() -> bool {
@@ -304,6 +309,7 @@ impl FakeServerConfig {
             renew: true,
             auth_schemes: None,
             validation_error: ValidationError::default(),
+            meta: None,
             tools: vec![
                 ToolConfig {
                     description: Some("Sleep for `ms` milliseconds, then return.".into()),

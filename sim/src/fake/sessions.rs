@@ -137,15 +137,20 @@ pub fn renew(shared: &Shared, params: Option<&Value>) -> Result<Value, ErrorObje
     }
 }
 
-/// Puts a new grant and the accepted schemes into a handshake result's `_meta` (`initialize`, `server/discover`).
+/// Puts a new grant, the accepted schemes and the configured extra entries (router hints, capability matrix) into a
+/// handshake result's `_meta` (`initialize`, `server/discover`).
 pub fn stamp_grant(shared: &Shared, result: &mut Value) {
     let grant = shared.sessions.grant();
     let schemes = shared.auth();
-    if grant.is_none() && schemes.is_none() {
+    let extra = shared.config.meta.as_ref();
+    if grant.is_none() && schemes.is_none() && extra.is_none() {
         return;
     }
     let Some(obj) = result.as_object_mut() else { return };
     let Some(meta) = obj.entry("_meta").or_insert_with(|| json!({})).as_object_mut() else { return };
+    for (key, value) in extra.into_iter().flatten() {
+        meta.entry(key.clone()).or_insert_with(|| value.clone());
+    }
     if let Some(grant) = grant {
         Counters::bump(&shared.counters.sessions_granted);
         meta.insert(META_SESSION.to_owned(), json!(grant));

@@ -72,6 +72,8 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
             degraded_by_reason(&t)
         );
     }
+    let _ =
+        writeln!(s, "  routing    formula {}  misroutes {}  {}", run.formula, grouped(t.misroutes), replica_share(&t));
     if run.checks.is_empty() {
         let _ = writeln!(s, "  checks     none configured");
     }
@@ -95,4 +97,18 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
     let _ = writeln!(s, "  plot       {}", dir.join(format!("{}.png", plot::REPORT)).display());
     let _ = writeln!(s, "reproduce: {}", run.reproduce);
     s
+}
+
+/// `replicas 10, busiest echo-3 12%, idlest echo-0 2%`: whether the load spread or a replica starved.
+fn replica_share(t: &super::data::Totals) -> String {
+    let total: u64 = t.replica_calls.values().sum();
+    let share = |n: u64| pct(if total == 0 { 0.0 } else { n as f64 / total as f64 });
+    let busiest = t.replica_calls.iter().max_by_key(|(_, n)| **n);
+    let idlest = t.replica_calls.iter().min_by_key(|(_, n)| **n);
+    match (busiest, idlest) {
+        (Some((b, nb)), Some((i, ni))) if t.replica_calls.len() > 1 => {
+            format!("replicas {}, busiest {b} {}, idlest {i} {}", t.replica_calls.len(), share(*nb), share(*ni))
+        }
+        _ => format!("replicas {}", t.replica_calls.len()),
+    }
 }

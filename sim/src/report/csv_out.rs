@@ -16,7 +16,7 @@ const RATE_DECIMALS: usize = 4;
 
 /// The header of `timeseries.csv`: [`SecondRow`]'s fields in declaration order, then the derived columns (`errors`,
 /// `error_rate`, `amplification` = attempts / offered).
-pub(crate) const TIMESERIES_HEADER: [&str; 26] = [
+pub(crate) const TIMESERIES_HEADER: [&str; 27] = [
     "t",
     "offered",
     "completed",
@@ -40,6 +40,7 @@ pub(crate) const TIMESERIES_HEADER: [&str; 26] = [
     "renewals",
     "open_breakers",
     "degraded",
+    "misroutes",
     "errors",
     "error_rate",
     "amplification",
@@ -79,6 +80,7 @@ pub(crate) fn timeseries(rows: &[SecondRow]) -> Result<Vec<u8>, csv::Error> {
             r.renewals,
             r.open_breakers,
             r.degraded,
+            r.misroutes,
             r.errors(),
         ];
         rec.extend(counts.iter().map(u64::to_string));

@@ -50,6 +50,9 @@ pub struct SecondRow {
     pub open_breakers: u64,
     /// Calls the gateways answered with a degraded result this second.
     pub degraded: u64,
+    /// Attempts finished this second that a replica served although its server does not meet the call's needs
+    /// (see [`Totals::misroutes`]).
+    pub misroutes: u64,
 }
 
 impl SecondRow {
@@ -145,6 +148,12 @@ pub struct Totals {
     pub breaker_opens: u64,
     /// Degraded results by reason (`breaker_open`, `retry_budget_exhausted`, ...).
     pub degraded: BTreeMap<String, u64>,
+    /// Attempts a replica served whose server does not meet the call's needs, judged from the scenario's own server
+    /// tables, not by the router: a mix entry naming another server, a tool the server lacks, or a string argument
+    /// `a = v` while some server declares `a_support` and this one's does not hold `v`.
+    pub misroutes: u64,
+    /// Attempts sent to each replica (host name), in name order.
+    pub replica_calls: BTreeMap<String, u64>,
 }
 
 /// A finished run, ready to write.
@@ -155,6 +164,8 @@ pub struct RunData {
     pub seed: u64,
     /// The gateway profile the load hosts ran (`default` or `naive`).
     pub profile: String,
+    /// The routing formula every load host's gateway ran.
+    pub formula: String,
     /// Simulated seconds the run covered.
     pub sim_seconds: f64,
     pub seconds: Vec<SecondRow>,

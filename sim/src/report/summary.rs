@@ -18,6 +18,7 @@ struct SummaryJson<'a> {
     scenario: &'a str,
     description: &'a str,
     seed: u64,
+    formula: &'a str,
     sim_seconds: f64,
     passed: bool,
     reproduce: &'a str,
@@ -51,6 +52,7 @@ pub(crate) fn json(run: &RunData) -> Result<Vec<u8>, serde_json::Error> {
         scenario: &run.scenario,
         description: &run.description,
         seed: run.seed,
+        formula: &run.formula,
         sim_seconds: finite(run.sim_seconds),
         passed: run.passed(),
         reproduce: &run.reproduce,
@@ -101,7 +103,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", run.reproduce);
 
     s.push_str("## Totals\n\n| metric | value |\n|---|---:|\n");
-    let rows: [(&str, String); 31] = [
+    let rows: [(&str, String); 33] = [
         ("offered (logical calls)", grouped(t.offered)),
         ("completed", grouped(t.completed)),
         ("ok", grouped(t.ok)),
@@ -133,6 +135,8 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
         ("recovery after the last fault", format!("{} s", short(t.recovery_s, 3))),
         ("breaker openings", grouped(t.breaker_opens)),
         ("degraded results", degraded_by_reason(&t)),
+        ("routing formula", run.formula.clone()),
+        ("misroutes", grouped(t.misroutes)),
     ];
     for (name, value) in rows {
         let _ = writeln!(s, "| {name} | {value} |");

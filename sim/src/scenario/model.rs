@@ -10,6 +10,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use mcpstorm_core::gateway::GatewayConfig;
+use mcpstorm_core::router::RouterConfig;
 use mcpstorm_core::session::ext::{AuthScheme, Credential, GatewayProfile, Secret};
 
 use super::layers::{BreakerSpec, BudgetSpec, BulkheadSpec, LayerSpecs, LimiterSpec, RetrySpec, ThrottleSpec};
@@ -163,13 +165,17 @@ pub struct Scenario {
     pub report: ReportSpec,
 }
 
-/// The gateway core's session and schema behaviour on every load host, its credentials and its resilience layers
-/// (see [`layers`](super::layers) for each table's keys).
+/// The gateway on every load host: its session and schema behaviour, credentials, routing and resilience layers
+/// (see [`layers`](super::layers) for each resilience table's keys). Each load host is one gateway process with its
+/// own router (formula state, statistics, health checks).
 ///
-/// | key           | default     | meaning                                                                    |
-/// |---------------|-------------|----------------------------------------------------------------------------|
-/// | `profile`     | `"default"` | `"naive"`: expiry from the server's wall clock, no renewal, schemas cached forever, every resilience layer off |
-/// | `credentials` | none        | `[{ scheme = "bearer", secret = "..." }]`, offered to servers declaring schemes; the secret never reaches any output |
+/// | key            | default           | meaning                                                                    |
+/// |----------------|-------------------|----------------------------------------------------------------------------|
+/// | `profile`      | `"default"`       | `"naive"`: expiry from the server's wall clock, no renewal, schemas cached forever, every resilience layer off |
+/// | `credentials`  | none              | `[{ scheme = "bearer", secret = "..." }]`, offered to servers declaring schemes; the secret never reaches any output |
+/// | `formula`      | `"seed_weighted"` | the routing formula: `seed_weighted`, `round_robin`, `random`, `least_outstanding`, `p2c_peak_ewma`, `best_score` or `expr:<expression>` |
+/// | `requirements` | none              | `[{ argument = "language", attribute = "language_support" }]`: a string argument `language = "rust"` routes only to servers whose `capabilities.language_support` holds `"rust"` |
+/// | `[gateway.router]` | see [`RouterSpec`] | health checks, statistics windows, drift penalty                      |
 /// | `[gateway.breaker]`  | on (default profile) | a circuit breaker per (server, tool)                      |
 /// | `[gateway.retry]`    | on          | idempotent tools retried on another replica, backoff, one deadline         |
 /// | `[gateway.budget]`   | on          | retries per server ≤ ratio × requests + a floor                            |
@@ -208,6 +214,16 @@ pub struct Gateway {
     /// Fallback tools named in degraded results: `inventory_lookup = "query_cached_inventory"`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fallbacks: BTreeMap<String, String>,
+    /// The routing formula: a built-in name or `expr:<expression>` over the router's statistics (`error_rate`,
+    /// `latency_ratio`, `capacity`, `uptime`, `in_flight`, `peak_ewma_ms`, `score`, ...). The seed's
+    /// `seed_weighted` by default.
+    #[serde(default)]
+    pub formula: FormulaName,
+    /// The rules that turn call arguments into capability requirements.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requirements: Vec<RequirementRule>,
+    #[serde(default)]
+    pub router: RouterSpec,
 }
 
 impl Gateway {
@@ -222,6 +238,161 @@ impl Gateway {
             bulkhead: self.bulkhead.as_ref(),
             limiter: self.limiter.as_ref(),
             fallbacks: &self.fallbacks,
+        }
+    }
+}
+
+/// The formula every gateway routes with unless the scenario says otherwise: the seed's.
+pub const DEFAULT_FORMULA: &str = "seed_weighted";
+
+/// A routing formula as the scenario spells it (checked by validation, parsed by each gateway).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FormulaName(pub String);
+
+impl Default for FormulaName {
+    fn default() -> Self {
+        FormulaName(DEFAULT_FORMULA.to_owned())
+    }
+}
+
+impl std::ops::Deref for FormulaName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl JsonSchema for FormulaName {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Formula".into()
+    }
+
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        formula_schema(g)
+    }
+}
+
+fn formula_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "default": DEFAULT_FORMULA,
+        "anyOf": [
+            { "enum": ["seed_weighted", "round_robin", "random", "least_outstanding", "p2c_peak_ewma", "best_score"] },
+            { "pattern": "^\\s*expr:" }
+        ]
+    })
+}
+
+/// One rule turning a call argument into a requirement on the capability matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequirementRule {
+    /// The call argument whose (string) value is required, e.g. `language`.
+    pub argument: String,
+    /// The server capability that must hold it, e.g. `language_support`.
+    pub attribute: String,
+}
+
+/// The router's tunables (the core's `RouterConfig`), per gateway.
+///
+/// | key                 | default  | meaning                                                                 |
+/// |---------------------|----------|-------------------------------------------------------------------------|
+/// | `check_interval`    | `"15s"`  | active health checks per replica (and per declared health tool)         |
+/// | `check_timeout`     | `"5s"`   | a check slower than this failed                                          |
+/// | `failure_threshold` | 3        | consecutive failed checks that take a replica's weight to 0 (one success restores it) |
+/// | `error_window`      | `"5m"`   | the sliding window of passive error rate and P95                         |
+/// | `ewma_decay`        | `"10s"`  | Peak-EWMA latency decay                                                  |
+/// | `drift_drop`        | 0.15     | a score drop larger than this share within `drift_window` ...            |
+/// | `drift_window`      | `"5m"`   | ...                                                                     |
+/// | `drift_penalty`     | `"10m"`  | ... halves the replica's weight for this long                            |
+/// | `refresh_every`     | `"1s"`   | how often the gateway folds statistics and starts due checks             |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouterSpec {
+    #[serde(default = "RouterSpec::check_interval")]
+    pub check_interval: Dur,
+    #[serde(default = "RouterSpec::check_timeout")]
+    pub check_timeout: Dur,
+    #[serde(default = "RouterSpec::failure_threshold")]
+    pub failure_threshold: u32,
+    #[serde(default = "RouterSpec::error_window")]
+    pub error_window: Dur,
+    #[serde(default = "RouterSpec::ewma_decay")]
+    pub ewma_decay: Dur,
+    #[serde(default = "RouterSpec::drift_drop")]
+    pub drift_drop: f64,
+    #[serde(default = "RouterSpec::drift_window")]
+    pub drift_window: Dur,
+    #[serde(default = "RouterSpec::drift_penalty")]
+    pub drift_penalty: Dur,
+    #[serde(default = "RouterSpec::refresh_every")]
+    pub refresh_every: Dur,
+}
+
+/// The defaults are the core's, so a scenario without `[gateway.router]` runs the router as shipped.
+impl RouterSpec {
+    fn check_interval() -> Dur {
+        Dur(RouterConfig::default().check_interval)
+    }
+    fn check_timeout() -> Dur {
+        Dur(RouterConfig::default().check_timeout)
+    }
+    fn failure_threshold() -> u32 {
+        RouterConfig::default().failure_threshold
+    }
+    fn error_window() -> Dur {
+        Dur(RouterConfig::default().error_window)
+    }
+    fn ewma_decay() -> Dur {
+        Dur(RouterConfig::default().ewma_decay)
+    }
+    fn drift_drop() -> f64 {
+        RouterConfig::default().drift_drop
+    }
+    fn drift_window() -> Dur {
+        Dur(RouterConfig::default().drift_window)
+    }
+    fn drift_penalty() -> Dur {
+        Dur(RouterConfig::default().drift_penalty)
+    }
+    fn refresh_every() -> Dur {
+        Dur(GatewayConfig::default().refresh_every)
+    }
+
+    /// The core's configuration with these values.
+    pub fn to_core(&self) -> RouterConfig {
+        RouterConfig {
+            check_interval: self.check_interval.0,
+            check_timeout: self.check_timeout.0,
+            failure_threshold: self.failure_threshold,
+            error_window: self.error_window.0,
+            ewma_decay: self.ewma_decay.0,
+            drift_drop: self.drift_drop,
+            drift_window: self.drift_window.0,
+            drift_penalty: self.drift_penalty.0,
+            ..RouterConfig::default()
+        }
+    }
+}
+
+impl Default for RouterSpec {
+    fn default() -> Self {
+        RouterSpec {
+            check_interval: Self::check_interval(),
+            check_timeout: Self::check_timeout(),
+            failure_threshold: Self::failure_threshold(),
+            error_window: Self::error_window(),
+            ewma_decay: Self::ewma_decay(),
+            drift_drop: Self::drift_drop(),
+            drift_window: Self::drift_window(),
+            drift_penalty: Self::drift_penalty(),
+            refresh_every: Self::refresh_every(),
         }
     }
 }
@@ -355,6 +526,41 @@ pub struct ServerSpec {
     /// the Python SDK) or `"invalid_params"` (-32602, the TypeScript SDK).
     #[serde(default)]
     pub validation_error: ValidationError,
+    /// Free-form labels for the router. Every server also carries `server:<name>`, which a `[[load.mix]]` entry
+    /// naming the server requires.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The capability matrix row: attribute (ending in `_support`) → supported values, e.g.
+    /// `{ language_support = ["python", "rust"] }`. Sent in the handshake's `_meta` too.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub capabilities: BTreeMap<String, Vec<String>>,
+    /// Declared P95 latency (ms): the router's `latency_ratio` divides by it. Sent in `_meta`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p95_ms: Option<f64>,
+    /// Declared concurrency limit: the router's `capacity` is the share of it free. Sent in `_meta`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_requests: Option<u32>,
+    /// Active health checks call this tool instead of `ping`; three failures in a row take the replica out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<HealthCheckSpec>,
+    /// The server registers with the gateways at this time (absent: from the start). Its hosts run throughout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join_at: Option<Dur>,
+    /// The server deregisters at this time: no new call is routed to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leave_at: Option<Dur>,
+}
+
+/// A declared health tool and its minimal arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HealthCheckSpec {
+    /// One of the server's tools.
+    pub tool: String,
+    /// Its arguments, a table.
+    #[serde(default = "empty_args")]
+    #[schemars(schema_with = "object_schema")]
+    pub arguments: Value,
 }
 
 fn yes() -> bool {
@@ -412,9 +618,11 @@ pub enum LoadMode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MixEntry {
-    /// A server's `name`.
-    pub server: String,
-    /// One of that server's tools.
+    /// A server's `name`: the call goes to that server's replicas only (the gateway is asked for the tag
+    /// `server:<name>`). Absent: to any server offering the tool, as the router chooses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// One of that server's tools (without `server`: a tool some server offers).
     pub tool: String,
     /// Relative weight (> 0).
     #[serde(default = "unit_weight")]
@@ -754,6 +962,10 @@ pub struct Checks {
     /// row (never back: the rest of the run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_s: Option<f64>,
+    /// Attempts served by a replica whose server does not meet the call's needs (judged from the server tables:
+    /// mix entry's server, tool, `<argument>_support` capabilities), independently of the router.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misroutes: Option<u64>,
 }
 
 fn zero_lost() -> Option<u64> {
@@ -773,6 +985,7 @@ impl Default for Checks {
             amplification_during_fault: None,
             healthy_p99_ratio: None,
             recovery_s: None,
+            misroutes: None,
         }
     }
 }
@@ -814,7 +1027,28 @@ impl ServerSpec {
             renew: self.renew,
             auth_schemes: self.auth_schemes.clone(),
             validation_error: self.validation_error,
+            meta: self.router_meta(),
         }
+    }
+
+    /// What the replica declares in its handshake's `_meta` for routers: the capability matrix row and the hints.
+    fn router_meta(&self) -> Option<serde_json::Map<String, Value>> {
+        let mut meta = serde_json::Map::new();
+        for (attribute, values) in &self.capabilities {
+            meta.insert(attribute.clone(), Value::from(values.clone()));
+        }
+        if let Some(ms) = self.latency_p95_ms {
+            meta.insert("latency_p95_ms".to_owned(), Value::from(ms));
+        }
+        if let Some(n) = self.max_concurrent_requests {
+            meta.insert("max_concurrent_requests".to_owned(), Value::from(n));
+        }
+        (!meta.is_empty()).then_some(meta)
+    }
+
+    /// The tag every server carries and a `[[load.mix]]` entry naming it requires.
+    pub fn server_tag(name: &str) -> String {
+        format!("server:{name}")
     }
 }
 

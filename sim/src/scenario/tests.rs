@@ -459,6 +459,53 @@ fn every_semantic_rule() {
         ),
         ("[load]", "[checks]\np99_ms = -1.0\n\n[load]", "checks.p99_ms", "p99_ms = |-1", ">= 0"),
         ("[load]", "[checks]\nerror_rate = 2.0\n\n[load]", "checks.error_rate", "error_rate = |2", "between 0 and 1"),
+        ("[load]", "[gateway]\nformula = \"fastest\"\n\n[load]", "gateway.formula", "formula = |", "unknown formula"),
+        (
+            "[load]",
+            "[gateway]\nformula = \"expr:scor\"\n\n[load]",
+            "gateway.formula",
+            "formula = |",
+            "unknown variable",
+        ),
+        (
+            "[load]",
+            "[gateway.router]\nfailure_threshold = 0\n\n[load]",
+            "gateway.router.failure_threshold",
+            "failure_threshold = |0",
+            "at least 1",
+        ),
+        (
+            "[load]",
+            "[gateway]\nrequirements = [{ argument = \"\", attribute = \"language_support\" }]\n\n[load]",
+            "gateway.requirements[0].argument",
+            "argument = |",
+            "must name a call argument",
+        ),
+        (
+            "replicas = 2",
+            "replicas = 2\ncapabilities = { language = [\"rust\"] }",
+            "servers[0].capabilities.language",
+            "language = |[",
+            "`<attribute>_support`",
+        ),
+        ("replicas = 2", "replicas = 2\ntags = [\"server:b\"]", "servers[0].tags", "tags = |", "automatic"),
+        ("replicas = 2", "replicas = 2\nlatency_p95_ms = 0", "servers[0].latency_p95_ms", "latency_p95_ms = |0", "> 0"),
+        (
+            "replicas = 2",
+            "replicas = 2\nhealth_check = { tool = \"nope\" }",
+            "servers[0].health_check.tool",
+            "tool = |\"nope\"",
+            "has no tool \"nope\"",
+        ),
+        ("replicas = 2", "replicas = 2\njoin_at = \"10s\"", "servers[0].join_at", "join_at = |", "before the end"),
+        (
+            "replicas = 2",
+            "replicas = 2\njoin_at = \"5s\"\nleave_at = \"4s\"",
+            "servers[0].leave_at",
+            "leave_at = |",
+            "after join_at",
+        ),
+        ("server = \"a\"\ntool = \"echo\"", "tool = \"nope\"", "load.mix[0].tool", "tool = |", "no server offers"),
     ];
     for (from, to, key, at, fragment) in cases {
         let text = edit(BASE, from, to);

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::model::{DriftKind, Fault, FaultKind, LoadMode, Scenario, ServerSpec};
 use super::path::KeyPath;
 use crate::fake::{ConfigError, FakeServerConfig};
+use mcpstorm_core::router::FormulaSpec;
 
 /// The most retries an agent may make per call: beyond it a run is all retries.
 pub const MAX_RETRIES: u32 = 100;
@@ -77,6 +78,7 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
     check_agent_and_client(&mut c, s);
     check_faults(&mut c, s);
     check_checks_and_sweep(&mut c, s);
+    check_routing(&mut c, s);
     c.issues
 }
 
@@ -205,8 +207,20 @@ fn check_load(c: &mut Checker, s: &Scenario) {
     }
     for (j, entry) in load.mix.iter().enumerate() {
         let at = |field: &str| format!("load.mix[{j}].{field}");
-        match s.servers.iter().find(|srv| srv.name == entry.server) {
-            None => c.fail(at("server"), format!("no server is named {:?}{}", entry.server, names(&s.servers))),
+        if !(entry.weight.is_finite() && entry.weight > 0.0) {
+            c.fail(at("weight"), format!("must be a finite number > 0, got {}", entry.weight));
+        }
+        if !entry.args.is_object() {
+            c.fail(at("args"), "must be a table of arguments, e.g. { message = \"hi\" }");
+        }
+        let Some(name) = &entry.server else {
+            if !s.servers.iter().any(|srv| srv.tools.iter().any(|t| t.name == entry.tool)) {
+                c.fail(at("tool"), format!("no server offers a tool {:?}", entry.tool));
+            }
+            continue;
+        };
+        match s.servers.iter().find(|srv| &srv.name == name) {
+            None => c.fail(at("server"), format!("no server is named {name:?}{}", names(&s.servers))),
             Some(server) => {
                 if !server.tools.iter().any(|t| t.name == entry.tool) {
                     let tools: Vec<String> = server.tools.iter().map(|t| format!("{:?}", t.name)).collect();
@@ -221,12 +235,6 @@ fn check_load(c: &mut Checker, s: &Scenario) {
                     );
                 }
             }
-        }
-        if !(entry.weight.is_finite() && entry.weight > 0.0) {
-            c.fail(at("weight"), format!("must be a finite number > 0, got {}", entry.weight));
-        }
-        if !entry.args.is_object() {
-            c.fail(at("args"), "must be a table of arguments, e.g. { message = \"hi\" }");
         }
     }
 }
@@ -535,6 +543,96 @@ fn check_checks_and_sweep(c: &mut Checker, s: &Scenario) {
             c.fail(at, format!("must be a single value (string, number or boolean), got {value}"));
         } else if !seen.insert(super::overrides::label(value)) {
             c.fail(at, format!("repeats {value}: each value is one run, labelled by the value"));
+        }
+    }
+}
+
+/// The gateway's routing settings and the servers' routing declarations.
+fn check_routing(c: &mut Checker, s: &Scenario) {
+    let g = &s.gateway;
+    if let Err(e) = g.formula.parse::<FormulaSpec>() {
+        c.fail("gateway.formula", e.to_string());
+    }
+    for (i, rule) in g.requirements.iter().enumerate() {
+        if rule.argument.is_empty() {
+            c.fail(format!("gateway.requirements[{i}].argument"), "must name a call argument");
+        }
+        if rule.attribute.is_empty() {
+            c.fail(format!("gateway.requirements[{i}].attribute"), "must name a server capability");
+        }
+    }
+    let r = &g.router;
+    for (key, d) in [
+        ("check_interval", r.check_interval),
+        ("check_timeout", r.check_timeout),
+        ("error_window", r.error_window),
+        ("ewma_decay", r.ewma_decay),
+        ("drift_window", r.drift_window),
+        ("drift_penalty", r.drift_penalty),
+        ("refresh_every", r.refresh_every),
+    ] {
+        c.positive(&format!("gateway.router.{key}"), d.0);
+    }
+    if r.failure_threshold == 0 {
+        c.fail("gateway.router.failure_threshold", "must be at least 1");
+    }
+    if !(r.drift_drop.is_finite() && r.drift_drop > 0.0 && r.drift_drop <= 1.0) {
+        c.fail("gateway.router.drift_drop", format!("must be a share in (0, 1], got {}", r.drift_drop));
+    }
+    for (i, server) in s.servers.iter().enumerate() {
+        check_server_routing(c, s, i, server);
+    }
+}
+
+fn check_server_routing(c: &mut Checker, s: &Scenario, i: usize, server: &ServerSpec) {
+    let at = |field: &str| format!("servers[{i}].{field}");
+    for tag in &server.tags {
+        if tag.is_empty() {
+            c.fail(at("tags"), "a tag must not be empty");
+        } else if tag.starts_with("server:") {
+            c.fail(at("tags"), format!("{tag:?}: `server:` tags are automatic (every server has `server:<name>`)"));
+        }
+    }
+    for (attribute, values) in &server.capabilities {
+        if !attribute.ends_with("_support") || attribute.len() == "_support".len() {
+            c.fail(
+                at(&format!("capabilities.{attribute}")),
+                "a capability is named `<attribute>_support` (e.g. language_support), as servers declare it in _meta",
+            );
+        }
+        if values.iter().any(String::is_empty) {
+            c.fail(at(&format!("capabilities.{attribute}")), "values must not be empty strings");
+        }
+    }
+    if let Some(ms) = server.latency_p95_ms
+        && !(ms.is_finite() && ms > 0.0)
+    {
+        c.fail(at("latency_p95_ms"), format!("must be a number of milliseconds > 0, got {ms}"));
+    }
+    if server.max_concurrent_requests == Some(0) {
+        c.fail(at("max_concurrent_requests"), "must be at least 1");
+    }
+    if let Some(check) = &server.health_check {
+        if !server.tools.iter().any(|t| t.name == check.tool) {
+            c.fail(at("health_check.tool"), format!("server {:?} has no tool {:?}", server.name, check.tool));
+        }
+        if !check.arguments.is_object() {
+            c.fail(at("health_check.arguments"), "must be a table of arguments");
+        }
+    }
+    let end = s.duration.0;
+    if let Some(join) = server.join_at
+        && !end.is_zero()
+        && join.0 >= end
+    {
+        c.fail(at("join_at"), format!("must be before the end of the run ({})", fmt(end)));
+    }
+    if let Some(leave) = server.leave_at {
+        if !end.is_zero() && leave.0 > end {
+            c.fail(at("leave_at"), format!("must not be after the end of the run ({})", fmt(end)));
+        }
+        if leave.0 <= server.join_at.unwrap_or_default().0 {
+            c.fail(at("leave_at"), "must be after join_at (and after the start)");
         }
     }
 }

@@ -9,14 +9,17 @@
 //! comparable), and the arguments hashed once per mix entry rather than once per attempt (the hash is of the mix
 //! entry's arguments, before an agent fills in parameters a drift added).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use mcpstorm_core::CancelToken;
 use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::conn::CallOptions;
+use mcpstorm_core::gateway::{Attempt, Connector, Gateway, GatewayConfig, ToolCall};
 use mcpstorm_core::history::{CallKey, CallStart, ContentHash};
 use mcpstorm_core::limit::InFlightLimit;
+use mcpstorm_core::router::{FormulaSpec, Requirement, Router};
 use mcpstorm_core::rt::{Clock, SeededRng};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -30,6 +33,7 @@ use super::clock::SimClock;
 use super::hosts::server_host;
 use super::net::{SERVER_PORT, TurmoilDialer};
 use super::recorder::{AttemptVerdict, Outcome, Recorder, SimObserver};
+use super::routing::{Needs, pin, registry, rules};
 use crate::scenario::{CredentialSpec, LoadMode, Scenario};
 
 /// Everything a load host needs, shared by every incarnation of it.
@@ -60,24 +64,56 @@ impl LoadPlan {
     }
 }
 
-/// One load host's clients: one `McpClient` (one connection) per server replica, all sharing the host's global
-/// in-flight limit, as one gateway process would.
-struct Clients {
-    /// `by_server[s][r]`: server `s`, replica `r`.
-    by_server: Vec<Vec<Arc<McpClient>>>,
-    /// Round-robin cursor per server: no router yet, so replicas take turns.
-    cursors: Vec<AtomicUsize>,
-    /// This host's wall clock (the call history's timestamps, and the gateway's wall time).
+/// Makes a load host's gateway's client of one replica, as one gateway process would: the turmoil dialer, the
+/// scenario's client settings, profile and credentials, the host's `SimClock`, a seeded RNG stream per replica, the
+/// host's shared global in-flight limit, and the observer that puts connection events on the timeline.
+#[derive(Debug)]
+struct SimConnector {
+    config: ClientConfig,
+    limit: InFlightLimit,
     clock: SimClock,
+    root: SeededRng,
+    /// Replica host → its RNG stream: fixed by the scenario's server order, not by the order of first use.
+    streams: BTreeMap<String, u64>,
+    recorder: Recorder,
     host: String,
 }
 
-impl Clients {
-    fn new(plan: &LoadPlan, host_index: usize, host: &str, seed: u64) -> Clients {
-        let spec = &plan.scenario.client;
-        let limit = InFlightLimit::new(spec.max_in_flight);
+impl Connector for SimConnector {
+    fn connect(&self, _server: &str, endpoint: &str) -> Arc<McpClient> {
+        let stream = self.streams.get(endpoint).copied().unwrap_or(u64::MAX);
+        let dialer = Arc::new(TurmoilDialer { host: endpoint.to_owned(), port: SERVER_PORT });
+        let observer = Arc::new(SimObserver {
+            recorder: self.recorder.clone(),
+            host: self.host.clone(),
+            replica: endpoint.to_owned(),
+        });
+        Arc::new(
+            McpClient::new(endpoint, dialer, self.config.clone())
+                .with_observer(observer)
+                .with_rng(self.root.fork(stream))
+                .with_clock(Arc::new(self.clock.clone()))
+                .with_global_limit(self.limit.clone()),
+        )
+    }
+}
+
+/// One load host's gateway process: a [`Gateway`] routing over every scenario server's replicas.
+struct Host {
+    gateway: Arc<Gateway>,
+    /// This host's wall clock (the call history's timestamps, and the gateway's wall time).
+    clock: SimClock,
+    host: String,
+    /// Judges misroutes from the scenario's tables, independently of the router.
+    needs: Needs,
+}
+
+impl Host {
+    fn new(plan: &LoadPlan, host_index: usize, host: &str, seed: u64) -> Result<Host, String> {
+        let scenario = &plan.scenario;
+        let spec = &scenario.client;
         let clock = plan.clocks.get(host_index).cloned().unwrap_or_default();
-        let gateway = &plan.scenario.gateway;
+        let gateway = &scenario.gateway;
         let mut config = ClientConfig {
             connect_timeout: spec.connect_timeout.0,
             profile: gateway.profile,
@@ -89,50 +125,42 @@ impl Clients {
         config.connection.first_response = spec.first_response.0;
         config.connection.call_deadline = spec.deadline.0;
         let root = SeededRng::new(seed);
-        let mut stream = 0;
-        let by_server = plan
-            .scenario
-            .servers
-            .iter()
-            .map(|s| {
-                (0..s.replicas)
-                    .map(|r| {
-                        stream += 1;
-                        let name = server_host(&s.name, r);
-                        let dialer = Arc::new(TurmoilDialer { host: name.clone(), port: SERVER_PORT });
-                        let observer = Arc::new(SimObserver {
-                            recorder: plan.recorder.clone(),
-                            host: host.to_owned(),
-                            replica: name.clone(),
-                        });
-                        Arc::new(
-                            McpClient::new(name, dialer, config.clone())
-                                .with_observer(observer)
-                                .with_rng(root.fork(stream))
-                                .with_clock(Arc::new(clock.clone()))
-                                .with_global_limit(limit.clone()),
-                        )
-                    })
-                    .collect()
-            })
-            .collect();
-        let cursors = plan.scenario.servers.iter().map(|_| AtomicUsize::new(0)).collect();
-        Clients { by_server, cursors, clock, host: host.to_owned() }
-    }
-
-    fn pick(&self, server: usize) -> &Arc<McpClient> {
-        let replicas = &self.by_server[server];
-        let i = self.cursors[server].fetch_add(1, Ordering::Relaxed) % replicas.len();
-        &replicas[i]
+        // Stream 0 routes: the client streams start at 1.
+        let router_rng = root.fork(0);
+        let hosts = scenario.servers.iter().flat_map(|s| (0..s.replicas).map(|r| server_host(&s.name, r)));
+        let streams = hosts.zip(1..).collect();
+        let connector = SimConnector {
+            config,
+            limit: InFlightLimit::new(spec.max_in_flight),
+            clock: clock.clone(),
+            root,
+            streams,
+            recorder: plan.recorder.clone(),
+            host: host.to_owned(),
+        };
+        let formula: FormulaSpec =
+            gateway.formula.parse().map_err(|e| format!("gateway.formula {:?}: {e}", &*gateway.formula))?;
+        let router = Router::new(gateway.router.to_core(), formula.build(), router_rng, Instant::now());
+        let config = GatewayConfig {
+            refresh_every: gateway.router.refresh_every.0,
+            requirement_rules: rules(scenario),
+            ..GatewayConfig::default()
+        };
+        let gateway =
+            Gateway::new(router, Box::new(registry(scenario)), Arc::new(connector), Arc::new(clock.clone()), config);
+        Ok(Host { gateway: Arc::new(gateway), clock, host: host.to_owned(), needs: Needs::new(scenario) })
     }
 }
 
 /// What one logical call targets, resolved from the mix once.
 #[derive(Debug, Clone)]
 struct Target {
-    server: usize,
+    /// Index into `load.mix`.
+    entry: usize,
     tool: String,
     args: serde_json::Value,
+    /// `server:<name>` when the mix entry names a server.
+    requires: Vec<Requirement>,
     /// SHA-256 of `args`' canonical JSON.
     input: ContentHash,
 }
@@ -140,10 +168,9 @@ struct Target {
 fn targets(scenario: &Scenario) -> (Vec<Target>, Vec<f64>) {
     let mut out = Vec::new();
     let mut weights = Vec::new();
-    for m in &scenario.load.mix {
-        let server = scenario.servers.iter().position(|s| s.name == m.server).unwrap_or(0);
+    for (entry, m) in scenario.load.mix.iter().enumerate() {
         let input = ContentHash::of(&m.args);
-        out.push(Target { server, tool: m.tool.clone(), args: m.args.clone(), input });
+        out.push(Target { entry, tool: m.tool.clone(), args: m.args.clone(), requires: pin(m), input });
         weights.push(m.weight);
     }
     (out, weights)
@@ -165,7 +192,10 @@ fn pick_weighted(rng: &mut ChaCha8Rng, weights: &[f64]) -> usize {
 /// call is then allowed to reach its outcome.
 pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> turmoil::Result {
     let seed = plan.scenario.seed ^ (0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(host_index as u64 + 1));
-    let clients = Arc::new(Clients::new(&plan, host_index, &host, seed));
+    let clients = Arc::new(Host::new(&plan, host_index, &host, seed)?);
+    // The gateway's background work (registry changes, statistics, health checks) runs until the load is done.
+    let cancel = CancelToken::new();
+    let background = tokio::spawn(clients.gateway.clone().run_background(cancel.clone()));
     let (targets, weights) = targets(&plan.scenario);
     let targets = Arc::new(targets);
     let hosts = plan.scenario.load.hosts;
@@ -204,15 +234,13 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
         }
     }
     while tasks.join_next().await.is_some() {}
-    for server in &clients.by_server {
-        for client in server {
-            client.close().await;
-        }
-    }
+    cancel.cancel("load over");
+    let _ = background.await;
+    clients.gateway.close().await;
     Ok(())
 }
 
-type SessionCtx = (Arc<LoadPlan>, Arc<Clients>, Arc<Vec<Target>>, Vec<f64>);
+type SessionCtx = (Arc<LoadPlan>, Arc<Host>, Arc<Vec<Target>>, Vec<f64>);
 
 async fn closed_session((plan, clients, targets, weights): SessionCtx, mut rng: ChaCha8Rng) {
     let think = plan.scenario.load.think_time.0;
@@ -276,25 +304,48 @@ fn zero_of(ty: Option<&Value>) -> Value {
 }
 
 /// One logical call as an agent makes it: the first attempt, then retries as the agent model says
-/// ([`agent::next`]).
-async fn logical_call(plan: &LoadPlan, clients: &Clients, target: &Target, intended: Duration) {
+/// ([`agent::next`]). Each attempt goes through the host's gateway with the replicas already tried, so a retry prefers
+/// another one; the agent fills the arguments from the schema of the replica the router chose.
+async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: Duration) {
     let recorder = &plan.recorder;
     recorder.offered(intended);
     // The agent's own stream (the polite backoff's jitter): fixed by the call's intended time and the run's seed.
     let mut rng = ChaCha8Rng::seed_from_u64(plan.scenario.seed ^ (intended.as_nanos() as u64).rotate_left(17));
     let mut args = target.args.clone();
     let mut outcome = Outcome::Error("local");
+    let mut tried = Vec::new();
+    let mut served_by = None;
     for attempt in 0.. {
         recorder.attempt_started(LoadPlan::now(), attempt > 0);
-        let client = clients.pick(target.server);
-        let sent_args = agent_arguments(client, &target.tool, &args).await;
-        let sent = LoadPlan::now();
-        let start = CallStart::new(clients.clock.wall_ms(), sent, Instant::now());
-        let result = client.call_tool(&target.tool, sent_args, CallOptions::default()).await;
+        let call = ToolCall { tried: &tried, requires: &target.requires, ..ToolCall::new(&target.tool, args.clone()) };
+        // Taken when the arguments are ready on the chosen replica: the attempt's send time.
+        let start = Mutex::new(None);
+        let prepare = |client: Arc<McpClient>, args: Value| {
+            let start = &start;
+            async move {
+                let args = agent_arguments(&client, &target.tool, &args).await;
+                let at = CallStart::new(host.clock.wall_ms(), LoadPlan::now(), Instant::now());
+                *start.lock().unwrap_or_else(PoisonError::into_inner) = Some(at);
+                args
+            }
+        };
+        let routed = host.gateway.call_tool_prepared(call, prepare).await;
         recorder.attempt_finished();
+        let now = LoadPlan::now();
+        // No replica can take the call: nothing was sent, and retrying at once would find none either.
+        let Ok(Attempt { replica, endpoint, outcome: result }) = routed else {
+            outcome = Outcome::Error("local");
+            break;
+        };
+        tried.push(replica);
+        served_by = host.needs.server_of(&endpoint);
+        let fallback = || CallStart::new(host.clock.wall_ms(), now, Instant::now());
+        let start = start.into_inner().unwrap_or_else(PoisonError::into_inner).unwrap_or_else(fallback);
+        let sent = start.offset;
+        recorder.served(now, &endpoint, host.needs.misroute(target.entry, &endpoint));
         let verdict = AttemptVerdict::of(result.as_ref());
-        recorder.attempt_verdict(&clients.host, client.server(), sent, LoadPlan::now(), verdict);
-        let key = CallKey::with_hash(client.server(), target.tool.as_str(), target.input);
+        recorder.attempt_verdict(&host.host, &endpoint, sent, now, verdict);
+        let key = CallKey::with_hash(&*endpoint, target.tool.as_str(), target.input);
         recorder.call(start, key, result.as_ref(), attempt);
         outcome = match &result {
             Ok(r) if !r.is_error => Outcome::Ok,
@@ -312,7 +363,7 @@ async fn logical_call(plan: &LoadPlan, clients: &Clients, target: &Target, inten
         }
     }
     let now = LoadPlan::now();
-    recorder.logical_done(now, now.saturating_sub(intended), outcome, Some(&plan.scenario.servers[target.server].name));
+    recorder.logical_done(now, now.saturating_sub(intended), outcome, served_by);
 }
 
 #[cfg(test)]

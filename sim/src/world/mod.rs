@@ -16,6 +16,7 @@ mod load;
 mod net;
 mod phases;
 mod recorder;
+mod routing;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -164,6 +165,7 @@ pub fn run(
         description: scenario.description.clone(),
         seed: scenario.seed,
         profile: profile_name(scenario.gateway.profile).to_owned(),
+        formula: scenario.gateway.formula.trim().to_owned(),
         sim_seconds: finished_at.as_secs_f64(),
         seconds,
         events,
@@ -221,6 +223,7 @@ fn evaluate_checks(scenario: &Scenario, totals: &crate::report::Totals) -> Vec<C
     check("amplification_during_fault", c.amplification_during_fault, totals.amplification_during_fault);
     check("healthy_p99_ratio", c.healthy_p99_ratio, totals.healthy_p99_ratio);
     check("recovery_s", c.recovery_s, totals.recovery_s);
+    check("misroutes", c.misroutes.map(|l| l as f64), totals.misroutes as f64);
     out
 }
 

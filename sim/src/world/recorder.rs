@@ -237,6 +237,22 @@ impl Recorder {
         self.lock().stale_refusal(load_host, replica, sent, now);
     }
 
+    /// Replica `replica` served an attempt finished at `now`; `misroute` when its server does not meet the call's
+    /// needs.
+    pub fn served(&self, now: Duration, replica: &str, misroute: bool) {
+        let mut inner = self.lock();
+        match inner.totals.replica_calls.get_mut(replica) {
+            Some(n) => *n += 1,
+            None => {
+                inner.totals.replica_calls.insert(replica.to_owned(), 1);
+            }
+        }
+        if misroute {
+            inner.bucket(now).misroutes += 1;
+            inner.totals.misroutes += 1;
+        }
+    }
+
     /// A session event from a load host's gateway core.
     pub fn session_event(&self, now: Duration, what: SessionEvent) {
         let mut inner = self.lock();

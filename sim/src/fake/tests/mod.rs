@@ -66,6 +66,7 @@ fn config(tools: Vec<ToolConfig>) -> FakeServerConfig {
         renew: true,
         auth_schemes: None,
         validation_error: super::ValidationError::default(),
+        meta: None,
     }
 }
 

@@ -1,0 +1,136 @@
+//! The scenario's servers as the gateways' router sees them, and the independent judge of where calls may go.
+//!
+//! [`registry`] turns `[[servers]]` into the core's [`ServerSpec`]s — replicas are the server's hosts, tools its
+//! tools, the capability matrix, tags (plus the automatic `server:<name>`), declared hints and health check — and
+//! schedules `join_at` / `leave_at` as membership events of a [`ScheduledRegistry`].
+//!
+//! [`Needs`] decides, from the same server tables but without the router or the gateway's requirement rules, which
+//! servers may serve each `[[load.mix]]` entry. An attempt served elsewhere is a *misroute*: so a scenario whose
+//! gateway lacks a requirement rule shows misroutes instead of passing silently.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use mcpstorm_core::router::{HealthCheck, RegistryEvent, Requirement, ScheduledRegistry, ServerSpec};
+use mcpstorm_core::schema::RouterHints;
+
+use super::hosts::server_host;
+use crate::scenario::{self, MixEntry, Scenario};
+
+/// The capability attribute an argument is judged against: `language` → `language_support`.
+fn attribute_of(argument: &str) -> String {
+    format!("{argument}_support")
+}
+
+/// One scenario server as the router's declaration.
+fn server_spec(server: &scenario::ServerSpec) -> ServerSpec {
+    let mut spec = ServerSpec::new(server.name.clone(), (0..server.replicas).map(|r| server_host(&server.name, r)))
+        .with_tools(server.tools.iter().map(|t| t.name.clone()))
+        .with_hints(RouterHints {
+            latency_p95: server.latency_p95_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok()),
+            max_concurrent_requests: server.max_concurrent_requests,
+        });
+    spec.tags = server.tags.iter().cloned().collect();
+    spec.tags.insert(scenario::ServerSpec::server_tag(&server.name));
+    for (attribute, values) in &server.capabilities {
+        spec = spec.with_support(attribute, values.iter().cloned());
+    }
+    if let Some(check) = &server.health_check {
+        // The declared tool replaces `ping` and guards the whole server (capability `None`).
+        spec.checks =
+            vec![HealthCheck { capability: None, tool: Some(check.tool.clone()), arguments: check.arguments.clone() }];
+    }
+    spec
+}
+
+/// Every server, registered at `join_at` (the start when absent) and deregistered at `leave_at`.
+pub fn registry(scenario: &Scenario) -> ScheduledRegistry {
+    let mut initial = Vec::new();
+    let mut timeline = Vec::new();
+    for server in &scenario.servers {
+        let spec = server_spec(server);
+        match server.join_at {
+            Some(at) if !at.0.is_zero() => timeline.push((at.0, RegistryEvent::Join(spec))),
+            _ => initial.push(spec),
+        }
+        if let Some(at) = server.leave_at {
+            timeline.push((at.0, RegistryEvent::Leave(server.name.clone())));
+        }
+    }
+    ScheduledRegistry::new(initial, timeline)
+}
+
+/// The requirement a mix entry naming a server adds to its calls.
+pub fn pin(entry: &MixEntry) -> Vec<Requirement> {
+    entry.server.iter().map(|name| Requirement::Tag(scenario::ServerSpec::server_tag(name))).collect()
+}
+
+/// Which servers may serve which mix entry, from the scenario's tables alone.
+#[derive(Debug, Clone)]
+pub struct Needs {
+    /// Replica host → server index.
+    hosts: BTreeMap<String, usize>,
+    /// Server names by index.
+    names: Vec<String>,
+    /// `allowed[mix entry]`: the indices of the servers that may serve it.
+    allowed: Vec<BTreeSet<usize>>,
+}
+
+impl Needs {
+    pub fn new(scenario: &Scenario) -> Needs {
+        let servers = &scenario.servers;
+        let hosts = servers
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| (0..s.replicas).map(move |r| (server_host(&s.name, r), i)))
+            .collect();
+        // Attributes some server declares: only those make an argument a requirement.
+        let declared: BTreeSet<&str> = servers.iter().flat_map(|s| s.capabilities.keys()).map(String::as_str).collect();
+        let allowed = scenario
+            .load
+            .mix
+            .iter()
+            .map(|entry| {
+                let needs: Vec<(String, &str)> = entry
+                    .args
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(argument, value)| Some((attribute_of(argument), value.as_str()?)))
+                    .filter(|(attribute, _)| declared.contains(attribute.as_str()))
+                    .collect();
+                servers
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| entry.server.as_ref().is_none_or(|name| name == &s.name))
+                    .filter(|(_, s)| s.tools.iter().any(|t| t.name == entry.tool))
+                    .filter(|(_, s)| {
+                        needs.iter().all(|(attribute, value)| {
+                            s.capabilities.get(attribute).is_some_and(|vs| vs.iter().any(|v| v == value))
+                        })
+                    })
+                    .map(|(i, _)| i)
+                    .collect()
+            })
+            .collect();
+        Needs { hosts, allowed, names: servers.iter().map(|s| s.name.clone()).collect() }
+    }
+
+    /// The server replica host `replica` belongs to.
+    pub fn server_of(&self, replica: &str) -> Option<&str> {
+        self.hosts.get(replica).and_then(|i| self.names.get(*i)).map(String::as_str)
+    }
+
+    /// Whether replica host `replica` serving mix entry `entry` is a misroute.
+    pub fn misroute(&self, entry: usize, replica: &str) -> bool {
+        match (self.hosts.get(replica), self.allowed.get(entry)) {
+            (Some(server), Some(allowed)) => !allowed.contains(server),
+            _ => true,
+        }
+    }
+}
+
+/// The requirement rules of the gateway, as the core takes them.
+pub fn rules(scenario: &Scenario) -> Vec<(String, String)> {
+    scenario.gateway.requirements.iter().map(|r| (r.argument.clone(), r.attribute.clone())).collect()
+}
