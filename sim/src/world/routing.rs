@@ -134,3 +134,99 @@ impl Needs {
 pub fn rules(scenario: &Scenario) -> Vec<(String, String)> {
     scenario.gateway.requirements.iter().map(|r| (r.argument.clone(), r.attribute.clone())).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use mcpstorm_core::router::Registry;
+
+    use super::*;
+    use crate::scenario::load_str;
+
+    const SCENARIO: &str = r#"
+name = "t"
+duration = "30s"
+
+[[servers]]
+name = "py"
+replicas = 2
+capabilities = { language_support = ["python"] }
+latency_p95_ms = 250
+tags = ["eu"]
+[[servers.tools]]
+name = "review"
+[[servers.tools]]
+name = "health"
+
+[[servers]]
+name = "poly"
+capabilities = { language_support = ["python", "rust"] }
+health_check = { tool = "review", arguments = { language = "python" } }
+join_at = "10s"
+leave_at = "20s"
+[[servers.tools]]
+name = "review"
+
+[load]
+mode = "closed"
+sessions = 1
+
+[[load.mix]]
+tool = "review"
+args = { language = "rust", style = "terse" }
+
+[[load.mix]]
+server = "py"
+tool = "review"
+args = { language = "python" }
+
+[[load.mix]]
+tool = "health"
+"#;
+
+    fn scenario() -> Scenario {
+        load_str(SCENARIO, "t.toml", &[]).expect("valid scenario")
+    }
+
+    #[test]
+    fn needs_come_from_the_server_tables_not_the_gateway() {
+        let needs = Needs::new(&scenario());
+        // rust: only poly supports it; `style` is no requirement (no server declares style_support).
+        assert!(needs.misroute(0, "py-0") && needs.misroute(0, "py-1"));
+        assert!(!needs.misroute(0, "poly-0"));
+        // Pinned to py: poly (which supports python too) is a misroute.
+        assert!(!needs.misroute(1, "py-1"));
+        assert!(needs.misroute(1, "poly-0"));
+        // A tool only py offers.
+        assert!(!needs.misroute(2, "py-0") && needs.misroute(2, "poly-0"));
+        // Unknown hosts and entries are never a correct route.
+        assert!(needs.misroute(0, "nope-0") && needs.misroute(9, "poly-0"));
+        assert_eq!(needs.server_of("py-1"), Some("py"));
+        assert_eq!(needs.server_of("nope"), None);
+    }
+
+    #[test]
+    fn the_registry_declares_each_server_and_schedules_joins_and_leaves() {
+        let scenario = scenario();
+        let mut registry = registry(&scenario);
+        let mut events = Vec::new();
+        registry.poll(Duration::ZERO, &mut events);
+        let [RegistryEvent::Join(py)] = events.as_slice() else { panic!("only py at the start: {events:?}") };
+        assert_eq!(py.replicas, ["py-0", "py-1"]);
+        assert!(py.tags.contains("eu") && py.tags.contains("server:py"));
+        assert!(py.tools.contains("review") && py.tools.contains("health"));
+        assert_eq!(py.hints.latency_p95, Some(Duration::from_millis(250)));
+        assert!(py.matrix["language_support"].contains("python"));
+        assert!(py.checks.is_empty(), "no declared health tool: the router pings");
+        events.clear();
+        registry.poll(Duration::from_secs(15), &mut events);
+        let [RegistryEvent::Join(poly)] = events.as_slice() else { panic!("poly joins at 10 s: {events:?}") };
+        assert_eq!(poly.checks.len(), 1);
+        assert_eq!(poly.checks[0].tool.as_deref(), Some("review"));
+        assert_eq!(poly.checks[0].capability, None, "the declared check guards the whole server");
+        events.clear();
+        registry.poll(Duration::from_secs(25), &mut events);
+        assert_eq!(events, [RegistryEvent::Leave("poly".into())]);
+        assert_eq!(pin(&scenario.load.mix[1]), [Requirement::Tag("server:py".into())]);
+        assert!(pin(&scenario.load.mix[0]).is_empty());
+    }
+}

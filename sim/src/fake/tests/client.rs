@@ -299,3 +299,24 @@ async fn run_serve_fake_rejects_an_invalid_config_before_binding() {
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
     assert!(err.to_string().contains("workers"), "{err}");
 }
+
+/// A server's declared router hints and capability matrix ride in its handshake's `_meta`, in both eras, where the
+/// core's capability record reads them (`RouterHints`, the router's `matrix_from_meta`).
+#[tokio::test(start_paused = true)]
+async fn declared_hints_and_capabilities_reach_the_core_through_meta() {
+    let meta = json!({"latency_p95_ms": 100.0, "max_concurrent_requests": 20, "language_support": ["python", "rust"]});
+    for eras in [vec![ProtocolEra::Legacy], vec![ProtocolEra::Modern]] {
+        let meta = meta.as_object().cloned();
+        let fake = server(FakeServerConfig { eras: eras.clone(), meta, ..config(vec![ToolConfig::new("t")]) });
+        let client = client(&fake);
+        let caps = client.capabilities().await.expect("handshake and tools/list");
+        let hints = caps.server_hints();
+        assert_eq!(hints.latency_p95, Some(Duration::from_millis(100)), "{eras:?}");
+        assert_eq!(hints.max_concurrent_requests, Some(20), "{eras:?}");
+        let session = client.session().await.expect("session");
+        let spec =
+            mcpstorm_core::router::ServerSpec::from_capabilities("s", ["s-0"], &caps, session.init.extra.get("_meta"));
+        assert!(spec.matrix["language_support"].contains("rust"), "{eras:?}: {:?}", spec.matrix);
+        assert_eq!(spec.hints, hints);
+    }
+}
