@@ -8,7 +8,8 @@ use std::process::Command;
 /// Overrides that keep each shipped scenario short enough for a debug-build test while keeping its faults.
 fn shortening(name: &str) -> &'static [&'static str] {
     match name {
-        "retry_storm" => &["load.rate=150.0"],
+        "retry_storm" => &["load.rate=300.0"],
+        "bulkhead" => &["duration=\"16s\"", "faults[0].start=\"5s\"", "faults[0].duration=\"8s\""],
         "concurrency_knee" => &["sweep.values=[1, 50, 500]", "load.calls=100"],
         "schema_drift" => &["load.sessions=5"],
         "clock_skew" => &["load.sessions=2", "load.think_time=500ms", "tick=10ms"],

@@ -5,44 +5,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use common::mcpstorm;
-use serde_json::Value;
+use common::{failed, scratch_in, sim, summary, text};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("profiles").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-/// `mcpstorm sim SCENARIO --out OUT --set ...` (a relative scenario path is from the repository root).
-fn sim(scenario: &Path, out: &Path, sets: &[&str]) -> Output {
-    let (scenario, out) = (scenario.to_string_lossy(), out.to_string_lossy());
-    let mut args = vec!["sim", scenario.as_ref(), "--out", out.as_ref()];
-    for s in sets {
-        args.extend(["--set", s]);
-    }
-    mcpstorm(&args)
-}
-
-fn summary(dir: &Path) -> Value {
-    let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json");
-    serde_json::from_str(&text).expect("summary.json is JSON")
-}
-
-/// The names of the checks that failed.
-fn failed(summary: &Value) -> Vec<String> {
-    let checks = summary["checks"].as_array().cloned().unwrap_or_default();
-    checks
-        .iter()
-        .filter(|c| c["passed"] == Value::Bool(false))
-        .filter_map(|c| c["name"].as_str().map(String::from))
-        .collect()
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    scratch_in("profiles", name)
 }
 
 /// Shortened for a debug build: fewer agents, the same faults.

@@ -279,6 +279,16 @@ impl Gateway {
     /// The protected path: routing, throttling, breakers, retries under a budget and one deadline, and a degraded
     /// result when the gateway declines (see [`resilience`](ResilienceConfig) for the layers).
     pub async fn call(&self, call: ToolCall<'_>) -> Routed {
+        self.call_prepared(call, |_, arguments| std::future::ready(arguments)).await
+    }
+
+    /// [`Gateway::call`], with each attempt's arguments finished by `prepare` on the chosen replica's client (as in
+    /// [`Gateway::call_tool_prepared`]): called once per attempt, in attempt order, just before it is sent.
+    pub async fn call_prepared<F, Fut>(&self, call: ToolCall<'_>, prepare: F) -> Routed
+    where
+        F: Fn(Arc<McpClient>, Value) -> Fut,
+        Fut: Future<Output = Value>,
+    {
         let now = self.clock.now();
         let deadline = call.opts.deadline.unwrap_or(now + self.config.call_deadline);
         let requirements = self.call_requirements(&call);
@@ -350,8 +360,7 @@ impl Gateway {
                 plan.start_attempt();
             }
             let opts = CallOptions { deadline: Some(deadline), ..call.opts.clone() };
-            let unchanged = |_, arguments| std::future::ready(arguments);
-            let arguments = (call.arguments.clone(), unchanged);
+            let arguments = (call.arguments.clone(), &prepare);
             let attempt = self.attempt(replica, &server, &endpoint, call.tool, arguments, opts).await;
             let now = self.clock.now();
             let verdict = classify(&attempt.outcome);
@@ -361,12 +370,8 @@ impl Gateway {
             if let Some(permit) = permit {
                 resilience::report(self.observer.as_ref(), &server, call.tool, permit.record(now, verdict));
             }
-            if !matches!(
-                verdict,
-                crate::resilience::breaker::Verdict::Failure | crate::resilience::breaker::Verdict::RetryAfter(_)
-            ) {
-                self.layers.throttle_accepted(&server, now);
-            }
+            let accepted = !matches!(verdict, BreakerVerdict::Failure | BreakerVerdict::RetryAfter(_));
+            self.layers.throttle_outcome(&server, now, accepted);
             let error = match &attempt.outcome {
                 Err(e) if self.layers.config().retry.is_some() => Some(e.clone()),
                 _ => None,

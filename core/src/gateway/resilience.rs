@@ -144,14 +144,14 @@ impl Layers {
         throttle.admit(now)
     }
 
-    /// The backend accepted a request (answered without an overload failure).
-    pub fn throttle_accepted(&self, server: &str, now: Instant) {
+    /// An admitted request ended, accepted by the backend (answered without an overload failure) or not.
+    pub fn throttle_outcome(&self, server: &str, now: Instant, accepted: bool) {
         if self.config.throttle.is_none() {
             return;
         }
         let mut throttles = self.throttles.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(t) = throttles.get_mut(server) {
-            t.record_accept(now);
+            t.record_outcome(now, accepted);
         }
     }
 

@@ -11,6 +11,10 @@
 //! K × its accepted rate and spends little on requests it would refuse anyway. K = 2 trades a little wasted backend
 //! work for a quick recovery once it accepts again (lower K is more aggressive). Randomness comes from the injected
 //! [`SeededRng`], so the simulator replays the same rejections for the same seed.
+//!
+//! An admitted request is counted when its outcome is known ([`AdaptiveThrottle::record_outcome`]), not when it is
+//! sent: counted at the send, the requests still in flight have no accept yet, so a cold client with a few calls in
+//! flight (3 sent, none back: p = 3/4) would shed healthy traffic. A request rejected here is counted at once.
 
 use std::time::Duration;
 
@@ -66,16 +70,21 @@ impl AdaptiveThrottle {
         rejection_probability(t.requests, t.accepts, self.k)
     }
 
-    /// Decides whether to send one request; counts it as a request either way. `false`: reject locally.
+    /// Decides whether to send one request. `false`: reject locally (counted as a request now); `true`: report its
+    /// outcome with [`AdaptiveThrottle::record_outcome`] when it is known.
     pub fn admit(&mut self, now: Instant) -> bool {
         let p = self.probability(now);
-        self.ring.record(now, Tally { requests: 1, accepts: 0 });
-        p == 0.0 || self.rng.unit() >= p
+        let admitted = p == 0.0 || self.rng.unit() >= p;
+        if !admitted {
+            self.ring.record(now, Tally { requests: 1, accepts: 0 });
+        }
+        admitted
     }
 
-    /// The backend accepted a request admitted earlier (answered without an overload failure).
-    pub fn record_accept(&mut self, now: Instant) {
-        self.ring.record(now, Tally { requests: 0, accepts: 1 });
+    /// An admitted request ended: a request, and an accept if the backend accepted it (answered without an overload
+    /// failure).
+    pub fn record_outcome(&mut self, now: Instant, accepted: bool) {
+        self.ring.record(now, Tally { requests: 1, accepts: u64::from(accepted) });
     }
 
     pub fn tally(&mut self, now: Instant) -> Tally {
@@ -110,9 +119,7 @@ mod tests {
             sent += 1;
             if th.admit(now) {
                 admitted += 1;
-                if admitted % 5 == 0 {
-                    th.record_accept(now);
-                }
+                th.record_outcome(now, admitted % 5 == 0);
             }
         }
         let t = th.tally(t0 + Duration::from_secs(2));
@@ -125,5 +132,18 @@ mod tests {
         assert!(rejected_share > 0.4, "local rejections happen: {rejected_share}");
         assert_eq!(th.probability(t0 + Duration::from_secs(13)), 0.0, "the window forgot the overload");
         assert!(th.admit(t0 + Duration::from_secs(13)));
+    }
+
+    #[test]
+    fn requests_in_flight_do_not_count_before_their_outcome() {
+        let t0 = Instant::now();
+        let mut th = AdaptiveThrottle::new(ThrottleConfig::default(), t0, SeededRng::new(1));
+        // A cold client sends 50 requests at once: none is back yet, none may be shed.
+        assert!((0..50).all(|_| th.admit(t0)));
+        assert_eq!(th.tally(t0).requests, 0);
+        for _ in 0..50 {
+            th.record_outcome(t0, true);
+        }
+        assert_eq!(th.tally(t0), Tally { requests: 50, accepts: 50 });
     }
 }

@@ -85,11 +85,11 @@ impl FakeControl {
     /// Hangs the server: it keeps reading (so it still sees cancellations) but answers nothing, not even `ping`,
     /// until un-hung. Answers held back meanwhile are then sent, unless their call was cancelled.
     pub fn set_hung(&self, hung: bool) {
-        self.shared.hang.send_replace(hung);
+        self.shared.hang.set(hung);
     }
 
     pub fn is_hung(&self) -> bool {
-        *self.shared.hang.borrow()
+        self.shared.hang.get()
     }
 
     /// Resizes the worker pool (`None`: unlimited; 0 stalls every new call until it grows). Shrinking never

@@ -13,7 +13,6 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, json};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::config::{ConfigError, FakeServerConfig, ToolConfig};
@@ -50,7 +49,7 @@ pub(crate) struct Shared {
     rng: Mutex<ChaCha8Rng>,
     pub pool: WorkerPool,
     pub faults: FaultCell,
-    pub hang: watch::Sender<bool>,
+    pub hang: Hang,
     pub counters: Arc<Counters>,
 }
 
@@ -98,9 +97,40 @@ impl Shared {
 
     /// Resolves at once unless the server is hung; then when it is un-hung.
     pub async fn unhung(&self) {
-        let mut rx = self.hang.subscribe();
-        // The sender lives in `self`, so `wait_for` cannot fail while we wait.
-        let _ = rx.wait_for(|hung| !*hung).await;
+        self.hang.unhung().await;
+    }
+}
+
+/// The hang switch. Not a `watch` channel: tokio's `watch` wakes its receivers through randomly chosen shards, so
+/// the order in which hundreds of parked requests resume (and the simulator's output) would differ run to run.
+/// A [`Notify`](tokio::sync::Notify) wakes its waiters in the order they parked.
+#[derive(Debug, Default)]
+pub struct Hang {
+    hung: std::sync::atomic::AtomicBool,
+    released: tokio::sync::Notify,
+}
+
+impl Hang {
+    pub fn set(&self, hung: bool) {
+        self.hung.store(hung, std::sync::atomic::Ordering::SeqCst);
+        if !hung {
+            self.released.notify_waiters();
+        }
+    }
+
+    pub fn get(&self) -> bool {
+        self.hung.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    async fn unhung(&self) {
+        loop {
+            // Registered before the check, so a release between the check and the wait is not missed.
+            let released = self.released.notified();
+            if !self.get() {
+                return;
+            }
+            released.await;
+        }
     }
 }
 
@@ -124,7 +154,7 @@ impl FakeServer {
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(config.seed)),
             pool: WorkerPool::new(config.workers),
             faults: FaultCell::default(),
-            hang: watch::channel(false).0,
+            hang: Hang::default(),
             counters: Arc::default(),
             config,
         };

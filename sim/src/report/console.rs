@@ -6,7 +6,7 @@ use std::path::Path;
 use super::data::{RunData, WallClock};
 use super::num::{finite, grouped, ms, pct, short};
 use super::plot;
-use super::summary::{clean_totals, degraded_by_reason, timing, verdict};
+use super::summary::{clean_totals, convergence, degraded_by_reason, timing, verdict};
 
 /// Totals, checks, where the report went, how fast the simulation ran, and the command that reproduces the run.
 pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
@@ -58,6 +58,9 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
         );
     }
     // Only for runs with fault windows or a gateway that protected something.
+    if !t.convergence.is_empty() {
+        let _ = writeln!(s, "  gateways   breaker convergence across gateways: {}", convergence(&t));
+    }
     if t.amplification_during_fault > 0.0 || t.breaker_opens > 0 || !t.degraded.is_empty() {
         let _ = writeln!(
             s,

@@ -1,25 +1,31 @@
 //! The same scenario and seed under two gateway profiles, side by side: `contrast.png`/`.svg` (goodput, P99, error
-//! rate and stale sends over time, one colour per profile, fault windows shaded) and a two-row summary table.
+//! rate and stale sends — or, when neither run had any, retry amplification — over time, one colour per profile, fault windows shaded) and a two-row summary table.
 //!
 //! Both runs share the scenario, so their fault windows are the same and are shaded once per panel.
 
 use std::fmt::Write as _;
 
 use super::data::RunData;
-use super::num::{finite, grouped, ms, pct};
-use super::overlay::{ERROR_RATE, GOODPUT, Metric, Overlay, P99, STALE_SENDS, Series};
+use super::num::{finite, grouped, ms, pct, short};
+use super::overlay::{AMPLIFICATION, ERROR_RATE, GOODPUT, Metric, Overlay, P99, STALE_SENDS, Series};
 use super::summary::verdict;
 
 pub(crate) const CONTRAST: &str = "contrast";
 
-/// The panels of `contrast.png`.
+/// The panels of `contrast.png`: stale sends when either run had any, else retry amplification (a storm's
+/// signature).
 const PANELS: [Metric; 4] = [GOODPUT, P99, ERROR_RATE, STALE_SENDS];
+const STORM_PANELS: [Metric; 4] = [GOODPUT, P99, ERROR_RATE, AMPLIFICATION];
+
+fn panels(primary: &RunData, other: &RunData) -> &'static [Metric; 4] {
+    if primary.totals.stale_sends > 0 || other.totals.stale_sends > 0 { &PANELS } else { &STORM_PANELS }
+}
 
 /// The labels and one-seed series of the two runs, for [`figure`].
 pub(crate) fn series(primary: &RunData, other: &RunData) -> (Vec<String>, Vec<Series>) {
     let runs = [primary, other];
     let labels = runs.iter().map(|r| format!("{} profile", r.profile)).collect();
-    let series = runs.iter().map(|r| Series::of(&[r.seconds.as_slice()], &PANELS)).collect();
+    let series = runs.iter().map(|r| Series::of(&[r.seconds.as_slice()], panels(primary, other))).collect();
     (labels, series)
 }
 
@@ -40,7 +46,7 @@ pub(crate) fn figure<'a>(
         subtitle: format!("{verdicts}   ·   shaded: fault windows"),
         labels,
         series,
-        metrics: &PANELS,
+        metrics: panels(primary, other),
         faults: &primary.faults,
         panel: None,
     }
@@ -51,7 +57,7 @@ pub fn contrast_table(primary: &RunData, other: &RunData) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "  {:<8} {:>6} {:>10} {:>8} {:>10} {:>12} {:>12} {:>14} {:>13} {:>9}",
+        "  {:<8} {:>6} {:>10} {:>8} {:>10} {:>12} {:>12} {:>14} {:>13} {:>9} {:>12} {:>12} {:>9}",
         "profile",
         "checks",
         "ok",
@@ -61,13 +67,16 @@ pub fn contrast_table(primary: &RunData, other: &RunData) -> String {
         "error window",
         "session errors",
         "re-handshakes",
-        "renewals"
+        "renewals",
+        "amp (faults)",
+        "healthy P99x",
+        "recovery"
     );
     for run in [primary, other] {
         let t = &run.totals;
         let _ = writeln!(
             s,
-            "  {:<8} {:>6} {:>10} {:>8} {:>10} {:>12} {:>12} {:>14} {:>13} {:>9}",
+            "  {:<8} {:>6} {:>10} {:>8} {:>10} {:>12} {:>12} {:>14} {:>13} {:>9} {:>12} {:>12} {:>9}",
             run.profile,
             verdict(run.passed()),
             grouped(t.ok),
@@ -77,7 +86,10 @@ pub fn contrast_table(primary: &RunData, other: &RunData) -> String {
             format!("{} s", t.error_window_s),
             grouped(t.session_errors),
             grouped(t.rehandshakes),
-            grouped(t.renewals)
+            grouped(t.renewals),
+            format!("{}x", short(finite(t.amplification_during_fault), 3)),
+            format!("{}x", short(finite(t.healthy_p99_ratio), 3)),
+            format!("{} s", short(finite(t.recovery_s), 3))
         );
     }
     s

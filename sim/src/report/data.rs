@@ -154,6 +154,21 @@ pub struct Totals {
     pub misroutes: u64,
     /// Attempts sent to each replica (host name), in name order.
     pub replica_calls: BTreeMap<String, u64>,
+    /// Breaker incidents across gateways (several load hosts only): per (server, tool), from the first gateway's
+    /// opening to the moment every gateway had it open.
+    pub convergence: Vec<Convergence>,
+}
+
+/// One breaker incident across the gateways.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Convergence {
+    pub server: String,
+    pub tool: String,
+    /// When the first gateway opened it (simulated ms).
+    pub first_open_ms: u64,
+    /// From then until the last gateway had it open too; none if some gateway never followed before the first
+    /// closed again.
+    pub converged_ms: Option<u64>,
 }
 
 /// A finished run, ready to write.

@@ -81,6 +81,17 @@ pub(crate) const ERROR_RATE: Metric = Metric {
     },
 };
 
+pub(crate) const AMPLIFICATION: Metric = Metric {
+    title: "Retry amplification (attempts per offered call)",
+    y_desc: "attempts / call",
+    log_ok: false,
+    value: |rows| {
+        let offered: u64 = rows.iter().map(|r| r.offered).sum();
+        let attempts: u64 = rows.iter().map(|r| r.attempts).sum();
+        (offered > 0).then(|| attempts as f64 / offered as f64)
+    },
+};
+
 pub(crate) const STALE_SENDS: Metric = Metric {
     title: "Stale sends (refused for a schema the gateway could have known was stale)",
     y_desc: "stale sends / s",

@@ -103,7 +103,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", run.reproduce);
 
     s.push_str("## Totals\n\n| metric | value |\n|---|---:|\n");
-    let rows: [(&str, String); 33] = [
+    let rows: [(&str, String); 34] = [
         ("offered (logical calls)", grouped(t.offered)),
         ("completed", grouped(t.completed)),
         ("ok", grouped(t.ok)),
@@ -137,6 +137,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
         ("degraded results", degraded_by_reason(&t)),
         ("routing formula", run.formula.clone()),
         ("misroutes", grouped(t.misroutes)),
+        ("breaker convergence across gateways", convergence(&t)),
     ];
     for (name, value) in rows {
         let _ = writeln!(s, "| {name} | {value} |");
@@ -198,4 +199,19 @@ pub(crate) fn degraded_by_reason(t: &Totals) -> String {
     }
     let parts: Vec<String> = t.degraded.iter().map(|(r, n)| format!("{r} {}", grouped(*n))).collect();
     format!("{} ({})", grouped(total), parts.join(", "))
+}
+
+/// `3 incidents, converged in 4 / 9 ms (median / max), 1 never`, or `-` without incidents.
+pub(crate) fn convergence(t: &Totals) -> String {
+    if t.convergence.is_empty() {
+        return "-".to_owned();
+    }
+    let mut done: Vec<u64> = t.convergence.iter().filter_map(|c| c.converged_ms).collect();
+    done.sort_unstable();
+    let never = t.convergence.len() - done.len();
+    let times = match (done.get(done.len() / 2), done.last()) {
+        (Some(median), Some(max)) => format!(", converged in {median} / {max} ms (median / max)"),
+        _ => String::new(),
+    };
+    format!("{} incidents{times}, {never} never", t.convergence.len())
 }

@@ -22,4 +22,4 @@ pub use error::{Location, Problem, ScenarioError};
 pub use load::{load_file, load_str};
 pub use model::*;
 pub use overrides::{expand_sweep, label as sweep_label};
-pub use validate::{GATEWAY, MAX_RETRIES, resolve_target, validate};
+pub use validate::{GATEWAY, GOSSIP, MAX_RETRIES, resolve_target, validate};

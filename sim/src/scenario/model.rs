@@ -182,6 +182,7 @@ pub struct Scenario {
 /// | `[gateway.throttle]` | on          | SRE adaptive throttling per server                                         |
 /// | `[gateway.bulkhead]` | on          | a permit pool per server (declared `max_concurrent_requests` or configured) |
 /// | `[gateway.limiter]`  | fixed       | `aimd` or `gradient2`: the adaptive limit inside each bulkhead              |
+/// | `gossip`             | false       | share breaker openings between load hosts (a pub/sub host `gossip`)        |
 /// | `[gateway.fallbacks]`| none        | `tool = "fallback_tool"`, named in degraded results                        |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
@@ -211,6 +212,10 @@ pub struct Gateway {
     /// The adaptive limit inside each bulkhead; absent = fixed (the cap).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limiter: Option<LimiterSpec>,
+    /// Share breaker openings between the load hosts' gateways through a pub/sub host (`gossip`): when one opens,
+    /// the others follow. A `partition` fault with `target = "gossip"` cuts it off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gossip: bool,
     /// Fallback tools named in degraded results: `inventory_lookup = "query_cached_inventory"`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fallbacks: BTreeMap<String, String>,

@@ -273,7 +273,11 @@ fn check_agent_and_client(c: &mut Checker, s: &Scenario) {
 fn check_faults(c: &mut Checker, s: &Scenario) {
     for (k, fault) in s.faults.iter().enumerate() {
         let at = |field: &str| format!("faults[{k}].{field}");
-        let gateway = fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY;
+        let gateway = (fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY)
+            || (fault.kind == FaultKind::Partition && fault.target == GOSSIP);
+        if fault.target == GOSSIP && !(s.gateway.gossip && s.load.hosts > 1) {
+            c.fail(at("target"), "\"gossip\" needs [gateway] gossip = true and load.hosts > 1");
+        }
         if !gateway && let Err(message) = resolve_target(&fault.target, &s.servers) {
             c.fail(at("target"), message);
         }
@@ -330,6 +334,9 @@ fn check_faults(c: &mut Checker, s: &Scenario) {
         }
     }
 }
+
+/// The `target` of a `partition` that cuts the gossip hub off from every load host.
+pub const GOSSIP: &str = "gossip";
 
 /// The `target` of a `clock_skew` on every load host (the gateway) rather than a server.
 pub const GATEWAY: &str = "gateway";

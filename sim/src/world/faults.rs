@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::fake::{Drift, FakeControl};
 use crate::report::FaultWindow;
-use crate::scenario::{DriftKind, Fault, FaultKind, GATEWAY, Scenario, resolve_target};
+use crate::scenario::{DriftKind, Fault, FaultKind, GATEWAY, GOSSIP, Scenario, resolve_target};
 
 use super::clock::SimClock;
 use super::hosts::{load_host, server_host};
@@ -61,6 +61,9 @@ pub struct Timeline {
 fn target_hosts(scenario: &Scenario, fault: &Fault) -> Vec<String> {
     if fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY {
         return (0..scenario.load.hosts).map(load_host).collect();
+    }
+    if fault.kind == FaultKind::Partition && fault.target == GOSSIP {
+        return vec![super::gossip::GOSSIP_HOST.to_owned()];
     }
     match resolve_target(&fault.target, &scenario.servers) {
         Ok((s, Some(r))) => vec![server_host(&scenario.servers[s].name, r)],

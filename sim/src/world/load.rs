@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use mcpstorm_core::CancelToken;
 use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::gateway::{Attempt, Connector, Gateway, GatewayConfig, ToolCall};
+use mcpstorm_core::gateway::{Connector, Gateway, GatewayConfig, ToolCall};
 use mcpstorm_core::history::{CallKey, CallStart, ContentHash};
 use mcpstorm_core::limit::InFlightLimit;
 use mcpstorm_core::router::{FormulaSpec, Requirement, Router};
@@ -32,7 +32,10 @@ use super::agent::{self, Next};
 use super::clock::SimClock;
 use super::hosts::server_host;
 use super::net::{SERVER_PORT, TurmoilDialer};
-use super::recorder::{AttemptVerdict, Outcome, Recorder, SimObserver};
+use super::recorder::{AttemptVerdict, GatewayObserver, Outcome, Recorder, SimObserver};
+
+/// Where a gateway's own breaker openings go to be gossiped.
+type Outbox = tokio::sync::mpsc::UnboundedSender<super::gossip::Opened>;
 use super::routing::{Needs, pin, registry, rules};
 use crate::scenario::{CredentialSpec, LoadMode, Scenario};
 
@@ -109,7 +112,7 @@ struct Host {
 }
 
 impl Host {
-    fn new(plan: &LoadPlan, host_index: usize, host: &str, seed: u64) -> Result<Host, String> {
+    fn new(plan: &LoadPlan, host_index: usize, host: &str, seed: u64, outbox: Option<Outbox>) -> Result<Host, String> {
         let scenario = &plan.scenario;
         let spec = &scenario.client;
         let clock = plan.clocks.get(host_index).cloned().unwrap_or_default();
@@ -125,8 +128,9 @@ impl Host {
         config.connection.first_response = spec.first_response.0;
         config.connection.call_deadline = spec.deadline.0;
         let root = SeededRng::new(seed);
-        // Stream 0 routes: the client streams start at 1.
+        // Stream 0 routes, the last one feeds the resilience layers' jitter: the client streams start at 1.
         let router_rng = root.fork(0);
+        let layers_rng = root.fork(u64::MAX - 1);
         let hosts = scenario.servers.iter().flat_map(|s| (0..s.replicas).map(|r| server_host(&s.name, r)));
         let streams = hosts.zip(1..).collect();
         let connector = SimConnector {
@@ -144,10 +148,15 @@ impl Host {
         let config = GatewayConfig {
             refresh_every: gateway.router.refresh_every.0,
             requirement_rules: rules(scenario),
-            ..GatewayConfig::default()
+            // The agent's deadline for a call covers all the gateway's attempts of it.
+            call_deadline: spec.deadline.0,
+            resilience: gateway.layers().to_core(),
         };
+        let observer = GatewayObserver { recorder: plan.recorder.clone(), host: host.to_owned(), outbox };
         let gateway =
-            Gateway::new(router, Box::new(registry(scenario)), Arc::new(connector), Arc::new(clock.clone()), config);
+            Gateway::new(router, Box::new(registry(scenario)), Arc::new(connector), Arc::new(clock.clone()), config)
+                .with_rng(layers_rng)
+                .with_observer(Arc::new(observer));
         Ok(Host { gateway: Arc::new(gateway), clock, host: host.to_owned(), needs: Needs::new(scenario) })
     }
 }
@@ -192,10 +201,19 @@ fn pick_weighted(rng: &mut ChaCha8Rng, weights: &[f64]) -> usize {
 /// call is then allowed to reach its outcome.
 pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> turmoil::Result {
     let seed = plan.scenario.seed ^ (0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(host_index as u64 + 1));
-    let clients = Arc::new(Host::new(&plan, host_index, &host, seed)?);
-    // The gateway's background work (registry changes, statistics, health checks) runs until the load is done.
+    let gossip = plan.scenario.gateway.gossip && plan.scenario.load.hosts > 1;
+    let (outbox, published) = if gossip {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
+    let clients = Arc::new(Host::new(&plan, host_index, &host, seed, outbox)?);
+    // The gateway's background work (registry changes, statistics, health checks) and its gossip with the other
+    // gateways run until the load is done.
     let cancel = CancelToken::new();
     let background = tokio::spawn(clients.gateway.clone().run_background(cancel.clone()));
+    let gossiping = published.map(|rx| tokio::spawn(super::gossip::node(clients.gateway.clone(), rx, cancel.clone())));
     let (targets, weights) = targets(&plan.scenario);
     let targets = Arc::new(targets);
     let hosts = plan.scenario.load.hosts;
@@ -236,6 +254,9 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
     while tasks.join_next().await.is_some() {}
     cancel.cancel("load over");
     let _ = background.await;
+    if let Some(g) = gossiping {
+        let _ = g.await;
+    }
     clients.gateway.close().await;
     Ok(())
 }
@@ -315,44 +336,47 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     let mut outcome = Outcome::Error("local");
     let mut tried = Vec::new();
     let mut served_by = None;
+    // Attempts sent so far for this logical call: the agent's and the gateway's own retries alike.
+    let mut sent = 0u32;
     for attempt in 0.. {
-        recorder.attempt_started(LoadPlan::now(), attempt > 0);
         let call = ToolCall { tried: &tried, requires: &target.requires, ..ToolCall::new(&target.tool, args.clone()) };
-        // Taken when the arguments are ready on the chosen replica: the attempt's send time.
-        let start = Mutex::new(None);
+        // Each attempt's send time, taken when its arguments are ready on the chosen replica.
+        let starts: Mutex<Vec<CallStart>> = Mutex::new(Vec::new());
         let prepare = |client: Arc<McpClient>, args: Value| {
-            let start = &start;
+            let starts = &starts;
             async move {
                 let args = agent_arguments(&client, &target.tool, &args).await;
-                let at = CallStart::new(host.clock.wall_ms(), LoadPlan::now(), Instant::now());
-                *start.lock().unwrap_or_else(PoisonError::into_inner) = Some(at);
+                let mut starts = starts.lock().unwrap_or_else(PoisonError::into_inner);
+                recorder.attempt_started(LoadPlan::now(), sent > 0 || !starts.is_empty());
+                starts.push(CallStart::new(host.clock.wall_ms(), LoadPlan::now(), Instant::now()));
                 args
             }
         };
-        let routed = host.gateway.call_tool_prepared(call, prepare).await;
-        recorder.attempt_finished();
+        // The protected path (the naive profile: the same path with every layer off, one attempt).
+        let routed = host.gateway.call_prepared(call, prepare).await;
         let now = LoadPlan::now();
-        // No replica can take the call: nothing was sent, and retrying at once would find none either.
-        let Ok(Attempt { replica, endpoint, outcome: result }) = routed else {
-            outcome = Outcome::Error("local");
-            break;
-        };
-        tried.push(replica);
-        served_by = host.needs.server_of(&endpoint);
-        let fallback = || CallStart::new(host.clock.wall_ms(), now, Instant::now());
-        let start = start.into_inner().unwrap_or_else(PoisonError::into_inner).unwrap_or_else(fallback);
-        let sent = start.offset;
-        recorder.served(now, &endpoint, host.needs.misroute(target.entry, &endpoint));
-        let verdict = AttemptVerdict::of(result.as_ref());
-        recorder.attempt_verdict(&host.host, &endpoint, sent, now, verdict);
-        let key = CallKey::with_hash(&*endpoint, target.tool.as_str(), target.input);
-        recorder.call(start, key, result.as_ref(), attempt);
-        outcome = match &result {
+        let starts = starts.into_inner().unwrap_or_else(PoisonError::into_inner);
+        for (i, a) in routed.attempts.iter().enumerate() {
+            // The in-flight gauge: a gateway retry's earlier attempts are counted finished when the call returns.
+            recorder.attempt_finished();
+            tried.push(a.replica);
+            served_by = host.needs.server_of(&a.endpoint);
+            let start =
+                starts.get(i).copied().unwrap_or_else(|| CallStart::new(host.clock.wall_ms(), now, Instant::now()));
+            recorder.served(now, &a.endpoint, host.needs.misroute(target.entry, &a.endpoint));
+            let verdict = AttemptVerdict::of(a.outcome.as_ref());
+            recorder.attempt_verdict(&host.host, &a.endpoint, start.offset, now, verdict);
+            let key = CallKey::with_hash(&*a.endpoint, target.tool.as_str(), target.input);
+            recorder.call(start, key, a.outcome.as_ref(), sent);
+            sent += 1;
+        }
+        let result = routed.outcome();
+        outcome = match result {
             Ok(r) if !r.is_error => Outcome::Ok,
             Ok(_) => Outcome::Tool,
             Err(e) => Outcome::Error(e.label()),
         };
-        match agent::next(&plan.scenario.agent, attempt, result.as_ref(), &args, &mut rng) {
+        match agent::next(&plan.scenario.agent, attempt, result, &args, &mut rng) {
             Next::Stop => break,
             Next::Retry { after, args: next } => {
                 args = next;

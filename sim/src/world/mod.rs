@@ -11,6 +11,7 @@
 mod agent;
 mod clock;
 mod faults;
+mod gossip;
 mod hosts;
 mod load;
 mod net;
@@ -26,7 +27,7 @@ pub use clock::SimClock;
 pub use hosts::{load_host, server_host};
 pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE};
-pub use recorder::{Outcome, Recorder, SimObserver};
+pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
 
 use mcpstorm_core::history::ServerCallRecord;
 
@@ -105,6 +106,10 @@ pub fn run(
     }
 
     let load_hosts: Vec<String> = (0..scenario.load.hosts).map(load_host).collect();
+    recorder.set_gateways(load_hosts.len());
+    if scenario.gateway.gossip && load_hosts.len() > 1 {
+        sim.host(gossip::GOSSIP_HOST, gossip::hub);
+    }
     let load_clocks: Vec<SimClock> = load_hosts.iter().map(|_| SimClock::default()).collect();
     for (host, clock) in load_hosts.iter().zip(&load_clocks) {
         handles.clocks.insert(host.clone(), clock.clone());

@@ -20,12 +20,12 @@ use mcpstorm_core::history::{CallHistory, CallKey, CallStart, ServerCallRecord};
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::CallToolResult;
 use mcpstorm_core::observe::{Event, Observer, SessionEvent};
-use mcpstorm_core::resilience::breaker::{State, Transition};
+use mcpstorm_core::resilience::breaker::{Reason, State, Transition};
 use mcpstorm_core::resilience::degraded::DegradedReason;
 use mcpstorm_core::session::ext::is_session_not_found;
 
 use super::phases::Phases;
-use crate::report::{EventRow, SecondRow, Totals};
+use crate::report::{Convergence, EventRow, SecondRow, Totals};
 
 /// How a logical call (all its attempts) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +100,9 @@ struct Inner {
     healthy_during: Histogram<u64>,
     /// Breakers open now, by (load host, server, tool): each load host's gateway has its own.
     open_breakers: BTreeSet<(String, String, String)>,
+    /// Load hosts (gateways) in the run, and the breaker incident under way per (server, tool).
+    gateways: usize,
+    incidents: BTreeMap<(String, String), usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -136,12 +139,51 @@ impl Default for Recorder {
                 healthy_before: histogram(3),
                 healthy_during: histogram(3),
                 open_breakers: BTreeSet::new(),
+                gateways: 1,
+                incidents: BTreeMap::new(),
             })),
         }
     }
 }
 
 impl Inner {
+    /// Breakers of `(server, tool)` open on how many gateways now.
+    fn open_on(&self, server: &str, tool: &str) -> usize {
+        self.open_breakers.iter().filter(|(_, s, t)| s == server && t == tool).count()
+    }
+
+    /// A breaker of `(server, tool)` just opened on some gateway: the first opening while none was open starts an
+    /// incident; the one that makes all gateways open ends its convergence. Only with several gateways.
+    fn track_incident(&mut self, at: Duration, server: &str, tool: &str) {
+        if self.gateways < 2 {
+            return;
+        }
+        let pair = (server.to_owned(), tool.to_owned());
+        let open = self.open_on(server, tool);
+        let index = match self.incidents.get(&pair) {
+            Some(&i) if open > 1 => i,
+            _ => {
+                let incident = Convergence {
+                    server: server.to_owned(),
+                    tool: tool.to_owned(),
+                    first_open_ms: at.as_millis() as u64,
+                    converged_ms: None,
+                };
+                self.totals.convergence.push(incident);
+                let i = self.totals.convergence.len() - 1;
+                self.incidents.insert(pair, i);
+                i
+            }
+        };
+        let gateways = self.gateways;
+        if let Some(c) = self.totals.convergence.get_mut(index)
+            && c.converged_ms.is_none()
+            && open >= gateways
+        {
+            c.converged_ms = Some(at.as_millis() as u64 - c.first_open_ms);
+        }
+    }
+
     fn bucket(&mut self, at: Duration) -> &mut SecondRow {
         let t = at.as_secs() as usize;
         while self.buckets.len() <= t {
@@ -174,6 +216,11 @@ impl Inner {
 impl Recorder {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many gateways (load hosts) the run has: an incident converges when all of them have the breaker open.
+    pub fn set_gateways(&self, n: usize) {
+        self.lock().gateways = n.max(1);
     }
 
     /// Sets the fault windows the healthy-server latency is split by (before the run starts).
@@ -319,6 +366,7 @@ impl Recorder {
         if matches!(t.to, State::Open | State::ForcedOpen) {
             inner.open_breakers.insert(key);
             inner.totals.breaker_opens += 1;
+            inner.track_incident(at, server, tool);
         } else {
             inner.open_breakers.remove(&key);
         }
@@ -441,10 +489,6 @@ impl Observer for SimObserver {
                 let sent = now.saturating_sub(*latency);
                 self.recorder.stale_refusal(&self.host, &self.replica, sent, now);
             }
-            Event::Breaker { server, tool, transition } => {
-                self.recorder.breaker(now, &self.host, server, tool, transition);
-            }
-            Event::Degraded { reason, .. } => self.recorder.degraded(now, *reason),
             Event::SchemaRefetched { server, reason } => {
                 self.recorder.event(now, "schema_refetched", server, format!("{} from {}", reason.as_str(), self.host));
             }
@@ -455,6 +499,35 @@ impl Observer for SimObserver {
                     self.recorder.event(now, "session", server, format!("{what} from {}", self.host));
                 }
             }
+            _ => {}
+        }
+    }
+}
+
+/// The observer of a load host's [`Gateway`](mcpstorm_core::gateway::Gateway) itself (its clients have
+/// [`SimObserver`]s): breaker transitions and degraded results go to the recorder, and breakers this gateway opened
+/// by itself are published to the other gateways when gossip is on.
+#[derive(Debug)]
+pub struct GatewayObserver {
+    pub recorder: Recorder,
+    pub host: String,
+    pub outbox: Option<tokio::sync::mpsc::UnboundedSender<super::gossip::Opened>>,
+}
+
+impl Observer for GatewayObserver {
+    fn event(&self, event: &Event<'_>) {
+        let now = turmoil::sim_elapsed().unwrap_or_default();
+        match event {
+            Event::Breaker { server, tool, transition } => {
+                self.recorder.breaker(now, &self.host, server, tool, transition);
+                let local_open = transition.to == State::Open && transition.reason != Reason::Remote;
+                if let (true, Some(outbox), Some(open_for)) = (local_open, &self.outbox, transition.open_for) {
+                    let open_ms = u64::try_from(open_for.as_millis()).unwrap_or(u64::MAX);
+                    let opened = super::gossip::Opened { server: server.to_string(), tool: tool.to_string(), open_ms };
+                    let _ = outbox.send(opened);
+                }
+            }
+            Event::Degraded { reason, .. } => self.recorder.degraded(now, *reason),
             _ => {}
         }
     }
