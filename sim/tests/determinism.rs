@@ -9,6 +9,7 @@ use std::process::Command;
 fn shortening(name: &str) -> &'static [&'static str] {
     match name {
         "retry_storm" => &["load.rate=300.0"],
+        "cascading_failure" => &["load.rate=450.0", "duration=\"25s\""],
         "bulkhead" => &["duration=\"16s\"", "faults[0].start=\"5s\"", "faults[0].duration=\"8s\""],
         "concurrency_knee" => &["sweep.values=[1, 50, 500]", "load.calls=100"],
         "schema_drift" => &["load.sessions=5"],

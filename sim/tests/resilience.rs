@@ -115,3 +115,20 @@ fn gossip_spreads_an_opening_and_a_partition_leaves_each_gateway_protecting_itse
     let degraded = summary(&out)["totals"]["degraded"]["breaker_open"].as_u64().unwrap_or(0);
     assert!(degraded > 0);
 }
+
+#[test]
+fn an_overload_spreads_to_the_healthy_server_only_without_protection() {
+    let scenario = Path::new("scenarios/cascading_failure.toml");
+    let short = ["load.rate=450.0", "duration=\"25s\"", "report={}"];
+    let out = scratch("cascading-default");
+    let o = sim(scenario, &out, &short);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    let out = scratch("cascading-naive");
+    let naive: Vec<&str> = short.iter().copied().chain(["gateway.profile=naive"]).collect();
+    let o = sim(scenario, &out, &naive);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let s = summary(&out);
+    assert_eq!(failed(&s), ["healthy_p99_ratio"]);
+    assert!(s["totals"]["amplification_during_fault"].as_f64().unwrap_or(0.0) > 1.5, "{}", s["totals"]);
+}
