@@ -9,6 +9,11 @@
 //! `now` advances by 1 µs per operation from a fixed start, as a caller's clock would, so the time window really
 //! rotates its buckets; reading the clock is the caller's cost, not the breaker's.
 //!
+//! The bench reads real time on purpose: it measures the breaker's wall-clock cost, it is not part of the core
+//! library and never runs inside the simulator. It reads it through `tokio::time::Instant` (outside any paused
+//! runtime that is the system's monotonic clock), as the workspace's clippy configuration asks; the breaker itself
+//! only ever sees the `now` values the loop computes.
+//!
 //! Environment: `MCPSTORM_BENCH_OPS=N` operations per row (default 2,000,000), split into five runs whose median is
 //! printed. Run without `--bench` (as
 //! `cargo test --benches` does) it makes a 10,000-operation smoke run.

@@ -15,9 +15,9 @@ use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer, TcpDialer};
 use mcpstorm_core::session::EraMode;
 use mcpstorm_core::session::ext::GatewayProfile;
 use mcpstorm_core::{CallError, LocalError};
+use mcpstorm_tests::line_server::serve_lines;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
@@ -139,47 +139,22 @@ impl Drifting {
     }
 
     async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static>(self, stream: S) {
-        let (read, mut write) = tokio::io::split(stream);
-        let mut lines = BufReader::new(read).lines();
-        loop {
-            let line = tokio::select! {
-                biased;
-                line = lines.next_line() => match line {
-                    Ok(Some(line)) => line,
-                    _ => return,
-                },
-                () = self.announce.notified() => {
-                    let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
-                    if write.write_all(format!("{note}\n").as_bytes()).await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
-            let Some(id) = msg.get("id").cloned() else { continue };
-            let outcome = match msg["method"].as_str() {
-                Some("initialize") => Ok(json!({"protocolVersion": msg["params"]["protocolVersion"],
-                    "capabilities": {"tools": {"listChanged": true}},
-                    "serverInfo": {"name": "drifting", "version": self.with(|s| s.version.clone())}})),
-                Some("tools/list") => {
-                    let ttl = self.with(|s| {
-                        s.lists += 1;
-                        s.ttl_ms
-                    });
-                    Ok(json!({"tools": self.tools(), "ttlMs": ttl}))
-                }
-                Some("tools/call") => self.call(&msg["params"]["arguments"]),
-                _ => Err(json!({"code": -32601, "message": "method not found"})),
-            };
-            let reply = match outcome {
-                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
-            };
-            if write.write_all(format!("{reply}\n").as_bytes()).await.is_err() {
-                return;
+        let announce = self.announce.clone();
+        serve_lines(stream, announce, |msg| match msg["method"].as_str() {
+            Some("initialize") => Ok(json!({"protocolVersion": msg["params"]["protocolVersion"],
+                "capabilities": {"tools": {"listChanged": true}},
+                "serverInfo": {"name": "drifting", "version": self.with(|s| s.version.clone())}})),
+            Some("tools/list") => {
+                let ttl = self.with(|s| {
+                    s.lists += 1;
+                    s.ttl_ms
+                });
+                Ok(json!({"tools": self.tools(), "ttlMs": ttl}))
             }
-        }
+            Some("tools/call") => self.call(&msg["params"]["arguments"]),
+            _ => Err(json!({"code": -32601, "message": "method not found"})),
+        })
+        .await;
     }
 }
 

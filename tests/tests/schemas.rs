@@ -16,9 +16,9 @@ use mcpstorm_core::rt::{Dialer, StdioDialer, TcpDialer};
 use mcpstorm_core::schema::{ArgumentError, Dialect};
 use mcpstorm_core::{CallError, LocalError};
 use mcpstorm_sim::fake::{FakeServer, FakeServerConfig, ToolConfig};
+use mcpstorm_tests::line_server::serve_lines;
 use mcpstorm_tests::real_servers::{everything_server, python_server};
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
@@ -256,8 +256,6 @@ async fn scripted_server() -> Scripted {
 }
 
 async fn serve_scripted(stream: tokio::net::TcpStream, lists: Arc<AtomicU64>, announce: Arc<Notify>) {
-    let (read, mut write) = stream.into_split();
-    let mut lines = BufReader::new(read).lines();
     let tools = json!([
         {"name": "add", "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
             "required": ["a", "b"]}, "annotations": {"readOnlyHint": true},
@@ -265,40 +263,19 @@ async fn serve_scripted(stream: tokio::net::TcpStream, lists: Arc<AtomicU64>, an
         {"name": "tuple", "inputSchema": {"type": "object", "properties": {"p": {"type": "array",
             "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false}}}}
     ]);
-    loop {
-        let line = tokio::select! {
-            biased;
-            line = lines.next_line() => match line {
-                Ok(Some(line)) => line,
-                _ => return,
-            },
-            () = announce.notified() => {
-                let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
-                if write.write_all(format!("{note}\n").as_bytes()).await.is_err() {
-                    return;
-                }
-                continue;
-            }
-        };
-        let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
-        let Some(id) = msg.get("id").cloned() else { continue };
-        let reply = match msg["method"].as_str() {
-            Some("initialize") => json!({"jsonrpc": "2.0", "id": id, "result": {
-                "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {"listChanged": true}},
-                "serverInfo": {"name": "scripted", "version": "1"}, "_meta": {"latency_p95_ms": 500}}}),
-            Some("tools/list") => {
-                lists.fetch_add(1, Ordering::SeqCst);
-                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}})
-            }
-            Some("tools/call") => json!({"jsonrpc": "2.0", "id": id, "result": {
-                "content": [{"type": "text", "text": "done"}]}}),
-            Some("ping") => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
-            _ => json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}}),
-        };
-        if write.write_all(format!("{reply}\n").as_bytes()).await.is_err() {
-            return;
+    serve_lines(stream, announce, |msg| match msg["method"].as_str() {
+        Some("initialize") => Ok(json!({
+            "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {"listChanged": true}},
+            "serverInfo": {"name": "scripted", "version": "1"}, "_meta": {"latency_p95_ms": 500}})),
+        Some("tools/list") => {
+            lists.fetch_add(1, Ordering::SeqCst);
+            Ok(json!({"tools": tools}))
         }
-    }
+        Some("tools/call") => Ok(json!({"content": [{"type": "text", "text": "done"}]})),
+        Some("ping") => Ok(json!({})),
+        _ => Err(json!({"code": -32601, "message": "method not found"})),
+    })
+    .await;
 }
 
 /// `list_changed` makes the client list the tools again; the listing hashes the same, so nothing compiles again.

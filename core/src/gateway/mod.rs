@@ -197,9 +197,7 @@ impl Gateway {
 
     /// The requirements `arguments` impose under the configured rules.
     pub fn requirements(&self, arguments: &Value) -> Vec<Requirement> {
-        let rules: Vec<(&str, &str)> =
-            self.config.requirement_rules.iter().map(|(a, m)| (a.as_str(), m.as_str())).collect();
-        Requirement::from_arguments(arguments, &rules)
+        Requirement::from_arguments(arguments, &self.config.requirement_rules)
     }
 
     /// Routes and makes one call. `Err` only when no replica could take it (no candidate); every failure after a

@@ -26,11 +26,12 @@ impl Requirement {
 
     /// Requirements read from a call's arguments: for each `(argument, attribute)` rule, a string argument
     /// `language: "rust"` becomes `language_support ∋ rust`. Absent or non-string arguments require nothing.
-    pub fn from_arguments(arguments: &Value, rules: &[(&str, &str)]) -> Vec<Requirement> {
+    pub fn from_arguments<A: AsRef<str>, B: AsRef<str>>(arguments: &Value, rules: &[(A, B)]) -> Vec<Requirement> {
         rules
             .iter()
             .filter_map(|(argument, attribute)| {
-                arguments.get(*argument).and_then(Value::as_str).map(|value| Requirement::supports(*attribute, value))
+                let value = arguments.get(argument.as_ref()).and_then(Value::as_str)?;
+                Some(Requirement::supports(attribute.as_ref(), value))
             })
             .collect()
     }
