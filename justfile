@@ -33,6 +33,10 @@ bench:
     cargo bench -p mcpstorm-core --bench route
     cargo bench -p mcpstorm-core --bench breaker
 
+# Regenerate the README's simulator figures and docs/images/, e.g. just docs --check (compare only) or --only NAME.
+docs *ARGS:
+    python3 docs/generate.py {{ARGS}}
+
 # List a server's tools, e.g. just tools --stdio "python3 tests/peers/py_server.py"
 tools *ARGS:
     cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- tools {{ARGS}}
@@ -52,7 +56,8 @@ peers:
     target/peers/mcp1/bin/pip install --quiet -r tests/peers/requirements-mcp1.txt
     npm ci --prefix tests/peers --no-audit --no-fund
 
-# What CI runs: peers, lints, the tests with missing peers treated as failures, then the smoke scenario.
+# What CI runs: peers, lints, the tests with missing peers treated as failures, the smoke scenario, then docs --check.
 ci: peers lint
     MCPSTORM_REQUIRE_PEERS=1 cargo test --workspace
     cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- sim scenarios/smoke.toml
+    MCPSTORM=target/release/mcpstorm python3 docs/generate.py --check

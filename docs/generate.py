@@ -1,0 +1,819 @@
+#!/usr/bin/env python3
+"""Regenerate the README's simulator figures: `just docs` (`python3 docs/generate.py`).
+
+The simulator is deterministic: the same scenario and seed give byte-identical summary.json, CSV and PNG files. So
+every figure the README quotes from a simulator run is produced here, by running the `mcpstorm` binary and reading
+what it wrote, and CI fails when the committed README or images differ from a fresh run.
+
+README.md marks each generated block:
+
+    <!-- generated: NAME (just docs) -->
+    ...replaced on every run...
+    <!-- /generated: NAME -->
+
+Everything outside the markers is left byte for byte alone. Each NAME has one function below (see BLOCKS), which runs
+the simulator with `--out` into a scratch directory under target/docs/, reads the run's summary.json (and
+compare.json, sweep.csv, calls.csv where needed), returns markdown and may copy pictures into docs/images/. Generated
+text never holds wall-clock times: those depend on the machine and stay hand-quoted in the README with their date.
+
+Usage:
+    python3 docs/generate.py                 rewrite README.md and docs/images/
+    python3 docs/generate.py --check         exit 1 (and say what) if anything would change; write nothing
+    python3 docs/generate.py --only a,b      only these blocks (the others are left as they are)
+    python3 docs/generate.py --list          the block names
+
+The binary is $MCPSTORM; without it, `cargo build --release --locked -p mcpstorm-sim --bin mcpstorm` runs once and
+target/release/mcpstorm is used. Exit codes: 0 done (or up to date), 1 --check found a difference, 2 bad markers, an
+unknown block name, or a run or generator that failed. Python 3.11 standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import difflib
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+IMAGES = ROOT / "docs" / "images"
+# Relative to ROOT (the binary runs there), so the paths it prints are short and machine-independent.
+SCRATCH = Path("target") / "docs"
+
+START = re.compile(r"^<!-- generated: (?P<name>[^ ]+) \(just docs\) -->$")
+END = re.compile(r"^<!-- /generated: (?P<name>[^ ]+) -->$")
+# Anything that looks like a marker but matches neither form above is a typo, not text to leave alone.
+LOOSE = re.compile(r"^\s*<!--\s*/?\s*generated\b")
+
+
+class DocsError(Exception):
+    """A problem the user must fix: bad markers, an unknown block, a failed run. Exit 2."""
+
+
+def log(msg: str) -> None:
+    print(f"docs: {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Number formatting: the same rules as sim/src/report/num.rs, so generated text reads like the console and compare.md.
+
+
+def round_half_up(x: float) -> int:
+    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+
+
+def fixed(x: float, decimals: int) -> str:
+    if x is None or not math.isfinite(x):
+        x = 0.0
+    s = f"{x:.{decimals}f}"
+    if s.startswith("-") and set(s[1:]) <= {"0", "."}:
+        s = s[1:]
+    return s
+
+
+def grouped(n: int) -> str:
+    return f"{n:,}"
+
+
+def ms(x: float) -> str:
+    """A latency for people: `0.84 ms`, `12.3 ms`, `234 ms`, `1,234 ms`."""
+    if abs(x) >= 1000:
+        return f"{grouped(round_half_up(x))} ms"
+    if abs(x) >= 100:
+        return f"{fixed(x, 0)} ms"
+    if abs(x) >= 10:
+        return f"{fixed(x, 1)} ms"
+    return f"{fixed(x, 2)} ms"
+
+
+def pct(rate: float) -> str:
+    return f"{fixed(rate * 100, 2)}%"
+
+
+def short(x: float, decimals: int) -> str:
+    s = fixed(x, decimals)
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
+def times(x: float) -> str:
+    """A ratio: `0.54x`, `11.05x`."""
+    return f"{fixed(x, 2)}x"
+
+
+def secs(x: float) -> str:
+    return f"{short(x, 3)} s"
+
+
+def sim_s(x: float) -> str:
+    """Simulated time in the shipped-scenarios table: `60.3 s`."""
+    return f"{fixed(x, 1)} s"
+
+
+def qps(x: float) -> str:
+    """Throughput in the knee table: `5.0`, `49.5`, `247`, `2404`."""
+    return str(round_half_up(x)) if x >= 100 else fixed(x, 1)
+
+
+def words(items: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def para(text: str) -> str:
+    """A paragraph wrapped as the README's prose is (118 columns)."""
+    return textwrap.fill(" ".join(text.split()), width=118, break_long_words=False, break_on_hyphens=False)
+
+
+def number_word(n: int) -> str:
+    return ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"][n] if 0 <= n <= 10 else str(n)
+
+
+def toml_inline(v) -> str:
+    """A value for `--set`, as TOML inline syntax."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_inline(x) for x in v) + "]"
+    if isinstance(v, dict):
+        keys = [k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k) for k in v]
+        return "{ " + ", ".join(f"{k} = {toml_inline(x)}" for k, x in zip(keys, v.values())) + " }"
+    raise DocsError(f"cannot write {v!r} as TOML")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Running the simulator.
+
+
+class Run:
+    """One `mcpstorm sim` output directory (or a contrast run inside one)."""
+
+    def __init__(self, out: Path, stdout: str = "", code: int = 0):
+        self.out = out
+        self.stdout = stdout
+        self.code = code
+
+    def file(self, name: str) -> Path:
+        path = ROOT / self.out / name
+        if not path.exists():
+            raise DocsError(f"{self.out / name}: missing (did the run write it?)")
+        return path
+
+    def summary(self) -> dict:
+        return json.loads(self.file("summary.json").read_text(encoding="utf-8"))
+
+    def totals(self) -> dict:
+        return self.summary()["totals"]
+
+    def contrast(self) -> "Run":
+        found = sorted((ROOT / self.out).glob("contrast-*/summary.json"))
+        if len(found) != 1:
+            raise DocsError(f"{self.out}: expected one contrast-*/ run, found {len(found)}")
+        return Run(found[0].parent.relative_to(ROOT))
+
+    def profile(self) -> str:
+        # summary.json does not carry the gateway profile; scenario.toml (the scenario as run) does.
+        doc = tomllib.loads(self.file("scenario.toml").read_text(encoding="utf-8"))
+        return doc.get("gateway", {}).get("profile", "default")
+
+    def sweep(self) -> list[dict]:
+        with self.file("sweep.csv").open(newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+
+    def calls(self) -> list[dict]:
+        with self.file("calls.csv").open(newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+
+
+def scenario_doc(name: str) -> dict:
+    return tomllib.loads((ROOT / "scenarios" / f"{name}.toml").read_text(encoding="utf-8"))
+
+
+class Sim:
+    """Runs the binary, each distinct command once per invocation."""
+
+    def __init__(self, binary: str):
+        self.binary = binary
+        self.cache: dict[tuple, Run] = {}
+        self.runs = 0
+
+    def _exec(self, args: list[str], out: Path, what: str, ok_codes=(0, 1)) -> tuple[str, int]:
+        if (ROOT / out).exists():
+            shutil.rmtree(ROOT / out)
+        (ROOT / out).parent.mkdir(parents=True, exist_ok=True)
+        cmd = [self.binary, *args, "--out", str(out)]
+        started = time.monotonic()
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        took = time.monotonic() - started
+        self.runs += 1
+        if proc.returncode not in ok_codes:
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
+            raise DocsError(f"{what}: exit {proc.returncode}\n{tail}")
+        # Wall time goes to stderr only: it never reaches the README.
+        log(f"{what} -> {out} (exit {proc.returncode}, {took:.1f} s)")
+        return proc.stdout, proc.returncode
+
+    def sim(self, scenario: str, tag: str, seed: int | None = None, sets: tuple[str, ...] = ()) -> Run:
+        """`mcpstorm sim scenarios/<scenario>.toml [--seed] [--set ...]`; exit 1 (checks failed) is a result too."""
+        key = ("sim", scenario, seed, sets)
+        if key not in self.cache:
+            args = ["sim", f"scenarios/{scenario}.toml"]
+            if seed is not None:
+                args += ["--seed", str(seed)]
+            for s in sets:
+                args += ["--set", s]
+            out = SCRATCH / tag
+            what = " ".join(["sim", f"scenarios/{scenario}.toml"] + args[2:])
+            stdout, code = self._exec(args, out, what)
+            self.cache[key] = Run(out, stdout, code)
+        return self.cache[key]
+
+    def compare(self, scenario: str, tag: str, formulas: list[str], seeds: int) -> Run:
+        key = ("compare", scenario, tuple(formulas), seeds)
+        if key not in self.cache:
+            args = ["compare", f"scenarios/{scenario}.toml", "--formulas", ",".join(formulas), "--seeds", str(seeds)]
+            out = SCRATCH / tag
+            stdout, code = self._exec(args, out, " ".join(args), ok_codes=(0,))
+            self.cache[key] = Run(out, stdout, code)
+        return self.cache[key]
+
+
+class Context:
+    def __init__(self, sim: Sim):
+        self.sim = sim
+        self.images: dict[str, Path] = {}  # docs/images/<name> -> source
+
+    def image(self, src: Path, name: str) -> str:
+        """Copy `src` to docs/images/<name> (at the end, unless --check); returns the README path."""
+        path = ROOT / src
+        if not path.exists():
+            raise DocsError(f"{src}: missing picture")
+        self.images[name] = path
+        return f"docs/images/{name}"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The blocks. Each takes the context and returns the markdown between its markers (no leading or trailing blank lines).
+
+RETRY_STORM = "retry_storm"
+
+
+def retry_storm(ctx: Context) -> Run:
+    return ctx.sim.sim(RETRY_STORM, RETRY_STORM)
+
+
+def block_retry_storm_console(ctx: Context) -> str:
+    """The console of `mcpstorm sim scenarios/retry_storm.toml`, primary run only, without the wall-time line."""
+    run = retry_storm(ctx)
+    s = run.summary()
+    default_dir = f"reports/{s['scenario']}/seed-{s['seed']}"
+    lines = []
+    for line in run.stdout.splitlines():
+        if line.startswith("  time "):
+            continue  # `60.3 s simulated in 2.9 s wall`: machine-dependent
+        lines.append(line.rstrip().replace(str(run.out), default_dir))
+        if line.startswith("reproduce:"):
+            break
+    else:
+        raise DocsError(f"{run.out}: no `reproduce:` line in the console output")
+    return "```\n" + "\n".join(lines) + "\n```"
+
+
+def healthy_servers(scenario: str) -> list[str]:
+    """Servers no fault targets (the `healthy_p99_ratio` population)."""
+    doc = scenario_doc(scenario)
+    targeted = {f.get("target", "").split("#")[0] for f in doc.get("faults", [])}
+    return [srv["name"] for srv in doc.get("servers", []) if srv["name"] not in targeted]
+
+
+def check_limit(summary: dict, name: str) -> str:
+    for c in summary["checks"]:
+        if c["name"] == name:
+            return short(c["limit"], 4)
+    raise DocsError(f"{summary['scenario']}: no `{name}` check in summary.json")
+
+
+def block_retry_storm_table(ctx: Context) -> str:
+    """Default against naive on retry_storm's seed, the picture, and the healthy-P99 ratio over three seeds."""
+    run = retry_storm(ctx)
+    naive_run = run.contrast()
+    d, n = run.summary(), naive_run.summary()
+    dt, nt = d["totals"], n["totals"]
+    healthy = words([f"`{h}`" for h in healthy_servers(RETRY_STORM)])
+
+    def hp99(t: dict, bold: bool) -> str:
+        ratio = times(t["healthy_p99_ratio"])
+        ratio = f"**{ratio}**" if bold else ratio
+        return f"{ratio} ({ms(t['healthy_p99_before_ms']).removesuffix(' ms')} → {ms(t['healthy_p99_during_ms'])})"
+
+    def checks(s: dict, naive: bool) -> str:
+        if s["passed"]:
+            return "PASS"
+        return f"FAIL (exit 1 with `--set gateway.profile={naive_run.profile()}`)" if naive else "FAIL"
+
+    rows = [
+        (
+            f"attempts per call during the spike (`amplification_during_fault`, check ≤ "
+            f"{check_limit(d, 'amplification_during_fault')})",
+            f"**{times(dt['amplification_during_fault'])}**",
+            times(nt["amplification_during_fault"]),
+        ),
+        (
+            f"P99 of {healthy} during the spike / before it (`healthy_p99_ratio`, check ≤ "
+            f"{check_limit(d, 'healthy_p99_ratio')})",
+            hp99(dt, True),
+            hp99(nt, False),
+        ),
+        (
+            f"goodput back to ≥ 95% of before, after the spike (`recovery_s`, check ≤ {check_limit(d, 'recovery_s')})",
+            f"**{secs(dt['recovery_s'])}**",
+            secs(nt["recovery_s"]),
+        ),
+        (
+            "whole-run attempts / calls, P99",
+            f"{times(dt['amplification'])}, {ms(dt['p99_ms'])}",
+            f"{times(nt['amplification'])}, {ms(nt['p99_ms'])}",
+        ),
+        ("checks", checks(d, False), checks(n, True)),
+    ]
+    table = [f"| seed {d['seed']} | {run.profile()} gateway | {naive_run.profile()} gateway |", "|---|---:|---:|"]
+    table += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+
+    failed = [f"`{c['name']}`" for c in n["checks"] if not c["passed"]]
+    note = (
+        f"Checks the naive run fails: {words(failed)}." if failed else "The naive run passes every check on this seed."
+    )
+
+    # The healthy-P99 ratio over a few seeds at a fifth of the rate: how much of its distance from 1 is noise.
+    rate = scenario_doc(RETRY_STORM)["load"]["rate"]
+    low = rate / 5
+    seeds = [1, 2, d["seed"]]
+    ratios = []
+    for seed in seeds:
+        r = ctx.sim.sim(RETRY_STORM, f"retry_storm-rate{short(low, 3)}-seed{seed}", seed, (f"load.rate={short(low, 3)}",))
+        ratios.append(r.totals()["healthy_p99_ratio"])
+    spread = (
+        f"At a fifth of the rate (`--set load.rate={short(low, 3)}`) the default run's healthy-P99 ratio is "
+        f"{times(min(ratios))} to {times(max(ratios))} across seeds {words([str(s) for s in seeds])}: sampling noise, "
+        "so a ratio just below 1 is no improvement."
+    )
+    # The picture's markdown line sits above the console, outside the blocks; only the file is generated.
+    ctx.image(run.out / "contrast.png", "retry_storm.png")
+    return "\n".join([*table, "", para(note + " " + spread)])
+
+
+def convergence(t: dict) -> str:
+    """Median convergence across gateways in ms (as the console computes it), or `never`."""
+    done = sorted(c["converged_ms"] for c in t["convergence"] if c.get("converged_ms") is not None)
+    if not done:
+        return "never" if t["convergence"] else "no incident"
+    return f"{done[len(done) // 2]} ms"
+
+
+def story_bulkhead(ctx: Context, run: Run) -> str:
+    d, n = run.totals(), run.contrast().totals()
+    return (
+        f"600 calls/s, `inventory` hangs for 15 s; healthy P99 {times(d['healthy_p99_ratio'])} (default) against "
+        f"{times(n['healthy_p99_ratio'])} (naive)"
+    )
+
+
+def story_breaker_gossip(ctx: Context, run: Run) -> str:
+    # The scenario file's own suggestion: its faults plus a partition of the gossip hub.
+    faults = scenario_doc("breaker_gossip")["faults"] + [
+        {"kind": "partition", "target": "gossip", "start": "1s", "duration": "10s"}
+    ]
+    cut = ctx.sim.sim("breaker_gossip", "breaker_gossip-partitioned", None, (f"faults={toml_inline(faults)}",))
+    return (
+        f"three gateways; one opens its breaker, the other two follow by gossip in {convergence(run.totals())} "
+        f"({convergence(cut.totals())} each on its own when the hub is partitioned)"
+    )
+
+
+def story_cascading(ctx: Context, run: Run) -> str:
+    d, n = run.totals(), run.contrast().totals()
+    return (
+        f"900 calls/s, `orders` 20x slower for 10 s: naive retries ({times(n['amplification_during_fault'])}) spread it "
+        f"to `catalog` (P99 {times(n['healthy_p99_ratio'])}); the default gateway does not "
+        f"({times(d['amplification_during_fault'])}, {times(d['healthy_p99_ratio'])}, back in {secs(d['recovery_s'])})"
+    )
+
+
+def story_capability(ctx: Context, run: Run) -> str:
+    return (
+        "python/rust/go reviews over four servers with different `language_support`, one joining, one leaving: "
+        f"{grouped(run.totals()['misroutes'])} misroutes"
+    )
+
+
+# The story column per shipped scenario, in table order: fixed text, or a function of the run. A scenario file not
+# listed here still gets a row, after these, with its `description`.
+SHIPPED: list[tuple[str, object]] = [
+    ("smoke", "20 agents, one echo tool, a 1 s latency spike; CI runs it"),
+    ("retry_storm", "1500 calls/s, naive agents, db +3 s for 20 s (above); default and naive gateway"),
+    ("bulkhead", story_bulkhead),
+    ("breaker_gossip", story_breaker_gossip),
+    ("cascading_failure", story_cascading),
+    ("concurrency_knee", "seed 002's experiment as a sweep of six runs (below)"),
+    ("latency_spike", "10 replicas at 200 calls/s, one +2 s for 30 s: the routing formulas compared (below)"),
+    ("capability_routing", story_capability),
+    ("schema_drift", "20 agents; a server makes a parameter required, silently, then with `list_changed` (below)"),
+    ("clock_skew", "server clocks ahead and fast, short sessions, a clock step, a session purge, an auth rotation (below)"),
+]
+
+
+def shipped_files() -> list[str]:
+    """The scenario files git tracks (an untracked scratch scenario is not shipped); every *.toml without git."""
+    try:
+        proc = subprocess.run(["git", "ls-files", "--", "scenarios/*.toml"], cwd=ROOT, capture_output=True, text=True)
+    except OSError:
+        proc = None
+    if proc is not None and proc.returncode == 0 and proc.stdout.strip():
+        paths = [Path(line) for line in proc.stdout.splitlines()]
+        return sorted(p.stem for p in paths if p.parent == Path("scenarios") and (ROOT / p).exists())
+    return sorted(p.stem for p in (ROOT / "scenarios").glob("*.toml"))
+
+
+def block_shipped_scenarios(ctx: Context) -> str:
+    files = shipped_files()
+    known = [name for name, _ in SHIPPED]
+    missing = [name for name in known if name not in files]
+    if missing:
+        raise DocsError(f"SHIPPED names scenarios that do not exist: {', '.join(missing)}")
+    order = [(name, story) for name, story in SHIPPED] + [(name, None) for name in files if name not in known]
+    rows = ["| scenario | story | simulated |", "|---|---|---:|"]
+    for name, story in order:
+        run = ctx.sim.sim(name, name)
+        if (ROOT / run.out / "sweep.csv").exists():
+            simulated = f"{sim_s(sum(float(r['sim_seconds']) for r in run.sweep()))} (all rows)"
+            summary = None
+        else:
+            summary = run.summary()
+            simulated = sim_s(summary["sim_seconds"])
+            if list((ROOT / run.out).glob("contrast-*/summary.json")):
+                simulated += f" + {sim_s(run.contrast().summary()['sim_seconds'])}"
+        if story is None:
+            text = summary["description"] if summary else scenario_doc(name).get("description", "")
+        elif callable(story):
+            text = story(ctx, run)
+        else:
+            text = story
+        rows.append(f"| `{name}.toml` | {text.replace('|', chr(92) + '|')} | {simulated} |")
+    return "\n".join(rows)
+
+
+def block_sessions_table(ctx: Context) -> str:
+    rows = [
+        "| scenario | profile | checks | error rate | stale sends (of refused) | error window | session errors "
+        "| auth errors | re-handshakes | renewals |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in ["schema_drift", "clock_skew"]:
+        primary = ctx.sim.sim(name, name)
+        for run in [primary, primary.contrast()]:
+            s = run.summary()
+            t = s["totals"]
+            stale = grouped(t["stale_sends"])
+            if t["schema_refusals"] > 0:
+                stale += f" (of {grouped(t['schema_refusals'])})"
+            rows.append(
+                f"| `{name}` | {run.profile()} | {'PASS' if s['passed'] else 'FAIL'} | {pct(t['error_rate'])} | {stale} "
+                f"| {t['error_window_s']} s | {grouped(t['session_errors'])} | {grouped(t['auth_errors'])} "
+                f"| {grouped(t['rehandshakes'])} | {grouped(t['renewals'])} |"
+            )
+    seeds = {ctx.sim.sim(n, n).summary()["seed"] for n in ["schema_drift", "clock_skew"]}
+    lead = f"Seed{'s' if len(seeds) > 1 else ''} {words([str(s) for s in sorted(seeds)])} (the scenarios' own):"
+    return lead + "\n\n" + "\n".join(rows)
+
+
+# Seed 002's measurements (its design document), per concurrency: QPS and P99 in ms. Constants, not runs.
+SEED_002 = {1: (5, 202), 10: (48, 342), 50: (208, 481), 100: (333, 793), 200: (417, 1420), 500: (312, 3548)}
+UNLIMITED = "servers[0].workers=100000"
+
+
+def block_knee_table(ctx: Context) -> str:
+    sim = {r["value"]: r for r in ctx.sim.sim("concurrency_knee", "concurrency_knee-unlimited", None, (UNLIMITED,)).sweep()}
+    knee_rows = ctx.sim.sim("concurrency_knee", "concurrency_knee").sweep()
+    out = [
+        "| concurrency | seed QPS | sim QPS | seed P99 | sim P99 | sim errors | knee QPS | knee P99 | knee errors |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for k in knee_rows:
+        c = k["value"]
+        if c not in sim:
+            raise DocsError(f"concurrency_knee: the unlimited sweep has no row {c}")
+        u = sim[c]
+        seed_qps, seed_p99 = SEED_002.get(int(float(c)), (None, None))
+        out.append(
+            f"| {c} | {seed_qps if seed_qps is not None else '—'} | {qps(float(u['ok_per_s']))} "
+            f"| {f'{seed_p99} ms' if seed_p99 is not None else '—'} | {ms(float(u['p99_ms']))} "
+            f"| {pct(float(u['error_rate']))} | {qps(float(k['ok_per_s']))} | {ms(float(k['p99_ms']))} "
+            f"| {pct(float(k['error_rate']))} |"
+        )
+    top = knee_rows[-1]
+    workers = scenario_doc("concurrency_knee")["servers"][0]["workers"]
+    knee = (
+        f"In the knee run ({workers} server workers) the {top['value']}-session row completes {qps(float(top['ok_per_s']))} "
+        f"calls/s with P50 {ms(float(top['p50_ms']))} and P99 {ms(float(top['p99_ms']))}, against "
+        f"{qps(float(sim[top['value']]['ok_per_s']))} calls/s and {ms(float(sim[top['value']]['p99_ms']))} with an "
+        "unlimited pool. *QPS* is ok calls per simulated second; *errors* are failed calls over completed ones."
+    )
+    return "\n".join(out) + "\n\n" + para(knee)
+
+
+LATENCY_SPIKE = "latency_spike"
+FORMULAS = ["round_robin", "seed_weighted", "p2c_peak_ewma"]
+COMPARE_SEEDS = 5
+
+
+def show(metric: str, x: float) -> str:
+    """As compare.md shows a metric's value (sim/src/report/compare.rs)."""
+    if metric in ("success_rate", "error_rate"):
+        return pct(x)
+    if metric == "p99_ms":
+        return f"{fixed(x, 1)} ms"
+    return short(x, 3)
+
+
+def show_ci(metric: str, e: dict | None) -> str:
+    ci = e.get("ci95") if e else None
+    return f"± {show(metric, ci)}" if ci is not None and math.isfinite(ci) else "—"
+
+
+def block_latency_spike_compare(ctx: Context) -> str:
+    run = ctx.sim.compare(LATENCY_SPIKE, "latency_spike-compare", FORMULAS, COMPARE_SEEDS)
+    doc = json.loads(run.file("compare.json").read_text(encoding="utf-8"))
+    metrics = {m["metric"]: m for m in doc["metrics"]}
+    p99, ok = metrics["p99_ms"], metrics["success_rate"]
+    base = doc["variants"][0]
+    rows = [
+        f"| formula | P99 mean | 95% CI | Δ vs {base} (paired) | 95% CI of Δ | seeds won | success rate |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for i, label in enumerate(doc["variants"]):
+        e, d = p99["estimates"][i], p99["vs_first"][i]
+        if d is None:
+            delta, delta_ci = "—", "—"
+        else:
+            sign = "+" if d["mean"] > 0 else ""
+            ci = d.get("ci95")
+            excludes = ci is not None and math.isfinite(ci) and abs(d["mean"]) > ci
+            delta, delta_ci = f"{sign}{show('p99_ms', d['mean'])}", show_ci("p99_ms", d) + (" ✓" if excludes else "")
+        rows.append(
+            f"| {label} | {show('p99_ms', e['mean'])} | {show_ci('p99_ms', e)} | {delta} | {delta_ci} "
+            f"| {fixed(p99['wins'][i] * 100, 0)}% | {show('success_rate', ok['estimates'][i]['mean'])} |"
+        )
+    seeds = doc["seeds"]
+    n_runs = len(seeds) * len(doc["variants"])
+    picture = ctx.image(run.out / "compare.png", "latency_spike_compare.png")
+    cmd = f"just compare scenarios/{LATENCY_SPIKE}.toml --formulas {','.join(FORMULAS)} --seeds {len(seeds)}"
+    return "\n".join(
+        [
+            "```sh",
+            cmd,
+            "```",
+            "",
+            *rows,
+            "",
+            para(
+                f"(From `compare.json`, as in `compare.md`; {len(seeds)} seeds ({seeds[0]} to {seeds[-1]}), {n_runs} "
+                "runs: few, to keep `just docs` quick; `--seeds 20` narrows the intervals. ✓: the interval excludes 0.)"
+            ),
+            "",
+            f"![Goodput, P99 and error rate per second of the {number_word(len(doc['variants']))} formulas, mean over "
+            f"{number_word(len(seeds))} seeds, the spike shaded]({picture})",
+        ]
+    )
+
+
+def spike_share(run: Run, replica: str, start_s: float, end_s: float) -> tuple[int, int]:
+    """(attempts the slow replica served, all attempts) started inside the spike, from calls.csv."""
+    rows = [r for r in run.calls() if start_s * 1000 <= float(r["start_ms"]) < end_s * 1000]
+    return sum(r["server"] == replica for r in rows), len(rows)
+
+
+def block_latency_spike_shares(ctx: Context) -> str:
+    doc = scenario_doc(LATENCY_SPIKE)
+    own = doc.get("gateway", {}).get("formula", "seed_weighted")
+    spike = next(f for f in doc["faults"] if f["kind"] == "latency_spike")
+    replica = spike["target"].replace("#", "-")  # calls.csv names replicas api-3, scenarios api#3
+
+    def run_of(formula: str) -> Run:
+        if formula == own:
+            return ctx.sim.sim(LATENCY_SPIKE, LATENCY_SPIKE)
+        tag = f"{LATENCY_SPIKE}-{re.sub(r'[^A-Za-z0-9_.-]', '_', formula)}"
+        return ctx.sim.sim(LATENCY_SPIKE, tag, None, (f"gateway.formula={json.dumps(formula)}",))
+
+    def share(formula: str) -> tuple[str, str, Run]:
+        run = run_of(formula)
+        window = run.summary()["faults"][0]
+        slow, total = spike_share(run, replica, window["start_s"], window["end_s"])
+        return pct(slow / total if total else 0.0), f"{grouped(slow)} of {grouped(total)}", run
+
+    def name(f: str) -> str:
+        return "round robin" if f == "round_robin" else f"`{f}`"
+
+    seed = run_of(own).summary()["seed"]
+    order = [own] + [f for f in FORMULAS if f != own]
+    parts = []
+    for f in order:
+        rate, counts, _ = share(f)
+        parts.append(f"{rate} under {name(f)} ({counts})")
+    sharp = "expr:score^8"
+    sharp_rate, sharp_counts, sharp_run = share(sharp)
+    return para(
+        f"On seed {seed}, of the attempts started during the spike and sent to a replica (from `calls.csv`), the slow "
+        f"replica served {words(parts)}. Sharpening the score, `--set 'gateway.formula=\"{sharp}\"'` gave the slow "
+        f"replica {sharp_rate} of them ({sharp_counts}) and a P99 of {ms(sharp_run.totals()['p99_ms'])} on seed {seed} "
+        "(one seed, not a comparison over seeds)."
+    )
+
+
+def block_capability_misroutes(ctx: Context) -> str:
+    run = ctx.sim.sim("capability_routing", "capability_routing-no-requirements", None, ("gateway.requirements=[]",))
+    s = run.summary()
+    return para(
+        f"Without the requirement rule (`--set 'gateway.requirements=[]'`) the same run has "
+        f"{grouped(s['totals']['misroutes'])} misroutes and exits {run.code}."
+    )
+
+
+BLOCKS = {
+    "retry_storm_console": block_retry_storm_console,
+    "retry_storm_table": block_retry_storm_table,
+    "shipped_scenarios": block_shipped_scenarios,
+    "sessions_table": block_sessions_table,
+    "knee_table": block_knee_table,
+    "latency_spike_compare": block_latency_spike_compare,
+    "latency_spike_shares": block_latency_spike_shares,
+    "capability_misroutes": block_capability_misroutes,
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Markers.
+
+
+def parse_blocks(text: str) -> list[tuple[str, int, int]]:
+    """(name, start of the content, end of the content) in character offsets, for every marked block."""
+    blocks = []
+    open_name, open_line, content_start = None, 0, 0
+    offset = 0
+    for lineno, line in enumerate(text.splitlines(keepends=True), start=1):
+        bare = line.rstrip("\r\n")
+        start, end = START.match(bare), END.match(bare)
+        if start:
+            if open_name is not None:
+                raise DocsError(f"README.md:{lineno}: block `{start['name']}` opens inside `{open_name}` "
+                                f"(opened at line {open_line}, never closed)")
+            open_name, open_line, content_start = start["name"], lineno, offset + len(line)
+        elif end:
+            if open_name is None:
+                raise DocsError(f"README.md:{lineno}: `<!-- /generated: {end['name']} -->` closes no block")
+            if end["name"] != open_name:
+                raise DocsError(f"README.md:{lineno}: block `{open_name}` (line {open_line}) closed as `{end['name']}`")
+            blocks.append((open_name, content_start, offset))
+            open_name = None
+        elif LOOSE.search(line):
+            raise DocsError(
+                f"README.md:{lineno}: malformed marker {bare.strip()!r}; expected "
+                "`<!-- generated: NAME (just docs) -->` or `<!-- /generated: NAME -->` on a line of its own"
+            )
+        offset += len(line)
+    if open_name is not None:
+        raise DocsError(f"README.md:{open_line}: block `{open_name}` is never closed (`<!-- /generated: {open_name} -->`)")
+    names = [b[0] for b in blocks]
+    for name in names:
+        if name not in BLOCKS:
+            raise DocsError(f"README.md: unknown block `{name}`; known: {', '.join(BLOCKS)}")
+        if names.count(name) > 1:
+            raise DocsError(f"README.md: block `{name}` appears {names.count(name)} times")
+    return blocks
+
+
+def render(text: str, only: set[str] | None, ctx: Context) -> str:
+    blocks = parse_blocks(text)
+    present = {b[0] for b in blocks}
+    if only:
+        absent = sorted(only - present)
+        if absent:
+            raise DocsError(f"--only: no such block in README.md: {', '.join(absent)}")
+    out, last = [], 0
+    for name, start, end in blocks:
+        out.append(text[last:start])
+        if only and name not in only:
+            out.append(text[start:end])
+        else:
+            try:
+                body = BLOCKS[name](ctx).strip("\n")
+            except DocsError as e:
+                raise DocsError(f"block `{name}`: {e}") from None
+            except Exception as e:  # a generator bug: say which block
+                raise DocsError(f"block `{name}` failed: {type(e).__name__}: {e}") from e
+            # Blank lines around the content, so tables and fences never touch the comment lines.
+            out.append(f"\n{body}\n\n")
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def binary() -> str:
+    given = os.environ.get("MCPSTORM")
+    if given:
+        path = Path(given)
+        if not path.is_absolute():
+            path = Path.cwd() / path
+        if not path.exists():
+            raise DocsError(f"MCPSTORM={given}: no such file")
+        return str(path)
+    cmd = ["cargo", "build", "--release", "--locked", "-p", "mcpstorm-sim", "--bin", "mcpstorm"]
+    log(" ".join(cmd))
+    if subprocess.run(cmd, cwd=ROOT).returncode != 0:
+        raise DocsError("cargo build failed")
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    if not target.is_absolute():
+        target = ROOT / target
+    return str(target / "release" / "mcpstorm")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="Regenerate the README's simulator figures (see the module docstring).")
+    ap.add_argument("--check", action="store_true", help="exit 1 if README.md or docs/images would change")
+    ap.add_argument("--only", metavar="NAME[,NAME]", help="regenerate only these blocks")
+    ap.add_argument("--list", action="store_true", help="print the block names and exit")
+    args = ap.parse_args()
+    if args.list:
+        print("\n".join(BLOCKS))
+        return 0
+    try:
+        only = None
+        if args.only:
+            only = {n.strip() for n in args.only.split(",") if n.strip()}
+            unknown = sorted(only - BLOCKS.keys())
+            if unknown:
+                raise DocsError(f"--only: unknown block {', '.join(unknown)}; known: {', '.join(BLOCKS)}")
+        # Bytes, not text mode: no newline translation, so everything outside the markers stays byte for byte.
+        text = README.read_bytes().decode("utf-8")
+        parse_blocks(text)  # bad markers fail before anything runs
+        started = time.monotonic()
+        ctx = Context(Sim(binary()))
+        new = render(text, only, ctx)
+        log(f"{ctx.sim.runs} run{'' if ctx.sim.runs == 1 else 's'} in {time.monotonic() - started:.1f} s")
+    except DocsError as e:
+        print(f"docs/generate.py: error: {e}", file=sys.stderr)
+        return 2
+
+    changed_images = [
+        name for name, src in sorted(ctx.images.items())
+        if not (IMAGES / name).exists() or (IMAGES / name).read_bytes() != src.read_bytes()
+    ]
+    if args.check:
+        stale = False
+        if new != text:
+            stale = True
+            diff = list(difflib.unified_diff(text.splitlines(), new.splitlines(), "README.md (committed)",
+                                             "README.md (generated)", lineterm="", n=1))
+            print(f"README.md: {sum(1 for l in diff if l[:1] in '+-' and l[:3] not in ('+++', '---'))} lines differ",
+                  file=sys.stderr)
+            print("\n".join(diff[:80]) + ("\n..." if len(diff) > 80 else ""), file=sys.stderr)
+        for name in changed_images:
+            stale = True
+            print(f"docs/images/{name}: differs from a fresh run", file=sys.stderr)
+        if stale:
+            print("docs/generate.py: README/docs are stale: run `just docs` and commit", file=sys.stderr)
+            return 1
+        log("up to date")
+        return 0
+
+    if new != text:
+        README.write_bytes(new.encode("utf-8"))
+        log("README.md rewritten")
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    for name in changed_images:
+        shutil.copyfile(ctx.images[name], IMAGES / name)
+        log(f"docs/images/{name} updated")
+    if new == text and not changed_images:
+        log("no change")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
