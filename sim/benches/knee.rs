@@ -155,8 +155,13 @@ async fn run() -> Result<(), String> {
     let mut config = ClientConfig::default();
     config.connection.max_in_flight = max_concurrency;
     let client = Arc::new(
-        McpClient::new("fake", Arc::new(TcpDialer { addr: addr.clone() }), config)
-            .with_global_limit(InFlightLimit::new(max_concurrency)),
+        McpClient::new(
+            "fake",
+            Arc::new(TcpDialer { addr: addr.clone() }),
+            config,
+            mcpstorm_core::rt::SeededRng::new(0),
+        )
+        .with_global_limit(InFlightLimit::new(max_concurrency)),
     );
     warm_up(&client).await?;
     let rss_warm = rss_kb();

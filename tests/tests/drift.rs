@@ -181,7 +181,12 @@ impl Dialer for Drifting {
 
 fn client(server: &Drifting, profile: GatewayProfile) -> McpClient {
     let config = ClientConfig { era_mode: EraMode::Legacy, lifecycle_retries: 0, profile, ..ClientConfig::default() };
-    McpClient::new("drifting", Arc::new(TcpDialer { addr: server.addr.clone() }), config)
+    McpClient::new(
+        "drifting",
+        Arc::new(TcpDialer { addr: server.addr.clone() }),
+        config,
+        mcpstorm_core::rt::SeededRng::new(0),
+    )
 }
 
 async fn query(c: &McpClient, args: Value) -> Result<CallToolResult, CallError> {
@@ -380,7 +385,7 @@ proptest! {
         runtime.block_on(async move {
             let server = Drifting::in_memory(Reject::InvalidParams, ttl_ms);
             let config = ClientConfig { era_mode: EraMode::Legacy, lifecycle_retries: 0, ..ClientConfig::default() };
-            let c = McpClient::new("drifting", Arc::new(server.clone()), config);
+            let c = McpClient::new("drifting", Arc::new(server.clone()), config, mcpstorm_core::rt::SeededRng::new(0));
             let start = tokio::time::Instant::now();
             let now_ms = || start.elapsed().as_millis() as u64;
             let (mut m, mut server_required, mut server_version) = (Model::default(), false, 0u32);

@@ -54,7 +54,11 @@ fn script(config: ClientConfig) -> Script {
     let dials = Arc::new(AtomicUsize::new(0));
     let dialer = ScriptDialer { peers: tx, dials: dials.clone() };
     let config = ClientConfig { lifecycle_retries: 0, ..config };
-    Script { client: Arc::new(McpClient::new("srv", Arc::new(dialer), config)), peers, dials }
+    Script {
+        client: Arc::new(McpClient::new("srv", Arc::new(dialer), config, mcpstorm_core::rt::SeededRng::new(0))),
+        peers,
+        dials,
+    }
 }
 
 impl Script {

@@ -23,7 +23,12 @@ fn client(addr: &str, first_response: Duration) -> Arc<McpClient> {
     let mut config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
     config.connection.first_response = first_response;
     config.connection.stall_probe = Duration::from_millis(300);
-    Arc::new(McpClient::new("fake", Arc::new(TcpDialer { addr: addr.to_owned() }), config))
+    Arc::new(McpClient::new(
+        "fake",
+        Arc::new(TcpDialer { addr: addr.to_owned() }),
+        config,
+        mcpstorm_core::rt::SeededRng::new(0),
+    ))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,11 +96,22 @@ async fn global_in_flight_limit_is_shared_and_every_permit_comes_back() {
     let (addr, _serving) = start(&server).await;
     let limit = mcpstorm_core::limit::InFlightLimit::new(8);
     let a = Arc::new(
-        McpClient::new("a", Arc::new(TcpDialer { addr: addr.clone() }), ClientConfig::default())
-            .with_global_limit(limit.clone()),
+        McpClient::new(
+            "a",
+            Arc::new(TcpDialer { addr: addr.clone() }),
+            ClientConfig::default(),
+            mcpstorm_core::rt::SeededRng::new(0),
+        )
+        .with_global_limit(limit.clone()),
     );
     let b = Arc::new(
-        McpClient::new("b", Arc::new(TcpDialer { addr }), ClientConfig::default()).with_global_limit(limit.clone()),
+        McpClient::new(
+            "b",
+            Arc::new(TcpDialer { addr }),
+            ClientConfig::default(),
+            mcpstorm_core::rt::SeededRng::new(0),
+        )
+        .with_global_limit(limit.clone()),
     );
     a.list_tools().await.unwrap();
     b.list_tools().await.unwrap();

@@ -26,7 +26,7 @@ impl Connector for Loopback {
         let addr = self.0.get(endpoint).cloned().unwrap_or_else(|| "127.0.0.1:9".into());
         let mut config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
         config.connect_timeout = Duration::from_millis(300);
-        Arc::new(McpClient::new(endpoint, Arc::new(TcpDialer { addr }), config))
+        Arc::new(McpClient::new(endpoint, Arc::new(TcpDialer { addr }), config, SeededRng::new(0)))
     }
 }
 
@@ -48,7 +48,8 @@ fn gateway(servers: Vec<ServerSpec>, addrs: BTreeMap<String, String>, formula: &
         requirement_rules: vec![("language".into(), "language_support".into())],
         ..GatewayConfig::default()
     };
-    Gateway::new(router, Box::new(StaticRegistry::new(servers)), Arc::new(Loopback(addrs)), clock, gw_config)
+    let registry = Box::new(StaticRegistry::new(servers));
+    Gateway::new(router, registry, Arc::new(Loopback(addrs)), clock, gw_config, SeededRng::new(11))
 }
 
 /// Two servers offering `echo`: `py` reviews python only, `multi` python and rust. Round robin alternates between
@@ -66,7 +67,8 @@ async fn routes_by_formula_and_capability_matrix() {
 
     let mut served = BTreeMap::<String, u32>::new();
     for i in 0..10 {
-        let a = gw.call_tool(ToolCall::new("echo", json!({"message": format!("m{i}"), "language": "python"}))).await;
+        let a =
+            gw.call_unprotected(ToolCall::new("echo", json!({"message": format!("m{i}"), "language": "python"}))).await;
         let a = a.expect("a candidate");
         assert_eq!(a.outcome.expect("echo works").joined_text(), format!("m{i}"));
         *served.entry(a.endpoint.to_string()).or_default() += 1;
@@ -74,10 +76,10 @@ async fn routes_by_formula_and_capability_matrix() {
     assert_eq!(served, BTreeMap::from([("multi-0".into(), 5), ("py-0".into(), 5)]), "round robin alternates");
 
     for _ in 0..4 {
-        let a = gw.call_tool(ToolCall::new("echo", json!({"message": "x", "language": "rust"}))).await.unwrap();
+        let a = gw.call_unprotected(ToolCall::new("echo", json!({"message": "x", "language": "rust"}))).await.unwrap();
         assert_eq!(&*a.endpoint, "multi-0", "a rust request reached a server without rust");
     }
-    match gw.call_tool(ToolCall::new("echo", json!({"message": "x", "language": "go"}))).await {
+    match gw.call_unprotected(ToolCall::new("echo", json!({"message": "x", "language": "go"}))).await {
         Err(RouteError::NoCandidate { tool, excluded }) => {
             assert_eq!(tool, "echo");
             assert_eq!(excluded.len(), 2);
@@ -87,7 +89,7 @@ async fn routes_by_formula_and_capability_matrix() {
         }
         other => panic!("expected no candidate, got {other:?}"),
     }
-    assert!(matches!(gw.call_tool(ToolCall::new("nope", json!({}))).await, Err(RouteError::UnknownTool { .. })));
+    assert!(matches!(gw.call_unprotected(ToolCall::new("nope", json!({}))).await, Err(RouteError::UnknownTool { .. })));
 }
 
 /// A call's extra requirements (`ToolCall::requires`, e.g. the simulator's `server:<name>` tag pinning a mix entry
@@ -104,11 +106,11 @@ async fn extra_requirements_pin_a_call_to_tagged_servers() {
     let pin = [Requirement::Tag("server:b".into())];
     for _ in 0..4 {
         let call = ToolCall { requires: &pin, ..ToolCall::new("echo", json!({"message": "x"})) };
-        assert_eq!(&*gw.call_tool(call).await.expect("b qualifies").endpoint, "b-0");
+        assert_eq!(&*gw.call_unprotected(call).await.expect("b qualifies").endpoint, "b-0");
     }
     let none = [Requirement::Tag("server:c".into())];
     let call = ToolCall { requires: &none, ..ToolCall::new("echo", json!({"message": "x"})) };
-    match gw.call_tool(call).await {
+    match gw.call_unprotected(call).await {
         Err(e @ RouteError::NoCandidate { .. }) => assert!(e.to_string().contains("tag server:c"), "{e}"),
         other => panic!("expected no candidate, got {other:?}"),
     }
@@ -129,7 +131,7 @@ async fn prepared_arguments_come_from_the_chosen_replica() {
     for _ in 0..3 {
         let call = ToolCall::new("echo", json!({"message": "x", "language": "rust"}));
         let attempt = gw
-            .call_tool_prepared(call, |client, mut args| async move {
+            .call_unprotected_prepared(call, |client, mut args| async move {
                 let caps = client.capabilities().await.expect("the chosen replica answers");
                 assert!(caps.tool("echo").is_some());
                 args["message"] = json!(format!("from {}", client.server()));
@@ -152,14 +154,16 @@ async fn in_flight_accounting_survives_every_ending() {
         Arc::new(gateway(servers, BTreeMap::from([("s-0".into(), addr)]), "p2c_peak_ewma", RouterConfig::default()));
     let in_flight = |gw: &Gateway| gw.with_router(|r| r.stats(r.replica_id("s-0").unwrap()).unwrap().in_flight);
 
-    gw.call_tool(ToolCall::new("echo", json!({"message": "a"}))).await.unwrap().outcome.unwrap();
-    let bad = gw.call_tool(ToolCall::new("echo", json!({"message": 3}))).await.unwrap();
+    gw.call_unprotected(ToolCall::new("echo", json!({"message": "a"}))).await.unwrap().outcome.unwrap();
+    let bad = gw.call_unprotected(ToolCall::new("echo", json!({"message": 3}))).await.unwrap();
     assert!(matches!(bad.outcome, Err(CallError::Local(LocalError::InvalidArguments(_)))));
     assert_eq!(in_flight(&gw), 0.0);
 
     let slow = {
         let gw = gw.clone();
-        tokio::spawn(async move { gw.call_tool(ToolCall::new("sleep_ms", json!({"ms": 5000}))).await.map(|_| ()) })
+        tokio::spawn(
+            async move { gw.call_unprotected(ToolCall::new("sleep_ms", json!({"ms": 5000}))).await.map(|_| ()) },
+        )
     };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while in_flight(&gw) < 1.0 {
@@ -196,7 +200,7 @@ async fn health_checks_take_a_dead_replica_out() {
     loop {
         let mut all_live = true;
         for _ in 0..8 {
-            let a = gw.call_tool(ToolCall::new("echo", json!({"message": "x"}))).await.unwrap();
+            let a = gw.call_unprotected(ToolCall::new("echo", json!({"message": "x"}))).await.unwrap();
             all_live &= &*a.endpoint == "live" && a.outcome.is_ok();
         }
         if all_live {
@@ -207,7 +211,7 @@ async fn health_checks_take_a_dead_replica_out() {
     }
     let dead = gw.with_router(|r| r.replica_id("dead").unwrap());
     match gw
-        .call_tool(ToolCall {
+        .call_unprotected(ToolCall {
             tried: &[gw.with_router(|r| r.replica_id("live").unwrap())],
             ..ToolCall::new("echo", json!({"message": "x"}))
         })
@@ -259,8 +263,8 @@ struct Seen(Mutex<Vec<String>>);
 impl Observer for Seen {
     fn event(&self, event: &Event<'_>) {
         let line = match event {
-            Event::Breaker { server, tool, transition } => {
-                format!("breaker {server}/{tool} {:?}->{:?}", transition.from, transition.to)
+            Event::Breaker { replica, tool, transition, .. } => {
+                format!("breaker {replica}/{tool} {:?}->{:?}", transition.from, transition.to)
             }
             Event::Degraded { tool, reason } => format!("degraded {tool} {}", reason.as_str()),
             _ => return,
@@ -283,8 +287,8 @@ fn protected(
     );
     let config = GatewayConfig { resilience, ..GatewayConfig::default() };
     let seen = Arc::new(Seen::default());
-    let gw = Gateway::new(router, Box::new(StaticRegistry::new(servers)), Arc::new(Loopback(addrs)), clock, config)
-        .with_rng(SeededRng::new(11))
+    let registry = Box::new(StaticRegistry::new(servers));
+    let gw = Gateway::new(router, registry, Arc::new(Loopback(addrs)), clock, config, SeededRng::new(11))
         .with_observer(seen.clone());
     (gw, seen)
 }
@@ -297,10 +301,10 @@ fn fast_retries(max_attempts: u32) -> RetryPolicy {
 }
 
 fn endpoints(r: &Routed) -> Vec<String> {
-    r.attempts.iter().map(|a| a.endpoint.to_string()).collect()
+    r.attempts().map(|a| a.endpoint.to_string()).collect()
 }
 
-/// A failing server trips its (server, tool) breaker after the minimum number of calls; from then on the gateway
+/// A failing server trips its (replica, tool) breaker after the minimum number of calls; from then on the gateway
 /// answers with a degraded result naming the reason, without sending anything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_breaker_answers_degraded_without_calling() {
@@ -320,13 +324,13 @@ async fn an_open_breaker_answers_degraded_without_calling() {
     );
     for _ in 0..4 {
         let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
-        assert!(r.degraded.is_none() && r.attempts.len() == 1 && r.outcome().is_err(), "{r:?}");
+        assert!(r.degraded().is_none() && r.attempts().count() == 1 && r.outcome().is_err(), "{r:?}");
     }
     let received = server.control().stats().received;
     let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
-    let degraded = r.degraded.as_ref().expect("degraded");
+    let degraded = r.degraded().expect("degraded");
     assert_eq!(degraded.reason, DegradedReason::BreakerOpen);
-    assert!(r.attempts.is_empty());
+    assert_eq!(r.attempts().count(), 0);
     let result = r.outcome().unwrap();
     assert!(result.is_error && result.joined_text().contains("Do not retry"), "{result:?}");
     assert_eq!(result.structured_content.as_ref().unwrap()["reason"], "breaker_open");
@@ -334,7 +338,7 @@ async fn an_open_breaker_answers_degraded_without_calling() {
     assert_eq!(server.control().stats().received, received, "a call went through an open breaker");
     assert_eq!(gw.breakers()[0].1.state(), State::Open);
     let seen = seen.0.lock().unwrap().clone();
-    assert_eq!(seen, ["breaker s/echo Closed->Open", "degraded echo breaker_open"]);
+    assert_eq!(seen, ["breaker s-0/echo Closed->Open", "degraded echo breaker_open"]);
 }
 
 /// An idempotent tool that fails on one replica is retried on the other; a tool without idempotency annotations is
@@ -357,7 +361,7 @@ async fn idempotent_calls_retry_on_another_replica_and_others_do_not() {
     // Next on `bad` again (round robin), a non-idempotent tool: one attempt, its error returned.
     let r = gw.call(ToolCall::new("write", json!({}))).await;
     assert_eq!(endpoints(&r), ["bad"]);
-    assert!(r.degraded.is_none() && matches!(r.into_outcome(), Err(CallError::Protocol(_))));
+    assert!(r.degraded().is_none() && matches!(r.into_outcome(), Err(CallError::Protocol(_))));
 }
 
 /// A spent retry budget ends the call with a degraded result rather than more retries; without any layer (the naive
@@ -373,15 +377,15 @@ async fn a_spent_budget_degrades_and_the_naive_gateway_just_fails() {
         ResilienceConfig { retry: Some(fast_retries(5)), budget: Some(empty), ..ResilienceConfig::default() };
     let (gw, _) = protected(spec(), addrs(), resilience);
     // Warm the client's tool list so the first failure can tell the tool is idempotent.
-    gw.call_tool(ToolCall::new("echo", json!({"message": "warm"}))).await.unwrap();
+    gw.call_unprotected(ToolCall::new("echo", json!({"message": "warm"}))).await.unwrap();
     let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
-    assert_eq!(r.attempts.len(), 1);
-    assert_eq!(r.degraded.as_ref().map(|d| d.reason), Some(DegradedReason::BudgetExhausted));
+    assert_eq!(r.attempts().count(), 1);
+    assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BudgetExhausted));
 
     let (naive, _) = protected(spec(), addrs(), ResilienceConfig::default());
     let r = naive.call(ToolCall::new("echo", json!({"message": "x"}))).await;
-    assert_eq!(r.attempts.len(), 1);
-    assert!(r.degraded.is_none() && matches!(r.into_outcome(), Err(CallError::Protocol(_))));
+    assert_eq!(r.attempts().count(), 1);
+    assert!(r.degraded().is_none() && matches!(r.into_outcome(), Err(CallError::Protocol(_))));
 }
 
 /// A hung server fills only its own bulkhead: its next callers get a degraded `bulkhead_full` after the queue wait,
@@ -391,7 +395,7 @@ async fn a_hung_server_fills_only_its_own_bulkhead() {
     use mcpstorm_core::resilience::bulkhead::BulkheadConfig;
     let (hung, hung_addr) = serve(failing_config()).await;
     let (_ok, ok_addr) = serve(failing_config()).await;
-    let bulkhead = BulkheadConfig { default_max: 2, queue_wait: Duration::from_millis(50), ..Default::default() };
+    let bulkhead = BulkheadConfig { default_max: Some(2), queue_wait: Duration::from_millis(50), ..Default::default() };
     let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
     let (gw, seen) = protected(
         vec![
@@ -415,8 +419,8 @@ async fn a_hung_server_fills_only_its_own_bulkhead() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let r = gw.call(ToolCall::new("write", json!({}))).await;
-    assert_eq!(r.degraded.as_ref().map(|d| d.reason), Some(DegradedReason::BulkheadFull), "{r:?}");
-    assert!(r.attempts.is_empty());
+    assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BulkheadFull), "{r:?}");
+    assert_eq!(r.attempts().count(), 0);
     for i in 0..5 {
         let r = gw.call(ToolCall::new("echo", json!({"message": format!("m{i}")}))).await;
         assert_eq!(r.into_outcome().unwrap().joined_text(), format!("m{i}"));
@@ -437,13 +441,136 @@ async fn a_remote_open_is_followed_without_local_failures() {
     let addrs = || BTreeMap::from([("s-0".into(), addr.clone())]);
     let resilience = ResilienceConfig { breaker: Some(BreakerConfig::default()), ..ResilienceConfig::default() };
     let (gw, seen) = protected(spec(), addrs(), resilience);
-    let t = gw.follow_remote_open("s", "echo", Duration::from_secs(30)).expect("a transition");
+    let t = gw.follow_remote_open("s-0", "echo", Duration::from_secs(30)).expect("a transition");
     assert_eq!((t.to, t.reason), (State::Open, Reason::Remote));
-    assert!(gw.follow_remote_open("s", "echo", Duration::from_secs(30)).is_none(), "already open");
+    assert!(gw.follow_remote_open("s-0", "echo", Duration::from_secs(30)).is_none(), "already open");
     let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
-    assert_eq!(r.degraded.as_ref().map(|d| d.reason), Some(DegradedReason::BreakerOpen));
+    assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BreakerOpen));
     assert_eq!(server.control().stats().received, 0);
-    assert_eq!(seen.0.lock().unwrap()[0], "breaker s/echo Closed->Open");
+    assert_eq!(seen.0.lock().unwrap()[0], "breaker s-0/echo Closed->Open");
     let (naive, _) = protected(spec(), addrs(), ResilienceConfig::default());
-    assert!(naive.follow_remote_open("s", "echo", Duration::from_secs(30)).is_none());
+    assert!(naive.follow_remote_open("s-0", "echo", Duration::from_secs(30)).is_none());
+}
+
+/// Protection is per replica: a failing replica's breaker opens for it alone, and from then on its calls go to its
+/// healthy sibling — answered, not degraded. Only when every replica's breaker is open is the answer degraded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_breaker_on_one_replica_sends_calls_to_its_sibling() {
+    let (bad, bad_addr) = serve(failing_config()).await;
+    let (good, good_addr) = serve(failing_config()).await;
+    bad.control().set_error_rate(Some(1.0));
+    let breaker = BreakerConfig {
+        window: WindowConfig::Count { size: 10 },
+        minimum_calls: 2,
+        open_base: Duration::from_secs(30),
+        ..BreakerConfig::default()
+    };
+    let resilience = ResilienceConfig { breaker: Some(breaker), ..ResilienceConfig::default() };
+    let (gw, seen) = protected(
+        vec![ServerSpec::new("s", ["bad", "good"]).with_tools(["write"])],
+        BTreeMap::from([("bad".into(), bad_addr), ("good".into(), good_addr)]),
+        resilience,
+    );
+    // Round robin alternates: two failures on `bad` open its breaker, `good` answers its share.
+    for _ in 0..4 {
+        gw.call(ToolCall::new("write", json!({}))).await;
+    }
+    assert_eq!(seen.0.lock().unwrap().clone(), ["breaker bad/write Closed->Open"]);
+    let bad_received = bad.control().stats().received;
+    for _ in 0..6 {
+        let r = gw.call(ToolCall::new("write", json!({}))).await;
+        assert_eq!(endpoints(&r), ["good"], "{r:?}");
+        assert!(r.degraded().is_none() && r.outcome().is_ok_and(|r| !r.is_error), "{r:?}");
+    }
+    assert_eq!(bad.control().stats().received, bad_received, "nothing more reached the open replica");
+    // Now `good` fails too: its own breaker opens, and only then is the server's answer degraded.
+    good.control().set_error_rate(Some(1.0));
+    for _ in 0..2 {
+        gw.call(ToolCall::new("write", json!({}))).await;
+    }
+    let r = gw.call(ToolCall::new("write", json!({}))).await;
+    assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BreakerOpen), "{r:?}");
+    assert_eq!(r.attempts().count(), 0);
+}
+
+/// A hung replica fills only its own bulkhead: once it holds its quota, calls go to its sibling at once and are
+/// answered. With every replica full, a call waits the queue wait and is then degraded `bulkhead_full`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_replica_sends_calls_to_its_sibling_before_anything_is_degraded() {
+    use mcpstorm_core::resilience::bulkhead::BulkheadConfig;
+    let (hung, hung_addr) = serve(failing_config()).await;
+    let (ok, ok_addr) = serve(failing_config()).await;
+    let bulkhead = BulkheadConfig { default_max: Some(2), queue_wait: Duration::from_millis(50), ..Default::default() };
+    let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
+    let (gw, seen) = protected(
+        vec![ServerSpec::new("s", ["h-0", "o-0"]).with_tools(["write"])],
+        BTreeMap::from([("h-0".into(), hung_addr), ("o-0".into(), ok_addr)]),
+        resilience,
+    );
+    let gw = Arc::new(gw);
+    // Warm both connections (round robin: h-0, then o-0), then hang h-0 and park two calls on it: its quota.
+    for _ in 0..2 {
+        gw.call(ToolCall::new("write", json!({}))).await.into_outcome().unwrap();
+    }
+    hung.control().set_hung(true);
+    let mut parked = Vec::new();
+    while hung.control().stats().received < 3 {
+        let gw = gw.clone();
+        parked.push(tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await }));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    while hung.control().stats().received < 3 + 1 {
+        let gw = gw.clone();
+        parked.push(tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await }));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // h-0 holds its two permits: every further call is answered by o-0, however the router turns.
+    for _ in 0..6 {
+        let r = gw.call(ToolCall::new("write", json!({}))).await;
+        assert_eq!(endpoints(&r), ["o-0"], "{r:?}");
+        assert!(r.outcome().is_ok_and(|r| !r.is_error), "{r:?}");
+    }
+    assert!(seen.0.lock().unwrap().is_empty(), "nothing degraded while o-0 had room");
+    // Hang o-0 too and fill it: now no replica has room, and the answer is degraded after the queue wait.
+    ok.control().set_hung(true);
+    let before = ok.control().stats().received;
+    while ok.control().stats().received < before + 2 {
+        let gw = gw.clone();
+        parked.push(tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await }));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = gw.call(ToolCall::new("write", json!({}))).await;
+    assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BulkheadFull), "{r:?}");
+    assert_eq!(r.attempts().count(), 0);
+    assert_eq!(gw.bulkheads(), vec![("h-0".to_owned(), 2, 2), ("o-0".to_owned(), 2, 2)]);
+    for p in parked {
+        p.abort();
+    }
+}
+
+/// Every layer on with its defaults must not throttle a healthy server: 120 concurrent calls to one replica (more
+/// than the old fixed cap of 32) are all answered, none degraded, and the bulkhead's limit is the client's cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_layers_do_not_throttle_a_healthy_server() {
+    let (server, addr) = serve(FakeServerConfig::builtin()).await;
+    let (gw, seen) = protected(
+        vec![ServerSpec::new("s", ["s-0"]).with_tools(["sleep_ms"])],
+        BTreeMap::from([("s-0".into(), addr)]),
+        ResilienceConfig::protective(),
+    );
+    let gw = Arc::new(gw);
+    let calls: Vec<_> = (0..120)
+        .map(|_| {
+            let gw = gw.clone();
+            tokio::spawn(async move { gw.call(ToolCall::new("sleep_ms", json!({"ms": 300}))).await })
+        })
+        .collect();
+    for c in calls {
+        let r = c.await.expect("no panic");
+        assert!(r.degraded().is_none() && r.outcome().is_ok_and(|r| !r.is_error), "{r:?}");
+    }
+    assert!(seen.0.lock().unwrap().is_empty(), "no breaker moved, nothing degraded");
+    let cap = mcpstorm_core::ConnectionConfig::default().max_in_flight;
+    assert_eq!(gw.bulkheads(), vec![("s-0".to_owned(), 0, cap)]);
+    assert!(server.control().stats().received >= 120, "every call reached the server");
 }

@@ -33,7 +33,12 @@ fn client(first_response: Duration, stream_idle: Duration) -> Arc<McpClient> {
     config.connection.stream_idle = stream_idle;
     config.connection.stall_probe = Duration::from_millis(500);
     config.connect_timeout = Duration::from_secs(2);
-    Arc::new(McpClient::new("srv", Arc::new(TurmoilDialer { host: "srv".into(), port: SERVER_PORT }), config))
+    Arc::new(McpClient::new(
+        "srv",
+        Arc::new(TurmoilDialer { host: "srv".into(), port: SERVER_PORT }),
+        config,
+        mcpstorm_core::rt::SeededRng::new(0),
+    ))
 }
 
 /// Runs the sim step by step, calling `at(now)` between steps, until the clients finish.

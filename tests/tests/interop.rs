@@ -21,7 +21,7 @@ fn client(dialer: StdioDialer) -> McpClient {
     let mut config = ClientConfig::default();
     config.connection.max_in_flight = 512;
     config.connection.first_response = Duration::from_secs(20);
-    McpClient::new(dialer.describe(), Arc::new(dialer), config)
+    McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::rt::SeededRng::new(0))
 }
 
 macro_rules! peer_or_skip {

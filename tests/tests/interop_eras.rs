@@ -38,7 +38,8 @@ fn config() -> ClientConfig {
 }
 
 fn client(dialer: StdioDialer, config: ClientConfig, cache: &EraCache) -> McpClient {
-    McpClient::new(dialer.describe(), Arc::new(dialer), config).with_era_cache(cache.clone())
+    McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::rt::SeededRng::new(0))
+        .with_era_cache(cache.clone())
 }
 
 /// Detects the era, checks what the session says, calls `echo`, pings, then reconnects from the cache.

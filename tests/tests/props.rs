@@ -1353,7 +1353,7 @@ async fn calls_under_skew(
 ) -> (Vec<ext_server::Seen>, Vec<bool>, SessionStats) {
     let server = SessionServer::new(ServerConfig { ttl: Some(ttl), wall: skew.wall(), ..ServerConfig::default() });
     let config = ClientConfig { era_mode: EraMode::Legacy, lifecycle_retries: 0, ..ClientConfig::default() };
-    let client = McpClient::new("srv", Arc::new(server.clone()), config);
+    let client = McpClient::new("srv", Arc::new(server.clone()), config, mcpstorm_core::rt::SeededRng::new(0));
     let mut ok = Vec::new();
     for gap in gaps {
         tokio::time::sleep(ttl.mul_f64(f64::from(*gap) / 1000.0)).await;

@@ -25,7 +25,7 @@ use tokio::sync::Notify;
 fn stdio_client(dialer: StdioDialer) -> McpClient {
     let mut config = ClientConfig::default();
     config.connection.first_response = Duration::from_secs(20);
-    McpClient::new(dialer.describe(), Arc::new(dialer), config)
+    McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::rt::SeededRng::new(0))
 }
 
 /// Requests finished on the connection, by method.
@@ -184,7 +184,10 @@ async fn start_fake(config: FakeServerConfig) -> (FakeServer, Arc<McpClient>) {
     let serving = server.clone();
     tokio::spawn(async move { serving.serve(listener).await });
     let config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
-    (server, Arc::new(McpClient::new("fake", Arc::new(TcpDialer { addr }), config)))
+    (
+        server,
+        Arc::new(McpClient::new("fake", Arc::new(TcpDialer { addr }), config, mcpstorm_core::rt::SeededRng::new(0))),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -284,7 +287,12 @@ async fn serve_scripted(stream: tokio::net::TcpStream, lists: Arc<AtomicU64>, an
 async fn list_changed_with_an_unchanged_list_refetches_but_compiles_nothing() {
     let server = scripted_server().await;
     let config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
-    let c = McpClient::new("scripted", Arc::new(TcpDialer { addr: server.addr.clone() }), config);
+    let c = McpClient::new(
+        "scripted",
+        Arc::new(TcpDialer { addr: server.addr.clone() }),
+        config,
+        mcpstorm_core::rt::SeededRng::new(0),
+    );
     let first = c.capabilities().await.unwrap();
     assert_eq!((server.lists.load(Ordering::SeqCst), c.schema_compilations()), (1, 2));
     let add = first.hints("add").unwrap();

@@ -24,7 +24,7 @@ const SERVER_WALL: u64 = 1_700_000_000_000;
 
 fn client(server: &SessionServer, config: ClientConfig) -> McpClient {
     let config = ClientConfig { era_mode: EraMode::Legacy, lifecycle_retries: 0, ..config };
-    McpClient::new("srv", Arc::new(server.clone()), config)
+    McpClient::new("srv", Arc::new(server.clone()), config, mcpstorm_core::rt::SeededRng::new(0))
 }
 
 async fn call(c: &McpClient) -> Result<CallToolResult, CallError> {
@@ -263,6 +263,7 @@ async fn a_modern_server_grants_in_discover_and_a_new_session_asks_again() {
         "srv",
         Arc::new(server.clone()),
         ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() },
+        mcpstorm_core::rt::SeededRng::new(0),
     );
     call(&c).await.unwrap();
     assert_eq!(c.session().await.unwrap().era, Era::Modern);

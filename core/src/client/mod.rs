@@ -18,8 +18,8 @@ mod session_stats;
 mod snapshot;
 mod tools;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
 
 use serde_json::{Value, json};
 use tokio::time::{Instant, sleep, timeout};
@@ -69,6 +69,13 @@ pub struct McpClient {
     global: Option<InFlightLimit>,
     /// Held only while (re)connecting, so concurrent callers share one new connection instead of racing to dial.
     live: tokio::sync::Mutex<Option<Session>>,
+    /// The last failed connect, until a connect succeeds. While it stands, a caller that finds another one dialing
+    /// fails at once with it instead of queueing behind the dial (gRPC's TRANSIENT_FAILURE): a dead replica answers
+    /// its callers in microseconds, so a gateway can send them to a sibling, rather than after the connect timeout
+    /// times the lifecycle retries.
+    /// Counted with each connect that failed: a caller that queued behind a dial and finds the count moved shares
+    /// that dial's failure instead of dialing again.
+    unreachable: std::sync::Mutex<(u64, Option<CallError>)>,
     conn_seq: AtomicU64,
     /// The era the server was found to speak, so reconnects skip detection.
     eras: EraCache,
@@ -87,7 +94,10 @@ pub struct McpClient {
 }
 
 impl McpClient {
-    pub fn new(server: impl Into<String>, dialer: Arc<dyn Dialer>, config: ClientConfig) -> Self {
+    /// A client of `server`, dialing with `dialer`. `rng` is the stream for reconnect backoff jitter: it has no
+    /// default, so that processes of one fleet never share a stream (seed it from the OS in a live process, fork it
+    /// from the run's seed in a simulation).
+    pub fn new(server: impl Into<String>, dialer: Arc<dyn Dialer>, config: ClientConfig, rng: SeededRng) -> Self {
         let server = server.into();
         let observer: Arc<dyn Observer> = Arc::new(NoopObserver);
         McpClient {
@@ -100,9 +110,10 @@ impl McpClient {
             dialer,
             config,
             observer,
-            rng: SeededRng::new(0),
+            rng,
             global: None,
             live: tokio::sync::Mutex::new(None),
+            unreachable: std::sync::Mutex::new((0, None)),
             conn_seq: AtomicU64::new(0),
             eras: EraCache::default(),
             schemas: SchemaCache::default(),
@@ -134,16 +145,15 @@ impl McpClient {
         self
     }
 
-    /// The generator for backoff jitter (seeded by the embedder; the simulator derives it from the scenario seed).
-    pub fn with_rng(mut self, rng: SeededRng) -> Self {
-        self.rng = rng;
-        self
-    }
-
     /// Shares a client-wide in-flight limit across this client's connections (and other clients given the same).
     pub fn with_global_limit(mut self, limit: InFlightLimit) -> Self {
         self.global = Some(limit);
         self
+    }
+
+    /// The most calls this client can have in flight: the shared limit when it has one, else one connection's.
+    pub fn in_flight_cap(&self) -> usize {
+        self.global.as_ref().map_or(self.config.connection.max_in_flight, InFlightLimit::max)
     }
 
     /// Shares an era cache (keyed by server name) with other clients; by default each client has its own.
@@ -163,8 +173,26 @@ impl McpClient {
     /// The current session, connecting (with lifecycle retries and backoff) if there is none, it has failed, or its
     /// lease is inside the re-handshake margin (or the server said it is gone). A session merely due for renewal is
     /// returned at once, the renewal running in the background.
+    ///
+    /// While the last connect failed and another caller is dialing again, fails at once with that failure.
     pub async fn session(&self) -> Result<Session, CallError> {
-        let mut live = self.live.lock().await;
+        let mut live = match self.live.try_lock() {
+            Ok(live) => live,
+            Err(_) => {
+                let (failures, last) = self.connect_failures();
+                if let Some(e) = last {
+                    return Err(e);
+                }
+                let live = self.live.lock().await;
+                // The dial we queued behind failed: its failure is ours too (one dial per wave of callers).
+                if let (now, Some(e)) = self.connect_failures()
+                    && now != failures
+                {
+                    return Err(e);
+                }
+                live
+            }
+        };
         if let Some(s) = live.as_ref().filter(|s| s.conn.is_open() && !s.conn.request_meta_rejected()) {
             match s.ext.state(self.config.profile, Instant::now(), self.clock.wall_ms()) {
                 LeaseState::Fresh => return Ok(s.clone()),
@@ -187,7 +215,13 @@ impl McpClient {
         }
         let mut attempt = 0;
         loop {
-            match self.connect_once().await {
+            let connected = self.connect_once().await;
+            {
+                let mut unreachable = self.unreachable.lock().unwrap_or_else(PoisonError::into_inner);
+                unreachable.0 += u64::from(connected.is_err());
+                unreachable.1 = connected.as_ref().err().cloned();
+            }
+            match connected {
                 Ok(s) => {
                     *live = Some(s.clone());
                     return Ok(s);
@@ -201,6 +235,11 @@ impl McpClient {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// (failed connects so far, the last connect's failure if it failed).
+    fn connect_failures(&self) -> (u64, Option<CallError>) {
+        self.unreachable.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     async fn connect_once(&self) -> Result<Session, CallError> {
@@ -252,9 +291,16 @@ impl McpClient {
 
     /// The capability record of the current session (fetching the tool list if needed): server identity, tools with
     /// compiled schemas, annotations, router hints and the list's content hash.
+    /// The server's capability record (tools and their schemas), fetched when the cache says so. Bounded by the
+    /// connection's `call_deadline`, like a call: a replica that cannot be reached never holds its caller longer.
     pub async fn capabilities(&self) -> Result<Arc<Capabilities>, CallError> {
-        let session = self.session().await?;
-        self.capabilities_of(&session).await
+        let fetch = async {
+            let session = self.session().await?;
+            self.capabilities_of(&session).await
+        };
+        timeout(self.config.connection.call_deadline, fetch)
+            .await
+            .unwrap_or_else(|_| Err(LocalError::DeadlineExceeded.into()))
     }
 
     async fn capabilities_of(&self, session: &Session) -> Result<Arc<Capabilities>, CallError> {
@@ -339,7 +385,14 @@ impl McpClient {
         let mut attempt = 0;
         loop {
             let start = self.begin_record();
-            let session = match self.session().await {
+            // The call's deadline bounds getting a session too: a replica that died mid-run makes every dial hang
+            // until the connect timeout, and the reconnect loop (retries with backoff) could otherwise hold a call
+            // many times its deadline.
+            let deadline = opts.deadline.unwrap_or_else(Instant::now);
+            let session = tokio::time::timeout_at(deadline, self.session())
+                .await
+                .unwrap_or_else(|_| Err(LocalError::DeadlineExceeded.into()));
+            let session = match session {
                 Ok(s) => s,
                 Err(e) => {
                     self.record(start, name, &arguments, Err(&e), attempt);

@@ -1,8 +1,12 @@
-//! The gateway: the one facade an agent platform calls. [`Gateway::call_tool`] runs the whole path of a tool call
-//! (DESIGN.md, "The path of one tool call"):
+//! The gateway: the one facade an agent platform calls. Two entry points, named for what they do:
+//!
+//! - [`Gateway::call`] is the protected path (`protected.rs`): routing, then breakers, bulkheads and throttles per
+//!   replica, retries under a per-server budget and one deadline, and a degraded result when no replica can take the
+//!   call.
+//! - [`Gateway::call_unprotected`] is one routed attempt and nothing else:
 //!
 //! ```text
-//! agent -> Gateway::call_tool
+//! agent -> Gateway::call_unprotected
 //!       -> Router: candidates (capability matrix, health) -> formula -> a replica   (router/)
 //!       -> the replica's McpClient: session, schema check, connection, phased timeouts (client/)
 //!       <- outcome -> router statistics (latency, errors, in-flight)
@@ -15,8 +19,9 @@
 //! the same clients; nothing of that runs on a call's path.
 
 mod checker;
+mod layers;
 mod outcome;
-mod resilience;
+mod protected;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,17 +35,15 @@ use crate::conn::CallOptions;
 use crate::error::CallError;
 use crate::mcp::CallToolResult;
 use crate::observe::{NoopObserver, Observer};
-use crate::resilience::breaker::{Verdict as BreakerVerdict, classify};
-use crate::resilience::degraded::DegradedReason;
-use crate::resilience::limiter::SampleOutcome;
-use crate::resilience::retry::{RetryPlan, auto_retry_allowed};
+use crate::resilience::breaker::{Gate, Transition, Verdict as BreakerVerdict, classify};
 use crate::router::{Registry, ReplicaId, Requirement, RouteError, RouteRequest, Router, run_health_checks};
-use crate::rt::Clock;
-use crate::rt::SeededRng;
+use crate::rt::{Clock, SeededRng};
+use crate::schema::RouterHints;
 use checker::ClientChecker;
+use layers::Layers;
+pub use layers::ResilienceConfig;
 pub use outcome::Verdict;
-use resilience::Layers;
-pub use resilience::{Degraded, ResilienceConfig, Routed};
+pub use protected::{Degraded, Last, Routed};
 
 /// Makes the client for one replica endpoint. Called once per endpoint, on first use.
 pub trait Connector: Send + Sync + std::fmt::Debug + 'static {
@@ -104,6 +107,15 @@ pub struct Attempt {
 /// A replica endpoint's name (shared into every [`Attempt`]) and its client.
 pub type Endpoint = (Arc<str>, Arc<McpClient>);
 
+/// One routing decision: the replica, its server and endpoint, and what its server declared (for bulkhead caps).
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    pub replica: ReplicaId,
+    pub server: String,
+    pub endpoint: Arc<str>,
+    pub hints: Option<RouterHints>,
+}
+
 /// See the module documentation.
 #[derive(Debug)]
 pub struct Gateway {
@@ -121,18 +133,22 @@ pub struct Gateway {
 
 impl Gateway {
     /// A gateway routing with `router` over the servers `registry` announces (its initial members are applied
-    /// now). Validate `config.resilience` first ([`ResilienceConfig::validate`]): a layer whose settings its state
-    /// machine rejects stays off.
+    /// now). A layer whose settings its state machine rejects stays off, so validate `config.resilience` first.
+    ///
+    /// `rng` is the stream for backoff jitter, breaker open-period jitter and throttle draws. It has no default on
+    /// purpose: gateways of one fleet that shared a stream would draw the same "full jitter" and retry in step.
+    /// Seed it from the OS in a live process ([`SeededRng::from_os`]) and fork it from the run's seed in a simulation.
     pub fn new(
         mut router: Router,
         mut registry: Box<dyn Registry>,
         connector: Arc<dyn Connector>,
         clock: Arc<dyn Clock>,
         config: GatewayConfig,
+        rng: SeededRng,
     ) -> Self {
         let now = clock.now();
         router.sync(registry.as_mut(), now);
-        let layers = Layers::new(config.resilience.clone(), now, SeededRng::new(0));
+        let layers = Layers::new(config.resilience.clone(), now, rng);
         Gateway {
             router: Arc::new(Mutex::new(router)),
             registry: Mutex::new(registry),
@@ -145,35 +161,32 @@ impl Gateway {
         }
     }
 
-    /// The stream for backoff jitter, breaker open-period jitter and throttle draws (fork it from the run's seed).
-    pub fn with_rng(mut self, rng: SeededRng) -> Self {
-        self.layers = Layers::new(self.config.resilience.clone(), self.clock.now(), rng);
-        self
-    }
-
     /// Where breaker transitions and degraded decisions go.
     pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
         self.observer = observer;
         self
     }
 
-    /// The breakers made so far, by (server, tool), for reports.
-    pub fn breakers(&self) -> Vec<((String, String), Arc<crate::resilience::breaker::Gate>)> {
+    /// The breakers made so far, by (replica endpoint, tool), for reports.
+    pub fn breakers(&self) -> Vec<((String, String), Arc<Gate>)> {
         self.layers.breakers()
     }
 
-    /// Another gateway node reported `(server, tool)`'s breaker open for `open_for`: this node's breaker follows
-    /// (made now if it did not exist), unless it is already open or switched manually. The transition goes to the
-    /// observer like a local one, with reason `remote`. `None` when breakers are off or nothing changed.
-    pub fn follow_remote_open(
-        &self,
-        server: &str,
-        tool: &str,
-        open_for: Duration,
-    ) -> Option<crate::resilience::breaker::Transition> {
-        let gate = self.layers.breaker(server, tool)?;
+    /// The bulkhead pools made so far: (pool, in flight, limit), in pool order (a replica endpoint, or a server under
+    /// server scope).
+    pub fn bulkheads(&self) -> Vec<(String, usize, usize)> {
+        self.layers.bulkheads()
+    }
+
+    /// Another gateway node reported the breaker of `(endpoint, tool)` open for `open_for`: this node's breaker
+    /// follows (made now if it did not exist), unless it is already open or switched manually. The transition goes
+    /// to the observer like a local one, with reason `remote`. `None` when breakers are off, the endpoint is not
+    /// one this gateway routes to, or nothing changed.
+    pub fn follow_remote_open(&self, endpoint: &str, tool: &str, open_for: Duration) -> Option<Transition> {
+        let route = self.route_to(endpoint)?;
+        let gate = self.layers.breaker(endpoint, tool)?;
         let transition = gate.follow_remote_open(self.clock.now(), open_for);
-        resilience::report(self.observer.as_ref(), server, tool, transition.clone());
+        layers::report(self.observer.as_ref(), &route, tool, transition.clone());
         transition
     }
 
@@ -195,30 +208,36 @@ impl Gateway {
             .clone()
     }
 
+    /// The client of one endpoint if it was made already (nothing is dialed).
+    fn existing_client(&self, endpoint: &str) -> Option<Arc<McpClient>> {
+        let clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        clients.get(endpoint).map(|(_, c)| c.clone())
+    }
+
     /// The requirements `arguments` impose under the configured rules.
     pub fn requirements(&self, arguments: &Value) -> Vec<Requirement> {
         Requirement::from_arguments(arguments, &self.config.requirement_rules)
     }
 
-    /// Routes and makes one call. `Err` only when no replica could take it (no candidate); every failure after a
-    /// replica was chosen is in the [`Attempt`]'s outcome, with the replica named. No resilience layer applies: see
-    /// [`Gateway::call`] for the protected path.
-    pub async fn call_tool(&self, call: ToolCall<'_>) -> Result<Attempt, RouteError> {
-        self.call_tool_prepared(call, |_, arguments| std::future::ready(arguments)).await
+    /// Routes and makes one attempt, with no resilience layer (see [`Gateway::call`] for the protected path). `Err`
+    /// only when no replica could take it (no candidate); every failure after a replica was chosen is in the
+    /// [`Attempt`]'s outcome, with the replica named.
+    pub async fn call_unprotected(&self, call: ToolCall<'_>) -> Result<Attempt, RouteError> {
+        self.call_unprotected_prepared(call, |_, arguments| std::future::ready(arguments)).await
     }
 
-    /// [`Gateway::call_tool`], with the arguments finished by `prepare` once the replica is chosen, from its client:
+    /// [`Gateway::call_unprotected`], with the arguments finished by `prepare` once the replica is chosen, from its client:
     /// an agent that builds its call from the tool schema the serving replica shows (filling parameters a schema
     /// drift added) needs the replica first. Routing reads the arguments as given; `prepare`'s time counts as the
     /// replica's (it is that replica's session and schema work).
-    pub async fn call_tool_prepared<F, Fut>(&self, call: ToolCall<'_>, prepare: F) -> Result<Attempt, RouteError>
+    pub async fn call_unprotected_prepared<F, Fut>(&self, call: ToolCall<'_>, prepare: F) -> Result<Attempt, RouteError>
     where
         F: FnOnce(Arc<McpClient>, Value) -> Fut,
         Fut: Future<Output = Value>,
     {
         let requirements = self.call_requirements(&call);
-        let (replica, server, endpoint) = self.route(call.tool, &requirements, call.tried)?;
-        Ok(self.attempt(replica, &server, &endpoint, call.tool, (call.arguments, prepare), call.opts).await)
+        let route = self.route(call.tool, &requirements, call.tried)?;
+        Ok(self.attempt(&route, call.tool, (call.arguments, prepare), call.opts).await.0)
     }
 
     /// The requirements of one call: its arguments' under the rules, and its own extra ones.
@@ -228,196 +247,60 @@ impl Gateway {
         requirements
     }
 
-    /// One routing decision: the replica, its server and its endpoint.
-    fn route(
-        &self,
-        tool: &str,
-        requirements: &[Requirement],
-        tried: &[ReplicaId],
-    ) -> Result<(ReplicaId, String, String), RouteError> {
+    /// One routing decision.
+    fn route(&self, tool: &str, requirements: &[Requirement], tried: &[ReplicaId]) -> Result<Route, RouteError> {
         let router = &mut self.router();
         let replica = router.route(&RouteRequest { tool, requirements, tried })?;
-        let server = router.server_of(replica).map(|s| s.name.clone()).unwrap_or_default();
-        let endpoint = router.endpoint(replica).unwrap_or_default().to_owned();
-        Ok((replica, server, endpoint))
+        Ok(Self::route_of(router, replica))
+    }
+
+    /// The route to a known endpoint, without a decision.
+    fn route_to(&self, endpoint: &str) -> Option<Route> {
+        let router = &self.router();
+        router.replica_id(endpoint).map(|replica| Self::route_of(router, replica))
+    }
+
+    fn route_of(router: &Router, replica: ReplicaId) -> Route {
+        let server = router.server_of(replica);
+        Route {
+            replica,
+            server: server.map(|s| s.name.clone()).unwrap_or_default(),
+            endpoint: Arc::from(router.endpoint(replica).unwrap_or_default()),
+            hints: server.map(|s| s.hints),
+        }
     }
 
     /// One call on a chosen replica, with the router's in-flight count and statistics kept. The arguments are
-    /// finished by `prepare` on the replica's client (see [`Gateway::call_tool_prepared`]).
+    /// finished by `prepare` on the replica's client (see [`Gateway::call_unprotected_prepared`]). The outcome is
+    /// classified here, once: the breaker's verdict comes back with the attempt for the protected path's layers.
     async fn attempt<F, Fut>(
         &self,
-        replica: ReplicaId,
-        server: &str,
-        endpoint: &str,
+        route: &Route,
         tool: &str,
         (arguments, prepare): (Value, F),
         opts: CallOptions,
-    ) -> Attempt
+    ) -> (Attempt, BreakerVerdict)
     where
         F: FnOnce(Arc<McpClient>, Value) -> Fut,
         Fut: Future<Output = Value>,
     {
+        let replica = route.replica;
         self.router().call_started(replica);
         // From here the in-flight count is held: the guard gives it back even if this future is dropped.
         let mut pending = InFlight { gateway: self, replica, done: false };
-        let (endpoint, client) = self.client(server, endpoint);
+        let (endpoint, client) = self.client(&route.server, &route.endpoint);
         let started = self.clock.now();
         let arguments = prepare(client.clone(), arguments).await;
         let outcome = client.call_tool(tool, arguments, opts).await;
         let now = self.clock.now();
         pending.done = true;
+        let verdict = classify(&outcome);
         let mut router = self.router();
-        match Verdict::of(&outcome) {
+        match Verdict::of(&outcome, verdict) {
             Verdict::NoVerdict => router.call_abandoned(replica),
             v => router.call_finished(replica, v == Verdict::Ok, now.saturating_duration_since(started), now),
         }
-        Attempt { replica, endpoint, outcome }
-    }
-
-    /// The protected path: routing, throttling, breakers, retries under a budget and one deadline, and a degraded
-    /// result when the gateway declines (see [`resilience`](ResilienceConfig) for the layers).
-    pub async fn call(&self, call: ToolCall<'_>) -> Routed {
-        self.call_prepared(call, |_, arguments| std::future::ready(arguments)).await
-    }
-
-    /// [`Gateway::call`], with each attempt's arguments finished by `prepare` on the chosen replica's client (as in
-    /// [`Gateway::call_tool_prepared`]): called once per attempt, in attempt order, just before it is sent.
-    pub async fn call_prepared<F, Fut>(&self, call: ToolCall<'_>, prepare: F) -> Routed
-    where
-        F: Fn(Arc<McpClient>, Value) -> Fut,
-        Fut: Future<Output = Value>,
-    {
-        let now = self.clock.now();
-        let deadline = call.opts.deadline.unwrap_or(now + self.config.call_deadline);
-        let requirements = self.call_requirements(&call);
-        let mut tried: Vec<ReplicaId> = call.tried.to_vec();
-        let mut attempts: Vec<Attempt> = Vec::new();
-        let mut plan: Option<RetryPlan> = None;
-        let declined = |reason, retry_after, attempts| {
-            self.observer.event(&crate::observe::Event::Degraded { tool: call.tool, reason });
-            let result = self.layers.degraded(call.tool, reason, retry_after);
-            Routed { attempts, degraded: Some(Degraded { reason, result }) }
-        };
-        loop {
-            // Route around breakers that refuse: each refusal adds its replica to the avoided set, so the loop ends
-            // (the router returns an avoided replica only when nothing else is left).
-            let mut refused: Vec<ReplicaId> = Vec::new();
-            let mut soonest: Option<Duration> = None;
-            let chosen = loop {
-                let avoid: Vec<ReplicaId> = tried.iter().chain(&refused).copied().collect();
-                let (replica, server, endpoint) = match self.route(call.tool, &requirements, &avoid) {
-                    Ok(r) => r,
-                    Err(_) => return declined(DegradedReason::NoCandidate, None, attempts),
-                };
-                if refused.contains(&replica) {
-                    break None;
-                }
-                let Some(gate) = self.layers.breaker(&server, call.tool) else {
-                    break Some((replica, server, endpoint, None));
-                };
-                let admission = gate.try_acquire(self.clock.now());
-                resilience::report(self.observer.as_ref(), &server, call.tool, admission.transition);
-                match admission.decision {
-                    Ok(permit) => break Some((replica, server, endpoint, Some(permit))),
-                    Err(rejected) => {
-                        refused.push(replica);
-                        soonest = match (soonest, rejected.retry_after) {
-                            (Some(a), Some(b)) => Some(a.min(b)),
-                            (a, b) => a.or(b),
-                        };
-                    }
-                }
-            };
-            let Some((replica, server, endpoint, permit)) = chosen else {
-                return declined(DegradedReason::BreakerOpen, soonest, attempts);
-            };
-            let now = self.clock.now();
-            if attempts.is_empty() {
-                self.layers.with_budget(&server, now, |b| b.deposit(now));
-            }
-            if !self.layers.throttle_admits(&server, now) {
-                drop(permit);
-                return declined(DegradedReason::Throttled, None, attempts);
-            }
-            // The server's bulkhead: a hung server holds at most its own permits; its callers wait at most the
-            // queue wait and then get a degraded result, while calls to other servers are admitted as before.
-            let bulkhead = match self.layers.bulkheads() {
-                None => None,
-                Some(bulkheads) => {
-                    let hints = self.router().server_of(replica).map(|s| s.hints);
-                    match bulkheads.acquire(&server, hints.as_ref()).await {
-                        Ok(p) => Some(p),
-                        Err(_) => {
-                            drop(permit);
-                            return declined(DegradedReason::BulkheadFull, None, attempts);
-                        }
-                    }
-                }
-            };
-            if let Some(plan) = plan.as_mut() {
-                plan.start_attempt();
-            }
-            let opts = CallOptions { deadline: Some(deadline), ..call.opts.clone() };
-            let arguments = (call.arguments.clone(), &prepare);
-            let attempt = self.attempt(replica, &server, &endpoint, call.tool, arguments, opts).await;
-            let now = self.clock.now();
-            let verdict = classify(&attempt.outcome);
-            if let Some(p) = bulkhead {
-                p.finish(now, limiter_sample(verdict));
-            }
-            if let Some(permit) = permit {
-                resilience::report(self.observer.as_ref(), &server, call.tool, permit.record(now, verdict));
-            }
-            let accepted = !matches!(verdict, BreakerVerdict::Failure | BreakerVerdict::RetryAfter(_));
-            self.layers.throttle_outcome(&server, now, accepted);
-            let error = match &attempt.outcome {
-                Err(e) if self.layers.config().retry.is_some() => Some(e.clone()),
-                _ => None,
-            };
-            attempts.push(attempt);
-            let Some(error) = error else {
-                return Routed { attempts, degraded: None };
-            };
-            // The plan is made at the first failure: only then has the replica's client listed the tools, so only
-            // then are the tool's annotations (is it idempotent?) known.
-            let plan = plan.get_or_insert_with(|| {
-                let idempotent = self.idempotent(&server, &endpoint, call.tool);
-                let mut plan =
-                    RetryPlan::new(self.layers.config().retry.clone().unwrap_or_default(), deadline, idempotent);
-                plan.start_attempt();
-                plan
-            });
-            // Retryable: what the error class allows, or — for an idempotent tool — any failure that was the
-            // replica's (a server error, an overload): another replica may well serve it.
-            let replica_failed = matches!(verdict, BreakerVerdict::Failure | BreakerVerdict::RetryAfter(_));
-            let retryable = error.retry_allowed(plan.idempotent()) || (plan.idempotent() && replica_failed);
-            let rng = self.layers.rng();
-            let next = self
-                .layers
-                .with_budget(&server, now, |b| plan.next_if(retryable, now, rng, Some(b)))
-                .unwrap_or_else(|| plan.next_if(retryable, now, rng, None));
-            match next {
-                Ok(delay) => {
-                    tried.push(replica);
-                    tokio::time::sleep(delay).await;
-                }
-                Err(give_up) => {
-                    if let Some(reason) = DegradedReason::from_give_up(give_up) {
-                        return declined(reason, None, attempts);
-                    }
-                    return Routed { attempts, degraded: None };
-                }
-            }
-        }
-    }
-
-    /// Whether `tool` may be retried automatically: its annotations (read-only or idempotent) as the replica's
-    /// client has them cached. Unknown (nothing cached yet) counts as not idempotent: never guess towards retrying.
-    fn idempotent(&self, server: &str, endpoint: &str, tool: &str) -> bool {
-        let (_, client) = self.client(server, endpoint);
-        let caps = client.cached_capabilities();
-        let annotations = caps.as_ref().and_then(|c| c.tool(tool)).map(|t| t.annotations().clone());
-        auto_retry_allowed(crate::mcp::method::TOOLS_CALL, annotations.as_ref())
+        (Attempt { replica, endpoint, outcome }, verdict)
     }
 
     /// The background work of one gateway, until `cancel`: registry changes, statistics refresh and active health
@@ -455,16 +338,6 @@ impl Gateway {
         for c in clients {
             c.close().await;
         }
-    }
-}
-
-/// What an attempt tells a server's adaptive limiter: a failure the breaker counts (timeout, transport, overload)
-/// is the limiter's loss signal; a request-level error is no evidence either way.
-fn limiter_sample(verdict: BreakerVerdict) -> SampleOutcome {
-    match verdict {
-        BreakerVerdict::Success => SampleOutcome::Ok,
-        BreakerVerdict::Failure | BreakerVerdict::RetryAfter(_) => SampleOutcome::Dropped,
-        BreakerVerdict::Ignore => SampleOutcome::Ignored,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::error::CallError;
 use crate::mcp::CallToolResult;
-use crate::resilience::breaker::{Verdict as BreakerVerdict, classify};
+use crate::resilience::breaker::Verdict as BreakerVerdict;
 
 /// The router's reading of one outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,15 +18,16 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// The breaker's classification ([`classify`]), with one difference: a tool result with `isError` counts
+    /// The breaker's classification of `outcome` (`breaker`, from
+    /// [`classify`](crate::resilience::breaker::classify), made once per attempt), with one difference: a tool result with `isError` counts
     /// against the replica here. The breaker leaves deliberate tool errors out of a server's health; the router's
     /// error rate (the seed's `error_rate`) is about which replica serves a tool *successfully*, and a replica that
     /// answers everything with `isError` should lose weight.
-    pub fn of(outcome: &Result<CallToolResult, CallError>) -> Verdict {
+    pub fn of(outcome: &Result<CallToolResult, CallError>, breaker: BreakerVerdict) -> Verdict {
         if matches!(outcome, Ok(r) if r.is_error) {
             return Verdict::Failed;
         }
-        match classify(outcome) {
+        match breaker {
             BreakerVerdict::Success => Verdict::Ok,
             BreakerVerdict::Ignore => Verdict::NoVerdict,
             BreakerVerdict::Failure | BreakerVerdict::RetryAfter(_) => Verdict::Failed,

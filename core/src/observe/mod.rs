@@ -60,9 +60,10 @@ pub enum Event<'a> {
         server: &'a str,
         what: SessionEvent,
     },
-    /// A circuit breaker changed state.
+    /// The circuit breaker of (`replica`, `tool`) changed state; `replica` is an endpoint of `server`.
     Breaker {
         server: &'a str,
+        replica: &'a str,
         tool: &'a str,
         transition: &'a Transition,
     },

@@ -1,41 +1,81 @@
-//! Bulkheads (seed 001's "each server gets its own pool and quota; nothing is shared globally"): one
-//! [`LimitedPool`] per server, so a hung server can hold at most its own permits and calls to every other server
-//! are admitted as if it did not exist.
+//! Bulkheads (seed 001's "each server gets its own pool and quota; nothing is shared globally"), scoped to the
+//! replica endpoint by default: one [`LimitedPool`] per replica, so a hung or slow replica holds at most its own
+//! permits, and the gateway sends the next call to a sibling with room (see `gateway/protected.rs`). A verdict for a
+//! whole server (a degraded `bulkhead_full`) is reached only when no candidate replica has room.
 //!
-//! A server's cap, first found wins: the configuration's per-server override, the server's declared
-//! `max_concurrent_requests` ([`RouterHints`]), the configuration's default. The adaptive limiter (if any) works
-//! inside that cap: it can lower a server's concurrency when its RTT or timeouts say so, never raise it past what
-//! the server declared.
+//! A pool's hard cap, first found wins: the configuration's per-server override, the server's declared
+//! `max_concurrent_requests` ([`RouterHints`], which each replica declares for itself), the configuration's
+//! `default_max`, and — when that is unset, the default — the replica client's own in-flight cap, so that a healthy
+//! server reaches every concurrency the agents can offer through the client.
+//!
+//! Inside the cap an adaptive [`Limiter`](super::limiter::Limiter) sets the limit. The default is AIMD starting at
+//! the cap: loss-based, it only moves down on evidence (timeouts, overload errors, calls slower than its timeout), so
+//! a server with flat or merely queueing latency is never throttled below what it was offered, and a replica whose
+//! calls time out sheds its share to its siblings within a few drops. A delay-based limiter (Gradient2) shrinks on
+//! queueing alone: on a single server that only moves the queue from the server into the gateway and, with a queue
+//! wait, turns waits into degraded results — worse than no bulkhead. It stays available for those who want it.
+//!
+//! [`BulkheadScope::Server`] keeps the older behaviour: one pool per server shared by all its replicas (for an
+//! upstream whose `max_concurrent_requests` is a budget for the whole service). Off by default.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::limiter::{LimitPermit, LimitedPool, LimiterKind, PoolTimeout};
+use super::limiter::{AimdConfig, LimitPermit, LimitedPool, LimiterKind, PoolTimeout};
 use crate::schema::RouterHints;
 
-/// Defaults: `default_max` 32, no overrides, a fixed limit (no adaptation), queue wait 1 s.
+/// What one pool guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BulkheadScope {
+    /// One pool per replica endpoint (the default): a sick replica is contained, its siblings take the load.
+    #[default]
+    Replica,
+    /// One pool per server, shared by its replicas: a server-wide budget.
+    Server,
+}
+
+/// Bulkhead settings.
+///
+/// | field         | default                 | meaning                                                          |
+/// |---------------|-------------------------|------------------------------------------------------------------|
+/// | `default_max` | `None`: the client's in-flight cap | a pool's cap when neither an override nor a declaration gives one |
+/// | `per_server`  | none                    | caps by server name, overriding what the server declares         |
+/// | `limiter`     | AIMD from the cap       | the adaptive limit inside the cap ([`AimdConfig::from_ceiling`])  |
+/// | `queue_wait`  | 1 s                     | how long a call waits when no candidate has room (bounded by its deadline) |
+/// | `scope`       | replica                 | see [`BulkheadScope`]                                            |
 #[derive(Debug, Clone, PartialEq)]
 pub struct BulkheadConfig {
-    pub default_max: usize,
+    pub default_max: Option<usize>,
     pub per_server: BTreeMap<String, usize>,
     pub limiter: LimiterKind,
-    /// How long a call may wait for one of its server's permits.
     pub queue_wait: Duration,
+    pub scope: BulkheadScope,
 }
 
 impl Default for BulkheadConfig {
     fn default() -> Self {
         BulkheadConfig {
-            default_max: 32,
+            default_max: None,
             per_server: BTreeMap::new(),
-            limiter: LimiterKind::Fixed,
+            limiter: LimiterKind::Aimd(AimdConfig::from_ceiling()),
             queue_wait: Duration::from_secs(1),
+            scope: BulkheadScope::Replica,
         }
     }
 }
 
-/// The per-server pools, created on first use.
+/// Where a pool sits and what bounds it: the inputs of [`Bulkheads::pool`].
+#[derive(Debug, Clone, Copy)]
+pub struct PoolKey<'a> {
+    pub server: &'a str,
+    pub endpoint: &'a str,
+    pub hints: Option<&'a RouterHints>,
+    /// The in-flight cap of the client that will carry the call: the cap when nothing else sets one.
+    pub client_cap: usize,
+}
+
+/// The pools, created on first use.
 #[derive(Debug)]
 pub struct Bulkheads {
     config: BulkheadConfig,
@@ -47,29 +87,44 @@ impl Bulkheads {
         Bulkheads { config, pools: Mutex::new(BTreeMap::new()) }
     }
 
-    /// The cap for `server` given what it declared.
-    pub fn cap(&self, server: &str, hints: Option<&RouterHints>) -> usize {
-        let declared = hints.and_then(|h| h.max_concurrent_requests).map(|n| n as usize);
-        self.config.per_server.get(server).copied().or(declared).unwrap_or(self.config.default_max).max(1)
+    pub fn queue_wait(&self) -> Duration {
+        self.config.queue_wait
     }
 
-    /// `server`'s pool; the first call fixes its cap (a later declaration does not resize a pool in use).
-    pub fn pool(&self, server: &str, hints: Option<&RouterHints>) -> Arc<LimitedPool> {
+    /// The hard cap of a pool for `key`.
+    pub fn cap(&self, key: &PoolKey<'_>) -> usize {
+        let declared = key.hints.and_then(|h| h.max_concurrent_requests).map(|n| n as usize);
+        let c = &self.config;
+        c.per_server.get(key.server).copied().or(declared).or(c.default_max).unwrap_or(key.client_cap).max(1)
+    }
+
+    /// The pool for `key` (its replica's, or its server's under [`BulkheadScope::Server`]); the first use fixes its
+    /// cap (a later declaration does not resize a pool in use).
+    pub fn pool(&self, key: &PoolKey<'_>) -> Arc<LimitedPool> {
+        let name = match self.config.scope {
+            BulkheadScope::Replica => key.endpoint,
+            BulkheadScope::Server => key.server,
+        };
         let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = pools.get(server) {
+        if let Some(p) = pools.get(name) {
             return p.clone();
         }
-        let pool = LimitedPool::new(self.config.limiter.build(self.cap(server, hints)));
-        pools.insert(server.to_owned(), pool.clone());
+        let pool = LimitedPool::new(self.config.limiter.build(self.cap(key)));
+        pools.insert(name.to_owned(), pool.clone());
         pool
     }
 
-    /// A permit for one call to `server`, within the configured queue wait.
-    pub async fn acquire(&self, server: &str, hints: Option<&RouterHints>) -> Result<LimitPermit, PoolTimeout> {
-        self.pool(server, hints).acquire(self.config.queue_wait).await
+    /// A permit for one call now, or `None` when the pool is at its limit.
+    pub fn try_acquire(&self, key: &PoolKey<'_>) -> Option<LimitPermit> {
+        self.pool(key).try_acquire()
     }
 
-    /// (server, in flight, limit) for every pool, in name order: for the observer's time series.
+    /// A permit for one call, waiting at most the configured queue wait or `at_most`, whichever is shorter.
+    pub async fn acquire(&self, key: &PoolKey<'_>, at_most: Duration) -> Result<LimitPermit, PoolTimeout> {
+        self.pool(key).acquire(self.config.queue_wait.min(at_most)).await
+    }
+
+    /// (pool, in flight, limit) for every pool, in name order: for the observer's time series.
     pub fn snapshot(&self) -> Vec<(String, usize, usize)> {
         let pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
         pools.iter().map(|(name, p)| (name.clone(), p.in_flight(), p.limit())).collect()
@@ -81,62 +136,88 @@ mod tests {
     use tokio::time::Instant;
 
     use super::*;
-    use crate::resilience::limiter::{AimdConfig, SampleOutcome};
+    use crate::resilience::limiter::SampleOutcome;
+
+    fn key<'a>(server: &'a str, endpoint: &'a str, hints: Option<&'a RouterHints>) -> PoolKey<'a> {
+        PoolKey { server, endpoint, hints, client_cap: 50 }
+    }
 
     #[test]
-    fn cap_comes_from_override_then_declaration_then_default() {
+    fn cap_comes_from_override_then_declaration_then_default_then_the_client() {
         let config = BulkheadConfig {
-            default_max: 16,
+            default_max: Some(16),
             per_server: BTreeMap::from([("db".to_owned(), 4)]),
             ..BulkheadConfig::default()
         };
         let b = Bulkheads::new(config);
         let declared = RouterHints { max_concurrent_requests: Some(8), ..RouterHints::default() };
-        assert_eq!(b.cap("db", Some(&declared)), 4);
-        assert_eq!(b.cap("search", Some(&declared)), 8);
-        assert_eq!(b.cap("search", None), 16);
-        assert_eq!(b.pool("search", Some(&declared)).limit(), 8);
-        assert_eq!(b.pool("search", None).limit(), 8, "the first use fixed it");
+        assert_eq!(b.cap(&key("db", "db-0", Some(&declared))), 4);
+        assert_eq!(b.cap(&key("search", "search-0", Some(&declared))), 8);
+        assert_eq!(b.cap(&key("search", "search-0", None)), 16);
+        let unset = Bulkheads::new(BulkheadConfig::default());
+        assert_eq!(unset.cap(&key("search", "search-0", None)), 50, "no setting: the client's own cap");
+        assert_eq!(b.pool(&key("search", "search-0", Some(&declared))).limit(), 8);
+        assert_eq!(b.pool(&key("search", "search-0", None)).limit(), 8, "the first use fixed it");
+    }
+
+    #[test]
+    fn the_default_starts_at_the_cap_and_pools_are_per_replica() {
+        let b = Bulkheads::new(BulkheadConfig::default());
+        let held: Vec<_> = (0..50).map(|_| b.try_acquire(&key("api", "api-0", None)).expect("room")).collect();
+        assert!(b.try_acquire(&key("api", "api-0", None)).is_none(), "api-0 is at the client's cap");
+        assert!(b.try_acquire(&key("api", "api-1", None)).is_some(), "its sibling has its own pool");
+        drop(held);
+        let server = Bulkheads::new(BulkheadConfig { scope: BulkheadScope::Server, ..BulkheadConfig::default() });
+        let held: Vec<_> = (0..50).map(|_| server.try_acquire(&key("api", "api-0", None)).expect("room")).collect();
+        assert!(server.try_acquire(&key("api", "api-1", None)).is_none(), "server scope: one pool for both");
+        drop(held);
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_hung_server_cannot_take_permits_from_a_healthy_one() {
-        let config = BulkheadConfig { default_max: 3, queue_wait: Duration::from_millis(50), ..Default::default() };
+    async fn a_hung_replica_cannot_take_permits_from_a_healthy_one() {
+        let config =
+            BulkheadConfig { default_max: Some(3), queue_wait: Duration::from_millis(50), ..Default::default() };
         let b = Bulkheads::new(config);
-        // Three calls to "hung" never return: its pool is full and its callers time out in the queue.
-        let stuck: Vec<_> = (0..3).map(|_| b.pool("hung", None).try_acquire().unwrap()).collect();
-        assert!(b.acquire("hung", None).await.is_err());
-        // "healthy" admits its full quota at once, undisturbed.
+        let hung = key("inv", "inv-0", None);
+        // Three calls to the hung replica never return: its pool is full and its callers time out in the queue.
+        let stuck: Vec<_> = (0..3).map(|_| b.try_acquire(&hung).unwrap()).collect();
+        assert!(b.acquire(&hung, Duration::MAX).await.is_err());
+        // The healthy one admits its full quota at once, undisturbed.
         let start = Instant::now();
-        let ok: Vec<_> = acquire_n(&b, "healthy", 3).await;
+        let mut ok = vec![];
+        for _ in 0..3 {
+            ok.push(b.acquire(&key("inv", "inv-1", None), Duration::MAX).await.unwrap());
+        }
         assert_eq!((ok.len(), start.elapsed()), (3, Duration::ZERO));
-        assert_eq!(b.snapshot(), vec![("healthy".into(), 3, 3), ("hung".into(), 3, 3)]);
+        assert_eq!(b.snapshot(), vec![("inv-0".into(), 3, 3), ("inv-1".into(), 3, 3)]);
         drop(ok);
         drop(stuck);
-        assert_eq!(b.snapshot(), vec![("healthy".into(), 0, 3), ("hung".into(), 0, 3)]);
-    }
-
-    async fn acquire_n(b: &Bulkheads, server: &str, n: usize) -> Vec<LimitPermit> {
-        let mut out = vec![];
-        for _ in 0..n {
-            out.push(b.acquire(server, None).await.unwrap());
-        }
-        out
+        assert_eq!(b.snapshot(), vec![("inv-0".into(), 0, 3), ("inv-1".into(), 0, 3)]);
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_adaptive_limit_works_inside_the_declared_cap() {
-        let config = BulkheadConfig {
-            limiter: LimiterKind::Aimd(AimdConfig { initial: 100, ..AimdConfig::default() }),
-            ..BulkheadConfig::default()
-        };
-        let b = Bulkheads::new(config);
+    async fn the_wait_is_bounded_by_the_callers_deadline() {
+        let b = Bulkheads::new(BulkheadConfig { default_max: Some(1), ..Default::default() });
+        let k = key("s", "s-0", None);
+        let _held = b.try_acquire(&k).unwrap();
+        let start = Instant::now();
+        assert!(b.acquire(&k, Duration::from_millis(30)).await.is_err());
+        assert_eq!(start.elapsed(), Duration::from_millis(30), "not the 1 s queue wait");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn drops_lower_the_default_limit_and_successes_keep_it() {
         let declared = RouterHints { max_concurrent_requests: Some(10), ..RouterHints::default() };
-        let pool = b.pool("s", Some(&declared));
-        assert_eq!(pool.limit(), 10);
+        let b = Bulkheads::new(BulkheadConfig::default());
+        let k = key("s", "s-0", Some(&declared));
+        let pool = b.pool(&k);
+        assert_eq!(pool.limit(), 10, "AIMD starts at the declared cap");
+        for _ in 0..20 {
+            b.try_acquire(&k).unwrap().finish(Instant::now(), SampleOutcome::Ok);
+        }
+        assert_eq!(pool.limit(), 10, "flat successes: never below the cap");
         for _ in 0..5 {
-            let p = b.acquire("s", None).await.unwrap();
-            p.finish(Instant::now(), SampleOutcome::Dropped);
+            b.try_acquire(&k).unwrap().finish(Instant::now(), SampleOutcome::Dropped);
         }
         assert_eq!(pool.limit(), 5, "timeouts lowered it: 10 → 9 → 8 → 7 → 6 → 5");
         assert_eq!(pool.in_flight(), 0);

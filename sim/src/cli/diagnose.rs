@@ -59,8 +59,8 @@ pub async fn run(args: DiagnoseArgs) -> Result<(), Failure> {
     let target = dialer.describe();
     let probe =
         Probe { dialer: Arc::new(TimedDialer { inner: dialer, last: Mutex::new(None) }), pages: Arc::default() };
-    let client =
-        McpClient::new(target.clone(), probe.dialer.clone(), config.clone()).with_observer(probe.pages.clone());
+    let client = McpClient::new(target.clone(), probe.dialer.clone(), config.clone(), args.server.rng())
+        .with_observer(probe.pages.clone());
     let checks = Diagnosis { client: &client, config: &config, probe: &probe, args: &args }.run(sample).await;
     client.close().await;
 

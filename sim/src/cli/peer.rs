@@ -7,7 +7,7 @@ use clap::Args;
 use mcpstorm_core::client::{ClientConfig, McpClient};
 use mcpstorm_core::conn::CallOptions;
 use mcpstorm_core::observe::TracingObserver;
-use mcpstorm_core::rt::{Dialer, StdioDialer, TcpDialer};
+use mcpstorm_core::rt::{Dialer, SeededRng, StdioDialer, TcpDialer};
 use mcpstorm_core::session::ext::{AuthScheme, Credential, Secret};
 use mcpstorm_core::{CallError, LocalError};
 use serde_json::Value;
@@ -44,6 +44,10 @@ pub struct ServerArgs {
     /// (command lines are visible to other users). Repeatable; the first the server accepts is used.
     #[arg(long = "auth", value_name = "SCHEME=ENV_VAR")]
     pub auth: Vec<String>,
+    /// Seed of the client's random stream (reconnect backoff jitter). Default: drawn from the OS and logged at debug
+    /// level (`RUST_LOG=debug`), so a run can be replayed with the same draws.
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -95,7 +99,12 @@ impl ServerArgs {
         let dialer = self.dialer()?;
         let config = self.config()?;
         let name = dialer.describe();
-        Ok(McpClient::new(name, dialer, config).with_observer(Arc::new(TracingObserver)))
+        Ok(McpClient::new(name, dialer, config, self.rng()).with_observer(Arc::new(TracingObserver)))
+    }
+
+    /// The process's random stream: `--seed`, or a seed from the OS.
+    pub(super) fn rng(&self) -> SeededRng {
+        super::process_rng(self.seed)
     }
 }
 

@@ -77,44 +77,54 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
 }
 
 fn run_one(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(), Failure> {
-    let (run, passed) = simulate(scenario, out, reproduce.clone())?;
-    if let Some(asked) = scenario.report.contrast {
-        contrast(scenario, asked, out, &reproduce, &run)?;
-    }
-    // The contrast run is there to be looked at; only the primary run's checks decide the exit code.
-    if passed { Ok(()) } else { Err(Failure::Failed("checks failed (see the summary above)".into())) }
+    let Some(asked) = scenario.report.contrast else {
+        let (_, passed) = simulate(scenario, out, reproduce)?;
+        return if passed { Ok(()) } else { Err(Failure::Failed("checks failed (see the summary above)".into())) };
+    };
+    // Both runs first: the primary's contrast checks compare it with the other profile's run, and belong in its
+    // summary.
+    let mut primary = execute(scenario)?;
+    let (other, name) = contrast_scenario(scenario, asked);
+    let other_reproduce = format!("{reproduce} --set gateway.profile={name}");
+    let secondary = execute(&other)?;
+    world::evaluate_contrast_checks(scenario, &mut primary.0, &secondary.0);
+    let primary = publish(scenario, out, reproduce, primary)?;
+    println!("contrast: the same scenario and seed with the {name} gateway profile");
+    let secondary = publish(&other, &out.join(format!("contrast-{name}")), other_reproduce, secondary)?;
+    report::write_contrast(out, &primary, &secondary).map_err(|e| Failure::Failed(e.to_string()))?;
+    println!("profiles side by side (exit code follows the first row):");
+    print!("{}", report::contrast_table(&primary, &secondary));
+    println!("  plot       {}", out.join("contrast.png").display());
+    // The contrast run is there to be compared with; only the primary run's checks decide the exit code.
+    if primary.passed() { Ok(()) } else { Err(Failure::Failed("checks failed (see the summary above)".into())) }
 }
 
-/// Runs `scenario` again with the `asked` gateway profile (the other one when the primary already runs it) into
-/// `out/contrast-<profile>/`, draws both side by side into `out`, and prints the two summary rows.
-fn contrast(
-    scenario: &Scenario,
-    asked: GatewayProfile,
-    out: &Path,
-    reproduce: &str,
-    primary: &report::RunData,
-) -> Result<(), Failure> {
+/// `scenario` under the `asked` gateway profile (the other one when the primary already runs it), and its name.
+fn contrast_scenario(scenario: &Scenario, asked: GatewayProfile) -> (Scenario, &'static str) {
     let profile = match (asked, scenario.gateway.profile) {
         (a, p) if a != p => a,
         (_, GatewayProfile::Default) => GatewayProfile::Naive,
         (_, GatewayProfile::Naive) => GatewayProfile::Default,
     };
-    let name = scenario::profile_name(profile);
     let mut other = scenario.clone();
     other.gateway.profile = profile;
     other.report.contrast = None;
-    let dir = out.join(format!("contrast-{name}"));
-    println!("contrast: the same scenario and seed with the {name} gateway profile");
-    let (other_run, _) = simulate(&other, &dir, format!("{reproduce} --set gateway.profile={name}"))?;
-    report::write_contrast(out, primary, &other_run).map_err(|e| Failure::Failed(e.to_string()))?;
-    println!("profiles side by side (exit code follows the first row):");
-    print!("{}", report::contrast_table(primary, &other_run));
-    println!("  plot       {}", out.join("contrast.png").display());
-    Ok(())
+    (other, scenario::profile_name(profile))
 }
+
+/// One run's results before anything is written.
+type Executed = (report::RunData, report::WallClock, Vec<mcpstorm_core::history::ServerCallRecord>);
 
 /// Runs, writes the report, prints the one-screen summary. Returns the run and whether its checks passed.
 fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(report::RunData, bool), Failure> {
+    let executed = execute(scenario)?;
+    let run = publish(scenario, out, reproduce, executed)?;
+    let passed = run.passed();
+    Ok((run, passed))
+}
+
+/// Runs the scenario, with a progress bar.
+fn execute(scenario: &Scenario) -> Result<Executed, Failure> {
     // Drawn on stderr, and only when it is a terminal: logs and CI output stay clean.
     let bar = ProgressBar::new(scenario.duration.0.as_secs().max(1));
     bar.set_style(
@@ -124,15 +134,24 @@ fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(repor
     );
     bar.set_message(scenario.name.clone());
     let mut tick = |now: Duration, _end: Duration| bar.set_position(now.as_secs());
-    let result = world::run(scenario, reproduce, &mut tick);
+    let result = world::run(scenario, String::new(), &mut tick);
     bar.finish_and_clear();
-    let (run, wall, calls) = result.map_err(|e| Failure::Failed(e.to_string()))?;
+    result.map_err(|e| Failure::Failed(e.to_string()))
+}
+
+/// Writes a run's report into `out` and prints its one-screen summary.
+fn publish(
+    scenario: &Scenario,
+    out: &Path,
+    reproduce: String,
+    (mut run, wall, calls): Executed,
+) -> Result<report::RunData, Failure> {
+    run.reproduce = reproduce;
     report::write_run(out, &run, &wall).map_err(|e| Failure::Failed(e.to_string()))?;
     write_resolved(scenario, out)?;
     report::write_calls(out, &calls).map_err(|e| Failure::Failed(e.to_string()))?;
     println!("{}", console_summary(&run, &wall, out));
-    let passed = run.passed();
-    Ok((run, passed))
+    Ok(run)
 }
 
 /// `scenario.toml` in the run directory: the scenario exactly as run (every `--set` applied), so the run can be read

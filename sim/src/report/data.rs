@@ -162,7 +162,8 @@ pub struct Totals {
 /// One breaker incident across the gateways.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Convergence {
-    pub server: String,
+    /// The replica endpoint whose breaker for `tool` opened.
+    pub replica: String,
     pub tool: String,
     /// When the first gateway opened it (simulated ms).
     pub first_open_ms: u64,

@@ -19,7 +19,7 @@ use mcpstorm_core::client::Backoff as SeedBackoff;
 use mcpstorm_core::gateway::ResilienceConfig;
 use mcpstorm_core::resilience::breaker::{BreakerConfig, WindowConfig};
 use mcpstorm_core::resilience::budget::BudgetConfig;
-use mcpstorm_core::resilience::bulkhead::BulkheadConfig;
+use mcpstorm_core::resilience::bulkhead::{BulkheadConfig, BulkheadScope};
 use mcpstorm_core::resilience::degraded::Fallbacks;
 use mcpstorm_core::resilience::limiter::{AimdConfig, Gradient2Config, LimiterKind};
 use mcpstorm_core::resilience::retry::{Backoff, RetryPolicy};
@@ -182,37 +182,52 @@ pub struct ThrottleSpec {
     pub window: Dur,
 }
 
-/// `[gateway.bulkhead]`: a permit pool per server, so a hung server holds at most its own permits.
+/// `[gateway.bulkhead]`: a permit pool per replica, so a hung or slow replica holds at most its own permits and its
+/// siblings take the calls it cannot.
 ///
-/// | key              | default | meaning                                                           |
-/// |------------------|---------|-------------------------------------------------------------------|
-/// | `enabled`        | true    | false: no per-server limit                                        |
-/// | `max_concurrent` | 32      | a server's cap when it declares no `max_concurrent_requests`      |
-/// | `per_server`     | none    | `{ db = 8 }`: caps that override the declaration                  |
-/// | `queue_wait`     | `"1s"`  | how long a call waits for a permit before a degraded `bulkhead_full` |
+/// | key              | default     | meaning                                                           |
+/// |------------------|-------------|-------------------------------------------------------------------|
+/// | `enabled`        | true        | false: no bulkheads                                               |
+/// | `max_concurrent` | none        | a pool's cap when its server declares no `max_concurrent_requests`; none: the load host's in-flight cap (`client.max_in_flight`) |
+/// | `per_server`     | none        | `{ db = 8 }`: caps that override the declaration                  |
+/// | `queue_wait`     | `"1s"`      | how long a call waits when no candidate replica has room, before a degraded `bulkhead_full` |
+/// | `scope`          | `"replica"` | `"server"`: one pool per server shared by its replicas (a server-wide budget) |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BulkheadSpec {
     /// false: no bulkheads.
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// The cap of a server that declares no `max_concurrent_requests` (≥ 1).
-    #[serde(default = "default_max_concurrent")]
-    pub max_concurrent: usize,
+    /// The cap of a pool whose server declares no `max_concurrent_requests` (≥ 1); absent: the load host's
+    /// in-flight cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent: Option<usize>,
     /// Caps by server name, overriding what the server declares.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub per_server: BTreeMap<String, usize>,
-    /// How long a call waits for one of its server's permits.
+    /// How long a call waits for a permit when no candidate replica has room.
     #[serde(default = "default_queue_wait")]
     pub queue_wait: Dur,
+    /// What one pool guards: `"replica"` (each replica endpoint) or `"server"` (all of a server's replicas).
+    #[serde(default)]
+    pub scope: ScopeName,
 }
 
-/// `[gateway.limiter]`: the adaptive limit inside each server's bulkhead cap (it never exceeds the cap).
+/// `[gateway.bulkhead] scope`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ScopeName {
+    #[default]
+    Replica,
+    Server,
+}
+
+/// `[gateway.limiter]`: the adaptive limit inside each bulkhead pool's cap (it never exceeds the cap).
 ///
 /// | key             | default   | meaning                                                                 |
 /// |-----------------|-----------|-------------------------------------------------------------------------|
-/// | `kind`          | `"fixed"` | `"fixed"` (the cap), `"aimd"` or `"gradient2"` (Netflix concurrency-limits) |
-/// | `initial`, `min`, `max` | 20, 1, 200 | the limit's start and bounds                                    |
+/// | `kind`          | `"aimd"`  | `"aimd"`, `"gradient2"` (Netflix concurrency-limits) or `"fixed"` (the cap) |
+/// | `initial`, `min`, `max` | the cap, 1, the cap | the limit's start and bounds: by default it starts at the pool's cap and only drops lower on evidence |
 /// | `backoff_ratio` | 0.9       | `aimd`: the limit's factor on a drop                                    |
 /// | `timeout`       | `"5s"`    | `aimd`: a call slower than this counts as a drop                        |
 /// | `smoothing`, `long_window`, `warmup`, `tolerance`, `queue_size` | 0.2, 600, 10, 1.5, 4 | `gradient2`'s parameters |
@@ -254,15 +269,12 @@ pub struct LimiterSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum LimiterName {
-    #[default]
     Fixed,
+    #[default]
     Aimd,
     Gradient2,
 }
 
-fn default_max_concurrent() -> usize {
-    BulkheadConfig::default().default_max
-}
 fn default_queue_wait() -> Dur {
     Dur(BulkheadConfig::default().queue_wait)
 }
@@ -272,7 +284,7 @@ impl LimiterSpec {
         match self.kind {
             LimiterName::Fixed => LimiterKind::Fixed,
             LimiterName::Aimd => {
-                let d = AimdConfig::default();
+                let d = AimdConfig::from_ceiling();
                 LimiterKind::Aimd(AimdConfig {
                     initial: self.initial.unwrap_or(d.initial),
                     min: self.min.unwrap_or(d.min),
@@ -284,9 +296,10 @@ impl LimiterSpec {
             LimiterName::Gradient2 => {
                 let d = Gradient2Config::default();
                 LimiterKind::Gradient2(Gradient2Config {
-                    initial: self.initial.unwrap_or(d.initial),
+                    // From the pool's cap, as AIMD: unset bounds are the cap (`LimiterKind::build` applies it).
+                    initial: self.initial.unwrap_or(usize::MAX),
                     min: self.min.unwrap_or(d.min),
-                    max: self.max.unwrap_or(d.max),
+                    max: self.max.unwrap_or(usize::MAX),
                     smoothing: self.smoothing.unwrap_or(d.smoothing),
                     long_window: self.long_window.unwrap_or(d.long_window),
                     warmup: self.warmup.unwrap_or(d.warmup),
@@ -316,7 +329,7 @@ impl LimiterSpec {
         for (key, _) in foreign.into_iter().filter(|(_, set)| *set) {
             fail(&format!("limiter.{key}"), format!("does not apply to kind = \"{kind}\""));
         }
-        let (min, max) = (self.min.unwrap_or(1), self.max.unwrap_or(200));
+        let (min, max) = (self.min.unwrap_or(1), self.max.unwrap_or(usize::MAX));
         if min == 0 || min > max {
             fail("limiter.min", format!("must be at least 1 and at most max ({max})"));
         }
@@ -348,8 +361,12 @@ impl BulkheadSpec {
         BulkheadConfig {
             default_max: self.max_concurrent,
             per_server: self.per_server.clone(),
-            limiter: limiter.map_or(LimiterKind::Fixed, LimiterSpec::to_core),
+            limiter: limiter.map_or_else(|| BulkheadConfig::default().limiter, LimiterSpec::to_core),
             queue_wait: self.queue_wait.0,
+            scope: match self.scope {
+                ScopeName::Replica => BulkheadScope::Replica,
+                ScopeName::Server => BulkheadScope::Server,
+            },
         }
     }
 }
@@ -583,7 +600,7 @@ impl LayerSpecs<'_> {
             }
         }
         if let Some(b) = self.bulkhead {
-            if b.max_concurrent == 0 {
+            if b.max_concurrent == Some(0) {
                 fail("bulkhead.max_concurrent", "must be at least 1".to_owned());
             }
             for (server, cap) in &b.per_server {

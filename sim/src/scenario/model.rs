@@ -176,12 +176,12 @@ pub struct Scenario {
 /// | `formula`      | `"seed_weighted"` | the routing formula: `seed_weighted`, `round_robin`, `random`, `least_outstanding`, `p2c_peak_ewma`, `best_score` or `expr:<expression>` |
 /// | `requirements` | none              | `[{ argument = "language", attribute = "language_support" }]`: a string argument `language = "rust"` routes only to servers whose `capabilities.language_support` holds `"rust"` |
 /// | `[gateway.router]` | see [`RouterSpec`] | health checks, statistics windows, drift penalty                      |
-/// | `[gateway.breaker]`  | on (default profile) | a circuit breaker per (server, tool)                      |
+/// | `[gateway.breaker]`  | on (default profile) | a circuit breaker per (replica, tool)                     |
 /// | `[gateway.retry]`    | on          | idempotent tools retried on another replica, backoff, one deadline         |
 /// | `[gateway.budget]`   | on          | retries per server ≤ ratio × requests + a floor                            |
-/// | `[gateway.throttle]` | on          | SRE adaptive throttling per server                                         |
-/// | `[gateway.bulkhead]` | on          | a permit pool per server (declared `max_concurrent_requests` or configured) |
-/// | `[gateway.limiter]`  | fixed       | `aimd` or `gradient2`: the adaptive limit inside each bulkhead              |
+/// | `[gateway.throttle]` | on          | SRE adaptive throttling per replica                                        |
+/// | `[gateway.bulkhead]` | on          | a permit pool per replica (declared `max_concurrent_requests`, configured, or the client's cap) |
+/// | `[gateway.limiter]`  | aimd        | the adaptive limit inside each pool, from its cap down (`gradient2`, `fixed`) |
 /// | `gossip`             | false       | share breaker openings between load hosts (a pub/sub host `gossip`)        |
 /// | `[gateway.fallbacks]`| none        | `tool = "fallback_tool"`, named in degraded results                        |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
@@ -971,6 +971,17 @@ pub struct Checks {
     /// mix entry's server, tool, `<argument>_support` capabilities), independently of the router.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub misroutes: Option<u64>,
+    /// Calls the gateway answered with a degraded result (any reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<u64>,
+    /// With `[report] contrast`: this run's whole-run P99 over the contrast profile's on the same seed (1.0: no worse
+    /// than the other profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contrast_p99_ratio: Option<f64>,
+    /// With `[report] contrast`: this run's failed calls minus the contrast profile's on the same seed (0: it fails
+    /// no more calls than the other profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contrast_extra_errors: Option<i64>,
 }
 
 fn zero_lost() -> Option<u64> {
@@ -991,6 +1002,9 @@ impl Default for Checks {
             healthy_p99_ratio: None,
             recovery_s: None,
             misroutes: None,
+            degraded: None,
+            contrast_p99_ratio: None,
+            contrast_extra_errors: None,
         }
     }
 }

@@ -516,6 +516,7 @@ fn check_checks_and_sweep(c: &mut Checker, s: &Scenario) {
         ("checks.amplification_during_fault", s.checks.amplification_during_fault),
         ("checks.healthy_p99_ratio", s.checks.healthy_p99_ratio),
         ("checks.recovery_s", s.checks.recovery_s),
+        ("checks.contrast_p99_ratio", s.checks.contrast_p99_ratio),
     ];
     for (key, limit) in ratios {
         if let Some(v) = limit
@@ -532,6 +533,15 @@ fn check_checks_and_sweep(c: &mut Checker, s: &Scenario) {
     for (key, set) in windowed {
         if set && !s.faults.iter().any(|f| !f.kind.instant()) {
             c.fail(key, "needs a fault with a duration: it is measured over the fault windows");
+        }
+    }
+    let contrasted = [
+        ("checks.contrast_p99_ratio", s.checks.contrast_p99_ratio.is_some()),
+        ("checks.contrast_extra_errors", s.checks.contrast_extra_errors.is_some()),
+    ];
+    for (key, set) in contrasted {
+        if set && s.report.contrast.is_none() {
+            c.fail(key, "needs `[report] contrast`: it compares this run with the other gateway profile's");
         }
     }
     let Some(sweep) = &s.sweep else { return };

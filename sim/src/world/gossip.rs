@@ -3,7 +3,7 @@
 //! each message to every other load host, whose gateway then follows ([`Gateway::follow_remote_open`]).
 //!
 //! Only local openings are published (a followed opening has reason `remote` and is not echoed back, so a message
-//! never loops). The wire is one JSON object per line: `{"server":"db","tool":"get","open_ms":5000}`.
+//! never loops). The wire is one JSON object per line: `{"replica":"db-0","tool":"get","open_ms":5000}`.
 //!
 //! A partition between the hub and the load hosts (`[[faults]] kind = "partition", target = "gossip"`) cuts the
 //! sharing, never the protection: each gateway still opens its own breakers from its own calls. A node whose
@@ -26,10 +26,10 @@ pub const GOSSIP_PORT: u16 = 7400;
 /// How often a node without a hub connection dials again.
 pub const REDIAL: Duration = Duration::from_millis(200);
 
-/// One breaker opening, as published.
+/// One breaker opening, as published: breakers are per (replica endpoint, tool).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Opened {
-    pub server: String,
+    pub replica: String,
     pub tool: String,
     pub open_ms: u64,
 }
@@ -104,7 +104,7 @@ pub async fn node(gateway: Arc<Gateway>, mut outbox: mpsc::UnboundedReceiver<Ope
                 relayed = lines.next_line() => match relayed {
                     Ok(Some(line)) => {
                         if let Ok(o) = serde_json::from_str::<Opened>(&line) {
-                            gateway.follow_remote_open(&o.server, &o.tool, Duration::from_millis(o.open_ms));
+                            gateway.follow_remote_open(&o.replica, &o.tool, Duration::from_millis(o.open_ms));
                         }
                     }
                     _ => break,

@@ -92,9 +92,8 @@ impl Connector for SimConnector {
             replica: endpoint.to_owned(),
         });
         Arc::new(
-            McpClient::new(endpoint, dialer, self.config.clone())
+            McpClient::new(endpoint, dialer, self.config.clone(), self.root.fork(stream))
                 .with_observer(observer)
-                .with_rng(self.root.fork(stream))
                 .with_clock(Arc::new(self.clock.clone()))
                 .with_global_limit(self.limit.clone()),
         )
@@ -153,10 +152,9 @@ impl Host {
             resilience: gateway.layers().to_core(),
         };
         let observer = GatewayObserver { recorder: plan.recorder.clone(), host: host.to_owned(), outbox };
-        let gateway =
-            Gateway::new(router, Box::new(registry(scenario)), Arc::new(connector), Arc::new(clock.clone()), config)
-                .with_rng(layers_rng)
-                .with_observer(Arc::new(observer));
+        let (registry, connector) = (Box::new(registry(scenario)), Arc::new(connector));
+        let gateway = Gateway::new(router, registry, connector, Arc::new(clock.clone()), config, layers_rng)
+            .with_observer(Arc::new(observer));
         Ok(Host { gateway: Arc::new(gateway), clock, host: host.to_owned(), needs: Needs::new(scenario) })
     }
 }
@@ -356,7 +354,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
         let routed = host.gateway.call_prepared(call, prepare).await;
         let now = LoadPlan::now();
         let starts = starts.into_inner().unwrap_or_else(PoisonError::into_inner);
-        for (i, a) in routed.attempts.iter().enumerate() {
+        for (i, a) in routed.attempts().enumerate() {
             // The in-flight gauge: a gateway retry's earlier attempts are counted finished when the call returns.
             recorder.attempt_finished();
             tried.push(a.replica);

@@ -229,7 +229,24 @@ fn evaluate_checks(scenario: &Scenario, totals: &crate::report::Totals) -> Vec<C
     check("healthy_p99_ratio", c.healthy_p99_ratio, totals.healthy_p99_ratio);
     check("recovery_s", c.recovery_s, totals.recovery_s);
     check("misroutes", c.misroutes.map(|l| l as f64), totals.misroutes as f64);
+    check("degraded", c.degraded.map(|l| l as f64), totals.degraded.values().sum::<u64>() as f64);
     out
+}
+
+/// The checks that compare a run with the same scenario and seed under the other gateway profile
+/// (`[report] contrast`): appended to `run`'s checks once both runs are done.
+pub fn evaluate_contrast_checks(scenario: &Scenario, run: &mut RunData, other: &RunData) {
+    let c = &scenario.checks;
+    let (mine, theirs) = (&run.totals, &other.totals);
+    if let Some(limit) = c.contrast_p99_ratio {
+        let actual = if theirs.p99_ms > 0.0 { mine.p99_ms / theirs.p99_ms } else { f64::from(mine.p99_ms > 0.0) };
+        run.checks.push(CheckResult { name: "contrast_p99_ratio".into(), limit, actual, passed: actual <= limit });
+    }
+    if let Some(limit) = c.contrast_extra_errors {
+        let actual = mine.errors as f64 - theirs.errors as f64;
+        let limit = limit as f64;
+        run.checks.push(CheckResult { name: "contrast_extra_errors".into(), limit, actual, passed: actual <= limit });
+    }
 }
 
 /// Share of failed logical calls above which a second counts towards the error window.

@@ -147,24 +147,24 @@ impl Default for Recorder {
 }
 
 impl Inner {
-    /// Breakers of `(server, tool)` open on how many gateways now.
-    fn open_on(&self, server: &str, tool: &str) -> usize {
-        self.open_breakers.iter().filter(|(_, s, t)| s == server && t == tool).count()
+    /// Breakers of `(replica, tool)` open on how many gateways now.
+    fn open_on(&self, replica: &str, tool: &str) -> usize {
+        self.open_breakers.iter().filter(|(_, r, t)| r == replica && t == tool).count()
     }
 
-    /// A breaker of `(server, tool)` just opened on some gateway: the first opening while none was open starts an
+    /// A breaker of `(replica, tool)` just opened on some gateway: the first opening while none was open starts an
     /// incident; the one that makes all gateways open ends its convergence. Only with several gateways.
-    fn track_incident(&mut self, at: Duration, server: &str, tool: &str) {
+    fn track_incident(&mut self, at: Duration, replica: &str, tool: &str) {
         if self.gateways < 2 {
             return;
         }
-        let pair = (server.to_owned(), tool.to_owned());
-        let open = self.open_on(server, tool);
+        let pair = (replica.to_owned(), tool.to_owned());
+        let open = self.open_on(replica, tool);
         let index = match self.incidents.get(&pair) {
             Some(&i) if open > 1 => i,
             _ => {
                 let incident = Convergence {
-                    server: server.to_owned(),
+                    replica: replica.to_owned(),
                     tool: tool.to_owned(),
                     first_open_ms: at.as_millis() as u64,
                     converged_ms: None,
@@ -359,14 +359,15 @@ impl Recorder {
         self.lock().events.push(row);
     }
 
-    /// A breaker of `host`'s gateway changed state: an event, and the open-breaker gauge.
-    pub fn breaker(&self, at: Duration, host: &str, server: &str, tool: &str, t: &Transition) {
+    /// The breaker of (`replica`, `tool`) in `host`'s gateway changed state: an event (its target the replica),
+    /// and the open-breaker gauge.
+    pub fn breaker(&self, at: Duration, host: &str, replica: &str, tool: &str, t: &Transition) {
         let mut inner = self.lock();
-        let key = (host.to_owned(), server.to_owned(), tool.to_owned());
+        let key = (host.to_owned(), replica.to_owned(), tool.to_owned());
         if matches!(t.to, State::Open | State::ForcedOpen) {
             inner.open_breakers.insert(key);
             inner.totals.breaker_opens += 1;
-            inner.track_incident(at, server, tool);
+            inner.track_incident(at, replica, tool);
         } else {
             inner.open_breakers.remove(&key);
         }
@@ -376,7 +377,7 @@ impl Recorder {
         inner.events.push(EventRow {
             t_ms: at.as_millis() as u64,
             kind: "breaker".to_owned(),
-            target: server.to_owned(),
+            target: replica.to_owned(),
             detail,
         });
     }
@@ -518,12 +519,13 @@ impl Observer for GatewayObserver {
     fn event(&self, event: &Event<'_>) {
         let now = turmoil::sim_elapsed().unwrap_or_default();
         match event {
-            Event::Breaker { server, tool, transition } => {
-                self.recorder.breaker(now, &self.host, server, tool, transition);
+            Event::Breaker { replica, tool, transition, .. } => {
+                self.recorder.breaker(now, &self.host, replica, tool, transition);
                 let local_open = transition.to == State::Open && transition.reason != Reason::Remote;
                 if let (true, Some(outbox), Some(open_for)) = (local_open, &self.outbox, transition.open_for) {
                     let open_ms = u64::try_from(open_for.as_millis()).unwrap_or(u64::MAX);
-                    let opened = super::gossip::Opened { server: server.to_string(), tool: tool.to_string(), open_ms };
+                    let opened =
+                        super::gossip::Opened { replica: replica.to_string(), tool: tool.to_string(), open_ms };
                     let _ = outbox.send(opened);
                 }
             }

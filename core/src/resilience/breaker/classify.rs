@@ -9,6 +9,7 @@
 //! (`structuredContent.degraded: true`), a failure. A server-dictated retry-after (`data.retryAfterMs` on an error,
 //! or `structuredContent.retryAfterMs` on an error result) opens the breaker for that long.
 
+use crate::resilience::limiter::SampleOutcome;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -26,6 +27,24 @@ pub enum Verdict {
     Ignore,
     /// The server asked us to stay away this long: a failure that opens the breaker for exactly that (capped).
     RetryAfter(Duration),
+}
+
+impl Verdict {
+    /// The replica failed the call (transport, timeout, overload, a server error): evidence against it, for the
+    /// throttle's accept count and the retry decision alike.
+    pub fn replica_failed(self) -> bool {
+        matches!(self, Verdict::Failure | Verdict::RetryAfter(_))
+    }
+
+    /// What the outcome tells an adaptive limiter: a failure the breaker counts is the limiter's loss signal; a
+    /// request-level error is no evidence either way.
+    pub fn limiter_sample(self) -> SampleOutcome {
+        match self {
+            Verdict::Success => SampleOutcome::Ok,
+            Verdict::Failure | Verdict::RetryAfter(_) => SampleOutcome::Dropped,
+            Verdict::Ignore => SampleOutcome::Ignored,
+        }
+    }
 }
 
 /// The JSON-RPC "server error" range; -32000 is what servers (ours included) send when overloaded.

@@ -32,6 +32,15 @@ impl Default for AimdConfig {
     }
 }
 
+impl AimdConfig {
+    /// The bulkheads' default: start at the ceiling (the pool's cap, which [`super::LimiterKind::build`] applies)
+    /// and move down only on drops. Starting low and growing (Netflix's 20) would throttle a healthy server until the
+    /// limit caught up with its offered concurrency: a protective layer that costs throughput where nothing is wrong.
+    pub fn from_ceiling() -> Self {
+        AimdConfig { initial: usize::MAX, max: usize::MAX, ..AimdConfig::default() }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Aimd {
     config: AimdConfig,

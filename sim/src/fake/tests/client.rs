@@ -284,7 +284,12 @@ async fn serves_over_loopback_tcp() {
         tokio::spawn(async move { fake.serve(listener).await })
     };
     let dialer = mcpstorm_core::rt::TcpDialer { addr };
-    let client = McpClient::new("fake", Arc::new(dialer), mcpstorm_core::ClientConfig::default());
+    let client = McpClient::new(
+        "fake",
+        Arc::new(dialer),
+        mcpstorm_core::ClientConfig::default(),
+        mcpstorm_core::rt::SeededRng::new(0),
+    );
     assert_eq!(client.list_tools().await.expect("tools/list").len(), 3);
     assert_eq!(call_ok(&client, "echo", json!({"message": "over tcp"})).await, "over tcp");
     assert_eq!(call_ok(&client, "sleep_ms", json!({"ms": 20})).await, "slept 20ms");

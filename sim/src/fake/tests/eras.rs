@@ -37,7 +37,9 @@ fn legacy_only(answer: LegacyDiscover) -> FakeServer {
 }
 
 fn client_with(server: &FakeServer, config: ClientConfig, cache: &EraCache) -> Arc<McpClient> {
-    let client = McpClient::new("fake", Arc::new(DuplexDialer(server.clone())), config).with_era_cache(cache.clone());
+    let client =
+        McpClient::new("fake", Arc::new(DuplexDialer(server.clone())), config, mcpstorm_core::rt::SeededRng::new(0))
+            .with_era_cache(cache.clone());
     Arc::new(client)
 }
 
@@ -311,7 +313,8 @@ async fn a_server_that_dies_on_the_probe_is_a_transport_error_not_an_era() {
     let dialer = DuplexDialer(fake(both_eras(), LegacyDiscover::MethodNotFound));
     let config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
     let cache = EraCache::new();
-    let client = McpClient::new("fake", Arc::new(ClosingDialer(dialer)), config).with_era_cache(cache.clone());
+    let client = McpClient::new("fake", Arc::new(ClosingDialer(dialer)), config, mcpstorm_core::rt::SeededRng::new(0))
+        .with_era_cache(cache.clone());
     let err = client.session().await.expect_err("the stream closes");
     assert!(matches!(err, CallError::Transport(TransportError::Closed)), "{err:?}");
     assert!(cache.is_empty());

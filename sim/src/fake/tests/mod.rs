@@ -43,7 +43,12 @@ impl Dialer for DuplexDialer {
 }
 
 fn client(server: &FakeServer) -> Arc<McpClient> {
-    Arc::new(McpClient::new("fake", Arc::new(DuplexDialer(server.clone())), ClientConfig::default()))
+    Arc::new(McpClient::new(
+        "fake",
+        Arc::new(DuplexDialer(server.clone())),
+        ClientConfig::default(),
+        mcpstorm_core::rt::SeededRng::new(0),
+    ))
 }
 
 fn server(config: FakeServerConfig) -> FakeServer {

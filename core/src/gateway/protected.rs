@@ -1,0 +1,305 @@
+//! The protected call path, [`Gateway::call`]: the resilience layers around single attempts, in three named steps.
+//!
+//! ```text
+//! call ─▶ admit:  route ─▶ the replica's breaker(replica, tool) ─▶ its bulkhead (no wait) ─▶ its throttle
+//!         │       refused ─▶ avoid that replica, route again; when every candidate refused:
+//!         │                  some only for room ─▶ wait (queue wait, deadline) for the router's first such choice
+//!         │                  else ─▶ degraded (breaker_open, forced_open, throttled, no_candidate)
+//!         ├▶ attempt: the replica's client (session, schema check, connection, phased timeouts)
+//!         └▶ settle:  classify once ─▶ bulkhead sample, breaker record, throttle count
+//!                     ─▶ ok, or not retryable: the answer
+//!                     ─▶ retryable (idempotent, one deadline, budget(server)) ─▶ backoff ─▶ admit again, avoiding
+//!                        the replicas tried
+//! ```
+//!
+//! Every layer is scoped to the smallest unit that can fail (a replica, a (replica, tool) pair): one sick replica
+//! sends its calls to its siblings, and a degraded result — `isError: true`, "do not retry", the fallback tool,
+//! `retryAfterMs` — means that no candidate replica could take the call.
+//!
+//! # Every loop that can send a call again
+//!
+//! | loop | where | sends to | counted as an attempt (`Routed::attempts`, the simulator's amplification) |
+//! |---|---|---|---|
+//! | the agent's retries | the embedder (the simulator's agent models) | a replica not yet tried, when one is left | yes: each is a new [`Gateway::call`] |
+//! | the gateway's retries | [`Gateway::call`], `settle` | another replica, after backoff, under one deadline and the server's budget | yes |
+//! | the session resend | the client (`client/session_ext.rs`): session-not-found or an auth mismatch → one shared re-handshake, one resend | the same replica | no: one attempt, as the agent sees it |
+//! | the drift resend | the client (`client/drift.rs`): a -32602 refusal → re-fetch the tools, re-check, resend once if the arguments now pass | the same replica | no |
+//! | the reconnect | the client (`client/mod.rs`): a failed connect or handshake is retried `lifecycle_retries` times with backoff before the call is sent | the same replica | no: nothing reached the server's tool |
+//!
+//! Admission refusals (an open breaker, a full bulkhead, a throttle) send nothing, so they are not attempts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::layers::{Admitted, Refusal};
+use super::{Attempt, Gateway, Route, ToolCall};
+use crate::client::McpClient;
+use crate::conn::CallOptions;
+use crate::error::CallError;
+use crate::mcp::CallToolResult;
+use crate::observe::Event;
+use crate::resilience::breaker::{RejectReason, Verdict};
+use crate::resilience::degraded::DegradedReason;
+use crate::resilience::retry::{RetryPlan, auto_retry_allowed};
+use crate::router::{ReplicaId, Requirement};
+
+/// How a protected call ended: the attempts it made, and its last word.
+#[derive(Debug)]
+pub struct Routed {
+    /// The attempts before the last word, in order. With [`Last::Attempt`], that attempt comes after these.
+    pub earlier: Vec<Attempt>,
+    pub last: Last,
+}
+
+/// A protected call's last word.
+#[derive(Debug)]
+pub enum Last {
+    /// An attempt's outcome is the answer.
+    Attempt(Attempt),
+    /// The gateway declined (after the `earlier` attempts, if any).
+    Declined(Degraded),
+}
+
+/// The gateway declined: why, and the result the agent gets instead (`isError: true`, "do not retry").
+#[derive(Debug)]
+pub struct Degraded {
+    pub reason: DegradedReason,
+    pub result: CallToolResult,
+}
+
+impl Routed {
+    /// Every attempt sent, in order.
+    pub fn attempts(&self) -> impl Iterator<Item = &Attempt> {
+        let last = match &self.last {
+            Last::Attempt(a) => Some(a),
+            Last::Declined(_) => None,
+        };
+        self.earlier.iter().chain(last)
+    }
+
+    pub fn degraded(&self) -> Option<&Degraded> {
+        match &self.last {
+            Last::Declined(d) => Some(d),
+            Last::Attempt(_) => None,
+        }
+    }
+
+    /// What the agent gets: the degraded result, or the last attempt's outcome.
+    pub fn outcome(&self) -> Result<&CallToolResult, &CallError> {
+        match &self.last {
+            Last::Declined(d) => Ok(&d.result),
+            Last::Attempt(a) => a.outcome.as_ref(),
+        }
+    }
+
+    pub fn into_outcome(self) -> Result<CallToolResult, CallError> {
+        match self.last {
+            Last::Declined(d) => Ok(d.result),
+            Last::Attempt(a) => a.outcome,
+        }
+    }
+}
+
+/// Why admission found no replica.
+struct Declined {
+    reason: DegradedReason,
+    retry_after: Option<Duration>,
+}
+
+impl Declined {
+    fn of(refusal: Refusal) -> Declined {
+        match refusal {
+            Refusal::Breaker { reason: RejectReason::ForcedOpen, .. } => {
+                Declined { reason: DegradedReason::ForcedOpen, retry_after: None }
+            }
+            Refusal::Breaker { retry_after, .. } => Declined { reason: DegradedReason::BreakerOpen, retry_after },
+            Refusal::Full => Declined { reason: DegradedReason::BulkheadFull, retry_after: None },
+            Refusal::Throttled => Declined { reason: DegradedReason::Throttled, retry_after: None },
+        }
+    }
+}
+
+/// What settling an attempt decided.
+enum Settled {
+    /// The attempt's outcome is the answer.
+    Answer,
+    /// Try again after this delay, on another replica.
+    Retry(Duration),
+    /// No retry, and the gateway says why in a degraded result.
+    Declined(DegradedReason),
+}
+
+impl Gateway {
+    /// The protected path: routing, then the resilience layers (breakers, bulkheads, throttles per replica;
+    /// retries under a per-server budget and one deadline) and a degraded result when the gateway declines. See the
+    /// module documentation; [`Gateway::call_unprotected`] is one attempt with no layer.
+    pub async fn call(&self, call: ToolCall<'_>) -> Routed {
+        self.call_prepared(call, |_, arguments| std::future::ready(arguments)).await
+    }
+
+    /// [`Gateway::call`], with each attempt's arguments finished by `prepare` on the chosen replica's client (as in
+    /// [`Gateway::call_unprotected_prepared`]): called once per attempt, in attempt order, just before it is sent.
+    pub async fn call_prepared<F, Fut>(&self, call: ToolCall<'_>, prepare: F) -> Routed
+    where
+        F: Fn(Arc<McpClient>, Value) -> Fut,
+        Fut: Future<Output = Value>,
+    {
+        let deadline = call.opts.deadline.unwrap_or(self.clock.now() + self.config.call_deadline);
+        let requirements = self.call_requirements(&call);
+        let mut tried: Vec<ReplicaId> = call.tried.to_vec();
+        let mut earlier: Vec<Attempt> = Vec::new();
+        let mut plan: Option<RetryPlan> = None;
+        loop {
+            let admitted = match self.admit(call.tool, &requirements, &tried, deadline).await {
+                Ok(a) => a,
+                Err(d) => return self.declined(call.tool, earlier, d),
+            };
+            let now = self.clock.now();
+            if earlier.is_empty() {
+                self.layers.with_budget(&admitted.route.server, now, |b| b.deposit(now));
+            }
+            if let Some(plan) = plan.as_mut() {
+                plan.start_attempt();
+            }
+            let opts = CallOptions { deadline: Some(deadline), ..call.opts.clone() };
+            let route = admitted.route.clone();
+            let (attempt, verdict) = self.attempt(&route, call.tool, (call.arguments.clone(), &prepare), opts).await;
+            let settled = self.settle(admitted, call.tool, &attempt, verdict, &mut plan, deadline);
+            match settled {
+                Settled::Answer => return Routed { earlier, last: Last::Attempt(attempt) },
+                Settled::Declined(reason) => {
+                    earlier.push(attempt);
+                    return self.declined(call.tool, earlier, Declined { reason, retry_after: None });
+                }
+                Settled::Retry(delay) => {
+                    tried.push(route.replica);
+                    earlier.push(attempt);
+                    tokio::time::sleep(delay).await;
+                }
+            }
+        }
+    }
+
+    /// Finds a replica that takes the call: candidates in the router's order, each refusal avoided in the next
+    /// decision, so the walk ends (the router returns an avoided replica only when nothing else is left). When every
+    /// candidate refused and some only for want of room, waits for the router's first such choice — at most the
+    /// bulkhead's queue wait and the deadline; otherwise the first refusal's reason is the gateway's answer (a
+    /// breaker's `retry_after` is the soonest any candidate's breaker may admit again).
+    async fn admit(
+        &self,
+        tool: &str,
+        requirements: &[Requirement],
+        tried: &[ReplicaId],
+        deadline: Instant,
+    ) -> Result<Admitted, Declined> {
+        let mut refused: Vec<ReplicaId> = Vec::new();
+        let mut first_full: Option<Route> = None;
+        let mut first_refusal: Option<Refusal> = None;
+        let mut soonest: Option<Duration> = None;
+        loop {
+            let avoid: Vec<ReplicaId> = tried.iter().chain(&refused).copied().collect();
+            let Ok(route) = self.route(tool, requirements, &avoid) else {
+                return Err(Declined { reason: DegradedReason::NoCandidate, retry_after: None });
+            };
+            if refused.contains(&route.replica) {
+                break;
+            }
+            let cap = self.client_cap(&route);
+            match self.layers.admit(route, tool, cap, None, self.clock.now(), self.observer.as_ref()) {
+                Ok(admitted) => return Ok(admitted),
+                Err((route, refusal)) => {
+                    refused.push(route.replica);
+                    if let Refusal::Breaker { retry_after: Some(after), .. } = refusal {
+                        soonest = Some(soonest.map_or(after, |s| s.min(after)));
+                    }
+                    first_refusal.get_or_insert(refusal);
+                    if refusal == Refusal::Full && first_full.is_none() {
+                        first_full = Some(route);
+                    }
+                }
+            }
+        }
+        if let Some(route) = first_full {
+            let cap = self.client_cap(&route);
+            let left = deadline.saturating_duration_since(self.clock.now());
+            let Ok(permit) = self.layers.wait_for_room(&route, cap, left).await else {
+                return Err(Declined::of(Refusal::Full));
+            };
+            let now = self.clock.now();
+            return self
+                .layers
+                .admit(route, tool, cap, permit, now, self.observer.as_ref())
+                .map_err(|(_, refusal)| Declined::of(refusal));
+        }
+        let mut declined = Declined::of(first_refusal.unwrap_or(Refusal::Full));
+        if declined.reason == DegradedReason::BreakerOpen {
+            declined.retry_after = soonest;
+        }
+        Err(declined)
+    }
+
+    /// Every layer learns how the attempt ended (classified once, by the caller), and the retry plan decides.
+    fn settle(
+        &self,
+        admitted: Admitted,
+        tool: &str,
+        attempt: &Attempt,
+        verdict: Verdict,
+        plan: &mut Option<RetryPlan>,
+        deadline: Instant,
+    ) -> Settled {
+        let now = self.clock.now();
+        let route = admitted.route.clone();
+        admitted.settle(&self.layers, tool, now, verdict, self.observer.as_ref());
+        let Err(error) = &attempt.outcome else { return Settled::Answer };
+        let Some(policy) = self.layers.config().retry.clone() else { return Settled::Answer };
+        // The plan is made at the first failure: only then has the replica's client listed the tools, so only then
+        // are the tool's annotations (is it idempotent?) known.
+        let plan = plan.get_or_insert_with(|| {
+            let mut plan = RetryPlan::new(policy, deadline, self.idempotent(&route, tool));
+            plan.start_attempt();
+            plan
+        });
+        // Retryable: what the error class allows, or — for an idempotent tool — any failure that was the replica's
+        // (a server error, an overload): another replica may well serve it.
+        let retryable = error.retry_allowed(plan.idempotent()) || (plan.idempotent() && verdict.replica_failed());
+        let rng = self.layers.rng();
+        let next = self
+            .layers
+            .with_budget(&route.server, now, |b| plan.next_if(retryable, now, rng, Some(b)))
+            .unwrap_or_else(|| plan.next_if(retryable, now, rng, None));
+        match next {
+            Ok(delay) => Settled::Retry(delay),
+            Err(give_up) => DegradedReason::from_give_up(give_up).map_or(Settled::Answer, Settled::Declined),
+        }
+    }
+
+    fn declined(&self, tool: &str, earlier: Vec<Attempt>, d: Declined) -> Routed {
+        self.observer.event(&Event::Degraded { tool, reason: d.reason });
+        let result = self.layers.degraded(tool, d.reason, d.retry_after);
+        Routed { earlier, last: Last::Declined(Degraded { reason: d.reason, result }) }
+    }
+
+    /// Whether `tool` may be retried automatically: its annotations (read-only or idempotent) as the replica's client
+    /// has them cached, or — when it has none (a replica that just died has no session, so nothing cached) — as a
+    /// sibling replica of the same server has them. Unknown everywhere counts as not idempotent: never guess towards
+    /// retrying.
+    fn idempotent(&self, route: &Route, tool: &str) -> bool {
+        let siblings: Vec<String> =
+            self.with_router(|r| r.server_of(route.replica).map(|s| s.replicas.clone()).unwrap_or_default());
+        let endpoints = std::iter::once(&*route.endpoint).chain(siblings.iter().map(String::as_str));
+        let annotations = endpoints
+            .filter_map(|endpoint| self.existing_client(endpoint)?.cached_capabilities())
+            .find_map(|caps| caps.tool(tool).map(|t| t.annotations().clone()));
+        auto_retry_allowed(crate::mcp::method::TOOLS_CALL, annotations.as_ref())
+    }
+
+    /// The in-flight cap of the client that carries calls to `route`'s replica: a bulkhead's cap when nothing else
+    /// sets one.
+    fn client_cap(&self, route: &Route) -> usize {
+        self.client(&route.server, &route.endpoint).1.in_flight_cap()
+    }
+}
