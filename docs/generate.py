@@ -243,10 +243,12 @@ class Sim:
             self.cache[key] = Run(out, stdout, code)
         return self.cache[key]
 
-    def compare(self, scenario: str, tag: str, formulas: list[str], seeds: int) -> Run:
-        key = ("compare", scenario, tuple(formulas), seeds)
+    def compare(self, scenario: str, tag: str, formulas: list[str], seeds: int, sets: tuple[str, ...] = ()) -> Run:
+        key = ("compare", scenario, tuple(formulas), seeds, sets)
         if key not in self.cache:
             args = ["compare", f"scenarios/{scenario}.toml", "--formulas", ",".join(formulas), "--seeds", str(seeds)]
+            for s in sets:
+                args += ["--set", s]
             out = SCRATCH / tag
             stdout, code = self._exec(args, out, " ".join(args), ok_codes=(0,))
             self.cache[key] = Run(out, stdout, code)
@@ -430,7 +432,8 @@ SHIPPED: list[tuple[str, object]] = [
     ("breaker_gossip", story_breaker_gossip),
     ("cascading_failure", story_cascading),
     ("concurrency_knee", "seed 002's experiment as a sweep of six runs (below)"),
-    ("latency_spike", "10 replicas at 200 calls/s, one +2 s for 30 s: the routing formulas compared (below)"),
+    ("latency_spike", "10 replicas at 200 calls/s, one +2 s for 30 s: the routing formulas compared, default and naive gateway (below)"),
+    ("replica_crash", "3 replicas at 300 calls/s, one crashes for 20 s: default and naive gateway (below)"),
     ("capability_routing", story_capability),
     ("schema_drift", "20 agents; a server makes a parameter required, silently, then with `list_changed` (below)"),
     ("clock_skew", "server clocks ahead and fast, short sessions, a clock step, a session purge, an auth rotation (below)"),
@@ -525,13 +528,30 @@ def block_knee_table(ctx: Context) -> str:
             f"| {pct(float(u['error_rate']))} | {qps(float(k['ok_per_s']))} | {ms(float(k['p99_ms']))} "
             f"| {pct(float(k['error_rate']))} |"
         )
+    # The default gateway (the scenario's profile) against the naive one, row by row: protection that never throttles a
+    # healthy server serves the same QPS. More than 2% apart, or anything degraded, fails `just docs`.
+    gaps = []
+    for tag, sets, rows in [
+        ("unlimited", (UNLIMITED,), sim),
+        ("knee", (), {r["value"]: r for r in knee_rows}),
+    ]:
+        naive = ctx.sim.sim("concurrency_knee", f"concurrency_knee-{tag}-naive", None, (*sets, "gateway.profile=naive"))
+        for r in naive.sweep():
+            mine = float(rows[r["value"]]["ok_per_s"])
+            theirs = float(r["ok_per_s"])
+            gaps.append(abs(mine - theirs) / theirs if theirs else 0.0)
+    worst = max(gaps)
+    if worst > 0.02:
+        raise DocsError(f"concurrency_knee: the default gateway's QPS is {pct(worst)} from the naive one's on some row")
     top = knee_rows[-1]
     workers = scenario_doc("concurrency_knee")["servers"][0]["workers"]
     knee = (
         f"In the knee run ({workers} server workers) the {top['value']}-session row completes {qps(float(top['ok_per_s']))} "
         f"calls/s with P50 {ms(float(top['p50_ms']))} and P99 {ms(float(top['p99_ms']))}, against "
         f"{qps(float(sim[top['value']]['ok_per_s']))} calls/s and {ms(float(sim[top['value']]['p99_ms']))} with an "
-        "unlimited pool. *QPS* is ok calls per simulated second; *errors* are failed calls over completed ones."
+        "unlimited pool. *QPS* is ok calls per simulated second; *errors* are failed calls over completed ones. Both "
+        "runs use the default gateway; with `--set gateway.profile=naive` every row's QPS is within "
+        f"{pct(worst)} of these."
     )
     return "\n".join(out) + "\n\n" + para(knee)
 
@@ -539,6 +559,8 @@ def block_knee_table(ctx: Context) -> str:
 LATENCY_SPIKE = "latency_spike"
 FORMULAS = ["round_robin", "seed_weighted", "p2c_peak_ewma"]
 COMPARE_SEEDS = 5
+# The formulas compared on their own: no breaker or bulkhead steering calls away from the slow replica.
+ROUTING_ALONE = ("gateway.profile=naive",)
 
 
 def show(metric: str, x: float) -> str:
@@ -556,7 +578,7 @@ def show_ci(metric: str, e: dict | None) -> str:
 
 
 def block_latency_spike_compare(ctx: Context) -> str:
-    run = ctx.sim.compare(LATENCY_SPIKE, "latency_spike-compare", FORMULAS, COMPARE_SEEDS)
+    run = ctx.sim.compare(LATENCY_SPIKE, "latency_spike-compare", FORMULAS, COMPARE_SEEDS, ROUTING_ALONE)
     doc = json.loads(run.file("compare.json").read_text(encoding="utf-8"))
     metrics = {m["metric"]: m for m in doc["metrics"]}
     p99, ok = metrics["p99_ms"], metrics["success_rate"]
@@ -581,7 +603,10 @@ def block_latency_spike_compare(ctx: Context) -> str:
     seeds = doc["seeds"]
     n_runs = len(seeds) * len(doc["variants"])
     picture = ctx.image(run.out / "compare.png", "latency_spike_compare.png")
-    cmd = f"just compare scenarios/{LATENCY_SPIKE}.toml --formulas {','.join(FORMULAS)} --seeds {len(seeds)}"
+    cmd = (
+        f"just compare scenarios/{LATENCY_SPIKE}.toml --formulas {','.join(FORMULAS)} --seeds {len(seeds)} "
+        + " ".join(f"--set {s}" for s in ROUTING_ALONE)
+    )
     return "\n".join(
         [
             "```sh",
@@ -614,10 +639,8 @@ def block_latency_spike_shares(ctx: Context) -> str:
     replica = spike["target"].replace("#", "-")  # calls.csv names replicas api-3, scenarios api#3
 
     def run_of(formula: str) -> Run:
-        if formula == own:
-            return ctx.sim.sim(LATENCY_SPIKE, LATENCY_SPIKE)
-        tag = f"{LATENCY_SPIKE}-{re.sub(r'[^A-Za-z0-9_.-]', '_', formula)}"
-        return ctx.sim.sim(LATENCY_SPIKE, tag, None, (f"gateway.formula={json.dumps(formula)}",))
+        tag = f"{LATENCY_SPIKE}-naive-{re.sub(r'[^A-Za-z0-9_.-]', '_', formula)}"
+        return ctx.sim.sim(LATENCY_SPIKE, tag, None, (f"gateway.formula={json.dumps(formula)}", *ROUTING_ALONE))
 
     def share(formula: str) -> tuple[str, str, Run]:
         run = run_of(formula)
@@ -637,7 +660,8 @@ def block_latency_spike_shares(ctx: Context) -> str:
     sharp = "expr:score^8"
     sharp_rate, sharp_counts, sharp_run = share(sharp)
     return para(
-        f"On seed {seed}, of the attempts started during the spike and sent to a replica (from `calls.csv`), the slow "
+        f"With the naive profile on seed {seed}, of the attempts started during the spike and sent to a replica (from "
+        "`calls.csv`), the slow "
         f"replica served {words(parts)}. Sharpening the score, `--set 'gateway.formula=\"{sharp}\"'` gave the slow "
         f"replica {sharp_rate} of them ({sharp_counts}) and a P99 of {ms(sharp_run.totals()['p99_ms'])} on seed {seed} "
         "(one seed, not a comparison over seeds)."
@@ -653,6 +677,69 @@ def block_capability_misroutes(ctx: Context) -> str:
     )
 
 
+# Every built-in formula (core/src/router/formula: FormulaSpec::BUILT_IN), for the per-replica protection table.
+ALL_FORMULAS = ["seed_weighted", "round_robin", "random", "least_outstanding", "p2c_peak_ewma", "best_score"]
+
+
+def degraded_total(t: dict) -> int:
+    return sum(t.get("degraded", {}).values())
+
+
+def block_protection_latency_spike(ctx: Context) -> str:
+    """latency_spike under every built-in formula, default and naive side by side. A default run that fails its
+    checks (a degraded result, or a P99 above the naive one's) fails `just docs`, and so CI."""
+    rows = [
+        "| formula | default: degraded | default: failed calls | default P99 | naive P99 | default P99 / naive | checks |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    failing = []
+    for formula in ALL_FORMULAS:
+        own = scenario_doc(LATENCY_SPIKE).get("gateway", {}).get("formula", "seed_weighted")
+        if formula == own:
+            run = ctx.sim.sim(LATENCY_SPIKE, LATENCY_SPIKE)
+        else:
+            run = ctx.sim.sim(LATENCY_SPIKE, f"{LATENCY_SPIKE}-{formula}", None, (f"gateway.formula={json.dumps(formula)}",))
+        s, n = run.summary(), run.contrast().summary()
+        d, nt = s["totals"], n["totals"]
+        if not s["passed"]:
+            failing.append(formula)
+        ratio = d["p99_ms"] / nt["p99_ms"] if nt["p99_ms"] else 0.0
+        rows.append(
+            f"| `{formula}` | {grouped(degraded_total(d))} | {grouped(d['errors'])} | {ms(d['p99_ms'])} "
+            f"| {ms(nt['p99_ms'])} | {times(ratio)} | {'PASS' if s['passed'] else 'FAIL'} |"
+        )
+    if failing:
+        raise DocsError(f"latency_spike: the default gateway fails its checks under {', '.join(failing)}")
+    seed = ctx.sim.sim(LATENCY_SPIKE, LATENCY_SPIKE).summary()["seed"]
+    return f"Seed {seed}, `mcpstorm sim scenarios/{LATENCY_SPIKE}.toml --set gateway.formula=<formula>`:\n\n" + "\n".join(rows)
+
+
+REPLICA_CRASH = "replica_crash"
+
+
+def block_protection_replica_crash(ctx: Context) -> str:
+    run = ctx.sim.sim(REPLICA_CRASH, REPLICA_CRASH)
+    naive = run.contrast()
+    rows = [
+        "| profile | failed calls | degraded | attempts / call during the crash | P99 | P99.9 | error window | checks |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in [run, naive]:
+        s = r.summary()
+        t = s["totals"]
+        rows.append(
+            f"| {r.profile()} | {grouped(t['errors'])} ({pct(t['error_rate'])}) | {grouped(degraded_total(t))} "
+            f"| {times(t['amplification_during_fault'])} | {ms(t['p99_ms'])} | {ms(t['p999_ms'])} "
+            f"| {t['error_window_s']} s | {'PASS' if s['passed'] else 'FAIL'} |"
+        )
+    seed = run.summary()["seed"]
+    picture = ctx.image(run.out / "contrast.png", "replica_crash.png")
+    return (
+        f"Seed {seed}, `mcpstorm sim scenarios/{REPLICA_CRASH}.toml` (the naive row is its `[report] contrast` run):"
+        + "\n\n" + "\n".join(rows) + "\n\n" + f"![replica_crash: default gateway against naive]({picture})"
+    )
+
+
 BLOCKS = {
     "retry_storm_console": block_retry_storm_console,
     "retry_storm_table": block_retry_storm_table,
@@ -662,6 +749,8 @@ BLOCKS = {
     "latency_spike_compare": block_latency_spike_compare,
     "latency_spike_shares": block_latency_spike_shares,
     "capability_misroutes": block_capability_misroutes,
+    "protection_latency_spike": block_protection_latency_spike,
+    "protection_replica_crash": block_protection_replica_crash,
 }
 
 

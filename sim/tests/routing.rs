@@ -71,12 +71,16 @@ fn a_mix_entry_naming_a_server_stays_on_it() {
     assert!(py as f64 > 0.9 * s["totals"]["attempts"].as_f64().unwrap(), "{calls:?}");
 }
 
-/// The Linkerd experiment, shortened: one replica of ten gets +2 s for 15 s of 40. Round robin sends it a tenth of
-/// the calls, so more than 1% of the run takes 2 s; p2c_peak_ewma sees the first slow answers and routes around it.
-/// Simulated time is deterministic, so this is a behavioural assertion on a fixed seed, not a timing one.
+/// The Linkerd experiment, shortened: one replica of ten gets +2 s for 15 s of 40.
+const SHORT_SPIKE: [&str; 4] = ["duration=40s", "faults[0].start=10s", "faults[0].duration=15s", "load.rate=50.0"];
+
+/// Routing alone (the naive profile: no breaker or bulkhead steers calls away). Round robin sends the slow replica a
+/// tenth of the calls, so more than 1% of the run takes 2 s; p2c_peak_ewma sees the first slow answers and routes
+/// around it. Simulated time is deterministic, so this is a behavioural assertion on a fixed seed, not a timing one.
 #[test]
 fn p2c_holds_the_p99_that_round_robin_loses_to_a_slow_replica() {
-    let short = ["duration=40s", "faults[0].start=10s", "faults[0].duration=15s", "load.rate=50.0"];
+    let alone = ["gateway.profile=naive", "report={}", "checks={}"];
+    let short: Vec<&str> = SHORT_SPIKE.iter().chain(&alone).copied().collect();
     let run = |formula: &str| {
         let set = format!("gateway.formula={formula}");
         let sets: Vec<&str> = short.iter().copied().chain([set.as_str()]).collect();
@@ -95,4 +99,21 @@ fn p2c_holds_the_p99_that_round_robin_loses_to_a_slow_replica() {
     };
     assert!((share(&rr) - 0.1).abs() < 0.01, "round robin gives every replica a tenth: {}", share(&rr));
     assert!(share(&p2c) < 0.08, "p2c starves the slow replica: {}", share(&p2c));
+}
+
+/// Protection per replica: under the default gateway, the formulas that send the slow replica its share anyway
+/// (round robin, and the seed's linear score) answer nothing degraded and keep the P99 no higher than the naive
+/// gateway's on the same seed: the scenario's own checks (`degraded = 0`, `contrast_p99_ratio = 1.0`, against its
+/// `[report] contrast = "naive"` run) pass.
+#[test]
+fn the_default_gateway_never_does_worse_than_naive_on_one_slow_replica() {
+    for formula in ["round_robin", "seed_weighted"] {
+        let set = format!("gateway.formula={formula}");
+        let sets: Vec<&str> = SHORT_SPIKE.iter().copied().chain([set.as_str()]).collect();
+        let (code, s) = sim("scenarios/latency_spike.toml", &format!("protected-{formula}"), &sets);
+        assert_eq!(code, Some(0), "{formula}: {s}");
+        let checks: Vec<&str> = s["checks"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
+        assert_eq!(checks, ["lost", "degraded", "contrast_p99_ratio"], "{formula}");
+        assert!(s["totals"]["breaker_opens"].as_u64().unwrap() >= 1, "{formula}: api-3's breaker opened: {s}");
+    }
 }

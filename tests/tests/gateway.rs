@@ -483,14 +483,21 @@ async fn an_open_breaker_on_one_replica_sends_calls_to_its_sibling() {
         assert!(r.degraded().is_none() && r.outcome().is_ok_and(|r| !r.is_error), "{r:?}");
     }
     assert_eq!(bad.control().stats().received, bad_received, "nothing more reached the open replica");
-    // Now `good` fails too: its own breaker opens, and only then is the server's answer degraded.
+    // Now `good` fails too: its calls are sent (and fail) until its own breaker opens, and only then is the server's
+    // answer degraded.
     good.control().set_error_rate(Some(1.0));
-    for _ in 0..2 {
-        gw.call(ToolCall::new("write", json!({}))).await;
-    }
-    let r = gw.call(ToolCall::new("write", json!({}))).await;
+    let mut sent = 0;
+    let r = loop {
+        let r = gw.call(ToolCall::new("write", json!({}))).await;
+        if r.degraded().is_some() || sent == 10 {
+            break r;
+        }
+        assert_eq!(endpoints(&r), ["good"], "{r:?}");
+        sent += 1;
+    };
     assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BreakerOpen), "{r:?}");
     assert_eq!(r.attempts().count(), 0);
+    assert!(sent >= 1, "good's breaker opened on its own failures");
 }
 
 /// A hung replica fills only its own bulkhead: once it holds its quota, calls go to its sibling at once and are
@@ -508,18 +515,14 @@ async fn a_full_replica_sends_calls_to_its_sibling_before_anything_is_degraded()
         resilience,
     );
     let gw = Arc::new(gw);
-    // Warm both connections (round robin: h-0, then o-0), then hang h-0 and park two calls on it: its quota.
+    // Warm both connections (round robin: h-0, then o-0), then hang h-0 and park calls on it until it is full.
     for _ in 0..2 {
         gw.call(ToolCall::new("write", json!({}))).await.into_outcome().unwrap();
     }
     hung.control().set_hung(true);
     let mut parked = Vec::new();
-    while hung.control().stats().received < 3 {
-        let gw = gw.clone();
-        parked.push(tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await }));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    while hung.control().stats().received < 3 + 1 {
+    let in_flight = |gw: &Gateway, pool: &str| gw.bulkheads().iter().find(|p| p.0 == pool).map_or(0, |p| p.1);
+    while in_flight(&gw, "h-0") < 2 {
         let gw = gw.clone();
         parked.push(tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await }));
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -533,8 +536,7 @@ async fn a_full_replica_sends_calls_to_its_sibling_before_anything_is_degraded()
     assert!(seen.0.lock().unwrap().is_empty(), "nothing degraded while o-0 had room");
     // Hang o-0 too and fill it: now no replica has room, and the answer is degraded after the queue wait.
     ok.control().set_hung(true);
-    let before = ok.control().stats().received;
-    while ok.control().stats().received < before + 2 {
+    while in_flight(&gw, "o-0") < 2 {
         let gw = gw.clone();
         parked.push(tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await }));
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -542,6 +542,8 @@ fn check_checks_and_sweep(c: &mut Checker, s: &Scenario) {
     for (key, set) in contrasted {
         if set && s.report.contrast.is_none() {
             c.fail(key, "needs `[report] contrast`: it compares this run with the other gateway profile's");
+        } else if set && s.sweep.is_some() {
+            c.fail(key, "is not evaluated in a sweep (its rows run without a contrast run)");
         }
     }
     let Some(sweep) = &s.sweep else { return };
