@@ -3,8 +3,10 @@
 //! `notifications/tools/list_changed` whenever the test pokes `announce`. Notifications and unparseable lines get no
 //! reply, as from a real server.
 
+use std::fmt;
 use std::sync::Arc;
 
+use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Notify;
@@ -42,5 +44,38 @@ where
         if write.write_all(format!("{reply}\n").as_bytes()).await.is_err() {
             return;
         }
+    }
+}
+
+/// A scripted server's answers, shared by every connection a [`LineDialer`] opens.
+pub type Answer = Arc<dyn Fn(&Value) -> Result<Value, Value> + Send + Sync>;
+
+/// Dials an in-memory pipe to a scripted server: each dial serves a new connection with [`serve_lines`].
+#[derive(Clone)]
+pub struct LineDialer {
+    pub answer: Answer,
+    /// The pipe's buffer: a small one exercises framing across many reads.
+    pub pipe: usize,
+}
+
+impl fmt::Debug for LineDialer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LineDialer").field("pipe", &self.pipe).finish_non_exhaustive()
+    }
+}
+
+impl Dialer for LineDialer {
+    fn dial(&self) -> DialFuture<'_> {
+        Box::pin(async move {
+            let (ours, theirs) = tokio::io::duplex(self.pipe);
+            let answer = self.answer.clone();
+            tokio::spawn(serve_lines(theirs, Arc::new(Notify::new()), move |msg| answer(msg)));
+            let (reader, writer) = tokio::io::split(ours);
+            Ok(ByteStream { reader: Box::new(reader), writer: Box::new(writer), guard: None })
+        })
+    }
+
+    fn describe(&self) -> String {
+        "scripted-lines".into()
     }
 }

@@ -16,7 +16,7 @@ use mcpstorm_core::rt::{Dialer, StdioDialer, TcpDialer};
 use mcpstorm_core::schema::{ArgumentError, Dialect};
 use mcpstorm_core::{CallError, LocalError};
 use mcpstorm_sim::fake::{FakeServer, FakeServerConfig, ToolConfig};
-use mcpstorm_tests::line_server::serve_lines;
+use mcpstorm_tests::line_server::{LineDialer, serve_lines};
 use mcpstorm_tests::real_servers::{everything_server, python_server};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -90,7 +90,9 @@ async fn invalid_echo_fails_locally_naming_the_pointer_on_both_real_servers() {
         let relisted = requests.count("tools/list") - lists_before;
         assert_eq!(conn.stats().sent - sent_before, relisted, "an invalid call reached the wire");
         assert_eq!(requests.count("tools/call"), 0);
-        assert_eq!(c.schema_compilations(), compiled, "an unchanged re-listing compiled again");
+        // The first call compiled echo's schemas (lazily); the drift re-listing each refusal triggers compiled
+        // nothing more.
+        assert_eq!(c.schema_compilations(), compiled + 1, "an unchanged re-listing compiled again");
 
         let ok = c.call_tool("echo", json!({"message": "3"}), CallOptions::default()).await.unwrap();
         assert!(ok.joined_text().ends_with('3'));
@@ -294,7 +296,7 @@ async fn list_changed_with_an_unchanged_list_refetches_but_compiles_nothing() {
         mcpstorm_core::rt::SeededRng::new(0),
     );
     let first = c.capabilities().await.unwrap();
-    assert_eq!((server.lists.load(Ordering::SeqCst), c.schema_compilations()), (1, 2));
+    assert_eq!((server.lists.load(Ordering::SeqCst), c.schema_compilations()), (1, 0), "compiled at first use");
     let add = first.hints("add").unwrap();
     assert_eq!(add.latency_p95, Some(Duration::from_millis(40)));
     assert_eq!(add.max_concurrent_requests, Some(4));
@@ -303,6 +305,7 @@ async fn list_changed_with_an_unchanged_list_refetches_but_compiles_nothing() {
     // 2020-12 without `$schema`: `prefixItems` applies.
     let e = invalid_arguments(c.call_tool("tuple", json!({"p": [1, 2]}), CallOptions::default()).await);
     assert_eq!(pointers_and_keywords(&e), [("/p/0", "type")]);
+    assert_eq!(c.schema_compilations(), 1, "only the tool called");
 
     server.announce.notify_one();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
@@ -314,6 +317,101 @@ async fn list_changed_with_an_unchanged_list_refetches_but_compiles_nothing() {
     let second = c.capabilities().await.unwrap();
     assert_eq!(second.hash(), first.hash());
     assert!(second.shares_tools_with(&first));
-    assert_eq!(c.schema_compilations(), 2);
+    assert_eq!(c.schema_compilations(), 1, "the re-listing compiled nothing");
     c.call_tool("add", json!({"a": 1, "b": 2}), CallOptions::default()).await.unwrap();
+    c.call_tool("tuple", json!({"p": ["x", 1]}), CallOptions::default()).await.unwrap();
+    assert_eq!(c.schema_compilations(), 2, "tuple's validator was kept across the re-listing");
+}
+
+/// A scripted server whose `tools/list` pages come from `page(cursor) -> (tools, next cursor)`.
+fn paging_server(page: impl Fn(u64) -> (Vec<serde_json::Value>, Option<u64>) + Send + Sync + 'static) -> LineDialer {
+    let answer = move |msg: &serde_json::Value| match msg["method"].as_str() {
+        Some("initialize") => {
+            Ok(json!({"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "hostile", "version": "1"}}))
+        }
+        Some("tools/list") => {
+            let cursor = msg["params"]["cursor"].as_str().and_then(|c| c.parse().ok()).unwrap_or(0);
+            let (tools, next) = page(cursor);
+            Ok(json!({"tools": tools, "nextCursor": next.map(|n| n.to_string())}))
+        }
+        Some("ping") => Ok(json!({})),
+        _ => Err(json!({"code": -32601, "message": "method not found"})),
+    };
+    LineDialer { answer: Arc::new(answer), pipe: 1 << 20 }
+}
+
+fn small_tool(i: u64) -> serde_json::Value {
+    json!({"name": format!("t{i}"), "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}})
+}
+
+fn client_of(dialer: LineDialer, config: ClientConfig) -> McpClient {
+    let config = ClientConfig { lifecycle_retries: 0, ..config };
+    McpClient::new("hostile", Arc::new(dialer), config, mcpstorm_core::rt::SeededRng::new(0))
+}
+
+fn refused_for(c: &Result<Arc<mcpstorm_core::schema::Capabilities>, CallError>, limit: &str) -> bool {
+    matches!(c, Err(CallError::MalformedResponse(m)) if m.contains(limit) && m.contains("raise the limit"))
+}
+
+/// A hostile server cannot make the client hold an unbounded tool list: one page of 100,000 small tools (11 MB,
+/// under the frame limit), endless pages of 5,000, and a few tools with megabyte schemas are each refused with an
+/// error naming the limit that stopped them, and nothing was compiled. Within the limits, a listing is accepted
+/// whole and compiles nothing until a tool is called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_list_beyond_the_limits_is_refused_naming_the_limit() {
+    let one_page =
+        client_of(paging_server(|_| ((0..100_000).map(small_tool).collect(), None)), ClientConfig::default());
+    let got = one_page.capabilities().await;
+    assert!(refused_for(&got, "ClientConfig::max_tools"), "{got:?}");
+
+    let endless = client_of(
+        paging_server(|cursor| ((cursor * 5_000..(cursor + 1) * 5_000).map(small_tool).collect(), Some(cursor + 1))),
+        ClientConfig::default(),
+    );
+    let got = endless.capabilities().await;
+    assert!(refused_for(&got, "ClientConfig::max_tools"), "{got:?}");
+
+    let huge_schema = |i: u64| {
+        let props: serde_json::Map<String, serde_json::Value> =
+            (0..20_000).map(|p| (format!("p{i}_{p}_{}", "x".repeat(30)), json!({"type": "string"}))).collect();
+        json!({"name": format!("big{i}"), "inputSchema": {"type": "object", "properties": props}})
+    };
+    let fat =
+        client_of(paging_server(move |cursor| (vec![huge_schema(cursor)], Some(cursor + 1))), ClientConfig::default());
+    let got = fat.capabilities().await;
+    assert!(refused_for(&got, "ClientConfig::max_tool_list_bytes"), "{got:?}");
+    assert_eq!(one_page.schema_compilations() + endless.schema_compilations() + fat.schema_compilations(), 0);
+
+    let fine = client_of(paging_server(|_| ((0..2_000).map(small_tool).collect(), None)), ClientConfig::default());
+    let caps = fine.capabilities().await.expect("2,000 tools are within the limits");
+    assert_eq!((caps.entries().count(), fine.schema_compilations()), (2_000, 0));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config { cases: 32, ..proptest::test_runner::Config::default() })]
+
+    /// Whatever the pages and the limit, a listing is accepted exactly when its tools fit `max_tools` — and then
+    /// whole, in order — or refused naming the limit: the client never holds more than the limit.
+    #[test]
+    fn tool_list_limits_hold_for_any_paging(pages in proptest::collection::vec(0u64..40, 1..6), max_tools in 0usize..120) {
+        let total: u64 = pages.iter().sum();
+        let starts: Vec<u64> = pages.iter().scan(0, |acc, n| { let s = *acc; *acc += n; Some(s) }).collect();
+        let (p, st) = (pages.clone(), starts.clone());
+        let server = paging_server(move |cursor| {
+            let i = cursor as usize;
+            let tools = (st[i]..st[i] + p[i]).map(small_tool).collect();
+            (tools, (i + 1 < p.len()).then_some(cursor + 1))
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let got = runtime.block_on(client_of(server, ClientConfig { max_tools, ..ClientConfig::default() }).capabilities());
+        if total as usize <= max_tools {
+            let caps = got.map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+            let names: Vec<String> = caps.entries().map(|e| e.name().to_owned()).collect();
+            let expected: Vec<String> = (0..total).map(|i| format!("t{i}")).collect();
+            proptest::prop_assert_eq!(names, expected);
+        } else {
+            proptest::prop_assert!(refused_for(&got, "ClientConfig::max_tools"), "{:?}", got.map(|c| c.entries().count()));
+        }
+    }
 }

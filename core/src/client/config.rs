@@ -19,6 +19,8 @@ use crate::transport::DEFAULT_MAX_FRAME;
 /// | `backoff`           | 1, 2, 4, 8 s capped at 10 s, ±20% jitter                            |
 /// | `max_frame`         | 16 MiB  | largest incoming frame                                    |
 /// | `max_tool_pages`    | 1000    | `tools/list` pages followed before giving up (a cursor loop guard) |
+/// | `max_tools`         | 10,000  | tools one listing may hold; more is an error naming this limit |
+/// | `max_tool_list_bytes` | 32 MiB | the listing's size as JSON, all pages together; more is an error naming this limit |
 /// | `profile`           | default | session and schema behaviour; `naive` reproduces the seed's failures |
 /// | `credentials`       | none    | offered to servers that declare auth schemes (first accepted wins) |
 #[derive(Debug, Clone)]
@@ -34,6 +36,10 @@ pub struct ClientConfig {
     pub backoff: Backoff,
     pub max_frame: usize,
     pub max_tool_pages: usize,
+    /// A server can list anything: these bound what one listing can make the client hold. Schemas compile at a
+    /// tool's first call, so validators are bounded by the tools used, not the tools listed.
+    pub max_tools: usize,
+    pub max_tool_list_bytes: usize,
     pub client_info: Implementation,
     /// Handshake-era (legacy) versions we accept, the first is the one we ask for.
     pub protocol_versions: Vec<String>,
@@ -57,6 +63,8 @@ impl Default for ClientConfig {
             backoff: Backoff::default(),
             max_frame: DEFAULT_MAX_FRAME,
             max_tool_pages: 1000,
+            max_tools: 10_000,
+            max_tool_list_bytes: 32 << 20,
             client_info: Implementation::new("mcpstorm", env!("CARGO_PKG_VERSION")),
             protocol_versions: SUPPORTED_PROTOCOL_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
             modern_protocol_versions: MODERN_PROTOCOL_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::time::{Duration, Instant};
 
 use super::ClientConfig;
@@ -112,15 +112,31 @@ async fn fetch_into(state: &mut State, ctx: FetchCtx<'_>) -> Result<Arc<Capabili
 }
 
 /// Follows `nextCursor` until the last page; returns the tools and the shortest `ttlMs` any page gave. A server
-/// that repeats a cursor or never stops is cut off with a malformed-response error rather than looping forever.
+/// that repeats a cursor or never stops is cut off with a malformed-response error rather than looping forever, and
+/// one that lists more than `max_tools` tools or `max_tool_list_bytes` of them gets an error naming the limit: the
+/// listing is refused whole, since a silently truncated tool list would make calls to the missing tools look like
+/// the server's fault.
 async fn fetch_all(conn: &Connection, config: &ClientConfig) -> Result<(Vec<Tool>, Option<u64>), CallError> {
     let mut all = Vec::new();
+    let mut bytes = 0usize;
     let mut ttl: Option<u64> = None;
     let mut cursor: Option<String> = None;
     for _ in 0..config.max_tool_pages {
         let params = cursor.as_ref().map(|c| json!({"cursor": c}));
         let opts = CallOptions { lane: Lane::Priority, ..CallOptions::default() };
         let raw = conn.request(method::TOOLS_LIST, params, opts).await?;
+        bytes = bytes.saturating_add(json_size(&raw));
+        if bytes > config.max_tool_list_bytes {
+            return Err(too_large(format!(
+                "is larger than {} bytes (ClientConfig::max_tool_list_bytes)",
+                config.max_tool_list_bytes
+            )));
+        }
+        // Counted on the parsed page, before it is turned into tools: refusing costs no second copy.
+        let listed = raw.get("tools").and_then(Value::as_array).map_or(0, Vec::len);
+        if all.len().saturating_add(listed) > config.max_tools {
+            return Err(too_large(format!("has more than {} tools (ClientConfig::max_tools)", config.max_tools)));
+        }
         let page: ListToolsResult =
             serde_json::from_value(raw).map_err(|e| CallError::MalformedResponse(format!("tools/list: {e}")))?;
         all.extend(page.tools);
@@ -135,5 +151,47 @@ async fn fetch_all(conn: &Connection, config: &ClientConfig) -> Result<(Vec<Tool
             None => return Ok((all, ttl)),
         }
     }
-    Err(CallError::MalformedResponse(format!("tools/list did not end within {} pages", config.max_tool_pages)))
+    Err(CallError::MalformedResponse(format!(
+        "tools/list did not end within {} pages (ClientConfig::max_tool_pages)",
+        config.max_tool_pages
+    )))
+}
+
+fn too_large(what: String) -> CallError {
+    CallError::MalformedResponse(format!("the server's tool list {what}: refused; raise the limit to accept it"))
+}
+
+/// The length of `value` as compact JSON, without serializing it: what a listing costs to hold, measured as the
+/// wire would. Strings count their UTF-8 bytes plus quotes (escapes are not counted: a lower bound within a few
+/// percent for real listings).
+fn json_size(value: &Value) -> usize {
+    match value {
+        Value::Null => 4,
+        Value::Bool(b) => 4 + usize::from(!b),
+        Value::Number(n) => n.to_string().len(),
+        Value::String(s) => s.len() + 2,
+        // Brackets, and a comma between items.
+        Value::Array(items) => items.iter().map(json_size).sum::<usize>() + items.len().saturating_sub(1) + 2,
+        // Braces, a quoted key and a colon per entry, and a comma between entries.
+        Value::Object(map) => {
+            map.iter().map(|(k, v)| k.len() + 3 + json_size(v)).sum::<usize>() + map.len().saturating_sub(1) + 2
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_size_is_the_compact_length_for_plain_values() {
+        for v in [
+            json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}, "n": 12, "x": null, "b": false}]}),
+            json!([]),
+            json!({}),
+            json!([1, [true, {"k": [null, "v"]}], -2.5]),
+        ] {
+            assert_eq!(json_size(&v), serde_json::to_string(&v).unwrap().len(), "{v}");
+        }
+    }
 }

@@ -9,6 +9,9 @@ use crate::error::{CallError, TransportError};
 use crate::resilience::breaker::Transition;
 use crate::resilience::degraded::DegradedReason;
 use crate::transport::FrameError;
+pub use anomalies::{Anomaly, AnomalyLog};
+
+mod anomalies;
 
 /// Identifies a connection in events: the server it talks to and a per-client sequence number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -140,9 +143,20 @@ impl Observer for NoopObserver {
 }
 
 /// Sends events to `tracing`: anomalies at warn, per-request events at trace (the seed measured 30% CPU spent on
-/// per-request logging at a higher level).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct TracingObserver;
+/// per-request logging at a higher level). Anomalies a peer controls go through an [`AnomalyLog`], so a flood of
+/// them writes O(log n) lines, not n.
+#[derive(Debug, Default)]
+pub struct TracingObserver {
+    anomalies: AnomalyLog,
+}
+
+impl TracingObserver {
+    fn anomaly(&self, conn: ConnId, anomaly: Anomaly, detail: impl FnOnce() -> String) {
+        if let Some(r) = self.anomalies.count(conn, anomaly, detail) {
+            tracing::warn!(conn = conn.0, count = r.count, first = %r.first, "{} so far: {}", r.anomaly.what(), r.count);
+        }
+    }
+}
 
 impl Observer for TracingObserver {
     fn event(&self, event: &Event<'_>) {
@@ -157,12 +171,22 @@ impl Observer for TracingObserver {
             | Event::SchemaRefetched { .. }
             | Event::Breaker { .. }
             | Event::Degraded { .. }
-            | Event::LateResponseDropped { .. }
-            | Event::ConnectionClosed { reason: TransportError::Shutdown, .. } => tracing::debug!(?event),
-            Event::ConnectionClosed { .. }
-            | Event::UnknownResponseDropped { .. }
-            | Event::FrameRejected { .. }
-            | Event::NotificationDropped { .. } => tracing::warn!(?event),
+            | Event::LateResponseDropped { .. } => tracing::debug!(?event),
+            Event::ConnectionClosed { conn, server, reason } => {
+                for r in self.anomalies.close(*conn) {
+                    tracing::warn!(conn = conn.0, server, count = r.count, first = %r.first, "{} in all: {}", r.anomaly.what(), r.count);
+                }
+                if matches!(reason, TransportError::Shutdown) {
+                    tracing::debug!(?event)
+                } else {
+                    tracing::warn!(?event)
+                }
+            }
+            Event::UnknownResponseDropped { conn } => self.anomaly(*conn, Anomaly::UnknownResponse, String::new),
+            Event::FrameRejected { conn, error } => self.anomaly(*conn, Anomaly::FrameRejected, || error.to_string()),
+            Event::NotificationDropped { conn, method } => {
+                self.anomaly(*conn, Anomaly::NotificationDropped, || format!("method {method}"))
+            }
         }
     }
 }

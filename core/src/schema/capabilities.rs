@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -165,29 +165,51 @@ fn first<T>(meta: &Map<String, Value>, keys: &[&str], parse: impl Fn(&Value) -> 
     parsed
 }
 
+/// A tool's schemas, compiled at the first call of the tool and kept. Compiling at listing time would let a
+/// server that lists 100,000 tools make the client build 100,000 validators (about 1 GB) it never uses; compiled
+/// lazily, their memory is bounded by the tools actually called. Shared (`Arc`) between records whose listings give
+/// the tool the same schemas, so a re-fetch never compiles twice.
+#[derive(Debug, Default)]
+struct LazySchemas(OnceLock<Result<Arc<ToolSchemas>, SchemaError>>);
+
 /// One listed tool with everything derived from it.
 #[derive(Debug, Clone)]
 pub struct ToolEntry {
-    tool: Tool,
+    /// The listing, and this tool's place in it: the tool is kept once, not copied per entry.
+    listed: Arc<Vec<Tool>>,
+    index: usize,
     schema_hash: ContentHash,
-    schemas: Result<Arc<ToolSchemas>, SchemaError>,
+    schemas: Arc<LazySchemas>,
+    /// The cache's compilation counter.
+    compilations: Arc<AtomicU64>,
     annotations: ToolAnnotations,
     hints: RouterHints,
 }
 
 impl ToolEntry {
     pub fn name(&self) -> &str {
-        &self.tool.name
+        &self.tool().name
     }
 
     /// The tool exactly as listed.
     pub fn tool(&self) -> &Tool {
-        &self.tool
+        // In range by construction (`SchemaCache::build` makes one entry per listed tool).
+        &self.listed[self.index]
     }
 
-    /// The compiled schemas, or why the tool cannot be called.
+    /// The compiled schemas (compiled now, at the first use), or why the tool cannot be called.
     pub fn schemas(&self) -> Result<&Arc<ToolSchemas>, &SchemaError> {
-        self.schemas.as_ref()
+        self.schemas
+            .0
+            .get_or_init(|| {
+                self.compilations.fetch_add(1, Ordering::Relaxed);
+                let compiled = ToolSchemas::compile(self.tool()).map(Arc::new);
+                if let Err(e) = &compiled {
+                    tracing::warn!(error = %e, "tool schema does not compile; calls to it fail locally");
+                }
+                compiled
+            })
+            .as_ref()
     }
 
     pub fn annotations(&self) -> &ToolAnnotations {
@@ -273,11 +295,12 @@ impl Capabilities {
 #[derive(Debug, Default)]
 pub struct SchemaCache {
     last: Mutex<Option<Arc<ToolSet>>>,
-    compilations: AtomicU64,
+    compilations: Arc<AtomicU64>,
 }
 
 impl SchemaCache {
-    /// Tools whose schemas were compiled so far (input and output schema together count one).
+    /// Tools whose schemas were compiled so far (input and output schema together count one). Compilation happens
+    /// at a tool's first use, not at listing.
     pub fn compilations(&self) -> u64 {
         self.compilations.load(Ordering::Relaxed)
     }
@@ -300,9 +323,11 @@ impl SchemaCache {
     }
 
     fn build(&self, hash: ContentHash, tools: Vec<Tool>, previous: Option<&ToolSet>) -> ToolSet {
-        let mut entries = Vec::with_capacity(tools.len());
+        let listed = Arc::new(tools);
+        let mut entries = Vec::with_capacity(listed.len());
         let mut by_name = BTreeMap::new();
-        for tool in &tools {
+        let mut duplicates = 0usize;
+        for (index, tool) in listed.iter().enumerate() {
             let schema_hash = ContentHash::of(&Value::Array(vec![
                 tool.input_schema.clone(),
                 tool.output_schema.clone().unwrap_or(Value::Null),
@@ -311,27 +336,25 @@ impl SchemaCache {
                 .and_then(|p| p.by_name.get(&tool.name).and_then(|i| p.entries.get(*i)))
                 .filter(|old| old.schema_hash == schema_hash)
                 .map(|old| old.schemas.clone());
-            let schemas = reused.unwrap_or_else(|| {
-                self.compilations.fetch_add(1, Ordering::Relaxed);
-                let compiled = ToolSchemas::compile(tool).map(Arc::new);
-                if let Err(e) = &compiled {
-                    tracing::warn!(error = %e, "tool schema does not compile; calls to it will fail locally");
-                }
-                compiled
-            });
             if by_name.contains_key(&tool.name) {
-                tracing::warn!(tool = %tool.name, "tool listed twice; the first listing is used");
+                duplicates += 1;
             } else {
                 by_name.insert(tool.name.clone(), entries.len());
             }
             entries.push(ToolEntry {
-                tool: tool.clone(),
+                listed: listed.clone(),
+                index,
                 schema_hash,
-                schemas,
+                schemas: reused.unwrap_or_default(),
+                compilations: self.compilations.clone(),
                 annotations: ToolAnnotations::from_value(tool.annotations.as_ref()),
                 hints: RouterHints::from_meta(tool.extra.get("_meta")),
             });
         }
-        ToolSet { hash, listed: Arc::new(tools), entries, by_name }
+        if duplicates > 0 {
+            // One line for the whole listing: a hostile list of a million duplicates must not flood the log.
+            tracing::warn!(duplicates, "tools listed more than once; the first listing of each is used");
+        }
+        ToolSet { hash, listed, entries, by_name }
     }
 }

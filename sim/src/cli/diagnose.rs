@@ -127,7 +127,7 @@ impl Dialer for TimedDialer {
 
 /// Counts finished `tools/list` requests (the pages of a listing); everything goes on to tracing as usual.
 #[derive(Debug, Default)]
-struct PageCounter(AtomicU64);
+struct PageCounter(AtomicU64, TracingObserver);
 
 impl PageCounter {
     fn get(&self) -> u64 {
@@ -140,7 +140,7 @@ impl Observer for PageCounter {
         if let Event::RequestFinished { method: method::TOOLS_LIST, .. } = event {
             self.0.fetch_add(1, Ordering::Relaxed);
         }
-        TracingObserver.event(event);
+        self.1.event(event);
     }
 }
 

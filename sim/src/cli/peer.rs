@@ -99,7 +99,7 @@ impl ServerArgs {
         let dialer = self.dialer()?;
         let config = self.config()?;
         let name = dialer.describe();
-        Ok(McpClient::new(name, dialer, config, self.rng()).with_observer(Arc::new(TracingObserver)))
+        Ok(McpClient::new(name, dialer, config, self.rng()).with_observer(Arc::new(TracingObserver::default())))
     }
 
     /// The process's random stream: `--seed`, or a seed from the OS.
