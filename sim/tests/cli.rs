@@ -51,3 +51,165 @@ fn bad_scenarios_exit_2_with_file_line_column() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--set load.sessions=-3"));
 }
+
+/// The largest duration humantime reads: every key that once overflowed with it (panicking before the run, inside
+/// it, or after it with a PASS).
+const HUGE: &str = "\"18446744073709551615s\"";
+
+#[test]
+fn durations_beyond_their_range_exit_2_naming_the_key_without_a_panic() {
+    let keys = [
+        "duration",
+        "client.deadline",
+        "client.connect_timeout",
+        "network.latency",
+        "client.queue_wait",
+        "client.first_response",
+        "gateway.bulkhead.queue_wait",
+        "gateway.router.refresh_every",
+    ];
+    for key in keys {
+        let set = format!("{key}={HUGE}");
+        let o = mcpstorm(&["sim", "scenarios/smoke.toml", "--out", &scratch("huge"), "--set", &set]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{key}: {}", common::text(&o));
+        assert!(stderr.contains(&format!("--set {set}: {key}: must be at most ")), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // Issue 11's pair at once: both reported, nothing run.
+    let (deadline, refresh) = (format!("client.deadline={HUGE}"), format!("gateway.router.refresh_every={HUGE}"));
+    let out = scratch("huge-pair");
+    let o = mcpstorm(&["sim", "scenarios/smoke.toml", "--out", &out, "--set", &deadline, "--set", &refresh]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    assert!(stderr.contains("client.deadline: must be at most 7days") && stderr.contains("refresh_every"), "{stderr}");
+    assert!(!PathBuf::from(&out).join("summary.json").exists(), "nothing ran");
+}
+
+#[test]
+fn durations_and_counts_at_the_top_of_their_ranges_run_without_a_panic() {
+    let week = "\"7d\"";
+    let mut sets: Vec<String> = [
+        "client.deadline",
+        "client.connect_timeout",
+        "client.queue_wait",
+        "client.first_response",
+        "gateway.bulkhead.queue_wait",
+        "gateway.router.refresh_every",
+        "gateway.router.check_interval",
+        "gateway.router.check_timeout",
+        "gateway.router.error_window",
+        "gateway.router.ewma_decay",
+        "gateway.router.drift_window",
+        "gateway.router.drift_penalty",
+        "gateway.breaker.window",
+        "gateway.breaker.slow_call",
+        "gateway.breaker.open",
+        "gateway.breaker.open_max",
+        "gateway.breaker.half_open_max_wait",
+        "gateway.retry.base",
+        "gateway.retry.cap",
+        "gateway.budget.ttl",
+        "gateway.throttle.window",
+        "gateway.limiter.timeout",
+        "agent.backoff",
+        "agent.backoff_cap",
+        "servers[0].session_ttl",
+    ]
+    .iter()
+    .map(|key| format!("{key}={week}"))
+    .collect();
+    sets.extend(
+        [
+            // Keys bounded by the run are at the run's length; the faults at their tops (a week, × 1,000).
+            "duration=\"2s\"",
+            "network.latency=\"2s\"",
+            "network.max_latency=\"2s\"",
+            "load.think_time=\"2s\"",
+            "faults=[{ kind = \"latency_spike\", target = \"echo\", start = \"1s\", duration = \"500ms\", \
+             extra = \"7d\", multiplier = 1000.0 }, { kind = \"clock_skew\", target = \"gateway\", start = \"0s\", \
+             offset = \"+7d\", drift = 10.0 }, { kind = \"clock_skew\", target = \"echo\", start = \"500ms\", \
+             jump = \"-7d\" }]",
+            "client.max_in_flight=1000000",
+            "client.per_connection=1000000",
+            "servers[0].workers=1000000",
+            "gateway.bulkhead.max_concurrent=1000000",
+            "gateway.breaker.window_calls=100000",
+            "gateway.retry.max_attempts=100",
+            "agent.retry=\"naive\"",
+            "agent.max_retries=100",
+            "checks.p99_ms=1e9",
+        ]
+        .map(str::to_owned),
+    );
+    let out = scratch("top");
+    let mut args = vec!["sim", "scenarios/smoke.toml", "--out", &out, "--allow-large"];
+    for s in &sets {
+        args.extend(["--set", s.as_str()]);
+    }
+    let o = mcpstorm(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    let summary = common::summary(&PathBuf::from(&out));
+    assert_eq!(summary["totals"]["lost"], 0, "{summary}");
+    assert!(summary["totals"]["ok"].as_u64().is_some_and(|ok| ok > 0), "{summary}");
+}
+
+#[test]
+fn runs_beyond_the_cost_limits_exit_2_unless_allowed() {
+    let o = mcpstorm(&["validate", "scenarios/smoke.toml"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    assert!(stdout.contains("\ncost: ~5,882 calls over up to 85,000 ticks with 2 hosts"), "{stdout}");
+    assert!(stdout.contains("limits: 50,000,000 calls, 100,000,000 ticks, 200 hosts"), "{stdout}");
+
+    let sessions = "load.sessions=1000000";
+    let compare = ["compare", "scenarios/smoke.toml", "--vary", "gateway.profile", "--values", "default,naive"];
+    let runs: [Vec<&str>; 3] = [
+        vec!["validate", "scenarios/smoke.toml"],
+        vec!["sim", "scenarios/smoke.toml", "--out", "target/never"],
+        [&compare[..], &["--seeds", "1", "--out", "target/never"]].concat(),
+    ];
+    for cmd in &runs {
+        let o = mcpstorm(&[&cmd[..], &["--set", sessions]].concat());
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {}", common::text(&o));
+        assert!(stderr.contains("load.sessions: this run would cost too much"), "{stderr}");
+        assert!(
+            stderr.contains("calls 294,117,647 > 50,000,000 (load.sessions, duration, load.think_time)"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("pass --allow-large"), "{stderr}");
+    }
+    let o = mcpstorm(&["validate", "scenarios/smoke.toml", "--set", sessions, "--allow-large"]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("(--allow-large)"));
+
+    // A week-long deadline could keep the run draining for two weeks (1.2e9 ticks): refused, and with the flag it
+    // runs, and ends as soon as its calls are done.
+    let deadline = "client.deadline=\"7d\"";
+    let o = mcpstorm(&["sim", "scenarios/smoke.toml", "--out", &scratch("allowed"), "--set", deadline]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    let o =
+        mcpstorm(&["sim", "scenarios/smoke.toml", "--out", &scratch("allowed"), "--set", deadline, "--allow-large"]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    let compare_out = scratch("allowed-compare");
+    let allowed = [&compare[..], &["--seeds", "1", "--out", &compare_out, "--set", deadline]].concat();
+    assert_eq!(mcpstorm(&allowed).status.code(), Some(2));
+    let o = mcpstorm(&[&allowed[..], &["--allow-large"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+}
+
+#[test]
+fn a_scenario_that_is_not_utf8_exits_2_at_its_first_bad_byte() {
+    let dir = PathBuf::from(scratch("utf8"));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let path = dir.join("latin1.toml");
+    let mut bytes = b"#:schema ./scenario.schema.json\nname = \"caf".to_vec();
+    bytes.extend([0xE9, b'"', b'\n']);
+    std::fs::write(&path, bytes).expect("write");
+    let path = path.to_string_lossy().into_owned();
+    let o = mcpstorm(&["validate", &path]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("{path}:2:12: not UTF-8: invalid byte (0xe9) at byte offset 43")), "{stderr}");
+}

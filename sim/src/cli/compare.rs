@@ -41,6 +41,10 @@ pub struct CompareArgs {
     /// Runs at once. Default: the number of cores.
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Run even beyond the run-cost limits (calls, hosts, ticks, turmoil work, memory); the ranges of each key still
+    /// apply.
+    #[arg(long)]
+    pub allow_large: bool,
 }
 
 /// The key and values being compared: `--vary`/`--values`, or `--formulas` with every name checked up front.
@@ -64,14 +68,15 @@ const FORMULA_KEY: &str = "gateway.formula";
 pub fn run(args: CompareArgs) -> Result<(), Failure> {
     let bad = |e: &dyn std::fmt::Display| Failure::BadInput(e.to_string());
     let (key, values) = varied(&args)?;
-    let base = scenario::load_file(&args.scenario, &args.sets).map_err(|e| bad(&e))?;
+    let limits = scenario::Limits::allowing_large(args.allow_large);
+    let base = scenario::load_file_with(&args.scenario, &args.sets, &limits).map_err(|e| bad(&e))?;
     if args.seeds == 0 {
         return Err(Failure::BadInput("--seeds must be at least 1".into()));
     }
     let first = args.first_seed.unwrap_or(base.seed);
     let seeds: Vec<u64> = (0..args.seeds).map(|i| first.wrapping_add(i)).collect();
     let variants = Variant::of_key(&key, &values);
-    let plan = Plan::load(&args.scenario, &args.sets, variants, seeds).map_err(|e| bad(&e))?;
+    let plan = Plan::load(&args.scenario, &args.sets, variants, seeds, &limits).map_err(|e| bad(&e))?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&base.name, &key, &values, args.seeds));
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
 

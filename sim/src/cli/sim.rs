@@ -26,6 +26,10 @@ pub struct SimArgs {
     /// Override any key: --set load.sessions=200 --set 'faults[0].start="10s"'.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Run even beyond the run-cost limits (calls, hosts, ticks, turmoil work, memory); the ranges of each key still
+    /// apply.
+    #[arg(long)]
+    pub allow_large: bool,
 }
 
 pub fn run(args: SimArgs) -> Result<(), Failure> {
@@ -33,7 +37,9 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
     if let Some(seed) = args.seed {
         sets.push(format!("seed={seed}"));
     }
-    let base = scenario::load_file(&args.scenario, &sets).map_err(|e| Failure::BadInput(e.to_string()))?;
+    let limits = scenario::Limits::allowing_large(args.allow_large);
+    let base =
+        scenario::load_file_with(&args.scenario, &sets, &limits).map_err(|e| Failure::BadInput(e.to_string()))?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&base, &args.sets));
     let reproduce = reproduce_command(&args.scenario, base.seed, &args.sets);
     match &base.sweep {

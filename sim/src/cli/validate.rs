@@ -1,11 +1,12 @@
-//! `mcpstorm validate <scenario.toml> [--set key=value ...]`: load and check a scenario without running it.
+//! `mcpstorm validate <scenario.toml> [--set key=value ...] [--allow-large]`: load and check a scenario without
+//! running it, and print what running it would cost.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
 use super::Failure;
-use crate::scenario::load_file;
+use crate::scenario::{Limits, cost, expand_sweep, load_file_with};
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -15,11 +16,17 @@ pub struct ValidateArgs {
     /// (repeatable; the value is TOML, or else a plain string).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Accept runs beyond the run-cost limits (calls, hosts, ticks, turmoil work, memory); the ranges of each key
+    /// still apply.
+    #[arg(long)]
+    pub allow_large: bool,
 }
 
-/// Prints `ok: <name> (...)` and succeeds, or prints every problem, one per line, and fails with bad input (exit 2).
+/// Prints `ok: <name> (...)` and the run's estimated cost (each sweep row's), and succeeds; or prints every problem,
+/// one per line, and fails with bad input (exit 2).
 pub fn run(args: ValidateArgs) -> Result<(), Failure> {
-    match load_file(&args.scenario, &args.set) {
+    let limits = Limits::allowing_large(args.allow_large);
+    match load_file_with(&args.scenario, &args.set, &limits) {
         Ok(s) => {
             let values = s.sweep.as_ref().map_or(0, |sweep| sweep.values.len());
             println!(
@@ -29,6 +36,18 @@ pub fn run(args: ValidateArgs) -> Result<(), Failure> {
                 count(s.faults.len(), "fault"),
                 count(values, "sweep value")
             );
+            match &s.sweep {
+                None => println!("cost: {}", cost::estimate(&s)),
+                Some(sweep) => {
+                    // Loading expanded and checked every row already, so this cannot fail; if it did, the base's
+                    // estimate is still worth printing.
+                    let rows = expand_sweep(&s).unwrap_or_default();
+                    for (label, row) in rows {
+                        println!("cost ({} = {label}): {}", sweep.param, cost::estimate(&row));
+                    }
+                }
+            }
+            println!("limits: {limits}{}", if args.allow_large { " (--allow-large)" } else { "" });
             Ok(())
         }
         Err(e) => {

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde::Serialize;
 
 use crate::report::{FaultWindow, RunData, SecondRow, Totals};
-use crate::scenario::{self, Scenario, ScenarioError};
+use crate::scenario::{self, Limits, Scenario, ScenarioError};
 use crate::world::{self, SimError};
 use stats::{Estimate, paired, win_shares};
 
@@ -65,7 +65,14 @@ pub enum CompareError {
 }
 
 impl Plan {
-    pub fn load(path: &Path, base: &[String], variants: Vec<Variant>, seeds: Vec<u64>) -> Result<Plan, CompareError> {
+    /// Every run of the comparison, each loaded (and so validated, and held to `limits`) before any starts.
+    pub fn load(
+        path: &Path,
+        base: &[String],
+        variants: Vec<Variant>,
+        seeds: Vec<u64>,
+        limits: &Limits,
+    ) -> Result<Plan, CompareError> {
         if variants.len() < 2 {
             return Err(CompareError::TooFewVariants(variants.len()));
         }
@@ -83,7 +90,7 @@ impl Plan {
                 let mut sets = base.to_vec();
                 sets.extend(v.sets.iter().cloned());
                 sets.push(format!("seed={seed}"));
-                let s = scenario::load_file(path, &sets)
+                let s = scenario::load_file_with(path, &sets, limits)
                     .map_err(|source| CompareError::Scenario { variant: v.label.clone(), source })?;
                 if s.sweep.is_some() {
                     return Err(CompareError::Sweep(path.display().to_string()));

@@ -159,6 +159,7 @@ pub struct ToolConfig {
     #[serde(default)]
     pub error_kind: ErrorKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = MAX_PROGRESS_MS))]
     pub progress_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
@@ -180,6 +181,9 @@ pub enum ErrorKind {
 }
 
 pub const DEFAULT_REPLY: &str = "ok {tool} {latency_ms}ms";
+
+/// The longest progress period: the longest latency a call can have.
+pub const MAX_PROGRESS_MS: u64 = super::latency::MAX_LATENCY.as_secs() * 1000;
 
 impl ToolConfig {
     /// A tool with every default: instant, never failing, `{"type": "object"}` input.
@@ -278,6 +282,11 @@ impl FakeServerConfig {
             }
             if tool.progress_ms == Some(0) {
                 return invalid(at("progress_ms"), "must be at least 1".into());
+            }
+            if let Some(ms) = tool.progress_ms
+                && ms > MAX_PROGRESS_MS
+            {
+                return invalid(at("progress_ms"), format!("must be at most {MAX_PROGRESS_MS} (one day), got {ms}"));
             }
             if let Some(reply) = &tool.reply
                 && let Err(e) = args::check_template(reply)

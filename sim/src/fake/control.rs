@@ -36,7 +36,10 @@ impl Default for Faults {
 impl Faults {
     /// The latency a call runs for, given its sampled base latency.
     pub fn apply(&self, base: Duration) -> Duration {
-        base.mul_f64(self.latency_multiplier).saturating_add(self.extra_latency).min(super::latency::MAX_LATENCY)
+        // `Duration::mul_f64` panics on overflow: a product no duration holds is past the cap anyway.
+        let max = super::latency::MAX_LATENCY;
+        let scaled = Duration::try_from_secs_f64(self.latency_multiplier * base.as_secs_f64()).unwrap_or(max);
+        scaled.saturating_add(self.extra_latency).min(max)
     }
 }
 

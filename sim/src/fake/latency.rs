@@ -19,6 +19,9 @@ const Z99: f64 = 2.3263;
 /// conversion can never overflow.
 pub const MAX_LATENCY: Duration = Duration::from_secs(24 * 3600);
 
+/// Most steps a `steps` latency may default to: a hundred times the progress reports one call sends at most.
+pub const MAX_STEPS: u64 = 1_000_000;
+
 /// How long a tool takes. The `dist` key picks the variant:
 ///
 /// ```toml
@@ -63,6 +66,7 @@ pub enum LatencyDist {
         #[serde(default = "default_step_ms_arg")]
         step_ms_arg: String,
         #[serde(default = "default_steps")]
+        #[schemars(range(max = MAX_STEPS))]
         default_steps: u64,
         #[serde(default = "default_step_ms")]
         default_step_ms: f64,
@@ -104,26 +108,28 @@ impl LatencyDraw {
 impl LatencyDist {
     /// Checks the parameters. The error names the offending field (relative to `latency`).
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
-        let non_negative = |field: &'static str, v: f64| {
-            if v.is_finite() && v >= 0.0 {
+        // Samples are clamped to MAX_LATENCY anyway; a parameter beyond it is a mistake worth naming.
+        let max_ms = MAX_LATENCY.as_millis() as f64;
+        let milliseconds = |field: &'static str, v: f64| {
+            if v.is_finite() && (0.0..=max_ms).contains(&v) {
                 Ok(())
             } else {
-                Err((field, format!("must be a finite number >= 0, got {v}")))
+                Err((field, format!("must be a finite number >= 0 and at most {max_ms} (one day), got {v}")))
             }
         };
         match self {
-            LatencyDist::Fixed { ms } => non_negative("ms", *ms),
+            LatencyDist::Fixed { ms } => milliseconds("ms", *ms),
             LatencyDist::Uniform { min_ms, max_ms } => {
-                non_negative("min_ms", *min_ms)?;
-                non_negative("max_ms", *max_ms)?;
+                milliseconds("min_ms", *min_ms)?;
+                milliseconds("max_ms", *max_ms)?;
                 if min_ms > max_ms {
                     return Err(("max_ms", format!("must be >= min_ms ({min_ms}), got {max_ms}")));
                 }
                 Ok(())
             }
             LatencyDist::Normal { mean_ms, stddev_ms } => {
-                non_negative("mean_ms", *mean_ms)?;
-                non_negative("stddev_ms", *stddev_ms)
+                milliseconds("mean_ms", *mean_ms)?;
+                milliseconds("stddev_ms", *stddev_ms)
             }
             LatencyDist::Lognormal { p50_ms, p99_ms } => {
                 if !(p50_ms.is_finite() && *p50_ms > 0.0) {
@@ -132,19 +138,23 @@ impl LatencyDist {
                 if !(p99_ms.is_finite() && p99_ms >= p50_ms) {
                     return Err(("p99_ms", format!("must be >= p50_ms ({p50_ms}), got {p99_ms}")));
                 }
+                milliseconds("p99_ms", *p99_ms)?;
                 Ok(())
             }
             LatencyDist::Arg { name, default_ms } => {
                 if name.is_empty() {
                     return Err(("name", "must name an argument".to_owned()));
                 }
-                non_negative("default_ms", *default_ms)
+                milliseconds("default_ms", *default_ms)
             }
-            LatencyDist::Steps { steps_arg, step_ms_arg, default_step_ms, .. } => {
+            LatencyDist::Steps { steps_arg, step_ms_arg, default_steps, default_step_ms } => {
                 if steps_arg.is_empty() || step_ms_arg.is_empty() {
                     return Err(("steps_arg", "argument names must not be empty".to_owned()));
                 }
-                non_negative("default_step_ms", *default_step_ms)
+                if *default_steps > MAX_STEPS {
+                    return Err(("default_steps", format!("must be at most {MAX_STEPS}, got {default_steps}")));
+                }
+                milliseconds("default_step_ms", *default_step_ms)
             }
         }
     }

@@ -27,6 +27,7 @@ use mcpstorm_core::resilience::throttle::ThrottleConfig;
 use mcpstorm_core::session::ext::GatewayProfile;
 
 use super::model::Dur;
+use super::ranges;
 
 /// Buckets a time window is cut into (the breaker's and the budget's): a tenth of the window per bucket, so the
 /// window forgets in steps of 10%.
@@ -60,6 +61,7 @@ pub struct BreakerSpec {
     pub window: Dur,
     /// Count-based instead: the rates are over the last this many calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_WINDOW_CALLS))]
     pub window_calls: Option<u32>,
     /// Open when failures / calls reach this (inclusive), in (0, 1].
     #[serde(default = "default_failure_rate")]
@@ -72,6 +74,7 @@ pub struct BreakerSpec {
     pub slow_call: Dur,
     /// No verdict before this many calls are in the window.
     #[serde(default = "default_minimum_calls")]
+    #[schemars(range(min = 1, max = ranges::MAX_WINDOW_CALLS))]
     pub minimum_calls: u32,
     /// The first open period.
     #[serde(default = "default_open")]
@@ -88,6 +91,7 @@ pub struct BreakerSpec {
     pub open_jitter: f64,
     /// Probes admitted at once in half-open, and consecutive successes that close it.
     #[serde(default = "default_probes")]
+    #[schemars(range(min = 1, max = ranges::MAX_THRESHOLD))]
     pub half_open_probes: u32,
     /// Half-open that has not decided by then re-opens (a probe that never reports cannot wedge it).
     #[serde(default = "default_half_open_max_wait")]
@@ -112,6 +116,7 @@ pub struct RetrySpec {
     pub enabled: bool,
     /// Attempts in all, the first included (≥ 1).
     #[serde(default = "default_max_attempts")]
+    #[schemars(range(min = 1, max = ranges::MAX_ATTEMPTS))]
     pub max_attempts: u32,
     /// `"full_jitter"` or `"seed"` (seed 002's 1, 2, 4, 8, 10 s ± 20%).
     #[serde(default)]
@@ -201,6 +206,7 @@ pub struct BulkheadSpec {
     /// The cap of a pool whose server declares no `max_concurrent_requests` (≥ 1); absent: the load host's
     /// in-flight cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub max_concurrent: Option<usize>,
     /// Caps by server name, overriding what the server declares.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -238,10 +244,13 @@ pub struct LimiterSpec {
     #[serde(default)]
     pub kind: LimiterName,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = ranges::MAX_CONCURRENCY))]
     pub initial: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub min: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = ranges::MAX_CONCURRENCY))]
     pub max: Option<usize>,
     /// `aimd`: the limit is multiplied by this on a drop, in (0, 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -254,9 +263,11 @@ pub struct LimiterSpec {
     pub smoothing: Option<f64>,
     /// `gradient2`: samples in the long-term RTT average.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = ranges::MAX_CONCURRENCY))]
     pub long_window: Option<u32>,
     /// `gradient2`: samples before the limit moves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = ranges::MAX_CONCURRENCY))]
     pub warmup: Option<u32>,
     /// `gradient2`: how much slower than the long-term RTT is still fine (≥ 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]

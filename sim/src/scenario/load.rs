@@ -1,4 +1,5 @@
-//! Loading a scenario: read, parse (spanned), apply `--set`, deserialize strictly, validate, expand the sweep.
+//! Loading a scenario: read (UTF-8), parse (spanned), apply `--set`, deserialize strictly, validate (ranges
+//! included), hold each run to the cost limits, expand the sweep.
 //!
 //! Each stage reports every problem it can find, each with `file:line:column` (or the `--set` argument) and the key
 //! path; a later stage runs only when the earlier ones found nothing, since its findings would be noise. serde stops
@@ -12,6 +13,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+use super::cost::{self, Limits};
 use super::doc::{self, Node, Source};
 use super::error::{Location, Problem, ScenarioError};
 use super::model::Scenario;
@@ -22,21 +24,48 @@ use super::validate::{self, Issue};
 /// At most this many problems from deserialization (each one costs a retry).
 const MAX_SERDE_PROBLEMS: usize = 32;
 
-/// Reads, parses and validates the scenario at `path`, with `--set` arguments `sets` (`key=value`) applied. Errors
-/// name `path` as given.
+/// Reads, parses and validates the scenario at `path`, with `--set` arguments `sets` (`key=value`) applied, under
+/// the default run-cost limits ([`Limits::DEFAULT`]). Errors name `path` as given.
 pub fn load_file(path: &Path, sets: &[String]) -> Result<Scenario, ScenarioError> {
-    let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError::Read { path: origin.clone(), message: e.to_string() })?;
-    load_str(&text, &origin, sets)
+    load_file_with(path, sets, &Limits::DEFAULT)
 }
 
-/// Parses and validates scenario text; `origin` names it in errors (usually the file's path). When the scenario
-/// has a sweep, every value is applied and checked too, so a loaded scenario's [`expand_sweep`] cannot fail.
+/// [`load_file`] under the run-cost limits `limits` ([`Limits::NONE`] for `--allow-large`).
+pub fn load_file_with(path: &Path, sets: &[String], limits: &Limits) -> Result<Scenario, ScenarioError> {
+    let origin = path.display().to_string();
+    let bytes =
+        std::fs::read(path).map_err(|e| ScenarioError::Read { path: origin.clone(), message: e.to_string() })?;
+    let text = String::from_utf8(bytes).map_err(|e| not_utf8(&origin, &e))?;
+    load_str_with(&text, &origin, sets, limits)
+}
+
+/// Where a file stops being UTF-8: the byte offset, line and column (in characters) of its first invalid byte.
+fn not_utf8(origin: &str, e: &std::string::FromUtf8Error) -> ScenarioError {
+    let at = e.utf8_error().valid_up_to();
+    let bytes = e.as_bytes();
+    // The prefix up to `at` is valid by definition; the empty fallback is never taken.
+    let valid = bytes.get(..at).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default();
+    let (line, column) = doc::line_column(valid, at);
+    let byte = bytes.get(at).map_or_else(String::new, |b| format!(" (0x{b:02x})"));
+    ScenarioError::Invalid(vec![Problem {
+        location: Location::File { origin: origin.to_owned(), line, column },
+        key: None,
+        message: format!("not UTF-8: invalid byte{byte} at byte offset {at}; a scenario file is UTF-8 text"),
+    }])
+}
+
+/// Parses and validates scenario text under the default run-cost limits; `origin` names it in errors (usually the
+/// file's path). When the scenario has a sweep, every value is applied and checked too, so a loaded scenario's
+/// [`expand_sweep`] cannot fail.
 ///
 /// [`expand_sweep`]: super::expand_sweep
 pub fn load_str(text: &str, origin: &str, sets: &[String]) -> Result<Scenario, ScenarioError> {
-    process(text, origin, sets).map(|(scenario, _)| scenario)
+    load_str_with(text, origin, sets, &Limits::DEFAULT)
+}
+
+/// [`load_str`] under the run-cost limits `limits`.
+pub fn load_str_with(text: &str, origin: &str, sets: &[String], limits: &Limits) -> Result<Scenario, ScenarioError> {
+    process(text, origin, sets, limits).map(|(scenario, _)| scenario)
 }
 
 /// The whole pipeline: the base scenario and, when it has a sweep, one scenario per value.
@@ -44,6 +73,7 @@ pub(crate) fn process(
     text: &str,
     origin: &str,
     sets: &[String],
+    limits: &Limits,
 ) -> Result<(Scenario, Vec<(String, Scenario)>), ScenarioError> {
     let src = Source { origin, text, sets };
     let table = DeTable::parse(text).map_err(|e| ScenarioError::Invalid(vec![syntax_problem(&src, &e)]))?;
@@ -59,13 +89,28 @@ pub(crate) fn process(
             return Err(invalid(problems, &src));
         }
     };
-    fail_if_any(locate(validate::check(&scenario), &root, &src), &src)?;
+    // With a sweep, only the rows run, so only they are held to the cost limits.
+    let runs_itself = scenario.sweep.is_none();
+    fail_if_any(locate(checked(&scenario, runs_itself, limits), &root, &src), &src)?;
 
     let runs = match &scenario.sweep {
         None => Vec::new(),
-        Some(_) => expand(&root, &scenario, &src)?,
+        Some(_) => expand(&root, &scenario, &src, limits)?,
     };
     Ok((scenario, runs))
+}
+
+/// Validation, then, when it passes and `runs` (the scenario is run as it is), the run-cost limits: the estimate is
+/// only meaningful for values in their ranges.
+fn checked(scenario: &Scenario, runs: bool, limits: &Limits) -> Vec<Issue> {
+    let mut issues = validate::check(scenario);
+    if issues.is_empty()
+        && runs
+        && let Some((path, message)) = cost::estimate(scenario).over(limits)
+    {
+        issues.push(Issue { path, message });
+    }
+    issues
 }
 
 fn fail_if_any(problems: Vec<Problem>, src: &Source<'_>) -> Result<(), ScenarioError> {
@@ -207,7 +252,12 @@ fn locate(issues: Vec<Issue>, root: &Node<'_>, src: &Source<'_>) -> Vec<Problem>
 }
 
 /// Runs every sweep value through the same strict path as the file: put at the parameter, deserialized, validated.
-fn expand(root: &Node<'_>, scenario: &Scenario, src: &Source<'_>) -> Result<Vec<(String, Scenario)>, ScenarioError> {
+fn expand(
+    root: &Node<'_>,
+    scenario: &Scenario,
+    src: &Source<'_>,
+    limits: &Limits,
+) -> Result<Vec<(String, Scenario)>, ScenarioError> {
     let Some(sweep) = &scenario.sweep else { return Ok(Vec::new()) };
     let param_span = doc::get(root, &KeyPath::root().key("sweep").key("param")).map_or(0..0, Spanned::span);
     let at_param = |message: String| Problem {
@@ -239,7 +289,7 @@ fn expand(root: &Node<'_>, scenario: &Scenario, src: &Source<'_>) -> Result<Vec<
         }
         let found = match deserialize(&run, src) {
             Ok(scenario) => {
-                let issues = locate(validate::check(&scenario), &run, src);
+                let issues = locate(checked(&scenario, true, limits), &run, src);
                 if issues.is_empty() {
                     runs.push((label, scenario));
                     continue;

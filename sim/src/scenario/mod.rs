@@ -3,8 +3,10 @@
 //!
 //! Map: `model` (serde types, defaults in their doc tables) · `load` (the pipeline) · `doc` (the spanned TOML tree:
 //! spans to key paths and back) · `path` (key paths) · `overrides` (`--set`, sweeps) · `validate` (semantic rules) ·
-//! `error` (what the CLI prints) · `schema` · `layers` (the gateway's resilience tables).
+//! `ranges` (every duration's and count's bounds) · `cost` (a run's estimated cost and its limits) · `error` (what
+//! the CLI prints) · `schema` · `layers` (the gateway's resilience tables).
 
+pub mod cost;
 mod doc;
 mod error;
 pub mod layers;
@@ -12,14 +14,16 @@ mod load;
 pub mod model;
 mod overrides;
 mod path;
+pub mod ranges;
 pub mod schema;
 mod validate;
 
 #[cfg(test)]
 mod tests;
 
+pub use cost::{Cost, Limits};
 pub use error::{Location, Problem, ScenarioError};
-pub use load::{load_file, load_str};
+pub use load::{load_file, load_file_with, load_str, load_str_with};
 pub use model::*;
 pub use overrides::{expand_sweep, label as sweep_label};
 pub use validate::{GATEWAY, GOSSIP, MAX_RETRIES, resolve_target, validate};

@@ -15,6 +15,7 @@ use mcpstorm_core::router::RouterConfig;
 use mcpstorm_core::session::ext::{AuthScheme, Credential, GatewayProfile, Secret};
 
 use super::layers::{BreakerSpec, BudgetSpec, BulkheadSpec, LayerSpecs, LimiterSpec, RetrySpec, ThrottleSpec};
+use super::ranges;
 use crate::fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError, both_eras};
 
 /// A duration written with a unit: `"250ms"`, `"2s"`, `"1m30s"`.
@@ -39,7 +40,7 @@ impl JsonSchema for Dur {
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
             "type": "string",
-            "description": "A duration with a unit: \"250ms\", \"2s\", \"1m30s\" (units: ns, us, ms, s, m, h, d).",
+            "description": "A duration with a unit: \"250ms\", \"2s\", \"1m30s\" (units: ns, us, ms, s, m, h, d); at most 7 days.",
             "pattern": "^\\s*([0-9]+\\s*[a-zA-Zµ]+\\s*)+$",
             "examples": ["250ms", "2s", "1m30s"]
         })
@@ -95,7 +96,7 @@ impl JsonSchema for SignedDur {
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
             "type": "string",
-            "description": "A duration with a unit and an optional sign: \"-3m\" (behind), \"+30s\", \"90s\" (ahead).",
+            "description": "A duration with a unit and an optional sign: \"-3m\" (behind), \"+30s\", \"90s\" (ahead); at most 7 days either way.",
             "pattern": "^\\s*[+-]?\\s*([0-9]+\\s*[a-zA-Zµ]+\\s*)+$",
             "examples": ["-3m", "+30s", "90s"]
         })
@@ -125,8 +126,11 @@ impl<'de> Deserialize<'de> for SignedDur {
 /// | `name`        | required | names the report directory                                      |
 /// | `description` | `""`     | shown in the summary                                            |
 /// | `seed`        | 1        | the run's seed; `--seed` overrides                              |
-/// | `duration`    | required | simulated time to run (a closed loop with `calls` may end early) |
-/// | `tick`        | `"1ms"`  | turmoil's step                                                  |
+/// | `duration`    | required | simulated time to run (a closed loop with `calls` may end early), at most 7 days |
+/// | `tick`        | `"1ms"`  | turmoil's step, 1 µs to 1 s                                     |
+///
+/// Every duration is at most 7 days and every count has a maximum (see [`ranges`](super::ranges)); a run whose
+/// estimated cost exceeds the limits of [`cost`](super::cost) is refused unless `--allow-large` is given.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -138,9 +142,9 @@ pub struct Scenario {
     /// The run's seed; `--seed` overrides it.
     #[serde(default = "default_seed")]
     pub seed: u64,
-    /// Simulated time to run (a closed loop with `calls` may end early).
+    /// Simulated time to run (a closed loop with `calls` may end early); at most 7 days.
     pub duration: Dur,
-    /// turmoil's step: every tick is executed, so a finer tick costs wall time.
+    /// turmoil's step, 1 µs to 1 s (and at most `duration`): every tick is executed, so a finer tick costs wall time.
     #[serde(default = "default_tick")]
     pub tick: Dur,
     #[serde(default)]
@@ -325,6 +329,7 @@ pub struct RouterSpec {
     #[serde(default = "RouterSpec::check_timeout")]
     pub check_timeout: Dur,
     #[serde(default = "RouterSpec::failure_threshold")]
+    #[schemars(range(min = 1, max = ranges::MAX_THRESHOLD))]
     pub failure_threshold: u32,
     #[serde(default = "RouterSpec::error_window")]
     pub error_window: Dur,
@@ -368,6 +373,19 @@ impl RouterSpec {
     }
     fn refresh_every() -> Dur {
         Dur(GatewayConfig::default().refresh_every)
+    }
+
+    /// Every duration of the table, by key: validation checks each one the same way.
+    pub fn durations(&self) -> [(&'static str, Dur); 7] {
+        [
+            ("check_interval", self.check_interval),
+            ("check_timeout", self.check_timeout),
+            ("error_window", self.error_window),
+            ("ewma_decay", self.ewma_decay),
+            ("drift_window", self.drift_window),
+            ("drift_penalty", self.drift_penalty),
+            ("refresh_every", self.refresh_every),
+        ]
     }
 
     /// The core's configuration with these values.
@@ -464,10 +482,10 @@ fn default_tick() -> Dur {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
-    /// One-way message latency (turmoil's minimum).
+    /// One-way message latency (turmoil's minimum); at most the run's `duration`.
     #[serde(default = "default_latency")]
     pub latency: Dur,
-    /// Upper bound for latency jitter; defaults to `latency` (no jitter).
+    /// Upper bound for latency jitter; defaults to `latency` (no jitter); at most the run's `duration`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_latency: Option<Dur>,
     /// Probability a message is dropped. turmoil never retransmits: a drop stalls that TCP stream for good.
@@ -493,15 +511,18 @@ pub struct ServerSpec {
     pub name: String,
     /// Identical replicas, one host each.
     #[serde(default = "one")]
+    #[schemars(range(min = 1, max = ranges::MAX_HOSTS))]
     pub replicas: usize,
     /// `serverInfo.version`.
     #[serde(default = "default_version")]
     pub version: String,
     /// Server-side worker pool per replica; absent = unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub workers: Option<usize>,
     /// `tools/list` page size; absent = one page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub page_size: Option<usize>,
     /// The tools (`[[servers.tools]]`), listed in this order.
     pub tools: Vec<ToolConfig>,
@@ -511,6 +532,7 @@ pub struct ServerSpec {
     pub eras: Vec<ProtocolEra>,
     /// `ttlMs` of modern cacheable results (`server/discover`, `tools/list`).
     #[serde(default)]
+    #[schemars(range(min = 0, max = ranges::MAX_DURATION_MS))]
     pub cache_ttl_ms: u64,
     /// A legacy-only server's answer to `server/discover`: `"method_not_found"` (-32601), `"invalid_params"`
     /// (-32602, as Python `mcp` 1.x) or `"silent"` (none: the client's probe times out).
@@ -541,9 +563,11 @@ pub struct ServerSpec {
     pub capabilities: BTreeMap<String, Vec<String>>,
     /// Declared P95 latency (ms): the router's `latency_ratio` divides by it. Sent in `_meta`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = ranges::MAX_DURATION_MS))]
     pub latency_p95_ms: Option<f64>,
     /// Declared concurrency limit: the router's `capacity` is the share of it free. Sent in `_meta`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub max_concurrent_requests: Option<u32>,
     /// Active health checks call this tool instead of `ping`; three failures in a row take the replica out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -596,18 +620,22 @@ pub struct Load {
     pub mode: LoadMode,
     /// Closed loop: agent sessions, each calling, waiting for the outcome, thinking, calling again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_SESSIONS))]
     pub sessions: Option<usize>,
-    /// Closed loop: pause between a call's outcome and the session's next call.
+    /// Closed loop: pause between a call's outcome and the session's next call; at most the run's `duration`.
     #[serde(default)]
     pub think_time: Dur,
     /// Open loop: Poisson arrivals per second across all load hosts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = ranges::MAX_RATE))]
     pub rate: Option<f64>,
     /// Stop issuing after this many logical calls (the run then ends when they are done).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_CALLS))]
     pub calls: Option<u64>,
     /// Load-generator hosts; sessions and arrivals are spread across them.
     #[serde(default = "one")]
+    #[schemars(range(min = 1, max = ranges::MAX_HOSTS))]
     pub hosts: usize,
     /// What agents call, picked by weight for each logical call.
     pub mix: Vec<MixEntry>,
@@ -631,6 +659,7 @@ pub struct MixEntry {
     pub tool: String,
     /// Relative weight (> 0).
     #[serde(default = "unit_weight")]
+    #[schemars(range(max = ranges::MAX_WEIGHT))]
     pub weight: f64,
     /// The call's arguments, a table.
     #[serde(default = "empty_args")]
@@ -669,6 +698,7 @@ pub struct Agent {
     pub retry: RetryMode,
     /// Retries per logical call (so at most `1 + max_retries` attempts).
     #[serde(default)]
+    #[schemars(range(min = 0, max = ranges::MAX_ATTEMPTS))]
     pub max_retries: u32,
     /// `polite`: the ceiling of the first wait; each retry doubles it (full jitter: uniform below the ceiling).
     #[serde(default = "default_agent_backoff")]
@@ -728,9 +758,11 @@ impl RetryMode {
 pub struct ClientSpec {
     /// Global in-flight limit per load host (seed 002's default: 50).
     #[serde(default = "default_max_in_flight")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub max_in_flight: usize,
     /// Per-connection in-flight limit.
     #[serde(default = "default_per_connection")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub per_connection: usize,
     /// Longest wait for an in-flight slot.
     #[serde(default = "default_queue_wait")]
@@ -812,6 +844,7 @@ pub struct Fault {
     pub extra: Option<Dur>,
     /// `latency_spike`: every call's latency is multiplied by it (>= 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_MULTIPLIER))]
     pub multiplier: Option<f64>,
     /// `error_burst`: probability in [0, 1] that a call fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1024,6 +1057,7 @@ fn scalar_values_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "array",
         "minItems": 1,
+        "maxItems": ranges::MAX_SWEEP_VALUES,
         "items": { "type": ["string", "number", "integer", "boolean"] }
     })
 }
@@ -1042,7 +1076,7 @@ impl ServerSpec {
             eras: self.eras.clone(),
             cache_ttl_ms: self.cache_ttl_ms,
             legacy_discover: self.legacy_discover,
-            session_ttl_ms: self.session_ttl.map(|d| d.0.as_millis() as u64),
+            session_ttl_ms: self.session_ttl.map(|d| u64::try_from(d.0.as_millis()).unwrap_or(u64::MAX)),
             renew: self.renew,
             auth_schemes: self.auth_schemes.clone(),
             validation_error: self.validation_error,

@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use toml::Spanned;
 use toml::de::DeValue;
 
+use super::cost::Limits;
 use super::doc::{self, Node, Source};
 use super::error::{Location, Problem, ScenarioError};
 use super::model::Scenario;
@@ -96,7 +97,9 @@ pub fn expand_sweep(base: &Scenario) -> Result<Vec<(String, Scenario)>, Scenario
             message: format!("cannot write the scenario as TOML: {e}"),
         }])
     })?;
-    let (_, mut runs) = super::load::process(&text, &format!("{} (as TOML)", base.name), &[])?;
+    // The rows of a loaded scenario were held to the caller's cost limits already; one built in code is the caller's
+    // to judge (`cost::estimate`).
+    let (_, mut runs) = super::load::process(&text, &format!("{} (as TOML)", base.name), &[], &Limits::NONE)?;
     if !sweeps_seed {
         runs.iter_mut().for_each(|(_, run)| run.seed = base.seed);
     }

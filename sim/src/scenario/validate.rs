@@ -9,11 +9,12 @@ use serde_json::Value;
 
 use super::model::{DriftKind, Fault, FaultKind, LoadMode, Scenario, ServerSpec};
 use super::path::KeyPath;
+use super::ranges::{self, MIN_TICK, Upper};
 use crate::fake::{ConfigError, FakeServerConfig};
 use mcpstorm_core::router::FormulaSpec;
 
 /// The most retries an agent may make per call: beyond it a run is all retries.
-pub const MAX_RETRIES: u32 = 100;
+pub const MAX_RETRIES: u32 = ranges::MAX_ATTEMPTS as u32;
 
 /// One failed rule: the key path (`load.mix[2].tool`) and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +80,22 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
     check_faults(&mut c, s);
     check_checks_and_sweep(&mut c, s);
     check_routing(&mut c, s);
+    check_ranges(&mut c, s);
     c.issues
+}
+
+/// The upper bounds of every duration and count ([`ranges`]): what keeps the run's arithmetic far from overflow.
+fn check_ranges(c: &mut Checker, s: &Scenario) {
+    for key in ranges::durations(s) {
+        if key.upper != Upper::RunByOwnRule && key.value > key.upper.of(s) {
+            c.fail(key.path, format!("must be at most {}, got {}", key.upper.describe(s), ranges::shown(key.value)));
+        }
+    }
+    for key in ranges::counts(s) {
+        if key.value > key.max {
+            c.fail(key.path, format!("must be at most {}, got {}", ranges::number(key.max), ranges::number(key.value)));
+        }
+    }
 }
 
 fn check_top(c: &mut Checker, s: &Scenario) {
@@ -93,8 +109,8 @@ fn check_top(c: &mut Checker, s: &Scenario) {
     }
     c.positive("duration", s.duration.0);
     c.positive("tick", s.tick.0);
-    if !s.tick.0.is_zero() && !s.duration.0.is_zero() && s.tick.0 > s.duration.0 {
-        c.fail("tick", format!("must not be longer than duration ({})", humantime::format_duration(s.duration.0)));
+    if !s.tick.0.is_zero() && s.tick.0 < MIN_TICK {
+        c.fail("tick", format!("must be at least {} (every tick is executed), got {}", fmt(MIN_TICK), fmt(s.tick.0)));
     }
     c.probability("network.fail_rate", s.network.fail_rate);
     if let Some(max) = s.network.max_latency
@@ -248,9 +264,6 @@ fn names(servers: &[ServerSpec]) -> String {
 }
 
 fn check_agent_and_client(c: &mut Checker, s: &Scenario) {
-    if s.agent.max_retries > MAX_RETRIES {
-        c.fail("agent.max_retries", format!("must be at most {MAX_RETRIES}, got {}", s.agent.max_retries));
-    }
     if s.agent.retry.retries() && s.agent.max_retries == 0 {
         let mode = serde_json::to_value(s.agent.retry).ok().and_then(|v| v.as_str().map(str::to_owned));
         c.fail("agent.max_retries", format!("must be at least 1 with retry = {:?}", mode.unwrap_or_default()));
@@ -581,15 +594,7 @@ fn check_routing(c: &mut Checker, s: &Scenario) {
         }
     }
     let r = &g.router;
-    for (key, d) in [
-        ("check_interval", r.check_interval),
-        ("check_timeout", r.check_timeout),
-        ("error_window", r.error_window),
-        ("ewma_decay", r.ewma_decay),
-        ("drift_window", r.drift_window),
-        ("drift_penalty", r.drift_penalty),
-        ("refresh_every", r.refresh_every),
-    ] {
+    for (key, d) in r.durations() {
         c.positive(&format!("gateway.router.{key}"), d.0);
     }
     if r.failure_threshold == 0 {

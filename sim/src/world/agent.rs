@@ -66,7 +66,9 @@ pub fn next(
         RetryMode::Reflective => Next::Retry { after: Duration::ZERO, args: rephrase(args, attempt + 1) },
         RetryMode::Polite => {
             let ceiling = agent.backoff.0.saturating_mul(1u32 << attempt.min(20)).min(agent.backoff_cap.0);
-            Next::Retry { after: ceiling.mul_f64(rng.random::<f64>()), args: args.clone() }
+            // `mul_f64` could panic on a ceiling near `Duration::MAX` (a scenario built in code, unvalidated).
+            let after = Duration::try_from_secs_f64(rng.random::<f64>() * ceiling.as_secs_f64()).unwrap_or(ceiling);
+            Next::Retry { after, args: args.clone() }
         }
     }
 }

@@ -87,7 +87,8 @@ impl Timeline {
                 // A fault with nothing to undo has no end (a zero-length clock skew is a one-off change).
                 let one_off = f.kind.instant() || (f.kind == FaultKind::ClockSkew && f.duration.0.is_zero());
                 let ends = !one_off;
-                let end = ends.then_some(Transition { at: f.start.0 + f.duration.0, fault: i, start: false });
+                let end =
+                    ends.then_some(Transition { at: f.start.0.saturating_add(f.duration.0), fault: i, start: false });
                 std::iter::once(start).chain(end)
             })
             .collect();
@@ -196,7 +197,8 @@ impl Timeline {
             }
             match f.kind {
                 FaultKind::LatencySpike => {
-                    extra += f.extra.map(|d| d.0).unwrap_or_default();
+                    // Overlapping spikes compose; saturating, and the fake server clamps the result to a day.
+                    extra = extra.saturating_add(f.extra.map(|d| d.0).unwrap_or_default());
                     multiplier *= f.multiplier.unwrap_or(1.0);
                 }
                 FaultKind::ErrorBurst => rate = Some(rate.unwrap_or(0.0).max(f.rate.unwrap_or(0.0))),
@@ -222,7 +224,7 @@ impl Timeline {
             .iter()
             .map(|f| {
                 let lasting = f.kind == FaultKind::ClockSkew && !f.reset && (f.offset.is_some() || f.drift.is_some());
-                let end = if lasting { self.run } else { f.start.0 + f.duration.0 };
+                let end = if lasting { self.run } else { f.start.0.saturating_add(f.duration.0) };
                 FaultWindow {
                     label: format!("{} {}", f.kind.as_str(), f.target),
                     start_s: f.start.0.as_secs_f64(),

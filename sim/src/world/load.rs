@@ -236,7 +236,11 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             let start = Instant::now();
             let mut next = start;
             while plan.claim() {
-                next += Duration::from_secs_f64(gap.sample(&mut rng));
+                // A gap no instant can hold (a rate so low that the next call would come after the end of time)
+                // ends the arrivals: the load ends long before it.
+                let gap = Duration::try_from_secs_f64(gap.sample(&mut rng)).ok();
+                let Some(at) = gap.and_then(|gap| next.checked_add(gap)) else { break };
+                next = at;
                 sleep_until(next).await;
                 if LoadPlan::now() >= plan.scenario.duration.0 {
                     break;
@@ -244,7 +248,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                 let index = pick_weighted(&mut rng, &weights);
                 let (plan, clients, target) = (plan.clone(), clients.clone(), targets[index].clone());
                 // The intended send time is `next`, whether or not this host got to it on time.
-                let intended = LoadPlan::now() - Instant::now().saturating_duration_since(next);
+                let intended = LoadPlan::now().saturating_sub(Instant::now().saturating_duration_since(next));
                 tasks.spawn(async move { logical_call(&plan, &clients, &target, intended).await });
             }
         }

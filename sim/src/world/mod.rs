@@ -27,7 +27,7 @@ pub use clock::SimClock;
 pub use hosts::{load_host, server_host};
 pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE};
-pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
+pub use recorder::{CALLS_CAP, GatewayObserver, Outcome, Recorder, SimObserver, second_bytes};
 
 use mcpstorm_core::history::ServerCallRecord;
 
@@ -49,12 +49,6 @@ pub enum SimError {
     Turmoil(String),
 }
 
-/// How long after the load ends the run waits for started calls: one full attempt deadline per possible attempt is
-/// not needed — retries after the load ends are few — so two deadlines plus reconnect time.
-fn drain_limit(scenario: &Scenario) -> Duration {
-    scenario.client.deadline.0 * 2 + scenario.client.connect_timeout.0 + Duration::from_secs(10)
-}
-
 /// Runs one scenario (no sweep) and returns what happened, with the call history (one record per attempt, for
 /// `calls.csv`). `reproduce` is the command line that reproduces it.
 /// `progress(now, end)` is called once per simulated second, for a progress bar on long runs.
@@ -67,12 +61,14 @@ pub fn run(
     #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
     let wall_start = std::time::Instant::now();
     let net = &scenario.network;
-    let limit = scenario.duration.0 + drain_limit(scenario);
+    // The load's duration plus the drain (see `cost::drain_limit`), saturating: validation bounds both, and a
+    // scenario built in code that skipped it must not overflow here.
+    let limit = crate::scenario::cost::time_limit(scenario);
     let mut sim = turmoil::Builder::new()
         .rng_seed(scenario.seed)
         .epoch(UNIX_EPOCH + Duration::from_secs(EPOCH_SECS))
         .tick_duration(scenario.tick.0)
-        .simulation_duration(limit + Duration::from_secs(1))
+        .simulation_duration(limit.saturating_add(Duration::from_secs(1)))
         .min_message_latency(net.latency.0)
         .max_message_latency(net.max_latency.map_or(net.latency.0, |d| d.0))
         .fail_rate(net.fail_rate)
@@ -160,7 +156,9 @@ pub fn run(
 
     let (seconds, events, mut totals) = recorder.finish(finished_at);
     totals.error_window_s = error_window(&seconds, scenario);
-    totals.schema_refusals = handles.controls.values().map(|c| c.stats().schema_rejections).sum();
+    // Sums of counters saturate, as every figure of a run does: nothing a scenario asks for may panic here.
+    totals.schema_refusals =
+        handles.controls.values().map(|c| c.stats().schema_rejections).fold(0, u64::saturating_add);
     totals.amplification_during_fault = phases.amplification_during(&seconds);
     totals.recovery_s = phases.recovery_s(&seconds, scenario.duration.0.min(finished_at));
     let calls = recorder.take_calls();
@@ -229,7 +227,11 @@ fn evaluate_checks(scenario: &Scenario, totals: &crate::report::Totals) -> Vec<C
     check("healthy_p99_ratio", c.healthy_p99_ratio, totals.healthy_p99_ratio);
     check("recovery_s", c.recovery_s, totals.recovery_s);
     check("misroutes", c.misroutes.map(|l| l as f64), totals.misroutes as f64);
-    check("degraded", c.degraded.map(|l| l as f64), totals.degraded.values().sum::<u64>() as f64);
+    check(
+        "degraded",
+        c.degraded.map(|l| l as f64),
+        totals.degraded.values().fold(0u64, |n, d| n.saturating_add(*d)) as f64,
+    );
     out
 }
 

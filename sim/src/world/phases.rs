@@ -33,7 +33,7 @@ impl Phases {
                 targeted.insert(scenario.servers[s].name.clone());
             }
             if !f.kind.instant() && !f.duration.0.is_zero() {
-                windows.push((f.start.0, f.start.0 + f.duration.0));
+                windows.push((f.start.0, f.start.0.saturating_add(f.duration.0)));
             }
         }
         Phases { windows, targeted }
@@ -73,8 +73,9 @@ impl Phases {
 
     /// Attempts per logical call over the seconds the fault windows touch (0 without windows or calls).
     pub fn amplification_during(&self, rows: &[SecondRow]) -> f64 {
-        let (attempts, offered) =
-            rows.iter().filter(|r| self.second_during(r.t)).fold((0, 0), |(a, o), r| (a + r.attempts, o + r.offered));
+        // Saturating: a count that could overflow is already meaningless, but must not panic a debug build.
+        let add = |(a, o): (u64, u64), r: &SecondRow| (a.saturating_add(r.attempts), o.saturating_add(r.offered));
+        let (attempts, offered) = rows.iter().filter(|r| self.second_during(r.t)).fold((0, 0), add);
         if offered == 0 { 0.0 } else { attempts as f64 / offered as f64 }
     }
 
@@ -86,7 +87,11 @@ impl Phases {
     pub fn recovery_s(&self, rows: &[SecondRow], load_end: Duration) -> f64 {
         let (Some(first), Some(last)) = (self.first_start(), self.last_end()) else { return 0.0 };
         let before: Vec<u64> = rows.iter().filter(|r| r.t >= 1 && r.t < first.as_secs()).map(|r| r.ok).collect();
-        let baseline = if before.is_empty() { 0.0 } else { before.iter().sum::<u64>() as f64 / before.len() as f64 };
+        let baseline = if before.is_empty() {
+            0.0
+        } else {
+            before.iter().fold(0u64, |sum, ok| sum.saturating_add(*ok)) as f64 / before.len() as f64
+        };
         let from = last.as_secs_f64().ceil() as u64;
         let until = load_end.as_secs();
         let good = |t: u64| rows.get(t as usize).is_some_and(|r| r.ok as f64 >= RECOVERED_SHARE * baseline);

@@ -119,6 +119,12 @@ fn histogram(sigfig: u8) -> Histogram<u64> {
     }
 }
 
+/// Bytes the recorder keeps per simulated second (its row and latency histogram), for the run-cost estimate: a
+/// long run's memory grows by this every second.
+pub fn second_bytes() -> usize {
+    histogram(2).distinct_values() * std::mem::size_of::<u64>() + std::mem::size_of::<Bucket>()
+}
+
 fn ms(h: &Histogram<u64>, q: f64) -> f64 {
     if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 }
 }
@@ -180,7 +186,7 @@ impl Inner {
             && c.converged_ms.is_none()
             && open >= gateways
         {
-            c.converged_ms = Some(at.as_millis() as u64 - c.first_open_ms);
+            c.converged_ms = Some((at.as_millis() as u64).saturating_sub(c.first_open_ms));
         }
     }
 
@@ -401,7 +407,7 @@ impl Recorder {
 
     pub fn outstanding(&self) -> u64 {
         let inner = self.lock();
-        inner.totals.offered - inner.totals.completed
+        inner.totals.offered.saturating_sub(inner.totals.completed)
     }
 
     /// The finished time series, events and totals. `sim` is the simulated time the run covered.
@@ -423,7 +429,7 @@ impl Recorder {
             .collect();
         let mut totals = inner.totals.clone();
         let h = &inner.total;
-        totals.lost = totals.offered - totals.completed;
+        totals.lost = totals.offered.saturating_sub(totals.completed);
         totals.amplification = ratio(totals.attempts, totals.offered);
         totals.error_rate = ratio(totals.errors, totals.completed);
         totals.p50_ms = ms(h, 0.5);
