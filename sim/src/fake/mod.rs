@@ -37,9 +37,10 @@ use std::sync::Arc;
 use mcpstorm_core::rt::TokioClock;
 
 pub use config::{
-    ConfigError, DEFAULT_REPLY, ErrorKind, FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError,
-    both_eras,
+    ConfigError, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REPLY, ErrorKind, FakeServerConfig, LegacyDiscover, ProtocolEra,
+    ToolConfig, ValidationError, both_eras,
 };
+pub(crate) use config::{default_max_in_flight, is_default_max_in_flight};
 pub use control::{FakeControl, Faults};
 pub use drift::Drift;
 pub use latency::{LatencyDist, LatencyDraw, MAX_LATENCY};
