@@ -27,7 +27,7 @@ use mcpstorm_core::client::{ClientConfig, McpClient, Session};
 use mcpstorm_core::conn::CallOptions;
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::{InitializeResult, method};
-use mcpstorm_core::observe::{Event, Observer, TracingObserver};
+use mcpstorm_core::observe::{Event, Observer};
 use mcpstorm_core::rt::{DialFuture, Dialer};
 use mcpstorm_core::schema::Capabilities;
 use mcpstorm_core::session::Era;
@@ -38,7 +38,8 @@ use tokio::time::Instant;
 
 use self::report::{Check, Report};
 use super::Failure;
-use super::peer::ServerArgs;
+use super::out::outln;
+use super::peer::{CliObserver, ServerArgs};
 
 #[derive(Debug, Args)]
 pub struct DiagnoseArgs {
@@ -66,10 +67,10 @@ pub async fn run(args: DiagnoseArgs) -> Result<(), Failure> {
 
     let report = Report::new(target, checks);
     if args.server.json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default())?;
     } else {
         let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        print!("{}", report.render(color));
+        outln!("{}", report.render(color).trim_end_matches('\n'))?;
     }
     match report.failed() {
         0 => Ok(()),
@@ -125,7 +126,7 @@ impl Dialer for TimedDialer {
     }
 }
 
-/// Counts finished `tools/list` requests (the pages of a listing); everything goes on to tracing as usual.
+/// Counts finished `tools/list` requests (the pages of a listing); everything goes on to the log as usual.
 #[derive(Debug, Default)]
 struct PageCounter(AtomicU64);
 
@@ -140,7 +141,7 @@ impl Observer for PageCounter {
         if let Event::RequestFinished { method: method::TOOLS_LIST, .. } = event {
             self.0.fetch_add(1, Ordering::Relaxed);
         }
-        TracingObserver.event(event);
+        CliObserver.event(event);
     }
 }
 
@@ -663,7 +664,7 @@ fn auth(init: &InitializeResult, config: &ClientConfig) -> Check {
     if found.is_empty() {
         return Check::skip("auth", "server declares no auth schemes");
     }
-    let declared: Vec<String> = found.iter().map(|(path, v)| format!("{path} = {}", clip(&v.to_string()))).collect();
+    let declared: Vec<String> = found.iter().map(|(path, v)| format!("{path} = {v}")).collect();
     Check::skip("auth", "server declares auth in a form mcpstorm does not negotiate: not checked")
         .details(declared)
         .data(json!({"declared": found.into_iter().map(|(p, v)| json!({"at": p, "value": v})).collect::<Vec<_>>()}))
@@ -684,16 +685,9 @@ fn find_auth(path: &str, value: &Value, depth: u32, found: &mut Vec<(String, Val
     }
 }
 
-fn first_line(text: &str) -> String {
-    clip(text.lines().next().unwrap_or(""))
-}
-
-fn clip(text: &str) -> String {
-    const MAX: usize = 100;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
+/// A result's first line, for a summary (the report bounds it when it is shown; `data.result` has it all).
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
 }
 
 /// Whether `program` names an existing file, directly (with a `/`) or in a PATH directory.

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::Failure;
+use super::out::{errln, outln};
 use crate::scenario::load_file;
 
 #[derive(Debug, Args)]
@@ -22,17 +23,16 @@ pub fn run(args: ValidateArgs) -> Result<(), Failure> {
     match load_file(&args.scenario, &args.set) {
         Ok(s) => {
             let values = s.sweep.as_ref().map_or(0, |sweep| sweep.values.len());
-            println!(
+            outln!(
                 "ok: {} ({}, {}, {})",
                 s.name,
                 count(s.servers.len(), "server"),
                 count(s.faults.len(), "fault"),
                 count(values, "sweep value")
-            );
-            Ok(())
+            )
         }
         Err(e) => {
-            eprintln!("{e}");
+            errln!("{e}");
             Err(Failure::BadInput(format!("{}: {}", args.scenario.display(), count(e.count(), "error"))))
         }
     }
