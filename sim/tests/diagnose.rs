@@ -2,17 +2,15 @@
 //! when missing unless `MCPSTORM_REQUIRE_PEERS=1`), against `mcpstorm serve-fake`, and against small scripted TCP
 //! servers that break one layer each.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::thread;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 mod common;
 
-use common::{BIN, Fake};
+use common::{BIN, Fake, hostile, hostile_server, scripted_server};
 const LAYERS: [&str; 8] = ["connect", "handshake", "version", "tools", "auth", "ping", "call", "renewal"];
 
 fn repo_root() -> PathBuf {
@@ -100,44 +98,19 @@ fn diagnose_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
-/// A hand-scripted MCP server on loopback TCP, one thread per connection: answers `initialize` with `version` and
-/// `capabilities`, `ping` with `{}`, and `tools/list` with `tools(n)` on its `n`-th connection.
+/// A scripted MCP server: answers `initialize` with `version` and `capabilities`, `ping` with `{}`, and `tools/list`
+/// with `tools(n)` on its `n`-th connection.
 fn scripted(version: &'static str, capabilities: Value, tools: fn(usize) -> Value) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("local addr").to_string();
-    thread::spawn(move || {
-        for (n, stream) in listener.incoming().enumerate() {
-            let Ok(stream) = stream else { return };
-            let capabilities = capabilities.clone();
-            thread::spawn(move || serve_scripted(stream, version, &capabilities, &tools(n)));
-        }
-    });
-    addr
-}
-
-fn serve_scripted(stream: TcpStream, version: &str, capabilities: &Value, tools: &Value) {
-    let Ok(mut out) = stream.try_clone() else { return };
-    for line in BufReader::new(stream).lines() {
-        let Ok(line) = line else { return };
-        let msg: Value = serde_json::from_str(&line).unwrap_or_default();
-        let Some(id) = msg.get("id").cloned() else { continue };
-        let reply = match msg["method"].as_str() {
-            Some("initialize") => json!({"result": {
-                "protocolVersion": version,
-                "capabilities": capabilities,
-                "serverInfo": {"name": "scripted", "version": "0.1"},
-            }}),
-            Some("ping") => json!({"result": {}}),
-            Some("tools/list") => json!({"result": {"tools": tools}}),
-            _ => json!({"error": {"code": -32601, "message": "method not found"}}),
-        };
-        let mut reply = reply;
-        reply["jsonrpc"] = json!("2.0");
-        reply["id"] = id;
-        if writeln!(out, "{reply}").is_err() {
-            return;
-        }
-    }
+    scripted_server(Arc::new(move |n, msg| match msg["method"].as_str() {
+        Some("initialize") => json!({"result": {
+            "protocolVersion": version,
+            "capabilities": capabilities,
+            "serverInfo": {"name": "scripted", "version": "0.1"},
+        }}),
+        Some("ping") => json!({"result": {}}),
+        Some("tools/list") => json!({"result": {"tools": tools(n)}}),
+        _ => json!({"error": {"code": -32601, "message": "method not found"}}),
+    }))
 }
 
 fn echo_tool(_: usize) -> Value {
@@ -417,4 +390,30 @@ reply = "{arg:message}"
     let unset = run(&["--auth", "mcp-jwt=MCPSTORM_NO_SUCH_VAR"]);
     assert_eq!(unset.code, Some(2), "{unset:#?}");
     assert!(unset.stderr.contains("environment variable MCPSTORM_NO_SUCH_VAR is not set"), "{unset:#?}");
+}
+
+/// A server with terminal escapes in its name, version and tool names, whose sample call fails with a megabyte of
+/// escape-laden lines, can neither paint nor flood the report: every line is escaped and bounded, the cut is said,
+/// and the JSON report keeps the exact text.
+#[test]
+fn a_hostile_server_can_neither_paint_nor_flood_the_report() {
+    let addr = hostile_server();
+    let r = diagnose(&["--tcp", &addr, "--call", hostile::FAIL, "{}"]);
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(!r.stdout.contains('\x1b') && !r.stdout.contains('\u{202e}'), "{r:#?}");
+    assert!(!r.stderr.contains('\x1b'), "{r:#?}");
+    r.expect("handshake", "PASS", r"evil\x1b]0;pwned\x07\x1b[2J 6.6.6\x1b[31m\u{202e}, protocol 2025-11-25");
+    r.expect("call", "FAIL", r"line 00000 \x1b[2K\x1b[31mred\x1b[0m");
+    r.expect("call", "FAIL", " more bytes cut; --json prints it whole]");
+    assert!(r.line("call").chars().count() < 1_100, "{}", r.line("call"));
+    // One line per check, a hint under the failed one, the verdict: nothing of the server's own.
+    assert_eq!(r.stdout.lines().count(), 10, "{r:#?}");
+    assert!(r.stdout.ends_with("FAILED: 6 passed, 1 failed, 1 skipped\n"), "{r:#?}");
+
+    let r = diagnose(&["--tcp", &addr, "--call", hostile::FAIL, "{}", "--json"]);
+    let v: Value = serde_json::from_str(&r.stdout).expect("JSON report");
+    assert_eq!(v["checks"][1]["data"]["server"], json!({"name": hostile::SERVER, "version": hostile::VERSION}));
+    assert_eq!(v["checks"][3]["data"]["tools"][0], hostile::TOOL);
+    let summary = v["checks"][6]["summary"].as_str().unwrap_or_default();
+    assert!(summary.contains(&hostile::big_text()), "the JSON summary carries the whole message");
 }

@@ -148,9 +148,17 @@ impl Observer for NoopObserver {
 #[derive(Debug, Default)]
 pub struct TracingObserver {
     anomalies: AnomalyLog,
+    /// Log a closed connection at debug, not warn: for a command-line tool that reports the failure it causes in its
+    /// own words (a warning beside it would say the same thing twice).
+    quiet_close: bool,
 }
 
 impl TracingObserver {
+    /// As the default, but a connection closing is logged at debug level (see the field).
+    pub fn quiet_close() -> Self {
+        TracingObserver { quiet_close: true, ..TracingObserver::default() }
+    }
+
     fn anomaly(&self, conn: ConnId, anomaly: Anomaly, detail: impl FnOnce() -> String) {
         if let Some(r) = self.anomalies.count(conn, anomaly, detail) {
             tracing::warn!(conn = conn.0, count = r.count, first = %r.first, "{} so far: {}", r.anomaly.what(), r.count);
@@ -176,7 +184,7 @@ impl Observer for TracingObserver {
                 for r in self.anomalies.close(*conn) {
                     tracing::warn!(conn = conn.0, server, count = r.count, first = %r.first, "{} in all: {}", r.anomaly.what(), r.count);
                 }
-                if matches!(reason, TransportError::Shutdown) {
+                if self.quiet_close || matches!(reason, TransportError::Shutdown) {
                     tracing::debug!(?event)
                 } else {
                     tracing::warn!(?event)

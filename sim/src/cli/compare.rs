@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mcpstorm_core::router::FormulaSpec;
 
 use super::Failure;
+use super::out::outln;
 use crate::compare::{self, METRICS, Plan, Variant};
 use crate::report;
 use crate::scenario;
@@ -26,8 +27,8 @@ pub struct CompareArgs {
     /// Routing formulas to compare: short for `--vary gateway.formula --values A,B,...` (names checked first).
     #[arg(long, value_name = "A,B,...", value_delimiter = ',', conflicts_with = "vary")]
     pub formulas: Vec<String>,
-    /// How many seeds each variant runs on.
-    #[arg(long, default_value_t = 10)]
+    /// How many seeds each variant runs on, 1 to 10000.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
     pub seeds: u64,
     /// The first seed (then +1, +2, ...). Default: the scenario's own seed.
     #[arg(long)]
@@ -38,14 +39,22 @@ pub struct CompareArgs {
     /// Report directory. Default: reports/<scenario>/compare-<key>-<values>-<n>seeds.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Runs at once. Default: the number of cores.
-    #[arg(long)]
+    /// Runs at once, 1 to 256. Default: the number of cores.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_JOBS))]
     pub jobs: Option<usize>,
     /// Run even beyond the run-cost limits (calls, hosts, ticks, turmoil work, memory); the ranges of each key still
     /// apply.
     #[arg(long)]
     pub allow_large: bool,
 }
+
+/// The most `--seeds`. Every run is planned (its scenario resolved) before any starts and keeps its per-second rows
+/// for the overlay plots, so memory grows with variants × seeds; and a confidence interval narrows only as 1/√n:
+/// 10,000 seeds make it 30 times narrower than 10 do, and take hours for the smallest scenario.
+const MAX_SEEDS: u64 = 10_000;
+
+/// The most `--jobs`: one thread and one simulated world each. More than the cores only adds memory.
+const MAX_JOBS: u64 = 256;
 
 /// The key and values being compared: `--vary`/`--values`, or `--formulas` with every name checked up front.
 fn varied(args: &CompareArgs) -> Result<(String, Vec<String>), Failure> {
@@ -70,14 +79,20 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     let (key, values) = varied(&args)?;
     let limits = scenario::Limits::allowing_large(args.allow_large);
     let base = scenario::load_file_with(&args.scenario, &args.sets, &limits).map_err(|e| bad(&e))?;
-    if args.seeds == 0 {
-        return Err(Failure::BadInput("--seeds must be at least 1".into()));
-    }
     let first = args.first_seed.unwrap_or(base.seed);
-    let seeds: Vec<u64> = (0..args.seeds).map(|i| first.wrapping_add(i)).collect();
+    // Seeds run first, first + 1, ...: they must not pass the largest u64 (clap keeps `seeds` at 1 or more).
+    if first.checked_add(args.seeds - 1).is_none() {
+        return Err(Failure::BadInput(format!(
+            "--seeds {} from seed {first} run past the largest seed, {}: give a smaller --first-seed",
+            args.seeds,
+            u64::MAX
+        )));
+    }
+    let seeds: Vec<u64> = (0..args.seeds).map(|i| first + i).collect();
     let variants = Variant::of_key(&key, &values);
     let plan = Plan::load(&args.scenario, &args.sets, variants, seeds, &limits).map_err(|e| bad(&e))?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&base.name, &key, &values, args.seeds));
+    super::sim::check_out(&out)?;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
 
     let bar = ProgressBar::new(plan.len() as u64);
@@ -92,20 +107,20 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     bar.finish_and_clear();
     report::write_compare(&out, &data).map_err(|e| Failure::Failed(e.to_string()))?;
 
-    println!(
+    outln!(
         "{}: {} variants of {} × {} seeds (paired) → {}",
         data.scenario,
         data.labels.len(),
         key,
         data.seeds.len(),
         out.display()
-    );
+    )?;
     for m in METRICS.iter().filter(|m| matches!(m.name, "p99_ms" | "success_rate" | "amplification")) {
-        println!("\n{}:\n{}", m.name, report::compare_table(&data, m));
+        outln!("\n{}:\n{}", m.name, report::compare_table(&data, m))?;
     }
-    println!("full tables: {}", out.join("compare.md").display());
-    println!("overlay plot: {}", out.join("compare.png").display());
-    println!("reproduce: {}", data.reproduce);
+    outln!("full tables: {}", out.join("compare.md").display())?;
+    outln!("overlay plot: {}", out.join("compare.png").display())?;
+    outln!("reproduce: {}", data.reproduce)?;
     Ok(())
 }
 

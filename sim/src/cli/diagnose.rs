@@ -38,6 +38,7 @@ use tokio::time::Instant;
 
 use self::report::{Check, Report};
 use super::Failure;
+use super::out::outln;
 use super::peer::ServerArgs;
 
 #[derive(Debug, Args)]
@@ -66,10 +67,10 @@ pub async fn run(args: DiagnoseArgs) -> Result<(), Failure> {
 
     let report = Report::new(target, checks);
     if args.server.json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default())?;
     } else {
         let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        print!("{}", report.render(color));
+        outln!("{}", report.render(color).trim_end_matches('\n'))?;
     }
     match report.failed() {
         0 => Ok(()),
@@ -125,9 +126,15 @@ impl Dialer for TimedDialer {
     }
 }
 
-/// Counts finished `tools/list` requests (the pages of a listing); everything goes on to tracing as usual.
-#[derive(Debug, Default)]
+/// Counts finished `tools/list` requests (the pages of a listing); everything goes on to the log as usual.
+#[derive(Debug)]
 struct PageCounter(AtomicU64, TracingObserver);
+
+impl Default for PageCounter {
+    fn default() -> Self {
+        PageCounter(AtomicU64::new(0), TracingObserver::quiet_close())
+    }
+}
 
 impl PageCounter {
     fn get(&self) -> u64 {
@@ -663,7 +670,7 @@ fn auth(init: &InitializeResult, config: &ClientConfig) -> Check {
     if found.is_empty() {
         return Check::skip("auth", "server declares no auth schemes");
     }
-    let declared: Vec<String> = found.iter().map(|(path, v)| format!("{path} = {}", clip(&v.to_string()))).collect();
+    let declared: Vec<String> = found.iter().map(|(path, v)| format!("{path} = {v}")).collect();
     Check::skip("auth", "server declares auth in a form mcpstorm does not negotiate: not checked")
         .details(declared)
         .data(json!({"declared": found.into_iter().map(|(p, v)| json!({"at": p, "value": v})).collect::<Vec<_>>()}))
@@ -684,16 +691,9 @@ fn find_auth(path: &str, value: &Value, depth: u32, found: &mut Vec<(String, Val
     }
 }
 
-fn first_line(text: &str) -> String {
-    clip(text.lines().next().unwrap_or(""))
-}
-
-fn clip(text: &str) -> String {
-    const MAX: usize = 100;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
+/// A result's first line, for a summary (the report bounds it when it is shown; `data.result` has it all).
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
 }
 
 /// Whether `program` names an existing file, directly (with a `/`) or in a PATH directory.

@@ -1,11 +1,14 @@
-//! The `mcpstorm` command line. Exit codes: 0 success, 1 a failed call or check, 2 bad input (arguments, config
-//! files, tool arguments, unknown tools).
+//! The `mcpstorm` command line. Exit codes: 0 success (also when stdout's reader went away: see `out`), 1 a failed
+//! call or check, 2 bad input (arguments, config files, tool arguments, unknown tools). Every failure is one line on
+//! stderr; server-controlled text reaches the terminal only through `terminal::show`.
 
 mod compare;
 mod diagnose;
+mod out;
 mod peer;
 mod serve_fake;
 mod sim;
+mod terminal;
 mod validate;
 
 use std::process::ExitCode;
@@ -50,6 +53,8 @@ pub enum Failure {
     BadInput(String),
     /// The work failed: exit 1.
     Failed(String),
+    /// Stdout's reader went away (`mcpstorm ... | head -1`): stop quietly, exit 0.
+    StdoutClosed,
 }
 
 impl Failure {
@@ -57,8 +62,9 @@ impl Failure {
         let (code, msg) = match self {
             Failure::BadInput(m) => (2, m),
             Failure::Failed(m) => (1, m),
+            Failure::StdoutClosed => return ExitCode::SUCCESS,
         };
-        eprintln!("mcpstorm: {msg}");
+        out::errln!("mcpstorm: {msg}");
         ExitCode::from(code)
     }
 }
@@ -66,7 +72,7 @@ impl Failure {
 /// Runs a command. The simulator builds its own (simulated) runtimes, so only the commands that talk to live
 /// servers get a tokio runtime here.
 pub fn run(cli: Cli) -> Result<(), Failure> {
-    match cli.command {
+    let result = match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Tools(args) => live(peer::tools(args)),
@@ -74,7 +80,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Diagnose(args) => live(diagnose::run(args)),
         Command::ServeFake(args) => live(serve_fake::run(args)),
         Command::Validate(args) => validate::run(args),
-    }
+    };
+    // The command's own failure comes first; a closed stdout found only now still ends quietly.
+    result.and(out::flush())
 }
 
 /// The random stream of a live process (the commands that talk to real servers), seeded in this one place: `seed`

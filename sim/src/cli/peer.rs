@@ -13,6 +13,8 @@ use mcpstorm_core::{CallError, LocalError};
 use serde_json::Value;
 
 use super::Failure;
+use super::out::outln;
+use super::terminal::{Bound, show};
 
 /// Which server to talk to.
 #[derive(Debug, Args)]
@@ -30,11 +32,11 @@ pub struct Target {
 pub struct ServerArgs {
     #[command(flatten)]
     pub target: Target,
-    /// First-response timeout in seconds (the call's first phase).
+    /// First-response timeout in seconds (the call's first phase), more than 0 and at most 86400 (a day).
     #[arg(long, default_value_t = 30.0)]
     pub timeout: f64,
-    /// Reconnect attempts after a failed connect or handshake (backoff 1, 2, 4, 8 s ±20%).
-    #[arg(long, default_value_t = 0)]
+    /// Reconnect attempts after a failed connect or handshake (backoff 1, 2, 4, 8 s ±20%), at most 100.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=MAX_RETRIES))]
     pub retries: u32,
     /// Print raw JSON instead of text.
     #[arg(long)]
@@ -86,12 +88,18 @@ impl ServerArgs {
 
     /// The client settings these flags ask for (`--timeout`, `--retries`).
     pub(super) fn config(&self) -> Result<ClientConfig, Failure> {
-        if !(self.timeout.is_finite() && self.timeout > 0.0) {
-            return Err(Failure::BadInput(format!("--timeout must be a positive number, got {}", self.timeout)));
-        }
+        let first_response = Some(self.timeout)
+            .filter(|t| *t > 0.0 && *t <= MAX_TIMEOUT_SECS)
+            .and_then(|t| Duration::try_from_secs_f64(t).ok())
+            .ok_or_else(|| {
+                Failure::BadInput(format!(
+                    "--timeout must be more than 0 and at most {MAX_TIMEOUT_SECS} seconds (a day), got {:?}",
+                    self.timeout
+                ))
+            })?;
         let credentials = self.auth.iter().map(|a| credential(a)).collect::<Result<Vec<_>, _>>()?;
         let mut config = ClientConfig { lifecycle_retries: self.retries, credentials, ..ClientConfig::default() };
-        config.connection.first_response = Duration::from_secs_f64(self.timeout);
+        config.connection.first_response = first_response;
         Ok(config)
     }
 
@@ -99,7 +107,7 @@ impl ServerArgs {
         let dialer = self.dialer()?;
         let config = self.config()?;
         let name = dialer.describe();
-        Ok(McpClient::new(name, dialer, config, self.rng()).with_observer(Arc::new(TracingObserver::default())))
+        Ok(McpClient::new(name, dialer, config, self.rng()).with_observer(Arc::new(TracingObserver::quiet_close())))
     }
 
     /// The process's random stream: `--seed`, or a seed from the OS.
@@ -107,6 +115,12 @@ impl ServerArgs {
         super::process_rng(self.seed)
     }
 }
+
+/// The longest `--timeout`: a day. Longer waits are no timeout at all, and far larger ones overflow the clock.
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// The most `--retries`: with the backoff capped at 10 s, 100 retries wait about a quarter of an hour.
+const MAX_RETRIES: i64 = 100;
 
 /// `--auth SCHEME=ENV_VAR` → the credential, read from the environment. Errors name the variable, never a value.
 fn credential(arg: &str) -> Result<Credential, Failure> {
@@ -122,20 +136,22 @@ pub async fn tools(args: ToolsArgs) -> Result<(), Failure> {
     let client = args.server.client()?;
     let tools = client.list_tools().await.map_err(|e| failed(&client, &e))?;
     let session = client.session().await.map_err(|e| failed(&client, &e))?;
-    if args.server.json {
-        println!("{}", serde_json::to_string_pretty(&*tools).unwrap_or_default());
-    } else {
-        let info = &session.init.server_info;
-        println!("{} {} (protocol {}): {} tools", info.name, info.version, session.init.protocol_version, tools.len());
-        for t in tools.iter() {
-            let hints: Vec<&str> =
-                ["readOnlyHint", "idempotentHint", "destructiveHint"].into_iter().filter(|h| t.hint(h)).collect();
-            let desc = t.description.as_deref().unwrap_or("").lines().next().unwrap_or("");
-            let hints = if hints.is_empty() { String::new() } else { format!(" [{}]", hints.join(", ")) };
-            println!("  {:<32} {desc}{hints}", t.name);
-        }
-    }
     client.close().await;
+    if args.server.json {
+        return outln!("{}", serde_json::to_string_pretty(&*tools).unwrap_or_default());
+    }
+    let info = &session.init.server_info;
+    let name = |text: &str| show(text, Bound::NAME);
+    let (server, version, protocol) = (name(&info.name), name(&info.version), name(&session.init.protocol_version));
+    outln!("{server} {version} (protocol {protocol}): {} tools", tools.len())?;
+    for t in tools.iter() {
+        let hints: Vec<&str> =
+            ["readOnlyHint", "idempotentHint", "destructiveHint"].into_iter().filter(|h| t.hint(h)).collect();
+        // The first line of the description: a summary, as `--help` shows.
+        let desc = name(t.description.as_deref().unwrap_or("").lines().next().unwrap_or(""));
+        let hints = if hints.is_empty() { String::new() } else { format!(" [{}]", hints.join(", ")) };
+        outln!("  {:<32} {desc}{hints}", name(&t.name))?;
+    }
     Ok(())
 }
 
@@ -154,7 +170,9 @@ pub async fn call(args: CallArgs) -> Result<(), Failure> {
         }
         // Checked against the tool's inputSchema before sending: each line names the JSON pointer that failed.
         CallError::Local(LocalError::InvalidArguments(e)) => {
-            let lines: Vec<String> = e.violations.iter().map(|v| format!("  {v}")).collect();
+            // A violation quotes the server's schema (patterns, enum values) and the user's arguments.
+            let lines: Vec<String> =
+                e.violations.iter().map(|v| format!("  {}", show(&v.to_string(), Bound::ERROR))).collect();
             let more = if e.truncated { "\n  ..." } else { "" };
             Failure::BadInput(format!(
                 "arguments do not match the inputSchema of {:?}:\n{}{more}",
@@ -165,9 +183,9 @@ pub async fn call(args: CallArgs) -> Result<(), Failure> {
         e => failed(&client, &e),
     })?;
     if args.server.json {
-        println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&result).unwrap_or_default())?;
     } else {
-        println!("{}", result.joined_text());
+        outln!("{}", show(&result.joined_text(), Bound::TEXT))?;
     }
     if result.is_error {
         return Err(Failure::Failed(format!("tool {:?} returned an error result", args.tool)));
@@ -175,6 +193,7 @@ pub async fn call(args: CallArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A call's failure as one line; the error may quote the server (its message, its data).
 fn failed(client: &McpClient, e: &CallError) -> Failure {
-    Failure::Failed(format!("{}: {} error: {e}", client.server(), e.class()))
+    Failure::Failed(show(&format!("{}: {} error: {e}", client.server(), e.class()), Bound::ERROR))
 }

@@ -1,9 +1,11 @@
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
 
 use super::Failure;
-use crate::fake::{FakeServerConfig, run_serve_fake};
+use super::out::{self, outln};
+use crate::fake::{FakeServerConfig, live_server};
 
 #[derive(Debug, Args)]
 pub struct ServeFakeArgs {
@@ -14,6 +16,9 @@ pub struct ServeFakeArgs {
     pub listen: String,
 }
 
+/// Serves until killed. Exit 2 for a bad config or an address that does not parse or resolve; exit 1 only when a
+/// valid address cannot be bound (in use, not ours, no permission). Once bound, prints exactly one line,
+/// `listening on <addr>`, and flushes it, so a script can read the port chosen for `127.0.0.1:0`.
 pub async fn run(args: ServeFakeArgs) -> Result<(), Failure> {
     let config = match &args.config {
         None => FakeServerConfig::builtin(),
@@ -23,8 +28,26 @@ pub async fn run(args: ServeFakeArgs) -> Result<(), Failure> {
             FakeServerConfig::from_toml_str(&text).map_err(|e| Failure::BadInput(format!("{}: {e}", path.display())))?
         }
     };
-    run_serve_fake(config, &args.listen).await.map_err(|e| match e.kind() {
-        std::io::ErrorKind::InvalidInput => Failure::BadInput(e.to_string()),
-        _ => Failure::Failed(format!("serve-fake on {}: {e}", args.listen)),
-    })
+    let origin = args.config.as_ref().map_or_else(|| "the built-in config".to_owned(), |p| p.display().to_string());
+    let server = live_server(config).map_err(|e| Failure::BadInput(format!("{origin}: {e}")))?;
+    let addrs = resolve(&args.listen).await?;
+    let listener = tokio::net::TcpListener::bind(&addrs[..])
+        .await
+        .map_err(|e| Failure::Failed(format!("serve-fake cannot listen on {}: {e}", args.listen)))?;
+    let addr = listener.local_addr().map_err(|e| Failure::Failed(format!("serve-fake on {}: {e}", args.listen)))?;
+    outln!("listening on {addr}")?;
+    out::flush()?;
+    server.serve(listener).await;
+    Ok(())
+}
+
+/// `--listen` as socket addresses. Resolving first tells bad input (`not-an-addr`, `999.1.1.1:0`) from a failure to
+/// bind a good address, which binding a string cannot: both come back as I/O errors.
+async fn resolve(listen: &str) -> Result<Vec<SocketAddr>, Failure> {
+    let bad = |why: String| Failure::BadInput(format!("--listen {listen:?} is not an address to listen on: {why}"));
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host(listen).await.map_err(|e| bad(e.to_string()))?.collect();
+    if addrs.is_empty() {
+        return Err(bad("it resolves to no address".into()));
+    }
+    Ok(addrs)
 }

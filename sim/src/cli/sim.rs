@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mcpstorm_core::session::ext::GatewayProfile;
 
 use super::Failure;
+use super::out::{errln, outln};
 use crate::report::{self, SweepData, SweepRow, console_summary};
 use crate::scenario::{self, Scenario};
 use crate::world;
@@ -41,6 +42,7 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
     let base =
         scenario::load_file_with(&args.scenario, &sets, &limits).map_err(|e| Failure::BadInput(e.to_string()))?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&base, &args.sets));
+    check_out(&out)?;
     let reproduce = reproduce_command(&args.scenario, base.seed, &args.sets);
     match &base.sweep {
         None => run_one(&base, &out, reproduce),
@@ -51,7 +53,7 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
             for (label, scenario) in runs {
                 let dir = out.join(format!("{}={label}", sweep.param));
                 let cmd = format!("{reproduce} --set {}={label}", sweep.param);
-                eprintln!("== {} = {label}", sweep.param);
+                errln!("== {} = {label}", sweep.param);
                 let (run, passed) = simulate(&scenario, &dir, cmd)?;
                 all_passed &= passed;
                 rows.push(SweepRow {
@@ -70,13 +72,13 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
                 reproduce: reproduce.clone(),
             };
             let paths = report::write_sweep(&out, &data).map_err(|e| Failure::Failed(e.to_string()))?;
-            println!("sweep of {} over {} values: {}", data.param, data.rows.len(), out.display());
+            outln!("sweep of {} over {} values: {}", data.param, data.rows.len(), out.display())?;
             if let Some(md) = paths.iter().find(|p| p.extension().is_some_and(|e| e == "md")) {
                 if let Ok(text) = std::fs::read_to_string(md) {
-                    println!("{text}");
+                    outln!("{text}")?;
                 }
             }
-            println!("reproduce: {reproduce}");
+            outln!("reproduce: {reproduce}")?;
             if all_passed { Ok(()) } else { Err(Failure::Failed("some sweep rows failed their checks".into())) }
         }
     }
@@ -95,12 +97,12 @@ fn run_one(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(), Fai
     let secondary = execute(&other)?;
     world::evaluate_contrast_checks(scenario, &mut primary.0, &secondary.0);
     let primary = publish(scenario, out, reproduce, primary)?;
-    println!("contrast: the same scenario and seed with the {name} gateway profile");
+    outln!("contrast: the same scenario and seed with the {name} gateway profile")?;
     let secondary = publish(&other, &out.join(format!("contrast-{name}")), other_reproduce, secondary)?;
     report::write_contrast(out, &primary, &secondary).map_err(|e| Failure::Failed(e.to_string()))?;
-    println!("profiles side by side (exit code follows the first row):");
-    print!("{}", report::contrast_table(&primary, &secondary));
-    println!("  plot       {}", out.join("contrast.png").display());
+    outln!("profiles side by side (exit code follows the first row):")?;
+    outln!("{}", report::contrast_table(&primary, &secondary).trim_end_matches('\n'))?;
+    outln!("  plot       {}", out.join("contrast.png").display())?;
     // The contrast run is there to be compared with; only the primary run's checks decide the exit code.
     if primary.passed() { Ok(()) } else { Err(Failure::Failed("checks failed (see the summary above)".into())) }
 }
@@ -156,8 +158,20 @@ fn publish(
     report::write_run(out, &run, &wall).map_err(|e| Failure::Failed(e.to_string()))?;
     write_resolved(scenario, out)?;
     report::write_calls(out, &calls).map_err(|e| Failure::Failed(e.to_string()))?;
-    println!("{}", console_summary(&run, &wall, out));
+    outln!("{}", console_summary(&run, &wall, out))?;
     Ok(run)
+}
+
+/// Makes sure the report can be written to `out` (created if need be) before anything runs: a bad `--out` is bad
+/// input, found at once rather than after the whole simulation.
+pub(super) fn check_out(out: &Path) -> Result<(), Failure> {
+    let bad = |e: std::io::Error| Failure::BadInput(format!("cannot write the report to {}: {e}", out.display()));
+    std::fs::create_dir_all(out).map_err(bad)?;
+    // A directory can exist and still refuse files (permissions, a read-only mount): try one.
+    let probe = out.join(".mcpstorm-write-check");
+    std::fs::write(&probe, b"").map_err(bad)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
 
 /// `scenario.toml` in the run directory: the scenario exactly as run (every `--set` applied), so the run can be read

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::Failure;
+use super::out::{errln, outln};
 use crate::scenario::{Limits, cost, expand_sweep, load_file_with};
 
 #[derive(Debug, Args)]
@@ -29,29 +30,28 @@ pub fn run(args: ValidateArgs) -> Result<(), Failure> {
     match load_file_with(&args.scenario, &args.set, &limits) {
         Ok(s) => {
             let values = s.sweep.as_ref().map_or(0, |sweep| sweep.values.len());
-            println!(
+            outln!(
                 "ok: {} ({}, {}, {})",
                 s.name,
                 count(s.servers.len(), "server"),
                 count(s.faults.len(), "fault"),
                 count(values, "sweep value")
-            );
+            )?;
             match &s.sweep {
-                None => println!("cost: {}", cost::estimate(&s)),
+                None => outln!("cost: {}", cost::estimate(&s))?,
                 Some(sweep) => {
                     // Loading expanded and checked every row already, so this cannot fail; if it did, the base's
                     // estimate is still worth printing.
                     let rows = expand_sweep(&s).unwrap_or_default();
                     for (label, row) in rows {
-                        println!("cost ({} = {label}): {}", sweep.param, cost::estimate(&row));
+                        outln!("cost ({} = {label}): {}", sweep.param, cost::estimate(&row))?;
                     }
                 }
             }
-            println!("limits: {limits}{}", if args.allow_large { " (--allow-large)" } else { "" });
-            Ok(())
+            outln!("limits: {limits}{}", if args.allow_large { " (--allow-large)" } else { "" })
         }
         Err(e) => {
-            eprintln!("{e}");
+            errln!("{e}");
             Err(Failure::BadInput(format!("{}: {}", args.scenario.display(), count(e.count(), "error"))))
         }
     }

@@ -18,6 +18,7 @@ use super::latency::LatencyDist;
 /// | `name`      | required        | `serverInfo.name`                                                      |
 /// | `version`   | `"0.0.0"`       | `serverInfo.version`                                                   |
 /// | `workers`   | unlimited       | worker pool shared by every connection; calls beyond it queue FIFO     |
+/// | `max_in_flight_per_connection` | 4096 | requests one connection may have running; beyond it -32000 "server busy" |
 /// | `page_size` | one page        | `tools/list` page size; `nextCursor` is sent while more remain         |
 /// | `seed`      | 0               | seed of the RNG for latency and error draws                            |
 /// | `tools`     | none            | the tools, listed in this order                                        |
@@ -45,6 +46,9 @@ pub struct FakeServerConfig {
     pub version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<usize>,
+    /// Bounds the task table a flooding client can grow; at least 1.
+    #[serde(default = "default_max_in_flight", skip_serializing_if = "is_default_max_in_flight")]
+    pub max_in_flight_per_connection: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_size: Option<usize>,
     #[serde(default)]
@@ -73,6 +77,18 @@ pub struct FakeServerConfig {
 
 fn yes() -> bool {
     true
+}
+
+/// The default `max_in_flight_per_connection`: far above what a well-behaved client keeps in flight on one connection
+/// (the core's default is 256), small enough that a flood costs a few MB of tasks, not the machine.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 4096;
+
+pub(crate) fn default_max_in_flight() -> usize {
+    DEFAULT_MAX_IN_FLIGHT
+}
+
+pub(crate) fn is_default_max_in_flight(n: &usize) -> bool {
+    *n == DEFAULT_MAX_IN_FLIGHT
 }
 
 /// How a server refuses arguments its current input schema rejects, as the two SDK families do.
@@ -237,6 +253,12 @@ impl FakeServerConfig {
         if self.workers == Some(0) {
             return invalid("workers".into(), "must be at least 1 (omit it for an unlimited pool)".into());
         }
+        if self.max_in_flight_per_connection == 0 {
+            return invalid(
+                "max_in_flight_per_connection".into(),
+                "must be at least 1 (every request needs a slot)".into(),
+            );
+        }
         if self.page_size == Some(0) {
             return invalid("page_size".into(), "must be at least 1 (omit it for a single page)".into());
         }
@@ -309,6 +331,7 @@ impl FakeServerConfig {
             name: "mcpstorm-fake".into(),
             version: "1.0.0".into(),
             workers: None,
+            max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT,
             page_size: None,
             seed: 0,
             eras: both_eras(),
@@ -439,6 +462,7 @@ mod tests {
             "tools[1] \"a\": name"
         );
         assert_eq!(invalid_field("name = \"x\"\nworkers = 0\n"), "workers");
+        assert_eq!(invalid_field("name = \"x\"\nmax_in_flight_per_connection = 0\n"), "max_in_flight_per_connection");
         assert_eq!(invalid_field("name = \"x\"\npage_size = 0\n"), "page_size");
         let msg = FakeServerConfig::from_toml_str(&tool("error_rate = -0.1")).expect_err("invalid").to_string();
         assert!(msg.contains("between 0 and 1") && msg.contains("\"q\""), "{msg}");

@@ -10,6 +10,11 @@
 //! request's slot in the in-flight table before it answers; a cancellation removes the slot and aborts the task, so
 //! exactly one of them wins and a cancelled request is never answered. When the connection ends, every task still
 //! in the table is aborted (dropping its worker and gauge), so nothing outlives it.
+//!
+//! The end of the client's bytes (EOF) is not yet the end: a client may half-close, shutting its write side after its
+//! last request and still reading, as HTTP/1.1 clients and JSON-RPC peers piping a batch do. So after EOF every
+//! request already read is still answered, and the connection ends when the last is (or when the writer fails: the
+//! client has gone entirely and nothing can reach it). A read error ends it at once.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -22,7 +27,7 @@ use mcpstorm_core::session::ext::RENEW;
 use mcpstorm_core::transport::{FrameError, MessageSink, MessageSource, line_transport};
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::task::{AbortHandle, JoinHandle};
 
 use super::call::{self, Job, Outcome};
@@ -36,9 +41,6 @@ use super::stats::Counters;
 const OUTBOX: usize = 256;
 /// Most messages written between two flushes.
 const MAX_BATCH: usize = 128;
-/// Requests in flight on one connection. Beyond it new requests are refused with -32000, so a flooding client
-/// cannot grow the task table without bound.
-const MAX_IN_FLIGHT: usize = 4096;
 /// How long answers already queued may take to drain after the client closed its side.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -76,6 +78,8 @@ impl ConnRegistry {
 struct Conn {
     out: mpsc::Sender<Message>,
     inflight: Mutex<BTreeMap<RequestId, Slot>>,
+    /// Signalled when a request leaves the table, for [`Conn::drained`].
+    left: Notify,
 }
 
 struct Slot {
@@ -93,7 +97,17 @@ impl Conn {
 
     /// Claims the right to answer `id`. False when the request was cancelled (or its connection closed).
     fn claim(&self, id: &RequestId) -> bool {
-        self.inflight().remove(id).is_some()
+        let claimed = self.inflight().remove(id).is_some();
+        // `notify_one` keeps a permit when no one waits yet, so `drained` cannot miss the last departure.
+        self.left.notify_one();
+        claimed
+    }
+
+    /// Resolves once no request is in flight.
+    async fn drained(&self) {
+        while !self.inflight().is_empty() {
+            self.left.notified().await;
+        }
     }
 }
 
@@ -137,13 +151,14 @@ where
     let (sink, mut source) = line_transport(reader, writer, max_frame);
     let (out, outbox) = mpsc::channel(OUTBOX);
     let mut writer = AbortOnDrop(tokio::spawn(write_loop(sink, outbox)));
-    let conn = Arc::new(Conn { out, inflight: Mutex::default() });
+    let conn = Arc::new(Conn { out, inflight: Mutex::default(), left: Notify::new() });
     Counters::bump(&shared.counters.connections);
     Counters::bump(&shared.counters.connections_total);
     let registered = shared.conns.register(conn.out.clone());
     let guard = CloseGuard { conn: conn.clone(), shared: shared.clone(), registered };
     // Only the reader decides and reads the era, so it lives here.
     let mut era = ConnEra::Undecided;
+    let mut broken = false;
     while let Some(item) = source.recv().await {
         match item {
             Ok(Message::Request(request)) => on_request(&shared, &conn, &mut era, request).await,
@@ -152,6 +167,7 @@ where
             Ok(Message::Response(_)) => {}
             Err(FrameError::Io(e)) => {
                 tracing::debug!(server = %shared.config.name, error = %e, "fake server connection failed");
+                broken = true;
                 break;
             }
             Err(e) => {
@@ -160,10 +176,23 @@ where
             }
         }
     }
+    // EOF: the client may only have half-closed. It cannot cancel any more, and a client that closed entirely looks
+    // the same until a write fails, so its calls run to their end and hold their workers meanwhile, as on a real
+    // server (MCP: a disconnection is not a cancellation).
+    let mut writer_done = false;
+    if !broken && !conn.inflight().is_empty() {
+        tokio::select! {
+            biased;
+            _ = &mut writer.0 => writer_done = true,
+            () = conn.drained() => {}
+        }
+    }
     drop(guard);
     // The writer ends once every sender is gone: ours now, the aborted tasks' as the runtime drops them.
     drop(conn);
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, &mut writer.0).await;
+    if !writer_done {
+        let _ = tokio::time::timeout(DRAIN_TIMEOUT, &mut writer.0).await;
+    }
 }
 
 /// The JSON-RPC answer to a frame that is not a valid message: -32700 for unparsable bytes, -32600 for anything
@@ -204,8 +233,9 @@ async fn on_request(shared: &Arc<Shared>, conn: &Arc<Conn>, era: &mut ConnEra, r
         let inflight = conn.inflight();
         if inflight.contains_key(&id) {
             Some(ErrorObject::new(ErrorCode::INVALID_REQUEST, format!("request id {id} is already in flight")))
-        } else if inflight.len() >= MAX_IN_FLIGHT {
-            let msg = format!("server busy: {MAX_IN_FLIGHT} requests already in flight on this connection");
+        } else if inflight.len() >= shared.config.max_in_flight_per_connection {
+            let max = shared.config.max_in_flight_per_connection;
+            let msg = format!("server busy: {max} requests already in flight on this connection");
             Some(ErrorObject::new(ErrorCode(-32000), msg))
         } else {
             None

@@ -6,7 +6,7 @@
 //! worker pool shared by all connections, and runtime faults through [`FakeControl`].
 //!
 //! The server is generic over the byte stream ([`FakeServer::serve_connection`]) and the listener ([`Listener`]):
-//! tokio TCP for live benchmarks ([`run_serve_fake`]), turmoil TCP inside the simulator.
+//! tokio TCP for live benchmarks ([`live_server`], the CLI's `serve-fake`), turmoil TCP inside the simulator.
 //!
 //! Map: `config` (the scenario-file section) · `latency` (distributions) · `args` (argument checks, reply
 //! templates) · `server` (shared state, accept loop) · `conn` (one connection: reader, tasks, writer) · `call` (one
@@ -31,15 +31,15 @@ mod workers;
 #[cfg(test)]
 mod tests;
 
-use std::io::Write;
 use std::sync::Arc;
 
 use mcpstorm_core::rt::TokioClock;
 
 pub use config::{
-    ConfigError, DEFAULT_REPLY, ErrorKind, FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError,
-    both_eras,
+    ConfigError, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REPLY, ErrorKind, FakeServerConfig, LegacyDiscover, ProtocolEra,
+    ToolConfig, ValidationError, both_eras,
 };
+pub(crate) use config::{default_max_in_flight, is_default_max_in_flight};
 pub use control::{FakeControl, Faults};
 pub use drift::Drift;
 pub use latency::{LatencyDist, LatencyDraw, MAX_LATENCY};
@@ -47,23 +47,12 @@ pub use listener::Listener;
 pub use server::FakeServer;
 pub use stats::FakeStats;
 
-/// Serves `config` on tokio TCP at `listen` forever (the CLI's `serve-fake`). The configuration is checked before
-/// binding: an invalid one is `ErrorKind::InvalidInput`. Once bound, prints exactly one line, `listening on <addr>`,
-/// to stdout and flushes it, so a script can read the port chosen for `127.0.0.1:0`.
-pub async fn run_serve_fake(config: FakeServerConfig, listen: &str) -> std::io::Result<()> {
+/// A server for live use (the CLI's `serve-fake`): its sessions expire by the system's wall clock, read once here and
+/// then advanced by tokio's monotonic time. An invalid configuration is refused before anything is bound.
+pub fn live_server(config: FakeServerConfig) -> Result<FakeServer, ConfigError> {
     // The one reading of the system clock: session expiry then runs on tokio's monotonic time from it.
     #[allow(clippy::disallowed_methods)]
     let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let clock = Arc::new(TokioClock::new(wall.as_millis() as u64));
-    let server =
-        FakeServer::with_clock(config, clock).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    let listener = tokio::net::TcpListener::bind(listen).await?;
-    let addr = listener.local_addr()?;
-    {
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "listening on {addr}")?;
-        stdout.flush()?;
-    }
-    server.serve(listener).await;
-    Ok(())
+    FakeServer::with_clock(config, clock)
 }

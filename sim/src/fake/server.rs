@@ -189,8 +189,9 @@ impl FakeServer {
         self.shared.counters.snapshot()
     }
 
-    /// Serves one connection until the client closes it (or the byte stream fails). Every call still running then
-    /// is aborted and its worker returned. Dropping this future does the same.
+    /// Serves one connection until the client has closed its side and every request read has been answered, or
+    /// the byte stream fails. Every call still running then is aborted and its worker returned. Dropping this future
+    /// does the same.
     pub async fn serve_connection<R, W>(&self, reader: R, writer: W)
     where
         R: AsyncRead + Unpin + Send + 'static,

@@ -26,7 +26,7 @@ mod csv_out;
 pub mod data;
 mod error;
 mod font;
-mod num;
+pub(crate) mod num;
 mod overlay;
 mod plot;
 mod summary;

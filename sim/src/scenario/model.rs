@@ -520,6 +520,14 @@ pub struct ServerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub workers: Option<usize>,
+    /// Requests one connection may have in flight at a replica; beyond it they are refused (-32000 "server busy"),
+    /// so a flooding client cannot grow the replica's task table without bound. At least 1; default 4096.
+    #[schemars(range(min = 1))]
+    #[serde(
+        default = "crate::fake::default_max_in_flight",
+        skip_serializing_if = "crate::fake::is_default_max_in_flight"
+    )]
+    pub max_in_flight_per_connection: usize,
     /// `tools/list` page size; absent = one page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
@@ -1070,6 +1078,7 @@ impl ServerSpec {
             name: self.name.clone(),
             version: self.version.clone(),
             workers: self.workers,
+            max_in_flight_per_connection: self.max_in_flight_per_connection,
             page_size: self.page_size,
             seed: replica_seed(seed, &self.name, replica),
             tools: self.tools.clone(),

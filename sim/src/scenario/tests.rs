@@ -232,6 +232,13 @@ fn every_semantic_rule() {
         ("replicas = 2", "replicas = 0", "servers[0].replicas", "replicas = |0", "at least 1"),
         ("replicas = 2", "replicas = 2\nworkers = 0", "servers[0].workers", "workers = |0", "at least 1"),
         (
+            "replicas = 2",
+            "replicas = 2\nmax_in_flight_per_connection = 0",
+            "servers[0].max_in_flight_per_connection",
+            "max_in_flight_per_connection = |0",
+            "at least 1",
+        ),
+        (
             "name = \"get\"",
             "name = \"get\"\nerror_rate = 2.0",
             "servers[1].tools[0].error_rate",

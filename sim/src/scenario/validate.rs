@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::model::{DriftKind, Fault, FaultKind, LoadMode, Scenario, ServerSpec};
 use super::path::KeyPath;
 use super::ranges::{self, MIN_TICK, Upper};
-use crate::fake::{ConfigError, FakeServerConfig};
+use crate::fake::{ConfigError, DEFAULT_MAX_IN_FLIGHT, FakeServerConfig};
 use mcpstorm_core::router::FormulaSpec;
 
 /// The most retries an agent may make per call: beyond it a run is all retries.
@@ -157,7 +157,12 @@ fn check_servers(c: &mut Checker, servers: &[ServerSpec]) {
         if let Err(ConfigError::Invalid { field, message }) = server_only.validate() {
             c.fail(at(&field), message);
         }
-        let tool_base = FakeServerConfig { workers: None, page_size: None, ..server_only };
+        let tool_base = FakeServerConfig {
+            workers: None,
+            max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT,
+            page_size: None,
+            ..server_only
+        };
         let mut tool_index: BTreeMap<&str, usize> = BTreeMap::new();
         for (t, tool) in server.tools.iter().enumerate() {
             let tool_at = |field: &str| format!("servers[{i}].tools[{t}].{field}");

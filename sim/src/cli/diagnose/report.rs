@@ -1,10 +1,15 @@
 //! The diagnose report: one line per check, coloured only on a terminal, or the same as JSON.
+//!
+//! A check keeps its text exactly as found (server messages, tool names, versions), so the JSON report is exact;
+//! [`Report::render`] is the one place that text meets the terminal, escaped and bounded there.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::cli::terminal::{Bound, show};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -120,8 +125,10 @@ impl Report {
     }
 
     /// The report as lines like `PASS  connect           12 ms   stdio python3`, with details and hints indented
-    /// below their check. `color` adds ANSI colours (for a terminal only).
+    /// below their check. `color` adds ANSI colours (for a terminal only). Every text is one line, escaped and bounded
+    /// by [`Bound::MESSAGE`]: a server can neither colour nor add lines of its own.
     pub fn render(&self, color: bool) -> String {
+        let line = |text: &str| show(text, Bound::MESSAGE);
         let paint = |status: Status, text: &str| {
             if color { format!("{}{text}\x1b[0m", status.color()) } else { text.to_owned() }
         };
@@ -129,12 +136,13 @@ impl Report {
         for c in &self.checks {
             // "-" under the digits when the check timed nothing of its own.
             let took = c.ms.map_or_else(|| "-   ".to_owned(), format_ms);
-            let _ = writeln!(out, "{}  {:<10}{took:>11}   {}", paint(c.status, c.status.label()), c.name, c.summary);
+            let summary = line(&c.summary);
+            let _ = writeln!(out, "{}  {:<10}{took:>11}   {summary}", paint(c.status, c.status.label()), c.name);
             for d in &c.details {
-                let _ = writeln!(out, "{:6}  {d}", "");
+                let _ = writeln!(out, "{:6}  {}", "", line(d));
             }
             if let Some(hint) = &c.hint {
-                let hint = format!("hint: {hint}");
+                let hint = format!("hint: {}", line(hint));
                 let _ = writeln!(out, "{:6}{}", "", if color { format!("\x1b[1m{hint}\x1b[0m") } else { hint });
             }
         }

@@ -255,23 +255,27 @@ async fn structured_content_is_listed_and_returned() {
     assert_eq!(result.structured_content, Some(json!({"result": "hey!"})));
 }
 
+/// A server cannot tell a client that closed from one that half-closed until an answer fails to reach it, so a
+/// closed connection's calls run out their time and hold their workers, as on a real server; then the connection
+/// ends. (Cancelling, which the client does for calls it gives up on, is what frees a worker early.)
 #[tokio::test(start_paused = true)]
-async fn closing_a_connection_aborts_its_calls_and_frees_workers() {
+async fn a_closed_connection_runs_its_calls_out_then_ends() {
     let fake = builtin_with_workers(1);
     let (a, b) = (client(&fake), client(&fake));
     a.list_tools().await.expect("tools/list");
     b.list_tools().await.expect("tools/list");
     let a2 = a.clone();
-    let doomed = tokio::spawn(async move { call(&a2, "sleep_ms", json!({"ms": 10_000})).await });
+    let doomed = tokio::spawn(async move { call(&a2, "sleep_ms", json!({"ms": 3_000})).await });
     sleep(Duration::from_millis(10)).await;
     assert_eq!(fake.stats().in_progress, 1);
     a.close().await;
     assert!(doomed.await.expect("doomed task").is_err());
+    assert_eq!(fake.stats().connections, 2, "a's connection waits for its call");
     let start = Instant::now();
     assert_eq!(call_ok(&b, "sleep_ms", json!({"ms": 5})).await, "slept 5ms");
-    assert_eq!(ms_since(start), 5);
+    assert_eq!(ms_since(start), 2_995, "b waited for the worker");
     let stats = fake.stats();
-    assert_eq!((stats.abandoned, stats.in_progress, stats.connections, stats.connections_total), (1, 0, 1, 2));
+    assert_eq!((stats.abandoned, stats.in_progress, stats.connections, stats.connections_total), (0, 0, 1, 2));
 }
 
 #[tokio::test]
@@ -297,11 +301,48 @@ async fn serves_over_loopback_tcp() {
     serving.abort();
 }
 
+/// A client that shuts its write side after its last request and goes on reading (a half-close, as HTTP/1.1 clients
+/// and JSON-RPC peers piping a batch do) gets every answer, and then the end of the stream.
 #[tokio::test]
-async fn run_serve_fake_rejects_an_invalid_config_before_binding() {
+async fn a_half_closed_tcp_client_gets_every_answer_then_eof() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("bound address");
+    let fake = FakeServer::builtin();
+    let serving = {
+        let fake = fake.clone();
+        tokio::spawn(async move { fake.serve(listener).await })
+    };
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut batch = String::new();
+    for (id, method, params) in [
+        (1, "ping", json!({})),
+        (2, "tools/call", json!({"name": "sleep_ms", "arguments": {"ms": 200}})),
+        (3, "tools/call", json!({"name": "echo", "arguments": {"message": "half"}})),
+    ] {
+        batch.push_str(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string());
+        batch.push('\n');
+    }
+    stream.write_all(batch.as_bytes()).await.expect("write the batch");
+    stream.shutdown().await.expect("half-close");
+    let mut text = String::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut text)).await;
+    read.expect("the server closes after answering").expect("read the answers");
+    let mut answers: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("JSON frame")).collect();
+    answers.sort_by_key(|a| a["id"].as_i64());
+    assert_eq!(answers.len(), 3, "{text}");
+    assert_eq!(answers[0], json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+    assert_eq!(answers[1]["result"]["content"][0]["text"], "slept 200ms", "{text}");
+    assert_eq!(answers[2]["result"]["content"][0]["text"], "half", "{text}");
+    let stats = fake.stats();
+    assert_eq!((stats.completed, stats.abandoned, stats.connections), (2, 0, 0));
+    serving.abort();
+}
+
+#[tokio::test]
+async fn a_live_server_refuses_an_invalid_config() {
     let bad = FakeServerConfig { workers: Some(0), ..FakeServerConfig::builtin() };
-    let err = crate::fake::run_serve_fake(bad, "127.0.0.1:0").await.expect_err("invalid config");
-    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    let err = crate::fake::live_server(bad).expect_err("invalid config");
     assert!(err.to_string().contains("workers"), "{err}");
 }
 

@@ -61,6 +61,7 @@ fn config(tools: Vec<ToolConfig>) -> FakeServerConfig {
         name: "test".into(),
         version: "9.9.9".into(),
         workers: None,
+        max_in_flight_per_connection: super::DEFAULT_MAX_IN_FLIGHT,
         page_size: None,
         seed: 1,
         tools,
