@@ -30,11 +30,11 @@ fn invalid_arguments_exit_2_naming_each_pointer() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "fine\n");
 }
 
-/// `tools` against `tests/peers/hostile.py` in `mode` (see that file).
-fn hostile_stdio(mode: &str) -> Output {
+/// `tools` against `tests/peers/hostile.py` in `mode` (see that file), with `extra` flags.
+fn hostile_stdio(mode: &str, extra: &[&str]) -> Output {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/peers/hostile.py");
     let stdio = format!("python3 {script} {mode}");
-    Command::new(BIN).args(["tools", "--stdio", &stdio]).output().expect("run mcpstorm tools")
+    Command::new(BIN).args(["tools", "--stdio", &stdio]).args(extra).output().expect("run mcpstorm tools")
 }
 
 /// A server that floods the client with 123,456 each of responses to ids never issued, notifications past the
@@ -42,7 +42,7 @@ fn hostile_stdio(mode: &str) -> Output {
 /// totals), not 300,000: before, this wrote about 40 MB to stderr.
 #[test]
 fn a_flooding_server_gets_a_few_log_lines_not_one_per_event() {
-    let o = hostile_stdio("flood 123456");
+    let o = hostile_stdio("flood 123456", &[]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     assert!(String::from_utf8_lossy(&o.stdout).contains("t0"), "the listing still arrived");
@@ -58,12 +58,16 @@ fn a_flooding_server_gets_a_few_log_lines_not_one_per_event() {
 #[test]
 fn a_tool_list_past_the_limits_is_refused_naming_the_limit() {
     for mode in ["tools 100000", "pages 5000"] {
-        let o = hostile_stdio(mode);
+        let o = hostile_stdio(mode, &[]);
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{mode}: {stderr}");
-        assert!(stderr.contains("ClientConfig::max_tools") && stderr.contains("raise the limit"), "{mode}: {stderr}");
+        assert!(stderr.contains("--max-tools") && stderr.contains("raise the limit"), "{mode}: {stderr}");
         assert!(o.stdout.is_empty(), "{mode}: nothing listed");
     }
+    // The flag the message names raises the limit.
+    let o = hostile_stdio("tools 12000", &["--max-tools", "20000"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("hostile 1 (protocol "), "the listing was accepted");
 }
 
 /// `mcpstorm args...` against a server, with its stdout and stderr as text.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 mod common;
 
 use common::{BIN, Fake, hostile, hostile_server, scripted_server};
-const LAYERS: [&str; 8] = ["connect", "handshake", "version", "tools", "auth", "ping", "call", "renewal"];
+const LAYERS: [&str; 9] = ["connect", "handshake", "version", "tools", "auth", "ping", "call", "renewal", "anomalies"];
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -133,7 +133,7 @@ fn python_peer_passes_every_check() {
     r.expect("ping", "PASS", "5 server/discover round trips (the modern era has no ping): min ");
     r.expect("call", "PASS", "echo returned: hi");
     r.expect("renewal", "PASS", "era re-detected (modern); tool list hash unchanged");
-    assert!(r.stdout.ends_with("ok: 7 passed, 0 failed, 1 skipped\n"), "{r:#?}");
+    assert!(r.stdout.ends_with("ok: 8 passed, 0 failed, 1 skipped\n"), "{r:#?}");
 }
 
 #[test]
@@ -220,7 +220,7 @@ fn json_report_parses_and_lists_every_layer() {
     let names: Vec<&str> = checks.iter().filter_map(|c| c["name"].as_str()).collect();
     assert_eq!(names, LAYERS);
     let statuses: Vec<&str> = checks.iter().filter_map(|c| c["status"].as_str()).collect();
-    assert_eq!(statuses, ["pass", "pass", "pass", "pass", "skip", "pass", "pass", "pass"], "{v:#}");
+    assert_eq!(statuses, ["pass", "pass", "pass", "pass", "skip", "pass", "pass", "pass", "pass"], "{v:#}");
     assert!(checks[0]["ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{v:#}");
     assert_eq!(checks[1]["data"]["era"], "modern", "{v:#}");
     assert_eq!(checks[2]["data"]["asked"], "2026-07-28", "{v:#}");
@@ -285,7 +285,7 @@ input_schema = { type = "object", properties = { n = { "$ref" = "https://example
     r.expect("call", "FAIL", "not sent");
     r.expect("ping", "PASS", "5 server/discover round trips");
     r.expect("renewal", "PASS", "hash unchanged");
-    assert!(r.stdout.ends_with("FAILED: 5 passed, 2 failed, 1 skipped\n"), "{r:#?}");
+    assert!(r.stdout.ends_with("FAILED: 6 passed, 2 failed, 1 skipped\n"), "{r:#?}");
 }
 
 #[test]
@@ -407,8 +407,8 @@ fn a_hostile_server_can_neither_paint_nor_flood_the_report() {
     r.expect("call", "FAIL", " more bytes cut; --json prints it whole]");
     assert!(r.line("call").chars().count() < 1_100, "{}", r.line("call"));
     // One line per check, a hint under the failed one, the verdict: nothing of the server's own.
-    assert_eq!(r.stdout.lines().count(), 10, "{r:#?}");
-    assert!(r.stdout.ends_with("FAILED: 6 passed, 1 failed, 1 skipped\n"), "{r:#?}");
+    assert_eq!(r.stdout.lines().count(), 11, "{r:#?}");
+    assert!(r.stdout.ends_with("FAILED: 7 passed, 1 failed, 1 skipped\n"), "{r:#?}");
 
     let r = diagnose(&["--tcp", &addr, "--call", hostile::FAIL, "{}", "--json"]);
     let v: Value = serde_json::from_str(&r.stdout).expect("JSON report");
@@ -416,4 +416,14 @@ fn a_hostile_server_can_neither_paint_nor_flood_the_report() {
     assert_eq!(v["checks"][3]["data"]["tools"][0], hostile::TOOL);
     let summary = v["checks"][6]["summary"].as_str().unwrap_or_default();
     assert!(summary.contains(&hostile::big_text()), "the JSON summary carries the whole message");
+}
+
+/// The anomalies check reports what the connection counted: a server that writes non-JSON lines and answers ids
+/// never issued fails it, with the counts (the log shows only the 1st, 10th, 100th, ... of each).
+#[test]
+fn a_server_writing_garbage_fails_the_anomalies_check_with_its_counts() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/peers/hostile.py");
+    let r = diagnose(&["--stdio", &format!("python3 {script} flood 1234")]);
+    r.expect("anomalies", "FAIL", "1234 frames that are not JSON-RPC, 1234 responses to ids never issued");
+    assert!(r.stderr.len() < 8_000, "{} bytes of log", r.stderr.len());
 }

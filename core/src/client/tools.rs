@@ -128,14 +128,15 @@ async fn fetch_all(conn: &Connection, config: &ClientConfig) -> Result<(Vec<Tool
         bytes = bytes.saturating_add(json_size(&raw));
         if bytes > config.max_tool_list_bytes {
             return Err(too_large(format!(
-                "is larger than {} bytes (ClientConfig::max_tool_list_bytes)",
+                "is larger than {} bytes (ClientConfig::max_tool_list_bytes, --max-tool-list-mib)",
                 config.max_tool_list_bytes
             )));
         }
         // Counted on the parsed page, before it is turned into tools: refusing costs no second copy.
         let listed = raw.get("tools").and_then(Value::as_array).map_or(0, Vec::len);
         if all.len().saturating_add(listed) > config.max_tools {
-            return Err(too_large(format!("has more than {} tools (ClientConfig::max_tools)", config.max_tools)));
+            let limit = config.max_tools;
+            return Err(too_large(format!("has more than {limit} tools (ClientConfig::max_tools, --max-tools)")));
         }
         let page: ListToolsResult =
             serde_json::from_value(raw).map_err(|e| CallError::MalformedResponse(format!("tools/list: {e}")))?;

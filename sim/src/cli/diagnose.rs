@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use clap::Args;
 use mcpstorm_core::client::{ClientConfig, McpClient, Session};
-use mcpstorm_core::conn::CallOptions;
+use mcpstorm_core::conn::{CallOptions, ConnectionStats};
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::{InitializeResult, method};
 use mcpstorm_core::observe::{Event, Observer, TracingObserver};
@@ -180,13 +180,20 @@ impl Diagnosis<'_> {
         checks.push(tools);
         checks.push(auth(&session.init, self.config));
         checks.push(self.ping(session.era).await);
-        match &caps {
+        // Read before the renewal check replaces the connection: what this server sent on it so far.
+        let seen = match &caps {
             Some(caps) => {
                 checks.push(self.call(caps, sample).await);
+                let seen = session.conn.stats();
                 checks.push(self.renewal(session.era, caps).await);
+                seen
             }
-            None => checks.extend(skip_all(&["call", "renewal"], "tools failed")),
-        }
+            None => {
+                checks.extend(skip_all(&["call", "renewal"], "tools failed"));
+                session.conn.stats()
+            }
+        };
+        checks.push(anomalies(&seen));
         checks
     }
 
@@ -557,7 +564,35 @@ impl Diagnosis<'_> {
     }
 }
 
-const LAYERS: [&str; 8] = ["connect", "handshake", "version", "tools", "auth", "ping", "call", "renewal"];
+const LAYERS: [&str; 9] = ["connect", "handshake", "version", "tools", "auth", "ping", "call", "renewal", "anomalies"];
+
+/// What the server sent that the protocol does not allow, as the connection counted it (the log shows only the
+/// 1st, 10th, 100th, ... of each): frames that are not JSON-RPC and responses to ids never issued fail the check;
+/// notifications dropped because their queue was full are the client's limit, reported but not failed.
+fn anomalies(seen: &ConnectionStats) -> Check {
+    let data = json!({
+        "rejected_frames": seen.rejected_frames,
+        "unknown_responses": seen.unknown_responses,
+        "notifications_dropped": seen.notifications_dropped,
+    });
+    let mut parts = Vec::new();
+    for (n, what) in [
+        (seen.rejected_frames, "frames that are not JSON-RPC"),
+        (seen.unknown_responses, "responses to ids never issued"),
+        (seen.notifications_dropped, "notifications dropped (queue full)"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    if seen.rejected_frames + seen.unknown_responses == 0 {
+        let summary = if parts.is_empty() { "none".to_owned() } else { parts.join(", ") };
+        return Check::pass("anomalies", None, summary).data(data);
+    }
+    let hint = "the server wrote what JSON-RPC does not allow on this connection (a stdio server must write only \
+                JSON-RPC messages on stdout: logs belong on stderr)";
+    Check::fail("anomalies", None, parts.join(", "), hint).data(data)
+}
 
 fn handshake_pass(session: &Session, took: Duration) -> Check {
     let init = &session.init;

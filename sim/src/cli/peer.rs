@@ -50,6 +50,12 @@ pub struct ServerArgs {
     /// level (`RUST_LOG=debug`), so a run can be replayed with the same draws.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// The most tools a server's listing may hold (default 10,000); more is refused naming this flag.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub max_tools: Option<u64>,
+    /// The most MiB a server's listing may take as JSON, all pages together (default 32).
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub max_tool_list_mib: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +106,13 @@ impl ServerArgs {
         let credentials = self.auth.iter().map(|a| credential(a)).collect::<Result<Vec<_>, _>>()?;
         let mut config = ClientConfig { lifecycle_retries: self.retries, credentials, ..ClientConfig::default() };
         config.connection.first_response = first_response;
+        // In range by the flags' parsers, so the conversions cannot fail on any platform we build for.
+        if let Some(n) = self.max_tools.and_then(|n| usize::try_from(n).ok()) {
+            config.max_tools = n;
+        }
+        if let Some(mib) = self.max_tool_list_mib.and_then(|m| usize::try_from(m << 20).ok()) {
+            config.max_tool_list_bytes = mib;
+        }
         Ok(config)
     }
 

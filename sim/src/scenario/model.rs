@@ -522,7 +522,7 @@ pub struct ServerSpec {
     pub workers: Option<usize>,
     /// Requests one connection may have in flight at a replica; beyond it they are refused (-32000 "server busy"),
     /// so a flooding client cannot grow the replica's task table without bound. At least 1; default 4096.
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     #[serde(
         default = "crate::fake::default_max_in_flight",
         skip_serializing_if = "crate::fake::is_default_max_in_flight"

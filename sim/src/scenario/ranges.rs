@@ -14,7 +14,7 @@
 //! | `load.rate`                                       | up to [`MAX_RATE`] (10,000,000 calls/s)  | |
 //! | `load.calls`                                      | 1 to [`MAX_CALLS`] (10¹²)                | |
 //! | `load.mix[].weight`                               | up to [`MAX_WEIGHT`] (10⁹)               | the weights' sum stays finite |
-//! | `servers[].workers`, `page_size`, `max_concurrent_requests`, `client.max_in_flight`, `client.per_connection`, `gateway.bulkhead.max_concurrent`, `per_server.*`, `gateway.limiter.initial`, `min`, `max`, `long_window`, `warmup` | up to [`MAX_CONCURRENCY`] (1,000,000) | permits of a semaphore (tokio panics above 2⁶¹) and counters: a million calls at once per host is beyond any run |
+//! | `servers[].workers`, `page_size`, `max_concurrent_requests`, `max_in_flight_per_connection`, `client.max_in_flight`, `client.per_connection`, `gateway.bulkhead.max_concurrent`, `per_server.*`, `gateway.limiter.initial`, `min`, `max`, `long_window`, `warmup` | up to [`MAX_CONCURRENCY`] (1,000,000) | permits of a semaphore (tokio panics above 2⁶¹) and counters: a million calls at once per host is beyond any run |
 //! | `gateway.breaker.window_calls`, `minimum_calls`   | up to [`MAX_WINDOW_CALLS`] (100,000)     | a count window allocates one slot per call, per (replica, tool) and gateway |
 //! | `gateway.breaker.half_open_probes`, `gateway.router.failure_threshold` | up to [`MAX_THRESHOLD`] (10,000) | |
 //! | `gateway.retry.max_attempts`, `agent.max_retries` | up to [`MAX_ATTEMPTS`] (100)             | beyond it a run is all retries |
@@ -224,6 +224,7 @@ pub fn counts(s: &Scenario) -> Vec<CountKey> {
         if let Some(n) = server.max_concurrent_requests {
             add(at("max_concurrent_requests"), f64::from(n), concurrency);
         }
+        add(at("max_in_flight_per_connection"), server.max_in_flight_per_connection as f64, concurrency);
         if let Some(ms) = server.latency_p95_ms {
             add(at("latency_p95_ms"), ms, MAX_DURATION_MS as f64);
         }
