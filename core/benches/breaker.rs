@@ -1,10 +1,10 @@
 //! `cargo bench -p mcpstorm-core --bench breaker`: the circuit breaker's overhead on the call path — one admission
-//! plus one recorded outcome — in ns per operation. Seed 001 only asks for "microseconds"; issue 6 sets ≤ 100 ns
+//! plus one recorded outcome — in ns per operation, against a target of ≤ 100 ns
 //! uncontended. Prints a markdown table with the target marked PASS/MISS; nothing is asserted (a loaded machine must
 //! not fail a build).
 //!
 //! Rows: the pure state machine (no lock), the [`Gate`] (mutex + `Arc` permit) with both window kinds, and the gate
-//! under two threads hammering one breaker (contended) or one breaker each (the per-(server, tool) layout).
+//! under two threads hammering one breaker (contended) or one breaker each (the per-(replica, tool) layout).
 //!
 //! `now` advances by 1 µs per operation from a fixed start, as a caller's clock would, so the time window really
 //! rotates its buckets; reading the clock is the caller's cost, not the breaker's.

@@ -1,4 +1,4 @@
-//! One cancellation token for user, request and connection cancellation (seed 002), carrying its reason so the
+//! One cancellation token for user, request and connection cancellation, carrying its reason so the
 //! server's `notifications/cancelled` and the caller's error can both say why.
 
 use std::sync::{Arc, OnceLock};

@@ -1,4 +1,4 @@
-//! Error classes after seed 002's table. Every error says whether its connection closes and whether a retry is safe,
+//! Error classes. Every error says whether its connection closes and whether a retry is safe,
 //! so retry logic never has to parse text.
 //!
 //! | class     | closes the connection          | retry                                 |

@@ -4,7 +4,8 @@
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages and their decoding.
 //! - [`transport`]: the message-level transport seam and newline-delimited framing.
 //! - [`conn`]: one connection — ids, pending table, writer lanes, reader, phased timeouts, cancellation.
-//! - [`gateway`]: the facade — one `call_tool` through router, client and back, plus the background health work.
+//! - [`gateway`]: the facade — `Gateway::call` (routing plus the resilience layers) and `Gateway::call_unprotected`
+//!   (one routed attempt), plus the background health work.
 //! - [`client`]: a client for one server — dial, handshake, tool discovery, reconnection.
 //! - [`session`]: the two protocol eras (legacy `initialize`, modern `server/discover` + per-request `_meta`),
 //!   era detection and the per-server era cache.

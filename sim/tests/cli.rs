@@ -78,7 +78,7 @@ fn durations_beyond_their_range_exit_2_naming_the_key_without_a_panic() {
         assert!(stderr.contains(&format!("--set {set}: {key}: must be at most ")), "{stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
-    // Issue 11's pair at once: both reported, nothing run.
+    // Two out-of-range durations at once: both reported, nothing run.
     let (deadline, refresh) = (format!("client.deadline={HUGE}"), format!("gateway.router.refresh_every={HUGE}"));
     let out = scratch("huge-pair");
     let o = mcpstorm(&["sim", "scenarios/smoke.toml", "--out", &out, "--set", &deadline, "--set", &refresh]);

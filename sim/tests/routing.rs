@@ -102,7 +102,7 @@ fn p2c_holds_the_p99_that_round_robin_loses_to_a_slow_replica() {
 }
 
 /// Protection per replica: under the default gateway, the formulas that send the slow replica its share anyway
-/// (round robin, and the seed's linear score) answer nothing degraded and keep the P99 no higher than the naive
+/// (round robin, and the linear health score) answer nothing degraded and keep the P99 no higher than the naive
 /// gateway's on the same seed: the scenario's own checks (`degraded = 0`, `contrast_p99_ratio = 1.0`, against its
 /// `[report] contrast = "naive"` run) pass.
 #[test]

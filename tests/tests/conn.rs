@@ -1,4 +1,4 @@
-//! The connection core against a scripted peer: every behaviour seed 002 asks of a client connection.
+//! The connection core against a scripted peer: every behaviour asked of a client connection.
 
 use std::time::Duration;
 

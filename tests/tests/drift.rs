@@ -208,7 +208,7 @@ fn refetches(stats: DriftStats, reason: RefetchReason) -> u64 {
     stats.refetched(reason)
 }
 
-/// The seed's incident: a required field appears and nobody says so. The first stale call is rejected by the server
+/// Silent drift: a required field appears and nobody says so. The first stale call is rejected by the server
 /// (either way real SDKs reject), the client re-fetches once, and from then on the same arguments fail locally
 /// naming the missing property: one stale call reached the wire, not one per call. Arguments that satisfy the new
 /// schema go through.

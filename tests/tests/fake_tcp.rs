@@ -1,4 +1,4 @@
-//! The core against the fake server over real loopback TCP: the failure stories seed 002 cares about.
+//! The core against the fake server over real loopback TCP: the connection failure stories.
 
 use std::sync::Arc;
 use std::time::Duration;

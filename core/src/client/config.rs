@@ -7,7 +7,7 @@ use crate::session::ext::{Credential, GatewayProfile};
 use crate::session::{EraMode, MODERN_PROTOCOL_VERSIONS};
 use crate::transport::DEFAULT_MAX_FRAME;
 
-/// Client settings. Defaults follow seed 002:
+/// Client settings. Defaults:
 ///
 /// | field               | default | meaning                                                   |
 /// |---------------------|---------|-----------------------------------------------------------|
@@ -21,7 +21,7 @@ use crate::transport::DEFAULT_MAX_FRAME;
 /// | `max_tool_pages`    | 1000    | `tools/list` pages followed before giving up (a cursor loop guard) |
 /// | `max_tools`         | 10,000  | tools one listing may hold; more is an error naming this limit |
 /// | `max_tool_list_bytes` | 32 MiB | the listing's size as JSON, all pages together; more is an error naming this limit |
-/// | `profile`           | default | session and schema behaviour; `naive` reproduces the seed's failures |
+/// | `profile`           | default | session and schema behaviour; `naive` reproduces the naive design's failures |
 /// | `credentials`       | none    | offered to servers that declare auth schemes (first accepted wins) |
 #[derive(Debug, Clone)]
 pub struct ClientConfig {

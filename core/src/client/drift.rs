@@ -1,7 +1,7 @@
 //! Schema drift: noticing that a server's tools changed under a cached capability record.
 //!
 //! Servers change schemas mid-run, sometimes without `notifications/tools/list_changed` and sometimes without
-//! bumping their version (the seed's worst incident: a required field added, nothing else). The client treats
+//! bumping their version (the worst case: a required field added, nothing else). The client treats
 //! these as signals that its record may be stale:
 //!
 //! | signal                                                        | reason            | the call                        |

@@ -6,14 +6,14 @@
 //! - **re-handshake** (a new session, before sending) once less than the margin remains, the margin being
 //!   `min(30 s, ttl / 5)`.
 //!
-//! The margin is 30 s for TTLs of 150 s and more, as the seed asks. Below that it is proportional (a fifth of the
+//! The margin is 30 s for TTLs of 150 s and more. Below that it is proportional (a fifth of the
 //! TTL), not only for TTLs of 30 s or less: a fixed 30 s margin would swallow the renewal point of any TTL under
 //! 100 s (at 60 s, the re-handshake at 30 s would come before the renewal at 42 s, so the session would never be
 //! renewed, only replaced). A fifth keeps the order renew (at 70%) → margin (at 80%) → expiry for every TTL, and
 //! leaves a tenth of the TTL for a renewal to come back.
 //!
 //! The naive profile believes the server's `expiresAtMs` against the local wall clock instead, and never renews:
-//! that is what the seed's first gateway did, and what a 3-minute skew breaks.
+//! the naive first design, which a 3-minute skew breaks.
 
 use std::time::Duration;
 
@@ -85,8 +85,8 @@ impl Lease {
                     LeaseState::Fresh
                 }
             }
-            // The seed's mistake, kept on purpose: the server's clock and ours are compared as if they agreed. A
-            // grant without `expiresAtMs` is believed to live forever.
+            // The naive design's mistake, kept on purpose: the server's clock and ours are compared as if they agreed.
+            // A grant without `expiresAtMs` is believed to live forever.
             GatewayProfile::Naive => match self.grant.expires_at_ms {
                 Some(at) if wall_ms >= at => LeaseState::Expiring,
                 _ => LeaseState::Fresh,

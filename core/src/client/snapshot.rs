@@ -1,5 +1,5 @@
-//! A client's session state as a plain serde value, so a workflow can be saved and resumed in another process (the
-//! seed's `mcp_sessions` in the workflow state): [`McpClient::snapshot`] and [`McpClient::resume`].
+//! A client's session state as a plain serde value, so a workflow can be saved and resumed in another process (its
+//! `mcp_sessions` in the workflow state): [`McpClient::snapshot`] and [`McpClient::resume`].
 //!
 //! # Time across a save
 //!

@@ -1,6 +1,6 @@
 //! One request's life: queue wait for permits, the write, the first-response phase, the streaming (idle) phase, all
 //! under one overall deadline, with cancellation at every step. Each phase computes its end from the remaining
-//! deadline when it starts (seed 002).
+//! deadline when it starts, so no phase outlives the call.
 //!
 //! Every exit path releases the permits (RAII) and removes the pending entry ([`PendingGuard`]); a call whose request
 //! already reached the server also sends `notifications/cancelled` on the priority lane.

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-/// Per-connection settings. Defaults follow seed 002:
+/// Per-connection settings. Defaults:
 ///
 /// | field                      | default | meaning                                                        |
 /// |----------------------------|---------|----------------------------------------------------------------|

@@ -1,6 +1,6 @@
 //! The pending table of one connection: request id → the caller waiting for it.
 //!
-//! Per connection, never global (seed 002's incident: a shared table delivered session A's response to session B).
+//! Per connection, never global (a table shared across connections can deliver session A's response to session B).
 //! Ids are this connection's own increasing integers and are never reused, so a late response can only find its own
 //! (removed) entry, never another caller's. A `BTreeMap` so failing everything happens in id order: deterministic
 //! wake-up order under a simulator.

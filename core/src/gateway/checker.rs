@@ -1,5 +1,5 @@
 //! Active health checks through the gateway's own clients: the check exercises the same session and connection
-//! the calls use, so it sees what they would see (the seed: check the capability, not the process).
+//! the calls use, so it sees what they would see (check the capability, not the process).
 
 use std::sync::Weak;
 

@@ -57,7 +57,7 @@ pub trait Connector: Send + Sync + std::fmt::Debug + 'static {
 /// | `refresh_every`     | 1 s     | how often the background task folds statistics and starts due health checks |
 /// | `requirement_rules` | none    | `(argument, matrix attribute)`: a string argument `language: "rust"` requires `language_support ∋ rust` |
 /// | `call_deadline`     | 300 s   | one deadline for all the attempts of a [`Gateway::call`] when the caller gives none |
-/// | `resilience`        | all off | breakers, retries, budgets, throttling (see [`ResilienceConfig`])            |
+/// | `resilience`        | all off | breakers, retries, budgets, throttling, bulkheads (see [`ResilienceConfig`]) |
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
     pub refresh_every: Duration,

@@ -18,11 +18,11 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// The breaker's classification of `outcome` (`breaker`, from
-    /// [`classify`](crate::resilience::breaker::classify), made once per attempt), with one difference: a tool result with `isError` counts
-    /// against the replica here. The breaker leaves deliberate tool errors out of a server's health; the router's
-    /// error rate (the seed's `error_rate`) is about which replica serves a tool *successfully*, and a replica that
-    /// answers everything with `isError` should lose weight.
+    /// The breaker's classification of `outcome` (`breaker`, from [`classify`](crate::resilience::breaker::classify),
+    /// made once per attempt), with one difference: a tool result with `isError` counts against the replica here. The
+    /// breaker leaves deliberate tool errors out of a server's health; the router's error rate (the linear health
+    /// score's `error_rate`) is about which replica serves a tool *successfully*, and a replica that answers everything
+    /// with `isError` should lose weight.
     pub fn of(outcome: &Result<CallToolResult, CallError>, breaker: BreakerVerdict) -> Verdict {
         if matches!(outcome, Ok(r) if r.is_error) {
             return Verdict::Failed;

@@ -1,5 +1,4 @@
-//! Call history: every call to a server as a [`ServerCallRecord`], kept in a bounded ring, for three uses (seed
-//! 000, "Call history and state"):
+//! Call history: every call to a server as a [`ServerCallRecord`], kept in a bounded ring, for three uses:
 //!
 //! - **Resume.** The history is serde-serialisable with the rest of a workflow's state; after a crash,
 //!   [`CallHistory::completed`] says which calls already succeeded so they are not made again.

@@ -14,7 +14,7 @@ use crate::mcp::CallToolResult;
 use crate::rt::Clock;
 use crate::schema::ContentHash;
 
-/// How a call ended, in the seed's four words.
+/// How a call ended, in four words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CallStatus {

@@ -27,7 +27,7 @@ impl ErrorCode {
     /// streamable-HTTP server answers "Session not found" with this code; our session extension uses it on every
     /// transport (see [`crate::session::ext`]). The server rejects such a request before running it.
     pub const SESSION_NOT_FOUND: ErrorCode = ErrorCode(-32001);
-    /// The credential's scheme is not one the server accepts (the seed's `MCP_AUTH_MISMATCH`);
+    /// The credential's scheme is not one the server accepts (`MCP_AUTH_MISMATCH`);
     /// `data.accepted` lists the schemes it does. Rejected before running the request.
     pub const AUTH_MISMATCH: ErrorCode = ErrorCode(-32003);
 

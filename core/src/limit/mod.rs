@@ -1,5 +1,5 @@
-//! Concurrency limits. For now the global in-flight cap (seed 002: default 50); bulkheads and adaptive limits join
-//! it here.
+//! Concurrency limits: the global in-flight cap a client shares across its connections (a default of 50 in-flight
+//! calls, the measured client's). Per-replica bulkheads and adaptive limits are in [`crate::resilience`].
 
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ pub struct InFlightLimit {
 }
 
 impl InFlightLimit {
-    /// Seed 002's default.
+    /// The measured client's default.
     pub const DEFAULT: usize = 50;
 
     pub fn new(max: usize) -> Self {

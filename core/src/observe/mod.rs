@@ -142,9 +142,9 @@ impl Observer for NoopObserver {
     fn event(&self, _: &Event<'_>) {}
 }
 
-/// Sends events to `tracing`: anomalies at warn, per-request events at trace (the seed measured 30% CPU spent on
-/// per-request logging at a higher level). Anomalies a peer controls go through an [`AnomalyLog`], so a flood of
-/// them writes O(log n) lines, not n.
+/// Sends events to `tracing`: anomalies at warn, per-request events at trace (per-request logging at a higher level has
+/// been measured at 30% CPU). Anomalies a peer controls go through an [`AnomalyLog`], so a flood of them writes
+/// O(log n) lines, not n.
 #[derive(Debug, Default)]
 pub struct TracingObserver {
     anomalies: AnomalyLog,

@@ -1,4 +1,4 @@
-//! Bulkheads (seed 001's "each server gets its own pool and quota; nothing is shared globally"), scoped to the
+//! Bulkheads (each server gets its own pool and quota; nothing is shared globally), scoped to the
 //! replica endpoint by default: one [`LimitedPool`] per replica, so a hung or slow replica holds at most its own
 //! permits, and the gateway sends the next call to a sibling with room (see `gateway/protected.rs`). A verdict for a
 //! whole server (a degraded `bulkhead_full`) is reached only when no candidate replica has room.

@@ -1,4 +1,4 @@
-//! Degraded semantic responses (seed 001): when the gateway will not call a tool — its breaker is open, the retry
+//! Degraded semantic responses: when the gateway will not call a tool — its breaker is open, the retry
 //! budget is spent, no candidate is left — the agent gets a normal MCP tool result with `isError: true` instead of a
 //! bare transport error. An LLM agent reads the text, so the text says what an agent needs to act well: this is a
 //! system-level degradation, not its fault; do not retry; what to use instead (a configured fallback tool such as

@@ -1,10 +1,12 @@
-//! Resilience: what keeps one slow server from taking the gateway down with it (seed 001, issue 6).
+//! Resilience: what keeps one slow server from taking the gateway down with it.
 //!
-//! - [`breaker`]: a circuit breaker per (server, tool) — a pure state machine and the gate on the call path.
+//! - [`breaker`]: the circuit breaker (the gateway keeps one per (replica, tool)) — a pure state machine and the gate
+//!   on the call path.
 //! - [`budget`]: the retry budget (retries ≤ ratio × requests + a floor); [`throttle`]: client-side adaptive
-//!   throttling (Google SRE); [`retry`]: which operations retry, backoff, one deadline for all attempts.
+//!   throttling (Google SRE), one per replica in the gateway; [`retry`]: which operations retry, backoff, one deadline
+//!   for all attempts.
 //! - [`limiter`]: adaptive concurrency (AIMD, Gradient2) and the limiter-backed permit pool; [`bulkhead`]: one such
-//!   pool per server, capped by what it declares.
+//!   pool per replica by default (per server on request), capped by what the replica declares.
 //! - [`degraded`]: the `isError` tool result an agent gets instead of a call the gateway will not make.
 //! - [`ring`]: the time-bucketed sliding window the others count with.
 //!

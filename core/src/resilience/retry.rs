@@ -1,11 +1,11 @@
 //! Retry policy: which operations retry automatically, how long to wait, and when to give up.
 //!
-//! - **What retries.** Only idempotent operations retry automatically (seed 002): `ping`, `initialize` and
+//! - **What retries.** Only idempotent operations retry automatically: `ping`, `initialize` and
 //!   `server/discover`, and tools whose annotations say read-only or idempotent
 //!   ([`ToolAnnotations::idempotent`]). Any other call retries only with an explicit per-call [`RetryPolicy`] from
 //!   the caller, who then vouches for it. The error must allow it too ([`CallError::retry_allowed`]).
 //! - **Backoff.** Full jitter by default (AWS's "Exponential Backoff and Jitter"): the n-th retry waits uniformly in
-//!   `[0, min(cap, base × 2ⁿ)]`, which spreads a crowd of clients best. The seed's schedule (1, 2, 4, 8 s capped at
+//!   `[0, min(cap, base × 2ⁿ)]`, which spreads a crowd of clients best. The client's schedule (1, 2, 4, 8 s capped at
 //!   10 s, ±20%) is [`Backoff::Seed`], reusing [`client::Backoff`](crate::client::Backoff).
 //! - **One deadline for all attempts.** A retry whose backoff would end at or after the deadline is not made: the
 //!   caller's time is spent once, not per attempt.
@@ -26,7 +26,7 @@ use crate::schema::ToolAnnotations;
 pub enum Backoff {
     /// Uniform in `[0, min(cap, base × 2^attempt)]`.
     FullJitter { base: Duration, cap: Duration },
-    /// Seed 002: `base × 2^attempt` capped, scaled by `1 ± jitter` (1, 2, 4, 8, 10 s ±20% by default).
+    /// The measured client's: `base × 2^attempt` capped, scaled by `1 ± jitter` (1, 2, 4, 8, 10 s ±20% by default).
     Seed(SeedBackoff),
 }
 

@@ -1,4 +1,4 @@
-//! The router's tunables, each with the seed's value (or ours, argued) as the default.
+//! The router's tunables, each with the original router's value (or ours, argued) as the default.
 
 use std::time::Duration;
 
@@ -6,14 +6,14 @@ use std::time::Duration;
 ///
 /// | field                      | default | why                                                                    |
 /// |----------------------------|---------|------------------------------------------------------------------------|
-/// | `check_interval`           | 15 s    | the seed's active health-check period                                  |
+/// | `check_interval`           | 15 s    | the original router's active health-check period                       |
 /// | `check_timeout`            | 5 s     | a check that hangs is a failed check, not a stuck task                 |
-/// | `failure_threshold`        | 3       | the seed: 3 consecutive failures set the weight to 0                   |
-/// | `error_window`             | 5 min   | the seed's error-rate window; also the P95 window                      |
+/// | `failure_threshold`        | 3       | 3 consecutive failures set the weight to 0                             |
+/// | `error_window`             | 5 min   | the original router's error-rate window; also the P95 window           |
 /// | `window_buckets`           | 10      | 30 s buckets: expiry is exact to a bucket, updates stay O(1)           |
-/// | `uptime_window`            | 24 h    | the seed's `uptime_24h`                                                |
+/// | `uptime_window`            | 24 h    | the original router's `uptime_24h`                                     |
 /// | `uptime_buckets`           | 96      | 15 min buckets                                                         |
-/// | `drift_drop`               | 0.15    | the seed: a score drop of more than 15% ...                            |
+/// | `drift_drop`               | 0.15    | the drift rule: a score drop of more than 15% ...                      |
 /// | `drift_window`             | 5 min   | ... within 5 min ...                                                   |
 /// | `drift_penalty`            | 10 min  | ... halves the weight for 10 min                                       |
 /// | `ewma_decay`               | 10 s    | Peak-EWMA's time constant (tower's and Finagle's default)              |

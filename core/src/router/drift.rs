@@ -1,6 +1,6 @@
 //! The drift penalty: a replica whose health score fell sharply is trusted less for a while.
 //!
-//! The seed's rule: a score drop of more than 15% within 5 min halves the weight for 10 min. Scores are sampled at
+//! The rule: a score drop of more than 15% within 5 min halves the weight for 10 min. Scores are sampled at
 //! each refresh. A drop is measured against the best score sampled in the last 5 min (a bucketed running maximum,
 //! so a slow slide that never loses 15% within 5 min is not punished). While the penalty holds, further samples do
 //! not re-arm it: the same drop would otherwise be seen again at every refresh until its peak left the window and

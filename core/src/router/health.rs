@@ -1,9 +1,9 @@
 //! Active health checks: the schedule, the 3-strikes rule, and the task that runs them on tokio time.
 //!
-//! The seed's lesson: check the capability, not the process. Each replica runs its server's [`HealthCheck`]s (a
-//! `ping`, or a declared health tool with minimal arguments) every `check_interval`; `failure_threshold`
-//! consecutive failures take the replica's weight to zero — for the whole server, or only for the tool the check
-//! guards — and one success restores it. The router only schedules and interprets: the embedder's
+//! Check the capability, not the process: a live process can still fail every call. Each replica runs its server's
+//! [`HealthCheck`]s (a `ping`, or a declared health tool with minimal arguments) every `check_interval`;
+//! `failure_threshold` consecutive failures take the replica's weight to zero — for the whole server, or only for the
+//! tool the check guards — and one success restores it. The router only schedules and interprets: the embedder's
 //! [`HealthChecker`] makes the call. [`run_health_checks`] drives both checks and the statistics refresh as one
 //! background task, so neither ever runs on the decision path.
 

@@ -1,11 +1,11 @@
-//! The router: which replica serves a tool call. Three stages, each pluggable (SPEC seed 000, "Router"):
+//! The router: which replica serves a tool call. Three stages, each pluggable:
 //!
 //! 1. **Discovery and candidates** ([`registry`](Registry), [`Requirement`]): servers come from a [`Registry`]
 //!    (static configuration, a scenario file, join/leave events during a run). A replica is a candidate when its
 //!    server offers the tool, meets every requirement of the request against the capability matrix (a `language`
 //!    argument must be in `language_support`) and no failing health check has zeroed it. No candidate is a typed
-//!    [`RouteError`] naming which requirement or check excluded whom — never a panic or a hang (the seed's
-//!    weighted choice threw on an empty list and its workflow hung silently).
+//!    [`RouteError`] naming which requirement or check excluded whom — never a panic or a hang (a weighted choice
+//!    that throws on an empty list leaves its workflow hanging silently).
 //! 2. **Health** ([`run_health_checks`], [`CandidateStats`]): active checks every 15 s with the 3-strikes rule;
 //!    passive statistics fed from the call path (windowed error rate and P95, in-flight, capacity, 24 h uptime,
 //!    Peak-EWMA). Updates are O(1); folding windows into a snapshot happens on [`Router::refresh`], run by the
@@ -14,12 +14,11 @@
 //!    (drawn by weighted random, after the drift penalty) or a direct pick. A retry passes the replicas already
 //!    tried; they are left out while any untried candidate remains.
 //!
-//! The seed's health score, exactly: `0.4·(1−error_rate) + 0.3·(1−latency_ratio) + 0.2·capacity + 0.1·uptime`
-//! with each input clamped to [0, 1]; `latency_ratio` = windowed P95 / declared `latency_p95_ms`, `capacity` =
-//! (max_concurrent − in_flight) / max_concurrent. Weights are proportional to it. (The seed's example turns scores
-//! 0.92 / 0.85 / 0.78 into 45% / 33% / 22%, which no proportional rule gives — about score^4.5; a custom formula
-//! such as `expr:score^4` reproduces that sharpening if wanted.) See [`formula`](FormulaSpec) for every formula's
-//! arithmetic.
+//! The linear health score: `0.4·(1−error_rate) + 0.3·(1−latency_ratio) + 0.2·capacity + 0.1·uptime` with each input
+//! clamped to [0, 1]; `latency_ratio` = windowed P95 / declared `latency_p95_ms`, `capacity` = (max_concurrent −
+//! in_flight) / max_concurrent. Weights are proportional to it. (Shares such as 45% / 33% / 22% for scores 0.92 / 0.85
+//! / 0.78 are no proportional rule's — about score^4.5; a custom formula such as `expr:score^4` reproduces that
+//! sharpening if wanted.) See [`formula`](FormulaSpec) for every formula's arithmetic.
 //!
 //! **Cost.** A decision does no I/O, takes no lock of its own, reads no clock, and allocates nothing in the steady
 //! state: candidate lists per tool are precomputed on membership changes, scratch buffers are reused. `core/benches/

@@ -118,7 +118,7 @@ impl HealthCheck {
         HealthCheck { capability: None, tool: None, arguments: Value::Null }
     }
 
-    /// A call of a declared health tool guarding one capability (the seed: check the capability, not the process).
+    /// A call of a declared health tool guarding one capability (check the capability, not the process).
     pub fn tool(capability: impl Into<String>, tool: impl Into<String>, arguments: Value) -> Self {
         HealthCheck { capability: Some(capability.into()), tool: Some(tool.into()), arguments }
     }

@@ -45,7 +45,7 @@ pub struct CandidateStats {
     pub capacity: f64,
     /// Successful health checks / checks over 24 h; 1 before the first check.
     pub uptime: f64,
-    /// The seed's health score at the last refresh (what the drift penalty watches).
+    /// The linear health score at the last refresh (what the drift penalty watches).
     pub score: f64,
     pub p95_ms: f64,
     pub declared_p95_ms: f64,
@@ -67,7 +67,7 @@ impl CandidateStats {
     }
 }
 
-/// The seed's health score: `0.4·(1−error_rate) + 0.3·(1−latency_ratio) + 0.2·capacity + 0.1·uptime`, each input
+/// The linear health score: `0.4·(1−error_rate) + 0.3·(1−latency_ratio) + 0.2·capacity + 0.1·uptime`, each input
 /// clamped to [0, 1] first (a latency ratio of 3 must not make the score negative, nor NaN make it anything).
 pub fn seed_score(s: &CandidateStats) -> f64 {
     0.4 * (1.0 - unit(s.error_rate))

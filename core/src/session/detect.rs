@@ -1,5 +1,5 @@
 //! Era detection for one new connection: the cached era if there is one, else a `server/discover` probe with a
-//! fallback to the legacy `initialize` handshake. See the module docs of [`crate::session`] for the wire facts.
+//! fallback to the legacy `initialize` handshake. The wire facts are in docs/sessions.md.
 
 use std::sync::Arc;
 

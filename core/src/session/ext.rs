@@ -1,7 +1,7 @@
 //! The mcpstorm session extension: sessions with an id and a TTL, and auth-scheme negotiation, over any transport.
 //!
 //! MCP itself ties a session to a transport (the streamable-HTTP `Mcp-Session-Id` header; over stdio the process is
-//! the session) and says nothing about TTLs or auth schemes outside HTTP. Seed 000 needs both, so they travel in
+//! the session) and says nothing about TTLs or auth schemes outside HTTP. The gateway needs both, so they travel in
 //! `_meta`, which every MCP message may carry and servers that do not know these keys ignore. A server that grants
 //! nothing (every real server we test against) gets plain MCP from us: the client sends none of these keys until a
 //! server has granted a session or declared schemes.
@@ -14,11 +14,11 @@
 //! "_meta": {"io.mcpstorm/session": {"id": "s-17", "ttlMs": 600000, "expiresAtMs": 1735690200000},
 //!           "io.mcpstorm/authSchemes": ["bearer", "api-key"]}
 //! ```
-//! `ttlMs` is how long the session lives from the moment the server sent the grant. `expiresAtMs` is the same
-//! instant on the *server's* wall clock, for display only: a client must compute expiry from its own monotonic
-//! clock at receipt (`received + ttlMs`), never by comparing `expiresAtMs` with its wall clock, because the two
-//! clocks can disagree by minutes (the seed's gateway ran 3 minutes off its server). The naive gateway profile
-//! does exactly that comparison, to show the failure.
+//! `ttlMs` is how long the session lives from the moment the server sent the grant. `expiresAtMs` is the same instant
+//! on the *server's* wall clock, for display only: a client must compute expiry from its own monotonic clock at receipt
+//! (`received + ttlMs`), never by comparing `expiresAtMs` with its wall clock, because the two clocks can disagree by
+//! minutes (a 3-minute skew between a gateway and its server has been seen). The naive gateway profile does exactly
+//! that comparison, to show the failure.
 //!
 //! **Use.** Every later request carries `_meta["io.mcpstorm/session"] = "<id>"` and, when the server declared
 //! schemes, `_meta["io.mcpstorm/authorization"] = {"scheme": "bearer", "credential": "<secret>"}`.
@@ -182,7 +182,7 @@ pub enum GatewayProfile {
     /// session-not-found, schemas re-fetched on every signal of drift.
     #[default]
     Default,
-    /// What the seed's first design did: expiry from the server's `expiresAtMs` against the local wall clock, no
+    /// The naive first design: expiry from the server's `expiresAtMs` against the local wall clock, no
     /// renewal, no reaction to session-not-found beyond failing the call, and tool schemas cached forever.
     Naive,
 }

@@ -154,7 +154,7 @@ pub struct Totals {
     pub misroutes: u64,
     /// Attempts sent to each replica (host name), in name order.
     pub replica_calls: BTreeMap<String, u64>,
-    /// Breaker incidents across gateways (several load hosts only): per (server, tool), from the first gateway's
+    /// Breaker incidents across gateways (several load hosts only): per (replica, tool), from the first gateway's
     /// opening to the moment every gateway had it open.
     pub convergence: Vec<Convergence>,
 }

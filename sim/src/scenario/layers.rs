@@ -33,7 +33,7 @@ use super::ranges;
 /// window forgets in steps of 10%.
 const WINDOW_BUCKETS: u32 = 10;
 
-/// `[gateway.breaker]`: a circuit breaker per (server, tool).
+/// `[gateway.breaker]`: a circuit breaker per (replica, tool).
 ///
 /// | key                  | default | meaning                                                          |
 /// |----------------------|---------|------------------------------------------------------------------|
@@ -118,7 +118,7 @@ pub struct RetrySpec {
     #[serde(default = "default_max_attempts")]
     #[schemars(range(min = 1, max = ranges::MAX_ATTEMPTS))]
     pub max_attempts: u32,
-    /// `"full_jitter"` or `"seed"` (seed 002's 1, 2, 4, 8, 10 s ± 20%).
+    /// `"full_jitter"` or `"seed"` (the measured client's 1, 2, 4, 8, 10 s ± 20%).
     #[serde(default)]
     pub backoff: BackoffKind,
     /// The first wait's ceiling (full jitter) or the first wait (seed); default 100 ms (full jitter), 1 s (seed).
@@ -165,7 +165,7 @@ pub struct BudgetSpec {
     pub ttl: Dur,
 }
 
-/// `[gateway.throttle]`: Google SRE client-side adaptive throttling per server: shed with probability
+/// `[gateway.throttle]`: Google SRE client-side adaptive throttling per replica: shed with probability
 /// max(0, (requests − k × accepts) / (requests + 1)).
 ///
 /// | key       | default  | meaning                                       |

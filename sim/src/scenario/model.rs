@@ -191,14 +191,14 @@ pub struct Scenario {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Gateway {
-    /// `"default"` or `"naive"` (the seed's first design, kept to show the failures the default prevents).
+    /// `"default"` or `"naive"` (the naive first design, kept to show the failures the default prevents).
     #[serde(default)]
     #[schemars(schema_with = "profile_schema")]
     pub profile: GatewayProfile,
     /// Offered to servers that declare auth schemes, the first accepted one wins. Secrets are printed redacted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub credentials: Vec<CredentialSpec>,
-    /// Circuit breakers per (server, tool); absent = on with defaults (default profile).
+    /// Circuit breakers per (replica, tool); absent = on with defaults (default profile).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breaker: Option<BreakerSpec>,
     /// The gateway's own retries of idempotent tools; absent = on with defaults (default profile).
@@ -207,7 +207,7 @@ pub struct Gateway {
     /// The per-server retry budget; absent = on with defaults (default profile).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetSpec>,
-    /// SRE adaptive throttling per server; absent = on with defaults (default profile).
+    /// SRE adaptive throttling per replica; absent = on with defaults (default profile).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttle: Option<ThrottleSpec>,
     /// A permit pool per server; absent = on with defaults (default profile).
@@ -224,8 +224,8 @@ pub struct Gateway {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fallbacks: BTreeMap<String, String>,
     /// The routing formula: a built-in name or `expr:<expression>` over the router's statistics (`error_rate`,
-    /// `latency_ratio`, `capacity`, `uptime`, `in_flight`, `peak_ewma_ms`, `score`, ...). The seed's
-    /// `seed_weighted` by default.
+    /// `latency_ratio`, `capacity`, `uptime`, `in_flight`, `peak_ewma_ms`, `score`, ...). The linear
+    /// health score, `seed_weighted`, by default.
     #[serde(default)]
     pub formula: FormulaName,
     /// The rules that turn call arguments into capability requirements.
@@ -251,7 +251,7 @@ impl Gateway {
     }
 }
 
-/// The formula every gateway routes with unless the scenario says otherwise: the seed's.
+/// The formula every gateway routes with unless the scenario says otherwise: the linear health score.
 pub const DEFAULT_FORMULA: &str = "seed_weighted";
 
 /// A routing formula as the scenario spells it (checked by validation, parsed by each gateway).
@@ -764,7 +764,7 @@ impl RetryMode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClientSpec {
-    /// Global in-flight limit per load host (seed 002's default: 50).
+    /// Global in-flight limit per load host (a default of 50 in-flight calls, the measured client's).
     #[serde(default = "default_max_in_flight")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub max_in_flight: usize,

@@ -1,4 +1,4 @@
-//! Agent models: what an agent does after an attempt of a logical call failed (issue 6 §6). Agents cause storms, so
+//! Agent models: what an agent does after an attempt of a logical call failed. Agents cause storms, so
 //! the simulator needs the kinds that do and the kind that does not:
 //!
 //! | model        | retries                        | arguments                    | degraded result |

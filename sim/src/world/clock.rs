@@ -1,6 +1,6 @@
 //! The core's `Clock` seam inside turmoil: monotonic time is tokio's (turmoil drives it, and skew never touches it),
 //! and wall time is turmoil's pinned simulated epoch plus the host's elapsed time plus a per-host skew, so a scenario
-//! can set one host's clock apart from the others (the seed's gateway ran 3 minutes ahead of a server).
+//! can set one host's clock apart from the others (a 3-minute skew between a gateway and a server has been seen).
 //!
 //! The skew has three parts, as real clocks go wrong: a constant offset, a linear drift (a rate: 0.02 runs 2% fast,
 //! so it gains 1.2 s a minute), and step jumps (an NTP correction, a VM resumed). Changes take the simulated instant

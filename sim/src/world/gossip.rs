@@ -1,4 +1,4 @@
-//! Breaker state across gateway nodes (issue 6 §5): with `[gateway] gossip = true`, every load host's gateway
+//! Breaker state across gateway nodes: with `[gateway] gossip = true`, every load host's gateway
 //! publishes the breakers it opens by itself to a small pub/sub host (`gossip`) over turmoil TCP, and the hub relays
 //! each message to every other load host, whose gateway then follows ([`Gateway::follow_remote_open`]).
 //!

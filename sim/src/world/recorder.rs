@@ -98,9 +98,9 @@ struct Inner {
     /// Logical-call latency to servers no fault targets: before the first fault, and during the faults.
     healthy_before: Histogram<u64>,
     healthy_during: Histogram<u64>,
-    /// Breakers open now, by (load host, server, tool): each load host's gateway has its own.
+    /// Breakers open now, by (load host, replica, tool): each load host's gateway has its own.
     open_breakers: BTreeSet<(String, String, String)>,
-    /// Load hosts (gateways) in the run, and the breaker incident under way per (server, tool).
+    /// Load hosts (gateways) in the run, and the breaker incident under way per (replica, tool).
     gateways: usize,
     incidents: BTreeMap<(String, String), usize>,
 }

@@ -11,11 +11,11 @@ pub enum WindowConfig {
     Time { buckets: u32, bucket_width: Duration },
 }
 
-/// Breaker settings. Defaults (seed 001's examples where it gives them, resilience4j's semantics otherwise):
+/// Breaker settings. Defaults (the original design's examples where it gives them, resilience4j's semantics otherwise):
 ///
 /// | field                      | default                 | meaning                                               |
 /// |----------------------------|-------------------------|-------------------------------------------------------|
-/// | `window`                   | time, 10 × 1 s          | what the rates are computed over (the seed's 10 s)    |
+/// | `window`                   | time, 10 × 1 s          | what the rates are computed over (10 s)               |
 /// | `failure_rate_threshold`   | 0.5                     | open when failures / calls ≥ this (inclusive)         |
 /// | `slow_call_rate_threshold` | 0.6                     | open when slow calls / calls ≥ this (inclusive)       |
 /// | `slow_call_duration`       | 2 s                     | a call taking at least this long is slow              |

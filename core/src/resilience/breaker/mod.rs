@@ -1,4 +1,4 @@
-//! Circuit breaker per (server, tool) — seed 001, with resilience4j's threshold semantics.
+//! The circuit breaker, with resilience4j's threshold semantics; the gateway keeps one per (replica, tool).
 //!
 //! ```text
 //!                 failure rate ≥ threshold, or slow-call rate ≥ threshold
@@ -27,10 +27,10 @@
 //!   open_multiplier^(n−1)`, capped at `open_max`, then scaled by a uniform factor in `1 ± open_jitter` so breakers
 //!   opened together by one incident do not probe in lockstep. A successful close resets the growth. A server's
 //!   retry-after (see [`classify`]) opens for exactly that long (capped at `retry_after_cap`), without growth.
-//! - **Half-open** admits at most `half_open_probes` calls in flight (the seed let everything through). Any failed or
-//!   slow probe re-opens; `half_open_probes` consecutive successes close. An ignored outcome (a cancellation, our own
-//!   invalid arguments) frees the slot without deciding. If no decision comes within `half_open_max_wait`, it
-//!   re-opens, so a probe that never reports cannot wedge the breaker.
+//! - **Half-open** admits at most `half_open_probes` calls in flight (letting everything through turns recovery into a
+//!   stampede). Any failed or slow probe re-opens; `half_open_probes` consecutive successes close. An ignored outcome
+//!   (a cancellation, our own invalid arguments) frees the slot without deciding. If no decision comes within
+//!   `half_open_max_wait`, it re-opens, so a probe that never reports cannot wedge the breaker.
 //! - **Epochs.** Every transition starts a new epoch; an outcome counts only toward the epoch it was admitted in, so
 //!   a late answer from before an open period cannot close or trip the next one.
 //! - **Events.** Every method that can change state returns the [`Transition`]; the embedder forwards it to its

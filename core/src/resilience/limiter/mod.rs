@@ -9,7 +9,7 @@
 //! - [`Aimd`]: loss-based, as TCP Reno — additive increase while the pool is used, multiplicative decrease on a drop
 //!   (a timeout, an overload error, or an RTT above the timeout). Simple and robust; needs drops to find the limit.
 //! - [`Gradient2`]: delay-based — compares the recent RTT with a long-term average and shrinks the limit as queueing
-//!   delay grows, before anything times out. This is the seed's "lower the limit when timeouts rise", done earlier.
+//!   delay grows, before anything times out. This is "lower the limit when timeouts rise", done earlier.
 //!
 //! Each strategy documents its exact update rule. The limits are integers ≥ 1 and never exceed the strategy's
 //! `max` — for a bulkhead, the server's hard cap — so adaptation can only ever shrink what the server declared.

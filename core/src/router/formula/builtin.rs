@@ -4,7 +4,7 @@ use super::{Candidates, Choice, Formula};
 use crate::router::stats::seed_score;
 use crate::rt::SeededRng;
 
-/// The seed's weighted health score.
+/// The linear weighted health score.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SeedWeighted;
 
@@ -121,7 +121,7 @@ impl Formula for P2cPeakEwma {
     }
 }
 
-/// The highest seed score, ties to the first.
+/// The highest linear health score, ties to the first.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BestScore;
 

@@ -15,7 +15,7 @@
 //! | `best_score`        | choice   | the highest `seed_weighted` score; ties the first                                   |
 //! | `expr:<expression>` | weights  | the expression over the [statistics](STATISTICS), see [`Expression`]                |
 //!
-//! Why these: `seed_weighted` is the seed's formula, kept exact so the comparison with it is honest. Round robin
+//! Why these: `seed_weighted` is the linear health score, kept exact so the comparison with it is honest. Round robin
 //! and random are the baselines every balancer paper starts from. Least outstanding reacts to load but not to
 //! latency. `p2c_peak_ewma` is what Finagle, Linkerd and tower ship: two random choices avoid the herd that "best of
 //! all" causes (every router sends to the same best server until its statistics catch up), and Peak-EWMA × pending
