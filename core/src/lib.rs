@@ -14,8 +14,9 @@
 //! - [`router`]: discovery and candidates, health, routing formulas and the weighted choice.
 //! - [`rt`]: the seams (dialer, clock, RNG); [`observe`]: the metrics seam.
 //! - [`history`]: call records, the idempotency cache, failure attribution and resume.
-//! - [`resilience`]: circuit breakers, retry budgets, adaptive concurrency, bulkheads, degraded responses.
-//! - [`error`]: error classes; [`cancel`]: the cancellation token; [`limit`]: concurrency limits.
+//! - [`resilience`]: circuit breakers, retry budgets, backoff, adaptive concurrency, bulkheads, the client-wide
+//!   in-flight cap, degraded responses.
+//! - [`error`]: error classes; [`cancel`]: the cancellation token.
 
 pub mod cancel;
 pub mod client;
@@ -24,7 +25,6 @@ pub mod error;
 pub mod gateway;
 pub mod history;
 pub mod jsonrpc;
-pub mod limit;
 pub mod mcp;
 pub mod observe;
 pub mod resilience;

@@ -22,7 +22,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use mcpstorm_core::client::{ClientConfig, McpClient};
 use mcpstorm_core::conn::CallOptions;
-use mcpstorm_core::limit::InFlightLimit;
+use mcpstorm_core::resilience::inflight::InFlightLimit;
 use mcpstorm_core::rt::TcpDialer;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, DriftStats, McpClient, RefetchReason};
+use mcpstorm_core::client::{ClientConfig, DriftStats, McpClient};
 use mcpstorm_core::conn::CallOptions;
 use mcpstorm_core::mcp::CallToolResult;
+use mcpstorm_core::observe::RefetchReason;
 use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer, TcpDialer};
 use mcpstorm_core::session::EraMode;
 use mcpstorm_core::session::ext::GatewayProfile;

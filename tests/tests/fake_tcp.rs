@@ -94,7 +94,7 @@ async fn server_that_stops_answering_times_out_in_phase_and_the_connection_is_re
 async fn global_in_flight_limit_is_shared_and_every_permit_comes_back() {
     let server = FakeServer::builtin();
     let (addr, _serving) = start(&server).await;
-    let limit = mcpstorm_core::limit::InFlightLimit::new(8);
+    let limit = mcpstorm_core::resilience::inflight::InFlightLimit::new(8);
     let a = Arc::new(
         McpClient::new(
             "a",

@@ -228,10 +228,11 @@ async fn health_checks_take_a_dead_replica_out() {
 
 use mcpstorm_core::gateway::{ResilienceConfig, Routed};
 use mcpstorm_core::observe::{Event, Observer};
+use mcpstorm_core::resilience::backoff::Backoff;
 use mcpstorm_core::resilience::breaker::{BreakerConfig, State, WindowConfig};
 use mcpstorm_core::resilience::budget::BudgetConfig;
 use mcpstorm_core::resilience::degraded::DegradedReason;
-use mcpstorm_core::resilience::retry::{Backoff, RetryPolicy};
+use mcpstorm_core::resilience::retry::RetryPolicy;
 use std::sync::Mutex;
 
 /// `echo` (read-only, idempotent) and `write` (no annotations: not idempotent), failing with a JSON-RPC -32603 when

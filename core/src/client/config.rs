@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use crate::conn::ConnectionConfig;
 use crate::mcp::{Implementation, SUPPORTED_PROTOCOL_VERSIONS};
-use crate::rt::SeededRng;
+use crate::resilience::backoff::Backoff;
 use crate::session::ext::{Credential, GatewayProfile};
 use crate::session::{EraMode, MODERN_PROTOCOL_VERSIONS};
 use crate::transport::DEFAULT_MAX_FRAME;
@@ -16,7 +16,7 @@ use crate::transport::DEFAULT_MAX_FRAME;
 /// | `discover_timeout`  | 5 s     | the `server/discover` era probe; silence falls back to `initialize` |
 /// | `era_mode`          | auto    | probe `server/discover`, fall back to `initialize` (see [`crate::session`]) |
 /// | `lifecycle_retries` | 3       | reconnect attempts after a failed connect or handshake    |
-/// | `backoff`           | 1, 2, 4, 8 s capped at 10 s, ±20% jitter                            |
+/// | `backoff`           | seed    | 1, 2, 4, 8 s capped at 10 s, ±20% jitter ([`Backoff::SEED`]) |
 /// | `max_frame`         | 16 MiB  | largest incoming frame                                    |
 /// | `max_tool_pages`    | 1000    | `tools/list` pages followed before giving up (a cursor loop guard) |
 /// | `max_tools`         | 10,000  | tools one listing may hold; more is an error naming this limit |
@@ -60,7 +60,7 @@ impl Default for ClientConfig {
             discover_timeout: Duration::from_secs(5),
             era_mode: EraMode::default(),
             lifecycle_retries: 3,
-            backoff: Backoff::default(),
+            backoff: Backoff::SEED,
             max_frame: DEFAULT_MAX_FRAME,
             max_tool_pages: 1000,
             max_tools: 10_000,
@@ -71,40 +71,5 @@ impl Default for ClientConfig {
             profile: GatewayProfile::default(),
             credentials: Vec::new(),
         }
-    }
-}
-
-/// Exponential backoff: `base · 2^attempt`, capped, scaled by a uniform jitter factor.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Backoff {
-    pub base: Duration,
-    pub cap: Duration,
-    /// Fraction, e.g. 0.2 for ±20%.
-    pub jitter: f64,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Backoff { base: Duration::from_secs(1), cap: Duration::from_secs(10), jitter: 0.2 }
-    }
-}
-
-impl Backoff {
-    pub fn delay(&self, attempt: u32, rng: &SeededRng) -> Duration {
-        let exp = self.base.saturating_mul(1u32 << attempt.min(20)).min(self.cap);
-        rng.jitter(exp, self.jitter)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn seed_schedule_is_1_2_4_8_then_capped() {
-        let b = Backoff { jitter: 0.0, ..Backoff::default() };
-        let rng = SeededRng::new(0);
-        let secs: Vec<u64> = (0..6).map(|a| b.delay(a, &rng).as_secs()).collect();
-        assert_eq!(secs, vec![1, 2, 4, 8, 10, 10]);
     }
 }

@@ -24,43 +24,9 @@ use serde_json::Value;
 use crate::error::{CallError, LocalError};
 use crate::jsonrpc::ErrorCode;
 use crate::mcp::{CallToolResult, Implementation};
+use crate::observe::RefetchReason;
 use crate::schema::Capabilities;
 use crate::session::META_SERVER_INFO;
-
-/// Why the tool list was fetched again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RefetchReason {
-    ListChanged,
-    Ttl,
-    InvalidParams,
-    ToolErrorText,
-    ServerVersion,
-}
-
-impl RefetchReason {
-    pub const ALL: [RefetchReason; 5] = [
-        RefetchReason::ListChanged,
-        RefetchReason::Ttl,
-        RefetchReason::InvalidParams,
-        RefetchReason::ToolErrorText,
-        RefetchReason::ServerVersion,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RefetchReason::ListChanged => "list_changed",
-            RefetchReason::Ttl => "ttl",
-            RefetchReason::InvalidParams => "invalid_params",
-            RefetchReason::ToolErrorText => "tool_error_text",
-            RefetchReason::ServerVersion => "server_version",
-        }
-    }
-
-    /// Whether the call that raised the signal was rejected before running (and may be resent after a re-check).
-    pub fn rejected_call(self) -> bool {
-        matches!(self, RefetchReason::InvalidParams | RefetchReason::ToolErrorText)
-    }
-}
 
 /// Phrases with which real servers report argument validation failures in an `isError` result: the Python SDK
 /// ("Input validation error: ..."), the TypeScript SDK ("Invalid arguments for tool ...", "Tool x not found"), and

@@ -24,17 +24,19 @@ use std::sync::{Arc, PoisonError};
 use serde_json::{Value, json};
 use tokio::time::{Instant, sleep, timeout};
 
-pub use config::{Backoff, ClientConfig};
-pub use drift::{DriftStats, RefetchReason};
+/// Re-exported from its home in [`crate::observe`]: `client::RefetchReason`, where it used to live, still names it.
+pub use crate::observe::RefetchReason;
+pub use config::ClientConfig;
+pub use drift::DriftStats;
 pub use session_stats::SessionStats;
 pub use snapshot::{ResumeError, SessionSnapshot};
 
 use crate::conn::{CallOptions, Connection, ConnectionParts, Lane, NotificationHandler};
 use crate::error::{CallError, LocalError, TransportError};
 use crate::history::{CallHistory, IdempotencyCache};
-use crate::limit::InFlightLimit;
 use crate::mcp::{CallToolResult, InitializeResult, Tool, method};
 use crate::observe::{ConnId, Event, NoopObserver, Observer, SessionEvent};
+use crate::resilience::inflight::InFlightLimit;
 use crate::rt::{Clock, Dialer, SeededRng, TokioClock};
 use crate::schema::{ArgumentError, Capabilities, SchemaCache};
 use crate::session::ext::{self, GatewayProfile, SessionGrant};

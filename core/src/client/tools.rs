@@ -10,10 +10,11 @@ use serde_json::{Value, json};
 use tokio::time::{Duration, Instant};
 
 use super::ClientConfig;
-use super::drift::{self, RefetchReason};
+use super::drift;
 use crate::conn::{CallOptions, Connection, Lane};
 use crate::error::CallError;
 use crate::mcp::{Implementation, InitializeResult, ListToolsResult, Tool, method};
+use crate::observe::RefetchReason;
 use crate::schema::{Capabilities, SchemaCache};
 
 /// What a fetch needs: the session's connection and identity, and the client's schema cache and settings.

@@ -4,14 +4,15 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
-use crate::client::RefetchReason;
 use crate::error::{CallError, TransportError};
 use crate::resilience::breaker::Transition;
 use crate::resilience::degraded::DegradedReason;
 use crate::transport::FrameError;
 pub use anomalies::{Anomaly, AnomalyLog};
+pub use refetch::RefetchReason;
 
 mod anomalies;
+mod refetch;
 
 /// Identifies a connection in events: the server it talks to and a per-client sequence number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -5,8 +5,8 @@
 //!   ([`ToolAnnotations::idempotent`]). Any other call retries only with an explicit per-call [`RetryPolicy`] from
 //!   the caller, who then vouches for it. The error must allow it too ([`CallError::retry_allowed`]).
 //! - **Backoff.** Full jitter by default (AWS's "Exponential Backoff and Jitter"): the n-th retry waits uniformly in
-//!   `[0, min(cap, base × 2ⁿ)]`, which spreads a crowd of clients best. The client's schedule (1, 2, 4, 8 s capped at
-//!   10 s, ±20%) is [`Backoff::Seed`], reusing [`client::Backoff`](crate::client::Backoff).
+//!   `[0, min(cap, base × 2ⁿ)]`, which spreads a crowd of clients best. The client's reconnect schedule (1, 2, 4, 8 s
+//!   capped at 10 s, ±20%) is [`Backoff::SEED`], the same type (see [`super::backoff`]).
 //! - **One deadline for all attempts.** A retry whose backoff would end at or after the deadline is not made: the
 //!   caller's time is spent once, not per attempt.
 //! - **The budget last.** A retry that passes everything else asks the [`RetryBudget`]; asking earlier would spend
@@ -16,39 +16,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::backoff::Backoff;
 use super::budget::RetryBudget;
-use crate::client::Backoff as SeedBackoff;
 use crate::error::CallError;
 use crate::rt::SeededRng;
 use crate::schema::ToolAnnotations;
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Backoff {
-    /// Uniform in `[0, min(cap, base × 2^attempt)]`.
-    FullJitter { base: Duration, cap: Duration },
-    /// The measured client's: `base × 2^attempt` capped, scaled by `1 ± jitter` (1, 2, 4, 8, 10 s ±20% by default).
-    Seed(SeedBackoff),
-}
-
-impl Default for Backoff {
-    /// Full jitter from 100 ms, capped at 10 s.
-    fn default() -> Self {
-        Backoff::FullJitter { base: Duration::from_millis(100), cap: Duration::from_secs(10) }
-    }
-}
-
-impl Backoff {
-    /// The wait before retry number `attempt` (0 for the first retry).
-    pub fn delay(&self, attempt: u32, rng: &SeededRng) -> Duration {
-        match self {
-            Backoff::FullJitter { base, cap } => {
-                let ceiling = base.saturating_mul(1u32 << attempt.min(20)).min(*cap);
-                ceiling.mul_f64(rng.unit())
-            }
-            Backoff::Seed(b) => b.delay(attempt, rng),
-        }
-    }
-}
 
 /// How many attempts in all (the first included) and how to wait between them.
 #[derive(Debug, Clone, PartialEq)]
@@ -186,25 +158,10 @@ mod tests {
     }
 
     #[test]
-    fn full_jitter_stays_under_the_exponential_ceiling_and_seed_schedule_is_available() {
-        let rng = SeededRng::new(5);
-        let b = Backoff::default();
-        for attempt in 0..10 {
-            let ceiling = Duration::from_millis(100 * (1 << attempt)).min(Duration::from_secs(10));
-            let draws: Vec<Duration> = (0..200).map(|_| b.delay(attempt, &rng)).collect();
-            assert!(draws.iter().all(|d| *d <= ceiling), "attempt {attempt}");
-            assert!(draws.iter().any(|d| *d < ceiling / 4), "full jitter reaches low values");
-        }
-        let seed = Backoff::Seed(SeedBackoff { jitter: 0.0, ..SeedBackoff::default() });
-        let secs: Vec<u64> = (0..6).map(|a| seed.delay(a, &rng).as_secs()).collect();
-        assert_eq!(secs, vec![1, 2, 4, 8, 10, 10]);
-    }
-
-    #[test]
     fn gives_up_on_error_attempts_deadline_then_budget() {
         let t0 = Instant::now();
         let rng = SeededRng::new(1);
-        let seed = Backoff::Seed(SeedBackoff { jitter: 0.0, ..SeedBackoff::default() });
+        let seed = Backoff::Seed { base: Backoff::SEED_BASE, cap: Backoff::SEED_CAP, jitter: 0.0 };
         let policy = RetryPolicy { max_attempts: 3, backoff: seed };
         let mut budget = RetryBudget::new(BudgetConfig::default(), t0).unwrap();
         let closed = CallError::Transport(TransportError::Closed);

@@ -15,14 +15,14 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use mcpstorm_core::client::Backoff as SeedBackoff;
 use mcpstorm_core::gateway::ResilienceConfig;
+use mcpstorm_core::resilience::backoff::Backoff;
 use mcpstorm_core::resilience::breaker::{BreakerConfig, WindowConfig};
 use mcpstorm_core::resilience::budget::BudgetConfig;
 use mcpstorm_core::resilience::bulkhead::{BulkheadConfig, BulkheadScope};
 use mcpstorm_core::resilience::degraded::Fallbacks;
 use mcpstorm_core::resilience::limiter::{AimdConfig, Gradient2Config, LimiterKind};
-use mcpstorm_core::resilience::retry::{Backoff, RetryPolicy};
+use mcpstorm_core::resilience::retry::RetryPolicy;
 use mcpstorm_core::resilience::throttle::ThrottleConfig;
 use mcpstorm_core::session::ext::GatewayProfile;
 
@@ -488,14 +488,11 @@ impl RetrySpec {
             BackoffKind::FullJitter => {
                 Backoff::FullJitter { base: self.base.map_or(Duration::from_millis(100), |d| d.0), cap: self.cap.0 }
             }
-            BackoffKind::Seed => {
-                let seed = SeedBackoff::default();
-                Backoff::Seed(SeedBackoff {
-                    base: self.base.map_or(seed.base, |d| d.0),
-                    cap: self.cap.0,
-                    jitter: self.jitter.unwrap_or(seed.jitter),
-                })
-            }
+            BackoffKind::Seed => Backoff::Seed {
+                base: self.base.map_or(Backoff::SEED_BASE, |d| d.0),
+                cap: self.cap.0,
+                jitter: self.jitter.unwrap_or(Backoff::SEED_JITTER),
+            },
         };
         RetryPolicy { max_attempts: self.max_attempts, backoff }
     }

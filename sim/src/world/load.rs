@@ -18,7 +18,7 @@ use mcpstorm_core::CancelToken;
 use mcpstorm_core::client::{ClientConfig, McpClient};
 use mcpstorm_core::gateway::{Connector, Gateway, GatewayConfig, ToolCall};
 use mcpstorm_core::history::{CallKey, CallStart, ContentHash};
-use mcpstorm_core::limit::InFlightLimit;
+use mcpstorm_core::resilience::inflight::InFlightLimit;
 use mcpstorm_core::router::{FormulaSpec, Requirement, Router};
 use mcpstorm_core::rt::{Clock, SeededRng};
 use rand::{Rng, SeedableRng};

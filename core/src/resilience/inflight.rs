@@ -1,5 +1,5 @@
-//! Concurrency limits: the global in-flight cap a client shares across its connections (a default of 50 in-flight
-//! calls, the measured client's). Per-replica bulkheads and adaptive limits are in [`crate::resilience`].
+//! The global in-flight cap a client shares across its connections (a default of 50 in-flight calls, the measured
+//! client's): a fixed limit, where [`super::bulkhead`] and [`super::limiter`] are per replica and adaptive.
 
 use std::sync::Arc;
 
