@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcpstorm_sim::report::{
-    CheckResult, EventRow, FaultWindow, ReportError, RunData, SecondRow, SweepData, SweepRow, Totals, WallClock,
-    console_summary, write_run, write_sweep,
+use mcpstorm_sim::report::{ReportError, console_summary, write_run, write_sweep};
+use mcpstorm_sim::run::{
+    CheckResult, EventRow, FaultWindow, RunData, SecondRow, SweepData, SweepRow, Totals, WallClock,
 };
 
 /// A fresh, empty directory under cargo's per-test-target temp dir.

@@ -10,7 +10,9 @@ use mcpstorm_core::session::ext::GatewayProfile;
 
 use super::Failure;
 use super::out::{errln, outln};
-use crate::report::{self, SweepData, SweepRow, console_summary};
+use crate::check;
+use crate::report::{self, console_summary};
+use crate::run::{RunData, SweepData, SweepRow, WallClock};
 use crate::scenario::{self, Scenario};
 use crate::world;
 
@@ -95,7 +97,7 @@ fn run_one(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(), Fai
     let (other, name) = contrast_scenario(scenario, asked);
     let other_reproduce = format!("{reproduce} --set gateway.profile={name}");
     let secondary = execute(&other)?;
-    world::evaluate_contrast_checks(scenario, &mut primary.0, &secondary.0);
+    check::evaluate_contrast_checks(scenario, &mut primary.0, &secondary.0);
     let primary = publish(scenario, out, reproduce, primary)?;
     outln!("contrast: the same scenario and seed with the {name} gateway profile")?;
     let secondary = publish(&other, &out.join(format!("contrast-{name}")), other_reproduce, secondary)?;
@@ -121,10 +123,10 @@ fn contrast_scenario(scenario: &Scenario, asked: GatewayProfile) -> (Scenario, &
 }
 
 /// One run's results before anything is written.
-type Executed = (report::RunData, report::WallClock, Vec<mcpstorm_core::history::ServerCallRecord>);
+type Executed = (RunData, WallClock, Vec<mcpstorm_core::history::ServerCallRecord>);
 
 /// Runs, writes the report, prints the one-screen summary. Returns the run and whether its checks passed.
-fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(report::RunData, bool), Failure> {
+fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(RunData, bool), Failure> {
     let executed = execute(scenario)?;
     let run = publish(scenario, out, reproduce, executed)?;
     let passed = run.passed();
@@ -153,7 +155,7 @@ fn publish(
     out: &Path,
     reproduce: String,
     (mut run, wall, calls): Executed,
-) -> Result<report::RunData, Failure> {
+) -> Result<RunData, Failure> {
     run.reproduce = reproduce;
     report::write_run(out, &run, &wall).map_err(|e| Failure::Failed(e.to_string()))?;
     write_resolved(scenario, out)?;

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
 
-use crate::report::{FaultWindow, RunData, SecondRow, Totals};
+use crate::run::{FaultWindow, RunData, SecondRow, Totals};
 use crate::scenario::{self, Limits, Scenario, ScenarioError};
 use crate::world::{self, SimError};
 use stats::{Estimate, paired, win_shares};

@@ -3,10 +3,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::data::{RunData, WallClock};
 use super::num::{finite, grouped, ms, pct, short};
 use super::plot;
 use super::summary::{clean_totals, convergence, degraded_by_reason, timing, verdict};
+use crate::run::{RunData, WallClock};
 
 /// Totals, checks, where the report went, how fast the simulation ran, and the command that reproduces the run.
 pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
@@ -103,7 +103,7 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
 }
 
 /// `replicas 10, busiest echo-3 12%, idlest echo-0 2%`: whether the load spread or a replica starved.
-fn replica_share(t: &super::data::Totals) -> String {
+fn replica_share(t: &crate::run::Totals) -> String {
     let total: u64 = t.replica_calls.values().sum();
     let share = |n: u64| pct(if total == 0 { 0.0 } else { n as f64 / total as f64 });
     let busiest = t.replica_calls.iter().max_by_key(|(_, n)| **n);

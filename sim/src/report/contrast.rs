@@ -5,10 +5,10 @@
 
 use std::fmt::Write as _;
 
-use super::data::RunData;
 use super::num::{finite, grouped, ms, pct, short};
 use super::overlay::{AMPLIFICATION, ERROR_RATE, GOODPUT, Metric, Overlay, P99, STALE_SENDS, Series};
 use super::summary::verdict;
+use crate::run::RunData;
 
 pub(crate) const CONTRAST: &str = "contrast";
 

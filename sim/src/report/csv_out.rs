@@ -3,8 +3,8 @@
 //! Written by hand rather than through serde so that every float has a fixed number of decimals: the files are
 //! compared byte for byte across runs, and a reader should not see `0.30000000000000004`.
 
-use super::data::{EventRow, SecondRow};
 use super::num::{fixed, ratio};
+use crate::run::{EventRow, SecondRow};
 
 pub(crate) const TIMESERIES: &str = "timeseries.csv";
 pub(crate) const EVENTS: &str = "events.csv";

@@ -4,8 +4,8 @@
 //!
 //! | file | for | deterministic |
 //! |---|---|---|
-//! | `timeseries.csv` | one row per simulated second ([`SecondRow`] plus `errors`, `error_rate`) | yes |
-//! | `events.csv` | faults and state changes ([`EventRow`]) | yes |
+//! | `timeseries.csv` | one row per simulated second ([`SecondRow`](crate::run::SecondRow) plus `errors`, `error_rate`) | yes |
+//! | `events.csv` | faults and state changes ([`EventRow`](crate::run::EventRow)) | yes |
 //! | `calls.csv` | the call history, one row per attempt ([`write_calls`], called after [`write_run`]) | yes |
 //! | `summary.json` | totals, checks, faults, seed, reproduce command | yes |
 //! | `scenario.toml` | the scenario as run, every `--set` applied, secrets redacted (written by the CLI) | yes |
@@ -23,7 +23,6 @@ mod compare;
 mod console;
 mod contrast;
 mod csv_out;
-pub mod data;
 mod error;
 mod font;
 pub(crate) mod num;
@@ -38,9 +37,9 @@ use std::path::{Path, PathBuf};
 pub use calls::write_calls;
 pub use console::console_summary;
 pub use contrast::contrast_table;
-pub use data::*;
 pub use error::ReportError;
 
+use crate::run::{RunData, SweepData, WallClock};
 use plot::{Figure, RenderError};
 
 /// Writes a run's report into `dir` (created if missing) and returns the paths written, in order.

@@ -12,13 +12,13 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::csv_out::error_rate;
-use super::data::{FaultWindow, SecondRow};
 use super::num::finite;
 use super::plot::{
     Axis, FIG_W, Figure, Key, Lane, MARGIN_L, MARGIN_R, MUTED, PANEL_H, PlotResult, RIGHT_AREA, Swatch, Y_AREA, err,
     header, label_faults, linear_axis, mesh, shade_faults, text, tick, time_axis, value_axis,
 };
 use super::timeline::{TIME_DESC, build, draw_segments_width};
+use crate::run::{FaultWindow, SecondRow};
 
 /// Variant colours, in order (matplotlib's tab10 without its greys).
 const VARIANT_COLORS: [RGBColor; 8] = [

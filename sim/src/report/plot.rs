@@ -12,9 +12,9 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::data::FaultWindow;
 use super::font;
 use super::num::{finite, grouped, short};
+use crate::run::FaultWindow;
 
 /// File stems of a run's plots (each written as `.svg` and `.png`).
 pub(crate) const QPS: &str = "qps";

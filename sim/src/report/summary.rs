@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::data::{CheckResult, FaultWindow, RunData, Totals, WallClock};
 use super::num::{finite, grouped, md_cell, ms, pct, short};
 use super::plot;
+use crate::run::{CheckResult, FaultWindow, RunData, Totals, WallClock};
 
 pub(crate) const SUMMARY_JSON: &str = "summary.json";
 pub(crate) const SUMMARY_MD: &str = "summary.md";

@@ -9,13 +9,13 @@ use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
-use super::data::{SweepData, SweepRow};
 use super::num::{finite, fixed, grouped, md_cell, ms, pct, per, short};
 use super::plot::palette::{COMPLETED, OFFERED, OK, P50, P95, P99};
 use super::plot::{
     Axis, FIG_W, Figure, Key, PANEL_H, PlotResult, Swatch, err, header, linear_axis, mesh, tick, value_axis,
 };
 use super::summary::{clean_totals, verdict};
+use crate::run::{SweepData, SweepRow};
 
 pub(crate) const SWEEP_CSV: &str = "sweep.csv";
 pub(crate) const SWEEP_MD: &str = "sweep.md";

@@ -10,7 +10,6 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::csv_out::error_rate;
-use super::data::{RunData, SecondRow};
 use super::num::{finite, grouped, ms, pct, short};
 use super::plot::palette::{ATTEMPTS, COMPLETED, OFFERED, OK, P50, P95, P99};
 use super::plot::{
@@ -19,6 +18,7 @@ use super::plot::{
     time_axis, value_axis,
 };
 use super::summary::verdict;
+use crate::run::{RunData, SecondRow};
 
 const RATE: RGBColor = RGBColor(33, 37, 41);
 const PASS_INK: RGBColor = RGBColor(30, 130, 50);

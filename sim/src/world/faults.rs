@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::fake::{Drift, FakeControl};
-use crate::report::FaultWindow;
+use crate::run::FaultWindow;
 use crate::scenario::{DriftKind, Fault, FaultKind, GATEWAY, GOSSIP, Scenario, resolve_target};
 
 use super::clock::SimClock;

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::report::SecondRow;
+use crate::run::SecondRow;
 use crate::scenario::{Scenario, resolve_target};
 
 /// Share of the pre-fault goodput that counts as recovered.

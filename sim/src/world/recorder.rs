@@ -25,7 +25,7 @@ use mcpstorm_core::resilience::degraded::DegradedReason;
 use mcpstorm_core::session::ext::is_session_not_found;
 
 use super::phases::Phases;
-use crate::report::{Convergence, EventRow, SecondRow, Totals};
+use crate::run::{Convergence, EventRow, SecondRow, Totals};
 
 /// How a logical call (all its attempts) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

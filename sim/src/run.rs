@@ -1,4 +1,5 @@
-//! What one run produced, in the shape the report writers need. The simulator fills it; writers only read it.
+//! What one run produced. `world` fills it; `report`, `compare` and `check` only read it, so data flows one way:
+//! the writers never define what a run is.
 //!
 //! Everything here is derived from simulated time and seeded draws, so the same scenario and seed give the same
 //! values, and the CSV and JSON written from them are byte-identical. Wall-clock figures live only in
