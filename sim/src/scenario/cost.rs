@@ -25,8 +25,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::model::{LoadMode, RetryMode, Scenario};
 use super::ranges::number;
+use super::{LoadMode, RetryMode, Scenario};
 use crate::fake::LatencyDist;
 use crate::world::{CALLS_CAP, second_bytes};
 

@@ -26,8 +26,8 @@ use mcpstorm_core::resilience::retry::RetryPolicy;
 use mcpstorm_core::resilience::throttle::ThrottleConfig;
 use mcpstorm_core::session::ext::GatewayProfile;
 
-use super::model::Dur;
 use super::ranges;
+use super::units::Dur;
 
 /// Buckets a time window is cut into (the breaker's and the budget's): a tenth of the window per bucket, so the
 /// window forgets in steps of 10%.

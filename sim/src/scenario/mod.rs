@@ -1,14 +1,21 @@
-//! Scenario files: the format ([`model`]), strict loading with `file:line:column` errors ([`load_file`]), `--set`
-//! overrides and sweeps ([`expand_sweep`]), and the format's JSON Schema for editors ([`schema`]).
+//! Scenario files: the format ([`Scenario`] in [`model`], one module per table), strict loading with
+//! `file:line:column` errors ([`load_file`]), `--set` overrides and sweeps ([`expand_sweep`]), and the format's JSON
+//! Schema for editors ([`schema`]).
 //!
-//! Map: `model` (serde types, defaults in their doc tables) · `load` (the pipeline) · `doc` (the spanned TOML tree:
-//! spans to key paths and back) · `path` (key paths) · `overrides` (`--set`, sweeps) · `validate` (semantic rules) ·
-//! `ranges` (every duration's and count's bounds) · `cost` (a run's estimated cost and its limits) · `error` (what
-//! the CLI prints) · `schema` · `layers` (the gateway's resilience tables).
+//! Map: `model` (the top table, `[network]`, `[report]`, `[sweep]`; defaults in their doc tables) · `units` (`Dur`,
+//! `SignedDur`) · `gateway` · `servers` · `workload` (`[load]`, `[agent]`) · `client` · `faults` · `checks` ·
+//! `layers` (the gateway's resilience tables) · `target` (what a fault's `target` names) · `load` (the pipeline) ·
+//! `doc` (the spanned TOML tree: spans to key paths and back) · `path` (key paths) · `overrides` (`--set`, sweeps) ·
+//! `validate` (semantic rules) · `ranges` (every duration's and count's bounds) · `cost` (a run's estimated cost and
+//! its limits) · `error` (what the CLI prints) · `schema`.
 
+mod checks;
+mod client;
 pub mod cost;
 mod doc;
 mod error;
+mod faults;
+mod gateway;
 pub mod layers;
 mod load;
 pub mod model;
@@ -16,14 +23,26 @@ mod overrides;
 mod path;
 pub mod ranges;
 pub mod schema;
+mod servers;
+mod target;
+mod units;
 mod validate;
+mod workload;
 
 #[cfg(test)]
 mod tests;
 
+pub use checks::Checks;
+pub use client::ClientSpec;
 pub use cost::{Cost, Limits};
 pub use error::{Location, Problem, ScenarioError};
+pub use faults::{DriftKind, Fault, FaultKind};
+pub use gateway::{CredentialSpec, DEFAULT_FORMULA, FormulaName, Gateway, RequirementRule, RouterSpec, profile_name};
 pub use load::{load_file, load_file_with, load_str, load_str_with};
-pub use model::*;
+pub use model::{Network, ReportSpec, Scenario, Sweep};
 pub use overrides::{expand_sweep, label as sweep_label};
-pub use validate::{GATEWAY, GOSSIP, MAX_RETRIES, resolve_target, validate};
+pub use servers::{HealthCheckSpec, ServerSpec};
+pub use target::{GATEWAY, GOSSIP, resolve_target};
+pub use units::{Dur, SignedDur};
+pub use validate::{MAX_RETRIES, validate};
+pub use workload::{Agent, Load, LoadMode, MixEntry, RetryMode};

@@ -7,9 +7,10 @@ use std::time::Duration;
 use super::error::{Problem, ScenarioError};
 use serde_json::Value;
 
-use super::model::{DriftKind, Fault, FaultKind, LoadMode, Scenario, ServerSpec};
 use super::path::KeyPath;
 use super::ranges::{self, MIN_TICK, Upper};
+use super::target::{GATEWAY, GOSSIP, names, resolve_target};
+use super::{DriftKind, Fault, FaultKind, LoadMode, Scenario, ServerSpec};
 use crate::fake::{ConfigError, DEFAULT_MAX_IN_FLIGHT, FakeServerConfig};
 use mcpstorm_core::router::FormulaSpec;
 
@@ -260,14 +261,6 @@ fn check_load(c: &mut Checker, s: &Scenario) {
     }
 }
 
-fn names(servers: &[ServerSpec]) -> String {
-    if servers.is_empty() {
-        return String::new();
-    }
-    let names: Vec<String> = servers.iter().map(|s| format!("{:?}", s.name)).collect();
-    format!(" (servers: {})", names.join(", "))
-}
-
 fn check_agent_and_client(c: &mut Checker, s: &Scenario) {
     if s.agent.retry.retries() && s.agent.max_retries == 0 {
         let mode = serde_json::to_value(s.agent.retry).ok().and_then(|v| v.as_str().map(str::to_owned));
@@ -352,12 +345,6 @@ fn check_faults(c: &mut Checker, s: &Scenario) {
         }
     }
 }
-
-/// The `target` of a `partition` that cuts the gossip hub off from every load host.
-pub const GOSSIP: &str = "gossip";
-
-/// The `target` of a `clock_skew` on every load host (the gateway) rather than a server.
-pub const GATEWAY: &str = "gateway";
 
 /// The fault's window: a positive duration that ends inside the run, or none at all for an instant fault.
 fn check_window(c: &mut Checker, s: &Scenario, k: usize, fault: &Fault) {
@@ -484,35 +471,6 @@ fn owner_of(field: &str) -> Option<&'static str> {
 
 fn fmt(d: Duration) -> String {
     humantime::format_duration(d).to_string()
-}
-
-/// A fault target: `(server index, Some(replica))` for `name#i`, `(server index, None)` for every replica.
-pub fn resolve_target(target: &str, servers: &[ServerSpec]) -> Result<(usize, Option<usize>), String> {
-    let (name, replica) = match target.split_once('#') {
-        None => (target, None),
-        Some((name, i)) => match i.parse::<usize>() {
-            Ok(i) => (name, Some(i)),
-            Err(_) => return Err(format!("{target:?}: after `#` comes a replica index (0, 1, ...), got {i:?}")),
-        },
-    };
-    let Some(index) = servers.iter().position(|s| s.name == name) else {
-        return Err(format!("no server is named {name:?}{}", names(servers)));
-    };
-    if let Some(i) = replica {
-        let replicas = servers[index].replicas;
-        if i >= replicas {
-            return Err(format!(
-                "server {name:?} has {replicas} replica{} ({}), so there is no replica {i}",
-                if replicas == 1 { "" } else { "s" },
-                match replicas {
-                    0 => "none".to_owned(),
-                    1 => format!("{name}#0"),
-                    n => format!("{name}#0 to {name}#{}", n - 1),
-                }
-            ));
-        }
-    }
-    Ok((index, replica))
 }
 
 fn check_checks_and_sweep(c: &mut Checker, s: &Scenario) {

@@ -1,0 +1,83 @@
+//! The `[checks]` table: the thresholds a run must meet (judged in `crate::check`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Thresholds whose failure makes the run exit 1. Absent = not checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// Whole-run P99 of logical-call latency, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ms: Option<f64>,
+    /// Whole-run share of logical calls that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<f64>,
+    /// Calls issued that never reached an outcome; the default check is 0.
+    #[serde(default = "zero_lost")]
+    pub lost: Option<u64>,
+    /// Attempts a server refused for a stale schema, sent after that load host had already been refused so by that
+    /// replica (since its last drift): sends the gateway could have known were stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_sends: Option<u64>,
+    /// Seconds, from the first fault's start on, whose share of failed calls exceeds 1%.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_window_s: Option<u64>,
+    /// Attempts that ended, as the agent sees them, with session-not-found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_errors: Option<u64>,
+    /// Attempts that ended with an auth mismatch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_errors: Option<u64>,
+    /// Attempts (the gateway's retries included) per logical call, over the seconds of the fault windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amplification_during_fault: Option<f64>,
+    /// P99 of logical calls to servers no fault targets, during the fault windows, over their P99 before the first
+    /// fault: whether a sick server hurt the healthy ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy_p99_ratio: Option<f64>,
+    /// Seconds after the last fault ends until goodput is back to ≥ 95% of its pre-fault level for 3 seconds in a
+    /// row (never back: the rest of the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_s: Option<f64>,
+    /// Attempts served by a replica whose server does not meet the call's needs (judged from the server tables:
+    /// mix entry's server, tool, `<argument>_support` capabilities), independently of the router.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misroutes: Option<u64>,
+    /// Calls the gateway answered with a degraded result (any reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<u64>,
+    /// With `[report] contrast`: this run's whole-run P99 over the contrast profile's on the same seed (1.0: no worse
+    /// than the other profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contrast_p99_ratio: Option<f64>,
+    /// With `[report] contrast`: this run's failed calls minus the contrast profile's on the same seed (0: it fails
+    /// no more calls than the other profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contrast_extra_errors: Option<i64>,
+}
+
+fn zero_lost() -> Option<u64> {
+    Some(0)
+}
+
+impl Default for Checks {
+    fn default() -> Self {
+        Checks {
+            p99_ms: None,
+            error_rate: None,
+            lost: zero_lost(),
+            stale_sends: None,
+            error_window_s: None,
+            session_errors: None,
+            auth_errors: None,
+            amplification_during_fault: None,
+            healthy_p99_ratio: None,
+            recovery_s: None,
+            misroutes: None,
+            degraded: None,
+            contrast_p99_ratio: None,
+            contrast_extra_errors: None,
+        }
+    }
+}

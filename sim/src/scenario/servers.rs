@@ -1,0 +1,185 @@
+//! The `[[servers]]` tables: the fake MCP servers, their replicas and declared health tools, and how each becomes a
+//! fake server's configuration.
+
+use std::collections::BTreeMap;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use mcpstorm_core::session::ext::AuthScheme;
+
+use super::model::{empty_args, object_schema, one};
+use super::ranges;
+use super::units::Dur;
+use crate::fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError, both_eras};
+
+/// A fake MCP server, possibly replicated (one turmoil host per replica).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    /// Unique; faults target it as `name` (every replica) or `name#i` (replica i).
+    pub name: String,
+    /// Identical replicas, one host each.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1, max = ranges::MAX_HOSTS))]
+    pub replicas: usize,
+    /// `serverInfo.version`.
+    #[serde(default = "default_version")]
+    pub version: String,
+    /// Server-side worker pool per replica; absent = unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
+    pub workers: Option<usize>,
+    /// Requests one connection may have in flight at a replica; beyond it they are refused (-32000 "server busy"),
+    /// so a flooding client cannot grow the replica's task table without bound. At least 1; default 4096.
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
+    #[serde(
+        default = "crate::fake::default_max_in_flight",
+        skip_serializing_if = "crate::fake::is_default_max_in_flight"
+    )]
+    pub max_in_flight_per_connection: usize,
+    /// `tools/list` page size; absent = one page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
+    pub page_size: Option<usize>,
+    /// The tools (`[[servers.tools]]`), listed in this order.
+    pub tools: Vec<ToolConfig>,
+    /// Protocol eras served: `"legacy"` (the `initialize` handshake), `"modern"` (2026-07-28: `server/discover` and
+    /// the per-request `_meta` envelope). Both by default; the first request of a connection picks one.
+    #[serde(default = "both_eras")]
+    pub eras: Vec<ProtocolEra>,
+    /// `ttlMs` of modern cacheable results (`server/discover`, `tools/list`).
+    #[serde(default)]
+    #[schemars(range(min = 0, max = ranges::MAX_DURATION_MS))]
+    pub cache_ttl_ms: u64,
+    /// A legacy-only server's answer to `server/discover`: `"method_not_found"` (-32601), `"invalid_params"`
+    /// (-32602, as Python `mcp` 1.x) or `"silent"` (none: the client's probe times out).
+    #[serde(default)]
+    pub legacy_discover: LegacyDiscover,
+    /// Grant sessions (the mcpstorm extension) of this lifetime; absent = no sessions. They expire by the replica's
+    /// own (skewable) wall clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_ttl: Option<Dur>,
+    /// Answer `mcpstorm/session/renew` with a fresh grant (false: -32601, the client must re-handshake).
+    #[serde(default = "yes")]
+    pub renew: bool,
+    /// Auth schemes accepted (`"bearer"`, `"api-key"`, `"mcp-jwt"`); absent = no auth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "auth_schemes_schema")]
+    pub auth_schemes: Option<Vec<AuthScheme>>,
+    /// How arguments the current schema rejects are refused: `"tool_error"` (`isError` "Input validation error: ...",
+    /// the Python SDK) or `"invalid_params"` (-32602, the TypeScript SDK).
+    #[serde(default)]
+    pub validation_error: ValidationError,
+    /// Free-form labels for the router. Every server also carries `server:<name>`, which a `[[load.mix]]` entry
+    /// naming the server requires.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The capability matrix row: attribute (ending in `_support`) → supported values, e.g.
+    /// `{ language_support = ["python", "rust"] }`. Sent in the handshake's `_meta` too.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub capabilities: BTreeMap<String, Vec<String>>,
+    /// Declared P95 latency (ms): the router's `latency_ratio` divides by it. Sent in `_meta`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = ranges::MAX_DURATION_MS))]
+    pub latency_p95_ms: Option<f64>,
+    /// Declared concurrency limit: the router's `capacity` is the share of it free. Sent in `_meta`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
+    pub max_concurrent_requests: Option<u32>,
+    /// Active health checks call this tool instead of `ping`; three failures in a row take the replica out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<HealthCheckSpec>,
+    /// The server registers with the gateways at this time (absent: from the start). Its hosts run throughout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join_at: Option<Dur>,
+    /// The server deregisters at this time: no new call is routed to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leave_at: Option<Dur>,
+}
+
+/// A declared health tool and its minimal arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HealthCheckSpec {
+    /// One of the server's tools.
+    pub tool: String,
+    /// Its arguments, a table.
+    #[serde(default = "empty_args")]
+    #[schemars(schema_with = "object_schema")]
+    pub arguments: Value,
+}
+
+fn yes() -> bool {
+    true
+}
+
+pub(super) fn auth_schemes_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "minItems": 1,
+        "items": { "enum": ["bearer", "api-key", "mcp-jwt"] }
+    })
+}
+
+fn default_version() -> String {
+    "1.0.0".to_owned()
+}
+
+impl ServerSpec {
+    /// The fake server configuration of one replica. `seed` is the run's seed: each replica's RNG seed is derived from
+    /// it, the server's name and the replica index, so replicas draw differently and the same run draws the same.
+    pub fn fake_config(&self, replica: usize, seed: u64) -> FakeServerConfig {
+        FakeServerConfig {
+            name: self.name.clone(),
+            version: self.version.clone(),
+            workers: self.workers,
+            max_in_flight_per_connection: self.max_in_flight_per_connection,
+            page_size: self.page_size,
+            seed: replica_seed(seed, &self.name, replica),
+            tools: self.tools.clone(),
+            eras: self.eras.clone(),
+            cache_ttl_ms: self.cache_ttl_ms,
+            legacy_discover: self.legacy_discover,
+            session_ttl_ms: self.session_ttl.map(|d| u64::try_from(d.0.as_millis()).unwrap_or(u64::MAX)),
+            renew: self.renew,
+            auth_schemes: self.auth_schemes.clone(),
+            validation_error: self.validation_error,
+            meta: self.router_meta(),
+        }
+    }
+
+    /// What the replica declares in its handshake's `_meta` for routers: the capability matrix row and the hints.
+    fn router_meta(&self) -> Option<serde_json::Map<String, Value>> {
+        let mut meta = serde_json::Map::new();
+        for (attribute, values) in &self.capabilities {
+            meta.insert(attribute.clone(), Value::from(values.clone()));
+        }
+        if let Some(ms) = self.latency_p95_ms {
+            meta.insert("latency_p95_ms".to_owned(), Value::from(ms));
+        }
+        if let Some(n) = self.max_concurrent_requests {
+            meta.insert("max_concurrent_requests".to_owned(), Value::from(n));
+        }
+        (!meta.is_empty()).then_some(meta)
+    }
+
+    /// The tag every server carries and a `[[load.mix]]` entry naming it requires.
+    pub fn server_tag(name: &str) -> String {
+        format!("server:{name}")
+    }
+}
+
+/// A stable mix of the run seed, a server name and a replica index (FNV-1a, then SplitMix64's finaliser): never
+/// `std`'s `Hasher`, whose output may change between Rust releases.
+fn replica_seed(seed: u64, name: &str, replica: usize) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes().chain((replica as u64).to_le_bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let mut z = seed ^ h;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
