@@ -145,7 +145,7 @@ impl Layers {
         &self,
         route: Route,
         tool: &str,
-        client_cap: usize,
+        client_cap: &(dyn Fn(&Route) -> usize + Sync),
         permit: Option<LimitPermit>,
         now: Instant,
         observer: &dyn Observer,
@@ -164,7 +164,7 @@ impl Layers {
         let bulkhead = match (permit, &self.bulkheads) {
             (Some(p), _) => Some(p),
             (None, None) => None,
-            (None, Some(b)) => match b.try_acquire(&pool_key(&route, client_cap)) {
+            (None, Some(b)) => match b.try_acquire(&pool_key(&route, &|| client_cap(&route))) {
                 Some(p) => Some(p),
                 None => return Err((route, Refusal::Full)),
             },
@@ -179,12 +179,12 @@ impl Layers {
     pub async fn wait_for_room(
         &self,
         route: &Route,
-        client_cap: usize,
+        client_cap: &(dyn Fn(&Route) -> usize + Sync),
         at_most: Duration,
     ) -> Result<Option<LimitPermit>, PoolTimeout> {
         match &self.bulkheads {
             None => Ok(None),
-            Some(b) => b.acquire(&pool_key(route, client_cap), at_most).await.map(Some),
+            Some(b) => b.acquire(&pool_key(route, &|| client_cap(route)), at_most).await.map(Some),
         }
     }
 
@@ -231,8 +231,9 @@ impl Layers {
 }
 
 impl Admitted {
-    /// The attempt ended at `now` with `verdict`: every layer learns it once, and the permits go back.
-    pub fn settle(self, layers: &Layers, tool: &str, now: Instant, verdict: Verdict, observer: &dyn Observer) {
+    /// The attempt ended at `now` with `verdict`: every layer learns it once, and the permits go back. Gives back
+    /// the route, for the retry decision.
+    pub fn settle(self, layers: &Layers, tool: &str, now: Instant, verdict: Verdict, observer: &dyn Observer) -> Route {
         if let Some(p) = self.bulkhead {
             p.finish(now, verdict.limiter_sample());
         }
@@ -240,10 +241,11 @@ impl Admitted {
             report(observer, &self.route, tool, p.record(now, verdict));
         }
         layers.throttle_outcome(&self.route.endpoint, now, !verdict.replica_failed());
+        self.route
     }
 }
 
-fn pool_key(route: &Route, client_cap: usize) -> PoolKey<'_> {
+fn pool_key<'a>(route: &'a Route, client_cap: &'a (dyn Fn() -> usize + Sync)) -> PoolKey<'a> {
     PoolKey { server: &route.server, endpoint: &route.endpoint, hints: route.hints.as_ref(), client_cap }
 }
 

@@ -165,8 +165,9 @@ impl Gateway {
                 plan.start_attempt();
             }
             let opts = CallOptions { deadline: Some(deadline), ..call.opts.clone() };
-            let route = admitted.route.clone();
-            let (attempt, verdict) = self.attempt(&route, call.tool, (call.arguments.clone(), &prepare), opts).await;
+            let replica = admitted.route.replica;
+            let arguments = (call.arguments.clone(), &prepare);
+            let (attempt, verdict) = self.attempt(&admitted.route, call.tool, arguments, opts).await;
             let settled = self.settle(admitted, call.tool, &attempt, verdict, &mut plan, deadline);
             match settled {
                 Settled::Answer => return Routed { earlier, last: Last::Attempt(attempt) },
@@ -175,7 +176,7 @@ impl Gateway {
                     return self.declined(call.tool, earlier, Declined { reason, retry_after: None });
                 }
                 Settled::Retry(delay) => {
-                    tried.push(route.replica);
+                    tried.push(replica);
                     earlier.push(attempt);
                     tokio::time::sleep(delay).await;
                 }
@@ -199,6 +200,7 @@ impl Gateway {
         let mut first_full: Option<Route> = None;
         let mut first_refusal: Option<Refusal> = None;
         let mut soonest: Option<Duration> = None;
+        let cap = |route: &Route| self.client_cap(route);
         loop {
             let avoid: Vec<ReplicaId> = tried.iter().chain(&refused).copied().collect();
             let Ok(route) = self.route(tool, requirements, &avoid) else {
@@ -207,8 +209,7 @@ impl Gateway {
             if refused.contains(&route.replica) {
                 break;
             }
-            let cap = self.client_cap(&route);
-            match self.layers.admit(route, tool, cap, None, self.clock.now(), self.observer.as_ref()) {
+            match self.layers.admit(route, tool, &cap, None, self.clock.now(), self.observer.as_ref()) {
                 Ok(admitted) => return Ok(admitted),
                 Err((route, refusal)) => {
                     refused.push(route.replica);
@@ -223,15 +224,14 @@ impl Gateway {
             }
         }
         if let Some(route) = first_full {
-            let cap = self.client_cap(&route);
             let left = deadline.saturating_duration_since(self.clock.now());
-            let Ok(permit) = self.layers.wait_for_room(&route, cap, left).await else {
+            let Ok(permit) = self.layers.wait_for_room(&route, &cap, left).await else {
                 return Err(Declined::of(Refusal::Full));
             };
             let now = self.clock.now();
             return self
                 .layers
-                .admit(route, tool, cap, permit, now, self.observer.as_ref())
+                .admit(route, tool, &cap, permit, now, self.observer.as_ref())
                 .map_err(|(_, refusal)| Declined::of(refusal));
         }
         let mut declined = Declined::of(first_refusal.unwrap_or(Refusal::Full));
@@ -252,8 +252,7 @@ impl Gateway {
         deadline: Instant,
     ) -> Settled {
         let now = self.clock.now();
-        let route = admitted.route.clone();
-        admitted.settle(&self.layers, tool, now, verdict, self.observer.as_ref());
+        let route = admitted.settle(&self.layers, tool, now, verdict, self.observer.as_ref());
         let Err(error) = &attempt.outcome else { return Settled::Answer };
         let Some(policy) = self.layers.config().retry.clone() else { return Settled::Answer };
         // The plan is made at the first failure: only then has the replica's client listed the tools, so only then

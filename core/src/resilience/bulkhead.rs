@@ -66,13 +66,23 @@ impl Default for BulkheadConfig {
 }
 
 /// Where a pool sits and what bounds it: the inputs of [`Bulkheads::pool`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct PoolKey<'a> {
     pub server: &'a str,
     pub endpoint: &'a str,
     pub hints: Option<&'a RouterHints>,
-    /// The in-flight cap of the client that will carry the call: the cap when nothing else sets one.
-    pub client_cap: usize,
+    /// The in-flight cap of the client that will carry the call: the cap when nothing else sets one. A function,
+    /// read only when a pool is made: finding the client costs a lock and a lookup the call path need not pay.
+    pub client_cap: &'a (dyn Fn() -> usize + Sync),
+}
+
+impl std::fmt::Debug for PoolKey<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolKey")
+            .field("server", &self.server)
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The pools, created on first use.
@@ -95,7 +105,7 @@ impl Bulkheads {
     pub fn cap(&self, key: &PoolKey<'_>) -> usize {
         let declared = key.hints.and_then(|h| h.max_concurrent_requests).map(|n| n as usize);
         let c = &self.config;
-        c.per_server.get(key.server).copied().or(declared).or(c.default_max).unwrap_or(key.client_cap).max(1)
+        c.per_server.get(key.server).copied().or(declared).or(c.default_max).unwrap_or_else(key.client_cap).max(1)
     }
 
     /// The pool for `key` (its replica's, or its server's under [`BulkheadScope::Server`]); the first use fixes its
@@ -139,7 +149,7 @@ mod tests {
     use crate::resilience::limiter::SampleOutcome;
 
     fn key<'a>(server: &'a str, endpoint: &'a str, hints: Option<&'a RouterHints>) -> PoolKey<'a> {
-        PoolKey { server, endpoint, hints, client_cap: 50 }
+        PoolKey { server, endpoint, hints, client_cap: &|| 50 }
     }
 
     #[test]
