@@ -33,6 +33,10 @@ bench:
     cargo bench -p mcpstorm-core --bench route
     cargo bench -p mcpstorm-core --bench breaker
 
+# The simulator's cost against a raw turmoil program of the same topology: CPU and peak RSS, and their ratios.
+bench-sim:
+    cargo bench -p mcpstorm-sim --bench scale
+
 # Regenerate the README's simulator figures and docs/images/, e.g. just docs --check (compare only) or --only NAME.
 docs *ARGS:
     python3 docs/generate.py {{ARGS}}

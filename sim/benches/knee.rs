@@ -29,6 +29,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
+#[path = "common/proc_stats.rs"]
+mod proc_stats;
+
 /// The tool's latency: seed 002's "one 200 ms tool".
 const TOOL_MS: u64 = 200;
 const FULL_ROWS: &[usize] = &[1, 10, 50, 100, 200, 500, 1000];
@@ -36,8 +39,6 @@ const QUICK_ROWS: &[usize] = &[1, 10, 100, 200, 500, 1000];
 const SMOKE_ROWS: &[usize] = &[1, 10];
 /// How often the RSS sampler reads `/proc/self/status`.
 const RSS_PERIOD: Duration = Duration::from_millis(10);
-/// Linux reports CPU times in `/proc/<pid>/stat` in USER_HZ ticks, 100 per second on every mainstream platform.
-const TICKS_PER_SEC: f64 = 100.0;
 
 /// Seed 002's measured table: (concurrency, QPS, P99 ms, client MB).
 const SEED: &[(usize, f64, f64, f64)] = &[
@@ -140,7 +141,7 @@ fn main() {
 }
 
 async fn run() -> Result<(), String> {
-    let rss_start = rss_kb();
+    let rss_start = proc_stats::status_kb("VmRSS");
     let mode = Mode::detect();
     let fixed_calls = match std::env::var("MCPSTORM_BENCH_CALLS") {
         Ok(v) => Some(v.parse::<usize>().map_err(|e| format!("MCPSTORM_BENCH_CALLS={v:?}: {e}"))?),
@@ -164,7 +165,7 @@ async fn run() -> Result<(), String> {
         .with_global_limit(InFlightLimit::new(max_concurrency)),
     );
     warm_up(&client).await?;
-    let rss_warm = rss_kb();
+    let rss_warm = proc_stats::status_kb("VmRSS");
 
     let workers = tokio::runtime::Handle::current().metrics().num_workers();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
@@ -290,7 +291,7 @@ async fn run_row(
     server_pid: Option<u32>,
 ) -> Result<Row, String> {
     let sampler = RssSampler::start();
-    let cpu_before = (cpu_secs("self"), server_pid.map(|p| cpu_secs(&p.to_string())));
+    let cpu_before = (proc_stats::cpu_secs("self"), server_pid.map(|p| proc_stats::cpu_secs(&p.to_string())));
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(concurrency);
@@ -328,9 +329,9 @@ async fn run_row(
     let elapsed = started.elapsed();
     let rss_peak_kb = sampler.stop();
     let secs = elapsed.as_secs_f64();
-    let client_cpu = (cpu_secs("self") - cpu_before.0) / secs;
+    let client_cpu = (proc_stats::cpu_secs("self") - cpu_before.0) / secs;
     let server_cpu = match (server_pid, cpu_before.1) {
-        (Some(p), Some(before)) => (cpu_secs(&p.to_string()) - before) / secs,
+        (Some(p), Some(before)) => (proc_stats::cpu_secs(&p.to_string()) - before) / secs,
         _ => f64::NAN,
     };
     for (latencies, e, first) in outcomes {
@@ -394,12 +395,12 @@ struct RssSampler {
 impl RssSampler {
     fn start() -> Self {
         let stop = Arc::new(AtomicBool::new(false));
-        let peak = Arc::new(AtomicU64::new(rss_kb()));
+        let peak = Arc::new(AtomicU64::new(proc_stats::status_kb("VmRSS")));
         let thread = {
             let (stop, peak) = (stop.clone(), peak.clone());
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    peak.fetch_max(rss_kb(), Ordering::Relaxed);
+                    peak.fetch_max(proc_stats::status_kb("VmRSS"), Ordering::Relaxed);
                     std::thread::sleep(RSS_PERIOD);
                 }
             })
@@ -413,29 +414,7 @@ impl RssSampler {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        self.peak.fetch_max(rss_kb(), Ordering::Relaxed);
+        self.peak.fetch_max(proc_stats::status_kb("VmRSS"), Ordering::Relaxed);
         self.peak.load(Ordering::Relaxed)
     }
-}
-
-/// VmRSS of this process in kB (0 where `/proc` is unavailable).
-fn rss_kb() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-/// User + system CPU seconds of a process (`self` or a pid), from `/proc/<pid>/stat` (0 where unavailable).
-fn cpu_secs(pid: &str) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The command name (field 2) may contain spaces; fields after its closing parenthesis start at field 3.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    // utime is field 14, stime field 15: indices 11 and 12 after field 2.
-    (ticks(11) + ticks(12)) as f64 / TICKS_PER_SEC
 }

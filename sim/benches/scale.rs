@@ -1,0 +1,338 @@
+//! `just bench-sim`: what the simulator costs, against a raw turmoil program of the same topology.
+//!
+//! For each case it runs:
+//! - **mcpstorm**: the scenario through `world::run` (the real core on turmoil, the fake servers, the recorder), with
+//!   its faults, checks and contrast removed, so both sides carry the same healthy load;
+//! - **raw**: a plain turmoil program built from the same scenario: the same hosts (one per server replica, the same
+//!   load hosts), tick, network latency, seed, Poisson arrival rate, tool mix and latency distributions, speaking
+//!   newline-delimited JSON-RPC with no gateway, no sessions and no recorder. Each load host keeps one connection per
+//!   replica and a table of pending ids; each server answers every request after its drawn latency.
+//!
+//! Each run is a child process (this binary re-executed with `--child`), so the peak RSS it reports is its own. The
+//! table gives CPU seconds, peak RSS and the mcpstorm ÷ raw ratios. Figures are printed, never asserted.
+//!
+//! Environment: `MCPSTORM_BENCH_QUICK=1` runs shorter cases. Run without `--bench` (as `cargo test --benches`
+//! does), it makes one short smoke case only.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
+
+use hdrhistogram::Histogram;
+use mcpstorm_sim::fake::LatencyDist;
+use mcpstorm_sim::scenario::{Dur, LoadMode, Scenario, load_file};
+use mcpstorm_sim::world::EPOCH_SECS;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Exp};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use turmoil::net::{TcpListener, TcpStream};
+
+#[path = "common/proc_stats.rs"]
+mod proc_stats;
+
+const PORT: u16 = 9000;
+/// Time after the load ends for the last calls to be answered.
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// One measured case: a scenario file and the duration to run it for.
+struct Case {
+    file: &'static str,
+    duration_s: u64,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        let (Some(engine), Some(file), Some(secs)) = (args.get(i + 1), args.get(i + 2), args.get(i + 3)) else {
+            eprintln!("usage: scale --child mcpstorm|raw FILE SECONDS");
+            std::process::exit(2);
+        };
+        match child(engine, Path::new(file), secs) {
+            Ok(calls) => println!(
+                "calls={calls} cpu_s={:.3} rss_kb={}",
+                proc_stats::cpu_secs("self"),
+                proc_stats::status_kb("VmHWM")
+            ),
+            Err(e) => {
+                eprintln!("scale: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
+    let benching = args.iter().any(|a| a == "--bench");
+    let quick = std::env::var_os("MCPSTORM_BENCH_QUICK").is_some();
+    let cases: Vec<Case> = if !benching {
+        vec![Case { file: "scenarios/smoke.toml", duration_s: 1 }]
+    } else if quick {
+        vec![
+            Case { file: "scenarios/smoke.toml", duration_s: 5 },
+            Case { file: "scenarios/retry_storm.toml", duration_s: 15 },
+        ]
+    } else {
+        vec![
+            Case { file: "scenarios/smoke.toml", duration_s: 5 },
+            Case { file: "scenarios/retry_storm.toml", duration_s: 15 },
+            Case { file: "scenarios/retry_storm.toml", duration_s: 30 },
+            Case { file: "scenarios/retry_storm.toml", duration_s: 60 },
+        ]
+    };
+    if let Err(e) = compare(&cases) {
+        eprintln!("scale: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Runs every case on both engines and prints the table.
+fn compare(cases: &[Case]) -> Result<(), String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    println!("| case | calls | mcpstorm CPU | raw CPU | CPU ratio | mcpstorm peak RSS | raw peak RSS | RSS ratio |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for case in cases {
+        let file = root.join(case.file);
+        let ours = measure("mcpstorm", &file, case.duration_s)?;
+        let raw = measure("raw", &file, case.duration_s)?;
+        let name = Path::new(case.file).file_stem().and_then(|s| s.to_str()).unwrap_or(case.file);
+        println!(
+            "| {name}, {} s, no fault | {} | {:.2} s | {:.2} s | {:.1}x | {} MB | {} MB | {:.1}x |",
+            case.duration_s,
+            ours.calls,
+            ours.cpu_s,
+            raw.cpu_s,
+            ours.cpu_s / raw.cpu_s.max(0.01),
+            ours.rss_kb / 1024,
+            raw.rss_kb / 1024,
+            ours.rss_kb as f64 / raw.rss_kb.max(1) as f64,
+        );
+    }
+    Ok(())
+}
+
+struct Measured {
+    calls: u64,
+    cpu_s: f64,
+    rss_kb: u64,
+}
+
+/// Re-executes this binary as a child for one engine and parses its closing line.
+fn measure(engine: &str, file: &Path, secs: u64) -> Result<Measured, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let out = Command::new(exe)
+        .args(["--child", engine, &file.display().to_string(), &secs.to_string()])
+        .output()
+        .map_err(|e| format!("spawning the {engine} child: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!("{engine} child failed: {}{}", stdout, String::from_utf8_lossy(&out.stderr)));
+    }
+    let line = stdout.lines().last().unwrap_or_default();
+    let field = |key: &str| {
+        line.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+            .ok_or_else(|| format!("{engine} child printed no {key}: {line:?}"))
+    };
+    let parse_err = |e: std::num::ParseIntError| e.to_string();
+    Ok(Measured {
+        calls: field("calls")?.parse().map_err(parse_err)?,
+        cpu_s: field("cpu_s")?.parse().map_err(|e: std::num::ParseFloatError| e.to_string())?,
+        rss_kb: field("rss_kb")?.parse().map_err(parse_err)?,
+    })
+}
+
+/// The child: loads the scenario without its faults, checks and contrast, and runs it on one engine. Returns the
+/// number of calls that completed.
+fn child(engine: &str, file: &Path, secs: &str) -> Result<u64, String> {
+    let sets = vec![format!("duration={secs}s"), "faults=[]".to_owned(), "checks={}".to_owned()];
+    let mut scenario = load_file(file, &sets).map_err(|e| e.to_string())?;
+    scenario.report.contrast = None;
+    match engine {
+        "mcpstorm" => {
+            let (data, _, _) =
+                mcpstorm_sim::world::run(&scenario, String::new(), &mut |_, _| {}).map_err(|e| e.to_string())?;
+            Ok(data.totals.completed)
+        }
+        "raw" => raw(&scenario),
+        other => Err(format!("unknown engine {other:?}")),
+    }
+}
+
+/// One replica's tools: name → latency distribution.
+type Tools = Arc<BTreeMap<String, LatencyDist>>;
+
+/// The raw turmoil program (see the module doc).
+fn raw(scenario: &Scenario) -> Result<u64, String> {
+    let net = &scenario.network;
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(scenario.seed)
+        .epoch(UNIX_EPOCH + Duration::from_secs(EPOCH_SECS))
+        .tick_duration(scenario.tick.0)
+        .simulation_duration(scenario.duration.0 + DRAIN + Duration::from_secs(1))
+        .min_message_latency(net.latency.0)
+        .max_message_latency(net.max_latency.map_or(net.latency.0, |d: Dur| d.0))
+        .tcp_capacity(1 << 16)
+        .build();
+    let mut replicas: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (s, spec) in scenario.servers.iter().enumerate() {
+        let tools: Tools = Arc::new(spec.tools.iter().map(|t| (t.name.clone(), t.latency.clone())).collect());
+        for r in 0..spec.replicas {
+            let host = format!("{}-{r}", spec.name);
+            replicas.entry(spec.name.clone()).or_default().push(host.clone());
+            let tools = tools.clone();
+            let seed = scenario.seed ^ ((s as u64) << 32 | r as u64);
+            sim.host(host, move || serve(tools.clone(), seed));
+        }
+    }
+    // The tool mix as (server's replica hosts, tool, cumulative weight).
+    let mut mix = Vec::new();
+    let mut total = 0.0;
+    for entry in &scenario.load.mix {
+        let server = match &entry.server {
+            Some(s) => s.clone(),
+            None => scenario
+                .servers
+                .iter()
+                .find(|s| s.tools.iter().any(|t| t.name == entry.tool))
+                .map(|s| s.name.clone())
+                .ok_or_else(|| format!("no server has tool {}", entry.tool))?,
+        };
+        total += entry.weight;
+        mix.push((replicas.get(&server).cloned().unwrap_or_default(), entry.tool.clone(), total));
+    }
+    let mix = Arc::new(mix);
+    let rate = match scenario.load.mode {
+        LoadMode::Open => scenario.load.rate.unwrap_or(100.0) / scenario.load.hosts as f64,
+        // A closed loop's rate is what its sessions sustain; the raw side approximates it as one call per think
+        // time per session.
+        LoadMode::Closed => {
+            let sessions = scenario.load.sessions.unwrap_or(1) as f64;
+            sessions / scenario.load.think_time.0.as_secs_f64().max(0.001) / scenario.load.hosts as f64
+        }
+    };
+    let done = Arc::new(Mutex::new(Histogram::<u64>::new(3).map_err(|e| e.to_string())?));
+    for h in 0..scenario.load.hosts {
+        let (mix, done) = (mix.clone(), done.clone());
+        let (seed, length) = (scenario.seed.wrapping_add(1000 + h as u64), scenario.duration.0);
+        sim.client(format!("load-{h}"), async move {
+            load(mix, total, rate, seed, length, done).await;
+            Ok(())
+        });
+    }
+    sim.run().map_err(|e| e.to_string())?;
+    let calls = done.lock().map_err(|e| e.to_string())?.len();
+    Ok(calls)
+}
+
+/// A server replica: one task per connection reading requests, one task per request answering after its latency.
+async fn serve(tools: Tools, seed: u64) -> turmoil::Result {
+    let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
+    let mut rng = StdRng::seed_from_u64(seed);
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let (tools, conn_seed) = (tools.clone(), rng.random());
+        tokio::spawn(async move {
+            let (read, mut write) = stream.into_split();
+            let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+            tokio::spawn(async move {
+                while let Some(line) = rx.recv().await {
+                    if write.write_all(line.as_bytes()).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            let mut rng = StdRng::seed_from_u64(conn_seed);
+            let mut lines = BufReader::new(read).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Ok(request) = serde_json::from_str::<Value>(&line) else { continue };
+                let tool = request["params"]["name"].as_str().unwrap_or_default();
+                let args = request["params"]["arguments"].as_object().cloned().unwrap_or_else(Map::new);
+                let latency =
+                    tools.get(tool).and_then(|d| d.sample(&mut rng, &args).ok()).map_or(Duration::ZERO, |d| d.latency);
+                let response = json!({
+                    "jsonrpc": "2.0",
+                    "id": request["id"],
+                    "result": { "content": [{ "type": "text", "text": "ok" }], "isError": false },
+                });
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(latency).await;
+                    let _ = tx.send(format!("{response}\n"));
+                });
+            }
+        });
+    }
+}
+
+/// A load host: Poisson arrivals at `rate`, one connection per replica, responses matched to their ids.
+async fn load(
+    mix: Arc<Vec<(Vec<String>, String, f64)>>,
+    total: f64,
+    rate: f64,
+    seed: u64,
+    length: Duration,
+    done: Arc<Mutex<Histogram<u64>>>,
+) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let Ok(gap) = Exp::new(rate.max(f64::MIN_POSITIVE)) else { return };
+    let pending: Arc<Mutex<BTreeMap<u64, tokio::time::Instant>>> = Arc::default();
+    let mut conns: BTreeMap<String, mpsc::UnboundedSender<String>> = BTreeMap::new();
+    for host in mix.iter().flat_map(|(hosts, _, _)| hosts).collect::<std::collections::BTreeSet<_>>() {
+        let Ok(stream) = TcpStream::connect((host.as_str(), PORT)).await else { continue };
+        let (read, mut write) = stream.into_split();
+        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        tokio::spawn(async move {
+            while let Some(line) = rx.recv().await {
+                if write.write_all(line.as_bytes()).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let (pending, done) = (pending.clone(), done.clone());
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(read).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Ok(response) = serde_json::from_str::<Value>(&line) else { continue };
+                let Some(id) = response["id"].as_u64() else { continue };
+                let started = pending.lock().ok().and_then(|mut p| p.remove(&id));
+                if let (Some(started), Ok(mut done)) = (started, done.lock()) {
+                    let _ = done.record(started.elapsed().as_micros() as u64);
+                }
+            }
+        });
+        conns.insert(host.clone(), tx);
+    }
+    let start = tokio::time::Instant::now();
+    let mut next = Duration::ZERO;
+    let mut id = 0u64;
+    let mut turn = 0usize;
+    loop {
+        next += Duration::from_secs_f64(gap.sample(&mut rng));
+        if next >= length {
+            break;
+        }
+        tokio::time::sleep_until(start + next).await;
+        let pick = rng.random::<f64>() * total;
+        let Some((hosts, tool, _)) = mix.iter().find(|(_, _, upto)| pick < *upto) else { continue };
+        if hosts.is_empty() {
+            continue;
+        }
+        turn += 1;
+        let Some(conn) = conns.get(&hosts[turn % hosts.len()]) else { continue };
+        id += 1;
+        if let Ok(mut p) = pending.lock() {
+            p.insert(id, tokio::time::Instant::now());
+        }
+        let request = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "tools/call",
+            "params": { "name": tool, "arguments": {} },
+        });
+        let _ = conn.send(format!("{request}\n"));
+    }
+    tokio::time::sleep(DRAIN).await;
+}
