@@ -250,6 +250,9 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                 // The intended send time is `next`, whether or not this host got to it on time.
                 let intended = LoadPlan::now().saturating_sub(Instant::now().saturating_duration_since(next));
                 tasks.spawn(async move { logical_call(&plan, &clients, &target, intended).await });
+                // Reap the calls that have finished: a JoinSet keeps a finished task (its whole future) until it is
+                // joined, which made memory grow with the run's length rather than with what is in flight.
+                while tasks.try_join_next().is_some() {}
             }
         }
     }
