@@ -4,7 +4,7 @@ use crate::conn::ConnectionConfig;
 use crate::mcp::{Implementation, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::resilience::backoff::Backoff;
 use crate::session::ext::{Credential, GatewayProfile};
-use crate::session::{EraMode, MODERN_PROTOCOL_VERSIONS};
+use crate::session::{EraMode, LifecycleConfig, MODERN_PROTOCOL_VERSIONS};
 use crate::transport::DEFAULT_MAX_FRAME;
 
 /// Client settings. Defaults:
@@ -70,6 +70,21 @@ impl Default for ClientConfig {
             modern_protocol_versions: MODERN_PROTOCOL_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
             profile: GatewayProfile::default(),
             credentials: Vec::new(),
+        }
+    }
+}
+
+impl ClientConfig {
+    /// The settings establishing a session reads (see [`LifecycleConfig`]).
+    pub fn lifecycle(&self) -> LifecycleConfig {
+        LifecycleConfig {
+            era_mode: self.era_mode,
+            handshake_timeout: self.handshake_timeout,
+            discover_timeout: self.discover_timeout,
+            client_info: self.client_info.clone(),
+            protocol_versions: self.protocol_versions.clone(),
+            modern_protocol_versions: self.modern_protocol_versions.clone(),
+            credentials: self.credentials.clone(),
         }
     }
 }

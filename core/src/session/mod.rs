@@ -1,5 +1,6 @@
-//! Sessions across the two MCP protocol eras: which era a server speaks, how that is detected, and the per-server
-//! cache that lets a reconnect skip detection.
+//! Sessions across the two MCP protocol eras: which era a server speaks, how that is detected (and the legacy
+//! handshake), the per-server cache that lets a reconnect skip detection, and the session extension's lease,
+//! renewal and credential on each connection.
 //!
 //! - **Legacy** (revisions up to 2025-11-25): the `initialize` handshake negotiates the version once per connection.
 //! - **Modern** (2026-07-28): no handshake; `server/discover` describes the server and every request carries its
@@ -13,15 +14,25 @@
 //! The wire facts (the `server/discover` exchange, the `_meta` keys, the era error codes, verbatim replies of real
 //! servers) and the detection rules in full: see docs/sessions.md.
 
-mod cache;
+mod auth;
+mod config;
 mod detect;
+mod era_cache;
 pub mod ext;
+mod handshake;
+mod lease;
+mod stats;
 mod wire;
 
 use serde::{Deserialize, Serialize};
 
-pub use cache::{CachedEra, EraCache, MAX_CACHED_SERVERS};
+pub(crate) use auth::mismatch;
+pub use config::LifecycleConfig;
 pub use detect::{Detection, Established, establish};
+pub use era_cache::{CachedEra, EraCache, MAX_CACHED_SERVERS};
+pub(crate) use lease::{Lease, LeaseState, SessionLease};
+pub use stats::SessionStats;
+pub(crate) use stats::{SessionCounters, SessionEvents};
 pub use wire::{
     DISCOVER, DiscoverResult, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
     META_SERVER_INFO, MODERN_PROTOCOL_VERSIONS, UnsupportedVersion, envelope, envelope_version,

@@ -1,10 +1,10 @@
 //! The legacy (handshake-era, 2025-11-25) lifecycle: `initialize` → result → `notifications/initialized`, with
-//! version negotiation. Which era a server speaks is decided first, by [`crate::session::establish`].
+//! version negotiation. Which era a server speaks is decided first, by [`super::establish`].
 
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::ClientConfig;
+use super::LifecycleConfig;
 use crate::conn::{CallOptions, Connection, Lane};
 use crate::error::{CallError, LifecycleError, LocalError, TransportError};
 use crate::mcp::{InitializeParams, InitializeResult, method};
@@ -12,7 +12,7 @@ use crate::mcp::{InitializeParams, InitializeResult, method};
 /// The handshake. A JSON-RPC error answer is [`LifecycleError::InitializeRefused`] carrying the server's error (a
 /// -32022 there is a modern server's refusal, which the era detection acts on); a version we do not speak is
 /// [`LifecycleError::VersionMismatch`], and the connection is then to be dropped, as the spec requires.
-pub(crate) async fn initialize(conn: &Connection, config: &ClientConfig) -> Result<InitializeResult, CallError> {
+pub(crate) async fn initialize(conn: &Connection, config: &LifecycleConfig) -> Result<InitializeResult, CallError> {
     let Some(ours) = config.protocol_versions.first() else {
         return Err(LifecycleError::VersionMismatch { ours: Vec::new(), theirs: String::new() }.into());
     };

@@ -9,8 +9,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::ext::{AuthScheme, Credential, META_AUTHORIZATION, pick_credential};
 use crate::error::AuthError;
-use crate::session::ext::{AuthScheme, Credential, META_AUTHORIZATION, pick_credential};
 
 /// What a session sends for authorization.
 #[derive(Debug, Clone, PartialEq, Eq)]
