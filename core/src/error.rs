@@ -12,9 +12,9 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::credential::AuthScheme;
 use crate::jsonrpc::ErrorObject;
 use crate::schema::{ArgumentError, SchemaError};
-use crate::session::ext::AuthScheme;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ErrorClass {
@@ -118,7 +118,7 @@ pub enum LocalError {
     UnusableSchema(SchemaError),
 }
 
-/// Auth-scheme negotiation failed (see [`crate::session::ext`]). Names schemes only, never a credential.
+/// Auth-scheme negotiation failed (see `session::ext`). Names schemes only, never a credential.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     /// None of our credentials is for a scheme the server accepts (declared at connect, or named by its

@@ -21,6 +21,7 @@
 pub mod cancel;
 pub mod client;
 pub mod conn;
+pub mod credential;
 pub mod error;
 pub mod gateway;
 pub mod history;
