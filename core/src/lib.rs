@@ -19,6 +19,7 @@
 //! - [`error`]: error classes; [`cancel`]: the cancellation token.
 
 pub mod cancel;
+pub mod capabilities;
 pub mod client;
 pub mod conn;
 pub mod credential;

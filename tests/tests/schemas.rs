@@ -354,7 +354,7 @@ fn client_of(dialer: LineDialer, config: ClientConfig) -> McpClient {
     McpClient::new("hostile", Arc::new(dialer), config, mcpstorm_core::rt::SeededRng::new(0))
 }
 
-fn refused_for(c: &Result<Arc<mcpstorm_core::schema::Capabilities>, CallError>, limit: &str) -> bool {
+fn refused_for(c: &Result<Arc<mcpstorm_core::capabilities::Capabilities>, CallError>, limit: &str) -> bool {
     matches!(c, Err(CallError::MalformedResponse(m)) if m.contains(limit) && m.contains("raise the limit"))
 }
 

@@ -1,5 +1,6 @@
 use std::time::Duration;
 
+use crate::capabilities::ListingLimits;
 use crate::conn::ConnectionConfig;
 use crate::mcp::{Implementation, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::resilience::backoff::Backoff;
@@ -86,5 +87,9 @@ impl ClientConfig {
             modern_protocol_versions: self.modern_protocol_versions.clone(),
             credentials: self.credentials.clone(),
         }
+    }
+    /// How much of a tool listing the client accepts.
+    pub(crate) fn listing_limits(&self) -> ListingLimits {
+        ListingLimits { max_pages: self.max_tool_pages, max_tools: self.max_tools, max_bytes: self.max_tool_list_bytes }
     }
 }

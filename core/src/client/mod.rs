@@ -9,9 +9,7 @@
 
 mod call_log;
 mod config;
-mod drift;
 mod snapshot;
-mod tools;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
@@ -19,12 +17,14 @@ use std::sync::{Arc, PoisonError};
 use serde_json::{Value, json};
 use tokio::time::{Instant, sleep, timeout};
 
+/// Re-exported from its home in [`crate::capabilities`].
+pub use crate::capabilities::DriftStats;
 /// Re-exported from its home in [`crate::observe`]: `client::RefetchReason`, where it used to live, still names it.
 pub use crate::observe::RefetchReason;
 pub use config::ClientConfig;
-pub use drift::DriftStats;
 pub use snapshot::{ResumeError, SessionSnapshot};
 
+use crate::capabilities::{self, Capabilities, DriftCounters, FetchCtx, ListingLimits, SchemaCache, ToolCache};
 use crate::conn::{CallOptions, Connection, ConnectionParts, Lane, NotificationHandler};
 use crate::error::{CallError, LocalError, TransportError};
 use crate::history::{CallHistory, IdempotencyCache};
@@ -32,15 +32,12 @@ use crate::mcp::{CallToolResult, InitializeResult, Tool, method};
 use crate::observe::{ConnId, Event, NoopObserver, Observer, SessionEvent};
 use crate::resilience::inflight::InFlightLimit;
 use crate::rt::{Clock, Dialer, SeededRng, TokioClock};
-use crate::schema::{ArgumentError, Capabilities, SchemaCache};
+use crate::schema::ArgumentError;
 /// Re-exported from its home in [`crate::session`].
 pub use crate::session::SessionStats;
 use crate::session::ext::{self, GatewayProfile, SessionGrant};
 use crate::session::{self, Era, EraCache, LeaseState, LifecycleConfig, SessionCounters, SessionEvents, SessionLease};
 use crate::transport::line_transport;
-use drift::DriftCounters;
-use tools::FetchCtx;
-use tools::ToolCache;
 
 /// A live connection with its handshake result and tool cache.
 #[derive(Debug, Clone)]
@@ -61,6 +58,8 @@ pub struct McpClient {
     config: ClientConfig,
     /// What establishing a session reads of `config`, built once.
     lifecycle: LifecycleConfig,
+    /// How much of a tool listing `config` accepts.
+    limits: ListingLimits,
     observer: Arc<dyn Observer>,
     rng: SeededRng,
     global: Option<InFlightLimit>,
@@ -106,6 +105,7 @@ impl McpClient {
             server,
             dialer,
             lifecycle: config.lifecycle(),
+            limits: config.listing_limits(),
             config,
             observer,
             rng,
@@ -333,7 +333,7 @@ impl McpClient {
     }
 
     fn fetch_ctx<'a>(&'a self, session: &'a Session) -> FetchCtx<'a> {
-        FetchCtx { conn: &session.conn, init: &session.init, schemas: &self.schemas, config: &self.config }
+        FetchCtx { conn: &session.conn, init: &session.init, schemas: &self.schemas, limits: &self.limits }
     }
 
     fn refetched(&self, reason: RefetchReason) {
@@ -359,7 +359,7 @@ impl McpClient {
     /// [`LocalError::InvalidArguments`] (naming the JSON pointer) and nothing is sent. A successful result's
     /// `structuredContent` is checked against the `outputSchema`; a mismatch is [`CallError::MalformedResponse`].
     ///
-    /// When the outcome signals schema drift (see [`drift`]'s table), the tool list is fetched again and a call the
+    /// When the outcome signals schema drift (see the table in `capabilities/drift.rs`), the tool list is fetched again and a call the
     /// server rejected is re-checked against the fresh schema: resent once if it passes, failed locally if not.
     /// One deadline covers every attempt.
     ///
@@ -475,7 +475,7 @@ impl McpClient {
         if self.config.profile == GatewayProfile::Naive {
             return first;
         }
-        let Some((reason, server)) = drift::signal(&first, &caps) else {
+        let Some((reason, server)) = capabilities::signal(&first, &caps) else {
             return first;
         };
         let (fresh, fetched) = session.tools.refetch_after(self.fetch_ctx(session), &caps, server).await?;

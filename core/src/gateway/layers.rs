@@ -246,7 +246,12 @@ impl Admitted {
 }
 
 fn pool_key<'a>(route: &'a Route, client_cap: &'a (dyn Fn() -> usize + Sync)) -> PoolKey<'a> {
-    PoolKey { server: &route.server, endpoint: &route.endpoint, hints: route.hints.as_ref(), client_cap }
+    PoolKey {
+        server: &route.server,
+        endpoint: &route.endpoint,
+        declared_max: route.hints.and_then(|h| h.max_concurrent_requests),
+        client_cap,
+    }
 }
 
 /// Forwards a breaker transition of `route`'s replica to the observer.

@@ -30,6 +30,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::cancel::CancelToken;
+use crate::capabilities::RouterHints;
 use crate::client::McpClient;
 use crate::conn::CallOptions;
 use crate::error::CallError;
@@ -38,7 +39,6 @@ use crate::observe::{NoopObserver, Observer};
 use crate::resilience::breaker::{Gate, Transition, Verdict as BreakerVerdict, classify};
 use crate::router::{Registry, ReplicaId, Requirement, RouteError, RouteRequest, Router, run_health_checks};
 use crate::rt::{Clock, SeededRng};
-use crate::schema::RouterHints;
 use checker::ClientChecker;
 use layers::Layers;
 pub use layers::ResilienceConfig;

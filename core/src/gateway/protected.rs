@@ -23,7 +23,7 @@
 //! | the agent's retries | the embedder (the simulator's agent models) | a replica not yet tried, when one is left | yes: each is a new [`Gateway::call`] |
 //! | the gateway's retries | [`Gateway::call`], `settle` | another replica, after backoff, under one deadline and the server's budget | yes |
 //! | the session resend | the client (`McpClient::call_tool`): session-not-found or an auth mismatch → one shared re-handshake, one resend | the same replica | no: one attempt, as the agent sees it |
-//! | the drift resend | the client (`client/drift.rs`): a -32602 refusal → re-fetch the tools, re-check, resend once if the arguments now pass | the same replica | no |
+//! | the drift resend | the client (`capabilities/drift.rs`): a -32602 refusal → re-fetch the tools, re-check, resend once if the arguments now pass | the same replica | no |
 //! | the reconnect | the client (`client/mod.rs`): a failed connect or handshake is retried `lifecycle_retries` times with backoff before the call is sent | the same replica | no: nothing reached the server's tool |
 //!
 //! Admission refusals (an open breaker, a full bulkhead, a throttle) send nothing, so they are not attempts.

@@ -1,6 +1,6 @@
 //! Why a client fetched a tool list again. Named by the [`super::Event::SchemaRefetched`] event, so it lives here
-//! rather than in the client that detects the signals (see `client/drift.rs`): the metrics seam stays a leaf that
-//! imports nothing from the client.
+//! rather than beside the drift signals that raise it (`capabilities/drift.rs`): the metrics seam stays below
+//! the capability cache and imports nothing from it.
 
 /// Why the tool list was fetched again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

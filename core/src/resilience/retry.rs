@@ -19,8 +19,8 @@ use tokio::time::Instant;
 use super::backoff::Backoff;
 use super::budget::RetryBudget;
 use crate::error::CallError;
+use crate::mcp::ToolAnnotations;
 use crate::rt::SeededRng;
-use crate::schema::ToolAnnotations;
 
 /// How many attempts in all (the first included) and how to wait between them.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::schema::{Capabilities, RouterHints};
+use crate::capabilities::{Capabilities, RouterHints};
 
 /// One server: a name, the endpoints that serve it (replicas), tags, the tools it offers and its capability
 /// metadata.

@@ -23,13 +23,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use clap::Args;
+use mcpstorm_core::capabilities::Capabilities;
 use mcpstorm_core::client::{ClientConfig, McpClient, Session};
 use mcpstorm_core::conn::{CallOptions, ConnectionStats};
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::{InitializeResult, method};
 use mcpstorm_core::observe::{Event, Observer, TracingObserver};
 use mcpstorm_core::rt::{DialFuture, Dialer};
-use mcpstorm_core::schema::Capabilities;
 use mcpstorm_core::session::Era;
 use mcpstorm_core::session::ext::{self, AuthScheme};
 use mcpstorm_core::{CallError, LifecycleError, LocalError, TransportError};

@@ -11,8 +11,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use mcpstorm_core::capabilities::RouterHints;
 use mcpstorm_core::router::{HealthCheck, RegistryEvent, Requirement, ScheduledRegistry, ServerSpec};
-use mcpstorm_core::schema::RouterHints;
 
 use super::hosts::server_host;
 use crate::scenario::{self, MixEntry, Scenario};

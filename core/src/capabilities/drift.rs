@@ -21,11 +21,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
+use super::Capabilities;
 use crate::error::{CallError, LocalError};
 use crate::jsonrpc::ErrorCode;
 use crate::mcp::{CallToolResult, Implementation};
 use crate::observe::RefetchReason;
-use crate::schema::Capabilities;
 use crate::session::META_SERVER_INFO;
 
 /// Phrases with which real servers report argument validation failures in an `isError` result: the Python SDK
@@ -44,7 +44,7 @@ const VALIDATION_PHRASES: &[&str] = &[
 ];
 
 /// The drift signal in a `tools/call` outcome, if any. `known` is the record the call was checked against.
-pub fn signal(
+pub(crate) fn signal(
     outcome: &Result<CallToolResult, CallError>,
     known: &Capabilities,
 ) -> Option<(RefetchReason, Option<Implementation>)> {
@@ -99,7 +99,7 @@ impl DriftStats {
 }
 
 #[derive(Debug, Default)]
-pub(super) struct DriftCounters {
+pub(crate) struct DriftCounters {
     refetches: [AtomicU64; 5],
     resent: AtomicU64,
     stopped: AtomicU64,
@@ -131,8 +131,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::capabilities::SchemaCache;
     use crate::jsonrpc::ErrorObject;
-    use crate::schema::SchemaCache;
 
     fn caps(version: &str) -> Capabilities {
         SchemaCache::default().record(Implementation::new("s", version), None, Vec::new())
