@@ -203,7 +203,7 @@ mod tests {
     use crate::jsonrpc::ErrorCode;
 
     #[test]
-    fn seed_table_holds() {
+    fn class_table_holds() {
         let protocol = CallError::Protocol(ErrorObject::new(ErrorCode::INVALID_PARAMS, "bad"));
         assert_eq!(protocol.class(), ErrorClass::Protocol);
         assert!(!protocol.closes_connection());

@@ -17,7 +17,7 @@ use crate::transport::DEFAULT_MAX_FRAME;
 /// | `discover_timeout`  | 5 s     | the `server/discover` era probe; silence falls back to `initialize` |
 /// | `era_mode`          | auto    | probe `server/discover`, fall back to `initialize` (see [`crate::session`]) |
 /// | `lifecycle_retries` | 3       | reconnect attempts after a failed connect or handshake    |
-/// | `backoff`           | seed    | 1, 2, 4, 8 s capped at 10 s, ±20% jitter ([`Backoff::SEED`]) |
+/// | `backoff`           | reconnect | 1, 2, 4, 8 s capped at 10 s, ±20% jitter ([`Backoff::RECONNECT`]) |
 /// | `max_frame`         | 16 MiB  | largest incoming frame                                    |
 /// | `max_tool_pages`    | 1000    | `tools/list` pages followed before giving up (a cursor loop guard) |
 /// | `max_tools`         | 10,000  | tools one listing may hold; more is an error naming this limit |
@@ -61,7 +61,7 @@ impl Default for ClientConfig {
             discover_timeout: Duration::from_secs(5),
             era_mode: EraMode::default(),
             lifecycle_retries: 3,
-            backoff: Backoff::SEED,
+            backoff: Backoff::RECONNECT,
             max_frame: DEFAULT_MAX_FRAME,
             max_tool_pages: 1000,
             max_tools: 10_000,

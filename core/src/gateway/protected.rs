@@ -41,7 +41,7 @@ use crate::conn::CallOptions;
 use crate::error::CallError;
 use crate::mcp::CallToolResult;
 use crate::observe::Event;
-use crate::resilience::breaker::{RejectReason, Verdict};
+use crate::resilience::breaker::{HealthVerdict, RejectReason};
 use crate::resilience::degraded::DegradedReason;
 use crate::resilience::retry::{RetryPlan, auto_retry_allowed};
 use crate::router::{ReplicaId, Requirement};
@@ -247,7 +247,7 @@ impl Gateway {
         admitted: Admitted,
         tool: &str,
         attempt: &Attempt,
-        verdict: Verdict,
+        verdict: HealthVerdict,
         plan: &mut Option<RetryPlan>,
         deadline: Instant,
     ) -> Settled {

@@ -5,7 +5,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use crate::error::{CallError, TransportError};
-use crate::resilience::breaker::Transition;
+use crate::resilience::breaker::BreakerTransition;
 use crate::resilience::degraded::DegradedReason;
 use crate::transport::FrameError;
 pub use anomalies::{Anomaly, AnomalyLog};
@@ -69,7 +69,7 @@ pub enum Event<'a> {
         server: &'a str,
         replica: &'a str,
         tool: &'a str,
-        transition: &'a Transition,
+        transition: &'a BreakerTransition,
     },
     /// The gateway declined a call and answered with a degraded result.
     Degraded {

@@ -138,7 +138,7 @@ pub fn degraded_result(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resilience::breaker::{Verdict, classify_result};
+    use crate::resilience::breaker::{HealthVerdict, classify_result};
 
     #[test]
     fn breaker_open_with_fallback_text_and_fields_are_pinned() {
@@ -179,9 +179,9 @@ mod tests {
         );
         assert_eq!(r, degraded_result("place_order", DegradedReason::BudgetExhausted, None, None), "deterministic");
         // A gateway in front of this one reads the degradation as a failure, not as a business answer.
-        assert_eq!(classify_result(&r), Verdict::Failure);
+        assert_eq!(classify_result(&r), HealthVerdict::Failure);
         let r = degraded_result("t", DegradedReason::BreakerOpen, Some(Duration::from_millis(10)), None);
-        assert_eq!(classify_result(&r), Verdict::RetryAfter(Duration::from_millis(10)));
+        assert_eq!(classify_result(&r), HealthVerdict::RetryAfter(Duration::from_millis(10)));
         assert_eq!(DegradedReason::from_give_up(GiveUp::Budget), Some(DegradedReason::BudgetExhausted));
         assert_eq!(DegradedReason::from_give_up(GiveUp::Deadline), None);
         assert_eq!(DegradedReason::from(RejectReason::ForcedOpen).as_str(), "forced_open");

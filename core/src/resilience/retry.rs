@@ -6,7 +6,7 @@
 //!   the caller, who then vouches for it. The error must allow it too ([`CallError::retry_allowed`]).
 //! - **Backoff.** Full jitter by default (AWS's "Exponential Backoff and Jitter"): the n-th retry waits uniformly in
 //!   `[0, min(cap, base × 2ⁿ)]`, which spreads a crowd of clients best. The client's reconnect schedule (1, 2, 4, 8 s
-//!   capped at 10 s, ±20%) is [`Backoff::SEED`], the same type (see [`super::backoff`]).
+//!   capped at 10 s, ±20%) is [`Backoff::RECONNECT`], the same type (see [`super::backoff`]).
 //! - **One deadline for all attempts.** A retry whose backoff would end at or after the deadline is not made: the
 //!   caller's time is spent once, not per attempt.
 //! - **The budget last.** A retry that passes everything else asks the [`RetryBudget`]; asking earlier would spend
@@ -161,8 +161,9 @@ mod tests {
     fn gives_up_on_error_attempts_deadline_then_budget() {
         let t0 = Instant::now();
         let rng = SeededRng::new(1);
-        let seed = Backoff::Seed { base: Backoff::SEED_BASE, cap: Backoff::SEED_CAP, jitter: 0.0 };
-        let policy = RetryPolicy { max_attempts: 3, backoff: seed };
+        let reconnect =
+            Backoff::Proportional { base: Backoff::RECONNECT_BASE, cap: Backoff::RECONNECT_CAP, jitter: 0.0 };
+        let policy = RetryPolicy { max_attempts: 3, backoff: reconnect };
         let mut budget = RetryBudget::new(BudgetConfig::default(), t0).unwrap();
         let closed = CallError::Transport(TransportError::Closed);
 

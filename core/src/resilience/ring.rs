@@ -14,15 +14,15 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// What one bucket holds: integer counters, so subtracting an expired bucket from the total is exact.
-pub trait Bucket: Copy + Default {
+pub trait Additive: Copy + Default {
     fn add(&mut self, other: &Self);
     fn sub(&mut self, other: &Self);
 }
 
-/// Implements [`Bucket`] for a struct of integer counters, field by field.
+/// Implements [`Additive`] for a struct of integer counters, field by field.
 macro_rules! counter_bucket {
     ($ty:ty { $($field:tt),+ }) => {
-        impl $crate::resilience::ring::Bucket for $ty {
+        impl $crate::resilience::ring::Additive for $ty {
             fn add(&mut self, other: &Self) {
                 $(self.$field += other.$field;)+
             }
@@ -46,7 +46,7 @@ pub struct TimeRing<B> {
     total: B,
 }
 
-impl<B: Bucket> TimeRing<B> {
+impl<B: Additive> TimeRing<B> {
     /// `len` buckets of `width` each, counting from `origin`. Zero `len` or `width` are raised to one bucket of one
     /// nanosecond (configs are validated before they get here; this only keeps the arithmetic total).
     pub fn new(origin: Instant, len: usize, width: Duration) -> Self {

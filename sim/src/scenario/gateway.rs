@@ -36,7 +36,7 @@ use super::units::Dur;
 /// | `[gateway.fallbacks]`| none        | `tool = "fallback_tool"`, named in degraded results                        |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
-pub struct Gateway {
+pub struct GatewaySpec {
     /// `"default"` or `"naive"` (the naive first design, kept to show the failures the default prevents).
     #[serde(default)]
     #[schemars(schema_with = "profile_schema")]
@@ -81,7 +81,7 @@ pub struct Gateway {
     pub router: RouterSpec,
 }
 
-impl Gateway {
+impl GatewaySpec {
     /// The resilience layers' specs as one view.
     pub fn layers(&self) -> LayerSpecs<'_> {
         LayerSpecs {

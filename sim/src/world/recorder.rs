@@ -20,7 +20,7 @@ use mcpstorm_core::history::{CallHistory, CallKey, CallStart, ServerCallRecord};
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::CallToolResult;
 use mcpstorm_core::observe::{Event, Observer, SessionEvent};
-use mcpstorm_core::resilience::breaker::{Reason, State, Transition};
+use mcpstorm_core::resilience::breaker::{BreakerTransition, Reason, State};
 use mcpstorm_core::resilience::degraded::DegradedReason;
 use mcpstorm_core::session::ext::is_session_not_found;
 
@@ -367,7 +367,7 @@ impl Recorder {
 
     /// The breaker of (`replica`, `tool`) in `host`'s gateway changed state: an event (its target the replica),
     /// and the open-breaker gauge.
-    pub fn breaker(&self, at: Duration, host: &str, replica: &str, tool: &str, t: &Transition) {
+    pub fn breaker(&self, at: Duration, host: &str, replica: &str, tool: &str, t: &BreakerTransition) {
         let mut inner = self.lock();
         let key = (host.to_owned(), replica.to_owned(), tool.to_owned());
         if matches!(t.to, State::Open | State::ForcedOpen) {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::classify::Verdict;
+use super::classify::HealthVerdict;
 use super::config::{BreakerConfig, ConfigError};
 use super::window::{Counts, Window};
 use crate::rt::SeededRng;
@@ -89,7 +89,7 @@ impl Reason {
 
 /// One state change, for the embedder to forward to its observer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Transition {
+pub struct BreakerTransition {
     pub from: State,
     pub to: State,
     pub reason: Reason,
@@ -146,7 +146,7 @@ impl Ticket {
 #[derive(Debug)]
 pub struct Admission<T> {
     pub decision: Result<T, Rejected>,
-    pub transition: Option<Transition>,
+    pub transition: Option<BreakerTransition>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -210,7 +210,7 @@ impl Breaker {
 
     /// Lets time pass: open → half-open when the open period has elapsed, half-open → open when it has waited too
     /// long for its probes.
-    pub fn advance(&mut self, now: Instant) -> Option<Transition> {
+    pub fn advance(&mut self, now: Instant) -> Option<BreakerTransition> {
         match self.phase {
             Phase::Open { until } if now >= until => {
                 let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 0 };
@@ -249,9 +249,9 @@ impl Breaker {
         &mut self,
         now: Instant,
         ticket: Ticket,
-        verdict: Verdict,
+        verdict: HealthVerdict,
         elapsed: Duration,
-    ) -> Option<Transition> {
+    ) -> Option<BreakerTransition> {
         if let Some(t) = self.advance(now) {
             // Time moved the breaker to a new period; the ticket belongs to the old one.
             return Some(t);
@@ -265,22 +265,24 @@ impl Breaker {
             _ => {}
         }
         match (self.phase, verdict) {
-            (_, Verdict::Ignore) | (Phase::Disabled | Phase::Open { .. } | Phase::ForcedOpen, _) => None,
+            (_, HealthVerdict::Ignore) | (Phase::Disabled | Phase::Open { .. } | Phase::ForcedOpen, _) => None,
             (Phase::MetricsOnly, v) => {
-                self.window.record(now, v != Verdict::Success, slow);
+                self.window.record(now, v != HealthVerdict::Success, slow);
                 None
             }
             (Phase::Closed, v) => {
-                self.window.record(now, v != Verdict::Success, slow);
-                if let Verdict::RetryAfter(d) = v {
+                self.window.record(now, v != HealthVerdict::Success, slow);
+                if let HealthVerdict::RetryAfter(d) = v {
                     return Some(self.open(now, Reason::ServerRetryAfter, Some(d)));
                 }
                 self.trip_reason(now).map(|reason| self.open(now, reason, None))
             }
-            (Phase::HalfOpen { .. }, Verdict::RetryAfter(d)) => Some(self.open(now, Reason::ServerRetryAfter, Some(d))),
-            (Phase::HalfOpen { .. }, Verdict::Failure) => Some(self.open(now, Reason::ProbeFailed, None)),
-            (Phase::HalfOpen { .. }, Verdict::Success) if slow => Some(self.open(now, Reason::ProbeSlow, None)),
-            (Phase::HalfOpen { since, in_flight, successes }, Verdict::Success) => {
+            (Phase::HalfOpen { .. }, HealthVerdict::RetryAfter(d)) => {
+                Some(self.open(now, Reason::ServerRetryAfter, Some(d)))
+            }
+            (Phase::HalfOpen { .. }, HealthVerdict::Failure) => Some(self.open(now, Reason::ProbeFailed, None)),
+            (Phase::HalfOpen { .. }, HealthVerdict::Success) if slow => Some(self.open(now, Reason::ProbeSlow, None)),
+            (Phase::HalfOpen { since, in_flight, successes }, HealthVerdict::Success) => {
                 if successes + 1 >= self.config.half_open_probes {
                     self.reopens = 0;
                     self.window.clear();
@@ -304,7 +306,7 @@ impl Breaker {
     }
 
     /// Sets the manual switch. `None` if already in that position.
-    pub fn set_manual(&mut self, now: Instant, manual: Manual) -> Option<Transition> {
+    pub fn set_manual(&mut self, now: Instant, manual: Manual) -> Option<BreakerTransition> {
         let phase = match manual {
             Manual::ForcedOpen => Phase::ForcedOpen,
             Manual::Disabled => Phase::Disabled,
@@ -318,7 +320,7 @@ impl Breaker {
     }
 
     /// Back to automatic operation, closed, with an empty window and no open-period growth.
-    pub fn reset(&mut self, now: Instant) -> Option<Transition> {
+    pub fn reset(&mut self, now: Instant) -> Option<BreakerTransition> {
         if self.phase == Phase::Closed {
             return None;
         }
@@ -328,7 +330,7 @@ impl Breaker {
     }
 
     /// Another gateway node opened this breaker for `open_for`: follow it unless already open or switched manually.
-    pub fn follow_remote_open(&mut self, now: Instant, open_for: Duration) -> Option<Transition> {
+    pub fn follow_remote_open(&mut self, now: Instant, open_for: Duration) -> Option<BreakerTransition> {
         match self.phase {
             Phase::Closed | Phase::HalfOpen { .. } => Some(self.open(now, Reason::Remote, Some(open_for))),
             _ => None,
@@ -355,7 +357,7 @@ impl Breaker {
 
     /// Opens for `dictated` (a server's retry-after or a peer's period, capped; no growth) or for the next grown
     /// and jittered period.
-    fn open(&mut self, now: Instant, reason: Reason, dictated: Option<Duration>) -> Transition {
+    fn open(&mut self, now: Instant, reason: Reason, dictated: Option<Duration>) -> BreakerTransition {
         let period = match dictated {
             Some(d) => d.min(self.config.retry_after_cap),
             None => {
@@ -374,10 +376,10 @@ impl Breaker {
         if secs >= c.open_max.as_secs_f64() { c.open_max } else { Duration::from_secs_f64(secs) }
     }
 
-    fn enter(&mut self, now: Instant, phase: Phase, reason: Reason, open_for: Option<Duration>) -> Transition {
+    fn enter(&mut self, now: Instant, phase: Phase, reason: Reason, open_for: Option<Duration>) -> BreakerTransition {
         let from = self.state();
         self.phase = phase;
         self.epoch += 1;
-        Transition { from, to: self.state(), reason, at: now, open_for, counts: self.window.counts(now) }
+        BreakerTransition { from, to: self.state(), reason, at: now, open_for, counts: self.window.counts(now) }
     }
 }

@@ -33,12 +33,12 @@ fn breaker(config: BreakerConfig, t0: Instant) -> Breaker {
 }
 
 /// Admits one call at `now` and reports it at once.
-fn call(b: &mut Breaker, now: Instant, verdict: Verdict, elapsed: Duration) -> Option<Transition> {
+fn call(b: &mut Breaker, now: Instant, verdict: HealthVerdict, elapsed: Duration) -> Option<BreakerTransition> {
     let ticket = b.try_acquire(now).decision.expect("admitted");
     b.on_outcome(now, ticket, verdict, elapsed)
 }
 
-fn to(t: &Option<Transition>) -> Option<(State, State, Reason)> {
+fn to(t: &Option<BreakerTransition>) -> Option<(State, State, Reason)> {
     t.as_ref().map(|t| (t.from, t.to, t.reason))
 }
 
@@ -46,11 +46,15 @@ fn to(t: &Option<Transition>) -> Option<(State, State, Reason)> {
 fn opens_at_the_failure_threshold_inclusive_only_after_minimum_calls() {
     let t0 = Instant::now();
     let mut b = breaker(count_config(10, 4), t0);
-    assert_eq!(call(&mut b, t0, Verdict::Failure, ms(1)), None);
-    assert_eq!(call(&mut b, t0, Verdict::Failure, ms(1)), None);
-    assert_eq!(call(&mut b, t0, Verdict::Success, ms(1)), None, "3 calls < minimum 4, 67% failures: no verdict yet");
+    assert_eq!(call(&mut b, t0, HealthVerdict::Failure, ms(1)), None);
+    assert_eq!(call(&mut b, t0, HealthVerdict::Failure, ms(1)), None);
+    assert_eq!(
+        call(&mut b, t0, HealthVerdict::Success, ms(1)),
+        None,
+        "3 calls < minimum 4, 67% failures: no verdict yet"
+    );
     assert_eq!(b.counts(t0), Counts { calls: 3, failures: 2, slow: 0 });
-    let t = call(&mut b, t0, Verdict::Success, ms(1));
+    let t = call(&mut b, t0, HealthVerdict::Success, ms(1));
     assert_eq!(to(&t), Some((State::Closed, State::Open, Reason::FailureRate)), "2/4 = 50% ≥ 50% trips");
     assert_eq!(t.unwrap().open_for, Some(ms(1000)));
     let r = b.try_acquire(t0 + ms(400)).decision.unwrap_err();
@@ -63,10 +67,10 @@ fn slow_calls_trip_on_their_own_rate() {
     let config = BreakerConfig { slow_call_rate_threshold: 0.6, ..count_config(5, 5) };
     let mut b = breaker(config, t0);
     for elapsed in [ms(499), ms(500), ms(900), ms(10)] {
-        assert_eq!(call(&mut b, t0, Verdict::Success, elapsed), None);
+        assert_eq!(call(&mut b, t0, HealthVerdict::Success, elapsed), None);
     }
     assert_eq!(b.counts(t0), Counts { calls: 4, failures: 0, slow: 2 });
-    let t = call(&mut b, t0, Verdict::Success, ms(600));
+    let t = call(&mut b, t0, HealthVerdict::Success, ms(600));
     assert_eq!(to(&t), Some((State::Closed, State::Open, Reason::SlowCallRate)), "3/5 = 60% slow ≥ 60%");
 }
 
@@ -74,8 +78,8 @@ fn slow_calls_trip_on_their_own_rate() {
 fn half_open_admits_only_its_probes_and_closes_on_consecutive_successes() {
     let t0 = Instant::now();
     let mut b = breaker(count_config(2, 2), t0);
-    call(&mut b, t0, Verdict::Failure, ms(1));
-    assert!(call(&mut b, t0, Verdict::Failure, ms(1)).is_some());
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    assert!(call(&mut b, t0, HealthVerdict::Failure, ms(1)).is_some());
     let t1 = t0 + ms(1000);
     let a = b.try_acquire(t1);
     assert_eq!(to(&a.transition), Some((State::Open, State::HalfOpen, Reason::OpenElapsed)));
@@ -84,13 +88,17 @@ fn half_open_admits_only_its_probes_and_closes_on_consecutive_successes() {
     assert!(p1.is_probe() && p2.is_probe());
     for _ in 0..100 {
         let r = b.try_acquire(t1).decision.unwrap_err();
-        assert_eq!(r.reason, RejectReason::HalfOpenFull, "the seed let everything through here");
+        assert_eq!(
+            r.reason,
+            RejectReason::HalfOpenFull,
+            "an unbounded half-open state would let everything through here"
+        );
     }
     assert_eq!(b.probes_in_flight(), 2);
-    assert_eq!(b.on_outcome(t1, p1, Verdict::Success, ms(10)), None);
+    assert_eq!(b.on_outcome(t1, p1, HealthVerdict::Success, ms(10)), None);
     let p3 = b.try_acquire(t1).decision.unwrap();
-    assert_eq!(b.on_outcome(t1, p2, Verdict::Ignore, ms(10)), None, "ignored: frees the slot, decides nothing");
-    let t = b.on_outcome(t1, p3, Verdict::Success, ms(10));
+    assert_eq!(b.on_outcome(t1, p2, HealthVerdict::Ignore, ms(10)), None, "ignored: frees the slot, decides nothing");
+    let t = b.on_outcome(t1, p3, HealthVerdict::Success, ms(10));
     assert_eq!(to(&t), Some((State::HalfOpen, State::Closed, Reason::ProbesSucceeded)));
     assert_eq!(b.counts(t1), Counts::default(), "a fresh window after closing");
 }
@@ -102,19 +110,20 @@ fn open_period_grows_on_each_reopen_and_resets_after_a_close() {
     let mut now = t0;
     let mut periods = vec![];
     for round in 0..2 {
-        let opened = call(&mut b, now, Verdict::Failure, ms(1)).expect("opens");
+        let opened = call(&mut b, now, HealthVerdict::Failure, ms(1)).expect("opens");
         periods.push(opened.open_for.unwrap().as_millis());
         now += opened.open_for.unwrap();
         // The half-open probe fails: outright in round 0, by being slow in round 1 (the other re-open path).
         let probe = b.try_acquire(now).decision.unwrap();
-        let (verdict, elapsed) = if round == 0 { (Verdict::Failure, ms(1)) } else { (Verdict::Success, ms(600)) };
+        let (verdict, elapsed) =
+            if round == 0 { (HealthVerdict::Failure, ms(1)) } else { (HealthVerdict::Success, ms(600)) };
         let reopened = b.on_outcome(now, probe, verdict, elapsed).expect("re-opens");
         periods.push(reopened.open_for.unwrap().as_millis());
         now += reopened.open_for.unwrap();
         // Two probe successes close it, which resets the growth.
         for _ in 0..2 {
             let p = b.try_acquire(now).decision.unwrap();
-            b.on_outcome(now, p, Verdict::Success, ms(1));
+            b.on_outcome(now, p, HealthVerdict::Success, ms(1));
         }
         assert_eq!(b.state(), State::Closed);
     }
@@ -122,12 +131,12 @@ fn open_period_grows_on_each_reopen_and_resets_after_a_close() {
 
     let mut b = breaker(count_config(1, 1), t0);
     let mut now = t0;
-    let mut t = call(&mut b, now, Verdict::Failure, ms(1)).unwrap();
+    let mut t = call(&mut b, now, HealthVerdict::Failure, ms(1)).unwrap();
     let mut grown = vec![t.open_for.unwrap().as_millis()];
     for _ in 0..5 {
         now += t.open_for.unwrap();
         let probe = b.try_acquire(now).decision.unwrap();
-        t = b.on_outcome(now, probe, Verdict::Failure, ms(1)).unwrap();
+        t = b.on_outcome(now, probe, HealthVerdict::Failure, ms(1)).unwrap();
         assert_eq!(t.reason, Reason::ProbeFailed);
         grown.push(t.open_for.unwrap().as_millis());
     }
@@ -140,7 +149,7 @@ fn open_period_jitter_stays_in_band_and_is_seeded() {
     let config = BreakerConfig { open_jitter: 0.2, ..count_config(1, 1) };
     let period = |seed| {
         let mut b = Breaker::new(config.clone(), t0, SeededRng::new(seed)).unwrap();
-        call(&mut b, t0, Verdict::Failure, ms(1)).unwrap().open_for.unwrap()
+        call(&mut b, t0, HealthVerdict::Failure, ms(1)).unwrap().open_for.unwrap()
     };
     let all: Vec<Duration> = (0..50).map(period).collect();
     assert!(all.iter().all(|d| *d >= ms(800) && *d <= ms(1200)), "{all:?}");
@@ -152,7 +161,7 @@ fn open_period_jitter_stays_in_band_and_is_seeded() {
 fn a_probe_that_never_reports_cannot_wedge_half_open() {
     let t0 = Instant::now();
     let mut b = breaker(count_config(1, 1), t0);
-    call(&mut b, t0, Verdict::Failure, ms(1));
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
     let t1 = t0 + ms(1000);
     let _lost = b.try_acquire(t1).decision.unwrap();
     let _lost2 = b.try_acquire(t1).decision.unwrap();
@@ -168,10 +177,10 @@ fn server_retry_after_opens_for_that_long_capped() {
     let t0 = Instant::now();
     let config = BreakerConfig { retry_after_cap: ms(3000), ..count_config(10, 10) };
     let mut b = breaker(config, t0);
-    let t = call(&mut b, t0, Verdict::RetryAfter(ms(1234)), ms(1)).unwrap();
+    let t = call(&mut b, t0, HealthVerdict::RetryAfter(ms(1234)), ms(1)).unwrap();
     assert_eq!((t.reason, t.open_for), (Reason::ServerRetryAfter, Some(ms(1234))), "no minimum, no growth");
     let probe = b.try_acquire(t0 + ms(1234)).decision.unwrap();
-    let t = b.on_outcome(t0 + ms(1234), probe, Verdict::RetryAfter(ms(60_000)), ms(1)).unwrap();
+    let t = b.on_outcome(t0 + ms(1234), probe, HealthVerdict::RetryAfter(ms(60_000)), ms(1)).unwrap();
     assert_eq!(t.open_for, Some(ms(3000)));
 }
 
@@ -180,13 +189,13 @@ fn late_outcomes_from_an_earlier_period_do_not_count() {
     let t0 = Instant::now();
     let mut b = breaker(count_config(2, 2), t0);
     let early = b.try_acquire(t0).decision.unwrap();
-    call(&mut b, t0, Verdict::Failure, ms(1));
-    call(&mut b, t0, Verdict::Failure, ms(1));
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
     assert_eq!(b.state(), State::Open);
-    assert_eq!(b.on_outcome(t0 + ms(10), early, Verdict::Failure, ms(10)), None);
+    assert_eq!(b.on_outcome(t0 + ms(10), early, HealthVerdict::Failure, ms(10)), None);
     let t1 = t0 + ms(1000);
     let probe = b.try_acquire(t1).decision.unwrap();
-    assert_eq!(b.on_outcome(t1, early, Verdict::Success, ms(1000)), None, "not a probe of this half-open");
+    assert_eq!(b.on_outcome(t1, early, HealthVerdict::Success, ms(1000)), None, "not a probe of this half-open");
     assert_eq!(b.probes_in_flight(), 1);
     b.release(probe);
     assert_eq!(b.probes_in_flight(), 0);
@@ -203,13 +212,13 @@ fn manual_switch_positions_and_reset() {
 
     b.set_manual(t0, Manual::Disabled);
     for _ in 0..5 {
-        assert_eq!(call(&mut b, t0, Verdict::Failure, ms(1)), None);
+        assert_eq!(call(&mut b, t0, HealthVerdict::Failure, ms(1)), None);
     }
     assert_eq!(b.counts(t0).calls, 0, "disabled records nothing");
 
     b.set_manual(t0, Manual::MetricsOnly);
     for _ in 0..5 {
-        assert_eq!(call(&mut b, t0, Verdict::Failure, ms(1)), None);
+        assert_eq!(call(&mut b, t0, HealthVerdict::Failure, ms(1)), None);
     }
     assert_eq!((b.state(), b.counts(t0).failures), (State::MetricsOnly, 1), "counted (window of 1), never trips");
 
@@ -225,13 +234,13 @@ fn time_window_failures_expire_with_their_buckets() {
     let config =
         BreakerConfig { window: WindowConfig::Time { buckets: 4, bucket_width: ms(250) }, ..count_config(1, 3) };
     let mut b = breaker(config, t0);
-    call(&mut b, t0, Verdict::Failure, ms(1));
-    call(&mut b, t0 + ms(100), Verdict::Failure, ms(1));
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    call(&mut b, t0 + ms(100), HealthVerdict::Failure, ms(1));
     // One second later both failures have left the window: two more do not reach the minimum of three.
-    assert_eq!(call(&mut b, t0 + ms(1000), Verdict::Failure, ms(1)), None);
-    assert_eq!(call(&mut b, t0 + ms(1100), Verdict::Success, ms(1)), None);
+    assert_eq!(call(&mut b, t0 + ms(1000), HealthVerdict::Failure, ms(1)), None);
+    assert_eq!(call(&mut b, t0 + ms(1100), HealthVerdict::Success, ms(1)), None);
     assert_eq!(b.counts(t0 + ms(1100)), Counts { calls: 2, failures: 1, slow: 0 });
-    let t = call(&mut b, t0 + ms(1200), Verdict::Failure, ms(1));
+    let t = call(&mut b, t0 + ms(1200), HealthVerdict::Failure, ms(1));
     assert_eq!(to(&t).map(|t| t.2), Some(Reason::FailureRate), "2/3 within the window");
 }
 
@@ -240,7 +249,7 @@ fn gate_permits_record_once_and_release_probes_on_drop() {
     let t0 = Instant::now();
     let gate = Gate::new(breaker(count_config(1, 1), t0));
     let p = gate.try_acquire(t0).decision.unwrap();
-    assert_eq!(to(&p.record(t0 + ms(5), Verdict::Failure)).map(|t| t.1), Some(State::Open));
+    assert_eq!(to(&p.record(t0 + ms(5), HealthVerdict::Failure)).map(|t| t.1), Some(State::Open));
     let t1 = t0 + ms(1005);
     let a = gate.try_acquire(t1);
     assert_eq!(to(&a.transition).map(|t| t.1), Some(State::HalfOpen));
@@ -252,7 +261,7 @@ fn gate_permits_record_once_and_release_probes_on_drop() {
     let p3 = gate.try_acquire(t1).decision.unwrap();
     assert_eq!(p3.admitted_at(), t1);
     // Slow by the permit's own clock: admitted at t1, reported 600 ms later.
-    let t = p3.record(t1 + ms(600), Verdict::Success);
+    let t = p3.record(t1 + ms(600), HealthVerdict::Success);
     assert_eq!(to(&t).map(|t| t.2), Some(Reason::ProbeSlow));
     drop(p2);
     assert_eq!(gate.probes_in_flight(), 0);
@@ -282,12 +291,12 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn verdict(v: u8) -> Verdict {
+fn verdict(v: u8) -> HealthVerdict {
     match v {
-        0..=3 => Verdict::Success,
-        4..=6 => Verdict::Failure,
-        7..=8 => Verdict::Ignore,
-        _ => Verdict::RetryAfter(ms(700)),
+        0..=3 => HealthVerdict::Success,
+        4..=6 => HealthVerdict::Failure,
+        7..=8 => HealthVerdict::Ignore,
+        _ => HealthVerdict::RetryAfter(ms(700)),
     }
 }
 
@@ -381,7 +390,7 @@ impl Model {
         (step, r)
     }
 
-    fn report(&mut self, now: Instant, (period, probe): (u64, bool), v: Verdict, elapsed: Duration) -> Step {
+    fn report(&mut self, now: Instant, (period, probe): (u64, bool), v: HealthVerdict, elapsed: Duration) -> Step {
         if let Some(s) = self.tick(now) {
             return Some(s);
         }
@@ -392,16 +401,16 @@ impl Model {
             self.probes -= 1;
         }
         let slow = elapsed >= self.c.slow_call_duration;
-        if v == Verdict::Ignore {
+        if v == HealthVerdict::Ignore {
             return None;
         }
         match self.state {
             State::Closed | State::MetricsOnly => {
-                self.log.push((now, v != Verdict::Success, slow));
+                self.log.push((now, v != HealthVerdict::Success, slow));
                 if self.state == State::MetricsOnly {
                     return None;
                 }
-                if let Verdict::RetryAfter(d) = v {
+                if let HealthVerdict::RetryAfter(d) = v {
                     return self.open(now, Reason::ServerRetryAfter, Some(d));
                 }
                 let (calls, failures, slows) = self.window(now);
@@ -419,8 +428,8 @@ impl Model {
                 }
             }
             State::HalfOpen => match v {
-                Verdict::RetryAfter(d) => self.open(now, Reason::ServerRetryAfter, Some(d)),
-                Verdict::Failure => self.open(now, Reason::ProbeFailed, None),
+                HealthVerdict::RetryAfter(d) => self.open(now, Reason::ServerRetryAfter, Some(d)),
+                HealthVerdict::Failure => self.open(now, Reason::ProbeFailed, None),
                 _ if slow => self.open(now, Reason::ProbeSlow, None),
                 _ => {
                     self.successes += 1;
@@ -442,7 +451,7 @@ impl Model {
     }
 }
 
-fn step_of(t: Option<Transition>) -> Step {
+fn step_of(t: Option<BreakerTransition>) -> Step {
     t.map(|t| (t.from, t.to, t.reason, t.open_for))
 }
 

@@ -4,7 +4,7 @@
 use tokio::time::Instant;
 
 use super::config::WindowConfig;
-use crate::resilience::ring::{Bucket, TimeRing, counter_bucket};
+use crate::resilience::ring::{Additive, TimeRing, counter_bucket};
 
 /// Calls, failures and slow calls in the window. A call can be both failed and slow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

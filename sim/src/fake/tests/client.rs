@@ -361,7 +361,7 @@ async fn declared_hints_and_capabilities_reach_the_core_through_meta() {
         assert_eq!(hints.max_concurrent_requests, Some(20), "{eras:?}");
         let session = client.session().await.expect("session");
         let spec =
-            mcpstorm_core::router::ServerSpec::from_capabilities("s", ["s-0"], &caps, session.init.extra.get("_meta"));
+            mcpstorm_core::router::ServerEntry::from_capabilities("s", ["s-0"], &caps, session.init.extra.get("_meta"));
         assert!(spec.matrix["language_support"].contains("rust"), "{eras:?}: {:?}", spec.matrix);
         assert_eq!(spec.hints, hints);
     }
