@@ -6,28 +6,20 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// An auth scheme a server may accept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum AuthScheme {
     Bearer,
     ApiKey,
     #[serde(rename = "mcp-jwt")]
+    #[strum(serialize = "mcp-jwt")]
     Jwt,
-}
-
-impl AuthScheme {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AuthScheme::Bearer => "bearer",
-            AuthScheme::ApiKey => "api-key",
-            AuthScheme::Jwt => "mcp-jwt",
-        }
-    }
 }
 
 impl fmt::Display for AuthScheme {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.into())
     }
 }
 

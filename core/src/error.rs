@@ -16,7 +16,8 @@ use crate::credential::AuthScheme;
 use crate::jsonrpc::ErrorObject;
 use crate::schema::{ArgumentError, SchemaError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum ErrorClass {
     Protocol,
     Lifecycle,
@@ -26,21 +27,9 @@ pub enum ErrorClass {
     Auth,
 }
 
-impl ErrorClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorClass::Protocol => "protocol",
-            ErrorClass::Lifecycle => "lifecycle",
-            ErrorClass::Transport => "transport",
-            ErrorClass::Local => "local",
-            ErrorClass::Auth => "auth",
-        }
-    }
-}
-
 impl fmt::Display for ErrorClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.into())
     }
 }
 
@@ -128,7 +117,7 @@ pub enum AuthError {
 }
 
 fn schemes(list: &[AuthScheme]) -> String {
-    list.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+    list.iter().map(|s| <&str>::from(s)).collect::<Vec<_>>().join(", ")
 }
 
 /// How one call ended when it did not succeed.
@@ -193,7 +182,7 @@ impl CallError {
 
     /// A short stable label for metrics (`protocol`, `transport`, ...).
     pub fn label(&self) -> &'static str {
-        self.class().as_str()
+        self.class().into()
     }
 }
 

@@ -269,7 +269,7 @@ impl Observer for Seen {
             Event::Breaker { replica, tool, transition, .. } => {
                 format!("breaker {replica}/{tool} {:?}->{:?}", transition.from, transition.to)
             }
-            Event::Degraded { tool, reason } => format!("degraded {tool} {}", reason.as_str()),
+            Event::Degraded { tool, reason } => format!("degraded {tool} {}", <&str>::from(reason)),
             _ => return,
         };
         self.0.lock().expect("not poisoned").push(line);

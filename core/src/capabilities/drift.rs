@@ -20,6 +20,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
+use strum::VariantArray;
 
 use super::Capabilities;
 use crate::error::{CallError, LocalError};
@@ -80,8 +81,8 @@ pub fn ttl_ms(result_extra: &serde_json::Map<String, Value>) -> Option<u64> {
 /// Drift counters of one client.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DriftStats {
-    /// Re-fetches of the tool list, by [`RefetchReason`] in [`RefetchReason::ALL`] order.
-    pub refetches: [u64; 5],
+    /// Re-fetches of the tool list, by [`RefetchReason`] in [`RefetchReason::VARIANTS`] order.
+    pub refetches: [u64; RefetchReason::VARIANTS.len()],
     /// Rejected calls that passed the fresh schema and were sent again.
     pub resent: u64,
     /// Rejected calls the fresh schema stopped locally (invalid arguments, or the tool is gone).
@@ -100,7 +101,7 @@ impl DriftStats {
 
 #[derive(Debug, Default)]
 pub(crate) struct DriftCounters {
-    refetches: [AtomicU64; 5],
+    refetches: [AtomicU64; RefetchReason::VARIANTS.len()],
     resent: AtomicU64,
     stopped: AtomicU64,
 }
@@ -169,7 +170,7 @@ mod tests {
 
     #[test]
     fn counters_index_by_reason() {
-        for (i, r) in RefetchReason::ALL.iter().enumerate() {
+        for (i, r) in RefetchReason::VARIANTS.iter().enumerate() {
             assert_eq!(*r as usize, i, "{r:?}");
         }
         let c = DriftCounters::default();

@@ -85,7 +85,8 @@ pub enum Event<'a> {
 
 /// What happened to a session. Emitted by [`crate::client::McpClient`]; a server that grants no session (plain MCP)
 /// produces none of these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum SessionEvent {
     /// A server granted a session (at connect, or a new one after a re-handshake).
     Granted,
@@ -102,32 +103,10 @@ pub enum SessionEvent {
     AuthMismatch,
 }
 
-impl SessionEvent {
-    pub const ALL: [SessionEvent; 6] = [
-        SessionEvent::Granted,
-        SessionEvent::Renewed,
-        SessionEvent::Rehandshake,
-        SessionEvent::NotFound,
-        SessionEvent::Resent,
-        SessionEvent::AuthMismatch,
-    ];
-
-    /// A stable snake_case label for metrics and event logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SessionEvent::Granted => "granted",
-            SessionEvent::Renewed => "renewed",
-            SessionEvent::Rehandshake => "rehandshake",
-            SessionEvent::NotFound => "not_found",
-            SessionEvent::Resent => "resent",
-            SessionEvent::AuthMismatch => "auth_mismatch",
-        }
-    }
-}
-
+/// The stable snake_case label for metrics and event logs.
 impl std::fmt::Display for SessionEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.into())
     }
 }
 

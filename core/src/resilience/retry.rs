@@ -45,24 +45,15 @@ pub fn auto_retry_allowed(method: &str, tool: Option<&ToolAnnotations>) -> bool 
 }
 
 /// Why no retry is made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum GiveUp {
     /// The error or the operation does not allow it.
     NotRetryable,
     Attempts,
     Deadline,
+    #[strum(serialize = "budget_exhausted")]
     Budget,
-}
-
-impl GiveUp {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GiveUp::NotRetryable => "not_retryable",
-            GiveUp::Attempts => "attempts",
-            GiveUp::Deadline => "deadline",
-            GiveUp::Budget => "budget_exhausted",
-        }
-    }
 }
 
 /// One call's retry state: its policy, its deadline across all attempts and the attempts made so far.
@@ -192,6 +183,6 @@ mod tests {
         let mut plan = RetryPlan::new(policy, t0 + Duration::from_secs(60), true);
         plan.start_attempt();
         assert_eq!(plan.next(&closed, t0, &rng, Some(&mut broke)), Err(GiveUp::Budget));
-        assert_eq!(GiveUp::Budget.as_str(), "budget_exhausted");
+        assert_eq!(<&str>::from(GiveUp::Budget), "budget_exhausted");
     }
 }

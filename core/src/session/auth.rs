@@ -49,7 +49,7 @@ impl AuthChoice {
         if let AuthChoice::Chosen(c) = self {
             meta.insert(
                 META_AUTHORIZATION.to_owned(),
-                json!({"scheme": c.scheme.as_str(), "credential": c.secret.expose()}),
+                json!({"scheme": <&str>::from(c.scheme), "credential": c.secret.expose()}),
             );
         }
     }

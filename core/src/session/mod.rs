@@ -39,8 +39,9 @@ pub use wire::{
 };
 
 /// The protocol era a session speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Era {
     /// The `initialize` handshake (2025-11-25 and earlier).
     Legacy,
@@ -48,18 +49,9 @@ pub enum Era {
     Modern,
 }
 
-impl Era {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Era::Legacy => "legacy",
-            Era::Modern => "modern",
-        }
-    }
-}
-
 impl std::fmt::Display for Era {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.into())
     }
 }
 

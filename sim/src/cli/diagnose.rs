@@ -673,7 +673,7 @@ fn handshake_hint(config: &ClientConfig, error: &CallError) -> String {
 fn auth(init: &InitializeResult, config: &ClientConfig) -> Check {
     let meta = init.extra.get("_meta");
     if let Some(accepted) = ext::auth_schemes(meta) {
-        let names = |s: &[AuthScheme]| s.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+        let names = |s: &[AuthScheme]| s.iter().map(|s| <&str>::from(s)).collect::<Vec<_>>().join(", ");
         let offered: Vec<AuthScheme> = config.credentials.iter().map(|c| c.scheme).collect();
         let data = json!({"accepted": names(&accepted), "offered": names(&offered)});
         return match ext::pick_credential(&config.credentials, &accepted) {

@@ -378,8 +378,12 @@ impl Recorder {
             inner.open_breakers.remove(&key);
         }
         let open_for = t.open_for.map(|d| format!(" for {} ms", d.as_millis())).unwrap_or_default();
-        let detail =
-            format!("{tool} {} -> {} ({}){open_for} on {host}", t.from.as_str(), t.to.as_str(), t.reason.as_str());
+        let detail = format!(
+            "{tool} {} -> {} ({}){open_for} on {host}",
+            <&str>::from(t.from),
+            <&str>::from(t.to),
+            <&str>::from(t.reason)
+        );
         inner.events.push(EventRow {
             t_ms: at.as_millis() as u64,
             kind: "breaker".to_owned(),
@@ -392,7 +396,7 @@ impl Recorder {
     pub fn degraded(&self, at: Duration, reason: DegradedReason) {
         let mut inner = self.lock();
         inner.bucket(at).degraded += 1;
-        *inner.totals.degraded.entry(reason.as_str().to_owned()).or_default() += 1;
+        *inner.totals.degraded.entry(<&str>::from(reason).to_owned()).or_default() += 1;
     }
 
     /// Samples the in-flight and open-breaker gauges into the second that just ended (called by the step loop).
@@ -497,7 +501,12 @@ impl Observer for SimObserver {
                 self.recorder.stale_refusal(&self.host, &self.replica, sent, now);
             }
             Event::SchemaRefetched { server, reason } => {
-                self.recorder.event(now, "schema_refetched", server, format!("{} from {}", reason.as_str(), self.host));
+                self.recorder.event(
+                    now,
+                    "schema_refetched",
+                    server,
+                    format!("{} from {}", <&str>::from(reason), self.host),
+                );
             }
             Event::Session { server, what } => {
                 self.recorder.session_event(now, *what);

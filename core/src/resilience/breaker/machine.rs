@@ -11,7 +11,8 @@ use super::window::{Counts, Window};
 use crate::rt::SeededRng;
 
 /// The breaker's state as observers see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum State {
     Closed,
     Open,
@@ -24,19 +25,6 @@ pub enum State {
     MetricsOnly,
 }
 
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Closed => "closed",
-            State::Open => "open",
-            State::HalfOpen => "half_open",
-            State::ForcedOpen => "forced_open",
-            State::Disabled => "disabled",
-            State::MetricsOnly => "metrics_only",
-        }
-    }
-}
-
 /// The manual switch's positions; [`Breaker::reset`] returns to automatic operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Manual {
@@ -46,7 +34,8 @@ pub enum Manual {
 }
 
 /// Why a transition happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Reason {
     /// Closed → open: the failure rate reached its threshold.
     FailureRate,
@@ -70,23 +59,6 @@ pub enum Reason {
     Manual,
 }
 
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::FailureRate => "failure_rate",
-            Reason::SlowCallRate => "slow_call_rate",
-            Reason::ServerRetryAfter => "server_retry_after",
-            Reason::ProbeFailed => "probe_failed",
-            Reason::ProbeSlow => "probe_slow",
-            Reason::HalfOpenTimeout => "half_open_timeout",
-            Reason::OpenElapsed => "open_elapsed",
-            Reason::ProbesSucceeded => "probes_succeeded",
-            Reason::Remote => "remote",
-            Reason::Manual => "manual",
-        }
-    }
-}
-
 /// One state change, for the embedder to forward to its observer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BreakerTransition {
@@ -101,22 +73,15 @@ pub struct BreakerTransition {
 }
 
 /// Why a call was not admitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
 pub enum RejectReason {
+    #[strum(serialize = "breaker_open")]
     Open,
+    #[strum(serialize = "breaker_forced_open")]
     ForcedOpen,
     /// Half-open, and every probe slot is taken.
+    #[strum(serialize = "breaker_half_open")]
     HalfOpenFull,
-}
-
-impl RejectReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RejectReason::Open => "breaker_open",
-            RejectReason::ForcedOpen => "breaker_forced_open",
-            RejectReason::HalfOpenFull => "breaker_half_open",
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
