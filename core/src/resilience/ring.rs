@@ -8,6 +8,9 @@
 //! subtracts the buckets that fall out, at most `len` of them however long the gap, so the cost is amortised O(1)
 //! per bucket width, never per event. Times before the previous one (two tasks racing their `now` reads) land in the
 //! newest bucket rather than rewinding the ring.
+//!
+//! The router's statistics use another ring (`router/window.rs`) on purpose: their buckets (latency histograms, a
+//! running maximum) cannot be subtracted, so that ring folds its live buckets on each (rare) read instead.
 
 use std::time::Duration;
 

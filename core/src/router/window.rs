@@ -5,6 +5,13 @@
 //! sweeps in the background. A read folds the live buckets: `N` is a small constant (10 for the 5-minute windows),
 //! so it does not grow with the call rate. The price is granularity: an observation leaves the window between
 //! `W − W/N` and `W` after it was made.
+//!
+//! Why not the resilience layers' `TimeRing` (`resilience/ring.rs`), which covers the same span: it
+//! keeps a running total and subtracts each bucket that leaves, so its buckets must be integer counters. These hold
+//! what cannot be subtracted — a running maximum ([`Peak`], the drift penalty's recent best score) — or what costs
+//! too much to (a latency histogram per bucket, merged only on refresh). A late observation also lands differently:
+//! here in the bucket of its own time, there in the newest bucket; one type for both would move some observations
+//! to another bucket and change when they expire.
 
 use std::time::Duration;
 
