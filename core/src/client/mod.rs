@@ -336,6 +336,7 @@ impl McpClient {
         FetchCtx { conn: &session.conn, init: &session.init, schemas: &self.schemas, limits: &self.limits }
     }
 
+    /// Counts a re-fetch and tells the observer: the one place both happen, so `drift_stats` and the events agree.
     fn refetched(&self, reason: RefetchReason) {
         self.drift.refetched(reason);
         self.observer.event(&Event::SchemaRefetched { server: &self.server, reason });

@@ -59,7 +59,7 @@ impl Connection {
         {
             shared.meta_rejected.store(true, Ordering::Release);
         }
-        shared.observer.event(&Event::RequestFinished {
+        shared.emit(&Event::RequestFinished {
             conn: shared.id,
             method,
             latency: started.elapsed(),
@@ -312,8 +312,7 @@ impl PendingGuard<'_> {
             let params = CancelledParams { request_id: self.id.into(), reason: Some(reason.to_owned()) };
             let msg = Message::notification(method::CANCELLED, serde_json::to_value(params).ok());
             if shared.try_send_priority(msg) {
-                Counters::bump(&shared.counters.cancels_sent);
-                shared.observer.event(&Event::CancelSent { conn: shared.id });
+                shared.emit(&Event::CancelSent { conn: shared.id });
             } else {
                 Counters::bump(&shared.counters.cancels_dropped);
             }
