@@ -22,8 +22,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpstorm_core::resilience::breaker::{Breaker, BreakerConfig, Gate, HealthVerdict, WindowConfig};
-use mcpstorm_core::rt::SeededRng;
+use mcpstorm_core::SeededRng;
+use mcpstorm_core::resilience::{Breaker, BreakerConfig, Gate, HealthVerdict, WindowConfig};
 use tokio::time::Instant;
 
 const TARGET_NS: f64 = 100.0;

@@ -20,10 +20,10 @@ use std::alloc::System;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use mcpstorm_core::SeededRng;
 use mcpstorm_core::router::{
     FormulaSpec, Requirement, RouteRequest, Router, RouterConfig, ServerEntry, StaticRegistry,
 };
-use mcpstorm_core::rt::SeededRng;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tokio::time::Instant;
 

@@ -117,7 +117,7 @@ pub enum AuthError {
 }
 
 fn schemes(list: &[AuthScheme]) -> String {
-    list.iter().map(|s| <&str>::from(s)).collect::<Vec<_>>().join(", ")
+    list.iter().map(<&str>::from).collect::<Vec<_>>().join(", ")
 }
 
 /// How one call ended when it did not succeed.

@@ -6,13 +6,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::gateway::{Connector, Gateway, GatewayConfig, ToolCall};
+use mcpstorm_core::resilience::{
+    Backoff, BreakerConfig, BreakerState, BudgetConfig, DegradedReason, RetryPolicy, WindowConfig,
+};
 use mcpstorm_core::router::{
     ExclusionReason, FormulaSpec, Requirement, RouteError, Router, RouterConfig, ServerEntry, StaticRegistry,
 };
-use mcpstorm_core::rt::{SeededRng, TcpDialer, TokioClock};
-use mcpstorm_core::{CallError, CancelToken, LocalError};
+use mcpstorm_core::{
+    CallError, CancelToken, ClientConfig, Connector, Event, Gateway, GatewayConfig, LocalError, McpClient, Observer,
+    ResilienceConfig, Routed, SeededRng, TcpDialer, TokioClock, ToolCall,
+};
 use mcpstorm_sim::fake::{FakeServer, FakeServerConfig};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -228,13 +231,6 @@ async fn health_checks_take_a_dead_replica_out() {
 
 // ---- the protected path: breakers, retries, budgets, degraded results ----
 
-use mcpstorm_core::gateway::{ResilienceConfig, Routed};
-use mcpstorm_core::observe::{Event, Observer};
-use mcpstorm_core::resilience::backoff::Backoff;
-use mcpstorm_core::resilience::breaker::{BreakerConfig, State, WindowConfig};
-use mcpstorm_core::resilience::budget::BudgetConfig;
-use mcpstorm_core::resilience::degraded::DegradedReason;
-use mcpstorm_core::resilience::retry::RetryPolicy;
 use std::sync::Mutex;
 
 /// `echo` (read-only, idempotent) and `write` (no annotations: not idempotent), failing with a JSON-RPC -32603 when
@@ -339,7 +335,7 @@ async fn an_open_breaker_answers_degraded_without_calling() {
     assert_eq!(result.structured_content.as_ref().unwrap()["reason"], "breaker_open");
     assert!(result.structured_content.as_ref().unwrap()["retryAfterMs"].as_u64().is_some_and(|ms| ms > 20_000));
     assert_eq!(server.control().stats().received, received, "a call went through an open breaker");
-    assert_eq!(gw.breakers()[0].1.state(), State::Open);
+    assert_eq!(gw.breakers()[0].1.state(), BreakerState::Open);
     let seen = seen.0.lock().unwrap().clone();
     assert_eq!(seen, ["breaker s-0/echo Closed->Open", "degraded echo breaker_open"]);
 }
@@ -395,7 +391,7 @@ async fn a_spent_budget_degrades_and_the_naive_gateway_just_fails() {
 /// while calls to a healthy server are admitted and answered as if the hung one did not exist.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_server_fills_only_its_own_bulkhead() {
-    use mcpstorm_core::resilience::bulkhead::BulkheadConfig;
+    use mcpstorm_core::resilience::BulkheadConfig;
     let (hung, hung_addr) = serve(failing_config()).await;
     let (_ok, ok_addr) = serve(failing_config()).await;
     let bulkhead = BulkheadConfig { default_max: Some(2), queue_wait: Duration::from_millis(50), ..Default::default() };
@@ -438,14 +434,14 @@ async fn a_hung_server_fills_only_its_own_bulkhead() {
 /// observer sees the transition with reason `remote`. Without breakers there is nothing to follow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_open_is_followed_without_local_failures() {
-    use mcpstorm_core::resilience::breaker::Reason;
+    use mcpstorm_core::resilience::TransitionReason;
     let (server, addr) = serve(failing_config()).await;
     let spec = || vec![ServerEntry::new("s", ["s-0"]).with_tools(["echo"])];
     let addrs = || BTreeMap::from([("s-0".into(), addr.clone())]);
     let resilience = ResilienceConfig { breaker: Some(BreakerConfig::default()), ..ResilienceConfig::default() };
     let (gw, seen) = protected(spec(), addrs(), resilience);
     let t = gw.follow_remote_open("s-0", "echo", Duration::from_secs(30)).expect("a transition");
-    assert_eq!((t.to, t.reason), (State::Open, Reason::Remote));
+    assert_eq!((t.to, t.reason), (BreakerState::Open, TransitionReason::Remote));
     assert!(gw.follow_remote_open("s-0", "echo", Duration::from_secs(30)).is_none(), "already open");
     let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
     assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BreakerOpen));
@@ -507,7 +503,7 @@ async fn an_open_breaker_on_one_replica_sends_calls_to_its_sibling() {
 /// answered. With every replica full, a call waits the queue wait and is then degraded `bulkhead_full`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_replica_sends_calls_to_its_sibling_before_anything_is_degraded() {
-    use mcpstorm_core::resilience::bulkhead::BulkheadConfig;
+    use mcpstorm_core::resilience::BulkheadConfig;
     let (hung, hung_addr) = serve(failing_config()).await;
     let (ok, ok_addr) = serve(failing_config()).await;
     let bulkhead = BulkheadConfig { default_max: Some(2), queue_wait: Duration::from_millis(50), ..Default::default() };

@@ -2,9 +2,10 @@ use std::time::Duration;
 
 use crate::capabilities::ListingLimits;
 use crate::conn::ConnectionConfig;
+use crate::credential::Credential;
 use crate::mcp::{Implementation, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::resilience::backoff::Backoff;
-use crate::session::ext::{Credential, GatewayProfile};
+use crate::session::GatewayProfile;
 use crate::session::{EraMode, LifecycleConfig, MODERN_PROTOCOL_VERSIONS};
 use crate::transport::DEFAULT_MAX_FRAME;
 
@@ -48,7 +49,7 @@ pub struct ClientConfig {
     pub modern_protocol_versions: Vec<String>,
     /// Session and schema behaviour (see [`GatewayProfile`]).
     pub profile: GatewayProfile,
-    /// Credentials for servers that declare auth schemes; never printed (see [`crate::session::ext::Secret`]).
+    /// Credentials for servers that declare auth schemes; never printed (see [`Secret`](crate::Secret)).
     pub credentials: Vec<Credential>,
 }
 

@@ -17,26 +17,24 @@ use std::sync::{Arc, PoisonError};
 use serde_json::{Value, json};
 use tokio::time::{Instant, sleep, timeout};
 
-/// Re-exported from its home in [`crate::capabilities`].
-pub use crate::capabilities::DriftStats;
-/// Re-exported from its home in [`crate::observe`]: `client::RefetchReason`, where it used to live, still names it.
-pub use crate::observe::RefetchReason;
 pub use config::ClientConfig;
 pub use snapshot::{ResumeError, SessionSnapshot};
 
-use crate::capabilities::{self, Capabilities, DriftCounters, FetchCtx, ListingLimits, SchemaCache, ToolCache};
+use crate::capabilities::{
+    self, Capabilities, DriftCounters, DriftStats, FetchCtx, ListingLimits, SchemaCache, ToolCache,
+};
 use crate::conn::{CallOptions, Connection, ConnectionParts, Lane, NotificationHandler};
 use crate::error::{CallError, LocalError, TransportError};
 use crate::history::{CallHistory, IdempotencyCache};
 use crate::mcp::{CallToolResult, InitializeResult, Tool, method};
-use crate::observe::{ConnId, Event, NoopObserver, Observer, SessionEvent};
+use crate::observe::{ConnId, Event, NoopObserver, Observer, RefetchReason, SessionEvent};
 use crate::resilience::inflight::InFlightLimit;
 use crate::rt::{Clock, Dialer, SeededRng, TokioClock};
 use crate::schema::ArgumentError;
-/// Re-exported from its home in [`crate::session`].
-pub use crate::session::SessionStats;
-use crate::session::ext::{self, GatewayProfile, SessionGrant};
-use crate::session::{self, Era, EraCache, LeaseState, LifecycleConfig, SessionCounters, SessionEvents, SessionLease};
+use crate::session::{
+    self, Era, EraCache, GatewayProfile, LeaseState, LifecycleConfig, SessionCounters, SessionEvents, SessionGrant,
+    SessionLease, SessionStats,
+};
 use crate::transport::line_transport;
 
 /// A live connection with its handshake result and tool cache.
@@ -425,12 +423,12 @@ impl McpClient {
             return Err(e);
         };
         let naive = self.config.profile == GatewayProfile::Naive;
-        if ext::is_session_not_found(obj) {
+        if session::is_session_not_found(obj) {
             self.events.emit(SessionEvent::NotFound);
             if naive || attempt > 0 {
                 return Err(e);
             }
-        } else if let Some(accepted) = ext::auth_mismatch_accepted(obj) {
+        } else if let Some(accepted) = session::auth_mismatch_accepted(obj) {
             self.events.emit(SessionEvent::AuthMismatch);
             if naive {
                 return Err(e);

@@ -21,9 +21,9 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::{McpClient, Session};
-use crate::history::{CallHistory, ContentHash};
-use crate::session::ext::SessionGrant;
-use crate::session::{CachedEra, Era, Lease};
+use crate::history::CallHistory;
+use crate::schema::ContentHash;
+use crate::session::{CachedEra, Era, Lease, SessionGrant};
 
 /// What [`McpClient::snapshot`] saves. Field names are the stable serialised form.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -78,7 +78,7 @@ impl Connection {
     }
 
     /// A second layer of per-request `_meta` keys, merged after the era's envelope: the session extension's session
-    /// id and authorization ([`crate::session::ext`]). Kept apart from [`Connection::set_request_meta`] because it
+    /// id and authorization ([`crate::session`]). Kept apart from [`Connection::set_request_meta`] because it
     /// changes on every renewal while the envelope stays, and because replacing it must not reset the envelope's
     /// rejection flag. `None` (the default, and always for servers that grant nothing) adds nothing.
     pub fn set_session_meta(&self, meta: Option<Map<String, Value>>) {

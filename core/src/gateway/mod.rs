@@ -137,7 +137,7 @@ impl Gateway {
     ///
     /// `rng` is the stream for backoff jitter, breaker open-period jitter and throttle draws. It has no default on
     /// purpose: gateways of one fleet that shared a stream would draw the same "full jitter" and retry in step.
-    /// Seed it from the OS in a live process ([`SeededRng::from_os`]) and fork it from the run's seed in a simulation.
+    /// Seed it from the OS in a live process and fork it from the run's seed in a simulation.
     pub fn new(
         mut router: Router,
         mut registry: Box<dyn Registry>,

@@ -8,7 +8,7 @@ use crate::error::{CallError, TransportError};
 use crate::resilience::breaker::BreakerTransition;
 use crate::resilience::degraded::DegradedReason;
 use crate::transport::FrameError;
-pub use anomalies::{Anomaly, AnomalyLog};
+pub use anomalies::{Anomaly, AnomalyLog, AnomalyReport};
 pub use refetch::RefetchReason;
 
 mod anomalies;
@@ -58,8 +58,8 @@ pub enum Event<'a> {
     CancelSent {
         conn: ConnId,
     },
-    /// Something happened to the session (the mcpstorm session extension, see [`crate::session::ext`]) a client
-    /// holds with `server`. Counted as well in [`crate::client::SessionStats`].
+    /// Something happened to the session (the mcpstorm session extension, see [`crate::session`]) a client
+    /// holds with `server`. Counted as well in [`crate::session::SessionStats`].
     Session {
         server: &'a str,
         what: SessionEvent,

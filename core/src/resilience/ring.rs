@@ -65,6 +65,7 @@ impl<B: Additive> TimeRing<B> {
     }
 
     /// The window's span: bucket count × bucket width.
+    #[cfg(test)]
     pub fn span(&self) -> Duration {
         Duration::from_nanos(self.width_nanos.saturating_mul(self.buckets.len() as u64))
     }

@@ -9,7 +9,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::ext::{AuthScheme, Credential, META_AUTHORIZATION, pick_credential};
+use super::ext::{META_AUTHORIZATION, pick_credential};
+use crate::credential::{AuthScheme, Credential};
 use crate::error::AuthError;
 
 /// What a session sends for authorization.
@@ -63,7 +64,7 @@ pub(crate) fn mismatch(accepted: &[AuthScheme], configured: &[Credential]) -> Au
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::ext::Secret;
+    use crate::credential::Secret;
 
     fn cred(scheme: AuthScheme, secret: &str) -> Credential {
         Credential { scheme, secret: Secret::new(secret) }

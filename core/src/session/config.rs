@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::EraMode;
-use super::ext::Credential;
+use crate::credential::Credential;
 use crate::mcp::Implementation;
 
 /// The lifecycle settings of one client; see `ClientConfig` for their defaults.

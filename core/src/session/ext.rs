@@ -35,7 +35,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::credential::{AuthScheme, Credential, Secret};
+use crate::credential::{AuthScheme, Credential};
 use crate::jsonrpc::{ErrorCode, ErrorObject};
 
 /// Result `_meta` key: the session grant. Request `_meta` key: the session id.
@@ -114,6 +114,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::credential::Secret;
 
     #[test]
     fn grant_and_schemes_from_meta() {

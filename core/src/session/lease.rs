@@ -29,9 +29,10 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use super::auth::AuthChoice;
-use super::ext::{self, Credential, GatewayProfile, META_SESSION, RENEW, SessionGrant};
+use super::ext::{self, GatewayProfile, META_SESSION, RENEW, SessionGrant};
 use super::stats::SessionEvents;
 use crate::conn::{CallOptions, Connection, Lane};
+use crate::credential::Credential;
 use crate::error::CallError;
 use crate::jsonrpc::ErrorCode;
 use crate::observe::SessionEvent;

@@ -18,7 +18,7 @@ mod auth;
 mod config;
 mod detect;
 mod era_cache;
-pub mod ext;
+mod ext;
 mod handshake;
 mod lease;
 mod stats;
@@ -30,6 +30,10 @@ pub(crate) use auth::mismatch;
 pub use config::LifecycleConfig;
 pub use detect::{Detection, Established, establish};
 pub use era_cache::{CachedEra, EraCache, MAX_CACHED_SERVERS};
+pub use ext::{
+    GatewayProfile, META_AUTH_SCHEMES, META_AUTHORIZATION, META_SESSION, RENEW, SessionGrant, auth_mismatch_accepted,
+    auth_schemes, is_session_not_found, pick_credential,
+};
 pub(crate) use lease::{Lease, LeaseState, SessionLease};
 pub use stats::SessionStats;
 pub(crate) use stats::{SessionCounters, SessionEvents};

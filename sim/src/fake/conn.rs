@@ -22,9 +22,8 @@ use std::time::Duration;
 
 use mcpstorm_core::jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message, Notification, Request, RequestId};
 use mcpstorm_core::mcp::{CancelledParams, method};
-use mcpstorm_core::session::DISCOVER;
-use mcpstorm_core::session::ext::RENEW;
-use mcpstorm_core::transport::{FrameError, MessageSink, MessageSource, line_transport};
+use mcpstorm_core::session::{DISCOVER, RENEW};
+use mcpstorm_core::{FrameError, MessageSink, MessageSource, line_transport};
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Notify, mpsc};

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use mcpstorm_core::gateway::GatewayConfig;
 use mcpstorm_core::router::RouterConfig;
-use mcpstorm_core::session::ext::{AuthScheme, Credential, GatewayProfile, Secret};
+use mcpstorm_core::session::GatewayProfile;
+use mcpstorm_core::{AuthScheme, Credential, GatewayConfig, Secret};
 
 use super::layers::{BreakerSpec, BudgetSpec, BulkheadSpec, LayerSpecs, LimiterSpec, RetrySpec, ThrottleSpec};
 use super::ranges;

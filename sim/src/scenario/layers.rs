@@ -15,16 +15,12 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use mcpstorm_core::gateway::ResilienceConfig;
-use mcpstorm_core::resilience::backoff::Backoff;
-use mcpstorm_core::resilience::breaker::{BreakerConfig, WindowConfig};
-use mcpstorm_core::resilience::budget::BudgetConfig;
-use mcpstorm_core::resilience::bulkhead::{BulkheadConfig, BulkheadScope};
-use mcpstorm_core::resilience::degraded::Fallbacks;
-use mcpstorm_core::resilience::limiter::{AimdConfig, Gradient2Config, LimiterKind};
-use mcpstorm_core::resilience::retry::RetryPolicy;
-use mcpstorm_core::resilience::throttle::ThrottleConfig;
-use mcpstorm_core::session::ext::GatewayProfile;
+use mcpstorm_core::ResilienceConfig;
+use mcpstorm_core::resilience::{
+    AimdConfig, Backoff, BreakerConfig, BudgetConfig, BulkheadConfig, BulkheadScope, Fallbacks, Gradient2Config,
+    LimiterKind, RetryPolicy, ThrottleConfig, WindowConfig,
+};
+use mcpstorm_core::session::GatewayProfile;
 
 use super::ranges;
 use super::units::Dur;

@@ -10,7 +10,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use mcpstorm_core::session::ext::GatewayProfile;
+use mcpstorm_core::session::GatewayProfile;
 
 use super::checks::Checks;
 use super::client::ClientSpec;

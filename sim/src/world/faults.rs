@@ -272,7 +272,7 @@ impl Timeline {
                 parts.join(" ")
             }
             FaultKind::AuthRotation => {
-                let schemes: Vec<&str> = f.schemes.iter().flatten().map(|s| <&str>::from(s)).collect();
+                let schemes: Vec<&str> = f.schemes.iter().flatten().map(<&str>::from).collect();
                 format!("schemes={}", schemes.join(","))
             }
             FaultKind::Hang | FaultKind::Crash | FaultKind::Partition | FaultKind::SessionExpiry => String::new(),

@@ -15,14 +15,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use mcpstorm_core::error::CallError;
 use mcpstorm_core::history::{CallHistory, CallKey, CallStart, ServerCallRecord};
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::CallToolResult;
-use mcpstorm_core::observe::{Event, Observer, SessionEvent};
-use mcpstorm_core::resilience::breaker::{BreakerTransition, Reason, State};
-use mcpstorm_core::resilience::degraded::DegradedReason;
-use mcpstorm_core::session::ext::is_session_not_found;
+use mcpstorm_core::resilience::{BreakerState, BreakerTransition, DegradedReason, TransitionReason};
+use mcpstorm_core::session::is_session_not_found;
+use mcpstorm_core::{CallError, Event, Observer, SessionEvent};
 
 use super::phases::Phases;
 use crate::run::{Convergence, EventRow, SecondRow, Totals};
@@ -370,7 +368,7 @@ impl Recorder {
     pub fn breaker(&self, at: Duration, host: &str, replica: &str, tool: &str, t: &BreakerTransition) {
         let mut inner = self.lock();
         let key = (host.to_owned(), replica.to_owned(), tool.to_owned());
-        if matches!(t.to, State::Open | State::ForcedOpen) {
+        if matches!(t.to, BreakerState::Open | BreakerState::ForcedOpen) {
             inner.open_breakers.insert(key);
             inner.totals.breaker_opens += 1;
             inner.track_incident(at, replica, tool);
@@ -520,7 +518,7 @@ impl Observer for SimObserver {
     }
 }
 
-/// The observer of a load host's [`Gateway`](mcpstorm_core::gateway::Gateway) itself (its clients have
+/// The observer of a load host's [`Gateway`](mcpstorm_core::Gateway) itself (its clients have
 /// [`SimObserver`]s): breaker transitions and degraded results go to the recorder, and breakers this gateway opened
 /// by itself are published to the other gateways when gossip is on.
 #[derive(Debug)]
@@ -536,7 +534,7 @@ impl Observer for GatewayObserver {
         match event {
             Event::Breaker { replica, tool, transition, .. } => {
                 self.recorder.breaker(now, &self.host, replica, tool, transition);
-                let local_open = transition.to == State::Open && transition.reason != Reason::Remote;
+                let local_open = transition.to == BreakerState::Open && transition.reason != TransitionReason::Remote;
                 if let (true, Some(outbox), Some(open_for)) = (local_open, &self.outbox, transition.open_for) {
                     let open_ms = u64::try_from(open_for.as_millis()).unwrap_or(u64::MAX);
                     let opened =

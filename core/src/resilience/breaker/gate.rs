@@ -14,8 +14,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::classify::HealthVerdict;
-use super::machine::{Admission, Breaker, BreakerTransition, Manual, State, Ticket};
-use super::window::Counts;
+use super::machine::{Admission, Breaker, BreakerState, BreakerTransition, ManualSwitch, Ticket};
+use super::window::BreakerCounts;
 
 #[derive(Debug)]
 pub struct Gate {
@@ -39,11 +39,11 @@ impl Gate {
         Admission { decision, transition }
     }
 
-    pub fn state(&self) -> State {
+    pub fn state(&self) -> BreakerState {
         self.lock().state()
     }
 
-    pub fn counts(&self, now: Instant) -> Counts {
+    pub fn counts(&self, now: Instant) -> BreakerCounts {
         self.lock().counts(now)
     }
 
@@ -56,7 +56,7 @@ impl Gate {
         self.lock().advance(now)
     }
 
-    pub fn set_manual(&self, now: Instant, manual: Manual) -> Option<BreakerTransition> {
+    pub fn set_manual(&self, now: Instant, manual: ManualSwitch) -> Option<BreakerTransition> {
         self.lock().set_manual(now, manual)
     }
 

@@ -6,14 +6,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::classify::HealthVerdict;
-use super::config::{BreakerConfig, ConfigError};
-use super::window::{Counts, Window};
+use super::config::{BreakerConfig, BreakerConfigError};
+use super::window::{BreakerCounts, Window};
 use crate::rt::SeededRng;
 
 /// The breaker's state as observers see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
 #[strum(serialize_all = "snake_case")]
-pub enum State {
+pub enum BreakerState {
     Closed,
     Open,
     HalfOpen,
@@ -27,7 +27,7 @@ pub enum State {
 
 /// The manual switch's positions; [`Breaker::reset`] returns to automatic operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Manual {
+pub enum ManualSwitch {
     ForcedOpen,
     Disabled,
     MetricsOnly,
@@ -36,7 +36,7 @@ pub enum Manual {
 /// Why a transition happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
 #[strum(serialize_all = "snake_case")]
-pub enum Reason {
+pub enum TransitionReason {
     /// Closed → open: the failure rate reached its threshold.
     FailureRate,
     /// Closed → open: the slow-call rate reached its threshold.
@@ -62,14 +62,14 @@ pub enum Reason {
 /// One state change, for the embedder to forward to its observer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BreakerTransition {
-    pub from: State,
-    pub to: State,
-    pub reason: Reason,
+    pub from: BreakerState,
+    pub to: BreakerState,
+    pub reason: TransitionReason,
     pub at: Instant,
     /// For a transition to open: how long it stays open.
     pub open_for: Option<Duration>,
     /// The window when it happened (after the outcome that caused it).
-    pub counts: Counts,
+    pub counts: BreakerCounts,
 }
 
 /// Why a call was not admitted.
@@ -124,7 +124,7 @@ enum Phase {
     MetricsOnly,
 }
 
-/// One circuit breaker, for one (server, tool). See the [module docs](super) for the state diagram.
+/// One circuit breaker, for one (server, tool). See the module docs of `resilience/breaker/` for the state diagram.
 #[derive(Debug)]
 pub struct Breaker {
     config: BreakerConfig,
@@ -138,7 +138,7 @@ pub struct Breaker {
 
 impl Breaker {
     /// A closed breaker whose time window counts from `origin`.
-    pub fn new(config: BreakerConfig, origin: Instant, rng: SeededRng) -> Result<Self, ConfigError> {
+    pub fn new(config: BreakerConfig, origin: Instant, rng: SeededRng) -> Result<Self, BreakerConfigError> {
         config.validate()?;
         let window = Window::new(config.window, origin);
         Ok(Breaker { config, phase: Phase::Closed, epoch: 0, window, reopens: 0, rng })
@@ -149,14 +149,14 @@ impl Breaker {
     }
 
     /// The state as of the last call; an elapsed open period shows only once time is passed in.
-    pub fn state(&self) -> State {
+    pub fn state(&self) -> BreakerState {
         match self.phase {
-            Phase::Closed => State::Closed,
-            Phase::Open { .. } => State::Open,
-            Phase::HalfOpen { .. } => State::HalfOpen,
-            Phase::ForcedOpen => State::ForcedOpen,
-            Phase::Disabled => State::Disabled,
-            Phase::MetricsOnly => State::MetricsOnly,
+            Phase::Closed => BreakerState::Closed,
+            Phase::Open { .. } => BreakerState::Open,
+            Phase::HalfOpen { .. } => BreakerState::HalfOpen,
+            Phase::ForcedOpen => BreakerState::ForcedOpen,
+            Phase::Disabled => BreakerState::Disabled,
+            Phase::MetricsOnly => BreakerState::MetricsOnly,
         }
     }
 
@@ -169,7 +169,7 @@ impl Breaker {
     }
 
     /// The window's counts at `now`.
-    pub fn counts(&mut self, now: Instant) -> Counts {
+    pub fn counts(&mut self, now: Instant) -> BreakerCounts {
         self.window.counts(now)
     }
 
@@ -179,10 +179,10 @@ impl Breaker {
         match self.phase {
             Phase::Open { until } if now >= until => {
                 let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 0 };
-                Some(self.enter(now, phase, Reason::OpenElapsed, None))
+                Some(self.enter(now, phase, TransitionReason::OpenElapsed, None))
             }
             Phase::HalfOpen { since, .. } if now.saturating_duration_since(since) >= self.config.half_open_max_wait => {
-                Some(self.open(now, Reason::HalfOpenTimeout, None))
+                Some(self.open(now, TransitionReason::HalfOpenTimeout, None))
             }
             _ => None,
         }
@@ -238,20 +238,24 @@ impl Breaker {
             (Phase::Closed, v) => {
                 self.window.record(now, v != HealthVerdict::Success, slow);
                 if let HealthVerdict::RetryAfter(d) = v {
-                    return Some(self.open(now, Reason::ServerRetryAfter, Some(d)));
+                    return Some(self.open(now, TransitionReason::ServerRetryAfter, Some(d)));
                 }
                 self.trip_reason(now).map(|reason| self.open(now, reason, None))
             }
             (Phase::HalfOpen { .. }, HealthVerdict::RetryAfter(d)) => {
-                Some(self.open(now, Reason::ServerRetryAfter, Some(d)))
+                Some(self.open(now, TransitionReason::ServerRetryAfter, Some(d)))
             }
-            (Phase::HalfOpen { .. }, HealthVerdict::Failure) => Some(self.open(now, Reason::ProbeFailed, None)),
-            (Phase::HalfOpen { .. }, HealthVerdict::Success) if slow => Some(self.open(now, Reason::ProbeSlow, None)),
+            (Phase::HalfOpen { .. }, HealthVerdict::Failure) => {
+                Some(self.open(now, TransitionReason::ProbeFailed, None))
+            }
+            (Phase::HalfOpen { .. }, HealthVerdict::Success) if slow => {
+                Some(self.open(now, TransitionReason::ProbeSlow, None))
+            }
             (Phase::HalfOpen { since, in_flight, successes }, HealthVerdict::Success) => {
                 if successes + 1 >= self.config.half_open_probes {
                     self.reopens = 0;
                     self.window.clear();
-                    Some(self.enter(now, Phase::Closed, Reason::ProbesSucceeded, None))
+                    Some(self.enter(now, Phase::Closed, TransitionReason::ProbesSucceeded, None))
                 } else {
                     self.phase = Phase::HalfOpen { since, in_flight, successes: successes + 1 };
                     None
@@ -271,17 +275,17 @@ impl Breaker {
     }
 
     /// Sets the manual switch. `None` if already in that position.
-    pub fn set_manual(&mut self, now: Instant, manual: Manual) -> Option<BreakerTransition> {
+    pub fn set_manual(&mut self, now: Instant, manual: ManualSwitch) -> Option<BreakerTransition> {
         let phase = match manual {
-            Manual::ForcedOpen => Phase::ForcedOpen,
-            Manual::Disabled => Phase::Disabled,
-            Manual::MetricsOnly => Phase::MetricsOnly,
+            ManualSwitch::ForcedOpen => Phase::ForcedOpen,
+            ManualSwitch::Disabled => Phase::Disabled,
+            ManualSwitch::MetricsOnly => Phase::MetricsOnly,
         };
         if self.phase == phase {
             return None;
         }
         self.window.clear();
-        Some(self.enter(now, phase, Reason::Manual, None))
+        Some(self.enter(now, phase, TransitionReason::Manual, None))
     }
 
     /// Back to automatic operation, closed, with an empty window and no open-period growth.
@@ -291,19 +295,19 @@ impl Breaker {
         }
         self.reopens = 0;
         self.window.clear();
-        Some(self.enter(now, Phase::Closed, Reason::Manual, None))
+        Some(self.enter(now, Phase::Closed, TransitionReason::Manual, None))
     }
 
     /// Another gateway node opened this breaker for `open_for`: follow it unless already open or switched manually.
     pub fn follow_remote_open(&mut self, now: Instant, open_for: Duration) -> Option<BreakerTransition> {
         match self.phase {
-            Phase::Closed | Phase::HalfOpen { .. } => Some(self.open(now, Reason::Remote, Some(open_for))),
+            Phase::Closed | Phase::HalfOpen { .. } => Some(self.open(now, TransitionReason::Remote, Some(open_for))),
             _ => None,
         }
     }
 
     /// Which threshold the window has reached, if any (both inclusive; failure rate first).
-    fn trip_reason(&mut self, now: Instant) -> Option<Reason> {
+    fn trip_reason(&mut self, now: Instant) -> Option<TransitionReason> {
         let counts = self.window.counts(now);
         let minimum = match self.config.window {
             super::WindowConfig::Count { size } => self.config.minimum_calls.min(size),
@@ -312,9 +316,9 @@ impl Breaker {
         if counts.calls < minimum {
             None
         } else if counts.failure_rate() >= self.config.failure_rate_threshold {
-            Some(Reason::FailureRate)
+            Some(TransitionReason::FailureRate)
         } else if counts.slow_rate() >= self.config.slow_call_rate_threshold {
-            Some(Reason::SlowCallRate)
+            Some(TransitionReason::SlowCallRate)
         } else {
             None
         }
@@ -322,7 +326,7 @@ impl Breaker {
 
     /// Opens for `dictated` (a server's retry-after or a peer's period, capped; no growth) or for the next grown
     /// and jittered period.
-    fn open(&mut self, now: Instant, reason: Reason, dictated: Option<Duration>) -> BreakerTransition {
+    fn open(&mut self, now: Instant, reason: TransitionReason, dictated: Option<Duration>) -> BreakerTransition {
         let period = match dictated {
             Some(d) => d.min(self.config.retry_after_cap),
             None => {
@@ -341,7 +345,13 @@ impl Breaker {
         if secs >= c.open_max.as_secs_f64() { c.open_max } else { Duration::from_secs_f64(secs) }
     }
 
-    fn enter(&mut self, now: Instant, phase: Phase, reason: Reason, open_for: Option<Duration>) -> BreakerTransition {
+    fn enter(
+        &mut self,
+        now: Instant,
+        phase: Phase,
+        reason: TransitionReason,
+        open_for: Option<Duration>,
+    ) -> BreakerTransition {
         let from = self.state();
         self.phase = phase;
         self.epoch += 1;

@@ -47,7 +47,9 @@ mod window;
 mod tests;
 
 pub use classify::{HealthVerdict, classify, classify_error, classify_result, classify_rpc_error, retry_after};
-pub use config::{BreakerConfig, ConfigError, WindowConfig};
+pub use config::{BreakerConfig, BreakerConfigError, WindowConfig};
 pub use gate::{Gate, Permit};
-pub use machine::{Admission, Breaker, BreakerTransition, Manual, Reason, RejectReason, Rejected, State, Ticket};
-pub use window::Counts;
+pub use machine::{
+    Admission, Breaker, BreakerState, BreakerTransition, ManualSwitch, RejectReason, Rejected, Ticket, TransitionReason,
+};
+pub use window::BreakerCounts;
