@@ -1,22 +1,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use super::*;
 use crate::mcp::{Implementation, Tool};
-
-fn tool(name: &str, input: Value) -> Tool {
-    Tool {
-        name: name.into(),
-        title: None,
-        description: None,
-        input_schema: input,
-        output_schema: None,
-        annotations: None,
-        extra: Map::new(),
-    }
-}
 
 fn server() -> Implementation {
     Implementation::new("srv", "1.0")
@@ -52,9 +40,9 @@ fn hash_ignores_key_order_and_changes_with_a_schema() {
 
 fn listing(n_type: &str) -> Vec<Tool> {
     vec![
-        tool("a", json!({"type": "object", "properties": {"n": {"type": n_type}}})),
-        tool("b", json!({"type": "object", "properties": {"s": {"type": "string"}}})),
-        tool("c", json!({"type": "object"})),
+        Tool::new("a", json!({"type": "object", "properties": {"n": {"type": n_type}}})),
+        Tool::new("b", json!({"type": "object", "properties": {"s": {"type": "string"}}})),
+        Tool::new("c", json!({"type": "object"})),
     ]
 }
 
@@ -96,7 +84,7 @@ fn an_unchanged_hash_compiles_nothing_and_a_change_compiles_only_what_changed() 
 fn a_broken_tool_does_not_spoil_the_others_and_its_error_is_kept() {
     let cache = SchemaCache::default();
     let mut tools = listing("integer");
-    tools.push(tool("broken", json!({"type": "object", "required": "n"})));
+    tools.push(Tool::new("broken", json!({"type": "object", "required": "n"})));
     let caps = cache.record(server(), None, tools.clone());
     let err = caps.tool("broken").unwrap().schemas().unwrap_err().clone();
     assert_eq!(err.tool, "broken");
@@ -109,16 +97,16 @@ fn a_broken_tool_does_not_spoil_the_others_and_its_error_is_kept() {
 
 #[test]
 fn router_hints_come_from_tool_meta_then_server_meta() {
-    let mut fast = tool("fast", json!({"type": "object"}));
+    let mut fast = Tool::new("fast", json!({"type": "object"}));
     fast.extra.insert("_meta".into(), json!({"latency_p95_ms": 12.5}));
-    let mut namespaced = tool("ns", json!({"type": "object"}));
+    let mut namespaced = Tool::new("ns", json!({"type": "object"}));
     namespaced.extra.insert(
         "_meta".into(),
         json!({"io.mcpstorm/latency_p95_ms": 900, "latency_p95_ms": 1, "maxConcurrentRequests": 3}),
     );
-    let mut invalid = tool("bad", json!({"type": "object"}));
+    let mut invalid = Tool::new("bad", json!({"type": "object"}));
     invalid.extra.insert("_meta".into(), json!({"latency_p95_ms": -5, "max_concurrent_requests": 0}));
-    let plain = tool("plain", json!({"type": "object"}));
+    let plain = Tool::new("plain", json!({"type": "object"}));
     let server_meta = json!({"latency_p95_ms": 250, "max_concurrent_requests": 16});
     let caps = SchemaCache::default().record(server(), Some(&server_meta), vec![fast, namespaced, invalid, plain]);
 
@@ -143,7 +131,7 @@ fn a_name_listed_twice_keeps_its_first_listing() {
     let caps = SchemaCache::default().record(
         server(),
         None,
-        vec![tool("x", json!({"type": "object", "required": ["a"]})), tool("x", json!({"type": "object"}))],
+        vec![Tool::new("x", json!({"type": "object", "required": ["a"]})), Tool::new("x", json!({"type": "object"}))],
     );
     assert_eq!(caps.tools().len(), 2);
     let s = caps.tool("x").unwrap().schemas().unwrap();

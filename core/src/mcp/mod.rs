@@ -83,6 +83,19 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// A tool with a name and an input schema, and nothing else.
+    pub fn new(name: impl Into<String>, input_schema: Value) -> Self {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            annotations: None,
+            extra: Map::new(),
+        }
+    }
+
     /// A boolean annotation hint such as `readOnlyHint` or `idempotentHint` (absent means false).
     pub fn hint(&self, name: &str) -> bool {
         self.annotations.as_ref().and_then(|a| a.get(name)).and_then(Value::as_bool).unwrap_or(false)

@@ -183,17 +183,13 @@ impl Passive {
 mod tests {
     use super::*;
 
-    fn stats(error_rate: f64, latency_ratio: f64, capacity: f64, uptime: f64) -> CandidateStats {
-        CandidateStats::with_inputs(error_rate, latency_ratio, capacity, uptime)
-    }
-
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-12
     }
 
     #[test]
     fn capacity_follows_in_flight_and_clamps() {
-        let s = stats(0.0, 0.0, 1.0, 1.0);
+        let s = CandidateStats::with_inputs(0.0, 0.0, 1.0, 1.0);
         assert!(close(s.with_in_flight(25).capacity, 0.75));
         assert_eq!(s.with_in_flight(250).capacity, 0.0, "over the declared limit is no capacity, not negative");
     }

@@ -3,20 +3,8 @@ use serde_json::{Map, Value, json};
 use super::*;
 use crate::mcp::{CallToolResult, Tool};
 
-fn tool(name: &str, input: Value) -> Tool {
-    Tool {
-        name: name.into(),
-        title: None,
-        description: None,
-        input_schema: input,
-        output_schema: None,
-        annotations: None,
-        extra: Map::new(),
-    }
-}
-
 fn schemas(input: Value) -> ToolSchemas {
-    ToolSchemas::compile(&tool("t", input)).expect("compiles")
+    ToolSchemas::compile(&Tool::new("t", input)).expect("compiles")
 }
 
 /// (pointer, keyword) of each violation.
@@ -128,7 +116,7 @@ fn drafts_differ_where_they_should_prefix_items_vs_items_array() {
     ignored.validate_arguments(&json!({"pair": [1]})).unwrap();
 
     // The same tuple-form `items` under 2020-12 is not a valid schema at all.
-    let e = ToolSchemas::compile(&tool(
+    let e = ToolSchemas::compile(&Tool::new(
         "t",
         json!({"type": "object", "properties": {"pair": {
         "type": "array", "items": [{"type": "string"}]}}}),
@@ -150,23 +138,23 @@ fn format_is_an_annotation_in_every_draft() {
 
 #[test]
 fn a_schema_that_does_not_compile_is_an_error_naming_the_tool_and_place() {
-    let broken = tool("search", json!({"type": "object", "properties": {"n": {"type": "strin"}}}));
+    let broken = Tool::new("search", json!({"type": "object", "properties": {"n": {"type": "strin"}}}));
     let e = ToolSchemas::compile(&broken).unwrap_err();
     assert_eq!((e.tool.as_str(), e.schema), ("search", SchemaKind::Input));
     assert!(e.message.starts_with("/properties/n/type"), "{e}");
     assert!(e.to_string().starts_with(r#"tool "search" has an unusable inputSchema: /properties/n/type"#), "{e}");
 
-    let bad_regex = tool("r", json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "(["}}}));
+    let bad_regex = Tool::new("r", json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "(["}}}));
     assert!(ToolSchemas::compile(&bad_regex).is_err());
 
-    let not_a_schema = tool("n", json!(42));
+    let not_a_schema = Tool::new("n", json!(42));
     assert!(ToolSchemas::compile(&not_a_schema).unwrap_err().message.contains("object or a boolean"));
 
-    let unknown_draft = tool("u", json!({"$schema": "https://example.com/my-meta", "type": "object"}));
+    let unknown_draft = Tool::new("u", json!({"$schema": "https://example.com/my-meta", "type": "object"}));
     let e = ToolSchemas::compile(&unknown_draft).unwrap_err();
     assert!(e.message.contains("unsupported \"$schema\""), "{e}");
 
-    let mut output = tool("o", json!({"type": "object"}));
+    let mut output = Tool::new("o", json!({"type": "object"}));
     output.output_schema = Some(json!({"type": 7}));
     assert_eq!(ToolSchemas::compile(&output).unwrap_err().schema, SchemaKind::Output);
 }
@@ -174,7 +162,7 @@ fn a_schema_that_does_not_compile_is_an_error_naming_the_tool_and_place() {
 #[test]
 fn remote_and_file_refs_are_never_fetched() {
     for target in ["https://example.com/schemas/user.json", "http://127.0.0.1:9/x.json", "file:///etc/passwd"] {
-        let t = tool("r", json!({"type": "object", "properties": {"u": {"$ref": target}}}));
+        let t = Tool::new("r", json!({"type": "object", "properties": {"u": {"$ref": target}}}));
         let e = ToolSchemas::compile(&t).unwrap_err();
         assert!(e.message.contains(target), "{target}: {e}");
         assert!(e.message.contains("Retrieval is disabled"), "{target}: {e}");
@@ -191,7 +179,7 @@ fn remote_and_file_refs_are_never_fetched() {
 
 #[test]
 fn structured_output_is_checked_only_for_successful_results() {
-    let mut t = tool("weather", json!({"type": "object"}));
+    let mut t = Tool::new("weather", json!({"type": "object"}));
     t.output_schema = Some(json!({"type": "object", "properties": {"temperature": {"type": "number"}},
         "required": ["temperature"]}));
     let s = ToolSchemas::compile(&t).unwrap();

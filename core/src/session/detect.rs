@@ -4,13 +4,12 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tokio::time::Instant;
 
 use super::era_cache::{CachedEra, EraCache};
 use super::ext::META_SESSION;
 use super::wire::{DISCOVER, DiscoverResult, UnsupportedVersion, envelope};
 use super::{Era, EraMode, LifecycleConfig, handshake};
-use crate::conn::{CallOptions, Connection, Lane};
+use crate::conn::Connection;
 use crate::error::{CallError, LifecycleError, LocalError};
 use crate::jsonrpc::ErrorCode;
 use crate::mcp::{Implementation, InitializeResult};
@@ -154,12 +153,7 @@ async fn detect(
 
 async fn probe(conn: &Connection, config: &LifecycleConfig, version: &str) -> Result<Probe, CallError> {
     let limit = config.discover_timeout;
-    let opts = CallOptions {
-        lane: Lane::Priority,
-        deadline: Some(Instant::now() + limit),
-        first_response: Some(limit),
-        ..CallOptions::default()
-    };
+    let opts = handshake::lifecycle_call(limit);
     let params = json!({"_meta": envelope(version, &json!({}), &config.client_info)});
     match conn.request(DISCOVER, Some(params), opts).await {
         Ok(raw) => Ok(match serde_json::from_value::<DiscoverResult>(raw) {

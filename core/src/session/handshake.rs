@@ -1,6 +1,8 @@
 //! The legacy (handshake-era, 2025-11-25) lifecycle: `initialize` → result → `notifications/initialized`, with
 //! version negotiation. Which era a server speaks is decided first, by [`super::establish`].
 
+use std::time::Duration;
+
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -22,12 +24,7 @@ pub(crate) async fn initialize(conn: &Connection, config: &LifecycleConfig) -> R
         client_info: config.client_info.clone(),
     };
     let limit = config.handshake_timeout;
-    let opts = CallOptions {
-        lane: Lane::Priority,
-        deadline: Some(Instant::now() + limit),
-        first_response: Some(limit),
-        ..CallOptions::default()
-    };
+    let opts = lifecycle_call(limit);
     let raw = conn.request(method::INITIALIZE, serde_json::to_value(params).ok(), opts).await.map_err(|e| match e {
         CallError::Protocol(obj) => LifecycleError::InitializeRefused(obj).into(),
         CallError::Local(LocalError::DeadlineExceeded | LocalError::FirstResponseTimeout(_)) => {
@@ -47,4 +44,14 @@ pub(crate) async fn initialize(conn: &Connection, config: &LifecycleConfig) -> R
     }
     conn.notify(method::INITIALIZED, None).await?;
     Ok(init)
+}
+
+/// A lifecycle request's options: the priority lane, and `limit` both for its first response and in all.
+pub(super) fn lifecycle_call(limit: Duration) -> CallOptions {
+    CallOptions {
+        lane: Lane::Priority,
+        deadline: Some(Instant::now() + limit),
+        first_response: Some(limit),
+        ..CallOptions::default()
+    }
 }
