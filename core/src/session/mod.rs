@@ -13,6 +13,12 @@
 //!
 //! The wire facts (the `server/discover` exchange, the `_meta` keys, the era error codes, verbatim replies of real
 //! servers) and the detection rules in full: see docs/sessions.md.
+//!
+//! The mcpstorm session extension rides on either era: a server may grant a session with a TTL ([`SessionGrant`] under
+//! [`META_SESSION`]) and declare auth schemes ([`META_AUTH_SCHEMES`]); the client then sends the session id and its
+//! credential in every request's `_meta`, renews with [`RENEW`] and replaces the session before it runs out. Both of
+//! its errors ([`is_session_not_found`], [`auth_mismatch_accepted`]) are raised before a request runs. The wire
+//! contract in full is in `ext.rs`.
 
 mod auth;
 mod config;
