@@ -22,8 +22,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpstorm_core::resilience::breaker::{Breaker, BreakerConfig, Gate, Verdict, WindowConfig};
-use mcpstorm_core::rt::SeededRng;
+use mcpstorm_core::SeededRng;
+use mcpstorm_core::resilience::{Breaker, BreakerConfig, Gate, HealthVerdict, WindowConfig};
 use tokio::time::Instant;
 
 const TARGET_NS: f64 = 100.0;
@@ -56,8 +56,8 @@ fn new_breaker(window: WindowConfig, origin: Instant) -> Breaker {
 }
 
 /// Every 50th call fails: below the 50% threshold, so the breaker stays closed and every call is admitted.
-fn verdict(i: u64) -> Verdict {
-    if i % 50 == 0 { Verdict::Failure } else { Verdict::Success }
+fn verdict(i: u64) -> HealthVerdict {
+    if i % 50 == 0 { HealthVerdict::Failure } else { HealthVerdict::Success }
 }
 
 /// ns per admission + record over `ops` operations.

@@ -20,8 +20,10 @@ use std::alloc::System;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use mcpstorm_core::router::{FormulaSpec, Requirement, RouteRequest, Router, RouterConfig, ServerSpec, StaticRegistry};
-use mcpstorm_core::rt::SeededRng;
+use mcpstorm_core::SeededRng;
+use mcpstorm_core::router::{
+    FormulaSpec, Requirement, RouteRequest, Router, RouterConfig, ServerEntry, StaticRegistry,
+};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tokio::time::Instant;
 
@@ -33,12 +35,12 @@ const REPLICAS: usize = 10;
 const TARGET_MEDIAN_NS: u64 = 2_000;
 const CUSTOM: &str = "expr:0.5*(1-error_rate) + 0.3*capacity + 0.2*uptime/(1+latency_ratio)";
 
-fn servers() -> Vec<ServerSpec> {
+fn servers() -> Vec<ServerEntry> {
     (0..SERVERS)
         .map(|s| {
             let replicas: Vec<String> = (0..REPLICAS).map(|r| format!("s{s}-r{r}")).collect();
             let language = if s % 2 == 0 { "rust" } else { "python" };
-            let mut spec = ServerSpec::new(format!("s{s}"), replicas)
+            let mut spec = ServerEntry::new(format!("s{s}"), replicas)
                 .with_tools(["review"])
                 .with_support("language_support", [language]);
             spec.hints.latency_p95 = Some(Duration::from_millis(100 + 50 * s as u64));
@@ -164,6 +166,6 @@ fn main() {
         );
     }
     println!("\n`expr` is `{CUSTOM}`.");
-    println!("The seed: 12 ms average, 45 ms P99 per decision. On a shared machine a few decisions are preempted by");
+    println!("The target: 12 ms average, 45 ms P99 per decision. On a shared machine a few decisions are preempted by");
     println!("other work for hundreds of µs: that moves the mean and P99.9, not the median.");
 }

@@ -12,11 +12,12 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::credential::AuthScheme;
 use crate::jsonrpc::ErrorObject;
 use crate::schema::{ArgumentError, SchemaError};
-use crate::session::ext::AuthScheme;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum ErrorClass {
     Protocol,
     Lifecycle,
@@ -26,21 +27,9 @@ pub enum ErrorClass {
     Auth,
 }
 
-impl ErrorClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorClass::Protocol => "protocol",
-            ErrorClass::Lifecycle => "lifecycle",
-            ErrorClass::Transport => "transport",
-            ErrorClass::Local => "local",
-            ErrorClass::Auth => "auth",
-        }
-    }
-}
-
 impl fmt::Display for ErrorClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.into())
     }
 }
 
@@ -118,7 +107,7 @@ pub enum LocalError {
     UnusableSchema(SchemaError),
 }
 
-/// Auth-scheme negotiation failed (see [`crate::session::ext`]). Names schemes only, never a credential.
+/// Auth-scheme negotiation failed (see `session::ext`). Names schemes only, never a credential.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     /// None of our credentials is for a scheme the server accepts (declared at connect, or named by its
@@ -128,7 +117,7 @@ pub enum AuthError {
 }
 
 fn schemes(list: &[AuthScheme]) -> String {
-    list.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+    list.iter().map(<&str>::from).collect::<Vec<_>>().join(", ")
 }
 
 /// How one call ended when it did not succeed.
@@ -193,7 +182,7 @@ impl CallError {
 
     /// A short stable label for metrics (`protocol`, `transport`, ...).
     pub fn label(&self) -> &'static str {
-        self.class().as_str()
+        self.class().into()
     }
 }
 
@@ -203,7 +192,7 @@ mod tests {
     use crate::jsonrpc::ErrorCode;
 
     #[test]
-    fn seed_table_holds() {
+    fn class_table_holds() {
         let protocol = CallError::Protocol(ErrorObject::new(ErrorCode::INVALID_PARAMS, "bad"));
         assert_eq!(protocol.class(), ErrorClass::Protocol);
         assert!(!protocol.closes_connection());

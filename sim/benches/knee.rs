@@ -20,10 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::conn::CallOptions;
-use mcpstorm_core::resilience::inflight::InFlightLimit;
-use mcpstorm_core::rt::TcpDialer;
+use mcpstorm_core::resilience::InFlightLimit;
+use mcpstorm_core::{CallOptions, ClientConfig, McpClient, TcpDialer};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -156,13 +154,8 @@ async fn run() -> Result<(), String> {
     let mut config = ClientConfig::default();
     config.connection.max_in_flight = max_concurrency;
     let client = Arc::new(
-        McpClient::new(
-            "fake",
-            Arc::new(TcpDialer { addr: addr.clone() }),
-            config,
-            mcpstorm_core::rt::SeededRng::new(0),
-        )
-        .with_global_limit(InFlightLimit::new(max_concurrency)),
+        McpClient::new("fake", Arc::new(TcpDialer { addr: addr.clone() }), config, mcpstorm_core::SeededRng::new(0))
+            .with_global_limit(InFlightLimit::new(max_concurrency)),
     );
     warm_up(&client).await?;
     let rss_warm = proc_stats::status_kb("VmRSS");

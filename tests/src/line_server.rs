@@ -6,7 +6,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
+use mcpstorm_core::{ByteStream, DialFuture, Dialer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Notify;

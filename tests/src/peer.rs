@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use mcpstorm_core::conn::{Connection, ConnectionConfig, ConnectionParts, NotificationHandler};
 use mcpstorm_core::jsonrpc::{Message, Notification, Request, RequestId};
-use mcpstorm_core::observe::{ConnId, NoopObserver};
-use mcpstorm_core::transport::{DEFAULT_MAX_FRAME, FrameError, LineSink, LineSource, MessageSink, MessageSource};
+use mcpstorm_core::{
+    ConnId, Connection, ConnectionConfig, ConnectionParts, DEFAULT_MAX_FRAME, FrameError, LineSink, LineSource,
+    MessageSink, MessageSource, NoopObserver, NotificationHandler,
+};
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
 
@@ -29,7 +30,7 @@ pub fn connect_with(
     let (ours, theirs) = tokio::io::duplex(pipe_bytes);
     let (our_read, our_write) = tokio::io::split(ours);
     let (their_read, their_write) = tokio::io::split(theirs);
-    let (sink, source) = mcpstorm_core::transport::line_transport(our_read, our_write, max_frame);
+    let (sink, source) = mcpstorm_core::line_transport(our_read, our_write, max_frame);
     let conn = Connection::start(
         sink,
         source,

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use mcpstorm_core::rt::StdioDialer;
+use mcpstorm_core::StdioDialer;
 
 /// The repository root (the tests crate lives one level below it).
 pub fn repo_root() -> PathBuf {

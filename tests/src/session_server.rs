@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
 use mcpstorm_core::mcp::method;
-use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
-use mcpstorm_core::session::ext::{AuthScheme, META_AUTH_SCHEMES, META_AUTHORIZATION, META_SESSION, RENEW};
-use mcpstorm_core::session::{DISCOVER, MODERN_PROTOCOL_VERSIONS};
+use mcpstorm_core::session::{
+    DISCOVER, META_AUTH_SCHEMES, META_AUTHORIZATION, META_SESSION, MODERN_PROTOCOL_VERSIONS, RENEW,
+};
+use mcpstorm_core::{AuthScheme, ByteStream, DialFuture, Dialer};
 use serde_json::{Value, json};
 use tokio::io::DuplexStream;
 use tokio::time::Instant;

@@ -8,14 +8,12 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, DriftStats, McpClient};
-use mcpstorm_core::conn::CallOptions;
 use mcpstorm_core::mcp::CallToolResult;
-use mcpstorm_core::observe::RefetchReason;
-use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer, TcpDialer};
-use mcpstorm_core::session::EraMode;
-use mcpstorm_core::session::ext::GatewayProfile;
-use mcpstorm_core::{CallError, LocalError};
+use mcpstorm_core::session::{EraMode, GatewayProfile};
+use mcpstorm_core::{
+    ByteStream, CallError, CallOptions, ClientConfig, DialFuture, Dialer, DriftStats, LocalError, McpClient,
+    RefetchReason, TcpDialer,
+};
 use mcpstorm_tests::line_server::serve_lines;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -186,7 +184,7 @@ fn client(server: &Drifting, profile: GatewayProfile) -> McpClient {
         "drifting",
         Arc::new(TcpDialer { addr: server.addr.clone() }),
         config,
-        mcpstorm_core::rt::SeededRng::new(0),
+        mcpstorm_core::SeededRng::new(0),
     )
 }
 
@@ -386,7 +384,7 @@ proptest! {
         runtime.block_on(async move {
             let server = Drifting::in_memory(Reject::InvalidParams, ttl_ms);
             let config = ClientConfig { era_mode: EraMode::Legacy, lifecycle_retries: 0, ..ClientConfig::default() };
-            let c = McpClient::new("drifting", Arc::new(server.clone()), config, mcpstorm_core::rt::SeededRng::new(0));
+            let c = McpClient::new("drifting", Arc::new(server.clone()), config, mcpstorm_core::SeededRng::new(0));
             let start = tokio::time::Instant::now();
             let now_ms = || start.elapsed().as_millis() as u64;
             let (mut m, mut server_required, mut server_version) = (Model::default(), false, 0u32);

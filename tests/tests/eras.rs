@@ -5,13 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::conn::CallOptions;
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
 use mcpstorm_core::mcp::method;
-use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
 use mcpstorm_core::session::{Era, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
-use mcpstorm_core::{CallError, LifecycleError};
+use mcpstorm_core::{ByteStream, CallError, CallOptions, ClientConfig, DialFuture, Dialer, LifecycleError, McpClient};
 use mcpstorm_tests::peer::Peer;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -55,7 +52,7 @@ fn script(config: ClientConfig) -> Script {
     let dialer = ScriptDialer { peers: tx, dials: dials.clone() };
     let config = ClientConfig { lifecycle_retries: 0, ..config };
     Script {
-        client: Arc::new(McpClient::new("srv", Arc::new(dialer), config, mcpstorm_core::rt::SeededRng::new(0))),
+        client: Arc::new(McpClient::new("srv", Arc::new(dialer), config, mcpstorm_core::SeededRng::new(0))),
         peers,
         dials,
     }

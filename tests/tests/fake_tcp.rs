@@ -3,10 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::conn::CallOptions;
-use mcpstorm_core::rt::TcpDialer;
-use mcpstorm_core::{CallError, LocalError, TransportError};
+use mcpstorm_core::{CallError, CallOptions, ClientConfig, LocalError, McpClient, TcpDialer, TransportError};
 use mcpstorm_sim::fake::FakeServer;
 use serde_json::json;
 use tokio::task::JoinHandle;
@@ -27,7 +24,7 @@ fn client(addr: &str, first_response: Duration) -> Arc<McpClient> {
         "fake",
         Arc::new(TcpDialer { addr: addr.to_owned() }),
         config,
-        mcpstorm_core::rt::SeededRng::new(0),
+        mcpstorm_core::SeededRng::new(0),
     ))
 }
 
@@ -94,24 +91,19 @@ async fn server_that_stops_answering_times_out_in_phase_and_the_connection_is_re
 async fn global_in_flight_limit_is_shared_and_every_permit_comes_back() {
     let server = FakeServer::builtin();
     let (addr, _serving) = start(&server).await;
-    let limit = mcpstorm_core::resilience::inflight::InFlightLimit::new(8);
+    let limit = mcpstorm_core::resilience::InFlightLimit::new(8);
     let a = Arc::new(
         McpClient::new(
             "a",
             Arc::new(TcpDialer { addr: addr.clone() }),
             ClientConfig::default(),
-            mcpstorm_core::rt::SeededRng::new(0),
+            mcpstorm_core::SeededRng::new(0),
         )
         .with_global_limit(limit.clone()),
     );
     let b = Arc::new(
-        McpClient::new(
-            "b",
-            Arc::new(TcpDialer { addr }),
-            ClientConfig::default(),
-            mcpstorm_core::rt::SeededRng::new(0),
-        )
-        .with_global_limit(limit.clone()),
+        McpClient::new("b", Arc::new(TcpDialer { addr }), ClientConfig::default(), mcpstorm_core::SeededRng::new(0))
+            .with_global_limit(limit.clone()),
     );
     a.list_tools().await.unwrap();
     b.list_tools().await.unwrap();

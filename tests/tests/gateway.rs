@@ -6,13 +6,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::gateway::{Connector, Gateway, GatewayConfig, ToolCall};
-use mcpstorm_core::router::{
-    ExclusionReason, FormulaSpec, Requirement, RouteError, Router, RouterConfig, ServerSpec, StaticRegistry,
+use mcpstorm_core::resilience::{
+    Backoff, BreakerConfig, BreakerState, BudgetConfig, DegradedReason, RetryPolicy, WindowConfig,
 };
-use mcpstorm_core::rt::{SeededRng, TcpDialer, TokioClock};
-use mcpstorm_core::{CallError, CancelToken, LocalError};
+use mcpstorm_core::router::{
+    ExclusionReason, FormulaSpec, Requirement, RouteError, Router, RouterConfig, ServerEntry, StaticRegistry,
+};
+use mcpstorm_core::{
+    CallError, CancelToken, ClientConfig, Connector, Event, Gateway, GatewayConfig, LocalError, McpClient, Observer,
+    ResilienceConfig, Routed, SeededRng, TcpDialer, TokioClock, ToolCall,
+};
 use mcpstorm_sim::fake::{FakeServer, FakeServerConfig};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -39,7 +42,7 @@ async fn serve(config: FakeServerConfig) -> (FakeServer, String) {
     (server, addr)
 }
 
-fn gateway(servers: Vec<ServerSpec>, addrs: BTreeMap<String, String>, formula: &str, config: RouterConfig) -> Gateway {
+fn gateway(servers: Vec<ServerEntry>, addrs: BTreeMap<String, String>, formula: &str, config: RouterConfig) -> Gateway {
     let clock = Arc::new(TokioClock::new(0));
     let spec: FormulaSpec = formula.parse().expect("a built-in formula");
     let router = Router::new(config, spec.build(), SeededRng::new(7), tokio::time::Instant::now());
@@ -59,8 +62,10 @@ async fn routes_by_formula_and_capability_matrix() {
     let (_py, py_addr) = serve(FakeServerConfig::builtin()).await;
     let (_multi, multi_addr) = serve(FakeServerConfig::builtin()).await;
     let servers = vec![
-        ServerSpec::new("py", ["py-0"]).with_tools(["echo"]).with_support("language_support", ["python"]),
-        ServerSpec::new("multi", ["multi-0"]).with_tools(["echo"]).with_support("language_support", ["python", "rust"]),
+        ServerEntry::new("py", ["py-0"]).with_tools(["echo"]).with_support("language_support", ["python"]),
+        ServerEntry::new("multi", ["multi-0"])
+            .with_tools(["echo"])
+            .with_support("language_support", ["python", "rust"]),
     ];
     let addrs = BTreeMap::from([("py-0".into(), py_addr), ("multi-0".into(), multi_addr)]);
     let gw = gateway(servers, addrs, "round_robin", RouterConfig::default());
@@ -98,9 +103,9 @@ async fn routes_by_formula_and_capability_matrix() {
 async fn extra_requirements_pin_a_call_to_tagged_servers() {
     let (_a, a_addr) = serve(FakeServerConfig::builtin()).await;
     let (_b, b_addr) = serve(FakeServerConfig::builtin()).await;
-    let mut b = ServerSpec::new("b", ["b-0"]).with_tools(["echo"]);
+    let mut b = ServerEntry::new("b", ["b-0"]).with_tools(["echo"]);
     b.tags.insert("server:b".into());
-    let servers = vec![ServerSpec::new("a", ["a-0"]).with_tools(["echo"]), b];
+    let servers = vec![ServerEntry::new("a", ["a-0"]).with_tools(["echo"]), b];
     let addrs = BTreeMap::from([("a-0".into(), a_addr), ("b-0".into(), b_addr)]);
     let gw = gateway(servers, addrs, "round_robin", RouterConfig::default());
     let pin = [Requirement::Tag("server:b".into())];
@@ -123,8 +128,8 @@ async fn prepared_arguments_come_from_the_chosen_replica() {
     let (_a, a_addr) = serve(FakeServerConfig::builtin()).await;
     let (_b, b_addr) = serve(FakeServerConfig::builtin()).await;
     let servers = vec![
-        ServerSpec::new("a", ["a-0"]).with_tools(["echo"]).with_support("language_support", ["python"]),
-        ServerSpec::new("b", ["b-0"]).with_tools(["echo"]).with_support("language_support", ["rust"]),
+        ServerEntry::new("a", ["a-0"]).with_tools(["echo"]).with_support("language_support", ["python"]),
+        ServerEntry::new("b", ["b-0"]).with_tools(["echo"]).with_support("language_support", ["rust"]),
     ];
     let addrs = BTreeMap::from([("a-0".into(), a_addr), ("b-0".into(), b_addr)]);
     let gw = gateway(servers, addrs, "round_robin", RouterConfig::default());
@@ -149,7 +154,7 @@ async fn prepared_arguments_come_from_the_chosen_replica() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_flight_accounting_survives_every_ending() {
     let (_s, addr) = serve(FakeServerConfig::builtin()).await;
-    let servers = vec![ServerSpec::new("s", ["s-0"]).with_tools(["echo", "sleep_ms"])];
+    let servers = vec![ServerEntry::new("s", ["s-0"]).with_tools(["echo", "sleep_ms"])];
     let gw =
         Arc::new(gateway(servers, BTreeMap::from([("s-0".into(), addr)]), "p2c_peak_ewma", RouterConfig::default()));
     let in_flight = |gw: &Gateway| gw.with_router(|r| r.stats(r.replica_id("s-0").unwrap()).unwrap().in_flight);
@@ -187,7 +192,7 @@ async fn health_checks_take_a_dead_replica_out() {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         l.local_addr().unwrap().to_string()
     };
-    let servers = vec![ServerSpec::new("s", ["live", "dead"]).with_tools(["echo"])];
+    let servers = vec![ServerEntry::new("s", ["live", "dead"]).with_tools(["echo"])];
     let addrs = BTreeMap::from([("live".into(), live_addr), ("dead".into(), dead_addr)]);
     let config = RouterConfig { check_interval: Duration::from_millis(30), ..RouterConfig::default() };
     let gw = Arc::new(gateway(servers, addrs, "round_robin", config));
@@ -226,13 +231,6 @@ async fn health_checks_take_a_dead_replica_out() {
 
 // ---- the protected path: breakers, retries, budgets, degraded results ----
 
-use mcpstorm_core::gateway::{ResilienceConfig, Routed};
-use mcpstorm_core::observe::{Event, Observer};
-use mcpstorm_core::resilience::backoff::Backoff;
-use mcpstorm_core::resilience::breaker::{BreakerConfig, State, WindowConfig};
-use mcpstorm_core::resilience::budget::BudgetConfig;
-use mcpstorm_core::resilience::degraded::DegradedReason;
-use mcpstorm_core::resilience::retry::RetryPolicy;
 use std::sync::Mutex;
 
 /// `echo` (read-only, idempotent) and `write` (no annotations: not idempotent), failing with a JSON-RPC -32603 when
@@ -267,7 +265,7 @@ impl Observer for Seen {
             Event::Breaker { replica, tool, transition, .. } => {
                 format!("breaker {replica}/{tool} {:?}->{:?}", transition.from, transition.to)
             }
-            Event::Degraded { tool, reason } => format!("degraded {tool} {}", reason.as_str()),
+            Event::Degraded { tool, reason } => format!("degraded {tool} {}", <&str>::from(reason)),
             _ => return,
         };
         self.0.lock().expect("not poisoned").push(line);
@@ -275,7 +273,7 @@ impl Observer for Seen {
 }
 
 fn protected(
-    servers: Vec<ServerSpec>,
+    servers: Vec<ServerEntry>,
     addrs: BTreeMap<String, String>,
     resilience: ResilienceConfig,
 ) -> (Gateway, Arc<Seen>) {
@@ -319,7 +317,7 @@ async fn an_open_breaker_answers_degraded_without_calling() {
     };
     let resilience = ResilienceConfig { breaker: Some(breaker), ..ResilienceConfig::default() };
     let (gw, seen) = protected(
-        vec![ServerSpec::new("s", ["s-0"]).with_tools(["echo"])],
+        vec![ServerEntry::new("s", ["s-0"]).with_tools(["echo"])],
         BTreeMap::from([("s-0".into(), addr)]),
         resilience,
     );
@@ -337,7 +335,7 @@ async fn an_open_breaker_answers_degraded_without_calling() {
     assert_eq!(result.structured_content.as_ref().unwrap()["reason"], "breaker_open");
     assert!(result.structured_content.as_ref().unwrap()["retryAfterMs"].as_u64().is_some_and(|ms| ms > 20_000));
     assert_eq!(server.control().stats().received, received, "a call went through an open breaker");
-    assert_eq!(gw.breakers()[0].1.state(), State::Open);
+    assert_eq!(gw.breakers()[0].1.state(), BreakerState::Open);
     let seen = seen.0.lock().unwrap().clone();
     assert_eq!(seen, ["breaker s-0/echo Closed->Open", "degraded echo breaker_open"]);
 }
@@ -351,7 +349,7 @@ async fn idempotent_calls_retry_on_another_replica_and_others_do_not() {
     bad.control().set_error_rate(Some(1.0));
     let resilience = ResilienceConfig { retry: Some(fast_retries(3)), ..ResilienceConfig::default() };
     let (gw, _) = protected(
-        vec![ServerSpec::new("s", ["bad", "good"]).with_tools(["echo", "write"])],
+        vec![ServerEntry::new("s", ["bad", "good"]).with_tools(["echo", "write"])],
         BTreeMap::from([("bad".into(), bad_addr), ("good".into(), good_addr)]),
         resilience,
     );
@@ -371,7 +369,7 @@ async fn idempotent_calls_retry_on_another_replica_and_others_do_not() {
 async fn a_spent_budget_degrades_and_the_naive_gateway_just_fails() {
     let (server, addr) = serve(failing_config()).await;
     server.control().set_error_rate(Some(1.0));
-    let spec = || vec![ServerSpec::new("s", ["s-0"]).with_tools(["echo"])];
+    let spec = || vec![ServerEntry::new("s", ["s-0"]).with_tools(["echo"])];
     let addrs = || BTreeMap::from([("s-0".into(), addr.clone())]);
     let empty = BudgetConfig { ratio: 0.0, min_per_sec: 0.0, ..BudgetConfig::default() };
     let resilience =
@@ -393,15 +391,15 @@ async fn a_spent_budget_degrades_and_the_naive_gateway_just_fails() {
 /// while calls to a healthy server are admitted and answered as if the hung one did not exist.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_server_fills_only_its_own_bulkhead() {
-    use mcpstorm_core::resilience::bulkhead::BulkheadConfig;
+    use mcpstorm_core::resilience::BulkheadConfig;
     let (hung, hung_addr) = serve(failing_config()).await;
     let (_ok, ok_addr) = serve(failing_config()).await;
     let bulkhead = BulkheadConfig { default_max: Some(2), queue_wait: Duration::from_millis(50), ..Default::default() };
     let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
     let (gw, seen) = protected(
         vec![
-            ServerSpec::new("hung", ["h-0"]).with_tools(["write"]),
-            ServerSpec::new("ok", ["o-0"]).with_tools(["echo"]),
+            ServerEntry::new("hung", ["h-0"]).with_tools(["write"]),
+            ServerEntry::new("ok", ["o-0"]).with_tools(["echo"]),
         ],
         BTreeMap::from([("h-0".into(), hung_addr), ("o-0".into(), ok_addr)]),
         resilience,
@@ -436,14 +434,14 @@ async fn a_hung_server_fills_only_its_own_bulkhead() {
 /// observer sees the transition with reason `remote`. Without breakers there is nothing to follow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_open_is_followed_without_local_failures() {
-    use mcpstorm_core::resilience::breaker::Reason;
+    use mcpstorm_core::resilience::TransitionReason;
     let (server, addr) = serve(failing_config()).await;
-    let spec = || vec![ServerSpec::new("s", ["s-0"]).with_tools(["echo"])];
+    let spec = || vec![ServerEntry::new("s", ["s-0"]).with_tools(["echo"])];
     let addrs = || BTreeMap::from([("s-0".into(), addr.clone())]);
     let resilience = ResilienceConfig { breaker: Some(BreakerConfig::default()), ..ResilienceConfig::default() };
     let (gw, seen) = protected(spec(), addrs(), resilience);
     let t = gw.follow_remote_open("s-0", "echo", Duration::from_secs(30)).expect("a transition");
-    assert_eq!((t.to, t.reason), (State::Open, Reason::Remote));
+    assert_eq!((t.to, t.reason), (BreakerState::Open, TransitionReason::Remote));
     assert!(gw.follow_remote_open("s-0", "echo", Duration::from_secs(30)).is_none(), "already open");
     let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
     assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BreakerOpen));
@@ -468,7 +466,7 @@ async fn an_open_breaker_on_one_replica_sends_calls_to_its_sibling() {
     };
     let resilience = ResilienceConfig { breaker: Some(breaker), ..ResilienceConfig::default() };
     let (gw, seen) = protected(
-        vec![ServerSpec::new("s", ["bad", "good"]).with_tools(["write"])],
+        vec![ServerEntry::new("s", ["bad", "good"]).with_tools(["write"])],
         BTreeMap::from([("bad".into(), bad_addr), ("good".into(), good_addr)]),
         resilience,
     );
@@ -505,13 +503,13 @@ async fn an_open_breaker_on_one_replica_sends_calls_to_its_sibling() {
 /// answered. With every replica full, a call waits the queue wait and is then degraded `bulkhead_full`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_replica_sends_calls_to_its_sibling_before_anything_is_degraded() {
-    use mcpstorm_core::resilience::bulkhead::BulkheadConfig;
+    use mcpstorm_core::resilience::BulkheadConfig;
     let (hung, hung_addr) = serve(failing_config()).await;
     let (ok, ok_addr) = serve(failing_config()).await;
     let bulkhead = BulkheadConfig { default_max: Some(2), queue_wait: Duration::from_millis(50), ..Default::default() };
     let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
     let (gw, seen) = protected(
-        vec![ServerSpec::new("s", ["h-0", "o-0"]).with_tools(["write"])],
+        vec![ServerEntry::new("s", ["h-0", "o-0"]).with_tools(["write"])],
         BTreeMap::from([("h-0".into(), hung_addr), ("o-0".into(), ok_addr)]),
         resilience,
     );
@@ -557,7 +555,7 @@ async fn a_full_replica_sends_calls_to_its_sibling_before_anything_is_degraded()
 async fn the_default_layers_do_not_throttle_a_healthy_server() {
     let (server, addr) = serve(FakeServerConfig::builtin()).await;
     let (gw, seen) = protected(
-        vec![ServerSpec::new("s", ["s-0"]).with_tools(["sleep_ms"])],
+        vec![ServerEntry::new("s", ["s-0"]).with_tools(["sleep_ms"])],
         BTreeMap::from([("s-0".into(), addr)]),
         ResilienceConfig::protective(),
     );

@@ -4,9 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::conn::CallOptions;
-use mcpstorm_core::{CallError, LocalError, TransportError};
+use mcpstorm_core::{CallError, CallOptions, ClientConfig, LocalError, McpClient, TransportError};
 use mcpstorm_sim::fake::FakeServer;
 use mcpstorm_sim::world::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 use serde_json::json;
@@ -37,7 +35,7 @@ fn client(first_response: Duration, stream_idle: Duration) -> Arc<McpClient> {
         "srv",
         Arc::new(TurmoilDialer { host: "srv".into(), port: SERVER_PORT }),
         config,
-        mcpstorm_core::rt::SeededRng::new(0),
+        mcpstorm_core::SeededRng::new(0),
     ))
 }
 
@@ -185,7 +183,7 @@ fn a_stream_that_stalls_mid_call_is_caught_by_the_idle_timeout() {
 
 #[test]
 fn sim_clock_reads_the_simulated_epoch_plus_the_hosts_offset() {
-    use mcpstorm_core::rt::Clock;
+    use mcpstorm_core::Clock;
     use mcpstorm_sim::world::{EPOCH_SECS, SimClock};
 
     let mut sim = turmoil::Builder::new()

@@ -5,13 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::conn::{CallOptions, Connection, ConnectionConfig, ConnectionParts};
 use mcpstorm_core::mcp::{CallToolResult, method};
-use mcpstorm_core::observe::{ConnId, NoopObserver};
-use mcpstorm_core::rt::{Dialer, StdioDialer};
-use mcpstorm_core::transport::{DEFAULT_MAX_FRAME, line_transport};
-use mcpstorm_core::{CallError, CancelToken, LocalError};
+use mcpstorm_core::{
+    CallError, CallOptions, CancelToken, ClientConfig, ConnId, Connection, ConnectionConfig, ConnectionParts,
+    DEFAULT_MAX_FRAME, Dialer, LocalError, McpClient, NoopObserver, StdioDialer, line_transport,
+};
 use mcpstorm_tests::real_servers::{everything_server, python_server};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
@@ -21,7 +19,7 @@ fn client(dialer: StdioDialer) -> McpClient {
     let mut config = ClientConfig::default();
     config.connection.max_in_flight = 512;
     config.connection.first_response = Duration::from_secs(20);
-    McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::rt::SeededRng::new(0))
+    McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::SeededRng::new(0))
 }
 
 macro_rules! peer_or_skip {

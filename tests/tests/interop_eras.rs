@@ -6,15 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::conn::{CallOptions, Connection, ConnectionConfig, ConnectionParts};
 use mcpstorm_core::jsonrpc::ErrorCode;
-use mcpstorm_core::mcp::method;
-use mcpstorm_core::observe::{ConnId, NoopObserver};
-use mcpstorm_core::rt::{Dialer, StdioDialer};
+use mcpstorm_core::mcp::{Implementation, method};
 use mcpstorm_core::session::{CachedEra, DiscoverResult, Era, EraCache, EraMode, envelope};
-use mcpstorm_core::transport::{DEFAULT_MAX_FRAME, line_transport};
-use mcpstorm_core::{CallError, mcp::Implementation};
+use mcpstorm_core::{
+    CallError, CallOptions, ClientConfig, ConnId, Connection, ConnectionConfig, ConnectionParts, DEFAULT_MAX_FRAME,
+    Dialer, McpClient, NoopObserver, StdioDialer, line_transport,
+};
 use mcpstorm_tests::real_servers::{everything_server, python_mcp1_server, python_server};
 use serde_json::json;
 use tokio::time::Instant;
@@ -38,7 +36,7 @@ fn config() -> ClientConfig {
 }
 
 fn client(dialer: StdioDialer, config: ClientConfig, cache: &EraCache) -> McpClient {
-    McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::rt::SeededRng::new(0))
+    McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::SeededRng::new(0))
         .with_era_cache(cache.clone())
 }
 

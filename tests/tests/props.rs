@@ -18,13 +18,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, McpClient, SessionStats};
-use mcpstorm_core::conn::{CallOptions, Connection, ConnectionConfig, Lane};
 use mcpstorm_core::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response, ResponseBody};
 use mcpstorm_core::mcp::{ProgressParams, method};
-use mcpstorm_core::session::EraMode;
-use mcpstorm_core::transport::{FrameError, LineSink, LineSource, MessageSink, MessageSource};
-use mcpstorm_core::{CallError, CancelToken, LocalError, TransportError};
+use mcpstorm_core::session::{EraMode, SessionStats};
+use mcpstorm_core::{
+    CallError, CallOptions, CancelToken, ClientConfig, Connection, ConnectionConfig, FrameError, Lane, LineSink,
+    LineSource, LocalError, McpClient, MessageSink, MessageSource, TransportError,
+};
 use mcpstorm_tests::peer::{self, Peer};
 use mcpstorm_tests::session_server::{self as ext_server, ServerConfig, SessionServer, Verdict, WallFn};
 use proptest::prelude::*;
@@ -1353,7 +1353,7 @@ async fn calls_under_skew(
 ) -> (Vec<ext_server::Seen>, Vec<bool>, SessionStats) {
     let server = SessionServer::new(ServerConfig { ttl: Some(ttl), wall: skew.wall(), ..ServerConfig::default() });
     let config = ClientConfig { era_mode: EraMode::Legacy, lifecycle_retries: 0, ..ClientConfig::default() };
-    let client = McpClient::new("srv", Arc::new(server.clone()), config, mcpstorm_core::rt::SeededRng::new(0));
+    let client = McpClient::new("srv", Arc::new(server.clone()), config, mcpstorm_core::SeededRng::new(0));
     let mut ok = Vec::new();
     for gap in gaps {
         tokio::time::sleep(ttl.mul_f64(f64::from(*gap) / 1000.0)).await;
@@ -1493,8 +1493,8 @@ fn writer_blocked_in_a_write_stops_at_shutdown_and_releases_the_guard() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use mcpstorm_core::conn::ConnectionParts;
-    use mcpstorm_core::observe::{ConnId, NoopObserver};
+    use mcpstorm_core::ConnectionParts;
+    use mcpstorm_core::{ConnId, NoopObserver};
 
     /// Stands in for what `ConnectionParts::guard` really holds, e.g. a stdio server's child process.
     struct Guard(Arc<AtomicBool>);
@@ -1507,7 +1507,7 @@ fn writer_blocked_in_a_write_stops_at_shutdown_and_releases_the_guard() {
         let released = Arc::new(AtomicBool::new(false));
         let (ours, _theirs) = tokio::io::duplex(64);
         let (read, write) = tokio::io::split(ours);
-        let (sink, source) = mcpstorm_core::transport::line_transport(read, write, 1 << 20);
+        let (sink, source) = mcpstorm_core::line_transport(read, write, 1 << 20);
         let parts = ConnectionParts {
             id: ConnId(0),
             server: "peer".into(),

@@ -9,12 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::conn::CallOptions;
-use mcpstorm_core::observe::{Event, Observer};
-use mcpstorm_core::rt::{Dialer, StdioDialer, TcpDialer};
-use mcpstorm_core::schema::{ArgumentError, Dialect};
-use mcpstorm_core::{CallError, LocalError};
+use mcpstorm_core::{
+    ArgumentError, CallError, CallOptions, ClientConfig, Dialect, Dialer, Event, LocalError, McpClient, Observer,
+    StdioDialer, TcpDialer,
+};
 use mcpstorm_sim::fake::{FakeServer, FakeServerConfig, ToolConfig};
 use mcpstorm_tests::line_server::{LineDialer, serve_lines};
 use mcpstorm_tests::real_servers::{everything_server, python_server};
@@ -25,7 +23,7 @@ use tokio::sync::Notify;
 fn stdio_client(dialer: StdioDialer) -> McpClient {
     let mut config = ClientConfig::default();
     config.connection.first_response = Duration::from_secs(20);
-    McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::rt::SeededRng::new(0))
+    McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::SeededRng::new(0))
 }
 
 /// Requests finished on the connection, by method.
@@ -190,10 +188,7 @@ async fn start_fake(config: FakeServerConfig) -> (FakeServer, Arc<McpClient>) {
     let serving = server.clone();
     tokio::spawn(async move { serving.serve(listener).await });
     let config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
-    (
-        server,
-        Arc::new(McpClient::new("fake", Arc::new(TcpDialer { addr }), config, mcpstorm_core::rt::SeededRng::new(0))),
-    )
+    (server, Arc::new(McpClient::new("fake", Arc::new(TcpDialer { addr }), config, mcpstorm_core::SeededRng::new(0))))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -297,7 +292,7 @@ async fn list_changed_with_an_unchanged_list_refetches_but_compiles_nothing() {
         "scripted",
         Arc::new(TcpDialer { addr: server.addr.clone() }),
         config,
-        mcpstorm_core::rt::SeededRng::new(0),
+        mcpstorm_core::SeededRng::new(0),
     );
     let first = c.capabilities().await.unwrap();
     assert_eq!((server.lists.load(Ordering::SeqCst), c.schema_compilations()), (1, 0), "compiled at first use");
@@ -351,10 +346,10 @@ fn small_tool(i: u64) -> serde_json::Value {
 
 fn client_of(dialer: LineDialer, config: ClientConfig) -> McpClient {
     let config = ClientConfig { lifecycle_retries: 0, ..config };
-    McpClient::new("hostile", Arc::new(dialer), config, mcpstorm_core::rt::SeededRng::new(0))
+    McpClient::new("hostile", Arc::new(dialer), config, mcpstorm_core::SeededRng::new(0))
 }
 
-fn refused_for(c: &Result<Arc<mcpstorm_core::schema::Capabilities>, CallError>, limit: &str) -> bool {
+fn refused_for(c: &Result<Arc<mcpstorm_core::Capabilities>, CallError>, limit: &str) -> bool {
     matches!(c, Err(CallError::MalformedResponse(m)) if m.contains(limit) && m.contains("raise the limit"))
 }
 

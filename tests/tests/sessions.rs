@@ -5,17 +5,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, McpClient, SessionSnapshot, SessionStats};
-use mcpstorm_core::conn::CallOptions;
-use mcpstorm_core::error::AuthError;
 use mcpstorm_core::history::{CallCode, CallStatus, IdempotencyConfig};
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::{CallToolResult, method};
-use mcpstorm_core::observe::{Event, Observer};
-use mcpstorm_core::rt::TokioClock;
-use mcpstorm_core::session::ext::{AuthScheme, Credential, GatewayProfile, RENEW, Secret};
-use mcpstorm_core::session::{DISCOVER, Era, EraMode};
-use mcpstorm_core::{CallError, ErrorClass};
+use mcpstorm_core::session::{DISCOVER, Era, EraMode, GatewayProfile, RENEW, SessionStats};
+use mcpstorm_core::{
+    AuthError, AuthScheme, CallError, CallOptions, ClientConfig, Credential, ErrorClass, Event, McpClient, Observer,
+    Secret, SessionSnapshot, TokioClock,
+};
 use mcpstorm_tests::session_server::{Seen, ServerConfig, SessionServer, Verdict, steady_wall};
 use serde_json::json;
 use tokio::time::{Instant, sleep_until};
@@ -24,7 +21,7 @@ const SERVER_WALL: u64 = 1_700_000_000_000;
 
 fn client(server: &SessionServer, config: ClientConfig) -> McpClient {
     let config = ClientConfig { era_mode: EraMode::Legacy, lifecycle_retries: 0, ..config };
-    McpClient::new("srv", Arc::new(server.clone()), config, mcpstorm_core::rt::SeededRng::new(0))
+    McpClient::new("srv", Arc::new(server.clone()), config, mcpstorm_core::SeededRng::new(0))
 }
 
 async fn call(c: &McpClient) -> Result<CallToolResult, CallError> {
@@ -263,7 +260,7 @@ async fn a_modern_server_grants_in_discover_and_a_new_session_asks_again() {
         "srv",
         Arc::new(server.clone()),
         ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() },
-        mcpstorm_core::rt::SeededRng::new(0),
+        mcpstorm_core::SeededRng::new(0),
     );
     call(&c).await.unwrap();
     assert_eq!(c.session().await.unwrap().era, Era::Modern);

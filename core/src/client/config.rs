@@ -1,10 +1,12 @@
 use std::time::Duration;
 
+use crate::capabilities::ListingLimits;
 use crate::conn::ConnectionConfig;
+use crate::credential::Credential;
 use crate::mcp::{Implementation, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::resilience::backoff::Backoff;
-use crate::session::ext::{Credential, GatewayProfile};
-use crate::session::{EraMode, MODERN_PROTOCOL_VERSIONS};
+use crate::session::GatewayProfile;
+use crate::session::{EraMode, LifecycleConfig, MODERN_PROTOCOL_VERSIONS};
 use crate::transport::DEFAULT_MAX_FRAME;
 
 /// Client settings. Defaults:
@@ -16,7 +18,7 @@ use crate::transport::DEFAULT_MAX_FRAME;
 /// | `discover_timeout`  | 5 s     | the `server/discover` era probe; silence falls back to `initialize` |
 /// | `era_mode`          | auto    | probe `server/discover`, fall back to `initialize` (see [`crate::session`]) |
 /// | `lifecycle_retries` | 3       | reconnect attempts after a failed connect or handshake    |
-/// | `backoff`           | seed    | 1, 2, 4, 8 s capped at 10 s, ±20% jitter ([`Backoff::SEED`]) |
+/// | `backoff`           | reconnect | 1, 2, 4, 8 s capped at 10 s, ±20% jitter ([`Backoff::RECONNECT`]) |
 /// | `max_frame`         | 16 MiB  | largest incoming frame                                    |
 /// | `max_tool_pages`    | 1000    | `tools/list` pages followed before giving up (a cursor loop guard) |
 /// | `max_tools`         | 10,000  | tools one listing may hold; more is an error naming this limit |
@@ -47,7 +49,7 @@ pub struct ClientConfig {
     pub modern_protocol_versions: Vec<String>,
     /// Session and schema behaviour (see [`GatewayProfile`]).
     pub profile: GatewayProfile,
-    /// Credentials for servers that declare auth schemes; never printed (see [`crate::session::ext::Secret`]).
+    /// Credentials for servers that declare auth schemes; never printed (see [`Secret`](crate::Secret)).
     pub credentials: Vec<Credential>,
 }
 
@@ -60,7 +62,7 @@ impl Default for ClientConfig {
             discover_timeout: Duration::from_secs(5),
             era_mode: EraMode::default(),
             lifecycle_retries: 3,
-            backoff: Backoff::SEED,
+            backoff: Backoff::RECONNECT,
             max_frame: DEFAULT_MAX_FRAME,
             max_tool_pages: 1000,
             max_tools: 10_000,
@@ -71,5 +73,24 @@ impl Default for ClientConfig {
             profile: GatewayProfile::default(),
             credentials: Vec::new(),
         }
+    }
+}
+
+impl ClientConfig {
+    /// The settings establishing a session reads (see [`LifecycleConfig`]).
+    pub fn lifecycle(&self) -> LifecycleConfig {
+        LifecycleConfig {
+            era_mode: self.era_mode,
+            handshake_timeout: self.handshake_timeout,
+            discover_timeout: self.discover_timeout,
+            client_info: self.client_info.clone(),
+            protocol_versions: self.protocol_versions.clone(),
+            modern_protocol_versions: self.modern_protocol_versions.clone(),
+            credentials: self.credentials.clone(),
+        }
+    }
+    /// How much of a tool listing the client accepts.
+    pub(crate) fn listing_limits(&self) -> ListingLimits {
+        ListingLimits { max_pages: self.max_tool_pages, max_tools: self.max_tools, max_bytes: self.max_tool_list_bytes }
     }
 }

@@ -4,19 +4,12 @@
 //!
 //! Sessions of the mcpstorm session extension ([`crate::session::ext`]) ride on that: a server that grants one gets
 //! its id (and the negotiated credential) on every request, the lease is renewed in the background and replaced
-//! before it runs out ([`lease`]), and a call the server refuses with session-not-found or an auth mismatch is sent
+//! before it runs out ([`SessionLease`]), and a call the server refuses with session-not-found or an auth mismatch is sent
 //! once more on a new session. See [`McpClient::call_tool`].
 
-mod auth;
 mod call_log;
 mod config;
-mod drift;
-pub(crate) mod handshake;
-mod lease;
-mod session_ext;
-mod session_stats;
 mod snapshot;
-mod tools;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
@@ -24,30 +17,25 @@ use std::sync::{Arc, PoisonError};
 use serde_json::{Value, json};
 use tokio::time::{Instant, sleep, timeout};
 
-/// Re-exported from its home in [`crate::observe`]: `client::RefetchReason`, where it used to live, still names it.
-pub use crate::observe::RefetchReason;
 pub use config::ClientConfig;
-pub use drift::DriftStats;
-pub use session_stats::SessionStats;
 pub use snapshot::{ResumeError, SessionSnapshot};
 
+use crate::capabilities::{
+    self, Capabilities, DriftCounters, DriftStats, FetchCtx, ListingLimits, SchemaCache, ToolCache,
+};
 use crate::conn::{CallOptions, Connection, ConnectionParts, Lane, NotificationHandler};
 use crate::error::{CallError, LocalError, TransportError};
 use crate::history::{CallHistory, IdempotencyCache};
 use crate::mcp::{CallToolResult, InitializeResult, Tool, method};
-use crate::observe::{ConnId, Event, NoopObserver, Observer, SessionEvent};
+use crate::observe::{ConnId, Event, NoopObserver, Observer, RefetchReason, SessionEvent};
 use crate::resilience::inflight::InFlightLimit;
 use crate::rt::{Clock, Dialer, SeededRng, TokioClock};
-use crate::schema::{ArgumentError, Capabilities, SchemaCache};
-use crate::session::ext::{self, GatewayProfile, SessionGrant};
-use crate::session::{self, Era, EraCache};
+use crate::schema::ArgumentError;
+use crate::session::{
+    self, Era, EraCache, GatewayProfile, LeaseState, LifecycleConfig, SessionCounters, SessionEvents, SessionGrant,
+    SessionLease, SessionStats,
+};
 use crate::transport::line_transport;
-use drift::DriftCounters;
-use lease::LeaseState;
-use session_ext::SessionExt;
-use session_stats::{SessionCounters, SessionEvents};
-use tools::FetchCtx;
-use tools::ToolCache;
 
 /// A live connection with its handshake result and tool cache.
 #[derive(Debug, Clone)]
@@ -58,7 +46,7 @@ pub struct Session {
     pub era: Era,
     tools: Arc<ToolCache>,
     /// The session extension's lease and credential on this connection (empty for servers that grant nothing).
-    ext: Arc<SessionExt>,
+    lease: Arc<SessionLease>,
 }
 
 #[derive(Debug)]
@@ -66,6 +54,10 @@ pub struct McpClient {
     server: String,
     dialer: Arc<dyn Dialer>,
     config: ClientConfig,
+    /// What establishing a session reads of `config`, built once.
+    lifecycle: LifecycleConfig,
+    /// How much of a tool listing `config` accepts.
+    limits: ListingLimits,
     observer: Arc<dyn Observer>,
     rng: SeededRng,
     global: Option<InFlightLimit>,
@@ -110,6 +102,8 @@ impl McpClient {
             },
             server,
             dialer,
+            lifecycle: config.lifecycle(),
+            limits: config.listing_limits(),
             config,
             observer,
             rng,
@@ -196,7 +190,7 @@ impl McpClient {
             }
         };
         if let Some(s) = live.as_ref().filter(|s| s.conn.is_open() && !s.conn.request_meta_rejected()) {
-            match s.ext.state(self.config.profile, Instant::now(), self.clock.wall_ms()) {
+            match s.lease.state(self.config.profile, Instant::now(), self.clock.wall_ms()) {
                 LeaseState::Fresh => return Ok(s.clone()),
                 LeaseState::RenewDue => {
                     self.spawn_renewal(s);
@@ -263,21 +257,21 @@ impl McpClient {
                 guard: stream.guard,
             },
         );
-        match session::establish(&conn, &self.config, &self.eras, &self.server).await {
+        match session::establish(&conn, &self.lifecycle, &self.eras, &self.server).await {
             Ok(est) => {
                 let meta = est.init.extra.get("_meta");
-                let ext = Arc::new(SessionExt::from_result_meta(meta, Instant::now(), &self.config.credentials));
-                if ext.grant().is_some() {
+                let lease = Arc::new(SessionLease::from_result_meta(meta, Instant::now(), &self.lifecycle.credentials));
+                if lease.grant().is_some() {
                     self.events.emit(SessionEvent::Granted);
                 }
                 match self.take_resumed_lease() {
-                    Some(saved) => ext.install(saved, &conn),
-                    None => ext.apply(&conn),
+                    Some(saved) => lease.install(saved, &conn),
+                    None => lease.apply(&conn),
                 }
-                if ext.auth().check().is_err() {
+                if lease.auth().check().is_err() {
                     self.events.emit(SessionEvent::AuthMismatch);
                 }
-                Ok(Session { conn, init: Arc::new(est.init), era: est.era, tools, ext })
+                Ok(Session { conn, init: Arc::new(est.init), era: est.era, tools, lease })
             }
             Err(e) => {
                 conn.shutdown();
@@ -307,7 +301,7 @@ impl McpClient {
 
     async fn capabilities_of(&self, session: &Session) -> Result<Arc<Capabilities>, CallError> {
         // Nothing is sent to a server that would refuse our credential (or lack of one).
-        session.ext.auth().check()?;
+        session.lease.auth().check()?;
         if self.config.profile == GatewayProfile::Naive {
             // Cached forever: across sessions, deaf to list_changed and to every drift signal.
             let mut pinned = self.pinned.lock().await;
@@ -337,9 +331,10 @@ impl McpClient {
     }
 
     fn fetch_ctx<'a>(&'a self, session: &'a Session) -> FetchCtx<'a> {
-        FetchCtx { conn: &session.conn, init: &session.init, schemas: &self.schemas, config: &self.config }
+        FetchCtx { conn: &session.conn, init: &session.init, schemas: &self.schemas, limits: &self.limits }
     }
 
+    /// Counts a re-fetch and tells the observer: the one place both happen, so `drift_stats` and the events agree.
     fn refetched(&self, reason: RefetchReason) {
         self.drift.refetched(reason);
         self.observer.event(&Event::SchemaRefetched { server: &self.server, reason });
@@ -363,7 +358,7 @@ impl McpClient {
     /// [`LocalError::InvalidArguments`] (naming the JSON pointer) and nothing is sent. A successful result's
     /// `structuredContent` is checked against the `outputSchema`; a mismatch is [`CallError::MalformedResponse`].
     ///
-    /// When the outcome signals schema drift (see [`drift`]'s table), the tool list is fetched again and a call the
+    /// When the outcome signals schema drift (see the table in `capabilities/drift.rs`), the tool list is fetched again and a call the
     /// server rejected is re-checked against the fresh schema: resent once if it passes, failed locally if not.
     /// One deadline covers every attempt.
     ///
@@ -428,24 +423,24 @@ impl McpClient {
             return Err(e);
         };
         let naive = self.config.profile == GatewayProfile::Naive;
-        if ext::is_session_not_found(obj) {
+        if session::is_session_not_found(obj) {
             self.events.emit(SessionEvent::NotFound);
             if naive || attempt > 0 {
                 return Err(e);
             }
-        } else if let Some(accepted) = ext::auth_mismatch_accepted(obj) {
+        } else if let Some(accepted) = session::auth_mismatch_accepted(obj) {
             self.events.emit(SessionEvent::AuthMismatch);
             if naive {
                 return Err(e);
             }
             if attempt > 0 {
-                return Err(auth::mismatch(&accepted, &self.config.credentials).into());
+                return Err(session::mismatch(&accepted, &self.lifecycle.credentials).into());
             }
         } else {
             return Err(e);
         }
         // The next `session()` re-handshakes: a new connection, a new grant, the schemes declared again.
-        session.ext.mark_dead();
+        session.lease.mark_dead();
         Ok(())
     }
 
@@ -479,7 +474,7 @@ impl McpClient {
         if self.config.profile == GatewayProfile::Naive {
             return first;
         }
-        let Some((reason, server)) = drift::signal(&first, &caps) else {
+        let Some((reason, server)) = capabilities::signal(&first, &caps) else {
             return first;
         };
         let (fresh, fetched) = session.tools.refetch_after(self.fetch_ctx(session), &caps, server).await?;
@@ -520,19 +515,19 @@ impl McpClient {
     /// background renewal's would.
     pub async fn renew_session(&self) -> Result<Option<SessionGrant>, CallError> {
         let session = self.session().await?;
-        if session.ext.grant().is_none() {
+        if session.lease.grant().is_none() {
             return Ok(None);
         }
-        session.ext.renew(&session.conn, &self.events).await.map(Some)
+        session.lease.renew(&session.conn, &self.events).await.map(Some)
     }
 
     /// Starts the session's renewal in the background unless one is already running.
     fn spawn_renewal(&self, session: &Session) {
-        if !session.ext.start_renewal() {
+        if !session.lease.start_renewal() {
             return;
         }
-        let (ext, conn, events) = (session.ext.clone(), session.conn.clone(), self.events.clone());
-        tokio::spawn(async move { ext.renew_in_background(&conn, &events).await });
+        let (lease, conn, events) = (session.lease.clone(), session.conn.clone(), self.events.clone());
+        tokio::spawn(async move { lease.renew_in_background(&conn, &events).await });
     }
 
     /// Round-trip time of one `ping` on the priority lane (`server/discover` in the modern era, which has no ping).

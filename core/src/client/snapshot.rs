@@ -20,11 +20,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::lease::Lease;
 use super::{McpClient, Session};
-use crate::history::{CallHistory, ContentHash};
-use crate::session::ext::SessionGrant;
-use crate::session::{CachedEra, Era};
+use crate::history::CallHistory;
+use crate::schema::ContentHash;
+use crate::session::{CachedEra, Era, Lease, SessionGrant};
 
 /// What [`McpClient::snapshot`] saves. Field names are the stable serialised form.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -72,7 +71,7 @@ impl McpClient {
     pub async fn snapshot(&self) -> SessionSnapshot {
         let live: Option<Session> = self.live.lock().await.clone();
         let now = Instant::now();
-        let grant = live.as_ref().and_then(|s| s.ext.grant());
+        let grant = live.as_ref().and_then(|s| s.lease.grant());
         let capabilities_hash = match &live {
             Some(s) => s.tools.current().await.map(|c| c.hash()),
             None => None,
@@ -81,7 +80,7 @@ impl McpClient {
             server: self.server.clone(),
             era: live.as_ref().map(|s| s.era),
             session_id: grant.map(|g| g.id),
-            remaining_ttl_ms: live.as_ref().and_then(|s| s.ext.remaining(now)).map(millis),
+            remaining_ttl_ms: live.as_ref().and_then(|s| s.lease.remaining(now)).map(millis),
             taken_at_wall_ms: self.clock.wall_ms(),
             capabilities_hash,
             history: self.history.as_ref().map(|h| h.lock().unwrap_or_else(|p| p.into_inner()).clone()),

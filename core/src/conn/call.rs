@@ -59,7 +59,7 @@ impl Connection {
         {
             shared.meta_rejected.store(true, Ordering::Release);
         }
-        shared.observer.event(&Event::RequestFinished {
+        shared.emit(&Event::RequestFinished {
             conn: shared.id,
             method,
             latency: started.elapsed(),
@@ -78,7 +78,7 @@ impl Connection {
     }
 
     /// A second layer of per-request `_meta` keys, merged after the era's envelope: the session extension's session
-    /// id and authorization ([`crate::session::ext`]). Kept apart from [`Connection::set_request_meta`] because it
+    /// id and authorization ([`crate::session`]). Kept apart from [`Connection::set_request_meta`] because it
     /// changes on every renewal while the envelope stays, and because replacing it must not reset the envelope's
     /// rejection flag. `None` (the default, and always for servers that grant nothing) adds nothing.
     pub fn set_session_meta(&self, meta: Option<Map<String, Value>>) {
@@ -312,8 +312,7 @@ impl PendingGuard<'_> {
             let params = CancelledParams { request_id: self.id.into(), reason: Some(reason.to_owned()) };
             let msg = Message::notification(method::CANCELLED, serde_json::to_value(params).ok());
             if shared.try_send_priority(msg) {
-                Counters::bump(&shared.counters.cancels_sent);
-                shared.observer.event(&Event::CancelSent { conn: shared.id });
+                shared.emit(&Event::CancelSent { conn: shared.id });
             } else {
                 Counters::bump(&shared.counters.cancels_dropped);
             }

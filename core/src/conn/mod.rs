@@ -99,10 +99,16 @@ impl Shared {
         Instant::now().saturating_duration_since(self.epoch).as_nanos() as u64
     }
 
+    /// Tells the observer, and counts what the connection's stats count of it.
+    fn emit(&self, event: &Event<'_>) {
+        self.counters.count(event);
+        self.observer.event(event);
+    }
+
     /// The connection is finished: fail every pending call now and stop the tasks.
     pub(crate) fn fail(&self, err: TransportError) {
         if self.pending.fail_all(&err) {
-            self.observer.event(&Event::ConnectionClosed { conn: self.id, server: &self.server, reason: &err });
+            self.emit(&Event::ConnectionClosed { conn: self.id, server: &self.server, reason: &err });
         }
         self.shutdown.cancel(err.to_string());
     }
@@ -165,7 +171,7 @@ impl Connection {
             counters: Counters::default(),
             _guard: parts.guard,
         });
-        shared.observer.event(&Event::ConnectionOpened { conn: shared.id, server: &shared.server });
+        shared.emit(&Event::ConnectionOpened { conn: shared.id, server: &shared.server });
         tokio::spawn(writer::run(shared.clone(), sink, priority_rx, normal_rx));
         tokio::spawn(reader::run(shared.clone(), source, notifications));
         Connection { handle: Arc::new(Handle { shared }) }

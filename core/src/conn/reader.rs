@@ -36,8 +36,7 @@ pub(crate) async fn run<R: MessageSource>(
             Ok(msg) => dispatch(&shared, msg, notifications.as_ref()),
             Err(FrameError::Io(e)) => break e,
             Err(e) => {
-                shared.observer.event(&Event::FrameRejected { conn: shared.id, error: &e });
-                Counters::bump(&shared.counters.rejected_frames);
+                shared.emit(&Event::FrameRejected { conn: shared.id, error: &e });
                 match &e {
                     // An oversize frame may have been a response we can never attribute: failing the connection
                     // tells every waiting caller now, rather than at their timeouts.
@@ -68,8 +67,7 @@ fn dispatch(shared: &Shared, msg: Message, notifications: Option<&mpsc::Sender<N
 fn on_response(shared: &Shared, response: Response) {
     let Some(id) = response.id.as_ref().and_then(|id| id.as_number()) else {
         // `id: null` (the server could not read one of our frames) or a string id we never issue.
-        Counters::bump(&shared.counters.unknown_responses);
-        shared.observer.event(&Event::UnknownResponseDropped { conn: shared.id });
+        shared.emit(&Event::UnknownResponseDropped { conn: shared.id });
         return;
     };
     let reply = match response.body {
@@ -78,11 +76,9 @@ fn on_response(shared: &Shared, response: Response) {
     };
     if shared.pending.complete(id, reply) == Delivery::NotPending {
         if id > 0 && id < shared.next_id.load(Ordering::Relaxed) {
-            Counters::bump(&shared.counters.late_responses);
-            shared.observer.event(&Event::LateResponseDropped { conn: shared.id });
+            shared.emit(&Event::LateResponseDropped { conn: shared.id });
         } else {
-            Counters::bump(&shared.counters.unknown_responses);
-            shared.observer.event(&Event::UnknownResponseDropped { conn: shared.id });
+            shared.emit(&Event::UnknownResponseDropped { conn: shared.id });
         }
     }
 }
@@ -102,8 +98,7 @@ fn on_notification(shared: &Shared, n: Notification, notifications: Option<&mpsc
     }
     let Some(tx) = notifications else { return };
     if let Err(mpsc::error::TrySendError::Full(n) | mpsc::error::TrySendError::Closed(n)) = tx.try_send(n) {
-        Counters::bump(&shared.counters.notifications_dropped);
-        shared.observer.event(&Event::NotificationDropped { conn: shared.id, method: &n.method });
+        shared.emit(&Event::NotificationDropped { conn: shared.id, method: &n.method });
     }
 }
 

@@ -1,6 +1,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Counters a connection keeps about itself; read with `Connection::stats`.
+use crate::observe::Event;
+
+/// Counters a connection keeps about itself; read with `Connection::stats`. What the observer also hears of is
+/// counted from its event ([`Counters::count`], called by `Shared::emit`), so the two cannot disagree; the rest is
+/// bumped where it happens.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub sent: AtomicU64,
@@ -19,6 +23,25 @@ pub(crate) struct Counters {
 impl Counters {
     pub fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts the occurrence `event` reports, if a connection counts it.
+    pub fn count(&self, event: &Event<'_>) {
+        let counter = match event {
+            Event::FrameRejected { .. } => &self.rejected_frames,
+            Event::UnknownResponseDropped { .. } => &self.unknown_responses,
+            Event::LateResponseDropped { .. } => &self.late_responses,
+            Event::NotificationDropped { .. } => &self.notifications_dropped,
+            Event::CancelSent { .. } => &self.cancels_sent,
+            Event::ConnectionOpened { .. }
+            | Event::ConnectionClosed { .. }
+            | Event::RequestFinished { .. }
+            | Event::Session { .. }
+            | Event::Breaker { .. }
+            | Event::Degraded { .. }
+            | Event::SchemaRefetched { .. } => return,
+        };
+        Self::bump(counter);
     }
 
     pub fn snapshot(&self, pending: usize, in_flight: usize) -> ConnectionStats {

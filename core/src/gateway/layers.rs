@@ -13,7 +13,9 @@ use tokio::time::Instant;
 use super::Route;
 use crate::mcp::CallToolResult;
 use crate::observe::{Event, Observer};
-use crate::resilience::breaker::{Breaker, BreakerConfig, Gate, Permit, RejectReason, Transition, Verdict};
+use crate::resilience::breaker::{
+    Breaker, BreakerConfig, BreakerTransition, Gate, HealthVerdict, Permit, RejectReason,
+};
 use crate::resilience::budget::{BudgetConfig, RetryBudget};
 use crate::resilience::bulkhead::{BulkheadConfig, Bulkheads, PoolKey};
 use crate::resilience::degraded::{DegradedReason, Fallbacks};
@@ -233,7 +235,14 @@ impl Layers {
 impl Admitted {
     /// The attempt ended at `now` with `verdict`: every layer learns it once, and the permits go back. Gives back
     /// the route, for the retry decision.
-    pub fn settle(self, layers: &Layers, tool: &str, now: Instant, verdict: Verdict, observer: &dyn Observer) -> Route {
+    pub fn settle(
+        self,
+        layers: &Layers,
+        tool: &str,
+        now: Instant,
+        verdict: HealthVerdict,
+        observer: &dyn Observer,
+    ) -> Route {
         if let Some(p) = self.bulkhead {
             p.finish(now, verdict.limiter_sample());
         }
@@ -246,11 +255,16 @@ impl Admitted {
 }
 
 fn pool_key<'a>(route: &'a Route, client_cap: &'a (dyn Fn() -> usize + Sync)) -> PoolKey<'a> {
-    PoolKey { server: &route.server, endpoint: &route.endpoint, hints: route.hints.as_ref(), client_cap }
+    PoolKey {
+        server: &route.server,
+        endpoint: &route.endpoint,
+        declared_max: route.hints.and_then(|h| h.max_concurrent_requests),
+        client_cap,
+    }
 }
 
 /// Forwards a breaker transition of `route`'s replica to the observer.
-pub(super) fn report(observer: &dyn Observer, route: &Route, tool: &str, transition: Option<Transition>) {
+pub(super) fn report(observer: &dyn Observer, route: &Route, tool: &str, transition: Option<BreakerTransition>) {
     if let Some(t) = transition {
         observer.event(&Event::Breaker { server: &route.server, replica: &route.endpoint, tool, transition: &t });
     }

@@ -30,19 +30,19 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::cancel::CancelToken;
+use crate::capabilities::RouterHints;
 use crate::client::McpClient;
 use crate::conn::CallOptions;
 use crate::error::CallError;
 use crate::mcp::CallToolResult;
 use crate::observe::{NoopObserver, Observer};
-use crate::resilience::breaker::{Gate, Transition, Verdict as BreakerVerdict, classify};
+use crate::resilience::breaker::{BreakerTransition, Gate, HealthVerdict, classify};
 use crate::router::{Registry, ReplicaId, Requirement, RouteError, RouteRequest, Router, run_health_checks};
 use crate::rt::{Clock, SeededRng};
-use crate::schema::RouterHints;
 use checker::ClientChecker;
 use layers::Layers;
 pub use layers::ResilienceConfig;
-pub use outcome::Verdict;
+pub use outcome::RouterVerdict;
 pub use protected::{Degraded, Last, Routed};
 
 /// Makes the client for one replica endpoint. Called once per endpoint, on first use.
@@ -137,7 +137,7 @@ impl Gateway {
     ///
     /// `rng` is the stream for backoff jitter, breaker open-period jitter and throttle draws. It has no default on
     /// purpose: gateways of one fleet that shared a stream would draw the same "full jitter" and retry in step.
-    /// Seed it from the OS in a live process ([`SeededRng::from_os`]) and fork it from the run's seed in a simulation.
+    /// Seed it from the OS in a live process and fork it from the run's seed in a simulation.
     pub fn new(
         mut router: Router,
         mut registry: Box<dyn Registry>,
@@ -182,7 +182,7 @@ impl Gateway {
     /// follows (made now if it did not exist), unless it is already open or switched manually. The transition goes
     /// to the observer like a local one, with reason `remote`. `None` when breakers are off, the endpoint is not
     /// one this gateway routes to, or nothing changed.
-    pub fn follow_remote_open(&self, endpoint: &str, tool: &str, open_for: Duration) -> Option<Transition> {
+    pub fn follow_remote_open(&self, endpoint: &str, tool: &str, open_for: Duration) -> Option<BreakerTransition> {
         let route = self.route_to(endpoint)?;
         let gate = self.layers.breaker(endpoint, tool)?;
         let transition = gate.follow_remote_open(self.clock.now(), open_for);
@@ -279,7 +279,7 @@ impl Gateway {
         tool: &str,
         (arguments, prepare): (Value, F),
         opts: CallOptions,
-    ) -> (Attempt, BreakerVerdict)
+    ) -> (Attempt, HealthVerdict)
     where
         F: FnOnce(Arc<McpClient>, Value) -> Fut,
         Fut: Future<Output = Value>,
@@ -296,9 +296,9 @@ impl Gateway {
         pending.done = true;
         let verdict = classify(&outcome);
         let mut router = self.router();
-        match Verdict::of(&outcome, verdict) {
-            Verdict::NoVerdict => router.call_abandoned(replica),
-            v => router.call_finished(replica, v == Verdict::Ok, now.saturating_duration_since(started), now),
+        match RouterVerdict::of(&outcome, verdict) {
+            RouterVerdict::NoVerdict => router.call_abandoned(replica),
+            v => router.call_finished(replica, v == RouterVerdict::Ok, now.saturating_duration_since(started), now),
         }
         (Attempt { replica, endpoint, outcome }, verdict)
     }

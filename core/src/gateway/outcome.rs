@@ -2,11 +2,11 @@
 
 use crate::error::CallError;
 use crate::mcp::CallToolResult;
-use crate::resilience::breaker::Verdict as BreakerVerdict;
+use crate::resilience::breaker::HealthVerdict;
 
 /// The router's reading of one outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum RouterVerdict {
     /// The replica served the call.
     Ok,
     /// The replica failed it: transport, timeout, a server error, or a tool result with `isError`.
@@ -17,20 +17,20 @@ pub enum Verdict {
     NoVerdict,
 }
 
-impl Verdict {
+impl RouterVerdict {
     /// The breaker's classification of `outcome` (`breaker`, from [`classify`](crate::resilience::breaker::classify),
     /// made once per attempt), with one difference: a tool result with `isError` counts against the replica here. The
     /// breaker leaves deliberate tool errors out of a server's health; the router's error rate (the linear health
     /// score's `error_rate`) is about which replica serves a tool *successfully*, and a replica that answers everything
     /// with `isError` should lose weight.
-    pub fn of(outcome: &Result<CallToolResult, CallError>, breaker: BreakerVerdict) -> Verdict {
+    pub fn of(outcome: &Result<CallToolResult, CallError>, breaker: HealthVerdict) -> RouterVerdict {
         if matches!(outcome, Ok(r) if r.is_error) {
-            return Verdict::Failed;
+            return RouterVerdict::Failed;
         }
         match breaker {
-            BreakerVerdict::Success => Verdict::Ok,
-            BreakerVerdict::Ignore => Verdict::NoVerdict,
-            BreakerVerdict::Failure | BreakerVerdict::RetryAfter(_) => Verdict::Failed,
+            HealthVerdict::Success => RouterVerdict::Ok,
+            HealthVerdict::Ignore => RouterVerdict::NoVerdict,
+            HealthVerdict::Failure | HealthVerdict::RetryAfter(_) => RouterVerdict::Failed,
         }
     }
 }

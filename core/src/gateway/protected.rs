@@ -22,8 +22,8 @@
 //! |---|---|---|---|
 //! | the agent's retries | the embedder (the simulator's agent models) | a replica not yet tried, when one is left | yes: each is a new [`Gateway::call`] |
 //! | the gateway's retries | [`Gateway::call`], `settle` | another replica, after backoff, under one deadline and the server's budget | yes |
-//! | the session resend | the client (`client/session_ext.rs`): session-not-found or an auth mismatch → one shared re-handshake, one resend | the same replica | no: one attempt, as the agent sees it |
-//! | the drift resend | the client (`client/drift.rs`): a -32602 refusal → re-fetch the tools, re-check, resend once if the arguments now pass | the same replica | no |
+//! | the session resend | the client (`McpClient::call_tool`): session-not-found or an auth mismatch → one shared re-handshake, one resend | the same replica | no: one attempt, as the agent sees it |
+//! | the drift resend | the client (`capabilities/drift.rs`): a -32602 refusal → re-fetch the tools, re-check, resend once if the arguments now pass | the same replica | no |
 //! | the reconnect | the client (`client/mod.rs`): a failed connect or handshake is retried `lifecycle_retries` times with backoff before the call is sent | the same replica | no: nothing reached the server's tool |
 //!
 //! Admission refusals (an open breaker, a full bulkhead, a throttle) send nothing, so they are not attempts.
@@ -41,7 +41,7 @@ use crate::conn::CallOptions;
 use crate::error::CallError;
 use crate::mcp::CallToolResult;
 use crate::observe::Event;
-use crate::resilience::breaker::{RejectReason, Verdict};
+use crate::resilience::breaker::{HealthVerdict, RejectReason};
 use crate::resilience::degraded::DegradedReason;
 use crate::resilience::retry::{RetryPlan, auto_retry_allowed};
 use crate::router::{ReplicaId, Requirement};
@@ -247,7 +247,7 @@ impl Gateway {
         admitted: Admitted,
         tool: &str,
         attempt: &Attempt,
-        verdict: Verdict,
+        verdict: HealthVerdict,
         plan: &mut Option<RetryPlan>,
         deadline: Instant,
     ) -> Settled {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
+use strum::VariantArray;
 
 use super::record::{CallCode, CallStatus, ServerCallRecord};
 
@@ -44,7 +45,7 @@ pub struct WindowMetrics {
     pub calls: u64,
     /// Calls that did not succeed (timeouts, errors and rejections).
     pub errors: u64,
-    /// Calls by status, in [`CallStatus::ALL`] order, zeros included.
+    /// Calls by status, in [`CallStatus::VARIANTS`] order, zeros included.
     pub by_status: Vec<(CallStatus, u64)>,
     /// Nearest-rank P95 of the calls' durations (zero when there are none).
     #[serde(rename = "p95_duration_ms", serialize_with = "as_ms")]
@@ -56,7 +57,7 @@ pub struct WindowMetrics {
 impl WindowMetrics {
     pub(crate) fn of<'a>(records: impl Iterator<Item = &'a ServerCallRecord>) -> WindowMetrics {
         let mut durations = Vec::new();
-        let mut by_status: BTreeMap<CallStatus, u64> = CallStatus::ALL.iter().map(|s| (*s, 0)).collect();
+        let mut by_status: BTreeMap<CallStatus, u64> = CallStatus::VARIANTS.iter().map(|s| (*s, 0)).collect();
         let mut codes: BTreeMap<&CallCode, u64> = BTreeMap::new();
         for r in records {
             durations.push(r.duration);
@@ -74,7 +75,7 @@ impl WindowMetrics {
         WindowMetrics {
             calls,
             errors: calls - successes,
-            by_status: CallStatus::ALL.iter().map(|s| (*s, by_status.get(s).copied().unwrap_or(0))).collect(),
+            by_status: CallStatus::VARIANTS.iter().map(|s| (*s, by_status.get(s).copied().unwrap_or(0))).collect(),
             p95_duration: nearest_rank(&durations, 0.95),
             codes,
         }

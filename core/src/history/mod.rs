@@ -8,7 +8,8 @@
 //!
 //! The history is a plain value the caller owns and feeds (`begin` before a call, `record` after): it does not
 //! reach into the client. Inputs and outputs are identified by the SHA-256 of their canonical JSON
-//! ([`ContentHash`], shared with the capability record's ETag in [`crate::schema`]), never stored, so the history holds no arguments or results, and with them no secrets.
+//! ([`ContentHash`], the same digest as the capability record's ETag), never stored, so the history holds no arguments
+//! or results, and with them no secrets.
 //!
 //! Two clocks, for two purposes. The record's `timestamp_ms` is wall time from the [`Clock`] seam, for people and
 //! for correlating with logs; it can be skewed and can jump. Windows and ordering use `start_offset`, monotonic time
@@ -30,7 +31,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-pub use crate::schema::ContentHash;
+use crate::schema::ContentHash;
 pub use attribution::{FailureAttribution, WindowMetrics};
 pub use idempotency::{CacheStats, IdempotencyCache, IdempotencyConfig, PutOutcome};
 pub use record::{CallCode, CallKey, CallStart, CallStatus, ServerCallRecord, result_hash};

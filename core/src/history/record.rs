@@ -15,8 +15,22 @@ use crate::rt::Clock;
 use crate::schema::ContentHash;
 
 /// How a call ended, in four words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum CallStatus {
     /// A result without `isError`.
     Success,
@@ -30,18 +44,6 @@ pub enum CallStatus {
 }
 
 impl CallStatus {
-    pub const ALL: [CallStatus; 4] =
-        [CallStatus::Success, CallStatus::Timeout, CallStatus::Error, CallStatus::Rejected];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CallStatus::Success => "success",
-            CallStatus::Timeout => "timeout",
-            CallStatus::Error => "error",
-            CallStatus::Rejected => "rejected",
-        }
-    }
-
     /// The status of a call that failed with `e`.
     ///
     /// Every variant is named (no `_` arm), so a new error variant does not compile until someone decides its
@@ -79,7 +81,7 @@ impl CallStatus {
 
 impl fmt::Display for CallStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.into())
     }
 }
 

@@ -25,7 +25,7 @@ impl ErrorCode {
     pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
     /// The request named a session the server no longer has (expired, dropped, never granted). The TypeScript SDK's
     /// streamable-HTTP server answers "Session not found" with this code; our session extension uses it on every
-    /// transport (see [`crate::session::ext`]). The server rejects such a request before running it.
+    /// transport (see [`crate::session`]). The server rejects such a request before running it.
     pub const SESSION_NOT_FOUND: ErrorCode = ErrorCode(-32001);
     /// The credential's scheme is not one the server accepts (`MCP_AUTH_MISMATCH`);
     /// `data.accepted` lists the schemes it does. Rejected before running the request.

@@ -83,6 +83,19 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// A tool with a name and an input schema, and nothing else.
+    pub fn new(name: impl Into<String>, input_schema: Value) -> Self {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            annotations: None,
+            extra: Map::new(),
+        }
+    }
+
     /// A boolean annotation hint such as `readOnlyHint` or `idempotentHint` (absent means false).
     pub fn hint(&self, name: &str) -> bool {
         self.annotations.as_ref().and_then(|a| a.get(name)).and_then(Value::as_bool).unwrap_or(false)
@@ -154,6 +167,50 @@ pub struct CancelledParams {
     pub reason: Option<String>,
 }
 
+/// The behaviour hints of MCP's `ToolAnnotations`, as the server sent them (`None` when absent or not a boolean).
+/// The accessors apply the spec's defaults. Hints are untrusted: they steer retries and routing, never security.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolAnnotations {
+    pub title: Option<String>,
+    pub read_only_hint: Option<bool>,
+    pub destructive_hint: Option<bool>,
+    pub idempotent_hint: Option<bool>,
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolAnnotations {
+    pub fn from_value(annotations: Option<&Value>) -> Self {
+        let flag = |name: &str| annotations.and_then(|a| a.get(name)).and_then(Value::as_bool);
+        ToolAnnotations {
+            title: annotations.and_then(|a| a.get("title")).and_then(Value::as_str).map(str::to_owned),
+            read_only_hint: flag("readOnlyHint"),
+            destructive_hint: flag("destructiveHint"),
+            idempotent_hint: flag("idempotentHint"),
+            open_world_hint: flag("openWorldHint"),
+        }
+    }
+
+    /// Does not modify its environment (default false).
+    pub fn read_only(&self) -> bool {
+        self.read_only_hint.unwrap_or(false)
+    }
+
+    /// May perform destructive updates (default true; meaningless, so false, for a read-only tool).
+    pub fn destructive(&self) -> bool {
+        !self.read_only() && self.destructive_hint.unwrap_or(true)
+    }
+
+    /// Repeating a call with the same arguments has no further effect (default false; true for a read-only tool).
+    pub fn idempotent(&self) -> bool {
+        self.read_only() || self.idempotent_hint.unwrap_or(false)
+    }
+
+    /// Interacts with an open world of external entities (default true).
+    pub fn open_world(&self) -> bool {
+        self.open_world_hint.unwrap_or(true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,5 +232,17 @@ mod tests {
         .unwrap();
         assert!(!r.is_error);
         assert_eq!(r.joined_text(), "a\nb");
+    }
+
+    #[test]
+    fn annotations_apply_the_spec_defaults() {
+        let none = ToolAnnotations::from_value(None);
+        assert!(!none.read_only() && none.destructive() && !none.idempotent() && none.open_world());
+        let ro =
+            ToolAnnotations::from_value(Some(&json!({"readOnlyHint": true, "destructiveHint": true, "title": "T"})));
+        assert!(ro.read_only() && !ro.destructive() && ro.idempotent());
+        assert_eq!(ro.title.as_deref(), Some("T"));
+        let odd = ToolAnnotations::from_value(Some(&json!({"idempotentHint": "yes", "openWorldHint": false})));
+        assert_eq!((odd.idempotent_hint, odd.open_world()), (None, false));
     }
 }

@@ -48,7 +48,7 @@ pub struct AnomalyLog {
 
 /// One log decision: the running count and the first occurrence's detail.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Report {
+pub struct AnomalyReport {
     pub anomaly: Anomaly,
     pub count: u64,
     pub first: String,
@@ -57,22 +57,22 @@ pub struct Report {
 impl AnomalyLog {
     /// Counts one occurrence; `Some` when this one is to be logged (the count is 1, 10, 100, ...). `detail` is only
     /// evaluated for the first occurrence.
-    pub fn count(&self, conn: ConnId, anomaly: Anomaly, detail: impl FnOnce() -> String) -> Option<Report> {
+    pub fn count(&self, conn: ConnId, anomaly: Anomaly, detail: impl FnOnce() -> String) -> Option<AnomalyReport> {
         let mut tallies = self.tallies.lock().unwrap_or_else(PoisonError::into_inner);
         let tally = tallies.entry((conn, anomaly)).or_insert_with(|| Tally { count: 0, first: bounded(detail()) });
         tally.count = tally.count.saturating_add(1);
-        is_power_of_ten(tally.count).then(|| Report { anomaly, count: tally.count, first: tally.first.clone() })
+        is_power_of_ten(tally.count).then(|| AnomalyReport { anomaly, count: tally.count, first: tally.first.clone() })
     }
 
     /// The connection closed: its totals not logged yet (a count that is not a power of ten), and it is forgotten.
-    pub fn close(&self, conn: ConnId) -> Vec<Report> {
+    pub fn close(&self, conn: ConnId) -> Vec<AnomalyReport> {
         let mut tallies = self.tallies.lock().unwrap_or_else(PoisonError::into_inner);
         let keys: Vec<(ConnId, Anomaly)> = tallies.range((conn, Anomaly::FrameRejected)..).map(|(k, _)| *k).collect();
         keys.into_iter()
             .take_while(|(c, _)| *c == conn)
             .filter_map(|key| tallies.remove(&key).map(|t| (key.1, t)))
             .filter(|(_, t)| !is_power_of_ten(t.count))
-            .map(|(anomaly, t)| Report { anomaly, count: t.count, first: t.first })
+            .map(|(anomaly, t)| AnomalyReport { anomaly, count: t.count, first: t.first })
             .collect()
     }
 }

@@ -5,10 +5,10 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use crate::error::{CallError, TransportError};
-use crate::resilience::breaker::Transition;
+use crate::resilience::breaker::BreakerTransition;
 use crate::resilience::degraded::DegradedReason;
 use crate::transport::FrameError;
-pub use anomalies::{Anomaly, AnomalyLog};
+pub use anomalies::{Anomaly, AnomalyLog, AnomalyReport};
 pub use refetch::RefetchReason;
 
 mod anomalies;
@@ -58,8 +58,8 @@ pub enum Event<'a> {
     CancelSent {
         conn: ConnId,
     },
-    /// Something happened to the session (the mcpstorm session extension, see [`crate::session::ext`]) a client
-    /// holds with `server`. Counted as well in [`crate::client::SessionStats`].
+    /// Something happened to the session (the mcpstorm session extension, see [`crate::session`]) a client
+    /// holds with `server`. Counted as well in [`crate::session::SessionStats`].
     Session {
         server: &'a str,
         what: SessionEvent,
@@ -69,7 +69,7 @@ pub enum Event<'a> {
         server: &'a str,
         replica: &'a str,
         tool: &'a str,
-        transition: &'a Transition,
+        transition: &'a BreakerTransition,
     },
     /// The gateway declined a call and answered with a degraded result.
     Degraded {
@@ -85,7 +85,8 @@ pub enum Event<'a> {
 
 /// What happened to a session. Emitted by [`crate::client::McpClient`]; a server that grants no session (plain MCP)
 /// produces none of these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum SessionEvent {
     /// A server granted a session (at connect, or a new one after a re-handshake).
     Granted,
@@ -102,32 +103,10 @@ pub enum SessionEvent {
     AuthMismatch,
 }
 
-impl SessionEvent {
-    pub const ALL: [SessionEvent; 6] = [
-        SessionEvent::Granted,
-        SessionEvent::Renewed,
-        SessionEvent::Rehandshake,
-        SessionEvent::NotFound,
-        SessionEvent::Resent,
-        SessionEvent::AuthMismatch,
-    ];
-
-    /// A stable snake_case label for metrics and event logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SessionEvent::Granted => "granted",
-            SessionEvent::Renewed => "renewed",
-            SessionEvent::Rehandshake => "rehandshake",
-            SessionEvent::NotFound => "not_found",
-            SessionEvent::Resent => "resent",
-            SessionEvent::AuthMismatch => "auth_mismatch",
-        }
-    }
-}
-
+/// The stable snake_case label for metrics and event logs.
 impl std::fmt::Display for SessionEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.into())
     }
 }
 

@@ -1,6 +1,6 @@
 //! Backoff: how long to wait before the next attempt. One type for both waits in the core — the gateway's retries
 //! ([`super::retry::RetryPolicy`], full jitter by default) and the client's reconnects
-//! ([`crate::client::ClientConfig::backoff`], the measured client's schedule [`Backoff::SEED`]).
+//! ([`crate::client::ClientConfig::backoff`], the measured client's schedule, [`Backoff::RECONNECT`]).
 //!
 //! Both variants share the exponential ceiling `min(cap, base × 2^attempt)` and differ only in how they spread around
 //! it; each draws exactly one number from the RNG per delay, so a seed reproduces every schedule.
@@ -15,7 +15,7 @@ pub enum Backoff {
     /// clients best.
     FullJitter { base: Duration, cap: Duration },
     /// The measured client's: `min(cap, base × 2^attempt)` scaled by `1 ± jitter`, `jitter` a fraction (0.2 for ±20%).
-    Seed { base: Duration, cap: Duration, jitter: f64 },
+    Proportional { base: Duration, cap: Duration, jitter: f64 },
 }
 
 impl Default for Backoff {
@@ -26,12 +26,13 @@ impl Default for Backoff {
 }
 
 impl Backoff {
-    /// The seed schedule's defaults, one by one, so a caller can override some and keep the rest.
-    pub const SEED_BASE: Duration = Duration::from_secs(1);
-    pub const SEED_CAP: Duration = Duration::from_secs(10);
-    pub const SEED_JITTER: f64 = 0.2;
+    /// The reconnect schedule's defaults, one by one, so a caller can override some and keep the rest.
+    pub const RECONNECT_BASE: Duration = Duration::from_secs(1);
+    pub const RECONNECT_CAP: Duration = Duration::from_secs(10);
+    pub const RECONNECT_JITTER: f64 = 0.2;
     /// 1, 2, 4, 8 s, capped at 10 s, ±20%: the client's reconnect default.
-    pub const SEED: Backoff = Backoff::Seed { base: Self::SEED_BASE, cap: Self::SEED_CAP, jitter: Self::SEED_JITTER };
+    pub const RECONNECT: Backoff =
+        Backoff::Proportional { base: Self::RECONNECT_BASE, cap: Self::RECONNECT_CAP, jitter: Self::RECONNECT_JITTER };
 
     /// The wait before attempt number `attempt` after the first (0 for the first retry or reconnect).
     pub fn delay(&self, attempt: u32, rng: &SeededRng) -> Duration {
@@ -39,7 +40,7 @@ impl Backoff {
         let ceiling = |base: &Duration, cap: &Duration| base.saturating_mul(1u32 << attempt.min(20)).min(*cap);
         match self {
             Backoff::FullJitter { base, cap } => ceiling(base, cap).mul_f64(rng.unit()),
-            Backoff::Seed { base, cap, jitter } => rng.jitter(ceiling(base, cap), *jitter),
+            Backoff::Proportional { base, cap, jitter } => rng.jitter(ceiling(base, cap), *jitter),
         }
     }
 }
@@ -61,16 +62,16 @@ mod tests {
     }
 
     #[test]
-    fn seed_schedule_is_1_2_4_8_then_capped_with_jitter_around_it() {
+    fn reconnect_schedule_is_1_2_4_8_then_capped_with_jitter_around_it() {
         let rng = SeededRng::new(0);
-        let exact = Backoff::Seed { base: Backoff::SEED_BASE, cap: Backoff::SEED_CAP, jitter: 0.0 };
+        let exact = Backoff::Proportional { base: Backoff::RECONNECT_BASE, cap: Backoff::RECONNECT_CAP, jitter: 0.0 };
         let secs: Vec<u64> = (0..6).map(|a| exact.delay(a, &rng).as_secs()).collect();
         assert_eq!(secs, vec![1, 2, 4, 8, 10, 10]);
         // One draw per delay, the same one `SeededRng::jitter` makes: a seed gives the same waits as before.
         let (a, b) = (SeededRng::new(7), SeededRng::new(7));
         for attempt in 0..6 {
             let ceiling = exact.delay(attempt, &rng);
-            assert_eq!(Backoff::SEED.delay(attempt, &a), b.jitter(ceiling, Backoff::SEED_JITTER));
+            assert_eq!(Backoff::RECONNECT.delay(attempt, &a), b.jitter(ceiling, Backoff::RECONNECT_JITTER));
         }
     }
 }

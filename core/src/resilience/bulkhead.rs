@@ -4,7 +4,7 @@
 //! whole server (a degraded `bulkhead_full`) is reached only when no candidate replica has room.
 //!
 //! A pool's hard cap, first found wins: the configuration's per-server override, the server's declared
-//! `max_concurrent_requests` ([`RouterHints`], which each replica declares for itself), the configuration's
+//! `max_concurrent_requests` (a router hint, which each replica declares for itself), the configuration's
 //! `default_max`, and — when that is unset, the default — the replica client's own in-flight cap, so that a healthy
 //! server reaches every concurrency the agents can offer through the client.
 //!
@@ -23,7 +23,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::limiter::{AimdConfig, LimitPermit, LimitedPool, LimiterKind, PoolTimeout};
-use crate::schema::RouterHints;
 
 /// What one pool guards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,7 +69,8 @@ impl Default for BulkheadConfig {
 pub struct PoolKey<'a> {
     pub server: &'a str,
     pub endpoint: &'a str,
-    pub hints: Option<&'a RouterHints>,
+    /// The replica's declared `max_concurrent_requests`, if it declared one.
+    pub declared_max: Option<u32>,
     /// The in-flight cap of the client that will carry the call: the cap when nothing else sets one. A function,
     /// read only when a pool is made: finding the client costs a lock and a lookup the call path need not pay.
     pub client_cap: &'a (dyn Fn() -> usize + Sync),
@@ -103,7 +103,7 @@ impl Bulkheads {
 
     /// The hard cap of a pool for `key`.
     pub fn cap(&self, key: &PoolKey<'_>) -> usize {
-        let declared = key.hints.and_then(|h| h.max_concurrent_requests).map(|n| n as usize);
+        let declared = key.declared_max.map(|n| n as usize);
         let c = &self.config;
         c.per_server.get(key.server).copied().or(declared).or(c.default_max).unwrap_or_else(key.client_cap).max(1)
     }
@@ -148,8 +148,8 @@ mod tests {
     use super::*;
     use crate::resilience::limiter::SampleOutcome;
 
-    fn key<'a>(server: &'a str, endpoint: &'a str, hints: Option<&'a RouterHints>) -> PoolKey<'a> {
-        PoolKey { server, endpoint, hints, client_cap: &|| 50 }
+    fn key<'a>(server: &'a str, endpoint: &'a str, declared_max: Option<u32>) -> PoolKey<'a> {
+        PoolKey { server, endpoint, declared_max, client_cap: &|| 50 }
     }
 
     #[test]
@@ -160,13 +160,13 @@ mod tests {
             ..BulkheadConfig::default()
         };
         let b = Bulkheads::new(config);
-        let declared = RouterHints { max_concurrent_requests: Some(8), ..RouterHints::default() };
-        assert_eq!(b.cap(&key("db", "db-0", Some(&declared))), 4);
-        assert_eq!(b.cap(&key("search", "search-0", Some(&declared))), 8);
+        let declared = Some(8);
+        assert_eq!(b.cap(&key("db", "db-0", declared)), 4);
+        assert_eq!(b.cap(&key("search", "search-0", declared)), 8);
         assert_eq!(b.cap(&key("search", "search-0", None)), 16);
         let unset = Bulkheads::new(BulkheadConfig::default());
         assert_eq!(unset.cap(&key("search", "search-0", None)), 50, "no setting: the client's own cap");
-        assert_eq!(b.pool(&key("search", "search-0", Some(&declared))).limit(), 8);
+        assert_eq!(b.pool(&key("search", "search-0", declared)).limit(), 8);
         assert_eq!(b.pool(&key("search", "search-0", None)).limit(), 8, "the first use fixed it");
     }
 
@@ -217,9 +217,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn drops_lower_the_default_limit_and_successes_keep_it() {
-        let declared = RouterHints { max_concurrent_requests: Some(10), ..RouterHints::default() };
+        let declared = Some(10);
         let b = Bulkheads::new(BulkheadConfig::default());
-        let k = key("s", "s-0", Some(&declared));
+        let k = key("s", "s-0", declared);
         let pool = b.pool(&k);
         assert_eq!(pool.limit(), 10, "AIMD starts at the declared cap");
         for _ in 0..20 {

@@ -19,11 +19,13 @@ use super::retry::GiveUp;
 use crate::mcp::CallToolResult;
 
 /// Why the call was not made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum DegradedReason {
     BreakerOpen,
     /// The manual switch: an operator force-opened (force-degraded) the tool.
     ForcedOpen,
+    #[strum(serialize = "retry_budget_exhausted")]
     BudgetExhausted,
     NoCandidate,
     /// Client-side adaptive throttling shed the call.
@@ -33,17 +35,6 @@ pub enum DegradedReason {
 }
 
 impl DegradedReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DegradedReason::BreakerOpen => "breaker_open",
-            DegradedReason::ForcedOpen => "forced_open",
-            DegradedReason::BudgetExhausted => "retry_budget_exhausted",
-            DegradedReason::NoCandidate => "no_candidate",
-            DegradedReason::Throttled => "throttled",
-            DegradedReason::BulkheadFull => "bulkhead_full",
-        }
-    }
-
     fn explanation(self) -> &'static str {
         match self {
             DegradedReason::BreakerOpen => {
@@ -127,7 +118,7 @@ pub fn degraded_result(
     result.structured_content = Some(json!({
         "degraded": true,
         "tool": tool,
-        "reason": reason.as_str(),
+        "reason": <&str>::from(reason),
         "retryAfterMs": retry_ms,
         "fallbackTool": fallback,
     }));
@@ -138,7 +129,7 @@ pub fn degraded_result(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resilience::breaker::{Verdict, classify_result};
+    use crate::resilience::breaker::{HealthVerdict, classify_result};
 
     #[test]
     fn breaker_open_with_fallback_text_and_fields_are_pinned() {
@@ -179,11 +170,11 @@ mod tests {
         );
         assert_eq!(r, degraded_result("place_order", DegradedReason::BudgetExhausted, None, None), "deterministic");
         // A gateway in front of this one reads the degradation as a failure, not as a business answer.
-        assert_eq!(classify_result(&r), Verdict::Failure);
+        assert_eq!(classify_result(&r), HealthVerdict::Failure);
         let r = degraded_result("t", DegradedReason::BreakerOpen, Some(Duration::from_millis(10)), None);
-        assert_eq!(classify_result(&r), Verdict::RetryAfter(Duration::from_millis(10)));
+        assert_eq!(classify_result(&r), HealthVerdict::RetryAfter(Duration::from_millis(10)));
         assert_eq!(DegradedReason::from_give_up(GiveUp::Budget), Some(DegradedReason::BudgetExhausted));
         assert_eq!(DegradedReason::from_give_up(GiveUp::Deadline), None);
-        assert_eq!(DegradedReason::from(RejectReason::ForcedOpen).as_str(), "forced_open");
+        assert_eq!(<&str>::from(DegradedReason::from(RejectReason::ForcedOpen)), "forced_open");
     }
 }

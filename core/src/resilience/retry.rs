@@ -6,7 +6,7 @@
 //!   the caller, who then vouches for it. The error must allow it too ([`CallError::retry_allowed`]).
 //! - **Backoff.** Full jitter by default (AWS's "Exponential Backoff and Jitter"): the n-th retry waits uniformly in
 //!   `[0, min(cap, base × 2ⁿ)]`, which spreads a crowd of clients best. The client's reconnect schedule (1, 2, 4, 8 s
-//!   capped at 10 s, ±20%) is [`Backoff::SEED`], the same type (see [`super::backoff`]).
+//!   capped at 10 s, ±20%) is [`Backoff::RECONNECT`], the same type (see [`super::backoff`]).
 //! - **One deadline for all attempts.** A retry whose backoff would end at or after the deadline is not made: the
 //!   caller's time is spent once, not per attempt.
 //! - **The budget last.** A retry that passes everything else asks the [`RetryBudget`]; asking earlier would spend
@@ -19,8 +19,8 @@ use tokio::time::Instant;
 use super::backoff::Backoff;
 use super::budget::RetryBudget;
 use crate::error::CallError;
+use crate::mcp::ToolAnnotations;
 use crate::rt::SeededRng;
-use crate::schema::ToolAnnotations;
 
 /// How many attempts in all (the first included) and how to wait between them.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,24 +45,15 @@ pub fn auto_retry_allowed(method: &str, tool: Option<&ToolAnnotations>) -> bool 
 }
 
 /// Why no retry is made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum GiveUp {
     /// The error or the operation does not allow it.
     NotRetryable,
     Attempts,
     Deadline,
+    #[strum(serialize = "budget_exhausted")]
     Budget,
-}
-
-impl GiveUp {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GiveUp::NotRetryable => "not_retryable",
-            GiveUp::Attempts => "attempts",
-            GiveUp::Deadline => "deadline",
-            GiveUp::Budget => "budget_exhausted",
-        }
-    }
 }
 
 /// One call's retry state: its policy, its deadline across all attempts and the attempts made so far.
@@ -161,8 +152,9 @@ mod tests {
     fn gives_up_on_error_attempts_deadline_then_budget() {
         let t0 = Instant::now();
         let rng = SeededRng::new(1);
-        let seed = Backoff::Seed { base: Backoff::SEED_BASE, cap: Backoff::SEED_CAP, jitter: 0.0 };
-        let policy = RetryPolicy { max_attempts: 3, backoff: seed };
+        let reconnect =
+            Backoff::Proportional { base: Backoff::RECONNECT_BASE, cap: Backoff::RECONNECT_CAP, jitter: 0.0 };
+        let policy = RetryPolicy { max_attempts: 3, backoff: reconnect };
         let mut budget = RetryBudget::new(BudgetConfig::default(), t0).unwrap();
         let closed = CallError::Transport(TransportError::Closed);
 
@@ -191,6 +183,6 @@ mod tests {
         let mut plan = RetryPlan::new(policy, t0 + Duration::from_secs(60), true);
         plan.start_attempt();
         assert_eq!(plan.next(&closed, t0, &rng, Some(&mut broke)), Err(GiveUp::Budget));
-        assert_eq!(GiveUp::Budget.as_str(), "budget_exhausted");
+        assert_eq!(<&str>::from(GiveUp::Budget), "budget_exhausted");
     }
 }

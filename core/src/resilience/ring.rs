@@ -8,21 +8,24 @@
 //! subtracts the buckets that fall out, at most `len` of them however long the gap, so the cost is amortised O(1)
 //! per bucket width, never per event. Times before the previous one (two tasks racing their `now` reads) land in the
 //! newest bucket rather than rewinding the ring.
+//!
+//! The router's statistics use another ring (`router/window.rs`) on purpose: their buckets (latency histograms, a
+//! running maximum) cannot be subtracted, so that ring folds its live buckets on each (rare) read instead.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 /// What one bucket holds: integer counters, so subtracting an expired bucket from the total is exact.
-pub trait Bucket: Copy + Default {
+pub trait Additive: Copy + Default {
     fn add(&mut self, other: &Self);
     fn sub(&mut self, other: &Self);
 }
 
-/// Implements [`Bucket`] for a struct of integer counters, field by field.
+/// Implements [`Additive`] for a struct of integer counters, field by field.
 macro_rules! counter_bucket {
     ($ty:ty { $($field:tt),+ }) => {
-        impl $crate::resilience::ring::Bucket for $ty {
+        impl $crate::resilience::ring::Additive for $ty {
             fn add(&mut self, other: &Self) {
                 $(self.$field += other.$field;)+
             }
@@ -46,7 +49,7 @@ pub struct TimeRing<B> {
     total: B,
 }
 
-impl<B: Bucket> TimeRing<B> {
+impl<B: Additive> TimeRing<B> {
     /// `len` buckets of `width` each, counting from `origin`. Zero `len` or `width` are raised to one bucket of one
     /// nanosecond (configs are validated before they get here; this only keeps the arithmetic total).
     pub fn new(origin: Instant, len: usize, width: Duration) -> Self {
@@ -62,6 +65,7 @@ impl<B: Bucket> TimeRing<B> {
     }
 
     /// The window's span: bucket count × bucket width.
+    #[cfg(test)]
     pub fn span(&self) -> Duration {
         Duration::from_nanos(self.width_nanos.saturating_mul(self.buckets.len() as u64))
     }

@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::registry::ServerSpec;
+use super::registry::ServerEntry;
 
 /// What a request needs from the server that serves it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -36,7 +36,7 @@ impl Requirement {
             .collect()
     }
 
-    pub fn holds_for(&self, server: &ServerSpec) -> bool {
+    pub fn holds_for(&self, server: &ServerEntry) -> bool {
         match self {
             Requirement::Supports { attribute, value } => {
                 server.matrix.get(attribute).is_some_and(|s| s.contains(value))
@@ -113,8 +113,8 @@ mod tests {
             &[("language", "language_support"), ("depth", "depth_support"), ("region", "region_support")],
         );
         assert_eq!(reqs, vec![Requirement::supports("language_support", "rust")]);
-        let rusty = ServerSpec::new("r", ["r-1"]).with_support("language_support", ["rust", "go"]);
-        let py = ServerSpec::new("p", ["p-1"]).with_support("language_support", ["python"]);
+        let rusty = ServerEntry::new("r", ["r-1"]).with_support("language_support", ["rust", "go"]);
+        let py = ServerEntry::new("p", ["p-1"]).with_support("language_support", ["python"]);
         assert!(reqs[0].holds_for(&rusty));
         assert!(!reqs[0].holds_for(&py));
         assert!(!Requirement::Tag("gpu".into()).holds_for(&rusty));

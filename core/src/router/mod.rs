@@ -30,12 +30,13 @@
 
 mod candidates;
 mod config;
-mod drift;
 mod ewma;
 mod formula;
-mod health;
+mod penalty;
+mod probe;
 mod registry;
 mod replica;
+mod score;
 mod select;
 mod stats;
 mod window;
@@ -49,17 +50,18 @@ use tokio::time::Instant;
 
 pub use candidates::{Exclusion, ExclusionReason, Requirement, RouteError};
 pub use config::RouterConfig;
-pub use drift::PENALTY_FACTOR;
 pub use formula::{
-    BestScore, Candidates, Choice, Custom, Expression, Formula, FormulaError, FormulaSpec, LeastOutstanding,
-    P2cPeakEwma, RandomChoice, RoundRobin, STATISTICS, SeedWeighted,
+    BestScore, Candidates, Choice, Custom, Expression, Formula, FormulaError, FormulaSpec, HealthWeighted,
+    LeastOutstanding, P2cPeakEwma, RandomChoice, RoundRobin, STATISTICS,
 };
-pub use health::{CheckFuture, HealthChecker, Probe, ProbeId, run_health_checks};
+pub use penalty::PENALTY_FACTOR;
+pub use probe::{CheckFuture, HealthChecker, Probe, ProbeId, run_health_checks};
 pub use registry::{
-    HealthCheck, Registry, RegistryEvent, ScheduledRegistry, ServerSpec, StaticRegistry, matrix_from_meta,
+    HealthCheck, Registry, RegistryEvent, ScheduledRegistry, ServerEntry, StaticRegistry, matrix_from_meta,
 };
+pub use score::health_score;
 pub use select::weighted_index;
-pub use stats::{CandidateStats, seed_score};
+pub use stats::CandidateStats;
 
 use crate::rt::SeededRng;
 use replica::Replica;
@@ -114,7 +116,7 @@ pub struct Router {
     rng: SeededRng,
     replicas: Vec<Replica>,
     by_endpoint: BTreeMap<String, ReplicaId>,
-    servers: BTreeMap<String, Arc<ServerSpec>>,
+    servers: BTreeMap<String, Arc<ServerEntry>>,
     tools: BTreeMap<String, ToolRoute>,
     /// Every tool ever routed keeps its key, so a tool that disappears and returns keeps its formula state.
     tool_keys: BTreeMap<String, usize>,
@@ -196,7 +198,7 @@ impl Router {
     }
 
     /// Deactivates the replicas `server` owns (one re-registered under another server since is not its to drop).
-    fn deactivate(&mut self, server: &ServerSpec) {
+    fn deactivate(&mut self, server: &ServerEntry) {
         for endpoint in &server.replicas {
             if let Some(id) = self.by_endpoint.get(endpoint)
                 && self.replicas[id.index()].server.name == server.name
@@ -235,7 +237,7 @@ impl Router {
     }
 
     /// The server a replica belongs to.
-    pub fn server_of(&self, id: ReplicaId) -> Option<&ServerSpec> {
+    pub fn server_of(&self, id: ReplicaId) -> Option<&ServerEntry> {
         self.replicas.get(id.index()).map(|r| &*r.server)
     }
 

@@ -46,7 +46,7 @@ fn build(formula: &str, cases: &[Case], seed: u64) -> (Router, Vec<ReplicaId>) {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            ServerSpec::new(format!("s{i}"), [format!("r{i}")])
+            ServerEntry::new(format!("s{i}"), [format!("r{i}")])
                 .with_tools(["review"])
                 .with_support("language_support", [if c.rust { "rust" } else { "python" }])
         })
@@ -184,7 +184,7 @@ fn router_frequencies_match_the_formula_weights() {
     let mut router = Router::new(RouterConfig::default(), spec.build(), SeededRng::new(2024), start);
     let servers = (1..=5u32)
         .map(|k| {
-            let mut s = ServerSpec::new(format!("s{k}"), [format!("r{k}")]).with_tools(["t"]);
+            let mut s = ServerEntry::new(format!("s{k}"), [format!("r{k}")]).with_tools(["t"]);
             s.hints.max_concurrent_requests = Some(k);
             s
         })

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::schema::{Capabilities, RouterHints};
+use crate::capabilities::{Capabilities, RouterHints};
 
 /// One server: a name, the endpoints that serve it (replicas), tags, the tools it offers and its capability
 /// metadata.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServerSpec {
+pub struct ServerEntry {
     pub name: String,
     /// Endpoint ids, one per replica (host names in the simulator). Each is routed to and health-checked alone.
     pub replicas: Vec<String>,
@@ -30,10 +30,10 @@ pub struct ServerSpec {
     pub checks: Vec<HealthCheck>,
 }
 
-impl ServerSpec {
+impl ServerEntry {
     /// A server with no tags, hints, matrix or checks; fill the public fields for the rest.
     pub fn new(name: impl Into<String>, replicas: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        ServerSpec {
+        ServerEntry {
             name: name.into(),
             replicas: replicas.into_iter().map(Into::into).collect(),
             tags: BTreeSet::new(),
@@ -68,7 +68,7 @@ impl ServerSpec {
         capabilities: &Capabilities,
         server_meta: Option<&Value>,
     ) -> Self {
-        let mut spec = ServerSpec::new(name, replicas).with_tools(capabilities.entries().map(|t| t.name().to_owned()));
+        let mut spec = ServerEntry::new(name, replicas).with_tools(capabilities.entries().map(|t| t.name().to_owned()));
         spec.hints = capabilities.server_hints();
         spec.matrix = matrix_from_meta(server_meta);
         spec
@@ -129,7 +129,7 @@ impl HealthCheck {
 pub enum RegistryEvent {
     /// A server (re)registers: added, or replaced whole if the name is known. Replicas it keeps keep their
     /// statistics.
-    Join(ServerSpec),
+    Join(ServerEntry),
     /// A server deregisters by name; its replicas stop being candidates at once.
     Leave(String),
 }
@@ -144,11 +144,11 @@ pub trait Registry: std::fmt::Debug + Send {
 /// A fixed list of servers: static configuration.
 #[derive(Debug, Clone)]
 pub struct StaticRegistry {
-    servers: Option<Vec<ServerSpec>>,
+    servers: Option<Vec<ServerEntry>>,
 }
 
 impl StaticRegistry {
-    pub fn new(servers: Vec<ServerSpec>) -> Self {
+    pub fn new(servers: Vec<ServerEntry>) -> Self {
         StaticRegistry { servers: Some(servers) }
     }
 }
@@ -169,7 +169,7 @@ pub struct ScheduledRegistry {
 
 impl ScheduledRegistry {
     /// `initial` joins at time zero; `timeline` may be in any order.
-    pub fn new(initial: Vec<ServerSpec>, timeline: Vec<(Duration, RegistryEvent)>) -> Self {
+    pub fn new(initial: Vec<ServerEntry>, timeline: Vec<(Duration, RegistryEvent)>) -> Self {
         let mut all: Vec<_> = initial.into_iter().map(|s| (Duration::ZERO, RegistryEvent::Join(s))).collect();
         let mut later = timeline;
         later.sort_by_key(|(at, _)| *at);
@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn scheduled_events_come_out_in_time_order_once() {
-        let s = |n: &str| ServerSpec::new(n, [n]);
+        let s = |n: &str| ServerEntry::new(n, [n]);
         let mut r = ScheduledRegistry::new(
             vec![s("a")],
             vec![
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn a_static_registry_yields_its_servers_once() {
-        let mut r = StaticRegistry::new(vec![ServerSpec::new("a", ["a-1"])]);
+        let mut r = StaticRegistry::new(vec![ServerEntry::new("a", ["a-1"])]);
         let mut out = Vec::new();
         r.poll(Duration::ZERO, &mut out);
         r.poll(Duration::from_secs(1), &mut out);

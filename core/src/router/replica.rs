@@ -8,26 +8,26 @@ use hdrhistogram::Histogram;
 
 use super::candidates::{Exclusion, ExclusionReason, Requirement};
 use super::config::RouterConfig;
-use super::drift::Drift;
-use super::health::CheckState;
-use super::registry::{HealthCheck, ServerSpec};
+use super::penalty::DriftPenalty;
+use super::probe::CheckState;
+use super::registry::{HealthCheck, ServerEntry};
 use super::stats::{CandidateStats, Passive};
 
 #[derive(Debug, Clone)]
 pub struct Replica {
     pub endpoint: String,
-    pub server: Arc<ServerSpec>,
+    pub server: Arc<ServerEntry>,
     /// False once its server deregistered or dropped it; the slot keeps its id and statistics in case it returns.
     pub active: bool,
     pub passive: Passive,
-    pub drift: Drift,
+    pub penalty: DriftPenalty,
     pub checks: Vec<CheckState>,
     /// The snapshot of the last refresh (in-flight patched in live by [`Replica::live`]).
     pub cached: CandidateStats,
 }
 
 impl Replica {
-    pub fn new(endpoint: String, server: Arc<ServerSpec>, config: &RouterConfig, now: Duration) -> Self {
+    pub fn new(endpoint: String, server: Arc<ServerEntry>, config: &RouterConfig, now: Duration) -> Self {
         let passive = Passive::new(
             config,
             server.latency_p95(config.default_latency_p95),
@@ -41,7 +41,7 @@ impl Replica {
             server: server.clone(),
             active: true,
             passive,
-            drift: Drift::new(config),
+            penalty: DriftPenalty::new(config),
             checks: Vec::new(),
             cached,
         };
@@ -50,7 +50,7 @@ impl Replica {
     }
 
     /// Takes a (re)registered server's declaration; keeps observations and, for unchanged checks, their strikes.
-    pub fn declare(&mut self, server: Arc<ServerSpec>, config: &RouterConfig, now: Duration) {
+    pub fn declare(&mut self, server: Arc<ServerEntry>, config: &RouterConfig, now: Duration) {
         self.passive.redeclare(
             server.latency_p95(config.default_latency_p95),
             server.max_concurrent(config.default_max_concurrent),
@@ -68,7 +68,7 @@ impl Replica {
     /// Recomputes the cached snapshot and samples the drift penalty.
     pub fn refresh(&mut self, now: Duration, min_samples: u64, merged: &mut Histogram<u32>) {
         let mut stats = self.passive.snapshot(now, min_samples, merged);
-        stats.penalty = self.drift.observe(stats.score, now);
+        stats.penalty = self.penalty.observe(stats.score, now);
         self.cached = stats;
     }
 

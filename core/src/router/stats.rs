@@ -11,7 +11,8 @@ use hdrhistogram::Histogram;
 
 use super::config::RouterConfig;
 use super::ewma::PeakEwma;
-use super::window::{Bucket, BucketRing, Counts};
+use super::score::health_score;
+use super::window::{BucketRing, HitCounts, Resettable};
 
 /// Latencies are recorded in microseconds from 1 µs to 10 min (longer ones saturate), 2 significant digits: about
 /// 10 KB a histogram, exact enough for a P95.
@@ -28,7 +29,7 @@ pub fn latency_histogram() -> Histogram<u32> {
 #[derive(Debug, Clone)]
 pub struct LatencyBucket(pub Histogram<u32>);
 
-impl Bucket for LatencyBucket {
+impl Resettable for LatencyBucket {
     fn clear(&mut self) {
         self.0.reset();
     }
@@ -59,6 +60,24 @@ pub struct CandidateStats {
 }
 
 impl CandidateStats {
+    /// Statistics with the health score's four inputs set and the rest neutral, for tests of the formulas.
+    #[cfg(test)]
+    pub(crate) fn with_inputs(error_rate: f64, latency_ratio: f64, capacity: f64, uptime: f64) -> Self {
+        CandidateStats {
+            error_rate,
+            latency_ratio,
+            capacity,
+            uptime,
+            score: 0.0,
+            p95_ms: 0.0,
+            declared_p95_ms: 1000.0,
+            in_flight: 0.0,
+            max_concurrent: 100.0,
+            peak_ewma_ms: 0.0,
+            penalty: 1.0,
+        }
+    }
+
     /// Sets the in-flight count and the capacity it implies.
     pub fn with_in_flight(mut self, in_flight: u32) -> Self {
         self.in_flight = f64::from(in_flight);
@@ -67,27 +86,13 @@ impl CandidateStats {
     }
 }
 
-/// The linear health score: `0.4·(1−error_rate) + 0.3·(1−latency_ratio) + 0.2·capacity + 0.1·uptime`, each input
-/// clamped to [0, 1] first (a latency ratio of 3 must not make the score negative, nor NaN make it anything).
-pub fn seed_score(s: &CandidateStats) -> f64 {
-    0.4 * (1.0 - unit(s.error_rate))
-        + 0.3 * (1.0 - unit(s.latency_ratio))
-        + 0.2 * unit(s.capacity)
-        + 0.1 * unit(s.uptime)
-}
-
-/// Clamps to [0, 1]; NaN becomes 0 (one rule for every input, so a formula never propagates NaN).
-pub fn unit(x: f64) -> f64 {
-    if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) }
-}
-
 /// The passive statistics of one replica.
 #[derive(Debug, Clone)]
 pub struct Passive {
     in_flight: u32,
-    errors: BucketRing<Counts>,
+    errors: BucketRing<HitCounts>,
     latency: BucketRing<LatencyBucket>,
-    uptime: BucketRing<Counts>,
+    uptime: BucketRing<HitCounts>,
     ewma: PeakEwma,
     declared_p95: Duration,
     max_concurrent: u32,
@@ -97,9 +102,9 @@ impl Passive {
     pub fn new(config: &RouterConfig, declared_p95: Duration, max_concurrent: u32, now: Duration) -> Self {
         Passive {
             in_flight: 0,
-            errors: BucketRing::new(config.error_window, config.window_buckets, Counts::default),
+            errors: BucketRing::new(config.error_window, config.window_buckets, HitCounts::default),
             latency: BucketRing::new(config.error_window, config.window_buckets, || LatencyBucket(latency_histogram())),
-            uptime: BucketRing::new(config.uptime_window, config.uptime_buckets, Counts::default),
+            uptime: BucketRing::new(config.uptime_window, config.uptime_buckets, HitCounts::default),
             ewma: PeakEwma::new(declared_p95, config.ewma_decay, now),
             declared_p95,
             max_concurrent: max_concurrent.max(1),
@@ -146,7 +151,7 @@ impl Passive {
 
     /// Folds the windows as of `now`. `merged` is scratch space, reset here.
     pub fn snapshot(&self, now: Duration, min_samples: u64, merged: &mut Histogram<u32>) -> CandidateStats {
-        let calls = Counts::sum(self.errors.live(now));
+        let calls = HitCounts::sum(self.errors.live(now));
         merged.reset();
         for bucket in self.latency.live(now) {
             // Same bounds everywhere, so adding cannot overflow the range.
@@ -159,7 +164,7 @@ impl Passive {
             error_rate: calls.ratio(min_samples).unwrap_or(0.0),
             latency_ratio,
             capacity: 1.0,
-            uptime: Counts::sum(self.uptime.live(now)).ratio(1).unwrap_or(1.0),
+            uptime: HitCounts::sum(self.uptime.live(now)).ratio(1).unwrap_or(1.0),
             score: 0.0,
             p95_ms,
             declared_p95_ms,
@@ -169,7 +174,7 @@ impl Passive {
             penalty: 1.0,
         }
         .with_in_flight(self.in_flight);
-        stats.score = seed_score(&stats);
+        stats.score = health_score(&stats);
         stats
     }
 }
@@ -178,48 +183,13 @@ impl Passive {
 mod tests {
     use super::*;
 
-    fn stats(error_rate: f64, latency_ratio: f64, capacity: f64, uptime: f64) -> CandidateStats {
-        CandidateStats {
-            error_rate,
-            latency_ratio,
-            capacity,
-            uptime,
-            score: 0.0,
-            p95_ms: 0.0,
-            declared_p95_ms: 1000.0,
-            in_flight: 0.0,
-            max_concurrent: 100.0,
-            peak_ewma_ms: 0.0,
-            penalty: 1.0,
-        }
-    }
-
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-12
     }
 
     #[test]
-    fn seed_score_arithmetic_on_the_boundaries() {
-        assert!(close(seed_score(&stats(0.0, 0.0, 1.0, 1.0)), 1.0), "perfect");
-        assert!(close(seed_score(&stats(1.0, 1.0, 0.0, 0.0)), 0.0), "worst");
-        assert!(close(seed_score(&stats(1.0, 0.0, 0.0, 0.0)), 0.3), "only the latency term");
-        assert!(close(seed_score(&stats(0.0, 1.0, 0.0, 0.0)), 0.4), "only the error term");
-        assert!(close(seed_score(&stats(1.0, 1.0, 1.0, 0.0)), 0.2), "only capacity");
-        assert!(close(seed_score(&stats(1.0, 1.0, 0.0, 1.0)), 0.1), "only uptime");
-        assert!(close(seed_score(&stats(0.1, 0.5, 0.5, 0.9)), 0.4 * 0.9 + 0.3 * 0.5 + 0.2 * 0.5 + 0.1 * 0.9));
-    }
-
-    #[test]
-    fn seed_score_clamps_its_inputs() {
-        // A server three times slower than declared loses the latency term, no more.
-        assert!(close(seed_score(&stats(0.0, 3.0, 1.0, 1.0)), 0.7));
-        assert!(close(seed_score(&stats(-1.0, -2.0, 5.0, 7.0)), 1.0));
-        assert!(close(seed_score(&stats(f64::NAN, f64::NAN, f64::NAN, f64::NAN)), 0.7), "NaN inputs count as 0");
-    }
-
-    #[test]
     fn capacity_follows_in_flight_and_clamps() {
-        let s = stats(0.0, 0.0, 1.0, 1.0);
+        let s = CandidateStats::with_inputs(0.0, 0.0, 1.0, 1.0);
         assert!(close(s.with_in_flight(25).capacity, 0.75));
         assert_eq!(s.with_in_flight(250).capacity, 0.0, "over the declared limit is no capacity, not negative");
     }
@@ -243,7 +213,7 @@ mod tests {
         assert!((s.p95_ms - 95.0).abs() <= 1.0, "{}", s.p95_ms);
         assert!((s.latency_ratio - 0.95).abs() <= 0.01);
         assert_eq!((s.uptime, s.in_flight, s.capacity), (0.5, 1.0, 0.9));
-        assert!(close(s.score, seed_score(&s)));
+        assert!(close(s.score, health_score(&s)));
         let later = p.snapshot(Duration::from_secs(400), 1, &mut merged);
         assert_eq!((later.error_rate, later.p95_ms), (0.0, 0.0), "the 5 min window forgot them");
     }

@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::*;
 
-fn router(formula: &str, servers: Vec<ServerSpec>) -> (Router, Instant) {
+fn router(formula: &str, servers: Vec<ServerEntry>) -> (Router, Instant) {
     let start = Instant::now();
     let spec: FormulaSpec = formula.parse().unwrap();
     let mut r = Router::new(RouterConfig::default(), spec.build(), SeededRng::new(7), start);
@@ -14,10 +14,10 @@ fn router(formula: &str, servers: Vec<ServerSpec>) -> (Router, Instant) {
     (r, start)
 }
 
-fn review_servers() -> Vec<ServerSpec> {
+fn review_servers() -> Vec<ServerEntry> {
     vec![
-        ServerSpec::new("py", ["py-1", "py-2"]).with_tools(["review"]).with_support("language_support", ["python"]),
-        ServerSpec::new("rs", ["rs-1"]).with_tools(["review", "lint"]).with_support("language_support", ["rust"]),
+        ServerEntry::new("py", ["py-1", "py-2"]).with_tools(["review"]).with_support("language_support", ["python"]),
+        ServerEntry::new("rs", ["rs-1"]).with_tools(["review", "lint"]).with_support("language_support", ["rust"]),
     ]
 }
 
@@ -83,7 +83,7 @@ fn three_failed_checks_zero_a_replica_and_one_success_restores_it() {
 
 #[test]
 fn a_capability_check_zeroes_only_its_tool() {
-    let mut rs = ServerSpec::new("rs", ["rs-1"]).with_tools(["review", "lint"]);
+    let mut rs = ServerEntry::new("rs", ["rs-1"]).with_tools(["review", "lint"]);
     rs.checks = vec![HealthCheck::tool("review", "review_health", serde_json::json!({"code": ""}))];
     let (mut r, start) = router("random", vec![rs]);
     let mut probes = Vec::new();
@@ -129,7 +129,7 @@ fn a_replica_dropped_from_its_server_stops_being_a_candidate() {
 #[test]
 fn a_leaving_server_does_not_take_a_replica_another_server_claimed() {
     let (mut r, start) = router("random", review_servers());
-    let moved = ServerSpec::new("rs2", ["rs-1"]).with_tools(["lint"]);
+    let moved = ServerEntry::new("rs2", ["rs-1"]).with_tools(["lint"]);
     r.apply(RegistryEvent::Join(moved), start);
     r.apply(RegistryEvent::Leave("rs".into()), start);
     assert_eq!(r.route(&RouteRequest::new("lint")).map(|id| r.server_of(id).unwrap().name.clone()), Ok("rs2".into()));
@@ -137,7 +137,7 @@ fn a_leaving_server_does_not_take_a_replica_another_server_claimed() {
 
 #[test]
 fn in_flight_is_live_and_capacity_follows_it() {
-    let mut s = ServerSpec::new("a", ["a-1"]).with_tools(["t"]);
+    let mut s = ServerEntry::new("a", ["a-1"]).with_tools(["t"]);
     s.hints.max_concurrent_requests = Some(4);
     let (mut r, _) = router("least_outstanding", vec![s]);
     let id = r.replica_id("a-1").unwrap();
@@ -148,7 +148,7 @@ fn in_flight_is_live_and_capacity_follows_it() {
 
 #[test]
 fn p2c_sees_a_latency_spike_on_the_first_slow_response() {
-    let servers = vec![ServerSpec::new("a", ["a-1", "a-2"]).with_tools(["t"])];
+    let servers = vec![ServerEntry::new("a", ["a-1", "a-2"]).with_tools(["t"])];
     let (mut r, start) = router("p2c_peak_ewma", servers);
     let slow = r.replica_id("a-1").unwrap();
     let fast = r.replica_id("a-2").unwrap();
@@ -184,7 +184,7 @@ impl HealthChecker for FakeChecker {
 async fn the_health_task_zeroes_failing_and_hanging_replicas_on_tokio_time() {
     use std::sync::{Arc, Mutex};
 
-    let servers = vec![ServerSpec::new("a", ["a-1", "a-2", "a-3"]).with_tools(["t"])];
+    let servers = vec![ServerEntry::new("a", ["a-1", "a-2", "a-3"]).with_tools(["t"])];
     let (r, _) = router("round_robin", servers);
     let router = Arc::new(Mutex::new(r));
     let cancel = crate::CancelToken::new();

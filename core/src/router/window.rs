@@ -5,11 +5,18 @@
 //! sweeps in the background. A read folds the live buckets: `N` is a small constant (10 for the 5-minute windows),
 //! so it does not grow with the call rate. The price is granularity: an observation leaves the window between
 //! `W − W/N` and `W` after it was made.
+//!
+//! Why not the resilience layers' `TimeRing` (`resilience/ring.rs`), which covers the same span: it
+//! keeps a running total and subtracts each bucket that leaves, so its buckets must be integer counters. These hold
+//! what cannot be subtracted — a running maximum ([`Peak`], the drift penalty's recent best score) — or what costs
+//! too much to (a latency histogram per bucket, merged only on refresh). A late observation also lands differently:
+//! here in the bucket of its own time, there in the newest bucket; one type for both would move some observations
+//! to another bucket and change when they expire.
 
 use std::time::Duration;
 
 /// One slot of a [`BucketRing`]: emptied when its epoch expires.
-pub trait Bucket {
+pub trait Resettable {
     fn clear(&mut self);
 }
 
@@ -22,7 +29,7 @@ pub struct BucketRing<B> {
     buckets: Vec<B>,
 }
 
-impl<B: Bucket> BucketRing<B> {
+impl<B: Resettable> BucketRing<B> {
     /// `window` split into `buckets` slots (at least one; a zero window becomes one nanosecond per bucket).
     pub fn new(window: Duration, buckets: u32, mut make: impl FnMut() -> B) -> Self {
         let n = buckets.max(1) as usize;
@@ -59,26 +66,26 @@ impl<B: Bucket> BucketRing<B> {
 
 /// Events and how many of them were hits: calls and errors, or health checks and successes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
+pub struct HitCounts {
     pub total: u64,
     pub hits: u64,
 }
 
-impl Bucket for Counts {
+impl Resettable for HitCounts {
     fn clear(&mut self) {
-        *self = Counts::default();
+        *self = HitCounts::default();
     }
 }
 
-impl Counts {
+impl HitCounts {
     pub fn add(&mut self, hit: bool) {
         self.total += 1;
         self.hits += u64::from(hit);
     }
 
     /// The sum over a window's live buckets.
-    pub fn sum<'a>(buckets: impl Iterator<Item = &'a Counts>) -> Counts {
-        buckets.fold(Counts::default(), |acc, b| Counts { total: acc.total + b.total, hits: acc.hits + b.hits })
+    pub fn sum<'a>(buckets: impl Iterator<Item = &'a HitCounts>) -> HitCounts {
+        buckets.fold(HitCounts::default(), |acc, b| HitCounts { total: acc.total + b.total, hits: acc.hits + b.hits })
     }
 
     /// `hits / total`, or `None` with fewer than `min` events.
@@ -91,7 +98,7 @@ impl Counts {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Peak(pub Option<f64>);
 
-impl Bucket for Peak {
+impl Resettable for Peak {
     fn clear(&mut self) {
         self.0 = None;
     }
@@ -107,12 +114,12 @@ impl Peak {
 mod tests {
     use super::*;
 
-    fn ring() -> BucketRing<Counts> {
-        BucketRing::new(Duration::from_secs(300), 10, Counts::default)
+    fn ring() -> BucketRing<HitCounts> {
+        BucketRing::new(Duration::from_secs(300), 10, HitCounts::default)
     }
 
-    fn rate(r: &BucketRing<Counts>, now: Duration) -> Option<f64> {
-        Counts::sum(r.live(now)).ratio(1)
+    fn rate(r: &BucketRing<HitCounts>, now: Duration) -> Option<f64> {
+        HitCounts::sum(r.live(now)).ratio(1)
     }
 
     #[test]
@@ -143,6 +150,6 @@ mod tests {
         let mut r = ring();
         r.at_mut(Duration::from_secs(100)).add(true);
         assert_eq!(rate(&r, Duration::from_secs(10)), None);
-        assert_eq!(Counts { total: 2, hits: 1 }.ratio(3), None);
+        assert_eq!(HitCounts { total: 2, hits: 1 }.ratio(3), None);
     }
 }

@@ -16,7 +16,7 @@ pub struct Violation {
     pub pointer: String,
     /// The schema keyword that rejected it: `type`, `required`, `additionalProperties`, `enum`, ...
     pub keyword: String,
-    /// The human-readable reason, at most [`MAX_MESSAGE_CHARS`] characters.
+    /// The human-readable reason, at most `MAX_MESSAGE_CHARS` (200) characters.
     pub message: String,
     /// JSON pointer of that keyword inside the schema, e.g. `/properties/message/type`.
     pub schema_pointer: String,

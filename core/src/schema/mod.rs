@@ -1,4 +1,4 @@
-//! Runtime JSON Schema checks and the capability record.
+//! Runtime JSON Schema checks: compiling a tool's schemas and validating its arguments and results.
 //!
 //! - **Arguments** are checked against the tool's `inputSchema` before a call is sent: an invalid call fails locally
 //!   with an [`ArgumentError`] naming the JSON pointer of each failing value and the keyword that rejected it, and
@@ -12,19 +12,18 @@
 //!   crate is built without its HTTP and file resolvers, so the code to fetch is not even compiled in.
 //! - **Unusable schemas**: a schema that does not compile makes that one tool fail locally with a [`SchemaError`]
 //!   naming it; the other tools work.
-//! - **Caching**: the tool list's content hash ([`ContentHash`], SHA-256 of canonical JSON) is the record's ETag.
-//!   [`SchemaCache`] reuses compiled validators when a re-fetched list (new session, `list_changed`) hashes the same,
-//!   and per tool when only some schemas changed.
+//! - **Hashing**: [`ContentHash`] (SHA-256 of canonical JSON) is what the capability record uses as its ETag and to
+//!   reuse compiled validators (see `capabilities`).
 
-mod capabilities;
 mod compile;
 mod error;
 mod hash;
+mod tool;
 
-pub use capabilities::{Capabilities, RouterHints, SchemaCache, ToolAnnotations, ToolEntry, ToolSchemas};
 pub use compile::{Dialect, MAX_VIOLATIONS, SchemaValidator};
 pub use error::{ArgumentError, OutputError, SchemaError, SchemaKind, Violation};
 pub use hash::{ContentHash, canonical_json};
+pub use tool::ToolSchemas;
 
 #[cfg(test)]
 mod tests;

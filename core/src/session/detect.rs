@@ -4,15 +4,12 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tokio::time::Instant;
 
-use super::cache::{CachedEra, EraCache};
+use super::era_cache::{CachedEra, EraCache};
 use super::ext::META_SESSION;
 use super::wire::{DISCOVER, DiscoverResult, UnsupportedVersion, envelope};
-use super::{Era, EraMode};
-use crate::client::ClientConfig;
-use crate::client::handshake;
-use crate::conn::{CallOptions, Connection, Lane};
+use super::{Era, EraMode, LifecycleConfig, handshake};
+use crate::conn::Connection;
 use crate::error::{CallError, LifecycleError, LocalError};
 use crate::jsonrpc::ErrorCode;
 use crate::mcp::{Implementation, InitializeResult};
@@ -45,7 +42,7 @@ pub struct Established {
 /// per-request envelope on `conn`; for the legacy era, the `initialize` handshake.
 pub async fn establish(
     conn: &Connection,
-    config: &ClientConfig,
+    config: &LifecycleConfig,
     cache: &EraCache,
     server: &str,
 ) -> Result<Established, CallError> {
@@ -96,7 +93,7 @@ enum Probe {
 /// modern era adopted, the legacy handshake done, or an error.
 async fn detect(
     conn: &Connection,
-    config: &ClientConfig,
+    config: &LifecycleConfig,
     cache: &EraCache,
     server: &str,
     detection: Detection,
@@ -154,14 +151,9 @@ async fn detect(
     }
 }
 
-async fn probe(conn: &Connection, config: &ClientConfig, version: &str) -> Result<Probe, CallError> {
+async fn probe(conn: &Connection, config: &LifecycleConfig, version: &str) -> Result<Probe, CallError> {
     let limit = config.discover_timeout;
-    let opts = CallOptions {
-        lane: Lane::Priority,
-        deadline: Some(Instant::now() + limit),
-        first_response: Some(limit),
-        ..CallOptions::default()
-    };
+    let opts = handshake::lifecycle_call(limit);
     let params = json!({"_meta": envelope(version, &json!({}), &config.client_info)});
     match conn.request(DISCOVER, Some(params), opts).await {
         Ok(raw) => Ok(match serde_json::from_value::<DiscoverResult>(raw) {
@@ -185,7 +177,7 @@ async fn probe(conn: &Connection, config: &ClientConfig, version: &str) -> Resul
 
 fn adopt_modern(
     conn: &Connection,
-    config: &ClientConfig,
+    config: &LifecycleConfig,
     cache: &EraCache,
     server: &str,
     version: &str,
@@ -238,6 +230,6 @@ fn mutual<'a>(ours: &'a [String], theirs: &[String]) -> Option<&'a String> {
     ours.iter().find(|v| theirs.contains(v))
 }
 
-fn all_versions(config: &ClientConfig) -> Vec<String> {
+fn all_versions(config: &LifecycleConfig) -> Vec<String> {
     config.modern_protocol_versions.iter().chain(&config.protocol_versions).cloned().collect()
 }

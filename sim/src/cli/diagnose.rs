@@ -23,16 +23,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use clap::Args;
-use mcpstorm_core::client::{ClientConfig, McpClient, Session};
-use mcpstorm_core::conn::{CallOptions, ConnectionStats};
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::{InitializeResult, method};
-use mcpstorm_core::observe::{Event, Observer, TracingObserver};
-use mcpstorm_core::rt::{DialFuture, Dialer};
-use mcpstorm_core::schema::Capabilities;
 use mcpstorm_core::session::Era;
-use mcpstorm_core::session::ext::{self, AuthScheme};
-use mcpstorm_core::{CallError, LifecycleError, LocalError, TransportError};
+use mcpstorm_core::{
+    AuthScheme, CallError, CallOptions, Capabilities, ClientConfig, ConnectionStats, DialFuture, Dialer, Event,
+    LifecycleError, LocalError, McpClient, Observer, Session, TracingObserver, TransportError, session,
+};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -672,11 +669,11 @@ fn handshake_hint(config: &ClientConfig, error: &CallError) -> String {
 /// whether a configured credential fits one; other auth-looking declarations are reported but not checked.
 fn auth(init: &InitializeResult, config: &ClientConfig) -> Check {
     let meta = init.extra.get("_meta");
-    if let Some(accepted) = ext::auth_schemes(meta) {
-        let names = |s: &[AuthScheme]| s.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+    if let Some(accepted) = session::auth_schemes(meta) {
+        let names = |s: &[AuthScheme]| s.iter().map(<&str>::from).collect::<Vec<_>>().join(", ");
         let offered: Vec<AuthScheme> = config.credentials.iter().map(|c| c.scheme).collect();
         let data = json!({"accepted": names(&accepted), "offered": names(&offered)});
-        return match ext::pick_credential(&config.credentials, &accepted) {
+        return match session::pick_credential(&config.credentials, &accepted) {
             Some(c) => Check::pass(
                 "auth",
                 None,
@@ -786,7 +783,7 @@ mod tests {
 
     #[test]
     fn auth_checks_declared_schemes_against_configured_credentials() {
-        use mcpstorm_core::session::ext::{Credential, Secret};
+        use mcpstorm_core::{Credential, Secret};
         let declared = init(json!({}), Some(json!({"io.mcpstorm/authSchemes": ["mcp-jwt", "api-key"]})));
         let with = |schemes: &[AuthScheme]| ClientConfig {
             credentials: schemes.iter().map(|&scheme| Credential { scheme, secret: Secret::new("s3cr3t") }).collect(),

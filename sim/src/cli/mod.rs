@@ -88,10 +88,10 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
 /// The random stream of a live process (the commands that talk to real servers), seeded in this one place: `seed`
 /// when the user gives one (to replay a run), else from the OS — never a constant, so that processes started
 /// together do not draw the same jitter. The seed is logged at debug level.
-fn process_rng(seed: Option<u64>) -> mcpstorm_core::rt::SeededRng {
+fn process_rng(seed: Option<u64>) -> mcpstorm_core::SeededRng {
     let seed = seed.unwrap_or_else(|| getrandom::u64().unwrap_or_else(|_| u64::from(std::process::id())));
     tracing::debug!(seed, "random stream seeded (replay with --seed {seed})");
-    mcpstorm_core::rt::SeededRng::new(seed)
+    mcpstorm_core::SeededRng::new(seed)
 }
 
 fn live(fut: impl Future<Output = Result<(), Failure>>) -> Result<(), Failure> {

@@ -4,12 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::conn::CallOptions;
-use mcpstorm_core::observe::TracingObserver;
-use mcpstorm_core::rt::{Dialer, SeededRng, StdioDialer, TcpDialer};
-use mcpstorm_core::session::ext::{AuthScheme, Credential, Secret};
-use mcpstorm_core::{CallError, LocalError};
+use mcpstorm_core::{
+    AuthScheme, CallError, CallOptions, ClientConfig, Credential, Dialer, LocalError, McpClient, Secret, SeededRng,
+    StdioDialer, TcpDialer, TracingObserver,
+};
 use serde_json::Value;
 
 use super::Failure;

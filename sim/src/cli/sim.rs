@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use mcpstorm_core::session::ext::GatewayProfile;
+use mcpstorm_core::session::GatewayProfile;
 
 use super::Failure;
 use super::out::{errln, outln};

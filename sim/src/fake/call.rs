@@ -27,12 +27,13 @@ const MAX_PROGRESS: u128 = 10_000;
 #[derive(Debug)]
 pub enum Job {
     /// Answered without work; `Some` outcome for a `tools/call` that failed before it could run.
-    Reply(Result<Value, ErrorObject>, Option<Outcome>),
+    Reply(Result<Value, ErrorObject>, Option<CallEnd>),
     Call(Box<PreparedCall>),
 }
 
+/// How a `tools/call` ended on this server, for its counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum CallEnd {
     Completed,
     Errored,
 }
@@ -60,7 +61,7 @@ pub struct Held {
 /// Reads a `tools/call`. Malformed params are a protocol error (-32602); an unknown tool or bad arguments are a tool
 /// error (`isError: true`), as real servers (and the 2025-11-25 spec) answer them.
 pub fn prepare(shared: &Arc<Shared>, params: Option<Value>) -> Job {
-    let invalid = |msg: String| Job::Reply(Err(invalid_params(msg)), Some(Outcome::Errored));
+    let invalid = |msg: String| Job::Reply(Err(invalid_params(msg)), Some(CallEnd::Errored));
     let Some(Value::Object(mut params)) = params else {
         return invalid("tools/call params must be an object".into());
     };
@@ -100,7 +101,7 @@ pub fn prepare(shared: &Arc<Shared>, params: Option<Value>) -> Job {
 }
 
 fn tool_error(text: String) -> Job {
-    Job::Reply(to_value(&CallToolResult::text(text, true)), Some(Outcome::Errored))
+    Job::Reply(to_value(&CallToolResult::text(text, true)), Some(CallEnd::Errored))
 }
 
 /// Arguments the tool's current schema rejects, refused the way the configured SDK family does: the Python SDK's
@@ -111,7 +112,7 @@ fn validation_error(kind: ValidationError, tool: &str, problem: &str) -> Job {
         ValidationError::ToolError => tool_error(format!("Input validation error: {problem}")),
         ValidationError::InvalidParams => Job::Reply(
             Err(invalid_params(format!("Invalid arguments for tool {tool}: {problem}"))),
-            Some(Outcome::Errored),
+            Some(CallEnd::Errored),
         ),
     }
 }
@@ -121,7 +122,7 @@ impl PreparedCall {
         self,
         shared: &Shared,
         out: &mpsc::Sender<Message>,
-    ) -> (Result<Value, ErrorObject>, Outcome, Held) {
+    ) -> (Result<Value, ErrorObject>, CallEnd, Held) {
         let PreparedCall { catalog, tool, args, draw, coin, progress_token, mut ticket } = self;
         ticket.queued();
         let worker = shared.pool.acquire().await;
@@ -129,7 +130,7 @@ impl PreparedCall {
         let held = Held { _worker: worker, _ticket: ticket };
         let Some(tool) = catalog.tools.get(tool) else {
             let e = ErrorObject::new(ErrorCode::INTERNAL_ERROR, "tool vanished");
-            return (Err(e), Outcome::Errored, held);
+            return (Err(e), CallEnd::Errored, held);
         };
         let faults = shared.faults.get();
         let latency = faults.apply(draw.latency);
@@ -141,7 +142,7 @@ impl PreparedCall {
         sleep_until(start + latency).await;
         let rate = faults.error_rate.unwrap_or(tool.error_rate);
         let (result, outcome) =
-            if coin < rate { injected(tool) } else { (success(tool, latency, &args), Outcome::Completed) };
+            if coin < rate { injected(tool) } else { (success(tool, latency, &args), CallEnd::Completed) };
         (result, outcome, held)
     }
 }
@@ -174,7 +175,7 @@ async fn report_progress(
     }
 }
 
-fn injected(tool: &ToolConfig) -> (Result<Value, ErrorObject>, Outcome) {
+fn injected(tool: &ToolConfig) -> (Result<Value, ErrorObject>, CallEnd) {
     let result = match tool.error_kind {
         ErrorKind::Jsonrpc => Err(ErrorObject {
             code: ErrorCode::INTERNAL_ERROR.0,
@@ -183,7 +184,7 @@ fn injected(tool: &ToolConfig) -> (Result<Value, ErrorObject>, Outcome) {
         }),
         ErrorKind::IsError => to_value(&CallToolResult::text(format!("injected failure in {}", tool.name), true)),
     };
-    (result, Outcome::Errored)
+    (result, CallEnd::Errored)
 }
 
 fn success(tool: &ToolConfig, latency: Duration, args: &Map<String, Value>) -> Result<Value, ErrorObject> {

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use mcpstorm_core::session::ext::AuthScheme;
+use mcpstorm_core::AuthScheme;
 
 use super::args;
 use super::latency::LatencyDist;

@@ -22,15 +22,14 @@ use std::time::Duration;
 
 use mcpstorm_core::jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message, Notification, Request, RequestId};
 use mcpstorm_core::mcp::{CancelledParams, method};
-use mcpstorm_core::session::DISCOVER;
-use mcpstorm_core::session::ext::RENEW;
-use mcpstorm_core::transport::{FrameError, MessageSink, MessageSource, line_transport};
+use mcpstorm_core::session::{DISCOVER, RENEW};
+use mcpstorm_core::{FrameError, MessageSink, MessageSource, line_transport};
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Notify, mpsc};
 use tokio::task::{AbortHandle, JoinHandle};
 
-use super::call::{self, Job, Outcome};
+use super::call::{self, CallEnd, Job};
 use super::methods::{self, ConnEra, Route};
 use super::server::Shared;
 use super::sessions;
@@ -251,7 +250,7 @@ async fn on_request(shared: &Arc<Shared>, conn: &Arc<Conn>, era: &mut ConnEra, r
     let job = match (route, method.as_str()) {
         // An era refusal (no envelope, a version we do not serve, the other era's lifecycle) is an answer like
         // any other: it waits out a hang and can be cancelled.
-        (Route::Refuse(error), _) => Job::Reply(Err(error), is_call.then_some(Outcome::Errored)),
+        (Route::Refuse(error), _) => Job::Reply(Err(error), is_call.then_some(CallEnd::Errored)),
         (Route::Ignore, _) => return,
         (Route::Serve { .. }, method) => match method {
             method::TOOLS_CALL => call::prepare(shared, params),
@@ -290,8 +289,8 @@ async fn answer(shared: Arc<Shared>, conn: Arc<Conn>, id: RequestId, job: Job, m
         return;
     }
     match outcome {
-        Some(Outcome::Completed) => Counters::bump(&shared.counters.completed),
-        Some(Outcome::Errored) => Counters::bump(&shared.counters.errored),
+        Some(CallEnd::Completed) => Counters::bump(&shared.counters.completed),
+        Some(CallEnd::Errored) => Counters::bump(&shared.counters.errored),
         None => {}
     }
     let reply = match result {

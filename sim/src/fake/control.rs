@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use mcpstorm_core::session::ext::AuthScheme;
+use mcpstorm_core::AuthScheme;
 
 use super::drift::Drift;
 use super::server::Shared;

@@ -33,7 +33,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use mcpstorm_core::rt::TokioClock;
+use mcpstorm_core::TokioClock;
 
 pub use config::{
     ConfigError, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REPLY, ErrorKind, FakeServerConfig, LegacyDiscover, ProtocolEra,

@@ -6,9 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use mcpstorm_core::mcp::Tool;
-use mcpstorm_core::rt::{Clock, TokioClock};
-use mcpstorm_core::session::ext::AuthScheme;
-use mcpstorm_core::transport::DEFAULT_MAX_FRAME;
+use mcpstorm_core::{AuthScheme, Clock, DEFAULT_MAX_FRAME, TokioClock};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, json};

@@ -1,4 +1,4 @@
-//! The mcpstorm session and auth extension, server side (the wire contract is `mcpstorm_core::session::ext`).
+//! The mcpstorm session and auth extension, server side (the wire contract is `mcpstorm_core::session`).
 //!
 //! Sessions belong to the server, not to a connection: every connection of a replica sees the same table, and a
 //! session granted on one connection is valid on another, as behind a real load balancer with shared session state.
@@ -12,11 +12,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use mcpstorm_core::Clock;
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::method;
-use mcpstorm_core::rt::Clock;
-use mcpstorm_core::session::DISCOVER;
-use mcpstorm_core::session::ext::{META_AUTH_SCHEMES, META_AUTHORIZATION, META_SESSION, RENEW, SessionGrant};
+use mcpstorm_core::session::{DISCOVER, META_AUTH_SCHEMES, META_AUTHORIZATION, META_SESSION, RENEW, SessionGrant};
 use serde_json::{Value, json};
 
 use super::server::Shared;

@@ -66,7 +66,7 @@ pub(crate) fn write_rows<W: Write>(w: &mut csv::Writer<W>, records: &[ServerCall
             &r.input_sha256.to_hex(),
             &r.output_sha256.map(|h| h.to_hex()).unwrap_or_default(),
             &exact_ms(r.duration),
-            r.status.as_str(),
+            r.status.into(),
             &r.code.as_ref().map(ToString::to_string).unwrap_or_default(),
             &r.retries.to_string(),
         ])?;
@@ -84,7 +84,8 @@ fn exact_ms(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpstorm_core::history::{CallCode, CallStatus, ContentHash};
+    use mcpstorm_core::ContentHash;
+    use mcpstorm_core::history::{CallCode, CallStatus};
     use serde_json::json;
 
     #[test]

@@ -4,7 +4,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use mcpstorm_core::session::ext::AuthScheme;
+use mcpstorm_core::AuthScheme;
 
 use super::ranges;
 use super::servers::auth_schemes_schema;

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use mcpstorm_core::gateway::GatewayConfig;
 use mcpstorm_core::router::RouterConfig;
-use mcpstorm_core::session::ext::{AuthScheme, Credential, GatewayProfile, Secret};
+use mcpstorm_core::session::GatewayProfile;
+use mcpstorm_core::{AuthScheme, Credential, GatewayConfig, Secret};
 
 use super::layers::{BreakerSpec, BudgetSpec, BulkheadSpec, LayerSpecs, LimiterSpec, RetrySpec, ThrottleSpec};
 use super::ranges;
@@ -36,7 +36,7 @@ use super::units::Dur;
 /// | `[gateway.fallbacks]`| none        | `tool = "fallback_tool"`, named in degraded results                        |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
-pub struct Gateway {
+pub struct GatewaySpec {
     /// `"default"` or `"naive"` (the naive first design, kept to show the failures the default prevents).
     #[serde(default)]
     #[schemars(schema_with = "profile_schema")]
@@ -81,7 +81,7 @@ pub struct Gateway {
     pub router: RouterSpec,
 }
 
-impl Gateway {
+impl GatewaySpec {
     /// The resilience layers' specs as one view.
     pub fn layers(&self) -> LayerSpecs<'_> {
         LayerSpecs {

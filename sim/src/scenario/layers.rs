@@ -15,16 +15,12 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use mcpstorm_core::gateway::ResilienceConfig;
-use mcpstorm_core::resilience::backoff::Backoff;
-use mcpstorm_core::resilience::breaker::{BreakerConfig, WindowConfig};
-use mcpstorm_core::resilience::budget::BudgetConfig;
-use mcpstorm_core::resilience::bulkhead::{BulkheadConfig, BulkheadScope};
-use mcpstorm_core::resilience::degraded::Fallbacks;
-use mcpstorm_core::resilience::limiter::{AimdConfig, Gradient2Config, LimiterKind};
-use mcpstorm_core::resilience::retry::RetryPolicy;
-use mcpstorm_core::resilience::throttle::ThrottleConfig;
-use mcpstorm_core::session::ext::GatewayProfile;
+use mcpstorm_core::ResilienceConfig;
+use mcpstorm_core::resilience::{
+    AimdConfig, Backoff, BreakerConfig, BudgetConfig, BulkheadConfig, BulkheadScope, Fallbacks, Gradient2Config,
+    LimiterKind, RetryPolicy, ThrottleConfig, WindowConfig,
+};
+use mcpstorm_core::session::GatewayProfile;
 
 use super::ranges;
 use super::units::Dur;
@@ -137,7 +133,9 @@ pub struct RetrySpec {
 pub enum BackoffKind {
     #[default]
     FullJitter,
-    Seed,
+    // Written "seed" in scenario files: the measured client's schedule.
+    #[serde(rename = "seed")]
+    Proportional,
 }
 
 /// `[gateway.budget]`: retries per server ≤ `ratio` × requests + `min_per_second` × `ttl`, over the last `ttl`.
@@ -488,10 +486,10 @@ impl RetrySpec {
             BackoffKind::FullJitter => {
                 Backoff::FullJitter { base: self.base.map_or(Duration::from_millis(100), |d| d.0), cap: self.cap.0 }
             }
-            BackoffKind::Seed => Backoff::Seed {
-                base: self.base.map_or(Backoff::SEED_BASE, |d| d.0),
+            BackoffKind::Proportional => Backoff::Proportional {
+                base: self.base.map_or(Backoff::RECONNECT_BASE, |d| d.0),
                 cap: self.cap.0,
-                jitter: self.jitter.unwrap_or(Backoff::SEED_JITTER),
+                jitter: self.jitter.unwrap_or(Backoff::RECONNECT_JITTER),
             },
         };
         RetryPolicy { max_attempts: self.max_attempts, backoff }
@@ -575,7 +573,7 @@ impl LayerSpecs<'_> {
             if r.max_attempts == 0 {
                 fail("retry.max_attempts", "must be at least 1 (the first attempt counts)".to_owned());
             }
-            if r.jitter.is_some() && r.backoff != BackoffKind::Seed {
+            if r.jitter.is_some() && r.backoff != BackoffKind::Proportional {
                 fail("retry.jitter", "applies only to backoff = \"seed\" (full jitter is all jitter)".to_owned());
             }
             if let Some(j) = r.jitter

@@ -37,7 +37,9 @@ pub use client::ClientSpec;
 pub use cost::{Cost, Limits};
 pub use error::{Location, Problem, ScenarioError};
 pub use faults::{DriftKind, Fault, FaultKind};
-pub use gateway::{CredentialSpec, DEFAULT_FORMULA, FormulaName, Gateway, RequirementRule, RouterSpec, profile_name};
+pub use gateway::{
+    CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, RequirementRule, RouterSpec, profile_name,
+};
 pub use load::{load_file, load_file_with, load_str, load_str_with};
 pub use model::{Network, ReportSpec, Scenario, Sweep};
 pub use overrides::{expand_sweep, label as sweep_label};

@@ -10,12 +10,12 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use mcpstorm_core::session::ext::GatewayProfile;
+use mcpstorm_core::session::GatewayProfile;
 
 use super::checks::Checks;
 use super::client::ClientSpec;
 use super::faults::Fault;
-use super::gateway::Gateway;
+use super::gateway::GatewaySpec;
 use super::ranges;
 use super::servers::ServerSpec;
 use super::units::Dur;
@@ -66,7 +66,7 @@ pub struct Scenario {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
     #[serde(default)]
-    pub gateway: Gateway,
+    pub gateway: GatewaySpec,
     #[serde(default)]
     pub report: ReportSpec,
 }

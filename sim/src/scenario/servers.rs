@@ -7,7 +7,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use mcpstorm_core::session::ext::AuthScheme;
+use mcpstorm_core::AuthScheme;
 
 use super::model::{empty_args, object_schema, one};
 use super::ranges;

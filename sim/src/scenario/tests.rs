@@ -728,7 +728,7 @@ fn shipped_scenarios_load_validate_and_survive_a_round_trip() {
         assert!(s.gateway.credentials.iter().all(|c| !again.contains(c.secret.expose())), "{}", file.display());
         let mut reloaded = load_str(&again, "again", &[]).expect("reloads");
         for c in &reloaded.gateway.credentials {
-            assert_eq!(c.secret.expose(), mcpstorm_core::session::ext::Secret::REDACTED);
+            assert_eq!(c.secret.expose(), mcpstorm_core::Secret::REDACTED);
         }
         reloaded.gateway.credentials = s.gateway.credentials.clone();
         assert_eq!(reloaded, s, "{}", file.display());
@@ -959,12 +959,12 @@ fn sweeps_keep_the_real_secrets_and_the_profile_can_be_set() {
         "{BASE}\n[gateway]\ncredentials = [{{ scheme = \"bearer\", secret = \"s3cr3t\" }}]\n\n[sweep]\nparam = \"load.sessions\"\nvalues = [1, 2]\n"
     );
     let s = load(&text, &["gateway.profile=naive"]).expect("valid");
-    assert_eq!(s.gateway.profile, mcpstorm_core::session::ext::GatewayProfile::Naive);
+    assert_eq!(s.gateway.profile, mcpstorm_core::session::GatewayProfile::Naive);
     let runs = expand_sweep(&s).expect("expands");
     assert_eq!(runs.len(), 2);
     for (_, run) in runs {
         assert_eq!(run.gateway.credentials[0].secret.expose(), "s3cr3t", "a sweep run lost the secret");
-        assert_eq!(run.gateway.profile, mcpstorm_core::session::ext::GatewayProfile::Naive);
+        assert_eq!(run.gateway.profile, mcpstorm_core::session::GatewayProfile::Naive);
     }
 }
 

@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use mcpstorm_core::error::CallError;
+use mcpstorm_core::CallError;
 use mcpstorm_core::mcp::CallToolResult;
 use rand::Rng;
 use serde_json::{Value, json};
@@ -97,8 +97,8 @@ fn rephrase(args: &Value, retry: u32) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpstorm_core::error::CallError;
-    use mcpstorm_core::resilience::degraded::{DegradedReason, degraded_result};
+    use mcpstorm_core::CallError;
+    use mcpstorm_core::resilience::{DegradedReason, degraded_result};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 

@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use mcpstorm_core::rt::Clock;
+use mcpstorm_core::Clock;
 
 #[derive(Debug, Clone, Default)]
 pub struct SimClock {

@@ -272,7 +272,7 @@ impl Timeline {
                 parts.join(" ")
             }
             FaultKind::AuthRotation => {
-                let schemes: Vec<&str> = f.schemes.iter().flatten().map(|s| s.as_str()).collect();
+                let schemes: Vec<&str> = f.schemes.iter().flatten().map(<&str>::from).collect();
                 format!("schemes={}", schemes.join(","))
             }
             FaultKind::Hang | FaultKind::Crash | FaultKind::Partition | FaultKind::SessionExpiry => String::new(),

@@ -13,8 +13,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcpstorm_core::CancelToken;
-use mcpstorm_core::gateway::Gateway;
+use mcpstorm_core::{CancelToken, Gateway};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;

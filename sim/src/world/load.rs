@@ -14,13 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcpstorm_core::CancelToken;
-use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::gateway::{Connector, Gateway, GatewayConfig, ToolCall};
-use mcpstorm_core::history::{CallKey, CallStart, ContentHash};
-use mcpstorm_core::resilience::inflight::InFlightLimit;
+use mcpstorm_core::history::{CallKey, CallStart};
+use mcpstorm_core::resilience::InFlightLimit;
 use mcpstorm_core::router::{FormulaSpec, Requirement, Router};
-use mcpstorm_core::rt::{Clock, SeededRng};
+use mcpstorm_core::{
+    CancelToken, ClientConfig, Clock, Connector, ContentHash, Gateway, GatewayConfig, McpClient, SeededRng, ToolCall,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};

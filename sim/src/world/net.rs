@@ -1,8 +1,7 @@
 //! turmoil's simulated TCP behind the core's `Dialer` seam and the fake server's `Listener` seam. This is all the
 //! simulator swaps in: the core and the fake servers run unchanged on top of it.
 
-use mcpstorm_core::TransportError;
-use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
+use mcpstorm_core::{ByteStream, DialFuture, Dialer, TransportError};
 
 use crate::fake::Listener;
 

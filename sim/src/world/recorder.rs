@@ -15,14 +15,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use mcpstorm_core::error::CallError;
 use mcpstorm_core::history::{CallHistory, CallKey, CallStart, ServerCallRecord};
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::CallToolResult;
-use mcpstorm_core::observe::{Event, Observer, SessionEvent};
-use mcpstorm_core::resilience::breaker::{Reason, State, Transition};
-use mcpstorm_core::resilience::degraded::DegradedReason;
-use mcpstorm_core::session::ext::is_session_not_found;
+use mcpstorm_core::resilience::{BreakerState, BreakerTransition, DegradedReason, TransitionReason};
+use mcpstorm_core::session::is_session_not_found;
+use mcpstorm_core::{CallError, Event, Observer, SessionEvent};
 
 use super::phases::Phases;
 use crate::run::{Convergence, EventRow, SecondRow, Totals};
@@ -367,10 +365,10 @@ impl Recorder {
 
     /// The breaker of (`replica`, `tool`) in `host`'s gateway changed state: an event (its target the replica),
     /// and the open-breaker gauge.
-    pub fn breaker(&self, at: Duration, host: &str, replica: &str, tool: &str, t: &Transition) {
+    pub fn breaker(&self, at: Duration, host: &str, replica: &str, tool: &str, t: &BreakerTransition) {
         let mut inner = self.lock();
         let key = (host.to_owned(), replica.to_owned(), tool.to_owned());
-        if matches!(t.to, State::Open | State::ForcedOpen) {
+        if matches!(t.to, BreakerState::Open | BreakerState::ForcedOpen) {
             inner.open_breakers.insert(key);
             inner.totals.breaker_opens += 1;
             inner.track_incident(at, replica, tool);
@@ -378,8 +376,12 @@ impl Recorder {
             inner.open_breakers.remove(&key);
         }
         let open_for = t.open_for.map(|d| format!(" for {} ms", d.as_millis())).unwrap_or_default();
-        let detail =
-            format!("{tool} {} -> {} ({}){open_for} on {host}", t.from.as_str(), t.to.as_str(), t.reason.as_str());
+        let detail = format!(
+            "{tool} {} -> {} ({}){open_for} on {host}",
+            <&str>::from(t.from),
+            <&str>::from(t.to),
+            <&str>::from(t.reason)
+        );
         inner.events.push(EventRow {
             t_ms: at.as_millis() as u64,
             kind: "breaker".to_owned(),
@@ -392,7 +394,7 @@ impl Recorder {
     pub fn degraded(&self, at: Duration, reason: DegradedReason) {
         let mut inner = self.lock();
         inner.bucket(at).degraded += 1;
-        *inner.totals.degraded.entry(reason.as_str().to_owned()).or_default() += 1;
+        *inner.totals.degraded.entry(<&str>::from(reason).to_owned()).or_default() += 1;
     }
 
     /// Samples the in-flight and open-breaker gauges into the second that just ended (called by the step loop).
@@ -497,7 +499,12 @@ impl Observer for SimObserver {
                 self.recorder.stale_refusal(&self.host, &self.replica, sent, now);
             }
             Event::SchemaRefetched { server, reason } => {
-                self.recorder.event(now, "schema_refetched", server, format!("{} from {}", reason.as_str(), self.host));
+                self.recorder.event(
+                    now,
+                    "schema_refetched",
+                    server,
+                    format!("{} from {}", <&str>::from(reason), self.host),
+                );
             }
             Event::Session { server, what } => {
                 self.recorder.session_event(now, *what);
@@ -511,7 +518,7 @@ impl Observer for SimObserver {
     }
 }
 
-/// The observer of a load host's [`Gateway`](mcpstorm_core::gateway::Gateway) itself (its clients have
+/// The observer of a load host's [`Gateway`](mcpstorm_core::Gateway) itself (its clients have
 /// [`SimObserver`]s): breaker transitions and degraded results go to the recorder, and breakers this gateway opened
 /// by itself are published to the other gateways when gossip is on.
 #[derive(Debug)]
@@ -527,7 +534,7 @@ impl Observer for GatewayObserver {
         match event {
             Event::Breaker { replica, tool, transition, .. } => {
                 self.recorder.breaker(now, &self.host, replica, tool, transition);
-                let local_open = transition.to == State::Open && transition.reason != Reason::Remote;
+                let local_open = transition.to == BreakerState::Open && transition.reason != TransitionReason::Remote;
                 if let (true, Some(outbox), Some(open_for)) = (local_open, &self.outbox, transition.open_for) {
                     let open_ms = u64::try_from(open_for.as_millis()).unwrap_or(u64::MAX);
                     let opened =

@@ -1,6 +1,6 @@
 //! The scenario's servers as the gateways' router sees them, and the independent judge of where calls may go.
 //!
-//! [`registry`] turns `[[servers]]` into the core's [`ServerSpec`]s — replicas are the server's hosts, tools its
+//! [`registry`] turns `[[servers]]` into the core's [`ServerEntry`]s — replicas are the server's hosts, tools its
 //! tools, the capability matrix, tags (plus the automatic `server:<name>`), declared hints and health check — and
 //! schedules `join_at` / `leave_at` as membership events of a [`ScheduledRegistry`].
 //!
@@ -11,8 +11,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use mcpstorm_core::router::{HealthCheck, RegistryEvent, Requirement, ScheduledRegistry, ServerSpec};
-use mcpstorm_core::schema::RouterHints;
+use mcpstorm_core::RouterHints;
+use mcpstorm_core::router::{HealthCheck, RegistryEvent, Requirement, ScheduledRegistry, ServerEntry};
 
 use super::hosts::server_host;
 use crate::scenario::{self, MixEntry, Scenario};
@@ -23,8 +23,8 @@ fn attribute_of(argument: &str) -> String {
 }
 
 /// One scenario server as the router's declaration.
-fn server_spec(server: &scenario::ServerSpec) -> ServerSpec {
-    let mut spec = ServerSpec::new(server.name.clone(), (0..server.replicas).map(|r| server_host(&server.name, r)))
+fn server_spec(server: &scenario::ServerSpec) -> ServerEntry {
+    let mut spec = ServerEntry::new(server.name.clone(), (0..server.replicas).map(|r| server_host(&server.name, r)))
         .with_tools(server.tools.iter().map(|t| t.name.clone()))
         .with_hints(RouterHints {
             latency_p95: server.latency_p95_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok()),

@@ -3,7 +3,7 @@
 //! Only evidence about the server counts. Transport failures, timeouts, malformed answers, internal and overload
 //! errors count as failures. Our own mistakes (invalid arguments, unknown tools, protocol-level rejections of the
 //! request), credential or version mismatches (a configuration problem no waiting cures), cancellations and local
-//! queueing say nothing about the server, so they are [`Verdict::Ignore`]d: neither success nor failure, as
+//! queueing say nothing about the server, so they are [`HealthVerdict::Ignore`]d: neither success nor failure, as
 //! resilience4j's ignored exceptions. A tool result with `isError: true` is a business answer from a working server,
 //! so it counts as a success (slow if it was slow) — unless it is a gateway's degraded response
 //! (`structuredContent.degraded: true`), a failure. A server-dictated retry-after (`data.retryAfterMs` on an error,
@@ -20,7 +20,7 @@ use crate::mcp::CallToolResult;
 
 /// The breaker's reading of one outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum HealthVerdict {
     Success,
     Failure,
     /// Not evidence either way: not counted; a half-open probe slot is freed.
@@ -29,20 +29,20 @@ pub enum Verdict {
     RetryAfter(Duration),
 }
 
-impl Verdict {
+impl HealthVerdict {
     /// The replica failed the call (transport, timeout, overload, a server error): evidence against it, for the
     /// throttle's accept count and the retry decision alike.
     pub fn replica_failed(self) -> bool {
-        matches!(self, Verdict::Failure | Verdict::RetryAfter(_))
+        matches!(self, HealthVerdict::Failure | HealthVerdict::RetryAfter(_))
     }
 
     /// What the outcome tells an adaptive limiter: a failure the breaker counts is the limiter's loss signal; a
     /// request-level error is no evidence either way.
     pub fn limiter_sample(self) -> SampleOutcome {
         match self {
-            Verdict::Success => SampleOutcome::Ok,
-            Verdict::Failure | Verdict::RetryAfter(_) => SampleOutcome::Dropped,
-            Verdict::Ignore => SampleOutcome::Ignored,
+            HealthVerdict::Success => SampleOutcome::Ok,
+            HealthVerdict::Failure | HealthVerdict::RetryAfter(_) => SampleOutcome::Dropped,
+            HealthVerdict::Ignore => SampleOutcome::Ignored,
         }
     }
 }
@@ -67,64 +67,64 @@ const NOT_HEALTH: [ErrorCode; 11] = [
 ];
 
 /// Classifies a finished `tools/call`.
-pub fn classify(outcome: &Result<CallToolResult, CallError>) -> Verdict {
+pub fn classify(outcome: &Result<CallToolResult, CallError>) -> HealthVerdict {
     match outcome {
         Ok(result) => classify_result(result),
         Err(e) => classify_error(e),
     }
 }
 
-pub fn classify_result(result: &CallToolResult) -> Verdict {
+pub fn classify_result(result: &CallToolResult) -> HealthVerdict {
     if !result.is_error {
-        return Verdict::Success;
+        return HealthVerdict::Success;
     }
     let structured = result.structured_content.as_ref();
     if let Some(d) = retry_after(structured) {
-        Verdict::RetryAfter(d)
+        HealthVerdict::RetryAfter(d)
     } else if structured.and_then(|s| s.get("degraded")).and_then(Value::as_bool) == Some(true) {
         // Another gateway's degraded response (see `resilience::degraded`): the tool is not being served.
-        Verdict::Failure
+        HealthVerdict::Failure
     } else {
-        Verdict::Success
+        HealthVerdict::Success
     }
 }
 
-pub fn classify_error(error: &CallError) -> Verdict {
+pub fn classify_error(error: &CallError) -> HealthVerdict {
     match error {
         CallError::Protocol(obj) => classify_rpc_error(obj),
-        CallError::MalformedResponse(_) => Verdict::Failure,
-        CallError::Lifecycle(LifecycleError::VersionMismatch { .. }) => Verdict::Ignore,
-        CallError::Lifecycle(_) => Verdict::Failure,
-        CallError::Transport(TransportError::Shutdown) => Verdict::Ignore,
-        CallError::Transport(_) => Verdict::Failure,
+        CallError::MalformedResponse(_) => HealthVerdict::Failure,
+        CallError::Lifecycle(LifecycleError::VersionMismatch { .. }) => HealthVerdict::Ignore,
+        CallError::Lifecycle(_) => HealthVerdict::Failure,
+        CallError::Transport(TransportError::Shutdown) => HealthVerdict::Ignore,
+        CallError::Transport(_) => HealthVerdict::Failure,
         CallError::Local(e) => match e {
             LocalError::FirstResponseTimeout(_) | LocalError::IdleTimeout(_) | LocalError::DeadlineExceeded => {
-                Verdict::Failure
+                HealthVerdict::Failure
             }
             LocalError::QueueTimeout(_)
             | LocalError::QueueFull
             | LocalError::Cancelled(_)
             | LocalError::InvalidArguments(_)
             | LocalError::UnknownTool(_)
-            | LocalError::UnusableSchema(_) => Verdict::Ignore,
+            | LocalError::UnusableSchema(_) => HealthVerdict::Ignore,
         },
-        CallError::Auth(_) => Verdict::Ignore,
+        CallError::Auth(_) => HealthVerdict::Ignore,
     }
 }
 
 /// A JSON-RPC error from the server: retry-after first, then the code.
-pub fn classify_rpc_error(obj: &ErrorObject) -> Verdict {
+pub fn classify_rpc_error(obj: &ErrorObject) -> HealthVerdict {
     if let Some(d) = retry_after(obj.data.as_ref()) {
-        return Verdict::RetryAfter(d);
+        return HealthVerdict::RetryAfter(d);
     }
     let code = ErrorCode(obj.code);
     if NOT_HEALTH.contains(&code) {
-        Verdict::Ignore
+        HealthVerdict::Ignore
     } else if code == ErrorCode::INTERNAL_ERROR || SERVER_ERRORS.contains(&obj.code) {
-        Verdict::Failure
+        HealthVerdict::Failure
     } else {
         // An application-defined code: the server answered deliberately.
-        Verdict::Ignore
+        HealthVerdict::Ignore
     }
 }
 
@@ -158,7 +158,7 @@ mod tests {
             rpc(-32603, None),
         ];
         for e in &fail {
-            assert_eq!(classify_error(e), Verdict::Failure, "{e:?}");
+            assert_eq!(classify_error(e), HealthVerdict::Failure, "{e:?}");
         }
         let ignore = [
             rpc(-32602, None),
@@ -174,24 +174,27 @@ mod tests {
             CallError::Lifecycle(LifecycleError::VersionMismatch { ours: vec![], theirs: "x".into() }),
         ];
         for e in &ignore {
-            assert_eq!(classify_error(e), Verdict::Ignore, "{e:?}");
+            assert_eq!(classify_error(e), HealthVerdict::Ignore, "{e:?}");
         }
     }
 
     #[test]
     fn retry_after_from_error_data_or_error_result() {
         let e = rpc(-32000, Some(json!({"retryAfterMs": 1500})));
-        assert_eq!(classify(&Err(e)), Verdict::RetryAfter(Duration::from_millis(1500)));
+        assert_eq!(classify(&Err(e)), HealthVerdict::RetryAfter(Duration::from_millis(1500)));
         // Even on a code that would otherwise be ignored: the server's word about when to come back wins.
-        assert_eq!(classify_error(&rpc(42, Some(json!({"retryAfterMs": 0})))), Verdict::RetryAfter(Duration::ZERO));
-        assert_eq!(classify_error(&rpc(-32000, Some(json!({"retryAfterMs": -1})))), Verdict::Failure);
-        assert_eq!(classify_error(&rpc(-32000, Some(json!({"retryAfterMs": "soon"})))), Verdict::Failure);
+        assert_eq!(
+            classify_error(&rpc(42, Some(json!({"retryAfterMs": 0})))),
+            HealthVerdict::RetryAfter(Duration::ZERO)
+        );
+        assert_eq!(classify_error(&rpc(-32000, Some(json!({"retryAfterMs": -1})))), HealthVerdict::Failure);
+        assert_eq!(classify_error(&rpc(-32000, Some(json!({"retryAfterMs": "soon"})))), HealthVerdict::Failure);
 
         let mut r = CallToolResult::text("busy", true);
         r.structured_content = Some(json!({"retryAfterMs": 250}));
-        assert_eq!(classify(&Ok(r.clone())), Verdict::RetryAfter(Duration::from_millis(250)));
+        assert_eq!(classify(&Ok(r.clone())), HealthVerdict::RetryAfter(Duration::from_millis(250)));
         r.is_error = false;
-        assert_eq!(classify(&Ok(r)), Verdict::Success, "a successful result's fields are data, not a request");
-        assert_eq!(classify(&Ok(CallToolResult::text("not found", true))), Verdict::Success);
+        assert_eq!(classify(&Ok(r)), HealthVerdict::Success, "a successful result's fields are data, not a request");
+        assert_eq!(classify(&Ok(CallToolResult::text("not found", true))), HealthVerdict::Success);
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 pub enum WindowConfig {
     /// The last `size` recorded calls.
     Count { size: u32 },
-    /// The calls of the last `buckets × bucket_width` (see [`crate::resilience::ring`] for the exact edge).
+    /// The calls of the last `buckets × bucket_width` (see `resilience/ring.rs` for the exact edge).
     Time { buckets: u32, bucket_width: Duration },
 }
 
@@ -65,15 +65,15 @@ impl Default for BreakerConfig {
 /// A configuration value the breaker cannot work with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid breaker configuration: {field} {problem}")]
-pub struct ConfigError {
+pub struct BreakerConfigError {
     pub field: &'static str,
     pub problem: &'static str,
 }
 
 impl BreakerConfig {
     /// Checks every field; the first problem found is named.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |field, problem| Err(ConfigError { field, problem });
+    pub fn validate(&self) -> Result<(), BreakerConfigError> {
+        let err = |field, problem| Err(BreakerConfigError { field, problem });
         match self.window {
             WindowConfig::Count { size: 0 } => return err("window.size", "must be at least 1"),
             WindowConfig::Time { buckets: 0, .. } => return err("window.buckets", "must be at least 1"),

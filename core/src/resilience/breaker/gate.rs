@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::classify::Verdict;
-use super::machine::{Admission, Breaker, Manual, State, Ticket, Transition};
-use super::window::Counts;
+use super::classify::HealthVerdict;
+use super::machine::{Admission, Breaker, BreakerState, BreakerTransition, ManualSwitch, Ticket};
+use super::window::BreakerCounts;
 
 #[derive(Debug)]
 pub struct Gate {
@@ -39,11 +39,11 @@ impl Gate {
         Admission { decision, transition }
     }
 
-    pub fn state(&self) -> State {
+    pub fn state(&self) -> BreakerState {
         self.lock().state()
     }
 
-    pub fn counts(&self, now: Instant) -> Counts {
+    pub fn counts(&self, now: Instant) -> BreakerCounts {
         self.lock().counts(now)
     }
 
@@ -52,19 +52,19 @@ impl Gate {
     }
 
     /// Lets time pass without a call (for a periodic observer that wants open → half-open on time).
-    pub fn advance(&self, now: Instant) -> Option<Transition> {
+    pub fn advance(&self, now: Instant) -> Option<BreakerTransition> {
         self.lock().advance(now)
     }
 
-    pub fn set_manual(&self, now: Instant, manual: Manual) -> Option<Transition> {
+    pub fn set_manual(&self, now: Instant, manual: ManualSwitch) -> Option<BreakerTransition> {
         self.lock().set_manual(now, manual)
     }
 
-    pub fn reset(&self, now: Instant) -> Option<Transition> {
+    pub fn reset(&self, now: Instant) -> Option<BreakerTransition> {
         self.lock().reset(now)
     }
 
-    pub fn follow_remote_open(&self, now: Instant, open_for: Duration) -> Option<Transition> {
+    pub fn follow_remote_open(&self, now: Instant, open_for: Duration) -> Option<BreakerTransition> {
         self.lock().follow_remote_open(now, open_for)
     }
 }
@@ -88,7 +88,7 @@ impl Permit {
     }
 
     /// Reports the outcome at `now`; the call's duration is `now − admitted_at`.
-    pub fn record(mut self, now: Instant, verdict: Verdict) -> Option<Transition> {
+    pub fn record(mut self, now: Instant, verdict: HealthVerdict) -> Option<BreakerTransition> {
         let gate = self.gate.take()?;
         let elapsed = now.saturating_duration_since(self.admitted_at);
         gate.lock().on_outcome(now, self.ticket, verdict, elapsed)

@@ -5,14 +5,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::classify::Verdict;
-use super::config::{BreakerConfig, ConfigError};
-use super::window::{Counts, Window};
+use super::classify::HealthVerdict;
+use super::config::{BreakerConfig, BreakerConfigError};
+use super::window::{BreakerCounts, Window};
 use crate::rt::SeededRng;
 
 /// The breaker's state as observers see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum State {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub enum BreakerState {
     Closed,
     Open,
     HalfOpen,
@@ -24,30 +25,18 @@ pub enum State {
     MetricsOnly,
 }
 
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Closed => "closed",
-            State::Open => "open",
-            State::HalfOpen => "half_open",
-            State::ForcedOpen => "forced_open",
-            State::Disabled => "disabled",
-            State::MetricsOnly => "metrics_only",
-        }
-    }
-}
-
 /// The manual switch's positions; [`Breaker::reset`] returns to automatic operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Manual {
+pub enum ManualSwitch {
     ForcedOpen,
     Disabled,
     MetricsOnly,
 }
 
 /// Why a transition happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Reason {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub enum TransitionReason {
     /// Closed → open: the failure rate reached its threshold.
     FailureRate,
     /// Closed → open: the slow-call rate reached its threshold.
@@ -70,53 +59,29 @@ pub enum Reason {
     Manual,
 }
 
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::FailureRate => "failure_rate",
-            Reason::SlowCallRate => "slow_call_rate",
-            Reason::ServerRetryAfter => "server_retry_after",
-            Reason::ProbeFailed => "probe_failed",
-            Reason::ProbeSlow => "probe_slow",
-            Reason::HalfOpenTimeout => "half_open_timeout",
-            Reason::OpenElapsed => "open_elapsed",
-            Reason::ProbesSucceeded => "probes_succeeded",
-            Reason::Remote => "remote",
-            Reason::Manual => "manual",
-        }
-    }
-}
-
 /// One state change, for the embedder to forward to its observer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Transition {
-    pub from: State,
-    pub to: State,
-    pub reason: Reason,
+pub struct BreakerTransition {
+    pub from: BreakerState,
+    pub to: BreakerState,
+    pub reason: TransitionReason,
     pub at: Instant,
     /// For a transition to open: how long it stays open.
     pub open_for: Option<Duration>,
     /// The window when it happened (after the outcome that caused it).
-    pub counts: Counts,
+    pub counts: BreakerCounts,
 }
 
 /// Why a call was not admitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
 pub enum RejectReason {
+    #[strum(serialize = "breaker_open")]
     Open,
+    #[strum(serialize = "breaker_forced_open")]
     ForcedOpen,
     /// Half-open, and every probe slot is taken.
+    #[strum(serialize = "breaker_half_open")]
     HalfOpenFull,
-}
-
-impl RejectReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RejectReason::Open => "breaker_open",
-            RejectReason::ForcedOpen => "breaker_forced_open",
-            RejectReason::HalfOpenFull => "breaker_half_open",
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +111,7 @@ impl Ticket {
 #[derive(Debug)]
 pub struct Admission<T> {
     pub decision: Result<T, Rejected>,
-    pub transition: Option<Transition>,
+    pub transition: Option<BreakerTransition>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -159,7 +124,7 @@ enum Phase {
     MetricsOnly,
 }
 
-/// One circuit breaker, for one (server, tool). See the [module docs](super) for the state diagram.
+/// One circuit breaker, for one (server, tool). See the module docs of `resilience/breaker/` for the state diagram.
 #[derive(Debug)]
 pub struct Breaker {
     config: BreakerConfig,
@@ -173,7 +138,7 @@ pub struct Breaker {
 
 impl Breaker {
     /// A closed breaker whose time window counts from `origin`.
-    pub fn new(config: BreakerConfig, origin: Instant, rng: SeededRng) -> Result<Self, ConfigError> {
+    pub fn new(config: BreakerConfig, origin: Instant, rng: SeededRng) -> Result<Self, BreakerConfigError> {
         config.validate()?;
         let window = Window::new(config.window, origin);
         Ok(Breaker { config, phase: Phase::Closed, epoch: 0, window, reopens: 0, rng })
@@ -184,14 +149,14 @@ impl Breaker {
     }
 
     /// The state as of the last call; an elapsed open period shows only once time is passed in.
-    pub fn state(&self) -> State {
+    pub fn state(&self) -> BreakerState {
         match self.phase {
-            Phase::Closed => State::Closed,
-            Phase::Open { .. } => State::Open,
-            Phase::HalfOpen { .. } => State::HalfOpen,
-            Phase::ForcedOpen => State::ForcedOpen,
-            Phase::Disabled => State::Disabled,
-            Phase::MetricsOnly => State::MetricsOnly,
+            Phase::Closed => BreakerState::Closed,
+            Phase::Open { .. } => BreakerState::Open,
+            Phase::HalfOpen { .. } => BreakerState::HalfOpen,
+            Phase::ForcedOpen => BreakerState::ForcedOpen,
+            Phase::Disabled => BreakerState::Disabled,
+            Phase::MetricsOnly => BreakerState::MetricsOnly,
         }
     }
 
@@ -204,20 +169,20 @@ impl Breaker {
     }
 
     /// The window's counts at `now`.
-    pub fn counts(&mut self, now: Instant) -> Counts {
+    pub fn counts(&mut self, now: Instant) -> BreakerCounts {
         self.window.counts(now)
     }
 
     /// Lets time pass: open → half-open when the open period has elapsed, half-open → open when it has waited too
     /// long for its probes.
-    pub fn advance(&mut self, now: Instant) -> Option<Transition> {
+    pub fn advance(&mut self, now: Instant) -> Option<BreakerTransition> {
         match self.phase {
             Phase::Open { until } if now >= until => {
                 let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 0 };
-                Some(self.enter(now, phase, Reason::OpenElapsed, None))
+                Some(self.enter(now, phase, TransitionReason::OpenElapsed, None))
             }
             Phase::HalfOpen { since, .. } if now.saturating_duration_since(since) >= self.config.half_open_max_wait => {
-                Some(self.open(now, Reason::HalfOpenTimeout, None))
+                Some(self.open(now, TransitionReason::HalfOpenTimeout, None))
             }
             _ => None,
         }
@@ -249,9 +214,9 @@ impl Breaker {
         &mut self,
         now: Instant,
         ticket: Ticket,
-        verdict: Verdict,
+        verdict: HealthVerdict,
         elapsed: Duration,
-    ) -> Option<Transition> {
+    ) -> Option<BreakerTransition> {
         if let Some(t) = self.advance(now) {
             // Time moved the breaker to a new period; the ticket belongs to the old one.
             return Some(t);
@@ -265,26 +230,32 @@ impl Breaker {
             _ => {}
         }
         match (self.phase, verdict) {
-            (_, Verdict::Ignore) | (Phase::Disabled | Phase::Open { .. } | Phase::ForcedOpen, _) => None,
+            (_, HealthVerdict::Ignore) | (Phase::Disabled | Phase::Open { .. } | Phase::ForcedOpen, _) => None,
             (Phase::MetricsOnly, v) => {
-                self.window.record(now, v != Verdict::Success, slow);
+                self.window.record(now, v != HealthVerdict::Success, slow);
                 None
             }
             (Phase::Closed, v) => {
-                self.window.record(now, v != Verdict::Success, slow);
-                if let Verdict::RetryAfter(d) = v {
-                    return Some(self.open(now, Reason::ServerRetryAfter, Some(d)));
+                self.window.record(now, v != HealthVerdict::Success, slow);
+                if let HealthVerdict::RetryAfter(d) = v {
+                    return Some(self.open(now, TransitionReason::ServerRetryAfter, Some(d)));
                 }
                 self.trip_reason(now).map(|reason| self.open(now, reason, None))
             }
-            (Phase::HalfOpen { .. }, Verdict::RetryAfter(d)) => Some(self.open(now, Reason::ServerRetryAfter, Some(d))),
-            (Phase::HalfOpen { .. }, Verdict::Failure) => Some(self.open(now, Reason::ProbeFailed, None)),
-            (Phase::HalfOpen { .. }, Verdict::Success) if slow => Some(self.open(now, Reason::ProbeSlow, None)),
-            (Phase::HalfOpen { since, in_flight, successes }, Verdict::Success) => {
+            (Phase::HalfOpen { .. }, HealthVerdict::RetryAfter(d)) => {
+                Some(self.open(now, TransitionReason::ServerRetryAfter, Some(d)))
+            }
+            (Phase::HalfOpen { .. }, HealthVerdict::Failure) => {
+                Some(self.open(now, TransitionReason::ProbeFailed, None))
+            }
+            (Phase::HalfOpen { .. }, HealthVerdict::Success) if slow => {
+                Some(self.open(now, TransitionReason::ProbeSlow, None))
+            }
+            (Phase::HalfOpen { since, in_flight, successes }, HealthVerdict::Success) => {
                 if successes + 1 >= self.config.half_open_probes {
                     self.reopens = 0;
                     self.window.clear();
-                    Some(self.enter(now, Phase::Closed, Reason::ProbesSucceeded, None))
+                    Some(self.enter(now, Phase::Closed, TransitionReason::ProbesSucceeded, None))
                 } else {
                     self.phase = Phase::HalfOpen { since, in_flight, successes: successes + 1 };
                     None
@@ -304,39 +275,39 @@ impl Breaker {
     }
 
     /// Sets the manual switch. `None` if already in that position.
-    pub fn set_manual(&mut self, now: Instant, manual: Manual) -> Option<Transition> {
+    pub fn set_manual(&mut self, now: Instant, manual: ManualSwitch) -> Option<BreakerTransition> {
         let phase = match manual {
-            Manual::ForcedOpen => Phase::ForcedOpen,
-            Manual::Disabled => Phase::Disabled,
-            Manual::MetricsOnly => Phase::MetricsOnly,
+            ManualSwitch::ForcedOpen => Phase::ForcedOpen,
+            ManualSwitch::Disabled => Phase::Disabled,
+            ManualSwitch::MetricsOnly => Phase::MetricsOnly,
         };
         if self.phase == phase {
             return None;
         }
         self.window.clear();
-        Some(self.enter(now, phase, Reason::Manual, None))
+        Some(self.enter(now, phase, TransitionReason::Manual, None))
     }
 
     /// Back to automatic operation, closed, with an empty window and no open-period growth.
-    pub fn reset(&mut self, now: Instant) -> Option<Transition> {
+    pub fn reset(&mut self, now: Instant) -> Option<BreakerTransition> {
         if self.phase == Phase::Closed {
             return None;
         }
         self.reopens = 0;
         self.window.clear();
-        Some(self.enter(now, Phase::Closed, Reason::Manual, None))
+        Some(self.enter(now, Phase::Closed, TransitionReason::Manual, None))
     }
 
     /// Another gateway node opened this breaker for `open_for`: follow it unless already open or switched manually.
-    pub fn follow_remote_open(&mut self, now: Instant, open_for: Duration) -> Option<Transition> {
+    pub fn follow_remote_open(&mut self, now: Instant, open_for: Duration) -> Option<BreakerTransition> {
         match self.phase {
-            Phase::Closed | Phase::HalfOpen { .. } => Some(self.open(now, Reason::Remote, Some(open_for))),
+            Phase::Closed | Phase::HalfOpen { .. } => Some(self.open(now, TransitionReason::Remote, Some(open_for))),
             _ => None,
         }
     }
 
     /// Which threshold the window has reached, if any (both inclusive; failure rate first).
-    fn trip_reason(&mut self, now: Instant) -> Option<Reason> {
+    fn trip_reason(&mut self, now: Instant) -> Option<TransitionReason> {
         let counts = self.window.counts(now);
         let minimum = match self.config.window {
             super::WindowConfig::Count { size } => self.config.minimum_calls.min(size),
@@ -345,9 +316,9 @@ impl Breaker {
         if counts.calls < minimum {
             None
         } else if counts.failure_rate() >= self.config.failure_rate_threshold {
-            Some(Reason::FailureRate)
+            Some(TransitionReason::FailureRate)
         } else if counts.slow_rate() >= self.config.slow_call_rate_threshold {
-            Some(Reason::SlowCallRate)
+            Some(TransitionReason::SlowCallRate)
         } else {
             None
         }
@@ -355,7 +326,7 @@ impl Breaker {
 
     /// Opens for `dictated` (a server's retry-after or a peer's period, capped; no growth) or for the next grown
     /// and jittered period.
-    fn open(&mut self, now: Instant, reason: Reason, dictated: Option<Duration>) -> Transition {
+    fn open(&mut self, now: Instant, reason: TransitionReason, dictated: Option<Duration>) -> BreakerTransition {
         let period = match dictated {
             Some(d) => d.min(self.config.retry_after_cap),
             None => {
@@ -374,10 +345,16 @@ impl Breaker {
         if secs >= c.open_max.as_secs_f64() { c.open_max } else { Duration::from_secs_f64(secs) }
     }
 
-    fn enter(&mut self, now: Instant, phase: Phase, reason: Reason, open_for: Option<Duration>) -> Transition {
+    fn enter(
+        &mut self,
+        now: Instant,
+        phase: Phase,
+        reason: TransitionReason,
+        open_for: Option<Duration>,
+    ) -> BreakerTransition {
         let from = self.state();
         self.phase = phase;
         self.epoch += 1;
-        Transition { from, to: self.state(), reason, at: now, open_for, counts: self.window.counts(now) }
+        BreakerTransition { from, to: self.state(), reason, at: now, open_for, counts: self.window.counts(now) }
     }
 }

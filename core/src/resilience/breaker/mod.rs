@@ -33,7 +33,7 @@
 //!   `half_open_max_wait`, it re-opens, so a probe that never reports cannot wedge the breaker.
 //! - **Epochs.** Every transition starts a new epoch; an outcome counts only toward the epoch it was admitted in, so
 //!   a late answer from before an open period cannot close or trip the next one.
-//! - **Events.** Every method that can change state returns the [`Transition`]; the embedder forwards it to its
+//! - **Events.** Every method that can change state returns the [`BreakerTransition`]; the embedder forwards it to its
 //!   observer (CSV in the simulator, tracing in production). Transitions on time are noticed lazily, on the next
 //!   admission, outcome or [`Gate::advance`].
 
@@ -46,8 +46,10 @@ mod window;
 #[cfg(test)]
 mod tests;
 
-pub use classify::{Verdict, classify, classify_error, classify_result, classify_rpc_error, retry_after};
-pub use config::{BreakerConfig, ConfigError, WindowConfig};
+pub use classify::{HealthVerdict, classify, classify_error, classify_result, classify_rpc_error, retry_after};
+pub use config::{BreakerConfig, BreakerConfigError, WindowConfig};
 pub use gate::{Gate, Permit};
-pub use machine::{Admission, Breaker, Manual, Reason, RejectReason, Rejected, State, Ticket, Transition};
-pub use window::Counts;
+pub use machine::{
+    Admission, Breaker, BreakerState, BreakerTransition, ManualSwitch, RejectReason, Rejected, Ticket, TransitionReason,
+};
+pub use window::BreakerCounts;

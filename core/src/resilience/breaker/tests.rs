@@ -33,12 +33,12 @@ fn breaker(config: BreakerConfig, t0: Instant) -> Breaker {
 }
 
 /// Admits one call at `now` and reports it at once.
-fn call(b: &mut Breaker, now: Instant, verdict: Verdict, elapsed: Duration) -> Option<Transition> {
+fn call(b: &mut Breaker, now: Instant, verdict: HealthVerdict, elapsed: Duration) -> Option<BreakerTransition> {
     let ticket = b.try_acquire(now).decision.expect("admitted");
     b.on_outcome(now, ticket, verdict, elapsed)
 }
 
-fn to(t: &Option<Transition>) -> Option<(State, State, Reason)> {
+fn to(t: &Option<BreakerTransition>) -> Option<(BreakerState, BreakerState, TransitionReason)> {
     t.as_ref().map(|t| (t.from, t.to, t.reason))
 }
 
@@ -46,12 +46,20 @@ fn to(t: &Option<Transition>) -> Option<(State, State, Reason)> {
 fn opens_at_the_failure_threshold_inclusive_only_after_minimum_calls() {
     let t0 = Instant::now();
     let mut b = breaker(count_config(10, 4), t0);
-    assert_eq!(call(&mut b, t0, Verdict::Failure, ms(1)), None);
-    assert_eq!(call(&mut b, t0, Verdict::Failure, ms(1)), None);
-    assert_eq!(call(&mut b, t0, Verdict::Success, ms(1)), None, "3 calls < minimum 4, 67% failures: no verdict yet");
-    assert_eq!(b.counts(t0), Counts { calls: 3, failures: 2, slow: 0 });
-    let t = call(&mut b, t0, Verdict::Success, ms(1));
-    assert_eq!(to(&t), Some((State::Closed, State::Open, Reason::FailureRate)), "2/4 = 50% ≥ 50% trips");
+    assert_eq!(call(&mut b, t0, HealthVerdict::Failure, ms(1)), None);
+    assert_eq!(call(&mut b, t0, HealthVerdict::Failure, ms(1)), None);
+    assert_eq!(
+        call(&mut b, t0, HealthVerdict::Success, ms(1)),
+        None,
+        "3 calls < minimum 4, 67% failures: no verdict yet"
+    );
+    assert_eq!(b.counts(t0), BreakerCounts { calls: 3, failures: 2, slow: 0 });
+    let t = call(&mut b, t0, HealthVerdict::Success, ms(1));
+    assert_eq!(
+        to(&t),
+        Some((BreakerState::Closed, BreakerState::Open, TransitionReason::FailureRate)),
+        "2/4 = 50% ≥ 50% trips"
+    );
     assert_eq!(t.unwrap().open_for, Some(ms(1000)));
     let r = b.try_acquire(t0 + ms(400)).decision.unwrap_err();
     assert_eq!(r, Rejected { reason: RejectReason::Open, retry_after: Some(ms(600)) });
@@ -63,36 +71,44 @@ fn slow_calls_trip_on_their_own_rate() {
     let config = BreakerConfig { slow_call_rate_threshold: 0.6, ..count_config(5, 5) };
     let mut b = breaker(config, t0);
     for elapsed in [ms(499), ms(500), ms(900), ms(10)] {
-        assert_eq!(call(&mut b, t0, Verdict::Success, elapsed), None);
+        assert_eq!(call(&mut b, t0, HealthVerdict::Success, elapsed), None);
     }
-    assert_eq!(b.counts(t0), Counts { calls: 4, failures: 0, slow: 2 });
-    let t = call(&mut b, t0, Verdict::Success, ms(600));
-    assert_eq!(to(&t), Some((State::Closed, State::Open, Reason::SlowCallRate)), "3/5 = 60% slow ≥ 60%");
+    assert_eq!(b.counts(t0), BreakerCounts { calls: 4, failures: 0, slow: 2 });
+    let t = call(&mut b, t0, HealthVerdict::Success, ms(600));
+    assert_eq!(
+        to(&t),
+        Some((BreakerState::Closed, BreakerState::Open, TransitionReason::SlowCallRate)),
+        "3/5 = 60% slow ≥ 60%"
+    );
 }
 
 #[test]
 fn half_open_admits_only_its_probes_and_closes_on_consecutive_successes() {
     let t0 = Instant::now();
     let mut b = breaker(count_config(2, 2), t0);
-    call(&mut b, t0, Verdict::Failure, ms(1));
-    assert!(call(&mut b, t0, Verdict::Failure, ms(1)).is_some());
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    assert!(call(&mut b, t0, HealthVerdict::Failure, ms(1)).is_some());
     let t1 = t0 + ms(1000);
     let a = b.try_acquire(t1);
-    assert_eq!(to(&a.transition), Some((State::Open, State::HalfOpen, Reason::OpenElapsed)));
+    assert_eq!(to(&a.transition), Some((BreakerState::Open, BreakerState::HalfOpen, TransitionReason::OpenElapsed)));
     let p1 = a.decision.unwrap();
     let p2 = b.try_acquire(t1).decision.unwrap();
     assert!(p1.is_probe() && p2.is_probe());
     for _ in 0..100 {
         let r = b.try_acquire(t1).decision.unwrap_err();
-        assert_eq!(r.reason, RejectReason::HalfOpenFull, "the seed let everything through here");
+        assert_eq!(
+            r.reason,
+            RejectReason::HalfOpenFull,
+            "an unbounded half-open state would let everything through here"
+        );
     }
     assert_eq!(b.probes_in_flight(), 2);
-    assert_eq!(b.on_outcome(t1, p1, Verdict::Success, ms(10)), None);
+    assert_eq!(b.on_outcome(t1, p1, HealthVerdict::Success, ms(10)), None);
     let p3 = b.try_acquire(t1).decision.unwrap();
-    assert_eq!(b.on_outcome(t1, p2, Verdict::Ignore, ms(10)), None, "ignored: frees the slot, decides nothing");
-    let t = b.on_outcome(t1, p3, Verdict::Success, ms(10));
-    assert_eq!(to(&t), Some((State::HalfOpen, State::Closed, Reason::ProbesSucceeded)));
-    assert_eq!(b.counts(t1), Counts::default(), "a fresh window after closing");
+    assert_eq!(b.on_outcome(t1, p2, HealthVerdict::Ignore, ms(10)), None, "ignored: frees the slot, decides nothing");
+    let t = b.on_outcome(t1, p3, HealthVerdict::Success, ms(10));
+    assert_eq!(to(&t), Some((BreakerState::HalfOpen, BreakerState::Closed, TransitionReason::ProbesSucceeded)));
+    assert_eq!(b.counts(t1), BreakerCounts::default(), "a fresh window after closing");
 }
 
 #[test]
@@ -102,33 +118,34 @@ fn open_period_grows_on_each_reopen_and_resets_after_a_close() {
     let mut now = t0;
     let mut periods = vec![];
     for round in 0..2 {
-        let opened = call(&mut b, now, Verdict::Failure, ms(1)).expect("opens");
+        let opened = call(&mut b, now, HealthVerdict::Failure, ms(1)).expect("opens");
         periods.push(opened.open_for.unwrap().as_millis());
         now += opened.open_for.unwrap();
         // The half-open probe fails: outright in round 0, by being slow in round 1 (the other re-open path).
         let probe = b.try_acquire(now).decision.unwrap();
-        let (verdict, elapsed) = if round == 0 { (Verdict::Failure, ms(1)) } else { (Verdict::Success, ms(600)) };
+        let (verdict, elapsed) =
+            if round == 0 { (HealthVerdict::Failure, ms(1)) } else { (HealthVerdict::Success, ms(600)) };
         let reopened = b.on_outcome(now, probe, verdict, elapsed).expect("re-opens");
         periods.push(reopened.open_for.unwrap().as_millis());
         now += reopened.open_for.unwrap();
         // Two probe successes close it, which resets the growth.
         for _ in 0..2 {
             let p = b.try_acquire(now).decision.unwrap();
-            b.on_outcome(now, p, Verdict::Success, ms(1));
+            b.on_outcome(now, p, HealthVerdict::Success, ms(1));
         }
-        assert_eq!(b.state(), State::Closed);
+        assert_eq!(b.state(), BreakerState::Closed);
     }
     assert_eq!(periods, vec![1000, 2000, 1000, 2000], "each close resets the growth");
 
     let mut b = breaker(count_config(1, 1), t0);
     let mut now = t0;
-    let mut t = call(&mut b, now, Verdict::Failure, ms(1)).unwrap();
+    let mut t = call(&mut b, now, HealthVerdict::Failure, ms(1)).unwrap();
     let mut grown = vec![t.open_for.unwrap().as_millis()];
     for _ in 0..5 {
         now += t.open_for.unwrap();
         let probe = b.try_acquire(now).decision.unwrap();
-        t = b.on_outcome(now, probe, Verdict::Failure, ms(1)).unwrap();
-        assert_eq!(t.reason, Reason::ProbeFailed);
+        t = b.on_outcome(now, probe, HealthVerdict::Failure, ms(1)).unwrap();
+        assert_eq!(t.reason, TransitionReason::ProbeFailed);
         grown.push(t.open_for.unwrap().as_millis());
     }
     assert_eq!(grown, vec![1000, 2000, 4000, 8000, 8000, 8000], "doubling, capped at open_max");
@@ -140,7 +157,7 @@ fn open_period_jitter_stays_in_band_and_is_seeded() {
     let config = BreakerConfig { open_jitter: 0.2, ..count_config(1, 1) };
     let period = |seed| {
         let mut b = Breaker::new(config.clone(), t0, SeededRng::new(seed)).unwrap();
-        call(&mut b, t0, Verdict::Failure, ms(1)).unwrap().open_for.unwrap()
+        call(&mut b, t0, HealthVerdict::Failure, ms(1)).unwrap().open_for.unwrap()
     };
     let all: Vec<Duration> = (0..50).map(period).collect();
     assert!(all.iter().all(|d| *d >= ms(800) && *d <= ms(1200)), "{all:?}");
@@ -152,13 +169,16 @@ fn open_period_jitter_stays_in_band_and_is_seeded() {
 fn a_probe_that_never_reports_cannot_wedge_half_open() {
     let t0 = Instant::now();
     let mut b = breaker(count_config(1, 1), t0);
-    call(&mut b, t0, Verdict::Failure, ms(1));
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
     let t1 = t0 + ms(1000);
     let _lost = b.try_acquire(t1).decision.unwrap();
     let _lost2 = b.try_acquire(t1).decision.unwrap();
     assert_eq!(b.try_acquire(t1 + ms(4999)).decision.unwrap_err().reason, RejectReason::HalfOpenFull);
     let a = b.try_acquire(t1 + ms(5000));
-    assert_eq!(to(&a.transition), Some((State::HalfOpen, State::Open, Reason::HalfOpenTimeout)));
+    assert_eq!(
+        to(&a.transition),
+        Some((BreakerState::HalfOpen, BreakerState::Open, TransitionReason::HalfOpenTimeout))
+    );
     assert_eq!(a.transition.unwrap().open_for, Some(ms(2000)), "counts as a re-open: the period grows");
     assert_eq!(a.decision.unwrap_err().reason, RejectReason::Open);
 }
@@ -168,10 +188,10 @@ fn server_retry_after_opens_for_that_long_capped() {
     let t0 = Instant::now();
     let config = BreakerConfig { retry_after_cap: ms(3000), ..count_config(10, 10) };
     let mut b = breaker(config, t0);
-    let t = call(&mut b, t0, Verdict::RetryAfter(ms(1234)), ms(1)).unwrap();
-    assert_eq!((t.reason, t.open_for), (Reason::ServerRetryAfter, Some(ms(1234))), "no minimum, no growth");
+    let t = call(&mut b, t0, HealthVerdict::RetryAfter(ms(1234)), ms(1)).unwrap();
+    assert_eq!((t.reason, t.open_for), (TransitionReason::ServerRetryAfter, Some(ms(1234))), "no minimum, no growth");
     let probe = b.try_acquire(t0 + ms(1234)).decision.unwrap();
-    let t = b.on_outcome(t0 + ms(1234), probe, Verdict::RetryAfter(ms(60_000)), ms(1)).unwrap();
+    let t = b.on_outcome(t0 + ms(1234), probe, HealthVerdict::RetryAfter(ms(60_000)), ms(1)).unwrap();
     assert_eq!(t.open_for, Some(ms(3000)));
 }
 
@@ -180,13 +200,13 @@ fn late_outcomes_from_an_earlier_period_do_not_count() {
     let t0 = Instant::now();
     let mut b = breaker(count_config(2, 2), t0);
     let early = b.try_acquire(t0).decision.unwrap();
-    call(&mut b, t0, Verdict::Failure, ms(1));
-    call(&mut b, t0, Verdict::Failure, ms(1));
-    assert_eq!(b.state(), State::Open);
-    assert_eq!(b.on_outcome(t0 + ms(10), early, Verdict::Failure, ms(10)), None);
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    assert_eq!(b.state(), BreakerState::Open);
+    assert_eq!(b.on_outcome(t0 + ms(10), early, HealthVerdict::Failure, ms(10)), None);
     let t1 = t0 + ms(1000);
     let probe = b.try_acquire(t1).decision.unwrap();
-    assert_eq!(b.on_outcome(t1, early, Verdict::Success, ms(1000)), None, "not a probe of this half-open");
+    assert_eq!(b.on_outcome(t1, early, HealthVerdict::Success, ms(1000)), None, "not a probe of this half-open");
     assert_eq!(b.probes_in_flight(), 1);
     b.release(probe);
     assert_eq!(b.probes_in_flight(), 0);
@@ -196,27 +216,31 @@ fn late_outcomes_from_an_earlier_period_do_not_count() {
 fn manual_switch_positions_and_reset() {
     let t0 = Instant::now();
     let mut b = breaker(count_config(1, 1), t0);
-    let t = b.set_manual(t0, Manual::ForcedOpen);
-    assert_eq!(to(&t), Some((State::Closed, State::ForcedOpen, Reason::Manual)));
-    assert_eq!(b.set_manual(t0, Manual::ForcedOpen), None);
+    let t = b.set_manual(t0, ManualSwitch::ForcedOpen);
+    assert_eq!(to(&t), Some((BreakerState::Closed, BreakerState::ForcedOpen, TransitionReason::Manual)));
+    assert_eq!(b.set_manual(t0, ManualSwitch::ForcedOpen), None);
     assert_eq!(b.try_acquire(t0 + ms(100_000)).decision.unwrap_err().reason, RejectReason::ForcedOpen);
 
-    b.set_manual(t0, Manual::Disabled);
+    b.set_manual(t0, ManualSwitch::Disabled);
     for _ in 0..5 {
-        assert_eq!(call(&mut b, t0, Verdict::Failure, ms(1)), None);
+        assert_eq!(call(&mut b, t0, HealthVerdict::Failure, ms(1)), None);
     }
     assert_eq!(b.counts(t0).calls, 0, "disabled records nothing");
 
-    b.set_manual(t0, Manual::MetricsOnly);
+    b.set_manual(t0, ManualSwitch::MetricsOnly);
     for _ in 0..5 {
-        assert_eq!(call(&mut b, t0, Verdict::Failure, ms(1)), None);
+        assert_eq!(call(&mut b, t0, HealthVerdict::Failure, ms(1)), None);
     }
-    assert_eq!((b.state(), b.counts(t0).failures), (State::MetricsOnly, 1), "counted (window of 1), never trips");
+    assert_eq!(
+        (b.state(), b.counts(t0).failures),
+        (BreakerState::MetricsOnly, 1),
+        "counted (window of 1), never trips"
+    );
 
-    assert_eq!(to(&b.reset(t0)), Some((State::MetricsOnly, State::Closed, Reason::Manual)));
+    assert_eq!(to(&b.reset(t0)), Some((BreakerState::MetricsOnly, BreakerState::Closed, TransitionReason::Manual)));
     assert_eq!(b.reset(t0), None);
     let t = b.follow_remote_open(t0, ms(700)).unwrap();
-    assert_eq!((t.reason, t.open_for), (Reason::Remote, Some(ms(700))));
+    assert_eq!((t.reason, t.open_for), (TransitionReason::Remote, Some(ms(700))));
 }
 
 #[test]
@@ -225,14 +249,14 @@ fn time_window_failures_expire_with_their_buckets() {
     let config =
         BreakerConfig { window: WindowConfig::Time { buckets: 4, bucket_width: ms(250) }, ..count_config(1, 3) };
     let mut b = breaker(config, t0);
-    call(&mut b, t0, Verdict::Failure, ms(1));
-    call(&mut b, t0 + ms(100), Verdict::Failure, ms(1));
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    call(&mut b, t0 + ms(100), HealthVerdict::Failure, ms(1));
     // One second later both failures have left the window: two more do not reach the minimum of three.
-    assert_eq!(call(&mut b, t0 + ms(1000), Verdict::Failure, ms(1)), None);
-    assert_eq!(call(&mut b, t0 + ms(1100), Verdict::Success, ms(1)), None);
-    assert_eq!(b.counts(t0 + ms(1100)), Counts { calls: 2, failures: 1, slow: 0 });
-    let t = call(&mut b, t0 + ms(1200), Verdict::Failure, ms(1));
-    assert_eq!(to(&t).map(|t| t.2), Some(Reason::FailureRate), "2/3 within the window");
+    assert_eq!(call(&mut b, t0 + ms(1000), HealthVerdict::Failure, ms(1)), None);
+    assert_eq!(call(&mut b, t0 + ms(1100), HealthVerdict::Success, ms(1)), None);
+    assert_eq!(b.counts(t0 + ms(1100)), BreakerCounts { calls: 2, failures: 1, slow: 0 });
+    let t = call(&mut b, t0 + ms(1200), HealthVerdict::Failure, ms(1));
+    assert_eq!(to(&t).map(|t| t.2), Some(TransitionReason::FailureRate), "2/3 within the window");
 }
 
 #[test]
@@ -240,10 +264,10 @@ fn gate_permits_record_once_and_release_probes_on_drop() {
     let t0 = Instant::now();
     let gate = Gate::new(breaker(count_config(1, 1), t0));
     let p = gate.try_acquire(t0).decision.unwrap();
-    assert_eq!(to(&p.record(t0 + ms(5), Verdict::Failure)).map(|t| t.1), Some(State::Open));
+    assert_eq!(to(&p.record(t0 + ms(5), HealthVerdict::Failure)).map(|t| t.1), Some(BreakerState::Open));
     let t1 = t0 + ms(1005);
     let a = gate.try_acquire(t1);
-    assert_eq!(to(&a.transition).map(|t| t.1), Some(State::HalfOpen));
+    assert_eq!(to(&a.transition).map(|t| t.1), Some(BreakerState::HalfOpen));
     let p1 = a.decision.unwrap();
     let p2 = gate.try_acquire(t1).decision.unwrap();
     assert_eq!(gate.probes_in_flight(), 2);
@@ -252,11 +276,11 @@ fn gate_permits_record_once_and_release_probes_on_drop() {
     let p3 = gate.try_acquire(t1).decision.unwrap();
     assert_eq!(p3.admitted_at(), t1);
     // Slow by the permit's own clock: admitted at t1, reported 600 ms later.
-    let t = p3.record(t1 + ms(600), Verdict::Success);
-    assert_eq!(to(&t).map(|t| t.2), Some(Reason::ProbeSlow));
+    let t = p3.record(t1 + ms(600), HealthVerdict::Success);
+    assert_eq!(to(&t).map(|t| t.2), Some(TransitionReason::ProbeSlow));
     drop(p2);
     assert_eq!(gate.probes_in_flight(), 0);
-    assert_eq!(gate.state(), State::Open);
+    assert_eq!(gate.state(), BreakerState::Open);
 }
 
 // ---- model-based test ----
@@ -282,12 +306,12 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn verdict(v: u8) -> Verdict {
+fn verdict(v: u8) -> HealthVerdict {
     match v {
-        0..=3 => Verdict::Success,
-        4..=6 => Verdict::Failure,
-        7..=8 => Verdict::Ignore,
-        _ => Verdict::RetryAfter(ms(700)),
+        0..=3 => HealthVerdict::Success,
+        4..=6 => HealthVerdict::Failure,
+        7..=8 => HealthVerdict::Ignore,
+        _ => HealthVerdict::RetryAfter(ms(700)),
     }
 }
 
@@ -296,7 +320,7 @@ fn verdict(v: u8) -> Verdict {
 struct Model {
     c: BreakerConfig,
     origin: Instant,
-    state: State,
+    state: BreakerState,
     period: u64,
     /// Outcomes since the last close: (time, failed, slow).
     log: Vec<(Instant, bool, bool)>,
@@ -307,7 +331,7 @@ struct Model {
     successes: u32,
 }
 
-type Step = Option<(State, State, Reason, Option<Duration>)>;
+type Step = Option<(BreakerState, BreakerState, TransitionReason, Option<Duration>)>;
 
 impl Model {
     fn window(&self, now: Instant) -> (u32, u32, u32) {
@@ -323,19 +347,19 @@ impl Model {
         (in_window.len() as u32, failures, slow)
     }
 
-    fn go(&mut self, now: Instant, to: State, reason: Reason, open_for: Option<Duration>) -> Step {
+    fn go(&mut self, now: Instant, to: BreakerState, reason: TransitionReason, open_for: Option<Duration>) -> Step {
         let from = self.state;
         self.state = to;
         self.period += 1;
         match to {
-            State::Open => self.open_until = now + open_for.unwrap(),
-            State::HalfOpen => (self.half_since, self.probes, self.successes) = (now, 0, 0),
+            BreakerState::Open => self.open_until = now + open_for.unwrap(),
+            BreakerState::HalfOpen => (self.half_since, self.probes, self.successes) = (now, 0, 0),
             _ => {}
         }
         Some((from, to, reason, open_for))
     }
 
-    fn open(&mut self, now: Instant, reason: Reason, dictated: Option<Duration>) -> Step {
+    fn open(&mut self, now: Instant, reason: TransitionReason, dictated: Option<Duration>) -> Step {
         let d = match dictated {
             Some(d) => d.min(self.c.retry_after_cap),
             None => {
@@ -347,21 +371,21 @@ impl Model {
                 d
             }
         };
-        self.go(now, State::Open, reason, Some(d))
+        self.go(now, BreakerState::Open, reason, Some(d))
     }
 
-    fn close(&mut self, now: Instant, reason: Reason) -> Step {
+    fn close(&mut self, now: Instant, reason: TransitionReason) -> Step {
         self.log.clear();
         self.reopens = 0;
-        self.go(now, State::Closed, reason, None)
+        self.go(now, BreakerState::Closed, reason, None)
     }
 
     fn tick(&mut self, now: Instant) -> Step {
-        if self.state == State::Open && now >= self.open_until {
-            return self.go(now, State::HalfOpen, Reason::OpenElapsed, None);
+        if self.state == BreakerState::Open && now >= self.open_until {
+            return self.go(now, BreakerState::HalfOpen, TransitionReason::OpenElapsed, None);
         }
-        if self.state == State::HalfOpen && now - self.half_since >= self.c.half_open_max_wait {
-            return self.open(now, Reason::HalfOpenTimeout, None);
+        if self.state == BreakerState::HalfOpen && now - self.half_since >= self.c.half_open_max_wait {
+            return self.open(now, TransitionReason::HalfOpenTimeout, None);
         }
         None
     }
@@ -369,10 +393,10 @@ impl Model {
     fn acquire(&mut self, now: Instant) -> (Step, Result<(u64, bool), RejectReason>) {
         let step = self.tick(now);
         let r = match self.state {
-            State::Open => Err(RejectReason::Open),
-            State::ForcedOpen => Err(RejectReason::ForcedOpen),
-            State::HalfOpen if self.probes >= self.c.half_open_probes => Err(RejectReason::HalfOpenFull),
-            State::HalfOpen => {
+            BreakerState::Open => Err(RejectReason::Open),
+            BreakerState::ForcedOpen => Err(RejectReason::ForcedOpen),
+            BreakerState::HalfOpen if self.probes >= self.c.half_open_probes => Err(RejectReason::HalfOpenFull),
+            BreakerState::HalfOpen => {
                 self.probes += 1;
                 Ok((self.period, true))
             }
@@ -381,7 +405,7 @@ impl Model {
         (step, r)
     }
 
-    fn report(&mut self, now: Instant, (period, probe): (u64, bool), v: Verdict, elapsed: Duration) -> Step {
+    fn report(&mut self, now: Instant, (period, probe): (u64, bool), v: HealthVerdict, elapsed: Duration) -> Step {
         if let Some(s) = self.tick(now) {
             return Some(s);
         }
@@ -392,17 +416,17 @@ impl Model {
             self.probes -= 1;
         }
         let slow = elapsed >= self.c.slow_call_duration;
-        if v == Verdict::Ignore {
+        if v == HealthVerdict::Ignore {
             return None;
         }
         match self.state {
-            State::Closed | State::MetricsOnly => {
-                self.log.push((now, v != Verdict::Success, slow));
-                if self.state == State::MetricsOnly {
+            BreakerState::Closed | BreakerState::MetricsOnly => {
+                self.log.push((now, v != HealthVerdict::Success, slow));
+                if self.state == BreakerState::MetricsOnly {
                     return None;
                 }
-                if let Verdict::RetryAfter(d) = v {
-                    return self.open(now, Reason::ServerRetryAfter, Some(d));
+                if let HealthVerdict::RetryAfter(d) = v {
+                    return self.open(now, TransitionReason::ServerRetryAfter, Some(d));
                 }
                 let (calls, failures, slows) = self.window(now);
                 let minimum = match self.c.window {
@@ -411,21 +435,21 @@ impl Model {
                 };
                 let rate = |n: u32| f64::from(n) / f64::from(calls);
                 if calls >= minimum && rate(failures) >= self.c.failure_rate_threshold {
-                    self.open(now, Reason::FailureRate, None)
+                    self.open(now, TransitionReason::FailureRate, None)
                 } else if calls >= minimum && rate(slows) >= self.c.slow_call_rate_threshold {
-                    self.open(now, Reason::SlowCallRate, None)
+                    self.open(now, TransitionReason::SlowCallRate, None)
                 } else {
                     None
                 }
             }
-            State::HalfOpen => match v {
-                Verdict::RetryAfter(d) => self.open(now, Reason::ServerRetryAfter, Some(d)),
-                Verdict::Failure => self.open(now, Reason::ProbeFailed, None),
-                _ if slow => self.open(now, Reason::ProbeSlow, None),
+            BreakerState::HalfOpen => match v {
+                HealthVerdict::RetryAfter(d) => self.open(now, TransitionReason::ServerRetryAfter, Some(d)),
+                HealthVerdict::Failure => self.open(now, TransitionReason::ProbeFailed, None),
+                _ if slow => self.open(now, TransitionReason::ProbeSlow, None),
                 _ => {
                     self.successes += 1;
                     if self.successes >= self.c.half_open_probes {
-                        self.close(now, Reason::ProbesSucceeded)
+                        self.close(now, TransitionReason::ProbesSucceeded)
                     } else {
                         None
                     }
@@ -436,13 +460,13 @@ impl Model {
     }
 
     fn release(&mut self, (period, probe): (u64, bool)) {
-        if probe && period == self.period && self.state == State::HalfOpen {
+        if probe && period == self.period && self.state == BreakerState::HalfOpen {
             self.probes -= 1;
         }
     }
 }
 
-fn step_of(t: Option<Transition>) -> Step {
+fn step_of(t: Option<BreakerTransition>) -> Step {
     t.map(|t| (t.from, t.to, t.reason, t.open_for))
 }
 
@@ -452,7 +476,7 @@ fn run_model(config: BreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut model = Model {
         c: config.clone(),
         origin: t0,
-        state: State::Closed,
+        state: BreakerState::Closed,
         period: 0,
         log: vec![],
         reopens: 0,
@@ -497,29 +521,30 @@ fn run_model(config: BreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::Manual(k) => {
                 let (manual, state) = match k {
-                    0 => (Manual::ForcedOpen, State::ForcedOpen),
-                    1 => (Manual::Disabled, State::Disabled),
-                    _ => (Manual::MetricsOnly, State::MetricsOnly),
+                    0 => (ManualSwitch::ForcedOpen, BreakerState::ForcedOpen),
+                    1 => (ManualSwitch::Disabled, BreakerState::Disabled),
+                    _ => (ManualSwitch::MetricsOnly, BreakerState::MetricsOnly),
                 };
                 let expect = if model.state == state {
                     None
                 } else {
                     model.log.clear();
-                    model.go(now, state, Reason::Manual, None)
+                    model.go(now, state, TransitionReason::Manual, None)
                 };
                 prop_assert_eq!(step_of(real.set_manual(now, manual)), expect);
             }
             Op::Reset => {
-                let expect = if model.state == State::Closed { None } else { model.close(now, Reason::Manual) };
+                let expect =
+                    if model.state == BreakerState::Closed { None } else { model.close(now, TransitionReason::Manual) };
                 prop_assert_eq!(step_of(real.reset(now)), expect);
             }
             Op::Report { .. } | Op::Drop(_) => {}
         }
         prop_assert_eq!(real.state(), model.state, "op {}", i);
         prop_assert!(real.probes_in_flight() <= config.half_open_probes, "op {}: probe limit exceeded", i);
-        prop_assert_eq!(real.probes_in_flight(), if model.state == State::HalfOpen { model.probes } else { 0 });
+        prop_assert_eq!(real.probes_in_flight(), if model.state == BreakerState::HalfOpen { model.probes } else { 0 });
         let (calls, failures, slow) = model.window(now);
-        prop_assert_eq!(real.counts(now), Counts { calls, failures, slow }, "op {}: window", i);
+        prop_assert_eq!(real.counts(now), BreakerCounts { calls, failures, slow }, "op {}: window", i);
     }
     Ok(())
 }

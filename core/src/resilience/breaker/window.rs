@@ -4,19 +4,19 @@
 use tokio::time::Instant;
 
 use super::config::WindowConfig;
-use crate::resilience::ring::{Bucket, TimeRing, counter_bucket};
+use crate::resilience::ring::{Additive, TimeRing, counter_bucket};
 
 /// Calls, failures and slow calls in the window. A call can be both failed and slow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
+pub struct BreakerCounts {
     pub calls: u32,
     pub failures: u32,
     pub slow: u32,
 }
 
-impl Counts {
+impl BreakerCounts {
     fn one(failed: bool, slow: bool) -> Self {
-        Counts { calls: 1, failures: u32::from(failed), slow: u32::from(slow) }
+        BreakerCounts { calls: 1, failures: u32::from(failed), slow: u32::from(slow) }
     }
 
     /// failures / calls, 0 with no calls.
@@ -34,12 +34,12 @@ fn ratio(n: u32, d: u32) -> f64 {
     if d == 0 { 0.0 } else { f64::from(n) / f64::from(d) }
 }
 
-counter_bucket!(Counts { calls, failures, slow });
+counter_bucket!(BreakerCounts { calls, failures, slow });
 
 #[derive(Debug, Clone)]
 pub(super) enum Window {
     Count(CountWindow),
-    Time(TimeRing<Counts>),
+    Time(TimeRing<BreakerCounts>),
 }
 
 impl Window {
@@ -55,11 +55,11 @@ impl Window {
     pub(super) fn record(&mut self, now: Instant, failed: bool, slow: bool) {
         match self {
             Window::Count(w) => w.record(failed, slow),
-            Window::Time(r) => r.record(now, Counts::one(failed, slow)),
+            Window::Time(r) => r.record(now, BreakerCounts::one(failed, slow)),
         }
     }
 
-    pub(super) fn counts(&mut self, now: Instant) -> Counts {
+    pub(super) fn counts(&mut self, now: Instant) -> BreakerCounts {
         match self {
             Window::Count(w) => w.total,
             Window::Time(r) => r.total(now),
@@ -74,25 +74,25 @@ impl Window {
     }
 }
 
-/// The last `size` outcomes as a ring of `Counts::one` entries (two flags each) plus their running total.
+/// The last `size` outcomes as a ring of `BreakerCounts::one` entries (two flags each) plus their running total.
 #[derive(Debug, Clone)]
 pub(super) struct CountWindow {
-    slots: Box<[Counts]>,
+    slots: Box<[BreakerCounts]>,
     next: usize,
-    total: Counts,
+    total: BreakerCounts,
 }
 
 impl CountWindow {
     fn new(size: usize) -> Self {
         CountWindow {
-            slots: vec![Counts::default(); size.max(1)].into_boxed_slice(),
+            slots: vec![BreakerCounts::default(); size.max(1)].into_boxed_slice(),
             next: 0,
-            total: Counts::default(),
+            total: BreakerCounts::default(),
         }
     }
 
     fn record(&mut self, failed: bool, slow: bool) {
-        let entry = Counts::one(failed, slow);
+        let entry = BreakerCounts::one(failed, slow);
         self.total.sub(&self.slots[self.next]);
         self.slots[self.next] = entry;
         self.total.add(&entry);
@@ -113,11 +113,11 @@ mod tests {
         w.record(t, true, false);
         w.record(t, true, true);
         w.record(t, false, false);
-        assert_eq!(w.counts(t), Counts { calls: 3, failures: 2, slow: 1 });
+        assert_eq!(w.counts(t), BreakerCounts { calls: 3, failures: 2, slow: 1 });
         w.record(t, false, false); // evicts the first failure
-        assert_eq!(w.counts(t), Counts { calls: 3, failures: 1, slow: 1 });
+        assert_eq!(w.counts(t), BreakerCounts { calls: 3, failures: 1, slow: 1 });
         w.clear();
-        assert_eq!(w.counts(t), Counts::default());
+        assert_eq!(w.counts(t), BreakerCounts::default());
     }
 
     #[test]
@@ -127,10 +127,10 @@ mod tests {
         let mut w = Window::new(WindowConfig::Time { buckets: 2, bucket_width: s(1) }, t);
         w.record(t, true, false);
         w.record(t + s(1), false, true);
-        assert_eq!(w.counts(t + s(1)), Counts { calls: 2, failures: 1, slow: 1 });
-        assert_eq!(w.counts(t + s(2)), Counts { calls: 1, failures: 0, slow: 1 });
-        assert_eq!(w.counts(t + s(3)), Counts::default());
-        let c = Counts { calls: 4, failures: 2, slow: 1 };
-        assert_eq!((c.failure_rate(), c.slow_rate(), Counts::default().failure_rate()), (0.5, 0.25, 0.0));
+        assert_eq!(w.counts(t + s(1)), BreakerCounts { calls: 2, failures: 1, slow: 1 });
+        assert_eq!(w.counts(t + s(2)), BreakerCounts { calls: 1, failures: 0, slow: 1 });
+        assert_eq!(w.counts(t + s(3)), BreakerCounts::default());
+        let c = BreakerCounts { calls: 4, failures: 2, slow: 1 };
+        assert_eq!((c.failure_rate(), c.slow_rate(), BreakerCounts::default().failure_rate()), (0.5, 0.25, 0.0));
     }
 }

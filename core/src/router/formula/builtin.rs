@@ -1,21 +1,21 @@
 //! The built-in formulas (see the table in the parent module for their arithmetic and why each exists).
 
 use super::{Candidates, Choice, Formula};
-use crate::router::stats::seed_score;
+use crate::router::score::health_score;
 use crate::rt::SeededRng;
 
 /// The linear weighted health score.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SeedWeighted;
+pub struct HealthWeighted;
 
-impl Formula for SeedWeighted {
+impl Formula for HealthWeighted {
     fn name(&self) -> &str {
         "seed_weighted"
     }
 
     fn decide(&mut self, candidates: &Candidates<'_>, _rng: &SeededRng, weights: &mut [f64]) -> Choice {
         for (w, s) in weights.iter_mut().zip(candidates.stats) {
-            *w = seed_score(s);
+            *w = health_score(s);
         }
         Choice::Weighted
     }
@@ -133,7 +133,7 @@ impl Formula for BestScore {
     fn decide(&mut self, candidates: &Candidates<'_>, _rng: &SeededRng, _weights: &mut [f64]) -> Choice {
         let mut best = (0, f64::NEG_INFINITY);
         for (i, s) in candidates.stats.iter().enumerate() {
-            let score = seed_score(s);
+            let score = health_score(s);
             if score > best.1 {
                 best = (i, score);
             }

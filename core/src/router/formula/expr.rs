@@ -21,7 +21,8 @@ use std::fmt;
 use exmex::{Express, FlatEx};
 
 use super::{Candidates, Choice, Formula};
-use crate::router::stats::{CandidateStats, seed_score};
+use crate::router::score::health_score;
+use crate::router::stats::CandidateStats;
 use crate::rt::SeededRng;
 
 /// The statistics an expression may name: (name, meaning). See [`CandidateStats`] for definitions.
@@ -57,7 +58,7 @@ fn read(s: &CandidateStats, stat: usize) -> f64 {
         1 => s.latency_ratio,
         2 => s.capacity,
         3 => s.uptime,
-        4 => seed_score(s),
+        4 => health_score(s),
         5 => s.p95_ms,
         6 => s.declared_p95_ms,
         7 => s.in_flight,
@@ -351,7 +352,7 @@ mod tests {
     fn evaluates_over_the_named_statistics() {
         assert!((weight("0.5*(1-error_rate) + 0.5*capacity") - (0.4 + 0.375)).abs() < 1e-12);
         assert!((weight("1 / (peak_ewma_ms * (in_flight + 1))") - 1.0 / 160.0).abs() < 1e-12);
-        assert!((weight("score") - seed_score(&stats())).abs() < 1e-12);
+        assert!((weight("score") - health_score(&stats())).abs() < 1e-12);
         assert!((weight("(1 - error_rate)^2 * sqrt(uptime)") - 0.64).abs() < 1e-12);
         assert_eq!(weight("1/2"), 0.5, "float division, not integer");
     }

@@ -28,7 +28,7 @@ mod expr;
 use std::fmt;
 use std::str::FromStr;
 
-pub use builtin::{BestScore, LeastOutstanding, P2cPeakEwma, RandomChoice, RoundRobin, SeedWeighted};
+pub use builtin::{BestScore, HealthWeighted, LeastOutstanding, P2cPeakEwma, RandomChoice, RoundRobin};
 pub use expr::{Custom, Expression, FormulaError, STATISTICS};
 
 use super::stats::CandidateStats;
@@ -64,7 +64,7 @@ pub trait Formula: fmt::Debug + Send {
 /// A formula by name, as scenario files and the command line spell it: a built-in name, or `expr:<expression>`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FormulaSpec {
-    SeedWeighted,
+    HealthWeighted,
     RoundRobin,
     Random,
     LeastOutstanding,
@@ -89,7 +89,7 @@ impl FormulaSpec {
 
     pub fn name(&self) -> &str {
         match self {
-            FormulaSpec::SeedWeighted => Self::BUILT_IN[0],
+            FormulaSpec::HealthWeighted => Self::BUILT_IN[0],
             FormulaSpec::RoundRobin => Self::BUILT_IN[1],
             FormulaSpec::Random => Self::BUILT_IN[2],
             FormulaSpec::LeastOutstanding => Self::BUILT_IN[3],
@@ -102,7 +102,7 @@ impl FormulaSpec {
     /// A fresh instance (each router gets its own: formulas keep per-router state).
     pub fn build(&self) -> Box<dyn Formula> {
         match self {
-            FormulaSpec::SeedWeighted => Box::new(SeedWeighted),
+            FormulaSpec::HealthWeighted => Box::new(HealthWeighted),
             FormulaSpec::RoundRobin => Box::new(RoundRobin::default()),
             FormulaSpec::Random => Box::new(RandomChoice),
             FormulaSpec::LeastOutstanding => Box::new(LeastOutstanding),
@@ -123,7 +123,7 @@ impl FromStr for FormulaSpec {
             return FormulaSpec::custom(s, text);
         }
         let spec = match s {
-            "seed_weighted" => FormulaSpec::SeedWeighted,
+            "seed_weighted" => FormulaSpec::HealthWeighted,
             "round_robin" => FormulaSpec::RoundRobin,
             "random" => FormulaSpec::Random,
             "least_outstanding" => FormulaSpec::LeastOutstanding,

@@ -3,11 +3,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpstorm_core::cancel::CancelToken;
-use mcpstorm_core::conn::CallOptions;
-use mcpstorm_core::error::{CallError, LocalError};
 use mcpstorm_core::mcp::LATEST_PROTOCOL_VERSION;
 use mcpstorm_core::session::{Era, MODERN_PROTOCOL_VERSIONS};
+use mcpstorm_core::{CallError, CallOptions, CancelToken, LocalError};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep};
@@ -287,12 +285,12 @@ async fn serves_over_loopback_tcp() {
         let fake = fake.clone();
         tokio::spawn(async move { fake.serve(listener).await })
     };
-    let dialer = mcpstorm_core::rt::TcpDialer { addr };
+    let dialer = mcpstorm_core::TcpDialer { addr };
     let client = McpClient::new(
         "fake",
         Arc::new(dialer),
         mcpstorm_core::ClientConfig::default(),
-        mcpstorm_core::rt::SeededRng::new(0),
+        mcpstorm_core::SeededRng::new(0),
     );
     assert_eq!(client.list_tools().await.expect("tools/list").len(), 3);
     assert_eq!(call_ok(&client, "echo", json!({"message": "over tcp"})).await, "over tcp");
@@ -361,7 +359,7 @@ async fn declared_hints_and_capabilities_reach_the_core_through_meta() {
         assert_eq!(hints.max_concurrent_requests, Some(20), "{eras:?}");
         let session = client.session().await.expect("session");
         let spec =
-            mcpstorm_core::router::ServerSpec::from_capabilities("s", ["s-0"], &caps, session.init.extra.get("_meta"));
+            mcpstorm_core::router::ServerEntry::from_capabilities("s", ["s-0"], &caps, session.init.extra.get("_meta"));
         assert!(spec.matrix["language_support"].contains("rust"), "{eras:?}: {:?}", spec.matrix);
         assert_eq!(spec.hints, hints);
     }

@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use mcpstorm_core::conn::CallOptions;
-use mcpstorm_core::error::{CallError, LocalError};
+use mcpstorm_core::{CallError, CallOptions, LocalError};
 use serde_json::json;
 use tokio::time::Instant;
 

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use mcpstorm_core::error::{LifecycleError, TransportError};
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::session::{CachedEra, DiscoverResult, Era, EraCache, MODERN_PROTOCOL_VERSIONS};
+use mcpstorm_core::{LifecycleError, TransportError};
 
 use tokio::time::sleep;
 
@@ -38,7 +38,7 @@ fn legacy_only(answer: LegacyDiscover) -> FakeServer {
 
 fn client_with(server: &FakeServer, config: ClientConfig, cache: &EraCache) -> Arc<McpClient> {
     let client =
-        McpClient::new("fake", Arc::new(DuplexDialer(server.clone())), config, mcpstorm_core::rt::SeededRng::new(0))
+        McpClient::new("fake", Arc::new(DuplexDialer(server.clone())), config, mcpstorm_core::SeededRng::new(0))
             .with_era_cache(cache.clone());
     Arc::new(client)
 }
@@ -313,7 +313,7 @@ async fn a_server_that_dies_on_the_probe_is_a_transport_error_not_an_era() {
     let dialer = DuplexDialer(fake(both_eras(), LegacyDiscover::MethodNotFound));
     let config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
     let cache = EraCache::new();
-    let client = McpClient::new("fake", Arc::new(ClosingDialer(dialer)), config, mcpstorm_core::rt::SeededRng::new(0))
+    let client = McpClient::new("fake", Arc::new(ClosingDialer(dialer)), config, mcpstorm_core::SeededRng::new(0))
         .with_era_cache(cache.clone());
     let err = client.session().await.expect_err("the stream closes");
     assert!(matches!(err, CallError::Transport(TransportError::Closed)), "{err:?}");

@@ -10,11 +10,8 @@ mod wire;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpstorm_core::client::{ClientConfig, McpClient};
-use mcpstorm_core::conn::CallOptions;
-use mcpstorm_core::error::CallError;
 use mcpstorm_core::mcp::CallToolResult;
-use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
+use mcpstorm_core::{ByteStream, CallError, CallOptions, ClientConfig, DialFuture, Dialer, McpClient};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf};
 use tokio::time::{Instant, timeout};
@@ -47,7 +44,7 @@ fn client(server: &FakeServer) -> Arc<McpClient> {
         "fake",
         Arc::new(DuplexDialer(server.clone())),
         ClientConfig::default(),
-        mcpstorm_core::rt::SeededRng::new(0),
+        mcpstorm_core::SeededRng::new(0),
     ))
 }
 

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use mcpstorm_core::session::ext::{AuthScheme, META_AUTH_SCHEMES, META_AUTHORIZATION, META_SESSION, RENEW};
+use mcpstorm_core::AuthScheme;
+use mcpstorm_core::session::{META_AUTH_SCHEMES, META_AUTHORIZATION, META_SESSION, RENEW};
 use serde_json::{Value, json};
 
 use super::*;

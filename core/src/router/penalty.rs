@@ -15,16 +15,16 @@ use super::window::{BucketRing, Peak};
 pub const PENALTY_FACTOR: f64 = 0.5;
 
 #[derive(Debug, Clone)]
-pub struct Drift {
+pub struct DriftPenalty {
     recent: BucketRing<Peak>,
     until: Option<Duration>,
     drop: f64,
     hold: Duration,
 }
 
-impl Drift {
+impl DriftPenalty {
     pub fn new(config: &RouterConfig) -> Self {
-        Drift {
+        DriftPenalty {
             recent: BucketRing::new(config.drift_window, config.window_buckets, Peak::default),
             until: None,
             drop: config.drift_drop,
@@ -67,7 +67,7 @@ mod tests {
 
     #[test]
     fn a_drop_over_15_percent_within_5_min_halves_for_10_min() {
-        let mut d = Drift::new(&RouterConfig::default());
+        let mut d = DriftPenalty::new(&RouterConfig::default());
         assert_eq!(d.observe(1.0, s(0)), 1.0);
         assert_eq!(d.observe(0.90, s(60)), 1.0, "a 10% drop is tolerated");
         assert_eq!(d.observe(0.84, s(240)), PENALTY_FACTOR, "16% below the best of the last 5 min");
@@ -81,7 +81,7 @@ mod tests {
 
     #[test]
     fn a_drop_slower_than_the_window_is_not_punished() {
-        let mut d = Drift::new(&RouterConfig::default());
+        let mut d = DriftPenalty::new(&RouterConfig::default());
         d.observe(1.0, s(0));
         // The 1.0 leaves the window at 300 s; the next sample, 0.8, is compared with nothing higher.
         assert_eq!(d.observe(0.8, s(330)), 1.0);
@@ -89,7 +89,7 @@ mod tests {
 
     #[test]
     fn a_new_drop_after_the_penalty_re_arms_it() {
-        let mut d = Drift::new(&RouterConfig::default());
+        let mut d = DriftPenalty::new(&RouterConfig::default());
         d.observe(1.0, s(0));
         assert_eq!(d.observe(0.5, s(10)), PENALTY_FACTOR);
         assert_eq!(d.multiplier(s(610)), 1.0);

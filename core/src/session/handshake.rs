@@ -1,10 +1,12 @@
 //! The legacy (handshake-era, 2025-11-25) lifecycle: `initialize` → result → `notifications/initialized`, with
-//! version negotiation. Which era a server speaks is decided first, by [`crate::session::establish`].
+//! version negotiation. Which era a server speaks is decided first, by [`super::establish`].
+
+use std::time::Duration;
 
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::ClientConfig;
+use super::LifecycleConfig;
 use crate::conn::{CallOptions, Connection, Lane};
 use crate::error::{CallError, LifecycleError, LocalError, TransportError};
 use crate::mcp::{InitializeParams, InitializeResult, method};
@@ -12,7 +14,7 @@ use crate::mcp::{InitializeParams, InitializeResult, method};
 /// The handshake. A JSON-RPC error answer is [`LifecycleError::InitializeRefused`] carrying the server's error (a
 /// -32022 there is a modern server's refusal, which the era detection acts on); a version we do not speak is
 /// [`LifecycleError::VersionMismatch`], and the connection is then to be dropped, as the spec requires.
-pub(crate) async fn initialize(conn: &Connection, config: &ClientConfig) -> Result<InitializeResult, CallError> {
+pub(crate) async fn initialize(conn: &Connection, config: &LifecycleConfig) -> Result<InitializeResult, CallError> {
     let Some(ours) = config.protocol_versions.first() else {
         return Err(LifecycleError::VersionMismatch { ours: Vec::new(), theirs: String::new() }.into());
     };
@@ -22,12 +24,7 @@ pub(crate) async fn initialize(conn: &Connection, config: &ClientConfig) -> Resu
         client_info: config.client_info.clone(),
     };
     let limit = config.handshake_timeout;
-    let opts = CallOptions {
-        lane: Lane::Priority,
-        deadline: Some(Instant::now() + limit),
-        first_response: Some(limit),
-        ..CallOptions::default()
-    };
+    let opts = lifecycle_call(limit);
     let raw = conn.request(method::INITIALIZE, serde_json::to_value(params).ok(), opts).await.map_err(|e| match e {
         CallError::Protocol(obj) => LifecycleError::InitializeRefused(obj).into(),
         CallError::Local(LocalError::DeadlineExceeded | LocalError::FirstResponseTimeout(_)) => {
@@ -47,4 +44,14 @@ pub(crate) async fn initialize(conn: &Connection, config: &ClientConfig) -> Resu
     }
     conn.notify(method::INITIALIZED, None).await?;
     Ok(init)
+}
+
+/// A lifecycle request's options: the priority lane, and `limit` both for its first response and in all.
+pub(super) fn lifecycle_call(limit: Duration) -> CallOptions {
+    CallOptions {
+        lane: Lane::Priority,
+        deadline: Some(Instant::now() + limit),
+        first_response: Some(limit),
+        ..CallOptions::default()
+    }
 }

@@ -9,25 +9,35 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Value, json};
 use tokio::time::{Duration, Instant};
 
-use super::ClientConfig;
 use super::drift;
+use super::{Capabilities, SchemaCache};
 use crate::conn::{CallOptions, Connection, Lane};
 use crate::error::CallError;
 use crate::mcp::{Implementation, InitializeResult, ListToolsResult, Tool, method};
 use crate::observe::RefetchReason;
-use crate::schema::{Capabilities, SchemaCache};
 
-/// What a fetch needs: the session's connection and identity, and the client's schema cache and settings.
+/// How much of a tool listing a client accepts: a server can list anything (`ClientConfig` builds these from its
+/// `max_tool_pages`, `max_tools` and `max_tool_list_bytes`).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct FetchCtx<'a> {
+pub(crate) struct ListingLimits {
+    /// `tools/list` pages followed before giving up (a cursor loop guard).
+    pub max_pages: usize,
+    pub max_tools: usize,
+    /// The listing's size as JSON, all pages together.
+    pub max_bytes: usize,
+}
+
+/// What a fetch needs: the session's connection and identity, and the client's schema cache and listing limits.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FetchCtx<'a> {
     pub conn: &'a Connection,
     pub init: &'a InitializeResult,
     pub schemas: &'a SchemaCache,
-    pub config: &'a ClientConfig,
+    pub limits: &'a ListingLimits,
 }
 
 #[derive(Debug, Default)]
-pub(super) struct ToolCache {
+pub(crate) struct ToolCache {
     stale: AtomicBool,
     /// Async mutex: concurrent callers wait for one fetch instead of each listing the tools.
     state: tokio::sync::Mutex<State>,
@@ -44,7 +54,7 @@ struct State {
 }
 
 /// A record, and why it was fetched again if it just was (`None` for the first fetch or a cache hit).
-pub(super) type Got = (Arc<Capabilities>, Option<RefetchReason>);
+pub(crate) type Got = (Arc<Capabilities>, Option<RefetchReason>);
 
 impl ToolCache {
     pub fn mark_stale(&self) {
@@ -104,7 +114,7 @@ impl ToolCache {
 }
 
 async fn fetch_into(state: &mut State, ctx: FetchCtx<'_>) -> Result<Arc<Capabilities>, CallError> {
-    let (tools, ttl) = fetch_all(ctx.conn, ctx.config).await?;
+    let (tools, ttl) = fetch_all(ctx.conn, ctx.limits).await?;
     let server = state.server.clone().unwrap_or_else(|| ctx.init.server_info.clone());
     let fresh = Arc::new(ctx.schemas.record(server, ctx.init.extra.get("_meta"), tools));
     state.current = Some(fresh.clone());
@@ -117,26 +127,26 @@ async fn fetch_into(state: &mut State, ctx: FetchCtx<'_>) -> Result<Arc<Capabili
 /// one that lists more than `max_tools` tools or `max_tool_list_bytes` of them gets an error naming the limit: the
 /// listing is refused whole, since a silently truncated tool list would make calls to the missing tools look like
 /// the server's fault.
-async fn fetch_all(conn: &Connection, config: &ClientConfig) -> Result<(Vec<Tool>, Option<u64>), CallError> {
+async fn fetch_all(conn: &Connection, limits: &ListingLimits) -> Result<(Vec<Tool>, Option<u64>), CallError> {
     let mut all = Vec::new();
     let mut bytes = 0usize;
     let mut ttl: Option<u64> = None;
     let mut cursor: Option<String> = None;
-    for _ in 0..config.max_tool_pages {
+    for _ in 0..limits.max_pages {
         let params = cursor.as_ref().map(|c| json!({"cursor": c}));
         let opts = CallOptions { lane: Lane::Priority, ..CallOptions::default() };
         let raw = conn.request(method::TOOLS_LIST, params, opts).await?;
         bytes = bytes.saturating_add(json_size(&raw));
-        if bytes > config.max_tool_list_bytes {
+        if bytes > limits.max_bytes {
             return Err(too_large(format!(
                 "is larger than {} bytes (ClientConfig::max_tool_list_bytes, --max-tool-list-mib)",
-                config.max_tool_list_bytes
+                limits.max_bytes
             )));
         }
         // Counted on the parsed page, before it is turned into tools: refusing costs no second copy.
         let listed = raw.get("tools").and_then(Value::as_array).map_or(0, Vec::len);
-        if all.len().saturating_add(listed) > config.max_tools {
-            let limit = config.max_tools;
+        if all.len().saturating_add(listed) > limits.max_tools {
+            let limit = limits.max_tools;
             return Err(too_large(format!("has more than {limit} tools (ClientConfig::max_tools, --max-tools)")));
         }
         let page: ListToolsResult =
@@ -155,7 +165,7 @@ async fn fetch_all(conn: &Connection, config: &ClientConfig) -> Result<(Vec<Tool
     }
     Err(CallError::MalformedResponse(format!(
         "tools/list did not end within {} pages (ClientConfig::max_tool_pages)",
-        config.max_tool_pages
+        limits.max_pages
     )))
 }
 

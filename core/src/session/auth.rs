@@ -9,8 +9,9 @@
 
 use serde_json::{Map, Value, json};
 
+use super::ext::{META_AUTHORIZATION, pick_credential};
+use crate::credential::{AuthScheme, Credential};
 use crate::error::AuthError;
-use crate::session::ext::{AuthScheme, Credential, META_AUTHORIZATION, pick_credential};
 
 /// What a session sends for authorization.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +50,7 @@ impl AuthChoice {
         if let AuthChoice::Chosen(c) = self {
             meta.insert(
                 META_AUTHORIZATION.to_owned(),
-                json!({"scheme": c.scheme.as_str(), "credential": c.secret.expose()}),
+                json!({"scheme": <&str>::from(c.scheme), "credential": c.secret.expose()}),
             );
         }
     }
@@ -63,7 +64,7 @@ pub(crate) fn mismatch(accepted: &[AuthScheme], configured: &[Credential]) -> Au
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::ext::Secret;
+    use crate::credential::Secret;
 
     fn cred(scheme: AuthScheme, secret: &str) -> Credential {
         Credential { scheme, secret: Secret::new(secret) }

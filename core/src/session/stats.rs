@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
+use strum::VariantArray;
 
 use crate::observe::{Event, Observer, SessionEvent};
 
@@ -33,9 +34,9 @@ impl SessionStats {
     }
 }
 
-/// The live counters, one atomic per event kind, indexed like [`SessionEvent::ALL`].
+/// The live counters, one atomic per event kind, indexed like [`SessionEvent::VARIANTS`].
 #[derive(Debug, Default)]
-pub(crate) struct SessionCounters([AtomicU64; SessionEvent::ALL.len()]);
+pub(crate) struct SessionCounters([AtomicU64; SessionEvent::VARIANTS.len()]);
 
 impl SessionCounters {
     pub fn bump(&self, what: SessionEvent) {
@@ -77,13 +78,13 @@ mod tests {
     #[test]
     fn every_event_lands_in_its_own_counter() {
         let c = SessionCounters::default();
-        for (i, what) in SessionEvent::ALL.into_iter().enumerate() {
+        for (i, what) in SessionEvent::VARIANTS.iter().copied().enumerate() {
             for _ in 0..=i {
                 c.bump(what);
             }
         }
         let stats = c.snapshot();
-        for (i, what) in SessionEvent::ALL.into_iter().enumerate() {
+        for (i, what) in SessionEvent::VARIANTS.iter().copied().enumerate() {
             assert_eq!(stats.count(what), i as u64 + 1, "{what}");
         }
     }

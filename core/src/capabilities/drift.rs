@@ -20,12 +20,13 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
+use strum::VariantArray;
 
+use super::Capabilities;
 use crate::error::{CallError, LocalError};
 use crate::jsonrpc::ErrorCode;
 use crate::mcp::{CallToolResult, Implementation};
 use crate::observe::RefetchReason;
-use crate::schema::Capabilities;
 use crate::session::META_SERVER_INFO;
 
 /// Phrases with which real servers report argument validation failures in an `isError` result: the Python SDK
@@ -44,7 +45,7 @@ const VALIDATION_PHRASES: &[&str] = &[
 ];
 
 /// The drift signal in a `tools/call` outcome, if any. `known` is the record the call was checked against.
-pub fn signal(
+pub(crate) fn signal(
     outcome: &Result<CallToolResult, CallError>,
     known: &Capabilities,
 ) -> Option<(RefetchReason, Option<Implementation>)> {
@@ -80,8 +81,8 @@ pub fn ttl_ms(result_extra: &serde_json::Map<String, Value>) -> Option<u64> {
 /// Drift counters of one client.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DriftStats {
-    /// Re-fetches of the tool list, by [`RefetchReason`] in [`RefetchReason::ALL`] order.
-    pub refetches: [u64; 5],
+    /// Re-fetches of the tool list, by [`RefetchReason`] in [`RefetchReason::VARIANTS`] order.
+    pub refetches: [u64; RefetchReason::VARIANTS.len()],
     /// Rejected calls that passed the fresh schema and were sent again.
     pub resent: u64,
     /// Rejected calls the fresh schema stopped locally (invalid arguments, or the tool is gone).
@@ -99,8 +100,8 @@ impl DriftStats {
 }
 
 #[derive(Debug, Default)]
-pub(super) struct DriftCounters {
-    refetches: [AtomicU64; 5],
+pub(crate) struct DriftCounters {
+    refetches: [AtomicU64; RefetchReason::VARIANTS.len()],
     resent: AtomicU64,
     stopped: AtomicU64,
 }
@@ -131,8 +132,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::capabilities::SchemaCache;
     use crate::jsonrpc::ErrorObject;
-    use crate::schema::SchemaCache;
 
     fn caps(version: &str) -> Capabilities {
         SchemaCache::default().record(Implementation::new("s", version), None, Vec::new())
@@ -169,7 +170,7 @@ mod tests {
 
     #[test]
     fn counters_index_by_reason() {
-        for (i, r) in RefetchReason::ALL.iter().enumerate() {
+        for (i, r) in RefetchReason::VARIANTS.iter().enumerate() {
             assert_eq!(*r as usize, i, "{r:?}");
         }
         let c = DriftCounters::default();
