@@ -27,7 +27,7 @@ pub use clock::SimClock;
 pub use hosts::{load_host, server_host};
 pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE};
-pub use recorder::{CALLS_CAP, GatewayObserver, Outcome, Recorder, SimObserver, second_bytes};
+pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
 
 use mcpstorm_core::history::ServerCallRecord;
 

@@ -3,7 +3,10 @@
 //!
 //! Everything here is derived from simulated time and seeded draws, so the same scenario and seed give the same
 //! values, and the CSV and JSON written from them are byte-identical. Wall-clock figures live only in
-//! [`WallClock`], which goes to the console and `summary.md`, never to CSV or JSON.
+//! [`WallClock`], which goes to the console and `summary.md`, never to CSV or JSON. What a run holds in memory while
+//! it is recorded is in [`memory`].
+
+pub mod memory;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
