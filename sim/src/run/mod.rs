@@ -71,7 +71,7 @@ impl SecondRow {
 }
 
 /// Something that happened at one instant: a fault starting or ending, a connection closing, a host restarting.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct EventRow {
     /// Simulated milliseconds since the start.
     pub t_ms: u64,
