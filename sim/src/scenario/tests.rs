@@ -653,6 +653,13 @@ fn sweep_expands_one_scenario_per_value() {
     big.seed = u64::MAX;
     let runs = expand_sweep(&big).expect("expands");
     assert!(runs.iter().all(|(_, s)| s.seed == u64::MAX));
+
+    // Values added after loading have no rows: an error, not a silent partial sweep.
+    if let Some(sweep) = &mut big.sweep {
+        sweep.values.push(toml::Value::Integer(7));
+    }
+    let error = expand_sweep(&big).expect_err("not loaded").to_string();
+    assert!(error.contains("this sweep was not loaded"), "{error}");
 }
 
 #[test]
@@ -722,8 +729,8 @@ fn shipped_scenarios_load_validate_and_survive_a_round_trip() {
         assert_eq!(s.name, stem, "{}: name matches the file", file.display());
         let text = std::fs::read_to_string(&file).expect("readable");
         assert!(text.starts_with("#:schema ./scenario.schema.json\n"), "{}: schema directive", file.display());
-        // The TOML form (which expand_sweep uses) reads back as the same scenario, but for the secrets, which it
-        // writes redacted (and expand_sweep puts back).
+        // The TOML form (a report's copy of the scenario) reads back as the same scenario, but for the secrets,
+        // which it writes redacted.
         let again = toml::to_string(&s).expect("serializes");
         assert!(s.gateway.credentials.iter().all(|c| !again.contains(c.secret.expose())), "{}", file.display());
         let mut reloaded = load_str(&again, "again", &[]).expect("reloads");
