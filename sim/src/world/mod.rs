@@ -127,7 +127,7 @@ pub fn run(
         let now = sim.elapsed();
         for t in timeline.due(now) {
             let kind = if t.start { "fault_start" } else { "fault_end" };
-            let fault = timeline.fault(t.fault).kind.as_str();
+            let fault = timeline.fault(t.fault).kind;
             for host in timeline.targets(t.fault).to_vec() {
                 recorder.event(now, kind, &host, format!("{fault} {}", timeline.detail(t.fault)).trim_end().to_owned());
             }
