@@ -328,7 +328,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     let recorder = &plan.recorder;
     recorder.offered(intended);
     // The agent's own stream (the polite backoff's jitter): fixed by the call's intended time and the run's seed.
-    let mut rng = Seed::new(plan.scenario.seed).fork("agent").fork(&intended.as_nanos().to_string()).rng();
+    let rng = Seed::new(plan.scenario.seed).fork("agent").fork(&intended.as_nanos().to_string()).seeded_rng();
     let mut args = target.args.clone();
     let mut outcome = Outcome::Error("local");
     let mut tried = Vec::new();
@@ -373,7 +373,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
             Ok(_) => Outcome::Tool,
             Err(e) => Outcome::Error(e.label()),
         };
-        match agent::next(&plan.scenario.agent, attempt, result, &args, &mut rng) {
+        match agent::next(&plan.scenario.agent, attempt, result, &args, &rng) {
             Next::Stop => break,
             Next::Retry { after, args: next } => {
                 args = next;
