@@ -160,7 +160,16 @@ mod tests {
 
     #[test]
     fn floats_have_fixed_decimals() {
-        let row = SecondRow { t: 3, offered: 4, attempts: 6, completed: 3, ok: 2, err_tool: 1, p99_ms: 0.1 + 0.2, ..SecondRow::default() };
+        let row = SecondRow {
+            t: 3,
+            offered: 4,
+            attempts: 6,
+            completed: 3,
+            ok: 2,
+            err_tool: 1,
+            p99_ms: 0.1 + 0.2,
+            ..SecondRow::default()
+        };
         let text = String::from_utf8(timeseries(&[row]).unwrap()).unwrap();
         let line = text.lines().nth(1).unwrap();
         assert_eq!(line, "3,4,3,2,0,0,0,0,1,0,0.000,0.000,0.300,0,6,0,0,0,0,0,0,0,0,0,1,0.3333,1.5000");

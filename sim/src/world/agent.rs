@@ -152,9 +152,7 @@ mod tests {
         assert_ne!(first, args);
         assert_ne!(first, second);
         assert_eq!(first["count"], 2);
-        let Next::Retry { args: noted, .. } = next(&a, 0, Err(&failure()), &json!({"n": 1}), &rng()) else {
-            panic!()
-        };
+        let Next::Retry { args: noted, .. } = next(&a, 0, Err(&failure()), &json!({"n": 1}), &rng()) else { panic!() };
         assert!(noted.get("retry_note").is_some());
     }
 
@@ -165,9 +163,7 @@ mod tests {
         for attempt in 0..3 {
             let ceiling = Duration::from_millis(500 * (1 << attempt)).min(Duration::from_secs(2));
             for _ in 0..50 {
-                let Next::Retry { after, .. } = next(&a, attempt, Err(&failure()), &json!({}), &r) else {
-                    panic!()
-                };
+                let Next::Retry { after, .. } = next(&a, attempt, Err(&failure()), &json!({}), &r) else { panic!() };
                 assert!(after <= ceiling, "{after:?} > {ceiling:?}");
             }
         }
