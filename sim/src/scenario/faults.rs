@@ -132,7 +132,6 @@ pub enum DriftKind {
     Version,
 }
 
-/// What a fault does; its name (`as_ref()`, `Display`) is the scenario file's.
 #[derive(
     Debug,
     Clone,
