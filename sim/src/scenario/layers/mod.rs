@@ -94,24 +94,12 @@ impl LayerSpecs<'_> {
     pub fn problems(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
         let mut fail = |key: &str, message: String| out.push((format!("gateway.{key}"), message));
-        if let Some(b) = self.breaker {
-            b.problems(&mut fail);
-        }
-        if let Some(r) = self.retry {
-            r.problems(&mut fail);
-        }
-        if let Some(b) = self.budget {
-            b.problems(&mut fail);
-        }
-        if let Some(t) = self.throttle {
-            t.problems(&mut fail);
-        }
-        if let Some(b) = self.bulkhead {
-            b.problems(&mut fail);
-        }
-        if let Some(l) = self.limiter {
-            l.problems(&mut fail);
-        }
+        self.breaker.inspect(|t| t.problems(&mut fail));
+        self.retry.inspect(|t| t.problems(&mut fail));
+        self.budget.inspect(|t| t.problems(&mut fail));
+        self.throttle.inspect(|t| t.problems(&mut fail));
+        self.bulkhead.inspect(|t| t.problems(&mut fail));
+        self.limiter.inspect(|t| t.problems(&mut fail));
         for (tool, fallback) in self.fallbacks {
             if fallback.is_empty() || fallback == tool {
                 fail(&format!("fallbacks.{tool}"), "must name another tool".to_owned());
