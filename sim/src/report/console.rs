@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::num::{finite, grouped, ms, pct, short};
 use super::plot;
-use super::summary::{clean_totals, convergence, degraded_by_reason, timing, verdict};
+use super::summary::{clean_totals, convergence, degraded_by_reason, healthy_ms, healthy_ratio, timing, verdict};
 use crate::run::{RunData, WallClock};
 
 /// Totals, checks, where the report went, how fast the simulation ran, and the command that reproduces the run.
@@ -64,12 +64,9 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
     if t.amplification_during_fault > 0.0 || t.breaker_opens > 0 || !t.degraded.is_empty() {
         let _ = writeln!(
             s,
-            "  resilience amplification during faults {}x  healthy P99 {} -> {} ({}x)  recovery {} s  breaker opens {}  \
-             degraded {}",
+            "  resilience amplification during faults {}x  {}  recovery {} s  breaker opens {}  degraded {}",
             short(t.amplification_during_fault, 3),
-            ms(t.healthy_p99_before_ms),
-            ms(t.healthy_p99_during_ms),
-            short(t.healthy_p99_ratio, 3),
+            healthy_p99(&t),
             short(t.recovery_s, 3),
             grouped(t.breaker_opens),
             degraded_by_reason(&t)
@@ -102,6 +99,17 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
     s
 }
 
+/// `healthy P99 7.99 ms -> 9.1 ms (1.139x)`: the servers no fault targets, before and during the faults; a phase
+/// without calls to them is `n/a`, and a run without any says so.
+fn healthy_p99(t: &crate::run::Totals) -> String {
+    let (before, during) = (t.healthy_p99_before_ms, t.healthy_p99_during_ms);
+    match healthy_ratio(t) {
+        Some(ratio) => format!("healthy P99 {} -> {} ({}x)", ms(before), ms(during), short(ratio, 3)),
+        None if before > 0.0 || during > 0.0 => format!("healthy P99 {} -> {}", healthy_ms(before), healthy_ms(during)),
+        None => "healthy P99 n/a (no call reached a server outside the faults)".to_owned(),
+    }
+}
+
 /// `replicas 10, busiest echo-3 12%, idlest echo-0 2%`: whether the load spread or a replica starved.
 fn replica_share(t: &crate::run::Totals) -> String {
     let total: u64 = t.replica_calls.values().sum();
@@ -113,5 +121,48 @@ fn replica_share(t: &crate::run::Totals) -> String {
             format!("replicas {}, busiest {b} {}, idlest {i} {}", t.replica_calls.len(), share(*nb), share(*ni))
         }
         _ => format!("replicas {}", t.replica_calls.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::run::Totals;
+
+    fn resilience_line(totals: Totals) -> String {
+        let run = RunData {
+            scenario: "s".into(),
+            description: String::new(),
+            seed: 1,
+            profile: "default".into(),
+            formula: "f".into(),
+            sim_seconds: 10.0,
+            seconds: Vec::new(),
+            events: Vec::new(),
+            faults: Vec::new(),
+            totals: Totals { amplification_during_fault: 1.0, ..totals },
+            checks: Vec::new(),
+            reproduce: "mcpstorm sim s.toml".into(),
+        };
+        let wall = WallClock { wall: Duration::from_secs(1), sim: Duration::from_secs(10) };
+        let text = console_summary(&run, &wall, Path::new("out"));
+        text.lines().find(|l| l.trim_start().starts_with("resilience")).unwrap_or_default().to_owned()
+    }
+
+    #[test]
+    fn healthy_p99_is_not_made_up_when_no_call_reached_a_healthy_server() {
+        let line = resilience_line(Totals::default());
+        assert!(line.contains("healthy P99 n/a (no call reached a server outside the faults)"), "{line}");
+        let before_only = Totals { healthy_p99_before_ms: 7.99, ..Totals::default() };
+        assert!(resilience_line(before_only).contains("healthy P99 7.99 ms -> n/a  recovery"));
+        let both = Totals {
+            healthy_p99_before_ms: 8.0,
+            healthy_p99_during_ms: 9.0,
+            healthy_p99_ratio: 1.125,
+            ..Totals::default()
+        };
+        assert!(resilience_line(both).contains("healthy P99 8.00 ms -> 9.00 ms (1.125x)"));
     }
 }

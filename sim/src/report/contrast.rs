@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::num::{finite, grouped, ms, pct, short};
 use super::overlay::{AMPLIFICATION, ERROR_RATE, GOODPUT, Metric, Overlay, P99, STALE_SENDS, Series};
-use super::summary::verdict;
+use super::summary::{healthy_ratio, verdict};
 use crate::run::RunData;
 
 pub(crate) const CONTRAST: &str = "contrast";
@@ -88,7 +88,7 @@ pub fn contrast_table(primary: &RunData, other: &RunData) -> String {
             grouped(t.rehandshakes),
             grouped(t.renewals),
             format!("{}x", short(finite(t.amplification_during_fault), 3)),
-            format!("{}x", short(finite(t.healthy_p99_ratio), 3)),
+            healthy_ratio(t).map_or_else(|| "n/a".to_owned(), |r| format!("{}x", short(finite(r), 3))),
             format!("{} s", short(finite(t.recovery_s), 3))
         );
     }

@@ -1,7 +1,9 @@
-//! `timeseries.csv` and `events.csv`.
+//! `timeseries.csv` and `events.csv`, through serde: one row struct per file, its fields the columns in order.
 //!
-//! Written by hand rather than through serde so that every float has a fixed number of decimals: the files are
-//! compared byte for byte across runs, and a reader should not see `0.30000000000000004`.
+//! Every float is written with a fixed number of decimals (`#[serde(serialize_with)]`): the files are compared byte
+//! for byte across runs, and a reader should not see `0.30000000000000004`.
+
+use serde::{Serialize, Serializer};
 
 use super::num::{fixed, ratio};
 use crate::run::{EventRow, SecondRow};
@@ -14,37 +16,85 @@ const MS_DECIMALS: usize = 3;
 /// Decimals for rates in `[0, 1]`.
 const RATE_DECIMALS: usize = 4;
 
-/// The header of `timeseries.csv`: [`SecondRow`]'s fields in declaration order, then the derived columns (`errors`,
+/// A row of `timeseries.csv`: [`SecondRow`]'s fields in declaration order, then the derived columns (`errors`,
 /// `error_rate`, `amplification` = attempts / offered).
-pub(crate) const TIMESERIES_HEADER: [&str; 27] = [
-    "t",
-    "offered",
-    "completed",
-    "ok",
-    "err_protocol",
-    "err_lifecycle",
-    "err_transport",
-    "err_local",
-    "err_tool",
-    "err_auth",
-    "p50_ms",
-    "p95_ms",
-    "p99_ms",
-    "in_flight",
-    "attempts",
-    "retries",
-    "stale_sends",
-    "session_errors",
-    "auth_errors",
-    "rehandshakes",
-    "renewals",
-    "open_breakers",
-    "degraded",
-    "misroutes",
-    "errors",
-    "error_rate",
-    "amplification",
-];
+#[derive(Debug, Default, Serialize)]
+struct TimeseriesRow {
+    t: u64,
+    offered: u64,
+    completed: u64,
+    ok: u64,
+    err_protocol: u64,
+    err_lifecycle: u64,
+    err_transport: u64,
+    err_local: u64,
+    err_tool: u64,
+    err_auth: u64,
+    #[serde(serialize_with = "latency")]
+    p50_ms: f64,
+    #[serde(serialize_with = "latency")]
+    p95_ms: f64,
+    #[serde(serialize_with = "latency")]
+    p99_ms: f64,
+    in_flight: u64,
+    attempts: u64,
+    retries: u64,
+    stale_sends: u64,
+    session_errors: u64,
+    auth_errors: u64,
+    rehandshakes: u64,
+    renewals: u64,
+    open_breakers: u64,
+    degraded: u64,
+    misroutes: u64,
+    errors: u64,
+    #[serde(serialize_with = "rate")]
+    error_rate: f64,
+    #[serde(serialize_with = "rate")]
+    amplification: f64,
+}
+
+impl From<&SecondRow> for TimeseriesRow {
+    fn from(r: &SecondRow) -> Self {
+        TimeseriesRow {
+            t: r.t,
+            offered: r.offered,
+            completed: r.completed,
+            ok: r.ok,
+            err_protocol: r.err_protocol,
+            err_lifecycle: r.err_lifecycle,
+            err_transport: r.err_transport,
+            err_local: r.err_local,
+            err_tool: r.err_tool,
+            err_auth: r.err_auth,
+            p50_ms: r.p50_ms,
+            p95_ms: r.p95_ms,
+            p99_ms: r.p99_ms,
+            in_flight: r.in_flight,
+            attempts: r.attempts,
+            retries: r.retries,
+            stale_sends: r.stale_sends,
+            session_errors: r.session_errors,
+            auth_errors: r.auth_errors,
+            rehandshakes: r.rehandshakes,
+            renewals: r.renewals,
+            open_breakers: r.open_breakers,
+            degraded: r.degraded,
+            misroutes: r.misroutes,
+            errors: r.errors(),
+            error_rate: error_rate(r),
+            amplification: r.amplification(),
+        }
+    }
+}
+
+fn latency<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&fixed(*x, MS_DECIMALS))
+}
+
+fn rate<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&fixed(*x, RATE_DECIMALS))
+}
 
 /// Failed logical calls over completed ones in one second, 0 when none completed.
 pub(crate) fn error_rate(row: &SecondRow) -> f64 {
@@ -52,73 +102,77 @@ pub(crate) fn error_rate(row: &SecondRow) -> f64 {
 }
 
 pub(crate) fn timeseries(rows: &[SecondRow]) -> Result<Vec<u8>, csv::Error> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(TIMESERIES_HEADER)?;
-    for r in rows {
-        let ints = [
-            r.t,
-            r.offered,
-            r.completed,
-            r.ok,
-            r.err_protocol,
-            r.err_lifecycle,
-            r.err_transport,
-            r.err_local,
-            r.err_tool,
-            r.err_auth,
-        ];
-        let mut rec: Vec<String> = ints.iter().map(u64::to_string).collect();
-        rec.extend([r.p50_ms, r.p95_ms, r.p99_ms].iter().map(|x| fixed(*x, MS_DECIMALS)));
-        let counts = [
-            r.in_flight,
-            r.attempts,
-            r.retries,
-            r.stale_sends,
-            r.session_errors,
-            r.auth_errors,
-            r.rehandshakes,
-            r.renewals,
-            r.open_breakers,
-            r.degraded,
-            r.misroutes,
-            r.errors(),
-        ];
-        rec.extend(counts.iter().map(u64::to_string));
-        rec.push(fixed(error_rate(r), RATE_DECIMALS));
-        rec.push(fixed(r.amplification(), RATE_DECIMALS));
-        w.write_record(&rec)?;
-    }
-    finish(w)
+    table(rows.iter().map(TimeseriesRow::from), TimeseriesRow::default())
 }
 
 pub(crate) fn events(rows: &[EventRow]) -> Result<Vec<u8>, csv::Error> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(["t_ms", "kind", "target", "detail"])?;
-    for e in rows {
-        w.write_record([e.t_ms.to_string().as_str(), &e.kind, &e.target, &e.detail])?;
-    }
-    finish(w)
+    table(rows, &EventRow::default())
 }
 
-fn finish(w: csv::Writer<Vec<u8>>) -> Result<Vec<u8>, csv::Error> {
-    w.into_inner().map_err(|e| csv::Error::from(e.into_error()))
+/// The rows under their header (serde's field names). serde writes the header with the first row, so a table with
+/// no rows takes it from `blank`, whose own line is dropped.
+fn table<T: Serialize>(rows: impl IntoIterator<Item = T>, blank: T) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut empty = true;
+    for row in rows {
+        w.serialize(row)?;
+        empty = false;
+    }
+    if empty {
+        w.serialize(blank)?;
+    }
+    let mut bytes = w.into_inner().map_err(|e| csv::Error::from(e.into_error()))?;
+    if empty {
+        let header_end = bytes.iter().position(|b| *b == b'\n').map_or(bytes.len(), |i| i + 1);
+        bytes.truncate(header_end);
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The header must follow `SecondRow` as the simulator's engineer changes it: serde's view of the struct is
-    /// the reference.
+    fn header(bytes: Vec<u8>) -> Vec<String> {
+        let text = String::from_utf8(bytes).unwrap();
+        text.lines().next().unwrap().split(',').map(str::to_owned).collect()
+    }
+
+    /// The columns must follow `SecondRow` as the simulator's engineer changes it: serde's view of the struct is
+    /// the reference, then the derived columns.
     #[test]
     fn header_follows_second_row() {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.serialize(SecondRow::default()).unwrap();
-        let bytes = w.into_inner().unwrap();
-        let text = String::from_utf8(bytes).unwrap();
-        let serde_header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
-        // The derived columns: errors, error_rate, amplification.
-        assert_eq!(serde_header, TIMESERIES_HEADER[..TIMESERIES_HEADER.len() - 3]);
+        let mut expected = header(w.into_inner().unwrap());
+        expected.extend(["errors", "error_rate", "amplification"].map(str::to_owned));
+        assert_eq!(header(timeseries(&[SecondRow::default()]).unwrap()), expected);
+        assert_eq!(expected.len(), 27);
+    }
+
+    #[test]
+    fn a_table_without_rows_has_its_header() {
+        assert_eq!(String::from_utf8(events(&[]).unwrap()).unwrap(), "t_ms,kind,target,detail\n");
+        let text = String::from_utf8(timeseries(&[]).unwrap()).unwrap();
+        assert!(text.starts_with("t,offered,") && text.ends_with(",errors,error_rate,amplification\n"), "{text}");
+        assert_eq!(text.lines().count(), 1);
+    }
+
+    #[test]
+    fn floats_have_fixed_decimals() {
+        let row = SecondRow {
+            t: 3,
+            offered: 4,
+            attempts: 6,
+            completed: 3,
+            ok: 2,
+            err_tool: 1,
+            p99_ms: 0.1 + 0.2,
+            ..SecondRow::default()
+        };
+        let text = String::from_utf8(timeseries(&[row]).unwrap()).unwrap();
+        let line = text.lines().nth(1).unwrap();
+        assert_eq!(line, "3,4,3,2,0,0,0,0,1,0,0.000,0.000,0.300,0,6,0,0,0,0,0,0,0,0,0,1,0.3333,1.5000");
     }
 
     #[test]

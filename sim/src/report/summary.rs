@@ -129,9 +129,9 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
         ("re-handshakes", grouped(t.rehandshakes)),
         ("renewals", grouped(t.renewals)),
         ("amplification during faults", format!("{}x", short(t.amplification_during_fault, 3))),
-        ("healthy servers' P99 before faults", ms(t.healthy_p99_before_ms)),
-        ("healthy servers' P99 during faults", ms(t.healthy_p99_during_ms)),
-        ("healthy P99 ratio (during / before)", short(t.healthy_p99_ratio, 3)),
+        ("healthy servers' P99 before faults", healthy_ms(t.healthy_p99_before_ms)),
+        ("healthy servers' P99 during faults", healthy_ms(t.healthy_p99_during_ms)),
+        ("healthy P99 ratio (during / before)", healthy_ratio(&t).map_or_else(|| "n/a".to_owned(), |r| short(r, 3))),
         ("recovery after the last fault", format!("{} s", short(t.recovery_s, 3))),
         ("breaker openings", grouped(t.breaker_opens)),
         ("degraded results", degraded_by_reason(&t)),
@@ -189,6 +189,17 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
         grouped(run.events.len() as u64)
     );
     s
+}
+
+/// A P99 of calls to healthy servers (those no fault targets), or `n/a` for a phase in which no call reached one:
+/// every server was a fault target, or no call went to the others. (`Totals` holds 0 then.)
+pub(crate) fn healthy_ms(p99_ms: f64) -> String {
+    if p99_ms > 0.0 { ms(p99_ms) } else { "n/a".to_owned() }
+}
+
+/// The healthy servers' P99 ratio (during / before the faults), when both phases had calls to them.
+pub(crate) fn healthy_ratio(t: &Totals) -> Option<f64> {
+    (t.healthy_p99_before_ms > 0.0 && t.healthy_p99_during_ms > 0.0).then_some(t.healthy_p99_ratio)
 }
 
 /// `12 (breaker_open 10, retry_budget_exhausted 2)`, or `0`.

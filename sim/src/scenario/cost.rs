@@ -28,7 +28,7 @@ use std::time::Duration;
 use super::ranges::number;
 use super::{LoadMode, RetryMode, Scenario};
 use crate::fake::LatencyDist;
-use crate::world::{CALLS_CAP, second_bytes};
+use crate::run::memory::{CALLS_CAP, SecondBucket};
 
 /// The most a run may cost before loading refuses it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -169,7 +169,7 @@ pub fn estimate(s: &Scenario) -> Cost {
     let seconds_keys = ticks_keys.iter().filter(|k| *k != "tick").cloned().collect();
     let parts = [
         (in_flight.min(calls.max(1.0)) * CALL_BYTES, in_flight_keys.into_iter().map(str::to_owned).collect()),
-        (seconds * second_bytes() as f64, seconds_keys),
+        (seconds * SecondBucket::bytes() as f64, seconds_keys),
         (hosts * HOST_BYTES + (load.hosts * replicas) as f64 * PAIR_BYTES, hosts_keys.clone()),
         ((calls * (1.0 + retries)).min(CALLS_CAP as f64) * RECORD_BYTES, calls_keys.clone()),
     ];

@@ -3,6 +3,7 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use strum::{AsRefStr, Display};
 
 use mcpstorm_core::AuthScheme;
 
@@ -105,8 +106,9 @@ fn optional_schemes_schema(g: &mut SchemaGenerator) -> Schema {
 }
 
 /// What a `schema_drift` changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema, AsRefStr, Display)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum DriftKind {
     /// A new required parameter (`param`, property `schema`).
     AddRequired,
@@ -118,19 +120,9 @@ pub enum DriftKind {
     Version,
 }
 
-impl DriftKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DriftKind::AddRequired => "add_required",
-            DriftKind::Replace => "replace",
-            DriftKind::Rename => "rename",
-            DriftKind::Version => "version",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema, AsRefStr, Display)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum FaultKind {
     LatencySpike,
     ErrorBurst,
@@ -148,18 +140,25 @@ impl FaultKind {
     pub fn instant(self) -> bool {
         matches!(self, FaultKind::SchemaDrift | FaultKind::SessionExpiry | FaultKind::AuthRotation)
     }
+}
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FaultKind::SchemaDrift => "schema_drift",
-            FaultKind::ClockSkew => "clock_skew",
-            FaultKind::SessionExpiry => "session_expiry",
-            FaultKind::AuthRotation => "auth_rotation",
-            FaultKind::LatencySpike => "latency_spike",
-            FaultKind::ErrorBurst => "error_burst",
-            FaultKind::Hang => "hang",
-            FaultKind::Crash => "crash",
-            FaultKind::Partition => "partition",
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names printed on the timeline and in messages are the ones the file uses.
+    #[test]
+    fn names_are_serdes() {
+        use FaultKind::*;
+        let kinds =
+            [LatencySpike, ErrorBurst, Hang, Crash, Partition, SchemaDrift, ClockSkew, SessionExpiry, AuthRotation];
+        for kind in kinds {
+            assert_eq!(serde_json::to_value(kind).ok(), Some(Value::from(kind.as_ref())));
+            assert_eq!(kind.to_string(), kind.as_ref());
         }
+        for what in [DriftKind::AddRequired, DriftKind::Replace, DriftKind::Rename, DriftKind::Version] {
+            assert_eq!(serde_json::to_value(what).ok(), Some(Value::from(what.as_ref())));
+        }
+        assert_eq!(FaultKind::SessionExpiry.as_ref(), "session_expiry");
     }
 }

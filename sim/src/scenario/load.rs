@@ -63,25 +63,16 @@ pub fn load_str(text: &str, origin: &str, sets: &[String]) -> Result<Scenario, S
     load_str_with(text, origin, sets, &Limits::DEFAULT)
 }
 
-/// [`load_str`] under the run-cost limits `limits`.
+/// [`load_str`] under the run-cost limits `limits`. The whole pipeline: a sweep's rows are built here, from the
+/// parsed file, and kept in the scenario's [`Sweep`](super::Sweep).
 pub fn load_str_with(text: &str, origin: &str, sets: &[String], limits: &Limits) -> Result<Scenario, ScenarioError> {
-    process(text, origin, sets, limits).map(|(scenario, _)| scenario)
-}
-
-/// The whole pipeline: the base scenario and, when it has a sweep, one scenario per value.
-pub(crate) fn process(
-    text: &str,
-    origin: &str,
-    sets: &[String],
-    limits: &Limits,
-) -> Result<(Scenario, Vec<(String, Scenario)>), ScenarioError> {
     let src = Source { origin, text, sets };
     let table = DeTable::parse(text).map_err(|e| ScenarioError::Invalid(vec![syntax_problem(&src, &e)]))?;
     let mut root: Node<'_> = Spanned::new(table.span(), DeValue::Table(table.into_inner()));
 
     // A `--set` that cannot be applied is left out, so that serde still reports everything else.
     let mut problems = overrides::apply_sets(&mut root, &src);
-    let scenario = match deserialize(&root, &src) {
+    let mut scenario = match deserialize(&root, &src) {
         Ok(scenario) if problems.is_empty() => scenario,
         Ok(_) => return Err(invalid(problems, &src)),
         Err(found) => {
@@ -93,11 +84,11 @@ pub(crate) fn process(
     let runs_itself = scenario.sweep.is_none();
     fail_if_any(locate(checked(&scenario, runs_itself, limits), &root, &src), &src)?;
 
-    let runs = match &scenario.sweep {
-        None => Vec::new(),
-        Some(_) => expand(&root, &scenario, &src, limits)?,
-    };
-    Ok((scenario, runs))
+    let rows = expand(&root, &scenario, &src, limits)?;
+    if let Some(sweep) = &mut scenario.sweep {
+        sweep.rows = rows;
+    }
+    Ok(scenario)
 }
 
 /// Validation, then, when it passes and `runs` (the scenario is run as it is), the run-cost limits: the estimate is

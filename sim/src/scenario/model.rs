@@ -121,7 +121,7 @@ impl Default for Network {
 }
 
 /// Run once per value of one scalar parameter, named by its dotted path (e.g. `load.sessions`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Sweep {
     /// The dotted path of a scalar key, with array indices: `load.sessions`, `servers[0].workers`.
@@ -129,6 +129,18 @@ pub struct Sweep {
     /// One run per value, in this order; each a string, number or boolean that fits the key.
     #[schemars(schema_with = "scalar_values_schema")]
     pub values: Vec<toml::Value>,
+    /// The scenario of each value with its label, built from the parsed file when it was loaded (see
+    /// [`expand_sweep`](super::expand_sweep)). Not part of the format.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) rows: Vec<(String, Scenario)>,
+}
+
+/// Two sweeps are the same when they sweep the same key over the same values: the rows follow from those.
+impl PartialEq for Sweep {
+    fn eq(&self, other: &Self) -> bool {
+        self.param == other.param && self.values == other.values
+    }
 }
 
 fn scalar_values_schema(_: &mut SchemaGenerator) -> Schema {

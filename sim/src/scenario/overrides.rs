@@ -15,7 +15,6 @@ use std::borrow::Cow;
 use toml::Spanned;
 use toml::de::DeValue;
 
-use super::cost::Limits;
 use super::doc::{self, Node, Source};
 use super::error::{Location, Problem, ScenarioError};
 use super::model::Scenario;
@@ -80,30 +79,28 @@ pub fn label(value: &toml::Value) -> String {
 /// One scenario per value of `base.sweep`, in order, each labelled by its value (see [`label`]) and with the value
 /// put at `sweep.param`; the expanded scenarios have no sweep. Without a sweep, the result is empty.
 ///
-/// A scenario from [`load_file`](super::load_file) was already expanded and checked once, so this does not fail on
-/// it; a scenario built in code may, with errors located in its TOML form.
+/// Loading built the rows, on the parsed file (its `--set` arguments applied) by the same strict path as the file
+/// itself, so they hold what the file says, secrets included. A seed set on the scenario after loading reaches every
+/// row, unless the sweep is over the seed. A sweep that was not loaded (built or changed in code) has no rows for its
+/// values, and is an error.
 pub fn expand_sweep(base: &Scenario) -> Result<Vec<(String, Scenario)>, ScenarioError> {
     let Some(sweep) = &base.sweep else { return Ok(Vec::new()) };
-    // TOML integers are i64: a seed from `--seed` may not fit, so it goes around the TOML form.
-    let sweeps_seed = sweep.param.trim() == "seed";
-    let mut base_for_text = base.clone();
-    if !sweeps_seed {
-        base_for_text.seed = 0;
-    }
-    let text = toml::to_string(&base_for_text).map_err(|e| {
-        ScenarioError::Invalid(vec![Problem {
+    let loaded = sweep.rows.len() == sweep.values.len()
+        && sweep.rows.iter().zip(&sweep.values).all(|((row, _), value)| *row == label(value));
+    if !loaded {
+        return Err(ScenarioError::Invalid(vec![Problem {
             location: Location::Origin { origin: base.name.clone() },
-            key: None,
-            message: format!("cannot write the scenario as TOML: {e}"),
-        }])
-    })?;
-    // The rows of a loaded scenario were held to the caller's cost limits already; one built in code is the caller's
-    // to judge (`cost::estimate`).
-    let (_, mut runs) = super::load::process(&text, &format!("{} (as TOML)", base.name), &[], &Limits::NONE)?;
-    if !sweeps_seed {
-        runs.iter_mut().for_each(|(_, run)| run.seed = base.seed);
+            key: Some("sweep".to_owned()),
+            message: "this sweep was not loaded from TOML: load the scenario (load_str, load_file) to expand it"
+                .to_owned(),
+        }]));
     }
-    // Secrets are written redacted, so the TOML form lost them: every run gets the base's credentials back.
-    runs.iter_mut().for_each(|(_, run)| run.gateway.credentials = base.gateway.credentials.clone());
-    Ok(runs)
+    let sweeps_seed = sweep.param.trim() == "seed";
+    let rows = sweep.rows.iter().cloned().map(|(label, mut row)| {
+        if !sweeps_seed {
+            row.seed = base.seed;
+        }
+        (label, row)
+    });
+    Ok(rows.collect())
 }

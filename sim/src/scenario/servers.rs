@@ -13,6 +13,7 @@ use super::model::{empty_args, object_schema, one};
 use super::ranges;
 use super::units::Dur;
 use crate::fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError, both_eras};
+use crate::seed::Seed;
 
 /// A fake MCP server, possibly replicated (one turmoil host per replica).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -128,8 +129,8 @@ fn default_version() -> String {
 }
 
 impl ServerSpec {
-    /// The fake server configuration of one replica. `seed` is the run's seed: each replica's RNG seed is derived from
-    /// it, the server's name and the replica index, so replicas draw differently and the same run draws the same.
+    /// The fake server configuration of one replica. `seed` is the run's seed: each replica's RNG seed is forked from
+    /// it by the server's name and the replica index, so replicas draw differently and the same run draws the same.
     pub fn fake_config(&self, replica: usize, seed: u64) -> FakeServerConfig {
         FakeServerConfig {
             name: self.name.clone(),
@@ -137,7 +138,7 @@ impl ServerSpec {
             workers: self.workers,
             max_in_flight_per_connection: self.max_in_flight_per_connection,
             page_size: self.page_size,
-            seed: replica_seed(seed, &self.name, replica),
+            seed: Seed::new(seed).fork("replica").fork(&self.name).fork(&replica.to_string()).value(),
             tools: self.tools.clone(),
             eras: self.eras.clone(),
             cache_ttl_ms: self.cache_ttl_ms,
@@ -169,17 +170,4 @@ impl ServerSpec {
     pub fn server_tag(name: &str) -> String {
         format!("server:{name}")
     }
-}
-
-/// A stable mix of the run seed, a server name and a replica index (FNV-1a, then SplitMix64's finaliser): never
-/// `std`'s `Hasher`, whose output may change between Rust releases.
-fn replica_seed(seed: u64, name: &str, replica: usize) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.bytes().chain((replica as u64).to_le_bytes()) {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    let mut z = seed ^ h;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }

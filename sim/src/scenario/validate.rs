@@ -293,7 +293,7 @@ fn check_faults(c: &mut Checker, s: &Scenario) {
             c.fail(at("target"), message);
         }
         check_window(c, s, k, fault);
-        let kind = fault.kind.as_str();
+        let kind: &str = fault.kind.as_ref();
         let allowed = allowed_keys(fault.kind);
         for (field, present) in present_keys(fault) {
             if present && !allowed.contains(&field) {
@@ -351,7 +351,7 @@ fn check_window(c: &mut Checker, s: &Scenario, k: usize, fault: &Fault) {
     let at = |field: &str| format!("faults[{k}].{field}");
     if fault.kind.instant() {
         if !fault.duration.0.is_zero() {
-            c.fail(at("duration"), format!("{} happens at an instant: give no duration", fault.kind.as_str()));
+            c.fail(at("duration"), format!("{} happens at an instant: give no duration", fault.kind));
         }
     } else if fault.kind != FaultKind::ClockSkew {
         c.positive(&at("duration"), fault.duration.0);
@@ -382,7 +382,7 @@ fn check_drift(c: &mut Checker, s: &Scenario, k: usize, fault: &Fault) {
     };
     let require = |c: &mut Checker, field: &str, present: bool, meaning: &str| {
         if !present {
-            c.fail(at("what"), format!("what = {:?} needs `{field}` ({meaning})", what.as_str()));
+            c.fail(at("what"), format!("what = {:?} needs `{field}` ({meaning})", what.as_ref()));
         }
     };
     let needs_tool = what != DriftKind::Version;
@@ -411,7 +411,7 @@ fn check_drift(c: &mut Checker, s: &Scenario, k: usize, fault: &Fault) {
         ("tool", fault.tool.is_some(), needs_tool),
     ] {
         if present && !applies {
-            c.fail(at(field), format!("does not apply to what = {:?}", what.as_str()));
+            c.fail(at(field), format!("does not apply to what = {:?}", what.as_ref()));
         }
     }
     // The tool must exist on the target server as configured (drifts in one run do not chain renames).

@@ -17,8 +17,9 @@
 use std::time::Duration;
 
 use mcpstorm_core::CallError;
+use mcpstorm_core::SeededRng;
 use mcpstorm_core::mcp::CallToolResult;
-use rand::Rng;
+use mcpstorm_core::resilience::Backoff;
 use serde_json::{Value, json};
 
 use crate::scenario::{Agent, RetryMode};
@@ -45,7 +46,7 @@ pub fn next(
     attempt: u32,
     result: Result<&CallToolResult, &CallError>,
     args: &Value,
-    rng: &mut impl Rng,
+    rng: &SeededRng,
 ) -> Next {
     let failed = match result {
         Ok(r) if !r.is_error => return Next::Stop,
@@ -65,10 +66,8 @@ pub fn next(
         RetryMode::Immediate | RetryMode::Stubborn => Next::Retry { after: Duration::ZERO, args: args.clone() },
         RetryMode::Reflective => Next::Retry { after: Duration::ZERO, args: rephrase(args, attempt + 1) },
         RetryMode::Polite => {
-            let ceiling = agent.backoff.0.saturating_mul(1u32 << attempt.min(20)).min(agent.backoff_cap.0);
-            // `mul_f64` could panic on a ceiling near `Duration::MAX` (a scenario built in code, unvalidated).
-            let after = Duration::try_from_secs_f64(rng.random::<f64>() * ceiling.as_secs_f64()).unwrap_or(ceiling);
-            Next::Retry { after, args: args.clone() }
+            let backoff = Backoff::FullJitter { base: agent.backoff.0, cap: agent.backoff_cap.0 };
+            Next::Retry { after: backoff.delay(attempt, rng), args: args.clone() }
         }
     }
 }
@@ -99,8 +98,6 @@ mod tests {
     use super::*;
     use mcpstorm_core::CallError;
     use mcpstorm_core::resilience::{DegradedReason, degraded_result};
-    use rand::SeedableRng;
-    use rand_chacha::ChaCha8Rng;
 
     fn agent(retry: RetryMode) -> Agent {
         Agent { retry, max_retries: 3, ..Agent::default() }
@@ -110,8 +107,8 @@ mod tests {
         CallError::MalformedResponse("boom".into())
     }
 
-    fn rng() -> ChaCha8Rng {
-        ChaCha8Rng::seed_from_u64(1)
+    fn rng() -> SeededRng {
+        SeededRng::new(1)
     }
 
     #[test]
@@ -121,10 +118,10 @@ mod tests {
             [RetryMode::None, RetryMode::Immediate, RetryMode::Reflective, RetryMode::Polite, RetryMode::Stubborn]
         {
             let a = agent(mode);
-            assert_eq!(next(&a, 0, Ok(&ok), &json!({}), &mut rng()), Next::Stop, "{mode:?}");
-            assert_eq!(next(&a, 3, Err(&failure()), &json!({}), &mut rng()), Next::Stop, "{mode:?}");
+            assert_eq!(next(&a, 0, Ok(&ok), &json!({}), &rng()), Next::Stop, "{mode:?}");
+            assert_eq!(next(&a, 3, Err(&failure()), &json!({}), &rng()), Next::Stop, "{mode:?}");
         }
-        assert_eq!(next(&agent(RetryMode::None), 0, Err(&failure()), &json!({}), &mut rng()), Next::Stop);
+        assert_eq!(next(&agent(RetryMode::None), 0, Err(&failure()), &json!({}), &rng()), Next::Stop);
     }
 
     #[test]
@@ -132,15 +129,15 @@ mod tests {
         let degraded = degraded_result("lookup", DegradedReason::BreakerOpen, None, Some("lookup_cached"));
         assert!(is_degraded(&degraded));
         for mode in [RetryMode::Immediate, RetryMode::Reflective, RetryMode::Polite] {
-            assert_eq!(next(&agent(mode), 0, Ok(&degraded), &json!({}), &mut rng()), Next::Stop, "{mode:?}");
+            assert_eq!(next(&agent(mode), 0, Ok(&degraded), &json!({}), &rng()), Next::Stop, "{mode:?}");
         }
-        let stubborn = next(&agent(RetryMode::Stubborn), 0, Ok(&degraded), &json!({"q": 1}), &mut rng());
+        let stubborn = next(&agent(RetryMode::Stubborn), 0, Ok(&degraded), &json!({"q": 1}), &rng());
         assert_eq!(stubborn, Next::Retry { after: Duration::ZERO, args: json!({"q": 1}) });
         // An ordinary tool error (not degraded) is retried by the naive agent.
         let tool_error = CallToolResult::text("db timeout", true);
         assert!(!is_degraded(&tool_error));
         assert!(matches!(
-            next(&agent(RetryMode::Immediate), 0, Ok(&tool_error), &json!({}), &mut rng()),
+            next(&agent(RetryMode::Immediate), 0, Ok(&tool_error), &json!({}), &rng()),
             Next::Retry { .. }
         ));
     }
@@ -149,35 +146,31 @@ mod tests {
     fn reflective_agents_change_their_arguments_every_retry() {
         let a = agent(RetryMode::Reflective);
         let args = json!({"sku": "A-1", "count": 2});
-        let Next::Retry { after, args: first } = next(&a, 0, Err(&failure()), &args, &mut rng()) else { panic!() };
-        let Next::Retry { args: second, .. } = next(&a, 1, Err(&failure()), &args, &mut rng()) else { panic!() };
+        let Next::Retry { after, args: first } = next(&a, 0, Err(&failure()), &args, &rng()) else { panic!() };
+        let Next::Retry { args: second, .. } = next(&a, 1, Err(&failure()), &args, &rng()) else { panic!() };
         assert_eq!(after, Duration::ZERO);
         assert_ne!(first, args);
         assert_ne!(first, second);
         assert_eq!(first["count"], 2);
-        let Next::Retry { args: noted, .. } = next(&a, 0, Err(&failure()), &json!({"n": 1}), &mut rng()) else {
-            panic!()
-        };
+        let Next::Retry { args: noted, .. } = next(&a, 0, Err(&failure()), &json!({"n": 1}), &rng()) else { panic!() };
         assert!(noted.get("retry_note").is_some());
     }
 
     #[test]
     fn polite_backoff_is_full_jitter_below_a_doubling_capped_ceiling() {
         let a = Agent { backoff_cap: crate::scenario::Dur(Duration::from_secs(2)), ..agent(RetryMode::Polite) };
-        let mut r = rng();
+        let r = rng();
         for attempt in 0..3 {
             let ceiling = Duration::from_millis(500 * (1 << attempt)).min(Duration::from_secs(2));
             for _ in 0..50 {
-                let Next::Retry { after, .. } = next(&a, attempt, Err(&failure()), &json!({}), &mut r) else {
-                    panic!()
-                };
+                let Next::Retry { after, .. } = next(&a, attempt, Err(&failure()), &json!({}), &r) else { panic!() };
                 assert!(after <= ceiling, "{after:?} > {ceiling:?}");
             }
         }
         // Deterministic: the same stream gives the same waits.
         let waits = |seed| {
-            let mut r = ChaCha8Rng::seed_from_u64(seed);
-            (0..3).map(|i| next(&a, i, Err(&failure()), &json!({}), &mut r)).collect::<Vec<_>>()
+            let r = SeededRng::new(seed);
+            (0..3).map(|i| next(&a, i, Err(&failure()), &json!({}), &r)).collect::<Vec<_>>()
         };
         assert_eq!(waits(5), waits(5));
     }

@@ -226,7 +226,7 @@ impl Timeline {
                 let lasting = f.kind == FaultKind::ClockSkew && !f.reset && (f.offset.is_some() || f.drift.is_some());
                 let end = if lasting { self.run } else { f.start.0.saturating_add(f.duration.0) };
                 FaultWindow {
-                    label: format!("{} {}", f.kind.as_str(), f.target),
+                    label: format!("{} {}", f.kind, f.target),
                     start_s: f.start.0.as_secs_f64(),
                     end_s: end.as_secs_f64(),
                 }
@@ -245,7 +245,7 @@ impl Timeline {
             ),
             FaultKind::ErrorBurst => format!("rate={}", f.rate.unwrap_or(0.0)),
             FaultKind::SchemaDrift => {
-                let what = f.what.map_or("", DriftKind::as_str);
+                let what: &str = f.what.as_ref().map_or("", AsRef::as_ref);
                 let change = match f.what {
                     Some(DriftKind::AddRequired) => format!(" param={}", f.param.as_deref().unwrap_or_default()),
                     Some(DriftKind::Rename) => format!(" to={}", f.to.as_deref().unwrap_or_default()),

@@ -9,18 +9,19 @@
 //! comparable), and the arguments hashed once per mix entry rather than once per attempt (the hash is of the mix
 //! entry's arguments, before an agent fills in parameters a drift added).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use mcpstorm_core::CancelToken;
+use mcpstorm_core::Clock;
+use mcpstorm_core::ContentHash;
 use mcpstorm_core::history::{CallKey, CallStart};
 use mcpstorm_core::resilience::InFlightLimit;
 use mcpstorm_core::router::{FormulaSpec, Requirement, Router};
-use mcpstorm_core::{
-    CancelToken, ClientConfig, Clock, Connector, ContentHash, Gateway, GatewayConfig, McpClient, SeededRng, ToolCall,
-};
-use rand::{Rng, SeedableRng};
+use mcpstorm_core::{ClientConfig, McpClient};
+use mcpstorm_core::{Connector, Gateway, GatewayConfig, ToolCall};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 use serde_json::{Value, json};
@@ -29,7 +30,6 @@ use tokio::time::{Instant, sleep, sleep_until};
 
 use super::agent::{self, Next};
 use super::clock::SimClock;
-use super::hosts::server_host;
 use super::net::{SERVER_PORT, TurmoilDialer};
 use super::recorder::{AttemptVerdict, GatewayObserver, Outcome, Recorder, SimObserver};
 
@@ -37,6 +37,7 @@ use super::recorder::{AttemptVerdict, GatewayObserver, Outcome, Recorder, SimObs
 type Outbox = tokio::sync::mpsc::UnboundedSender<super::gossip::Opened>;
 use super::routing::{Needs, pin, registry, rules};
 use crate::scenario::{CredentialSpec, LoadMode, Scenario};
+use crate::seed::Seed;
 
 /// Everything a load host needs, shared by every incarnation of it.
 #[derive(Debug)]
@@ -67,23 +68,22 @@ impl LoadPlan {
 }
 
 /// Makes a load host's gateway's client of one replica, as one gateway process would: the turmoil dialer, the
-/// scenario's client settings, profile and credentials, the host's `SimClock`, a seeded RNG stream per replica, the
-/// host's shared global in-flight limit, and the observer that puts connection events on the timeline.
+/// scenario's client settings, profile and credentials, the host's `SimClock`, an RNG forked per replica (by its host
+/// name, so not by the order of first use), the host's shared global in-flight limit, and the observer that puts
+/// connection events on the timeline.
 #[derive(Debug)]
 struct SimConnector {
     config: ClientConfig,
     limit: InFlightLimit,
     clock: SimClock,
-    root: SeededRng,
-    /// Replica host → its RNG stream: fixed by the scenario's server order, not by the order of first use.
-    streams: BTreeMap<String, u64>,
+    /// The clients' seed: each replica's client forks it by the replica's host name.
+    seed: Seed,
     recorder: Recorder,
     host: String,
 }
 
 impl Connector for SimConnector {
     fn connect(&self, _server: &str, endpoint: &str) -> Arc<McpClient> {
-        let stream = self.streams.get(endpoint).copied().unwrap_or(u64::MAX);
         let dialer = Arc::new(TurmoilDialer { host: endpoint.to_owned(), port: SERVER_PORT });
         let observer = Arc::new(SimObserver {
             recorder: self.recorder.clone(),
@@ -91,7 +91,7 @@ impl Connector for SimConnector {
             replica: endpoint.to_owned(),
         });
         Arc::new(
-            McpClient::new(endpoint, dialer, self.config.clone(), self.root.fork(stream))
+            McpClient::new(endpoint, dialer, self.config.clone(), self.seed.fork(endpoint).seeded_rng())
                 .with_observer(observer)
                 .with_clock(Arc::new(self.clock.clone()))
                 .with_global_limit(self.limit.clone()),
@@ -110,7 +110,7 @@ struct Host {
 }
 
 impl Host {
-    fn new(plan: &LoadPlan, host_index: usize, host: &str, seed: u64, outbox: Option<Outbox>) -> Result<Host, String> {
+    fn new(plan: &LoadPlan, host_index: usize, host: &str, seed: Seed, outbox: Option<Outbox>) -> Result<Host, String> {
         let scenario = &plan.scenario;
         let spec = &scenario.client;
         let clock = plan.clocks.get(host_index).cloned().unwrap_or_default();
@@ -125,18 +125,14 @@ impl Host {
         config.connection.queue_wait = spec.queue_wait.0;
         config.connection.first_response = spec.first_response.0;
         config.connection.call_deadline = spec.deadline.0;
-        let root = SeededRng::new(seed);
-        // Stream 0 routes, the last one feeds the resilience layers' jitter: the client streams start at 1.
-        let router_rng = root.fork(0);
-        let layers_rng = root.fork(u64::MAX - 1);
-        let hosts = scenario.servers.iter().flat_map(|s| (0..s.replicas).map(|r| server_host(&s.name, r)));
-        let streams = hosts.zip(1..).collect();
+        let router_rng = seed.fork("router").seeded_rng();
+        // The resilience layers' jitter (the gateway's retry backoff).
+        let layers_rng = seed.fork("resilience").seeded_rng();
         let connector = SimConnector {
             config,
             limit: InFlightLimit::new(spec.max_in_flight),
             clock: clock.clone(),
-            root,
-            streams,
+            seed: seed.fork("client"),
             recorder: plan.recorder.clone(),
             host: host.to_owned(),
         };
@@ -197,7 +193,8 @@ fn pick_weighted(rng: &mut ChaCha8Rng, weights: &[f64]) -> usize {
 /// Runs one load host to completion: the load ends at the scenario's duration (or call budget) and every started
 /// call is then allowed to reach its outcome.
 pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> turmoil::Result {
-    let seed = plan.scenario.seed ^ (0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(host_index as u64 + 1));
+    let run = Seed::new(plan.scenario.seed);
+    let seed = run.fork("load host").fork(&host);
     let gossip = plan.scenario.gateway.gossip && plan.scenario.load.hosts > 1;
     let (outbox, published) = if gossip {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -220,7 +217,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             let sessions = plan.scenario.load.sessions.unwrap_or(1);
             // Sessions are dealt to hosts round-robin: host h runs sessions h, h + hosts, ...
             for session in (host_index..sessions).step_by(hosts) {
-                let rng = ChaCha8Rng::seed_from_u64(seed ^ (session as u64).wrapping_mul(0xd1b5_4a32_d192_ed03));
+                let rng = run.fork("session").fork(&session.to_string()).rng();
                 let ctx = (plan.clone(), clients.clone(), targets.clone(), weights.clone());
                 tasks.spawn(closed_session(ctx, rng));
             }
@@ -230,7 +227,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             // by rate × the longest a logical call can take (every attempt's deadline plus queueing): about 16,000 at
             // retry_storm's peak, a few MB, since a stalled system must not slow the arrivals down.
             let rate = plan.scenario.load.rate.unwrap_or(1.0) / hosts as f64;
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut rng = seed.fork("arrivals").rng();
             let gap = Exp::new(rate).map_err(|e| format!("open-loop rate {rate}: {e}"))?;
             let start = Instant::now();
             let mut next = start;
@@ -335,7 +332,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     let recorder = &plan.recorder;
     recorder.offered(intended);
     // The agent's own stream (the polite backoff's jitter): fixed by the call's intended time and the run's seed.
-    let mut rng = ChaCha8Rng::seed_from_u64(plan.scenario.seed ^ (intended.as_nanos() as u64).rotate_left(17));
+    let rng = Seed::new(plan.scenario.seed).fork("agent").fork(&intended.as_nanos().to_string()).seeded_rng();
     let mut args = target.args.clone();
     let mut outcome = Outcome::Error("local");
     let mut tried = Vec::new();
@@ -380,7 +377,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
             Ok(_) => Outcome::Tool,
             Err(e) => Outcome::Error(e.label()),
         };
-        match agent::next(&plan.scenario.agent, attempt, result, &args, &mut rng) {
+        match agent::next(&plan.scenario.agent, attempt, result, &args, &rng) {
             Next::Stop => break,
             Next::Retry { after, args: next } => {
                 args = next;

@@ -27,7 +27,7 @@ pub use clock::SimClock;
 pub use hosts::{load_host, server_host};
 pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE};
-pub use recorder::{CALLS_CAP, GatewayObserver, Outcome, Recorder, SimObserver, second_bytes};
+pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
 
 use mcpstorm_core::history::ServerCallRecord;
 
@@ -36,6 +36,7 @@ use crate::fake::FakeServer;
 use crate::run::{RunData, WallClock};
 use crate::scenario::Scenario;
 use crate::scenario::{FaultKind, profile_name};
+use crate::seed::Seed;
 use faults::{Handles, NetAction, Timeline};
 use load::LoadPlan;
 
@@ -66,7 +67,7 @@ pub fn run(
     // scenario built in code that skipped it must not overflow here.
     let limit = crate::scenario::cost::time_limit(scenario);
     let mut sim = turmoil::Builder::new()
-        .rng_seed(scenario.seed)
+        .rng_seed(Seed::new(scenario.seed).fork("network").value())
         .epoch(UNIX_EPOCH + Duration::from_secs(EPOCH_SECS))
         .tick_duration(scenario.tick.0)
         .simulation_duration(limit.saturating_add(Duration::from_secs(1)))
@@ -80,10 +81,9 @@ pub fn run(
     let phases = Phases::of(scenario);
     recorder.set_phases(phases.clone());
     let mut handles = Handles::default();
-    for (s, spec) in scenario.servers.iter().enumerate() {
+    for spec in &scenario.servers {
         for r in 0..spec.replicas {
-            let seed = scenario.seed.wrapping_add(((s as u64) << 32) | r as u64);
-            let config = spec.fake_config(r, seed);
+            let config = spec.fake_config(r, scenario.seed);
             // Each replica's own wall clock: its sessions expire by it, and clock_skew faults move it.
             let clock = SimClock::default();
             let server = FakeServer::with_clock(config, Arc::new(clock.clone()))
@@ -127,7 +127,7 @@ pub fn run(
         let now = sim.elapsed();
         for t in timeline.due(now) {
             let kind = if t.start { "fault_start" } else { "fault_end" };
-            let fault = timeline.fault(t.fault).kind.as_str();
+            let fault = timeline.fault(t.fault).kind;
             for host in timeline.targets(t.fault).to_vec() {
                 recorder.event(now, kind, &host, format!("{fault} {}", timeline.detail(t.fault)).trim_end().to_owned());
             }

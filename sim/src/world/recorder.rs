@@ -23,6 +23,7 @@ use mcpstorm_core::session::is_session_not_found;
 use mcpstorm_core::{CallError, Event, Observer, SessionEvent};
 
 use super::phases::Phases;
+use crate::run::memory::{CALLS_CAP, SecondBucket, latency_histogram};
 use crate::run::{Convergence, EventRow, SecondRow, Totals};
 
 /// How a logical call (all its attempts) ended.
@@ -34,15 +35,6 @@ pub enum Outcome {
     /// A `CallError`, by its class label.
     Error(&'static str),
 }
-
-#[derive(Debug)]
-struct Bucket {
-    row: SecondRow,
-    hist: Histogram<u64>,
-}
-
-/// Most attempts the call history keeps (the oldest are dropped beyond it).
-pub const CALLS_CAP: usize = 100_000;
 
 /// What one finished attempt says about sessions, auth and schemas (the agent's view of it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +73,7 @@ pub fn is_stale_refusal(error: &CallError) -> bool {
 
 #[derive(Debug)]
 struct Inner {
-    buckets: Vec<Bucket>,
+    buckets: Vec<SecondBucket>,
     /// Drifts applied so far per server replica host.
     drift_epoch: BTreeMap<String, u32>,
     /// When each (load host, replica, drift epoch) first received a stale-schema refusal.
@@ -108,20 +100,8 @@ pub struct Recorder {
     inner: Arc<Mutex<Inner>>,
 }
 
-/// Latency histograms in microseconds, up to an hour. Two significant digits per second bucket keeps hundreds of
-/// buckets small; three for the whole run.
-fn histogram(sigfig: u8) -> Histogram<u64> {
-    match Histogram::new_with_bounds(1, 3_600_000_000, sigfig) {
-        Ok(h) => h,
-        Err(_) => unreachable!("constant histogram bounds are valid"),
-    }
-}
-
-/// Bytes the recorder keeps per simulated second (its row and latency histogram), for the run-cost estimate: a
-/// long run's memory grows by this every second.
-pub fn second_bytes() -> usize {
-    histogram(2).distinct_values() * std::mem::size_of::<u64>() + std::mem::size_of::<Bucket>()
-}
+/// Significant digits of the whole run's latency histograms.
+const RUN_SIGFIG: u8 = 3;
 
 fn ms(h: &Histogram<u64>, q: f64) -> f64 {
     if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 }
@@ -132,7 +112,7 @@ impl Default for Recorder {
         Recorder {
             inner: Arc::new(Mutex::new(Inner {
                 buckets: Vec::new(),
-                total: histogram(3),
+                total: latency_histogram(RUN_SIGFIG),
                 totals: Totals::default(),
                 in_flight: 0,
                 events: Vec::new(),
@@ -140,8 +120,8 @@ impl Default for Recorder {
                 drift_epoch: BTreeMap::new(),
                 first_refusal: BTreeMap::new(),
                 phases: Phases::default(),
-                healthy_before: histogram(3),
-                healthy_during: histogram(3),
+                healthy_before: latency_histogram(RUN_SIGFIG),
+                healthy_during: latency_histogram(RUN_SIGFIG),
                 open_breakers: BTreeSet::new(),
                 gateways: 1,
                 incidents: BTreeMap::new(),
@@ -191,8 +171,7 @@ impl Inner {
     fn bucket(&mut self, at: Duration) -> &mut SecondRow {
         let t = at.as_secs() as usize;
         while self.buckets.len() <= t {
-            let row = SecondRow { t: self.buckets.len() as u64, ..SecondRow::default() };
-            self.buckets.push(Bucket { row, hist: histogram(2) });
+            self.buckets.push(SecondBucket::new(self.buckets.len() as u64));
         }
         &mut self.buckets[t].row
     }

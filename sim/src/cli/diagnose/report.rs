@@ -11,8 +11,10 @@ use serde_json::Value;
 
 use crate::cli::terminal::{Bound, show};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// A check's outcome: lowercase in JSON, upper case (`as_ref()`) on the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::AsRefStr)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "UPPERCASE")]
 pub enum Status {
     Pass,
     Fail,
@@ -20,14 +22,6 @@ pub enum Status {
 }
 
 impl Status {
-    fn label(self) -> &'static str {
-        match self {
-            Status::Pass => "PASS",
-            Status::Fail => "FAIL",
-            Status::Skip => "SKIP",
-        }
-    }
-
     /// ANSI SGR colour: green, red, yellow.
     fn color(self) -> &'static str {
         match self {
@@ -137,7 +131,7 @@ impl Report {
             // "-" under the digits when the check timed nothing of its own.
             let took = c.ms.map_or_else(|| "-   ".to_owned(), format_ms);
             let summary = line(&c.summary);
-            let _ = writeln!(out, "{}  {:<10}{took:>11}   {summary}", paint(c.status, c.status.label()), c.name);
+            let _ = writeln!(out, "{}  {:<10}{took:>11}   {summary}", paint(c.status, c.status.as_ref()), c.name);
             for d in &c.details {
                 let _ = writeln!(out, "{:6}  {}", "", line(d));
             }

@@ -3,7 +3,10 @@
 //!
 //! Everything here is derived from simulated time and seeded draws, so the same scenario and seed give the same
 //! values, and the CSV and JSON written from them are byte-identical. Wall-clock figures live only in
-//! [`WallClock`], which goes to the console and `summary.md`, never to CSV or JSON.
+//! [`WallClock`], which goes to the console and `summary.md`, never to CSV or JSON. What a run holds in memory while
+//! it is recorded is in [`memory`].
+
+pub mod memory;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -68,7 +71,7 @@ impl SecondRow {
 }
 
 /// Something that happened at one instant: a fault starting or ending, a connection closing, a host restarting.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct EventRow {
     /// Simulated milliseconds since the start.
     pub t_ms: u64,

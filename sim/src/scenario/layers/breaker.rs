@@ -1,0 +1,156 @@
+//! `[gateway.breaker]`: a circuit breaker per (replica, tool).
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use mcpstorm_core::resilience::{BreakerConfig, WindowConfig};
+
+use super::{WINDOW_BUCKETS, yes};
+use crate::scenario::ranges;
+use crate::scenario::units::Dur;
+
+/// `[gateway.breaker]`: a circuit breaker per (replica, tool).
+///
+/// | key                  | default | meaning                                                          |
+/// |----------------------|---------|------------------------------------------------------------------|
+/// | `enabled`            | true    | false: no breakers                                               |
+/// | `window`             | `"10s"` | the rates are computed over this much time (ten buckets)         |
+/// | `window_calls`       | none    | instead: over the last this many calls                           |
+/// | `failure_rate`       | 0.5     | open when failures / calls ≥ this                                |
+/// | `slow_call_rate`     | 0.6     | open when slow calls / calls ≥ this                              |
+/// | `slow_call`          | `"2s"`  | a call taking at least this long is slow                         |
+/// | `minimum_calls`      | 10      | no verdict before this many calls are in the window              |
+/// | `open`               | `"5s"`  | the first open period                                            |
+/// | `open_growth`        | 2.0     | each re-open without a close in between multiplies it            |
+/// | `open_max`           | `"60s"` | the open period's cap                                            |
+/// | `open_jitter`        | 0.2     | the open period is scaled by a uniform factor in 1 ± this        |
+/// | `half_open_probes`   | 3       | probes at once in half-open, and successes that close it         |
+/// | `half_open_max_wait` | `"10s"` | half-open that has not decided by then re-opens                  |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerSpec {
+    /// false: no breakers.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The time the failure and slow-call rates are computed over (ten buckets).
+    #[serde(default = "default_breaker_window")]
+    pub window: Dur,
+    /// Count-based instead: the rates are over the last this many calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_WINDOW_CALLS))]
+    pub window_calls: Option<u32>,
+    /// Open when failures / calls reach this (inclusive), in (0, 1].
+    #[serde(default = "default_failure_rate")]
+    pub failure_rate: f64,
+    /// Open when slow calls / calls reach this (inclusive), in (0, 1].
+    #[serde(default = "default_slow_call_rate")]
+    pub slow_call_rate: f64,
+    /// A call taking at least this long is slow.
+    #[serde(default = "default_slow_call")]
+    pub slow_call: Dur,
+    /// No verdict before this many calls are in the window.
+    #[serde(default = "default_minimum_calls")]
+    #[schemars(range(min = 1, max = ranges::MAX_WINDOW_CALLS))]
+    pub minimum_calls: u32,
+    /// The first open period.
+    #[serde(default = "default_open")]
+    pub open: Dur,
+    /// Each re-open without a close in between multiplies the open period by this (≥ 1).
+    #[serde(default = "default_open_growth")]
+    pub open_growth: f64,
+    /// The open period's cap (≥ `open`).
+    #[serde(default = "default_open_max")]
+    pub open_max: Dur,
+    /// The open period is scaled by a uniform factor in 1 ± this, in [0, 1): breakers of many gateways do not probe
+    /// in lockstep.
+    #[serde(default = "default_open_jitter")]
+    pub open_jitter: f64,
+    /// Probes admitted at once in half-open, and consecutive successes that close it.
+    #[serde(default = "default_probes")]
+    #[schemars(range(min = 1, max = ranges::MAX_THRESHOLD))]
+    pub half_open_probes: u32,
+    /// Half-open that has not decided by then re-opens (a probe that never reports cannot wedge it).
+    #[serde(default = "default_half_open_max_wait")]
+    pub half_open_max_wait: Dur,
+}
+
+fn default_breaker_window() -> Dur {
+    match BreakerConfig::default().window {
+        WindowConfig::Time { buckets, bucket_width } => Dur(bucket_width * buckets),
+        WindowConfig::Count { .. } => Dur(Duration::from_secs(10)),
+    }
+}
+fn default_failure_rate() -> f64 {
+    BreakerConfig::default().failure_rate_threshold
+}
+fn default_slow_call_rate() -> f64 {
+    BreakerConfig::default().slow_call_rate_threshold
+}
+fn default_slow_call() -> Dur {
+    Dur(BreakerConfig::default().slow_call_duration)
+}
+fn default_minimum_calls() -> u32 {
+    BreakerConfig::default().minimum_calls
+}
+fn default_open() -> Dur {
+    Dur(BreakerConfig::default().open_base)
+}
+fn default_open_growth() -> f64 {
+    BreakerConfig::default().open_multiplier
+}
+fn default_open_max() -> Dur {
+    Dur(BreakerConfig::default().open_max)
+}
+fn default_open_jitter() -> f64 {
+    BreakerConfig::default().open_jitter
+}
+fn default_probes() -> u32 {
+    BreakerConfig::default().half_open_probes
+}
+fn default_half_open_max_wait() -> Dur {
+    Dur(BreakerConfig::default().half_open_max_wait)
+}
+
+impl BreakerSpec {
+    pub fn to_core(&self) -> BreakerConfig {
+        let window = match self.window_calls {
+            Some(size) => WindowConfig::Count { size },
+            None => WindowConfig::Time { buckets: WINDOW_BUCKETS, bucket_width: self.window.0 / WINDOW_BUCKETS },
+        };
+        BreakerConfig {
+            window,
+            failure_rate_threshold: self.failure_rate,
+            slow_call_rate_threshold: self.slow_call_rate,
+            slow_call_duration: self.slow_call.0,
+            minimum_calls: self.minimum_calls,
+            open_base: self.open.0,
+            open_multiplier: self.open_growth,
+            open_max: self.open_max.0,
+            open_jitter: self.open_jitter,
+            half_open_probes: self.half_open_probes,
+            half_open_max_wait: self.half_open_max_wait.0,
+            ..BreakerConfig::default()
+        }
+    }
+
+    /// Values out of range, at their keys (`breaker.failure_rate`, ...).
+    pub(super) fn problems(&self, fail: &mut impl FnMut(&str, String)) {
+        if let Err(e) = self.to_core().validate() {
+            let key = match e.field {
+                "failure_rate_threshold" => "failure_rate",
+                "slow_call_rate_threshold" => "slow_call_rate",
+                "open_base" => "open",
+                "open_multiplier" => "open_growth",
+                "window.size" => "window_calls",
+                "window.buckets" | "window.bucket_width" => "window",
+                other => other,
+            };
+            fail(&format!("breaker.{key}"), e.problem.to_owned());
+        }
+        if self.window_calls.is_none() && self.window.0 < Duration::from_millis(u64::from(WINDOW_BUCKETS)) {
+            fail("breaker.window", format!("must be at least {WINDOW_BUCKETS}ms (ten buckets of 1ms)"));
+        }
+    }
+}

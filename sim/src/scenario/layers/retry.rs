@@ -1,0 +1,153 @@
+//! `[gateway.retry]` and `[gateway.budget]`: the gateway's own retries, and the per-server budget that bounds them.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use mcpstorm_core::resilience::Backoff;
+use mcpstorm_core::resilience::BudgetConfig;
+use mcpstorm_core::resilience::RetryPolicy;
+
+use super::{WINDOW_BUCKETS, yes};
+use crate::scenario::ranges;
+use crate::scenario::units::Dur;
+
+/// `[gateway.retry]`: the gateway's own retries of idempotent tools, on another replica, under one deadline.
+///
+/// | key            | default         | meaning                                                       |
+/// |----------------|-----------------|---------------------------------------------------------------|
+/// | `enabled`      | true            | false: one attempt per call, the agent decides                |
+/// | `max_attempts` | 3               | attempts in all, the first included                           |
+/// | `backoff`      | `"full_jitter"` | `"full_jitter"`: uniform in [0, min(cap, base × 2ⁿ)]; `"seed"`: base × 2ⁿ capped, ± `jitter` |
+/// | `base`         | `"100ms"`       | (`"1s"` for `seed`)                                           |
+/// | `cap`          | `"10s"`         | the longest wait                                              |
+/// | `jitter`       | 0.2             | `seed` only: ± this fraction                                  |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetrySpec {
+    /// false: one attempt per call.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Attempts in all, the first included (≥ 1).
+    #[serde(default = "default_max_attempts")]
+    #[schemars(range(min = 1, max = ranges::MAX_ATTEMPTS))]
+    pub max_attempts: u32,
+    /// `"full_jitter"` or `"seed"` (the measured client's 1, 2, 4, 8, 10 s ± 20%).
+    #[serde(default)]
+    pub backoff: BackoffKind,
+    /// The first wait's ceiling (full jitter) or the first wait (seed); default 100 ms (full jitter), 1 s (seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<Dur>,
+    /// The longest wait.
+    #[serde(default = "default_backoff_cap")]
+    pub cap: Dur,
+    /// `seed` backoff only: each wait is scaled by a uniform factor in 1 ± this, in [0, 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum BackoffKind {
+    #[default]
+    FullJitter,
+    // Written "seed" in scenario files: the measured client's schedule.
+    #[serde(rename = "seed")]
+    Proportional,
+}
+
+/// `[gateway.budget]`: retries per server ≤ `ratio` × requests + `min_per_second` × `ttl`, over the last `ttl`.
+///
+/// | key              | default | meaning                                               |
+/// |------------------|---------|-------------------------------------------------------|
+/// | `enabled`        | true    | false: retries limited by `max_attempts` alone         |
+/// | `ratio`          | 0.2     | retries allowed per request                            |
+/// | `min_per_second` | 10      | a floor, so a quiet server can still be retried        |
+/// | `ttl`            | `"10s"` | how long a request's deposit counts                    |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSpec {
+    /// false: no budget.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Retries allowed per request (≥ 0).
+    #[serde(default = "default_ratio")]
+    pub ratio: f64,
+    /// Retries allowed per second whatever the traffic (≥ 0).
+    #[serde(default = "default_min_per_second")]
+    pub min_per_second: f64,
+    /// How long a request's deposit counts.
+    #[serde(default = "default_ttl")]
+    pub ttl: Dur,
+}
+
+fn default_max_attempts() -> u32 {
+    RetryPolicy::default().max_attempts
+}
+fn default_backoff_cap() -> Dur {
+    Dur(Duration::from_secs(10))
+}
+fn default_ratio() -> f64 {
+    BudgetConfig::default().ratio
+}
+fn default_min_per_second() -> f64 {
+    BudgetConfig::default().min_per_sec
+}
+fn default_ttl() -> Dur {
+    Dur(BudgetConfig::default().ttl)
+}
+
+impl RetrySpec {
+    pub fn to_core(&self) -> RetryPolicy {
+        let backoff = match self.backoff {
+            BackoffKind::FullJitter => {
+                Backoff::FullJitter { base: self.base.map_or(Duration::from_millis(100), |d| d.0), cap: self.cap.0 }
+            }
+            BackoffKind::Proportional => Backoff::Proportional {
+                base: self.base.map_or(Backoff::RECONNECT_BASE, |d| d.0),
+                cap: self.cap.0,
+                jitter: self.jitter.unwrap_or(Backoff::RECONNECT_JITTER),
+            },
+        };
+        RetryPolicy { max_attempts: self.max_attempts, backoff }
+    }
+
+    /// Values out of range and keys the chosen backoff does not read, at their keys (`retry.max_attempts`, ...).
+    pub(super) fn problems(&self, fail: &mut impl FnMut(&str, String)) {
+        if self.max_attempts == 0 {
+            fail("retry.max_attempts", "must be at least 1 (the first attempt counts)".to_owned());
+        }
+        if self.jitter.is_some() && self.backoff != BackoffKind::Proportional {
+            fail("retry.jitter", "applies only to backoff = \"seed\" (full jitter is all jitter)".to_owned());
+        }
+        if let Some(j) = self.jitter
+            && !(j.is_finite() && (0.0..1.0).contains(&j))
+        {
+            fail("retry.jitter", format!("must be in [0, 1), got {j}"));
+        }
+        if self.base.is_some_and(|b| b.0 > self.cap.0) {
+            fail("retry.base", "must not exceed cap".to_owned());
+        }
+    }
+}
+
+impl BudgetSpec {
+    pub fn to_core(&self) -> BudgetConfig {
+        BudgetConfig { ratio: self.ratio, min_per_sec: self.min_per_second, ttl: self.ttl.0, buckets: WINDOW_BUCKETS }
+    }
+
+    /// Values out of range, at their keys (`budget.ratio`, ...).
+    pub(super) fn problems(&self, fail: &mut impl FnMut(&str, String)) {
+        if let Err(e) = self.to_core().validate() {
+            let key = if e.to_string().contains("min_per_sec") {
+                "min_per_second"
+            } else if e.to_string().contains("ratio") {
+                "ratio"
+            } else {
+                "ttl"
+            };
+            fail(&format!("budget.{key}"), e.to_string());
+        }
+    }
+}
