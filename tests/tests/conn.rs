@@ -6,7 +6,7 @@ use mcpstorm_core::conn::{CallOptions, ConnectionConfig, Lane};
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Message, RequestId};
 use mcpstorm_core::mcp::method;
 use mcpstorm_core::{CallError, CancelToken, LocalError, TransportError};
-use mcpstorm_tests::peer;
+use mcpstorm_fake::doubles::peer;
 use serde_json::json;
 use tokio::time::Instant;
 

@@ -16,7 +16,7 @@ use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer, TcpDialer};
 use mcpstorm_core::session::EraMode;
 use mcpstorm_core::session::ext::GatewayProfile;
 use mcpstorm_core::{CallError, LocalError};
-use mcpstorm_tests::line_server::serve_lines;
+use mcpstorm_fake::doubles::line_server::serve_lines;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;

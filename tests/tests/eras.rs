@@ -12,7 +12,7 @@ use mcpstorm_core::mcp::method;
 use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
 use mcpstorm_core::session::{Era, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use mcpstorm_core::{CallError, LifecycleError};
-use mcpstorm_tests::peer::Peer;
+use mcpstorm_fake::doubles::peer::Peer;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;

@@ -7,7 +7,7 @@ use mcpstorm_core::client::{ClientConfig, McpClient};
 use mcpstorm_core::conn::CallOptions;
 use mcpstorm_core::rt::TcpDialer;
 use mcpstorm_core::{CallError, LocalError, TransportError};
-use mcpstorm_sim::fake::FakeServer;
+use mcpstorm_fake::FakeServer;
 use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;

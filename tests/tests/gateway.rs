@@ -13,7 +13,7 @@ use mcpstorm_core::router::{
 };
 use mcpstorm_core::rt::{SeededRng, TcpDialer, TokioClock};
 use mcpstorm_core::{CallError, CancelToken, LocalError};
-use mcpstorm_sim::fake::{FakeServer, FakeServerConfig};
+use mcpstorm_fake::{FakeServer, FakeServerConfig};
 use serde_json::json;
 use tokio::net::TcpListener;
 

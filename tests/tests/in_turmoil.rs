@@ -7,7 +7,7 @@ use std::time::Duration;
 use mcpstorm_core::client::{ClientConfig, McpClient};
 use mcpstorm_core::conn::CallOptions;
 use mcpstorm_core::{CallError, LocalError, TransportError};
-use mcpstorm_sim::fake::FakeServer;
+use mcpstorm_fake::FakeServer;
 use mcpstorm_sim::world::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 use serde_json::json;
 use tokio::time::Instant;

@@ -1,4 +1,4 @@
-//! The session extension end to end against an in-process server (`mcpstorm_tests::session_server`), in paused
+//! The session extension end to end against an in-process server (`mcpstorm_fake::doubles::session_server`), in paused
 //! time: renewal and re-handshake points, session-not-found recovery, the naive profile's failures, auth
 //! negotiation and rotation, secrets kept out of every output, snapshot and resume, and call history rows.
 
@@ -16,7 +16,7 @@ use mcpstorm_core::rt::TokioClock;
 use mcpstorm_core::session::ext::{AuthScheme, Credential, GatewayProfile, RENEW, Secret};
 use mcpstorm_core::session::{DISCOVER, Era, EraMode};
 use mcpstorm_core::{CallError, ErrorClass};
-use mcpstorm_tests::session_server::{Seen, ServerConfig, SessionServer, Verdict, steady_wall};
+use mcpstorm_fake::doubles::session_server::{Seen, ServerConfig, SessionServer, Verdict, steady_wall};
 use serde_json::json;
 use tokio::time::{Instant, sleep_until};
 

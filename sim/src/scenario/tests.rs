@@ -580,7 +580,7 @@ fn set_changes_values() {
     assert_eq!((s.agent.retry, s.agent.max_retries), (RetryMode::Immediate, 3), "a table the file does not have");
     assert_eq!(set(&["load.sessions=5", "load.sessions=6"]).load.sessions, Some(6), "the last one wins");
     let s = set(&["servers[0].tools[0].latency={ dist = \"fixed\", ms = 3 }"]);
-    assert_eq!(s.servers[0].tools[0].latency, crate::fake::LatencyDist::Fixed { ms: 3.0 });
+    assert_eq!(s.servers[0].tools[0].latency, mcpstorm_fake::LatencyDist::Fixed { ms: 3.0 });
 }
 
 #[test]
@@ -755,7 +755,7 @@ fn concurrency_knee_is_seed_002s_experiment() {
         ]
     );
     assert_eq!((s.load.calls, s.servers[0].workers, s.client.max_in_flight), (Some(500), Some(200), 1000));
-    assert_eq!(s.servers[0].tools[0].latency, crate::fake::LatencyDist::Fixed { ms: 200.0 });
+    assert_eq!(s.servers[0].tools[0].latency, mcpstorm_fake::LatencyDist::Fixed { ms: 200.0 });
 }
 
 #[test]

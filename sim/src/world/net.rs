@@ -4,7 +4,7 @@
 use mcpstorm_core::TransportError;
 use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
 
-use crate::fake::Listener;
+use mcpstorm_fake::Listener;
 
 /// The port every fake server listens on, on its own host.
 pub const SERVER_PORT: u16 = 9000;

@@ -12,13 +12,13 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
-use super::args;
-use super::config::{DEFAULT_REPLY, ErrorKind, ToolConfig, ValidationError};
-use super::latency::LatencyDraw;
-use super::methods::{invalid_params, to_value};
-use super::server::{Catalog, Shared};
-use super::stats::{Counters, Ticket};
-use super::workers::Worker;
+use crate::args;
+use crate::config::{DEFAULT_REPLY, ErrorKind, ToolConfig, ValidationError};
+use crate::latency::LatencyDraw;
+use crate::methods::{invalid_params, to_value};
+use crate::server::{Catalog, Shared};
+use crate::stats::{Counters, Ticket};
+use crate::workers::Worker;
 
 /// Most progress notifications one call sends: a tiny `progress_ms` under a long latency must not flood the writer.
 const MAX_PROGRESS: u128 = 10_000;

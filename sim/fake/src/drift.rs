@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::config::ToolConfig;
-use super::server::Catalog;
+use crate::config::ToolConfig;
+use crate::server::Catalog;
 
 /// One change to a server's tools or identity.
 #[derive(Debug, Clone, PartialEq)]

@@ -30,11 +30,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Notify, mpsc};
 use tokio::task::{AbortHandle, JoinHandle};
 
-use super::call::{self, Job, Outcome};
-use super::methods::{self, ConnEra, Route};
-use super::server::Shared;
-use super::sessions;
-use super::stats::Counters;
+use crate::call::{self, Job, Outcome};
+use crate::methods::{self, ConnEra, Route};
+use crate::server::Shared;
+use crate::sessions;
+use crate::stats::Counters;
 
 /// Answers queued for the writer. When full, request tasks (and the reader, for frame errors) wait: a client that
 /// stops reading slows the server down instead of growing its memory.

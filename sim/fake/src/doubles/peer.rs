@@ -28,7 +28,6 @@ pub fn connect_with(
 ) -> (Connection, Peer) {
     let (ours, theirs) = tokio::io::duplex(pipe_bytes);
     let (our_read, our_write) = tokio::io::split(ours);
-    let (their_read, their_write) = tokio::io::split(theirs);
     let (sink, source) = mcpstorm_core::transport::line_transport(our_read, our_write, max_frame);
     let conn = Connection::start(
         sink,
@@ -43,8 +42,7 @@ pub fn connect_with(
             guard: None,
         },
     );
-    let peer = Peer { source: LineSource::new(their_read, DEFAULT_MAX_FRAME), sink: LineSink::new(their_write) };
-    (conn, peer)
+    (conn, Peer::new(theirs))
 }
 
 impl Peer {

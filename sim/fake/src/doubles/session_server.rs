@@ -9,14 +9,15 @@ use std::time::Duration;
 
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
 use mcpstorm_core::mcp::method;
-use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
+use mcpstorm_core::rt::{DialFuture, Dialer};
 use mcpstorm_core::session::ext::{AuthScheme, META_AUTH_SCHEMES, META_AUTHORIZATION, META_SESSION, RENEW};
 use mcpstorm_core::session::{DISCOVER, MODERN_PROTOCOL_VERSIONS};
 use serde_json::{Value, json};
 use tokio::io::DuplexStream;
 use tokio::time::Instant;
 
-use crate::peer::Peer;
+use crate::doubles::peer::Peer;
+use crate::pipe::{byte_stream, spawn_server};
 
 /// The server's wall clock in ms, as a function of the (tokio, monotonic) time elapsed since the server started.
 pub type WallFn = Arc<dyn Fn(Duration) -> u64 + Send + Sync>;
@@ -187,10 +188,8 @@ impl Dialer for SessionServer {
                 s.dials += 1;
                 s.dials - 1
             };
-            let (ours, theirs) = tokio::io::duplex(1 << 16);
-            tokio::spawn(self.clone().serve(conn, theirs));
-            let (reader, writer) = tokio::io::split(ours);
-            Ok(ByteStream { reader: Box::new(reader), writer: Box::new(writer), guard: None })
+            let server = self.clone();
+            Ok(byte_stream(spawn_server(1 << 16, move |theirs| server.serve(conn, theirs))))
         })
     }
 

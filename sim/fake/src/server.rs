@@ -15,13 +15,13 @@ use serde_json::{Map, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinSet;
 
-use super::config::{ConfigError, FakeServerConfig, ToolConfig};
-use super::conn::ConnRegistry;
-use super::control::{FakeControl, FaultCell};
-use super::listener::Listener;
-use super::sessions::SessionTable;
-use super::stats::{Counters, FakeStats};
-use super::workers::WorkerPool;
+use crate::config::{ConfigError, FakeServerConfig, ToolConfig};
+use crate::conn::ConnRegistry;
+use crate::control::{FakeControl, FaultCell};
+use crate::listener::Listener;
+use crate::sessions::SessionTable;
+use crate::stats::{Counters, FakeStats};
+use crate::workers::WorkerPool;
 
 /// After a failed accept (out of file descriptors, say), wait this long before the next: no busy loop, and the
 /// server recovers by itself when the condition clears.
@@ -197,7 +197,7 @@ impl FakeServer {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        super::conn::serve(self.shared.clone(), self.max_frame, reader, writer).await;
+        crate::conn::serve(self.shared.clone(), self.max_frame, reader, writer).await;
     }
 
     /// Accepts connections forever, serving each on its own task. Dropping this future aborts every connection.

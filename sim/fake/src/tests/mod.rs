@@ -14,38 +14,17 @@ use mcpstorm_core::client::{ClientConfig, McpClient};
 use mcpstorm_core::conn::CallOptions;
 use mcpstorm_core::error::CallError;
 use mcpstorm_core::mcp::CallToolResult;
-use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf};
 use tokio::time::{Instant, timeout};
 
-use super::{FakeServer, FakeServerConfig, LatencyDist, ToolConfig};
-
-/// Dials the fake over an in-memory duplex: each dial is one new server connection.
-#[derive(Debug)]
-struct DuplexDialer(FakeServer);
-
-impl Dialer for DuplexDialer {
-    fn dial(&self) -> DialFuture<'_> {
-        Box::pin(async move {
-            let (ours, theirs) = tokio::io::duplex(64 * 1024);
-            let (reader, writer) = tokio::io::split(theirs);
-            let server = self.0.clone();
-            tokio::spawn(async move { server.serve_connection(reader, writer).await });
-            let (reader, writer) = tokio::io::split(ours);
-            Ok(ByteStream { reader: Box::new(reader), writer: Box::new(writer), guard: None })
-        })
-    }
-
-    fn describe(&self) -> String {
-        "duplex fake".into()
-    }
-}
+use crate::pipe::PipeDialer;
+use crate::{FakeServer, FakeServerConfig, LatencyDist, ToolConfig};
 
 fn client(server: &FakeServer) -> Arc<McpClient> {
     Arc::new(McpClient::new(
         "fake",
-        Arc::new(DuplexDialer(server.clone())),
+        Arc::new(PipeDialer(server.clone())),
         ClientConfig::default(),
         mcpstorm_core::rt::SeededRng::new(0),
     ))
@@ -61,17 +40,17 @@ fn config(tools: Vec<ToolConfig>) -> FakeServerConfig {
         name: "test".into(),
         version: "9.9.9".into(),
         workers: None,
-        max_in_flight_per_connection: super::DEFAULT_MAX_IN_FLIGHT,
+        max_in_flight_per_connection: crate::DEFAULT_MAX_IN_FLIGHT,
         page_size: None,
         seed: 1,
         tools,
-        eras: super::both_eras(),
+        eras: crate::both_eras(),
         cache_ttl_ms: 0,
-        legacy_discover: super::LegacyDiscover::default(),
+        legacy_discover: crate::LegacyDiscover::default(),
         session_ttl_ms: None,
         renew: true,
         auth_schemes: None,
-        validation_error: super::ValidationError::default(),
+        validation_error: crate::ValidationError::default(),
         meta: None,
     }
 }
@@ -108,11 +87,7 @@ struct Raw {
 
 impl Raw {
     fn connect(server: &FakeServer) -> Raw {
-        let (ours, theirs) = tokio::io::duplex(64 * 1024);
-        let (reader, writer) = tokio::io::split(theirs);
-        let server = server.clone();
-        tokio::spawn(async move { server.serve_connection(reader, writer).await });
-        let (reader, writer) = tokio::io::split(ours);
+        let (reader, writer) = tokio::io::split(server.connect_pipe());
         Raw { lines: BufReader::new(reader).lines(), writer }
     }
 

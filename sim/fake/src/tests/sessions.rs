@@ -6,7 +6,7 @@ use mcpstorm_core::session::ext::{AuthScheme, META_AUTH_SCHEMES, META_AUTHORIZAT
 use serde_json::{Value, json};
 
 use super::*;
-use crate::fake::{Drift, ValidationError};
+use crate::{Drift, ValidationError};
 
 const INIT: &str = "initialize";
 

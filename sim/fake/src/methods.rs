@@ -14,9 +14,9 @@ use mcpstorm_core::session::{
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::config::{LegacyDiscover, ProtocolEra};
-use super::server::Shared;
-use super::sessions;
+use crate::config::{LegacyDiscover, ProtocolEra};
+use crate::server::Shared;
+use crate::sessions;
 
 /// Version negotiation as the spec has it: echo the client's version if we speak it, else offer our latest and let
 /// the client decide whether to disconnect.

@@ -6,10 +6,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use mcpstorm_core::rt::{ByteStream, DialFuture, Dialer};
+use mcpstorm_core::rt::{DialFuture, Dialer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Notify;
+
+use crate::pipe::{byte_stream, spawn_server};
 
 /// Serves one connection until the client closes it. `answer(request)` gives the `result` (`Ok`) or the `error`
 /// object (`Err`) for a request.
@@ -67,11 +69,10 @@ impl fmt::Debug for LineDialer {
 impl Dialer for LineDialer {
     fn dial(&self) -> DialFuture<'_> {
         Box::pin(async move {
-            let (ours, theirs) = tokio::io::duplex(self.pipe);
             let answer = self.answer.clone();
-            tokio::spawn(serve_lines(theirs, Arc::new(Notify::new()), move |msg| answer(msg)));
-            let (reader, writer) = tokio::io::split(ours);
-            Ok(ByteStream { reader: Box::new(reader), writer: Box::new(writer), guard: None })
+            let ours =
+                spawn_server(self.pipe, |theirs| serve_lines(theirs, Arc::new(Notify::new()), move |msg| answer(msg)));
+            Ok(byte_stream(ours))
         })
     }
 

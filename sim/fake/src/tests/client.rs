@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep};
 
 use super::*;
-use crate::fake::{ErrorKind, ProtocolEra, both_eras};
+use crate::{ErrorKind, ProtocolEra, both_eras};
 
 #[tokio::test(start_paused = true)]
 async fn handshake_and_paginated_tools_list_in_every_era() {
@@ -342,7 +342,7 @@ async fn a_half_closed_tcp_client_gets_every_answer_then_eof() {
 #[tokio::test]
 async fn a_live_server_refuses_an_invalid_config() {
     let bad = FakeServerConfig { workers: Some(0), ..FakeServerConfig::builtin() };
-    let err = crate::fake::live_server(bad).expect_err("invalid config");
+    let err = crate::live_server(bad).expect_err("invalid config");
     assert!(err.to_string().contains("workers"), "{err}");
 }
 

@@ -19,8 +19,8 @@ use mcpstorm_core::session::DISCOVER;
 use mcpstorm_core::session::ext::{META_AUTH_SCHEMES, META_AUTHORIZATION, META_SESSION, RENEW, SessionGrant};
 use serde_json::{Value, json};
 
-use super::server::Shared;
-use super::stats::Counters;
+use crate::server::Shared;
+use crate::stats::Counters;
 
 /// One replica's sessions: id → expiry on the server's wall clock (ms since the epoch).
 #[derive(Debug)]

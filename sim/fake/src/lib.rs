@@ -19,10 +19,12 @@ mod call;
 mod config;
 mod conn;
 mod control;
+pub mod doubles;
 mod drift;
 mod latency;
 mod listener;
 mod methods;
+pub mod pipe;
 mod server;
 mod sessions;
 mod stats;
@@ -37,9 +39,8 @@ use mcpstorm_core::rt::TokioClock;
 
 pub use config::{
     ConfigError, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REPLY, ErrorKind, FakeServerConfig, LegacyDiscover, ProtocolEra,
-    ToolConfig, ValidationError, both_eras,
+    ToolConfig, ValidationError, both_eras, default_max_in_flight, is_default_max_in_flight,
 };
-pub(crate) use config::{default_max_in_flight, is_default_max_in_flight};
 pub use control::{FakeControl, Faults};
 pub use drift::Drift;
 pub use latency::{LatencyDist, LatencyDraw, MAX_LATENCY};

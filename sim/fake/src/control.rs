@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use mcpstorm_core::session::ext::AuthScheme;
 
-use super::drift::Drift;
-use super::server::Shared;
-use super::stats::FakeStats;
+use crate::drift::Drift;
+use crate::server::Shared;
+use crate::stats::FakeStats;
 
 /// Fault knobs layered over the configuration.
 ///
@@ -37,7 +37,7 @@ impl Faults {
     /// The latency a call runs for, given its sampled base latency.
     pub fn apply(&self, base: Duration) -> Duration {
         // `Duration::mul_f64` panics on overflow: a product no duration holds is past the cap anyway.
-        let max = super::latency::MAX_LATENCY;
+        let max = crate::latency::MAX_LATENCY;
         let scaled = Duration::try_from_secs_f64(self.latency_multiplier * base.as_secs_f64()).unwrap_or(max);
         scaled.saturating_add(self.extra_latency).min(max)
     }
@@ -122,7 +122,7 @@ impl FakeControl {
     pub fn drift(&self, drift: &Drift, notify: bool) -> Result<usize, String> {
         let after = drift.apply(&self.shared.catalog())?;
         self.shared.set_catalog(after);
-        Ok(if notify { self.shared.conns.broadcast(&super::drift::list_changed()) } else { 0 })
+        Ok(if notify { self.shared.conns.broadcast(&crate::drift::list_changed()) } else { 0 })
     }
 
     /// The server's tools as listed now (after any drift).

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use mcpstorm_core::session::ext::AuthScheme;
 
-use super::args;
-use super::latency::LatencyDist;
+use crate::args;
+use crate::latency::LatencyDist;
 
 /// A scripted fake MCP server.
 ///
@@ -83,11 +83,13 @@ fn yes() -> bool {
 /// (the core's default is 256), small enough that a flood costs a few MB of tasks, not the machine.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 4096;
 
-pub(crate) fn default_max_in_flight() -> usize {
+/// [`DEFAULT_MAX_IN_FLIGHT`], as a serde default for configurations that embed a server's settings.
+pub fn default_max_in_flight() -> usize {
     DEFAULT_MAX_IN_FLIGHT
 }
 
-pub(crate) fn is_default_max_in_flight(n: &usize) -> bool {
+/// Whether `n` is [`DEFAULT_MAX_IN_FLIGHT`] (serde's `skip_serializing_if`).
+pub fn is_default_max_in_flight(n: &usize) -> bool {
     *n == DEFAULT_MAX_IN_FLIGHT
 }
 
@@ -199,7 +201,7 @@ pub enum ErrorKind {
 pub const DEFAULT_REPLY: &str = "ok {tool} {latency_ms}ms";
 
 /// The longest progress period: the longest latency a call can have.
-pub const MAX_PROGRESS_MS: u64 = super::latency::MAX_LATENCY.as_secs() * 1000;
+pub const MAX_PROGRESS_MS: u64 = crate::latency::MAX_LATENCY.as_secs() * 1000;
 
 impl ToolConfig {
     /// A tool with every default: instant, never failing, `{"type": "object"}` input.

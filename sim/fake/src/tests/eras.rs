@@ -5,12 +5,14 @@ use std::time::Duration;
 
 use mcpstorm_core::error::{LifecycleError, TransportError};
 use mcpstorm_core::jsonrpc::ErrorCode;
+use mcpstorm_core::rt::{DialFuture, Dialer};
 use mcpstorm_core::session::{CachedEra, DiscoverResult, Era, EraCache, MODERN_PROTOCOL_VERSIONS};
 
 use tokio::time::sleep;
 
 use super::*;
-use crate::fake::{ConfigError, LegacyDiscover, ProtocolEra, both_eras};
+use crate::pipe::{byte_stream, spawn_server};
+use crate::{ConfigError, LegacyDiscover, ProtocolEra, both_eras};
 
 const MODERN: &str = "2026-07-28";
 
@@ -38,7 +40,7 @@ fn legacy_only(answer: LegacyDiscover) -> FakeServer {
 
 fn client_with(server: &FakeServer, config: ClientConfig, cache: &EraCache) -> Arc<McpClient> {
     let client =
-        McpClient::new("fake", Arc::new(DuplexDialer(server.clone())), config, mcpstorm_core::rt::SeededRng::new(0))
+        McpClient::new("fake", Arc::new(PipeDialer(server.clone())), config, mcpstorm_core::rt::SeededRng::new(0))
             .with_era_cache(cache.clone());
     Arc::new(client)
 }
@@ -310,7 +312,7 @@ async fn forced_legacy_mode_never_probes() {
 #[tokio::test(start_paused = true)]
 async fn a_server_that_dies_on_the_probe_is_a_transport_error_not_an_era() {
     // An outage during the probe must not be cached as "legacy".
-    let dialer = DuplexDialer(fake(both_eras(), LegacyDiscover::MethodNotFound));
+    let dialer = PipeDialer(fake(both_eras(), LegacyDiscover::MethodNotFound));
     let config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
     let cache = EraCache::new();
     let client = McpClient::new("fake", Arc::new(ClosingDialer(dialer)), config, mcpstorm_core::rt::SeededRng::new(0))
@@ -322,19 +324,17 @@ async fn a_server_that_dies_on_the_probe_is_a_transport_error_not_an_era() {
 
 /// A dialer whose streams close as soon as the client writes anything.
 #[derive(Debug)]
-struct ClosingDialer(DuplexDialer);
+struct ClosingDialer(PipeDialer);
 
 impl Dialer for ClosingDialer {
     fn dial(&self) -> DialFuture<'_> {
         Box::pin(async move {
-            let (ours, theirs) = tokio::io::duplex(1024);
-            tokio::spawn(async move {
+            let ours = spawn_server(1024, |theirs| async move {
                 let (mut reader, _writer) = tokio::io::split(theirs);
                 let mut byte = [0u8; 1];
                 let _ = tokio::io::AsyncReadExt::read(&mut reader, &mut byte).await;
             });
-            let (reader, writer) = tokio::io::split(ours);
-            Ok(ByteStream { reader: Box::new(reader), writer: Box::new(writer), guard: None })
+            Ok(byte_stream(ours))
         })
     }
 
