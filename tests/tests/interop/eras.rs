@@ -21,15 +21,6 @@ use tokio::time::Instant;
 
 const MODERN: &str = "2026-07-28";
 
-macro_rules! peer_or_skip {
-    ($peer:expr) => {
-        match $peer {
-            Some(d) => d,
-            None => return,
-        }
-    };
-}
-
 /// A long probe timeout, so that a fallback driven by the timeout (rather than by the server's answer) shows.
 fn config() -> ClientConfig {
     let mut config = ClientConfig { discover_timeout: Duration::from_secs(20), ..ClientConfig::default() };

@@ -24,20 +24,11 @@ fn client(dialer: StdioDialer) -> McpClient {
     McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::rt::SeededRng::new(0))
 }
 
-macro_rules! peer_or_skip {
-    ($peer:expr) => {
-        match $peer {
-            Some(d) => d,
-            None => return,
-        }
-    };
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_handshake_tools_echo_and_ping() {
     let c = client(peer_or_skip!(python_server()));
     let session = c.session().await.expect("handshake");
-    // The SDK serves both eras; the core detects and picks the modern one (tests/tests/interop_eras.rs).
+    // The SDK serves both eras; the core detects and picks the modern one (tests/tests/interop/eras.rs).
     assert_eq!(session.init.protocol_version, "2026-07-28");
     assert_eq!(session.init.server_info.name, "mcpstorm-py-peer");
     let tools = c.list_tools().await.unwrap();
