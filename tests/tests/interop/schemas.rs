@@ -4,22 +4,17 @@
 //! unchanged.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpstorm_core::client::{ClientConfig, McpClient};
 use mcpstorm_core::conn::CallOptions;
 use mcpstorm_core::observe::{Event, Observer};
-use mcpstorm_core::rt::{Dialer, StdioDialer, TcpDialer};
+use mcpstorm_core::rt::{Dialer, StdioDialer};
 use mcpstorm_core::schema::{ArgumentError, Dialect};
 use mcpstorm_core::{CallError, LocalError};
-use mcpstorm_fake::doubles::line_server::{LineDialer, serve_lines};
-use mcpstorm_fake::{FakeServer, FakeServerConfig, ToolConfig};
 use mcpstorm_tests::real_servers::{everything_server, python_server};
 use serde_json::json;
-use tokio::net::TcpListener;
-use tokio::sync::Notify;
 
 fn stdio_client(dialer: StdioDialer) -> McpClient {
     let mut config = ClientConfig::default();
