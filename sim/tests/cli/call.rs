@@ -6,10 +6,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-mod common;
-
-use common::hostile::{self, DESCRIPTION, TOOL};
-use common::{BIN, Fake};
+use crate::common::BIN;
+use crate::servers::Fake;
+use crate::servers::hostile::{self, DESCRIPTION, TOOL};
 
 fn call(fake: &Fake, tool: &str, args: &str) -> Output {
     Command::new(BIN).args(["call", "--tcp", &fake.addr, tool, args]).output().expect("run mcpstorm call")
@@ -86,7 +85,7 @@ fn assert_inert(what: &str, text: &str) {
 /// carries it exactly.
 #[test]
 fn hostile_server_text_is_escaped_and_bounded_but_exact_in_json() {
-    let addr = common::hostile_server();
+    let addr = crate::servers::hostile_server();
     let big = hostile::big_text();
 
     let (code, stdout, stderr) = run(&["tools", "--tcp", &addr]);

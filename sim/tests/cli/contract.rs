@@ -5,8 +5,8 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-mod common;
-use common::{BIN, Fake, mcpstorm};
+use crate::common::{BIN, mcpstorm};
+use crate::servers::Fake;
 
 fn scratch(name: &str) -> String {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli").join(name).to_string_lossy().into_owned()
@@ -74,7 +74,7 @@ fn durations_beyond_their_range_exit_2_naming_the_key_without_a_panic() {
         let set = format!("{key}={HUGE}");
         let o = mcpstorm(&["sim", "scenarios/smoke.toml", "--out", &scratch("huge"), "--set", &set]);
         let stderr = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{key}: {}", common::text(&o));
+        assert_eq!(o.status.code(), Some(2), "{key}: {}", crate::common::text(&o));
         assert!(stderr.contains(&format!("--set {set}: {key}: must be at most ")), "{stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
@@ -83,7 +83,7 @@ fn durations_beyond_their_range_exit_2_naming_the_key_without_a_panic() {
     let out = scratch("huge-pair");
     let o = mcpstorm(&["sim", "scenarios/smoke.toml", "--out", &out, "--set", &deadline, "--set", &refresh]);
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", crate::common::text(&o));
     assert!(stderr.contains("client.deadline: must be at most 7days") && stderr.contains("refresh_every"), "{stderr}");
     assert!(!PathBuf::from(&out).join("summary.json").exists(), "nothing ran");
 }
@@ -150,8 +150,8 @@ fn durations_and_counts_at_the_top_of_their_ranges_run_without_a_panic() {
         args.extend(["--set", s.as_str()]);
     }
     let o = mcpstorm(&args);
-    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
-    let summary = common::summary(&PathBuf::from(&out));
+    assert_eq!(o.status.code(), Some(0), "{}", crate::common::text(&o));
+    let summary = crate::common::summary(&PathBuf::from(&out));
     assert_eq!(summary["totals"]["lost"], 0, "{summary}");
     assert!(summary["totals"]["ok"].as_u64().is_some_and(|ok| ok > 0), "{summary}");
 }
@@ -160,7 +160,7 @@ fn durations_and_counts_at_the_top_of_their_ranges_run_without_a_panic() {
 fn runs_beyond_the_cost_limits_exit_2_unless_allowed() {
     let o = mcpstorm(&["validate", "scenarios/smoke.toml"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", crate::common::text(&o));
     assert!(stdout.contains("\ncost: ~5,882 calls over up to 85,000 ticks with 2 hosts"), "{stdout}");
     assert!(stdout.contains("limits: 50,000,000 calls, 100,000,000 ticks, 200 hosts"), "{stdout}");
 
@@ -174,7 +174,7 @@ fn runs_beyond_the_cost_limits_exit_2_unless_allowed() {
     for cmd in &runs {
         let o = mcpstorm(&[&cmd[..], &["--set", sessions]].concat());
         let stderr = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {}", common::text(&o));
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {}", crate::common::text(&o));
         assert!(stderr.contains("load.sessions: this run would cost too much"), "{stderr}");
         assert!(
             stderr.contains("calls 294,117,647 > 50,000,000 (load.sessions, duration, load.think_time)"),
@@ -183,22 +183,22 @@ fn runs_beyond_the_cost_limits_exit_2_unless_allowed() {
         assert!(stderr.contains("pass --allow-large"), "{stderr}");
     }
     let o = mcpstorm(&["validate", "scenarios/smoke.toml", "--set", sessions, "--allow-large"]);
-    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", crate::common::text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("(--allow-large)"));
 
     // A week-long deadline could keep the run draining for two weeks (1.2e9 ticks): refused, and with the flag it
     // runs, and ends as soon as its calls are done.
     let deadline = "client.deadline=\"7d\"";
     let o = mcpstorm(&["sim", "scenarios/smoke.toml", "--out", &scratch("allowed"), "--set", deadline]);
-    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", crate::common::text(&o));
     let o =
         mcpstorm(&["sim", "scenarios/smoke.toml", "--out", &scratch("allowed"), "--set", deadline, "--allow-large"]);
-    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", crate::common::text(&o));
     let compare_out = scratch("allowed-compare");
     let allowed = [&compare[..], &["--seeds", "1", "--out", &compare_out, "--set", deadline]].concat();
     assert_eq!(mcpstorm(&allowed).status.code(), Some(2));
     let o = mcpstorm(&[&allowed[..], &["--allow-large"]].concat());
-    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", crate::common::text(&o));
 }
 
 #[test]

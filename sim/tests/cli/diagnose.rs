@@ -8,9 +8,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-mod common;
-
-use common::{BIN, Fake, hostile, hostile_server, scripted_server};
+use crate::common::BIN;
+use crate::servers::{Fake, hostile, hostile_server, scripted_server};
 const LAYERS: [&str; 9] = ["connect", "handshake", "version", "tools", "auth", "ping", "call", "renewal", "anomalies"];
 
 fn repo_root() -> PathBuf {

@@ -5,8 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod common;
-use common::mcpstorm;
+use crate::common::mcpstorm;
 
 fn scratch(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compare").join(name)

@@ -2,11 +2,9 @@
 //! checks pass, with the naive one the named checks fail (exit 1), the contrast run and plot are written, and a
 //! configured secret never reaches any output.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{failed, scratch_in, sim, summary, text};
+use crate::common::{failed, scratch_in, sim, summary, text};
 
 fn scratch(name: &str) -> PathBuf {
     scratch_in("profiles", name)

@@ -3,11 +3,9 @@
 //! they are `stubborn`; breaker openings spread between gateways by gossip, and a partition of the gossip hub leaves
 //! each gateway protecting itself.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{failed, scratch_in, sim, summary, text};
+use crate::common::{failed, scratch_in, sim, summary, text};
 use serde_json::Value;
 
 fn scratch(name: &str) -> PathBuf {

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-mod common;
-use common::mcpstorm;
+use crate::common::mcpstorm;
 
 fn scratch(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("routing").join(name)
