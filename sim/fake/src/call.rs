@@ -16,7 +16,7 @@ use crate::args;
 use crate::config::{DEFAULT_REPLY, ErrorKind, ToolConfig, ValidationError};
 use crate::latency::LatencyDraw;
 use crate::methods::{invalid_params, to_value};
-use crate::server::{Catalog, Shared};
+use crate::shared::{Catalog, Shared};
 use crate::stats::{Counters, Ticket};
 use crate::workers::Worker;
 

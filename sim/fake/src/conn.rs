@@ -31,9 +31,9 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::call::{self, Job, Outcome};
+use crate::gate;
 use crate::methods::{self, ConnEra, Route};
-use crate::server::Shared;
-use crate::sessions;
+use crate::shared::Shared;
 use crate::stats::Counters;
 
 /// Answers queued for the writer. When full, request tasks (and the reader, for frame errors) wait: a client that
@@ -43,37 +43,6 @@ const OUTBOX: usize = 256;
 const MAX_BATCH: usize = 128;
 /// How long answers already queued may take to drain after the client closed its side.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The outboxes of a server's open connections, so a drift can notify every client.
-#[derive(Debug, Default)]
-pub(crate) struct ConnRegistry {
-    inner: Mutex<(u64, BTreeMap<u64, mpsc::Sender<Message>>)>,
-}
-
-impl ConnRegistry {
-    fn lock(&self) -> MutexGuard<'_, (u64, BTreeMap<u64, mpsc::Sender<Message>>)> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn register(&self, out: mpsc::Sender<Message>) -> u64 {
-        let mut inner = self.lock();
-        inner.0 += 1;
-        let id = inner.0;
-        inner.1.insert(id, out);
-        id
-    }
-
-    fn remove(&self, id: u64) {
-        self.lock().1.remove(&id);
-    }
-
-    /// Queues `msg` on every open connection, in the order they opened. Returns how many took it: a connection whose
-    /// outbox is full misses it (the control runs outside the server's runtime and cannot wait), as a real server
-    /// that drops notifications under pressure would.
-    pub fn broadcast(&self, msg: &Message) -> usize {
-        self.lock().1.values().filter(|out| out.try_send(msg.clone()).is_ok()).count()
-    }
-}
 
 struct Conn {
     out: mpsc::Sender<Message>,
@@ -219,7 +188,7 @@ async fn on_request(shared: &Arc<Shared>, conn: &Arc<Conn>, era: &mut ConnEra, r
     }
     let mut route = methods::route(shared, era, &method, params.as_ref());
     if matches!(route, Route::Serve { .. })
-        && let Err(refusal) = sessions::check(shared, &method, params.as_ref())
+        && let Err(refusal) = gate::check(shared, &method, params.as_ref())
     {
         route = Route::Refuse(refusal);
     }
@@ -257,7 +226,7 @@ async fn on_request(shared: &Arc<Shared>, conn: &Arc<Conn>, era: &mut ConnEra, r
             method::TOOLS_CALL => call::prepare(shared, params),
             method::INITIALIZE => Job::Reply(methods::initialize(shared, params.as_ref()), None),
             DISCOVER => Job::Reply(methods::discover(shared), None),
-            RENEW if sessions::renews(shared, RENEW) => Job::Reply(sessions::renew(shared, params.as_ref()), None),
+            RENEW if gate::renews(shared, RENEW) => Job::Reply(gate::renew(shared, params.as_ref()), None),
             method::PING => Job::Reply(Ok(json!({})), None),
             method::TOOLS_LIST => Job::Reply(methods::list_tools(shared, params.as_ref()), None),
             other => Job::Reply(

@@ -1,61 +1,15 @@
 //! The runtime control handle: what the scenario's fault timeline turns while the server runs (latency spike, error
 //! burst, hang, overload, schema drift, session loss, auth rotation). Cheap to clone; every clone steers the same server, across all its connections.
-//!
-//! Faults are read when a call starts running (after it gets a worker), so a spike applies to calls that run during
-//! it, as on a real server, and not to calls merely queued when it began.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcpstorm_core::session::ext::AuthScheme;
 
 use crate::drift::Drift;
-use crate::server::Shared;
+use crate::faults::Faults;
+use crate::shared::Shared;
 use crate::stats::FakeStats;
-
-/// Fault knobs layered over the configuration.
-///
-/// | field                | default | effect                                                       |
-/// |----------------------|---------|--------------------------------------------------------------|
-/// | `latency_multiplier` | 1.0     | each call's sampled latency is multiplied by this ...        |
-/// | `extra_latency`      | 0       | ... and then this is added                                   |
-/// | `error_rate`         | none    | replaces every tool's configured error rate                  |
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Faults {
-    pub latency_multiplier: f64,
-    pub extra_latency: Duration,
-    pub error_rate: Option<f64>,
-}
-
-impl Default for Faults {
-    fn default() -> Self {
-        Faults { latency_multiplier: 1.0, extra_latency: Duration::ZERO, error_rate: None }
-    }
-}
-
-impl Faults {
-    /// The latency a call runs for, given its sampled base latency.
-    pub fn apply(&self, base: Duration) -> Duration {
-        // `Duration::mul_f64` panics on overflow: a product no duration holds is past the cap anyway.
-        let max = crate::latency::MAX_LATENCY;
-        let scaled = Duration::try_from_secs_f64(self.latency_multiplier * base.as_secs_f64()).unwrap_or(max);
-        scaled.saturating_add(self.extra_latency).min(max)
-    }
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct FaultCell(Mutex<Faults>);
-
-impl FaultCell {
-    pub fn get(&self) -> Faults {
-        *self.lock()
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Faults> {
-        // Plain data, so a poisoned lock is still consistent.
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 /// Steers one running fake server. See the module docs.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::config::ToolConfig;
-use crate::server::Catalog;
+use crate::shared::Catalog;
 
 /// One change to a server's tools or identity.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,24 +9,31 @@
 //! tokio TCP for live benchmarks ([`live_server`], the CLI's `serve-fake`), turmoil TCP inside the simulator.
 //!
 //! Map: `config` (the scenario-file section) · `latency` (distributions) · `args` (argument checks, reply
-//! templates) · `server` (shared state, accept loop) · `conn` (one connection: reader, tasks, writer) · `call` (one
-//! tool call) · `methods` (both eras' lifecycles: initialize, server/discover, the `_meta` envelope; tools/list) ·
-//! `workers` (the resizable pool) · `control` (faults) · `drift` (schema drift) · `sessions` (the session and auth
-//! extension: grants, expiry by the server's clock, the gate before each request) · `stats`.
+//! templates) · `shared` (the state every connection shares) · `server` (construction, accept loop) · `conn` (one
+//! connection: reader, tasks, writer) · `conn_registry` (the open connections' outboxes) · `call` (one tool call) ·
+//! `methods` (both eras' lifecycles: initialize, server/discover, the `_meta` envelope; tools/list) · `workers` (the
+//! resizable pool) · `faults` (the knobs) · `control` (the handle that turns them) · `drift` (schema drift) ·
+//! `sessions` (the session table, expiring by the server's clock) · `gate` (the session and auth check before each
+//! request, the grant in each handshake) · `stats` · `pipe` (a server on an in-memory pipe) · `doubles` (servers the
+//! tests play by hand).
 
 mod args;
 mod call;
 mod config;
 mod conn;
+mod conn_registry;
 mod control;
 pub mod doubles;
 mod drift;
+mod faults;
+mod gate;
 mod latency;
 mod listener;
 mod methods;
 pub mod pipe;
 mod server;
 mod sessions;
+mod shared;
 mod stats;
 mod workers;
 
@@ -41,8 +48,9 @@ pub use config::{
     ConfigError, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REPLY, ErrorKind, FakeServerConfig, LegacyDiscover, ProtocolEra,
     ToolConfig, ValidationError, both_eras, default_max_in_flight, is_default_max_in_flight,
 };
-pub use control::{FakeControl, Faults};
+pub use control::FakeControl;
 pub use drift::Drift;
+pub use faults::Faults;
 pub use latency::{LatencyDist, LatencyDraw, MAX_LATENCY};
 pub use listener::Listener;
 pub use server::FakeServer;

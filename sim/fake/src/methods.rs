@@ -15,8 +15,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::config::{LegacyDiscover, ProtocolEra};
-use crate::server::Shared;
-use crate::sessions;
+use crate::gate;
+use crate::shared::Shared;
 
 /// Version negotiation as the spec has it: echo the client's version if we speak it, else offer our latest and let
 /// the client decide whether to disconnect.
@@ -33,7 +33,7 @@ pub fn initialize(shared: &Shared, params: Option<&Value>) -> Result<Value, Erro
         extra: Map::new(),
     };
     let mut value = to_value(&result)?;
-    sessions::stamp_grant(shared, &mut value);
+    gate::stamp_grant(shared, &mut value);
     Ok(value)
 }
 
@@ -176,7 +176,7 @@ pub fn discover(shared: &Shared) -> Result<Value, ErrorObject> {
         "supportedVersions": MODERN_PROTOCOL_VERSIONS,
         "capabilities": capabilities(),
     });
-    sessions::stamp_grant(shared, &mut result);
+    gate::stamp_grant(shared, &mut result);
     stamp_modern(shared, &mut result, true);
     Ok(result)
 }
