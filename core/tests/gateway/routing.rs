@@ -14,7 +14,7 @@ use mcpstorm_core::{CallError, CancelToken, LocalError};
 use mcpstorm_fake::{FakeServer, FakeServerConfig};
 use serde_json::json;
 
-use super::{Pipes, fake};
+use super::{Pipes, fake, settle};
 
 fn gateway(
     servers: Vec<ServerSpec>,
@@ -144,8 +144,8 @@ async fn in_flight_accounting_survives_every_ending() {
             async move { gw.call_unprotected(ToolCall::new("sleep_ms", json!({"ms": 5000}))).await.map(|_| ()) },
         )
     };
-    // The server answers after 5 s: long before that, the call holds its slot.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The server answers after 5 s: once the call has gone as far as it can before that, it holds its slot.
+    settle().await;
     assert!(in_flight(&gw) >= 1.0, "the slow call never started");
     slow.abort();
     let _ = slow.await;
