@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
-use mcpstorm_sim::fake::LatencyDist;
+use mcpstorm_fake::LatencyDist;
 use mcpstorm_sim::scenario::{Dur, LoadMode, Scenario, load_file};
 use mcpstorm_sim::world::EPOCH_SECS;
 use rand::rngs::StdRng;

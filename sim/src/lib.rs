@@ -1,9 +1,8 @@
-//! The mcpstorm simulator and fake MCP servers.
+//! The mcpstorm simulator and the mcpstorm command.
 
 pub mod check;
 pub mod cli;
 pub mod compare;
-pub mod fake;
 pub mod report;
 pub mod run;
 pub mod scenario;

@@ -1,4 +1,4 @@
-"""A hostile MCP server over stdio, for the hardening tests (sim/tests/cli_call.rs). Stdlib only.
+"""A hostile MCP server over stdio, for the hardening tests (sim/tests/cli/call.rs). Stdlib only.
 
     python3 hostile.py flood N   answers tools/list after N responses to ids never issued, N notifications and N
                                  lines that are not JSON: a log flood, if the client logged each

@@ -5,7 +5,7 @@ use clap::Args;
 
 use super::Failure;
 use super::out::{self, outln};
-use crate::fake::{FakeServerConfig, live_server};
+use mcpstorm_fake::{FakeServerConfig, live_server};
 
 #[derive(Debug, Args)]
 pub struct ServeFakeArgs {

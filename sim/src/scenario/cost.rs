@@ -27,8 +27,8 @@ use std::time::Duration;
 
 use super::ranges::number;
 use super::{LoadMode, RetryMode, Scenario};
-use crate::fake::LatencyDist;
 use crate::run::memory::{CALLS_CAP, SecondBucket};
+use mcpstorm_fake::LatencyDist;
 
 /// The most a run may cost before loading refuses it.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -20,7 +20,7 @@
 //! | `gateway.retry.max_attempts`, `agent.max_retries` | up to [`MAX_ATTEMPTS`] (100)             | beyond it a run is all retries |
 //! | `faults[].multiplier`                             | 1 to [`MAX_MULTIPLIER`] (1,000)          | a latency × it stays a duration |
 //! | `servers[].latency_p95_ms`, `servers[].cache_ttl_ms` | up to 7 days in ms                    | durations written as milliseconds |
-//! | `servers[].tools[].progress_ms`, `latency.*_ms`, `latency.default_steps` | up to one day in ms ([`MAX_LATENCY`](crate::fake::MAX_LATENCY)), 1,000,000 steps | the fake server clamps every latency there (checked by the fake server's own validation) |
+//! | `servers[].tools[].progress_ms`, `latency.*_ms`, `latency.default_steps` | up to one day in ms ([`MAX_LATENCY`](mcpstorm_fake::MAX_LATENCY)), 1,000,000 steps | the fake server clamps every latency there (checked by the fake server's own validation) |
 //! | `sweep.values`                                    | 1 to [`MAX_SWEEP_VALUES`] (100) values   | one run each |
 //!
 //! [`durations`] and [`counts`] list every such key of a scenario with its value and bound: validation checks them,

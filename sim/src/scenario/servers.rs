@@ -12,8 +12,8 @@ use mcpstorm_core::AuthScheme;
 use super::model::{empty_args, object_schema, one};
 use super::ranges;
 use super::units::Dur;
-use crate::fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError, both_eras};
 use crate::seed::Seed;
+use mcpstorm_fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError, both_eras};
 
 /// A fake MCP server, possibly replicated (one turmoil host per replica).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -36,8 +36,8 @@ pub struct ServerSpec {
     /// so a flooding client cannot grow the replica's task table without bound. At least 1; default 4096.
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     #[serde(
-        default = "crate::fake::default_max_in_flight",
-        skip_serializing_if = "crate::fake::is_default_max_in_flight"
+        default = "mcpstorm_fake::default_max_in_flight",
+        skip_serializing_if = "mcpstorm_fake::is_default_max_in_flight"
     )]
     pub max_in_flight_per_connection: usize,
     /// `tools/list` page size; absent = one page.

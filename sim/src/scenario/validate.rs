@@ -11,8 +11,8 @@ use super::path::KeyPath;
 use super::ranges::{self, MIN_TICK, Upper};
 use super::target::{GATEWAY, GOSSIP, names, resolve_target};
 use super::{DriftKind, Fault, FaultKind, LoadMode, Scenario, ServerSpec};
-use crate::fake::{ConfigError, DEFAULT_MAX_IN_FLIGHT, FakeServerConfig};
 use mcpstorm_core::router::FormulaSpec;
+use mcpstorm_fake::{ConfigError, DEFAULT_MAX_IN_FLIGHT, FakeServerConfig};
 
 /// The most retries an agent may make per call: beyond it a run is all retries.
 pub const MAX_RETRIES: u32 = ranges::MAX_ATTEMPTS as u32;

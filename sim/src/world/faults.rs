@@ -11,9 +11,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::fake::{Drift, FakeControl};
 use crate::run::FaultWindow;
 use crate::scenario::{DriftKind, Fault, FaultKind, GATEWAY, GOSSIP, Scenario, resolve_target};
+use mcpstorm_fake::{Drift, FakeControl};
 
 use super::clock::SimClock;
 use super::hosts::{load_host, server_host};
@@ -296,8 +296,8 @@ fn drift_of(f: &Fault) -> Option<Drift> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fake::FakeServer;
     use crate::scenario::load_str;
+    use mcpstorm_fake::FakeServer;
 
     const SCENARIO: &str = r#"name = "t"
 duration = "10s"

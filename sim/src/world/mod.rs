@@ -32,13 +32,13 @@ pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
 use mcpstorm_core::history::ServerCallRecord;
 
 use crate::check::{error_window, evaluate_checks};
-use crate::fake::FakeServer;
 use crate::run::{RunData, WallClock};
 use crate::scenario::Scenario;
 use crate::scenario::{FaultKind, profile_name};
 use crate::seed::Seed;
 use faults::{Handles, NetAction, Timeline};
 use load::LoadPlan;
+use mcpstorm_fake::FakeServer;
 
 /// turmoil's simulated clock starts here: pinned so runs never depend on when they happen (2025-01-01T00:00:00Z).
 pub const EPOCH_SECS: u64 = 1_735_689_600;

@@ -3,7 +3,7 @@
 
 use mcpstorm_core::{ByteStream, DialFuture, Dialer, TransportError};
 
-use crate::fake::Listener;
+use mcpstorm_fake::Listener;
 
 /// The port every fake server listens on, on its own host.
 pub const SERVER_PORT: u16 = 9000;

@@ -15,7 +15,7 @@ fn set_changes_values() {
     assert_eq!((s.agent.retry, s.agent.max_retries), (RetryMode::Immediate, 3), "a table the file does not have");
     assert_eq!(set(&["load.sessions=5", "load.sessions=6"]).load.sessions, Some(6), "the last one wins");
     let s = set(&["servers[0].tools[0].latency={ dist = \"fixed\", ms = 3 }"]);
-    assert_eq!(s.servers[0].tools[0].latency, crate::fake::LatencyDist::Fixed { ms: 3.0 });
+    assert_eq!(s.servers[0].tools[0].latency, mcpstorm_fake::LatencyDist::Fixed { ms: 3.0 });
 }
 
 #[test]

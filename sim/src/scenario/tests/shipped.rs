@@ -48,7 +48,7 @@ fn concurrency_knee_is_seed_002s_experiment() {
         ]
     );
     assert_eq!((s.load.calls, s.servers[0].workers, s.client.max_in_flight), (Some(500), Some(200), 1000));
-    assert_eq!(s.servers[0].tools[0].latency, crate::fake::LatencyDist::Fixed { ms: 200.0 });
+    assert_eq!(s.servers[0].tools[0].latency, mcpstorm_fake::LatencyDist::Fixed { ms: 200.0 });
 }
 
 #[test]

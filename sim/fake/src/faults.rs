@@ -1,0 +1,51 @@
+//! The fault knobs layered over a server's configuration, and the cell its connections read them from.
+//!
+//! Faults are read when a call starts running (after it gets a worker), so a spike applies to calls that run during
+//! it, as on a real server, and not to calls merely queued when it began.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Fault knobs layered over the configuration.
+///
+/// | field                | default | effect                                                       |
+/// |----------------------|---------|--------------------------------------------------------------|
+/// | `latency_multiplier` | 1.0     | each call's sampled latency is multiplied by this ...        |
+/// | `extra_latency`      | 0       | ... and then this is added                                   |
+/// | `error_rate`         | none    | replaces every tool's configured error rate                  |
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Faults {
+    pub latency_multiplier: f64,
+    pub extra_latency: Duration,
+    pub error_rate: Option<f64>,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults { latency_multiplier: 1.0, extra_latency: Duration::ZERO, error_rate: None }
+    }
+}
+
+impl Faults {
+    /// The latency a call runs for, given its sampled base latency.
+    pub fn apply(&self, base: Duration) -> Duration {
+        // `Duration::mul_f64` panics on overflow: a product no duration holds is past the cap anyway.
+        let max = crate::latency::MAX_LATENCY;
+        let scaled = Duration::try_from_secs_f64(self.latency_multiplier * base.as_secs_f64()).unwrap_or(max);
+        scaled.saturating_add(self.extra_latency).min(max)
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct FaultCell(Mutex<Faults>);
+
+impl FaultCell {
+    pub fn get(&self) -> Faults {
+        *self.lock()
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Faults> {
+        // Plain data, so a poisoned lock is still consistent.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

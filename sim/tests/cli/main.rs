@@ -1,0 +1,10 @@
+//! The `mcpstorm` command as a user meets it: its exit codes and messages (`contract`), `call` and `tools` against
+//! the fake and against hostile servers (`call`), and `diagnose` layer by layer (`diagnose`).
+
+#[path = "../common/mod.rs"]
+mod common;
+mod servers;
+
+mod call;
+mod contract;
+mod diagnose;

@@ -1,0 +1,14 @@
+//! The simulator through the real `mcpstorm sim` and `mcpstorm compare` commands, and its report writers:
+//! byte-identical runs (`determinism`), the call history (`calls`), paired comparisons (`compare`), gateway profiles
+//! (`profiles`), resilience (`resilience`), routing (`routing`) and the report files (`report`).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod calls;
+mod compare;
+mod determinism;
+mod profiles;
+mod report;
+mod resilience;
+mod routing;

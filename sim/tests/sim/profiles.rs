@@ -1,0 +1,146 @@
+//! The sessions-and-drift scenarios through the real `mcpstorm sim` command: with the default gateway profile their
+//! checks pass, with the naive one the named checks fail (exit 1), the contrast run and plot are written, and a
+//! configured secret never reaches any output.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{failed, scratch_in, sim, summary, text};
+
+fn scratch(name: &str) -> PathBuf {
+    scratch_in("profiles", name)
+}
+
+/// Shortened for a debug build: fewer agents, the same faults.
+const SHORT_DRIFT: &[&str] = &["load.sessions=5"];
+
+#[test]
+fn schema_drift_passes_with_the_default_profile_and_fails_with_the_naive_one() {
+    let scenario = Path::new("scenarios/schema_drift.toml");
+    let out = scratch("drift-default");
+    let o = sim(scenario, &out, SHORT_DRIFT);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let primary = summary(&out);
+    assert_eq!(primary["totals"]["stale_sends"], 0);
+    // The servers' own count agrees: the drift was hit, by no more than the calls in flight when it happened.
+    let refused = primary["totals"]["schema_refusals"].as_u64().unwrap_or_default();
+    assert!((1..=10).contains(&refused), "{primary}");
+    assert!(primary["totals"]["error_window_s"].as_u64().is_some_and(|w| w <= 2), "{primary}");
+
+    // The contrast run (naive) is written beside it, fails, and does not change the exit code.
+    let naive = summary(&out.join("contrast-naive"));
+    assert_eq!(failed(&naive), ["stale_sends", "error_window_s"], "{naive}");
+    assert!(naive["totals"]["stale_sends"].as_u64().is_some_and(|s| s > 100), "{naive}");
+    assert!(out.join("contrast.png").exists() && out.join("contrast.svg").exists());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("profiles side by side") && stdout.contains("  naive "), "{stdout}");
+
+    // The naive profile as primary: its checks decide the exit code, and the contrast is then the default. With
+    // the TypeScript SDK's -32602 refusals the stale sends are counted on the wire, and agree with the isError form.
+    let out = scratch("drift-naive");
+    let sets = [SHORT_DRIFT, &["gateway.profile=naive", "servers[0].validation_error=invalid_params"]].concat();
+    let o = sim(scenario, &out, &sets);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let primary = summary(&out);
+    assert_eq!(failed(&primary), ["stale_sends", "error_window_s"]);
+    assert_eq!(primary["totals"]["stale_sends"], naive["totals"]["stale_sends"], "{primary}\n{naive}");
+    let (stale, refused) = (&primary["totals"]["stale_sends"], &primary["totals"]["schema_refusals"]);
+    assert!(stale.as_u64() < refused.as_u64(), "the first refusal per pair is not stale: {stale} of {refused}");
+    assert!(failed(&summary(&out.join("contrast-default"))).is_empty());
+}
+
+/// Shortened for a debug build: fewer, slower agents and a coarser tick; the faults stay where they are.
+const SHORT_SKEW: &[&str] = &["load.sessions=2", "load.think_time=500ms", "tick=10ms"];
+
+#[test]
+fn clock_skew_sessions_survive_with_the_default_profile_and_break_with_the_naive_one() {
+    let scenario = Path::new("scenarios/clock_skew.toml");
+    let out = scratch("skew");
+    let o = sim(scenario, &out, SHORT_SKEW);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = &summary(&out)["totals"];
+    assert_eq!((t["session_errors"].as_u64(), t["auth_errors"].as_u64()), (Some(0), Some(0)), "{t}");
+    // The jump, the purge and the rotation each cost a re-handshake per load host and replica they hit; the lease
+    // renews before the 60 s TTL runs out.
+    assert!(t["rehandshakes"].as_u64().is_some_and(|r| r >= 4), "{t}");
+    assert!(t["renewals"].as_u64().is_some_and(|r| r >= 1), "{t}");
+    let events = std::fs::read_to_string(out.join("events.csv")).expect("events.csv");
+    assert!(events.contains("clock,api-0,skew 225800 ms"), "the 45 s step on top of 3 min + 2% of 40 s:\n{events}");
+
+    let naive = summary(&out.join("contrast-naive"));
+    assert_eq!(failed(&naive), ["error_window_s", "session_errors", "auth_errors"], "{naive}");
+    assert_eq!(naive["totals"]["renewals"], 0, "the naive profile never renews");
+}
+
+const SECRET: &str = "zq-hunter2-7f3a9c-never-print-me";
+
+#[test]
+fn a_configured_secret_never_reaches_any_output() {
+    let dir = scratch("secret");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let scenario = dir.join("secret.toml");
+    let text_in = format!(
+        r#"name = "secret"
+duration = "3s"
+
+[[servers]]
+name = "vault"
+session_ttl = "30s"
+auth_schemes = ["bearer"]
+
+[[servers.tools]]
+name = "get"
+reply = "ok"
+
+[load]
+mode = "closed"
+sessions = 3
+think_time = "50ms"
+
+[[load.mix]]
+server = "vault"
+tool = "get"
+
+[[faults]]
+kind = "auth_rotation"
+target = "vault"
+start = "1s"
+schemes = ["mcp-jwt"]
+
+[gateway]
+credentials = [{{ scheme = "bearer", secret = "{SECRET}" }}, {{ scheme = "mcp-jwt", secret = "{SECRET}-jwt" }}]
+
+[report]
+contrast = "naive"
+"#
+    );
+    std::fs::write(&scenario, text_in).expect("write scenario");
+    let out = dir.join("run");
+    let o = sim(&scenario, &out, &[]);
+    // Whether the checks pass is not the subject here; only that the run completed and wrote its report.
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
+    assert!(!text(&o).contains(SECRET), "the secret is in the console output");
+    let mut files = Vec::new();
+    let mut stack = vec![out.clone()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read run dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() > 10, "expected a full report with its contrast run, got {files:?}");
+    for f in &files {
+        let bytes = std::fs::read(f).expect("read output file");
+        let found = bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes());
+        assert!(!found, "{} contains the secret", f.display());
+    }
+    let copy = std::fs::read_to_string(out.join("scenario.toml")).expect("the resolved scenario copy");
+    assert!(copy.contains("[redacted]") && copy.contains("bearer"), "{copy}");
+    // The credentials were used: the default gateway passed the scheme check before and after the rotation.
+    let s = summary(&out);
+    assert_eq!(s["totals"]["auth_errors"], 0, "{s}");
+    assert!(s["totals"]["ok"].as_u64().is_some_and(|ok| ok > 0), "{s}");
+}
