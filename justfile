@@ -26,6 +26,7 @@ test:
 lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
+    python3 .ci/layout.py
 
 # Every benchmark: seed 002's concurrency experiment live over loopback TCP, a routing decision, breaker overhead.
 bench:

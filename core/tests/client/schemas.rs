@@ -197,6 +197,14 @@ fn client_of(dialer: LineDialer, config: ClientConfig) -> McpClient {
     McpClient::new("hostile", Arc::new(dialer), config, mcpstorm_core::SeededRng::new(0))
 }
 
+/// What these tests check is the limits, not the time: an 11 MB page takes seconds to build and parse in a debug
+/// build on a loaded machine, longer than the default first-response timeout.
+fn patient() -> ClientConfig {
+    let mut config = ClientConfig::default();
+    config.connection.first_response = std::time::Duration::from_secs(120);
+    config
+}
+
 fn refused_for(c: &Result<Arc<mcpstorm_core::Capabilities>, CallError>, limit: &str) -> bool {
     matches!(c, Err(CallError::MalformedResponse(m)) if m.contains(limit) && m.contains("raise the limit"))
 }
@@ -208,13 +216,13 @@ fn refused_for(c: &Result<Arc<mcpstorm_core::Capabilities>, CallError>, limit: &
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_list_beyond_the_limits_is_refused_naming_the_limit() {
     let one_page =
-        client_of(paging_server(|_| ((0..100_000).map(small_tool).collect(), None)), ClientConfig::default());
+        client_of(paging_server(|_| ((0..100_000).map(small_tool).collect(), None)), patient());
     let got = one_page.capabilities().await;
     assert!(refused_for(&got, "ClientConfig::max_tools"), "{got:?}");
 
     let endless = client_of(
         paging_server(|cursor| ((cursor * 5_000..(cursor + 1) * 5_000).map(small_tool).collect(), Some(cursor + 1))),
-        ClientConfig::default(),
+        patient(),
     );
     let got = endless.capabilities().await;
     assert!(refused_for(&got, "ClientConfig::max_tools"), "{got:?}");
@@ -225,7 +233,7 @@ async fn a_tool_list_beyond_the_limits_is_refused_naming_the_limit() {
         json!({"name": format!("big{i}"), "inputSchema": {"type": "object", "properties": props}})
     };
     let fat =
-        client_of(paging_server(move |cursor| (vec![huge_schema(cursor)], Some(cursor + 1))), ClientConfig::default());
+        client_of(paging_server(move |cursor| (vec![huge_schema(cursor)], Some(cursor + 1))), patient());
     let got = fat.capabilities().await;
     assert!(refused_for(&got, "ClientConfig::max_tool_list_bytes"), "{got:?}");
     assert_eq!(one_page.schema_compilations() + endless.schema_compilations() + fat.schema_compilations(), 0);
