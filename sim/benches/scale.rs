@@ -227,6 +227,19 @@ fn raw(scenario: &Scenario) -> Result<u64, String> {
     Ok(calls)
 }
 
+/// A task that writes every line sent to it, in order, until the connection fails.
+fn writer(mut write: turmoil::net::tcp::OwnedWriteHalf) -> mpsc::UnboundedSender<String> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        while let Some(line) = rx.recv().await {
+            if write.write_all(line.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+    });
+    tx
+}
+
 /// A server replica: one task per connection reading requests, one task per request answering after its latency.
 async fn serve(tools: Tools, seed: u64) -> turmoil::Result {
     let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
@@ -235,15 +248,8 @@ async fn serve(tools: Tools, seed: u64) -> turmoil::Result {
         let (stream, _) = listener.accept().await?;
         let (tools, conn_seed) = (tools.clone(), rng.random());
         tokio::spawn(async move {
-            let (read, mut write) = stream.into_split();
-            let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-            tokio::spawn(async move {
-                while let Some(line) = rx.recv().await {
-                    if write.write_all(line.as_bytes()).await.is_err() {
-                        break;
-                    }
-                }
-            });
+            let (read, write) = stream.into_split();
+            let tx = writer(write);
             let mut rng = StdRng::seed_from_u64(conn_seed);
             let mut lines = BufReader::new(read).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -282,15 +288,8 @@ async fn load(
     let mut conns: BTreeMap<String, mpsc::UnboundedSender<String>> = BTreeMap::new();
     for host in mix.iter().flat_map(|(hosts, _, _)| hosts).collect::<std::collections::BTreeSet<_>>() {
         let Ok(stream) = TcpStream::connect((host.as_str(), PORT)).await else { continue };
-        let (read, mut write) = stream.into_split();
-        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-        tokio::spawn(async move {
-            while let Some(line) = rx.recv().await {
-                if write.write_all(line.as_bytes()).await.is_err() {
-                    break;
-                }
-            }
-        });
+        let (read, write) = stream.into_split();
+        let tx = writer(write);
         let (pending, done) = (pending.clone(), done.clone());
         tokio::spawn(async move {
             let mut lines = BufReader::new(read).lines();

@@ -215,8 +215,7 @@ fn refused_for(c: &Result<Arc<mcpstorm_core::Capabilities>, CallError>, limit: &
 /// whole and compiles nothing until a tool is called.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_list_beyond_the_limits_is_refused_naming_the_limit() {
-    let one_page =
-        client_of(paging_server(|_| ((0..100_000).map(small_tool).collect(), None)), patient());
+    let one_page = client_of(paging_server(|_| ((0..100_000).map(small_tool).collect(), None)), patient());
     let got = one_page.capabilities().await;
     assert!(refused_for(&got, "ClientConfig::max_tools"), "{got:?}");
 
@@ -232,8 +231,7 @@ async fn a_tool_list_beyond_the_limits_is_refused_naming_the_limit() {
             (0..20_000).map(|p| (format!("p{i}_{p}_{}", "x".repeat(30)), json!({"type": "string"}))).collect();
         json!({"name": format!("big{i}"), "inputSchema": {"type": "object", "properties": props}})
     };
-    let fat =
-        client_of(paging_server(move |cursor| (vec![huge_schema(cursor)], Some(cursor + 1))), patient());
+    let fat = client_of(paging_server(move |cursor| (vec![huge_schema(cursor)], Some(cursor + 1))), patient());
     let got = fat.capabilities().await;
     assert!(refused_for(&got, "ClientConfig::max_tool_list_bytes"), "{got:?}");
     assert_eq!(one_page.schema_compilations() + endless.schema_compilations() + fat.schema_compilations(), 0);
