@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::rt::SeededRng;
+use crate::rt::{SeededRng, scale};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Backoff {
@@ -39,7 +39,7 @@ impl Backoff {
         // The shift is capped so it cannot overflow; the cap is reached long before 2^20 anyway.
         let ceiling = |base: &Duration, cap: &Duration| base.saturating_mul(1u32 << attempt.min(20)).min(*cap);
         match self {
-            Backoff::FullJitter { base, cap } => ceiling(base, cap).mul_f64(rng.unit()),
+            Backoff::FullJitter { base, cap } => scale(ceiling(base, cap), rng.unit()),
             Backoff::Proportional { base, cap, jitter } => rng.jitter(ceiling(base, cap), *jitter),
         }
     }
@@ -48,6 +48,21 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cap_near_the_largest_duration_saturates_instead_of_panicking() {
+        let rng = SeededRng::new(1);
+        for backoff in [
+            Backoff::FullJitter { base: Duration::MAX, cap: Duration::MAX },
+            Backoff::Proportional { base: Duration::MAX, cap: Duration::MAX, jitter: 0.9 },
+        ] {
+            for attempt in [0, 1, 31, u32::MAX] {
+                for _ in 0..200 {
+                    let _ = backoff.delay(attempt, &rng);
+                }
+            }
+        }
+    }
 
     #[test]
     fn full_jitter_stays_under_the_exponential_ceiling() {

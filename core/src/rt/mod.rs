@@ -9,4 +9,4 @@ mod rng;
 
 pub use clock::{Clock, TokioClock};
 pub use dial::{ByteStream, DialFuture, Dialer, StdioDialer, TcpDialer};
-pub use rng::SeededRng;
+pub use rng::{SeededRng, scale};

@@ -48,8 +48,17 @@ impl SeededRng {
     /// `base` scaled by a uniform factor in [1 − frac, 1 + frac].
     pub fn jitter(&self, base: Duration, frac: f64) -> Duration {
         let factor = 1.0 + frac * (2.0 * self.unit() - 1.0);
-        base.mul_f64(factor.max(0.0))
+        scale(base, factor)
     }
+}
+
+/// `d × factor`, saturating at `Duration::MAX` where `Duration::mul_f64` would panic (a product beyond it, which a
+/// factor near 1 reaches for durations near the maximum through f64 rounding); a negative or NaN factor gives zero.
+pub fn scale(d: Duration, factor: f64) -> Duration {
+    if factor.is_nan() || factor <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(Duration::MAX)
 }
 
 #[cfg(test)]
