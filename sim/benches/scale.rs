@@ -8,6 +8,9 @@
 //!   newline-delimited JSON-RPC with no gateway, no sessions and no recorder. Each load host keeps one connection per
 //!   replica and a table of pending ids; each server answers every request after its drawn latency.
 //!
+//! A second table is the host-count curve: `latency_spike`'s one server with 5 to 60 replicas at 1,000 calls/s, wall
+//! time per simulated second on both engines (turmoil's cost grows steeply with the number of hosts).
+//!
 //! Each run is a child process (this binary re-executed with `--child`), so the peak RSS it reports is its own. The
 //! table gives CPU seconds, peak RSS and the mcpstorm ÷ raw ratios. Figures are printed, never asserted.
 //!
@@ -39,20 +42,44 @@ const PORT: u16 = 9000;
 /// Time after the load ends for the last calls to be answered.
 const DRAIN: Duration = Duration::from_secs(10);
 
-/// One measured case: a scenario file and the duration to run it for.
+/// One measured case: a scenario file, the duration to run it for and further `--set` overrides.
 struct Case {
+    label: String,
     file: &'static str,
     duration_s: u64,
+    sets: Vec<String>,
+}
+
+impl Case {
+    fn new(file: &'static str, duration_s: u64) -> Case {
+        let name = Path::new(file).file_stem().and_then(|s| s.to_str()).unwrap_or(file);
+        Case { label: format!("{name}, {duration_s} s, no fault"), file, duration_s, sets: Vec::new() }
+    }
+
+    /// `latency_spike`'s one server with `replicas` replicas behind `load_hosts` load hosts at 1,000 calls/s: the
+    /// host-count curve (turmoil's cost grows steeply with hosts).
+    fn hosts(replicas: usize, load_hosts: usize, duration_s: u64) -> Case {
+        Case {
+            label: format!("{} hosts ({replicas} replicas + {load_hosts} load)", replicas + load_hosts),
+            file: "scenarios/latency_spike.toml",
+            duration_s,
+            sets: vec![
+                format!("servers[0].replicas={replicas}"),
+                format!("load.hosts={load_hosts}"),
+                "load.rate=1000".to_owned(),
+            ],
+        }
+    }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--child") {
         let (Some(engine), Some(file), Some(secs)) = (args.get(i + 1), args.get(i + 2), args.get(i + 3)) else {
-            eprintln!("usage: scale --child mcpstorm|raw FILE SECONDS");
+            eprintln!("usage: scale --child mcpstorm|raw FILE SECONDS [SET...]");
             std::process::exit(2);
         };
-        match child(engine, Path::new(file), secs) {
+        match child(engine, Path::new(file), secs, &args[i + 4..]) {
             Ok(calls) => println!(
                 "calls={calls} cpu_s={:.3} rss_kb={}",
                 proc_stats::cpu_secs("self"),
@@ -67,40 +94,44 @@ fn main() {
     }
     let benching = args.iter().any(|a| a == "--bench");
     let quick = std::env::var_os("MCPSTORM_BENCH_QUICK").is_some();
-    let cases: Vec<Case> = if !benching {
-        vec![Case { file: "scenarios/smoke.toml", duration_s: 1 }]
+    let (cases, curve): (Vec<Case>, Vec<Case>) = if !benching {
+        (vec![Case::new("scenarios/smoke.toml", 1)], vec![Case::hosts(2, 1, 1)])
     } else if quick {
-        vec![
-            Case { file: "scenarios/smoke.toml", duration_s: 5 },
-            Case { file: "scenarios/retry_storm.toml", duration_s: 15 },
-        ]
+        (
+            vec![Case::new("scenarios/smoke.toml", 5), Case::new("scenarios/retry_storm.toml", 15)],
+            [5, 20].into_iter().map(|r| Case::hosts(r, 1, 5)).collect(),
+        )
     } else {
-        vec![
-            Case { file: "scenarios/smoke.toml", duration_s: 5 },
-            Case { file: "scenarios/retry_storm.toml", duration_s: 15 },
-            Case { file: "scenarios/retry_storm.toml", duration_s: 30 },
-            Case { file: "scenarios/retry_storm.toml", duration_s: 60 },
-        ]
+        (
+            vec![
+                Case::new("scenarios/smoke.toml", 5),
+                Case::new("scenarios/retry_storm.toml", 15),
+                Case::new("scenarios/retry_storm.toml", 30),
+                Case::new("scenarios/retry_storm.toml", 60),
+            ],
+            [(5, 1), (10, 1), (20, 2), (40, 4), (60, 4)].into_iter().map(|(r, l)| Case::hosts(r, l, 20)).collect(),
+        )
     };
-    if let Err(e) = compare(&cases) {
+    if let Err(e) = compare(&cases).and_then(|()| hosts_curve(&curve)) {
         eprintln!("scale: {e}");
         std::process::exit(1);
     }
 }
 
+fn root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
 /// Runs every case on both engines and prints the table.
 fn compare(cases: &[Case]) -> Result<(), String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     println!("| case | calls | mcpstorm CPU | raw CPU | CPU ratio | mcpstorm peak RSS | raw peak RSS | RSS ratio |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for case in cases {
-        let file = root.join(case.file);
-        let ours = measure("mcpstorm", &file, case.duration_s)?;
-        let raw = measure("raw", &file, case.duration_s)?;
-        let name = Path::new(case.file).file_stem().and_then(|s| s.to_str()).unwrap_or(case.file);
+        let ours = measure("mcpstorm", case)?;
+        let raw = measure("raw", case)?;
         println!(
-            "| {name}, {} s, no fault | {} | {:.2} s | {:.2} s | {:.1}x | {} MB | {} MB | {:.1}x |",
-            case.duration_s,
+            "| {} | {} | {:.2} s | {:.2} s | {:.1}x | {} MB | {} MB | {:.1}x |",
+            case.label,
             ours.calls,
             ours.cpu_s,
             raw.cpu_s,
@@ -113,19 +144,42 @@ fn compare(cases: &[Case]) -> Result<(), String> {
     Ok(())
 }
 
+/// Wall time per simulated second against the number of hosts, on both engines.
+fn hosts_curve(cases: &[Case]) -> Result<(), String> {
+    println!();
+    println!(
+        "| topology (1,000 calls/s, no fault) | mcpstorm wall per simulated s | raw wall per simulated s | mcpstorm speed-up over real time |"
+    );
+    println!("|---|---:|---:|---:|");
+    for case in cases {
+        let ours = measure("mcpstorm", case)?;
+        let raw = measure("raw", case)?;
+        let per = |m: &Measured| m.wall_s / case.duration_s as f64;
+        println!("| {} | {:.3} s | {:.3} s | {:.1}x |", case.label, per(&ours), per(&raw), 1.0 / per(&ours).max(1e-9));
+    }
+    Ok(())
+}
+
 struct Measured {
     calls: u64,
+    /// The child process's wall time, start to exit (parsing the scenario included).
+    wall_s: f64,
     cpu_s: f64,
     rss_kb: u64,
 }
 
 /// Re-executes this binary as a child for one engine and parses its closing line.
-fn measure(engine: &str, file: &Path, secs: u64) -> Result<Measured, String> {
+fn measure(engine: &str, case: &Case) -> Result<Measured, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let file = root().join(case.file);
+    // Real time: the bench is outside the simulated world (tokio's Instant is std's when no runtime pauses it).
+    let started = tokio::time::Instant::now();
     let out = Command::new(exe)
-        .args(["--child", engine, &file.display().to_string(), &secs.to_string()])
+        .args(["--child", engine, &file.display().to_string(), &case.duration_s.to_string()])
+        .args(&case.sets)
         .output()
         .map_err(|e| format!("spawning the {engine} child: {e}"))?;
+    let wall_s = started.elapsed().as_secs_f64();
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         return Err(format!("{engine} child failed: {}{}", stdout, String::from_utf8_lossy(&out.stderr)));
@@ -138,6 +192,7 @@ fn measure(engine: &str, file: &Path, secs: u64) -> Result<Measured, String> {
     };
     let parse_err = |e: std::num::ParseIntError| e.to_string();
     Ok(Measured {
+        wall_s,
         calls: field("calls")?.parse().map_err(parse_err)?,
         cpu_s: field("cpu_s")?.parse().map_err(|e: std::num::ParseFloatError| e.to_string())?,
         rss_kb: field("rss_kb")?.parse().map_err(parse_err)?,
@@ -146,8 +201,9 @@ fn measure(engine: &str, file: &Path, secs: u64) -> Result<Measured, String> {
 
 /// The child: loads the scenario without its faults, checks and contrast, and runs it on one engine. Returns the
 /// number of calls that completed.
-fn child(engine: &str, file: &Path, secs: &str) -> Result<u64, String> {
-    let sets = vec![format!("duration={secs}s"), "faults=[]".to_owned(), "checks={}".to_owned()];
+fn child(engine: &str, file: &Path, secs: &str, extra: &[String]) -> Result<u64, String> {
+    let mut sets = vec![format!("duration={secs}s"), "faults=[]".to_owned(), "checks={}".to_owned()];
+    sets.extend(extra.iter().cloned());
     let mut scenario = load_file(file, &sets).map_err(|e| e.to_string())?;
     scenario.report.contrast = None;
     match engine {
