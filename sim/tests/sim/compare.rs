@@ -164,7 +164,7 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
         .expect("report dir")
         .map(|e| e.expect("entry").path())
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).expect("read")))
+        .map(|p| (p.file_name().expect("name").to_string_lossy().into_owned(), std::fs::read(&p).expect("read")))
         .collect();
     files.sort();
     files
@@ -216,11 +216,14 @@ fn shards_merge_into_the_unsharded_report() {
     assert!(!nowhere.exists(), "a refused merge still wrote a report");
 }
 
+/// Arguments, environment variables, and what the error must say.
+type Case = (&'static [&'static str], &'static [(&'static str, &'static str)], &'static str);
+
 /// A bad shard, on the command line or from the environment, exits 2 before anything runs.
 #[test]
 fn bad_shards_exit_2() {
     let out = scratch("bad-shard");
-    let cases: [(&[&str], &[(&str, &str)], &str); 5] = [
+    let cases: [Case; 5] = [
         (&["--shard", "0/4"], &[], "K counts from 1 to N"),
         (&["--shard", "a/b"], &[], "whole numbers"),
         (&["--shard", "4"], &[], "expected K/N"),
