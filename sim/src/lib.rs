@@ -7,4 +7,5 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod seed;
+pub mod shard;
 pub mod world;

@@ -1,7 +1,7 @@
 //! `mcpstorm compare`: one scenario, several variants, many seeds — paired runs, a table with confidence intervals
 //! and overlay plots (see [`crate::compare`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -10,9 +10,11 @@ use mcpstorm_core::router::FormulaSpec;
 
 use super::Failure;
 use super::out::outln;
-use crate::compare::{self, METRICS, Plan, Variant};
+use crate::compare::partial::{Partial, PlanId};
+use crate::compare::{self, CompareData, METRICS, Plan, Variant};
 use crate::report;
 use crate::scenario;
+use crate::shard::Shard;
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -46,6 +48,14 @@ pub struct CompareArgs {
     /// apply.
     #[arg(long)]
     pub allow_large: bool,
+    /// Run only shard K of N (the seeds whose index i has i % N == K - 1, every variant of each) and write
+    /// `shard-K-of-N.json` into the report directory, for `mcpstorm merge`. Default: from JOB_COMPLETION_INDEX (a
+    /// Kubernetes Indexed Job's, from 0) when a shard count is given.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+    /// The shard count N for a shard taken from JOB_COMPLETION_INDEX. Default: MCPSTORM_SHARD_COUNT.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub shard_count: Option<u32>,
 }
 
 /// The most `--seeds`. Every run is planned (its scenario resolved) before any starts and keeps its per-second rows
@@ -77,6 +87,7 @@ const FORMULA_KEY: &str = "gateway.formula";
 pub fn run(args: CompareArgs) -> Result<(), Failure> {
     let bad = |e: &dyn std::fmt::Display| Failure::BadInput(e.to_string());
     let (key, values) = varied(&args)?;
+    let shard = Shard::resolve(args.shard, args.shard_count, |var| std::env::var(var).ok()).map_err(|e| bad(&e))?;
     let limits = scenario::Limits::allowing_large(args.allow_large);
     let base = scenario::load_file_with(&args.scenario, &args.sets, &limits).map_err(|e| bad(&e))?;
     let first = args.first_seed.unwrap_or(base.seed);
@@ -95,18 +106,15 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     super::sim::check_out(&out)?;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
 
-    let bar = ProgressBar::new(plan.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} runs, {elapsed} wall")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    bar.set_message(format!("{} × {} seeds", plan.variants.len(), plan.seeds.len()));
-    let data = compare::run(&plan, jobs, reproduce(&args, first), &|| bar.inc(1))
-        .map_err(|e| Failure::Failed(e.to_string()))?;
+    let reproduce = reproduce(&args, first);
+    if let Some(shard) = shard {
+        return run_shard(&plan, shard, jobs, &reproduce, &out);
+    }
+
+    let bar = progress(&plan, plan.len());
+    let data = compare::run(&plan, jobs, reproduce, &|| bar.inc(1)).map_err(|e| Failure::Failed(e.to_string()))?;
     bar.finish_and_clear();
     report::write_compare(&out, &data).map_err(|e| Failure::Failed(e.to_string()))?;
-
     outln!(
         "{}: {} variants of {} × {} seeds (paired) → {}",
         data.scenario,
@@ -115,13 +123,51 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
         data.seeds.len(),
         out.display()
     )?;
+    print_tables(&data, &out)
+}
+
+/// The console's view of a finished comparison: the headline metrics and where the rest is.
+pub(super) fn print_tables(data: &CompareData, out: &Path) -> Result<(), Failure> {
     for m in METRICS.iter().filter(|m| matches!(m.name, "p99_ms" | "success_rate" | "amplification")) {
-        outln!("\n{}:\n{}", m.name, report::compare_table(&data, m))?;
+        outln!("\n{}:\n{}", m.name, report::compare_table(data, m))?;
     }
     outln!("full tables: {}", out.join("compare.md").display())?;
     outln!("overlay plot: {}", out.join("compare.png").display())?;
     outln!("reproduce: {}", data.reproduce)?;
     Ok(())
+}
+
+/// One shard's runs, written as `shard-K-of-N.json` in `out` for `mcpstorm merge`.
+fn run_shard(plan: &Plan, shard: Shard, jobs: usize, reproduce: &str, out: &Path) -> Result<(), Failure> {
+    let failed = |e: &dyn std::fmt::Display| Failure::Failed(e.to_string());
+    let indices = Partial::seed_indices(plan.seeds.len(), shard);
+    let bar = progress(plan, plan.variants.len() * indices.len());
+    let runs = compare::run_seeds(plan, &indices, jobs, &|| bar.inc(1)).map_err(|e| failed(&e))?;
+    bar.finish_and_clear();
+    let id = PlanId::of(plan, shard.count, reproduce).map_err(|e| failed(&e))?;
+    let bytes = Partial::new(id, shard, runs).encode().map_err(|e| failed(&e))?;
+    let path = out.join(Partial::file_name(shard));
+    std::fs::write(&path, bytes).map_err(|e| Failure::Failed(format!("cannot write {}: {e}", path.display())))?;
+    outln!(
+        "{}: shard {shard}, {} of {} seeds × {} variants → {} (combine all {} with `mcpstorm merge`)",
+        plan.name,
+        indices.len(),
+        plan.seeds.len(),
+        plan.variants.len(),
+        path.display(),
+        shard.count
+    )
+}
+
+fn progress(plan: &Plan, runs: usize) -> ProgressBar {
+    let bar = ProgressBar::new(runs as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} runs, {elapsed} wall")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_message(format!("{} × {} seeds", plan.variants.len(), plan.seeds.len()));
+    bar
 }
 
 fn default_out(name: &str, key: &str, values: &[String], seeds: u64) -> PathBuf {

@@ -4,6 +4,7 @@
 
 mod compare;
 mod diagnose;
+mod merge;
 mod out;
 mod peer;
 mod serve_fake;
@@ -40,6 +41,9 @@ pub enum Command {
     /// Run one scenario under several variants (e.g. routing formulas, gateway profiles) on many seeds, paired, and
     /// write a table with confidence intervals and overlay plots.
     Compare(compare::CompareArgs),
+    /// Combine the shards of a comparison (`compare --shard K/N` on several machines) into the report an unsharded
+    /// run writes.
+    Merge(merge::MergeArgs),
     /// Run a scripted fake MCP server on loopback TCP.
     ServeFake(ServeFakeArgs),
     /// Check a scenario file (with any --set overrides) without running it.
@@ -75,6 +79,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Tools(args) => live(peer::tools(args)),
         Command::Call(args) => live(peer::call(args)),
         Command::Diagnose(args) => live(diagnose::run(args)),

@@ -4,13 +4,15 @@
 //! deterministic simulation, and results are slotted by (variant, seed), so the output does not depend on which
 //! thread finished first.
 
+pub mod merge;
+pub mod partial;
 pub mod stats;
 
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::run::{FaultWindow, RunData, SecondRow, Totals};
 use crate::scenario::{self, Limits, Scenario, ScenarioError};
@@ -113,7 +115,7 @@ impl Plan {
 }
 
 /// What a comparison keeps of each run: its totals, its seconds (for the overlay plots) and its checks' verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     pub seed: u64,
     pub totals: Totals,
@@ -135,10 +137,28 @@ pub struct CompareData {
 
 /// Runs the plan on `jobs` threads; `done()` is called after each run (for a progress bar).
 pub fn run(plan: &Plan, jobs: usize, reproduce: String, done: &(dyn Fn() + Sync)) -> Result<CompareData, SimError> {
-    let total = plan.len();
+    let all: Vec<usize> = (0..plan.seeds.len()).collect();
+    let Runs { runs, faults } = run_seeds(plan, &all, jobs, done)?;
+    let labels = plan.variants.iter().map(|v| v.label.clone()).collect();
+    Ok(CompareData { scenario: plan.name.clone(), labels, seeds: plan.seeds.clone(), runs, faults, reproduce })
+}
+
+/// Every variant's runs on some of the plan's seeds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Runs {
+    /// `runs[v][j]`: variant `v` on the `j`-th of the seeds asked for.
+    pub runs: Vec<Vec<RunSummary>>,
+    /// The fault windows of the first variant on the first seed asked for (what the plots shade).
+    pub faults: Vec<FaultWindow>,
+}
+
+/// Runs every variant on the plan's seeds at `seed_indices` (each run slotted by variant and seed, so the result
+/// does not depend on which thread finished first), on `jobs` threads.
+pub fn run_seeds(plan: &Plan, seed_indices: &[usize], jobs: usize, done: &(dyn Fn() + Sync)) -> Result<Runs, SimError> {
+    let seeds = seed_indices.len();
+    let total = plan.variants.len() * seeds;
     let slots: Mutex<Vec<Option<Result<RunData, SimError>>>> = Mutex::new((0..total).map(|_| None).collect());
     let next = AtomicUsize::new(0);
-    let seeds = plan.seeds.len();
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, total.max(1)) {
             scope.spawn(|| {
@@ -147,7 +167,7 @@ pub fn run(plan: &Plan, jobs: usize, reproduce: String, done: &(dyn Fn() + Sync)
                     if i >= total {
                         break;
                     }
-                    let scenario = &plan.runs[i / seeds][i % seeds];
+                    let scenario = &plan.runs[i / seeds][seed_indices[i % seeds]];
                     let result = world::run(scenario, String::new(), &mut |_, _| {}).map(|(run, _, _)| run);
                     if let Ok(mut slots) = slots.lock() {
                         slots[i] = Some(result);
@@ -158,23 +178,17 @@ pub fn run(plan: &Plan, jobs: usize, reproduce: String, done: &(dyn Fn() + Sync)
         }
     });
     let slots = slots.into_inner().map_err(|_| SimError::Turmoil("a comparison worker panicked".into()))?;
-    let mut runs: Vec<Vec<RunSummary>> = Vec::new();
+    let mut runs: Vec<Vec<RunSummary>> = (0..plan.variants.len()).map(|_| Vec::with_capacity(seeds)).collect();
     let mut faults = Vec::new();
     for (i, slot) in slots.into_iter().enumerate() {
         let run = slot.ok_or_else(|| SimError::Turmoil(format!("run {i} never finished")))??;
         if i == 0 {
             faults = run.faults.clone();
         }
-        if i % seeds == 0 {
-            runs.push(Vec::new());
-        }
         let passed = run.passed();
-        if let Some(row) = runs.last_mut() {
-            row.push(RunSummary { seed: run.seed, totals: run.totals, seconds: run.seconds, passed });
-        }
+        runs[i / seeds].push(RunSummary { seed: run.seed, totals: run.totals, seconds: run.seconds, passed });
     }
-    let labels = plan.variants.iter().map(|v| v.label.clone()).collect();
-    Ok(CompareData { scenario: plan.name.clone(), labels, seeds: plan.seeds.clone(), runs, faults, reproduce })
+    Ok(Runs { runs, faults })
 }
 
 /// A whole-run figure the comparison tabulates.

@@ -11,10 +11,10 @@ pub mod memory;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One simulated second of the run (row `t` covers `[t, t+1)` seconds).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SecondRow {
     pub t: u64,
     /// Logical calls the agents started this second (open loop: intended send times that fell in it).
@@ -83,7 +83,7 @@ pub struct EventRow {
 }
 
 /// A fault's window, for shading plots.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FaultWindow {
     pub label: String,
     pub start_s: f64,
@@ -100,7 +100,7 @@ pub struct CheckResult {
 }
 
 /// Whole-run totals.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
     /// Logical calls issued by agents.
     pub offered: u64,
@@ -164,7 +164,7 @@ pub struct Totals {
 }
 
 /// One breaker incident across the gateways.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Convergence {
     /// The replica endpoint whose breaker for `tool` opened.
     pub replica: String,

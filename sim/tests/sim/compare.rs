@@ -124,3 +124,115 @@ fn formulas_compare_routing_formulas() {
     let md = std::fs::read_to_string(out.join("compare.md")).expect("compare.md");
     assert!(md.contains("--formulas 'round_robin,p2c_peak_ewma'"), "{md}");
 }
+
+/// `compare` of the smoke scenario on 5 seeds, with `extra` arguments and environment variables.
+fn smoke_compare(values: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = std::process::Command::new(crate::common::BIN);
+    cmd.args(["compare", "scenarios/smoke.toml", "--vary", "load.sessions", "--values", values, "--seeds", "5"])
+        .args(["--set", "duration=3s", "--jobs", "2", "--out"])
+        .arg(out)
+        .args(extra)
+        .env_remove("JOB_COMPLETION_INDEX")
+        .env_remove("MCPSTORM_SHARD_COUNT")
+        .envs(env.iter().copied())
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."));
+    cmd.output().expect("run mcpstorm")
+}
+
+fn ok(o: Output) -> String {
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    stdout.into_owned()
+}
+
+/// The stderr of a command that must exit 2.
+fn refused(o: Output) -> String {
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    stderr
+}
+
+fn merge(inputs: &[&Path], out: &Path) -> Output {
+    let mut args: Vec<String> = vec!["merge".into()];
+    args.extend(inputs.iter().map(|p| p.to_string_lossy().into_owned()));
+    args.extend(["--out".into(), out.to_string_lossy().into_owned()]);
+    mcpstorm(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The names and bytes of every file in `dir`, in name order.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("report dir")
+        .map(|e| e.expect("entry").path())
+        .map(|p| (p.file_name().expect("name").to_string_lossy().into_owned(), std::fs::read(&p).expect("read")))
+        .collect();
+    files.sort();
+    files
+}
+
+/// A comparison split into 3 shards (the third told by a Kubernetes Indexed Job's environment) and merged writes
+/// every file of the unsharded report byte for byte; merge refuses a missing shard, a shard given twice, a shard of
+/// another plan and a file that is no shard, each by name and with exit 2.
+#[test]
+fn shards_merge_into_the_unsharded_report() {
+    let dir = |name: &str| {
+        let d = scratch("shards").join(name);
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    };
+    let (whole, merged, s1, s2, s3) = (dir("whole"), dir("merged"), dir("s1"), dir("s2"), dir("s3"));
+    ok(smoke_compare("5,40", &whole, &[], &[]));
+    ok(smoke_compare("5,40", &s1, &["--shard", "1/3"], &[]));
+    ok(smoke_compare("5,40", &s2, &["--shard-count", "3"], &[("JOB_COMPLETION_INDEX", "1")]));
+    let said = ok(smoke_compare("5,40", &s3, &[], &[("JOB_COMPLETION_INDEX", "2"), ("MCPSTORM_SHARD_COUNT", "3")]));
+    assert!(said.contains("shard 3/3, 1 of 5 seeds"), "{said}");
+    // A shard writes its partial result and nothing else; the environment picked the right shard.
+    for (d, k) in [(&s1, 1), (&s2, 2), (&s3, 3)] {
+        let names: Vec<String> = files(d).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, [format!("shard-{k}-of-3.json")]);
+    }
+    let stdout = ok(merge(&[&s3, &s1, &s2], &merged));
+    assert!(stdout.contains("reproduce: mcpstorm compare scenarios/smoke.toml --vary load.sessions"), "{stdout}");
+    let (a, b) = (files(&whole), files(&merged));
+    assert_eq!(a.iter().map(|f| &f.0).collect::<Vec<_>>(), b.iter().map(|f| &f.0).collect::<Vec<_>>());
+    assert!(a.len() >= 11, "{} files", a.len());
+    for ((name, x), (_, y)) in a.iter().zip(&b) {
+        assert!(x == y, "{name} differs between the unsharded and the merged report");
+    }
+
+    let nowhere = dir("refused");
+    let err = refused(merge(&[&s1, &s3], &nowhere));
+    assert!(err.contains("shard 2/3 is missing"), "{err}");
+    let err = refused(merge(&[&s1, &s2, &s1, &s3], &nowhere));
+    assert!(err.contains("shard 1/3 is given twice"), "{err}");
+    let other = dir("other");
+    ok(smoke_compare("5,41", &other, &["--shard", "3/3"], &[]));
+    let err = refused(merge(&[&s1, &s2, &other], &nowhere));
+    assert!(err.contains("different comparisons (their variants differ)"), "{err}");
+    let err = refused(merge(&[&s1, &s2, &whole.join("compare.json")], &nowhere));
+    assert!(err.contains("compare.json is not a compare shard result"), "{err}");
+    let err = refused(merge(&[&whole], &nowhere));
+    assert!(err.contains("holds no shard-K-of-N.json"), "{err}");
+    assert!(!nowhere.exists(), "a refused merge still wrote a report");
+}
+
+/// Arguments, environment variables, and what the error must say.
+type Case = (&'static [&'static str], &'static [(&'static str, &'static str)], &'static str);
+
+/// A bad shard, on the command line or from the environment, exits 2 before anything runs.
+#[test]
+fn bad_shards_exit_2() {
+    let out = scratch("bad-shard");
+    let cases: [Case; 5] = [
+        (&["--shard", "0/4"], &[], "K counts from 1 to N"),
+        (&["--shard", "a/b"], &[], "whole numbers"),
+        (&["--shard", "4"], &[], "expected K/N"),
+        (&["--shard-count", "4"], &[("JOB_COMPLETION_INDEX", "4")], "JOB_COMPLETION_INDEX=\"4\""),
+        (&[], &[("JOB_COMPLETION_INDEX", "1")], "shard count"),
+    ];
+    for (args, env, needle) in cases {
+        let err = refused(smoke_compare("5,40", &out, args, env));
+        assert!(err.contains(needle), "{args:?} {env:?}: {err}");
+    }
+    assert!(!out.exists(), "a bad shard still wrote a report");
+}
