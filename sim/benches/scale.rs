@@ -8,8 +8,9 @@
 //!   newline-delimited JSON-RPC with no gateway, no sessions and no recorder. Each load host keeps one connection per
 //!   replica and a table of pending ids; each server answers every request after its drawn latency.
 //!
-//! A second table is the host-count curve: `latency_spike`'s one server with 5 to 60 replicas at 1,000 calls/s, wall
-//! time per simulated second on both engines (turmoil's cost grows steeply with the number of hosts).
+//! Two curves follow, wall time per simulated second on both engines: against the number of hosts (`latency_spike`'s
+//! one server with 5 to 60 replicas at 1,000 calls/s; turmoil's cost grows steeply with hosts) and against the call
+//! rate (`retry_storm`'s 6 hosts at 500 to 6,000 calls/s).
 //!
 //! Each run is a child process (this binary re-executed with `--child`), so the peak RSS it reports is its own. The
 //! table gives CPU seconds, peak RSS and the mcpstorm ÷ raw ratios. Figures are printed, never asserted.
@@ -56,6 +57,16 @@ impl Case {
         Case { label: format!("{name}, {duration_s} s, no fault"), file, duration_s, sets: Vec::new() }
     }
 
+    /// `retry_storm` (6 hosts) at `rate` calls/s: the curve against the call rate.
+    fn rate(rate: u32, duration_s: u64) -> Case {
+        Case {
+            label: format!("{rate} calls/s"),
+            file: "scenarios/retry_storm.toml",
+            duration_s,
+            sets: vec![format!("load.rate={rate}")],
+        }
+    }
+
     /// `latency_spike`'s one server with `replicas` replicas behind `load_hosts` load hosts at 1,000 calls/s: the
     /// host-count curve (turmoil's cost grows steeply with hosts).
     fn hosts(replicas: usize, load_hosts: usize, duration_s: u64) -> Case {
@@ -94,12 +105,15 @@ fn main() {
     }
     let benching = args.iter().any(|a| a == "--bench");
     let quick = std::env::var_os("MCPSTORM_BENCH_QUICK").is_some();
-    let (cases, curve): (Vec<Case>, Vec<Case>) = if !benching {
-        (vec![Case::new("scenarios/smoke.toml", 1)], vec![Case::hosts(2, 1, 1)])
+    let hosts = |list: &[(usize, usize)], secs| list.iter().map(|&(r, l)| Case::hosts(r, l, secs)).collect::<Vec<_>>();
+    let rates = |list: &[u32], secs| list.iter().map(|&r| Case::rate(r, secs)).collect::<Vec<_>>();
+    let (cases, by_hosts, by_rate) = if !benching {
+        (vec![Case::new("scenarios/smoke.toml", 1)], hosts(&[(2, 1)], 1), rates(&[200], 1))
     } else if quick {
         (
             vec![Case::new("scenarios/smoke.toml", 5), Case::new("scenarios/retry_storm.toml", 15)],
-            [5, 20].into_iter().map(|r| Case::hosts(r, 1, 5)).collect(),
+            hosts(&[(5, 1), (20, 1)], 5),
+            rates(&[500, 3000], 5),
         )
     } else {
         (
@@ -109,10 +123,14 @@ fn main() {
                 Case::new("scenarios/retry_storm.toml", 30),
                 Case::new("scenarios/retry_storm.toml", 60),
             ],
-            [(5, 1), (10, 1), (20, 2), (40, 4), (60, 4)].into_iter().map(|(r, l)| Case::hosts(r, l, 20)).collect(),
+            hosts(&[(5, 1), (10, 1), (20, 2), (40, 4), (60, 4)], 20),
+            rates(&[500, 1500, 3000, 6000], 20),
         )
     };
-    if let Err(e) = compare(&cases).and_then(|()| hosts_curve(&curve)) {
+    let result = compare(&cases)
+        .and_then(|()| curve("topology (1,000 calls/s, no fault)", &by_hosts))
+        .and_then(|()| curve("retry_storm's 6 hosts, no fault", &by_rate));
+    if let Err(e) = result {
         eprintln!("scale: {e}");
         std::process::exit(1);
     }
@@ -144,11 +162,11 @@ fn compare(cases: &[Case]) -> Result<(), String> {
     Ok(())
 }
 
-/// Wall time per simulated second against the number of hosts, on both engines.
-fn hosts_curve(cases: &[Case]) -> Result<(), String> {
+/// Wall time per simulated second for each case (a curve against hosts or rate), on both engines.
+fn curve(title: &str, cases: &[Case]) -> Result<(), String> {
     println!();
     println!(
-        "| topology (1,000 calls/s, no fault) | mcpstorm wall per simulated s | raw wall per simulated s | mcpstorm speed-up over real time |"
+        "| {title} | mcpstorm wall per simulated s | raw wall per simulated s | mcpstorm speed-up over real time |"
     );
     println!("|---|---:|---:|---:|");
     for case in cases {
