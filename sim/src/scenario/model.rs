@@ -82,7 +82,7 @@ pub struct ReportSpec {
     #[schemars(schema_with = "optional_profile_schema")]
     pub contrast: Option<GatewayProfile>,
     /// Which attempts go to `calls.csv`, streamed to disk as they finish: `"all"` (the default), `"sample"` (every
-    /// attempt of one logical call in [`CALLS_SAMPLE_EVERY`]) or `"off"` (no file, and no hashing of results).
+    /// attempt of one logical call in 100) or `"off"` (no file, and no hashing of results).
     #[serde(default, skip_serializing_if = "CallsMode::is_default")]
     pub calls: CallsMode,
 }
@@ -94,7 +94,7 @@ pub enum CallsMode {
     /// Every attempt.
     #[default]
     All,
-    /// Every attempt of one logical call in [`CALLS_SAMPLE_EVERY`], counted in the order calls are offered.
+    /// Every attempt of one logical call in 100 (`CALLS_SAMPLE_EVERY`), counted in the order calls are offered.
     Sample,
     /// No `calls.csv`.
     Off,
