@@ -226,8 +226,9 @@ fn child(engine: &str, file: &Path, secs: &str, extra: &[String]) -> Result<u64,
     scenario.report.contrast = None;
     match engine {
         "mcpstorm" => {
-            let (data, _, _) =
-                mcpstorm_sim::world::run(&scenario, String::new(), &mut |_, _| {}).map_err(|e| e.to_string())?;
+            // No call sink, as `compare` runs: no calls.csv, and no record is built.
+            let (data, _) =
+                mcpstorm_sim::world::run(&scenario, String::new(), None, &mut |_, _| {}).map_err(|e| e.to_string())?;
             Ok(data.totals.completed)
         }
         "raw" => raw(&scenario),

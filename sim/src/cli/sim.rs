@@ -12,8 +12,8 @@ use super::Failure;
 use super::out::{errln, outln};
 use crate::check;
 use crate::report::{self, console_summary};
-use crate::run::{RunData, SweepData, SweepRow, WallClock};
-use crate::scenario::{self, Scenario};
+use crate::run::{CallSink, RunData, SweepData, SweepRow, WallClock};
+use crate::scenario::{self, CallsMode, Scenario};
 use crate::world;
 
 #[derive(Debug, Args)]
@@ -93,14 +93,15 @@ fn run_one(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(), Fai
     };
     // Both runs first: the primary's contrast checks compare it with the other profile's run, and belong in its
     // summary.
-    let mut primary = execute(scenario)?;
+    let mut primary = execute(scenario, out)?;
     let (other, name) = contrast_scenario(scenario, asked);
     let other_reproduce = format!("{reproduce} --set gateway.profile={name}");
-    let secondary = execute(&other)?;
+    let other_out = out.join(format!("contrast-{name}"));
+    let secondary = execute(&other, &other_out)?;
     check::evaluate_contrast_checks(scenario, &mut primary.0, &secondary.0);
     let primary = publish(scenario, out, reproduce, primary)?;
     outln!("contrast: the same scenario and seed with the {name} gateway profile")?;
-    let secondary = publish(&other, &out.join(format!("contrast-{name}")), other_reproduce, secondary)?;
+    let secondary = publish(&other, &other_out, other_reproduce, secondary)?;
     report::write_contrast(out, &primary, &secondary).map_err(|e| Failure::Failed(e.to_string()))?;
     outln!("profiles side by side (exit code follows the first row):")?;
     outln!("{}", report::contrast_table(&primary, &secondary).trim_end_matches('\n'))?;
@@ -122,19 +123,26 @@ fn contrast_scenario(scenario: &Scenario, asked: GatewayProfile) -> (Scenario, &
     (other, scenario::profile_name(profile))
 }
 
-/// One run's results before anything is written.
-type Executed = (RunData, WallClock, Vec<mcpstorm_core::history::ServerCallRecord>);
+/// One run's results before the report is written (its `calls.csv` is written as it runs).
+type Executed = (RunData, WallClock);
 
 /// Runs, writes the report, prints the one-screen summary. Returns the run and whether its checks passed.
 fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(RunData, bool), Failure> {
-    let executed = execute(scenario)?;
+    let executed = execute(scenario, out)?;
     let run = publish(scenario, out, reproduce, executed)?;
     let passed = run.passed();
     Ok((run, passed))
 }
 
-/// Runs the scenario, with a progress bar.
-fn execute(scenario: &Scenario) -> Result<Executed, Failure> {
+/// Runs the scenario, with a progress bar, writing its `calls.csv` into `out` as it goes (unless `[report] calls`
+/// is `"off"`).
+fn execute(scenario: &Scenario, out: &Path) -> Result<Executed, Failure> {
+    let calls: Option<Box<dyn CallSink>> = match scenario.report.calls {
+        CallsMode::Off => None,
+        CallsMode::All | CallsMode::Sample => {
+            Some(Box::new(report::CallsCsv::create(out).map_err(|e| Failure::Failed(e.to_string()))?))
+        }
+    };
     // Drawn on stderr, and only when it is a terminal: logs and CI output stay clean.
     let bar = ProgressBar::new(scenario.duration.0.as_secs().max(1));
     bar.set_style(
@@ -144,22 +152,16 @@ fn execute(scenario: &Scenario) -> Result<Executed, Failure> {
     );
     bar.set_message(scenario.name.clone());
     let mut tick = |now: Duration, _end: Duration| bar.set_position(now.as_secs());
-    let result = world::run(scenario, String::new(), &mut tick);
+    let result = world::run(scenario, String::new(), calls, &mut tick);
     bar.finish_and_clear();
     result.map_err(|e| Failure::Failed(e.to_string()))
 }
 
 /// Writes a run's report into `out` and prints its one-screen summary.
-fn publish(
-    scenario: &Scenario,
-    out: &Path,
-    reproduce: String,
-    (mut run, wall, calls): Executed,
-) -> Result<RunData, Failure> {
+fn publish(scenario: &Scenario, out: &Path, reproduce: String, (mut run, wall): Executed) -> Result<RunData, Failure> {
     run.reproduce = reproduce;
     report::write_run(out, &run, &wall).map_err(|e| Failure::Failed(e.to_string()))?;
     write_resolved(scenario, out)?;
-    report::write_calls(out, &calls).map_err(|e| Failure::Failed(e.to_string()))?;
     outln!("{}", console_summary(&run, &wall, out))?;
     Ok(run)
 }

@@ -168,7 +168,7 @@ pub fn run_seeds(plan: &Plan, seed_indices: &[usize], jobs: usize, done: &(dyn F
                         break;
                     }
                     let scenario = &plan.runs[i / seeds][seed_indices[i % seeds]];
-                    let result = world::run(scenario, String::new(), &mut |_, _| {}).map(|(run, _, _)| run);
+                    let result = world::run(scenario, String::new(), None, &mut |_, _| {}).map(|(run, _)| run);
                     if let Ok(mut slots) = slots.lock() {
                         slots[i] = Some(result);
                     }

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `timeseries.csv` | one row per simulated second ([`SecondRow`](crate::run::SecondRow) plus `errors`, `error_rate`) | yes |
 //! | `events.csv` | faults and state changes ([`EventRow`](crate::run::EventRow)) | yes |
-//! | `calls.csv` | the call history, one row per attempt ([`write_calls`], called after [`write_run`]) | yes |
+//! | `calls.csv` | the call history, one row per attempt, streamed as the run goes ([`CallsCsv`], given to the run) | yes |
 //! | `summary.json` | totals, checks, faults, seed, reproduce command | yes |
 //! | `scenario.toml` | the scenario as run, every `--set` applied, secrets redacted (written by the CLI) | yes |
 //! | `summary.md` | the same for people, plus wall-clock time and links to the plots | no (wall clock) |
@@ -34,7 +34,7 @@ mod timeline;
 
 use std::path::{Path, PathBuf};
 
-pub use calls::write_calls;
+pub use calls::CallsCsv;
 pub use console::console_summary;
 pub use contrast::contrast_table;
 pub use error::ReportError;

@@ -1,13 +1,11 @@
 //! What a run keeps in memory while it is recorded: one bucket per simulated second (its row and the latencies its
-//! percentiles come from) and the call history, capped at [`CALLS_CAP`] attempts. The recorder fills them; the
-//! run-cost estimate prices them before the run starts, so both read the sizes from here.
+//! percentiles come from). The call history is not kept: each attempt's record goes to disk as it finishes (see
+//! [`CallSink`](super::CallSink)). The recorder fills the buckets; the run-cost estimate prices them before the run
+//! starts, so both read the sizes from here.
 
 use hdrhistogram::Histogram;
 
 use super::SecondRow;
-
-/// Most attempts the call history keeps (the oldest are dropped beyond it).
-pub const CALLS_CAP: usize = 100_000;
 
 /// Significant digits of a second's latency histogram: two keeps hundreds of buckets small.
 const SECOND_SIGFIG: u8 = 2;

@@ -4,9 +4,12 @@
 //! Everything here is derived from simulated time and seeded draws, so the same scenario and seed give the same
 //! values, and the CSV and JSON written from them are byte-identical. Wall-clock figures live only in
 //! [`WallClock`], which goes to the console and `summary.md`, never to CSV or JSON. What a run holds in memory while
-//! it is recorded is in [`memory`].
+//! it is recorded is in [`memory`]; its call history is not kept but handed to a [`CallSink`] as it happens.
 
+pub mod calls;
 pub mod memory;
+
+pub use calls::{CallSink, CallSinkError};
 
 use std::collections::BTreeMap;
 use std::time::Duration;

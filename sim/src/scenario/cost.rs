@@ -3,8 +3,8 @@
 //!
 //! A scenario can be valid key by key and still never finish: a 100-hour run, a 1 ns tick, a hundred thousand
 //! hosts, a million sessions. turmoil executes every tick and costs about O(hosts³) per tick (about a hundred hosts
-//! run at real time), and the simulator keeps per-second rows, the last [`CALLS_CAP`] attempts and every call in
-//! flight in memory. So the estimate has five figures, each with a limit:
+//! run at real time), and the simulator keeps per-second rows and every call in flight in memory. So the estimate
+//! has five figures, each with a limit:
 //!
 //! | figure  | estimate                                                                  | default limit |
 //! |---------|---------------------------------------------------------------------------|--------------:|
@@ -12,12 +12,16 @@
 //! | hosts   | every replica, every load host, the gossip hub                            | 200 |
 //! | ticks   | (`duration` + the drain after the load: 2 × `client.deadline` + `client.connect_timeout` + 10 s) / `tick` | 100,000,000 |
 //! | work    | ticks × hosts³                                                            | 3.6·10¹² |
-//! | memory  | the process, hosts and their connections, calls in flight, the call history, per-second rows | 2 GiB |
+//! | memory  | the process, hosts and their connections, calls in flight, per-second rows | 2 GiB |
 //!
 //! The limits sit far above every shipped scenario (the largest, `retry_storm` and `latency_spike`, estimate about
 //! 90,000 calls, 11 hosts, 200,000 ticks and 200 MiB) and far below what a machine survives: 50 million calls take
 //! the order of an hour of wall time, and 3.6·10¹² work units are what an hour of 100 hosts at real time costs
 //! (10⁶ per tick at about 1 ms a tick).
+//!
+//! The call history costs disk, not memory: `calls.csv` is streamed as attempts finish. Its size (every attempt
+//! retried `agent.max_retries` times, so an upper bound; a hundredth with `[report] calls = "sample"`, none with
+//! `"off"`) is printed with the estimate but has no limit.
 //!
 //! Estimates are `f64`: the ranges of [`ranges`](super::ranges) bound every input, and a float cannot overflow into
 //! a panic anyway.
@@ -26,8 +30,8 @@ use std::fmt;
 use std::time::Duration;
 
 use super::ranges::number;
-use super::{LoadMode, RetryMode, Scenario};
-use crate::run::memory::{CALLS_CAP, SecondBucket};
+use super::{CALLS_SAMPLE_EVERY, CallsMode, LoadMode, RetryMode, Scenario};
+use crate::run::memory::SecondBucket;
 use mcpstorm_fake::LatencyDist;
 
 /// The most a run may cost before loading refuses it.
@@ -84,8 +88,8 @@ const PAIR_BYTES: f64 = 512.0 * KIB;
 /// One logical call in flight: its task, arguments, pending requests and the recorder's share (measured: about
 /// 11 KB at retry_storm's peak of 5,000 attempts in flight).
 const CALL_BYTES: f64 = 16.0 * KIB;
-/// One attempt in the call history (`calls.csv`), which keeps the last [`CALLS_CAP`].
-const RECORD_BYTES: f64 = 400.0;
+/// One row of `calls.csv` on disk (measured: 160 to 190 bytes, more with an output hash).
+const ROW_BYTES: f64 = 190.0;
 const KIB: f64 = 1024.0;
 
 /// How long after the load ends the run waits for started calls to reach their outcome: two deadlines plus reconnect
@@ -111,6 +115,8 @@ pub struct Cost {
     pub work: f64,
     /// Peak bytes.
     pub memory: f64,
+    /// Bytes of `calls.csv`, at most (on disk, not limited).
+    pub disk: f64,
     /// The keys that drive each figure, most important first: [calls, hosts, ticks, memory].
     drivers: [Vec<String>; 4],
 }
@@ -171,7 +177,6 @@ pub fn estimate(s: &Scenario) -> Cost {
         (in_flight.min(calls.max(1.0)) * CALL_BYTES, in_flight_keys.into_iter().map(str::to_owned).collect()),
         (seconds * SecondBucket::bytes() as f64, seconds_keys),
         (hosts * HOST_BYTES + (load.hosts * replicas) as f64 * PAIR_BYTES, hosts_keys.clone()),
-        ((calls * (1.0 + retries)).min(CALLS_CAP as f64) * RECORD_BYTES, calls_keys.clone()),
     ];
     let memory = PROCESS_BYTES + parts.iter().map(|(bytes, _)| bytes).sum::<f64>();
     let memory_keys: Vec<String> =
@@ -183,7 +188,17 @@ pub fn estimate(s: &Scenario) -> Cost {
         ticks,
         work: ticks * hosts.powi(3),
         memory,
+        disk: (calls * (1.0 + retries)) * ROW_BYTES / calls_share(s.report.calls),
         drivers: [calls_keys, hosts_keys, ticks_keys, memory_keys],
+    }
+}
+
+/// One logical call in how many `calls.csv` takes (infinite: none).
+fn calls_share(mode: CallsMode) -> f64 {
+    match mode {
+        CallsMode::All => 1.0,
+        CallsMode::Sample => CALLS_SAMPLE_EVERY as f64,
+        CallsMode::Off => f64::INFINITY,
     }
 }
 
@@ -251,13 +266,17 @@ impl fmt::Display for Cost {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "~{} calls over up to {} ticks with {} hosts (work {} ticks × hosts³), ~{}",
+            "~{} calls over up to {} ticks with {} hosts (work {} ticks × hosts³), ~{} of memory",
             approx(self.calls),
             approx(self.ticks),
             approx(self.hosts),
             approx(self.work),
             bytes(self.memory)
-        )
+        )?;
+        if self.disk > 0.0 {
+            write!(f, ", calls.csv up to ~{} on disk", bytes(self.disk))?;
+        }
+        Ok(())
     }
 }
 

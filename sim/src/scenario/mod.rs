@@ -41,7 +41,7 @@ pub use gateway::{
     CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, RequirementRule, RouterSpec, profile_name,
 };
 pub use load::{load_file, load_file_with, load_str, load_str_with};
-pub use model::{Network, ReportSpec, Scenario, Sweep};
+pub use model::{CALLS_SAMPLE_EVERY, CallsMode, Network, ReportSpec, Scenario, Sweep};
 pub use overrides::{expand_sweep, label as sweep_label};
 pub use servers::{HealthCheckSpec, ServerSpec};
 pub use target::{GATEWAY, GOSSIP, resolve_target};

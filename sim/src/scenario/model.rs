@@ -81,7 +81,36 @@ pub struct ReportSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "optional_profile_schema")]
     pub contrast: Option<GatewayProfile>,
+    /// Which attempts go to `calls.csv`, streamed to disk as they finish: `"all"` (the default), `"sample"` (every
+    /// attempt of one logical call in 100) or `"off"` (no file, and no hashing of results).
+    #[serde(default, skip_serializing_if = "CallsMode::is_default")]
+    pub calls: CallsMode,
 }
+
+/// Which attempts a run writes to `calls.csv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CallsMode {
+    /// Every attempt.
+    #[default]
+    All,
+    /// Every attempt of one logical call in 100 (`CALLS_SAMPLE_EVERY`), counted in the order calls are offered.
+    Sample,
+    /// No `calls.csv`.
+    Off,
+}
+
+impl CallsMode {
+    fn is_default(&self) -> bool {
+        *self == CallsMode::default()
+    }
+}
+
+/// With `calls = "sample"`, one logical call in this many is written. A constant rather than a key: a sample is for
+/// reading the shape of a run's calls (statuses, codes, retry chains) when all of them would be too many to keep,
+/// and 1% does that for every shipped scenario (a full `retry_storm` keeps about 1,500 of 155,000 rows); a reader
+/// who needs another rate can write `"all"` and thin it.
+pub const CALLS_SAMPLE_EVERY: u64 = 100;
 
 fn optional_profile_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "enum": ["default", "naive"] })

@@ -16,7 +16,7 @@ use std::time::Duration;
 use mcpstorm_core::CancelToken;
 use mcpstorm_core::Clock;
 use mcpstorm_core::ContentHash;
-use mcpstorm_core::history::{CallKey, CallStart};
+use mcpstorm_core::history::{CallKey, CallStart, ServerCallRecord};
 use mcpstorm_core::resilience::InFlightLimit;
 use mcpstorm_core::router::{FormulaSpec, Requirement, Router};
 use mcpstorm_core::{ClientConfig, McpClient};
@@ -330,7 +330,7 @@ fn zero_of(ty: Option<&Value>) -> Value {
 /// another one; the agent fills the arguments from the schema of the replica the router chose.
 async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: Duration) {
     let recorder = &plan.recorder;
-    recorder.offered(intended);
+    let logical = recorder.offered(intended);
     // The agent's own stream (the polite backoff's jitter): fixed by the call's intended time and the run's seed.
     let rng = Seed::new(plan.scenario.seed).fork("agent").fork(&intended.as_nanos().to_string()).seeded_rng();
     let mut args = target.args.clone();
@@ -367,8 +367,10 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
             recorder.served(now, &a.endpoint, host.needs.misroute(target.entry, &a.endpoint));
             let verdict = AttemptVerdict::of(a.outcome.as_ref());
             recorder.attempt_verdict(&host.host, &a.endpoint, start.offset, now, verdict);
-            let key = CallKey::with_hash(&*a.endpoint, target.tool.as_str(), target.input);
-            recorder.call(start, key, a.outcome.as_ref(), sent);
+            recorder.call(logical, || {
+                let key = CallKey::with_hash(&*a.endpoint, target.tool.as_str(), target.input);
+                ServerCallRecord::new(start, key, a.outcome.as_ref(), sent)
+            });
             sent += 1;
         }
         let result = routed.outcome();

@@ -9,6 +9,7 @@
 //! host's is the gateway's, and `clock_skew` faults move them apart. Monotonic time stays turmoil's, shared by all.
 
 mod agent;
+mod call_log;
 mod clock;
 mod faults;
 mod gossip;
@@ -29,10 +30,8 @@ pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE};
 pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
 
-use mcpstorm_core::history::ServerCallRecord;
-
 use crate::check::{error_window, evaluate_checks};
-use crate::run::{RunData, WallClock};
+use crate::run::{CallSink, CallSinkError, RunData, WallClock};
 use crate::scenario::Scenario;
 use crate::scenario::{FaultKind, profile_name};
 use crate::seed::Seed;
@@ -49,16 +48,21 @@ pub enum SimError {
     Server { server: String, message: String },
     #[error("simulation failed: {0}")]
     Turmoil(String),
+    /// The call history's sink failed (its message names the file).
+    #[error("{0}")]
+    Calls(CallSinkError),
 }
 
-/// Runs one scenario (no sweep) and returns what happened, with the call history (one record per attempt, for
-/// `calls.csv`). `reproduce` is the command line that reproduces it.
-/// `progress(now, end)` is called once per simulated second, for a progress bar on long runs.
+/// Runs one scenario (no sweep) and returns what happened. `reproduce` is the command line that reproduces it.
+/// The call history (one record per attempt) goes to `calls` as attempts finish, as `[report] calls` says; without
+/// a sink (`compare`, benchmarks) no record is built. `progress(now, end)` is called once per simulated second, for
+/// a progress bar on long runs.
 pub fn run(
     scenario: &Scenario,
     reproduce: String,
+    calls: Option<Box<dyn CallSink>>,
     progress: &mut dyn FnMut(Duration, Duration),
-) -> Result<(RunData, WallClock, Vec<ServerCallRecord>), SimError> {
+) -> Result<(RunData, WallClock), SimError> {
     // The step loop lives outside the simulated world; only it reads real time, to report the speed-up.
     #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
     let wall_start = std::time::Instant::now();
@@ -80,6 +84,7 @@ pub fn run(
     let recorder = Recorder::default();
     let phases = Phases::of(scenario);
     recorder.set_phases(phases.clone());
+    recorder.set_calls(calls, scenario.report.calls);
     let mut handles = Handles::default();
     for spec in &scenario.servers {
         for r in 0..spec.replicas {
@@ -162,7 +167,7 @@ pub fn run(
         handles.controls.values().map(|c| c.stats().schema_rejections).fold(0, u64::saturating_add);
     totals.amplification_during_fault = phases.amplification_during(&seconds);
     totals.recovery_s = phases.recovery_s(&seconds, scenario.duration.0.min(finished_at));
-    let calls = recorder.take_calls();
+    recorder.finish_calls().map_err(SimError::Calls)?;
     let checks = evaluate_checks(scenario, &totals);
     let run = RunData {
         scenario: scenario.name.clone(),
@@ -180,7 +185,7 @@ pub fn run(
     };
     #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
     let wall = wall_start.elapsed();
-    Ok((run, WallClock { wall, sim: finished_at }, calls))
+    Ok((run, WallClock { wall, sim: finished_at }))
 }
 
 fn apply_net(sim: &mut turmoil::Sim<'_>, load_hosts: &[String], recorder: &Recorder, now: Duration, action: NetAction) {

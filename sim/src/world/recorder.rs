@@ -3,28 +3,27 @@
 //! Shared by every host through an `Arc<Mutex<_>>`: turmoil runs hosts one after another on one thread, so the lock
 //! is never contended and the order of updates is the simulation's own deterministic order.
 //!
-//! It also keeps the call history (one `ServerCallRecord` per attempt, written as `calls.csv`) in the core's
-//! bounded ring, capped at [`CALLS_CAP`] rows: a record costs about 300 bytes, so the cap holds the history under
-//! about 30 MB however long the run. A full-scale `retry_storm` (seed 7) makes 154,866 attempts, so it keeps the
-//! last 100,000 (a 16 MB `calls.csv`); the dropped count goes to `events.csv` as a `calls_dropped` event, and the
-//! first `seq` in `calls.csv` shows the gap. A fixed cap rather than a scenario key: the scenario format stays as it
-//! is, and no shipped scenario needs a different one.
+//! It also passes the call history (one `ServerCallRecord` per attempt, `calls.csv`) to the run's sink as attempts
+//! finish ([`CallLog`]), so memory does not grow with it: `retry_storm`'s naive contrast run writes all its 154,240
+//! attempts.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use mcpstorm_core::history::{CallHistory, CallKey, CallStart, ServerCallRecord};
+use mcpstorm_core::history::ServerCallRecord;
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::CallToolResult;
 use mcpstorm_core::resilience::{BreakerState, BreakerTransition, DegradedReason, TransitionReason};
 use mcpstorm_core::session::is_session_not_found;
 use mcpstorm_core::{CallError, Event, Observer, SessionEvent};
 
+use super::call_log::CallLog;
 use super::phases::Phases;
-use crate::run::memory::{CALLS_CAP, SecondBucket, latency_histogram};
-use crate::run::{Convergence, EventRow, SecondRow, Totals};
+use crate::run::memory::{SecondBucket, latency_histogram};
+use crate::run::{CallSink, CallSinkError, Convergence, EventRow, SecondRow, Totals};
+use crate::scenario::CallsMode;
 
 /// How a logical call (all its attempts) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +81,7 @@ struct Inner {
     totals: Totals,
     in_flight: u64,
     events: Vec<EventRow>,
-    calls: CallHistory,
+    calls: CallLog,
     /// The fault windows and targeted servers, for the healthy-server latency split.
     phases: Phases,
     /// Logical-call latency to servers no fault targets: before the first fault, and during the faults.
@@ -116,7 +115,7 @@ impl Default for Recorder {
                 totals: Totals::default(),
                 in_flight: 0,
                 events: Vec::new(),
-                calls: CallHistory::new(CALLS_CAP),
+                calls: CallLog::default(),
                 drift_epoch: BTreeMap::new(),
                 first_refusal: BTreeMap::new(),
                 phases: Phases::default(),
@@ -211,10 +210,18 @@ impl Recorder {
         self.lock().phases = phases;
     }
 
-    pub fn offered(&self, at: Duration) {
+    /// Sends the call history to `sink` (`mode` says which attempts); without one it is not written.
+    pub fn set_calls(&self, sink: Option<Box<dyn CallSink>>, mode: CallsMode) {
+        self.lock().calls = CallLog::new(sink, mode);
+    }
+
+    /// A logical call was offered at `at`; returns its number, counting from 0 in the order calls are offered.
+    pub fn offered(&self, at: Duration) -> u64 {
         let mut inner = self.lock();
         inner.bucket(at).offered += 1;
+        let n = inner.totals.offered;
         inner.totals.offered += 1;
+        n
     }
 
     pub fn attempt_started(&self, at: Duration, retry: bool) {
@@ -232,11 +239,10 @@ impl Recorder {
         inner.in_flight = inner.in_flight.saturating_sub(1);
     }
 
-    /// Records one finished attempt in the call history. `start` was read before the attempt was sent.
-    pub fn call(&self, start: CallStart, key: CallKey, outcome: Result<&CallToolResult, &CallError>, retries: u32) {
-        // Hash the result before taking the lock.
-        let record = ServerCallRecord::new(start, key, outcome, retries);
-        self.lock().calls.push(record);
+    /// One attempt of logical call number `logical` finished: `record` builds its row of the call history (hashing
+    /// its result), and is called only when the row is written.
+    pub fn call(&self, logical: u64, record: impl FnOnce() -> ServerCallRecord) {
+        self.lock().calls.attempt(logical, record);
     }
 
     /// A schema drift was applied to replica `host`: refusals from it start a new episode.
@@ -422,22 +428,12 @@ impl Recorder {
         totals.healthy_p99_before_ms = ms(&inner.healthy_before, 0.99);
         totals.healthy_p99_during_ms = ms(&inner.healthy_during, 0.99);
         totals.healthy_p99_ratio = ratio_f(totals.healthy_p99_during_ms, totals.healthy_p99_before_ms);
-        let dropped = inner.calls.dropped();
-        if dropped > 0 {
-            let row = EventRow {
-                t_ms: sim.as_millis() as u64,
-                kind: "calls_dropped".to_owned(),
-                target: "calls.csv".to_owned(),
-                detail: format!("the oldest {dropped} attempts are not in calls.csv (cap {CALLS_CAP} rows)"),
-            };
-            inner.events.push(row);
-        }
         (rows, std::mem::take(&mut inner.events), totals)
     }
 
-    /// The call history's records, oldest first, leaving an empty history behind.
-    pub fn take_calls(&self) -> Vec<ServerCallRecord> {
-        std::mem::replace(&mut self.lock().calls, CallHistory::new(1)).into_records()
+    /// The run is over: flushes the call history's sink, or returns its first failure.
+    pub fn finish_calls(&self) -> Result<(), CallSinkError> {
+        self.lock().calls.finish()
     }
 }
 

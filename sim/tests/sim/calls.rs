@@ -157,3 +157,56 @@ fn failures_and_retries_are_recorded_and_byte_identical_across_runs() {
     let bytes = |d: &Path| std::fs::read(d.join("calls.csv")).expect("calls.csv");
     assert!(bytes(&a) == bytes(&b), "calls.csv differs between two runs with the same seed");
 }
+
+fn text(dir: &Path, file: &str) -> String {
+    std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{}: {e}", dir.join(file).display()))
+}
+
+/// `summary.json` without the reproduce command (which names the `--set` that differs).
+fn summary_without_reproduce(dir: &Path) -> Value {
+    let mut v: Value = serde_json::from_str(&text(dir, "summary.json")).expect("summary.json parses");
+    v.as_object_mut().expect("an object").remove("reproduce");
+    v
+}
+
+#[test]
+fn calls_off_writes_no_file_and_changes_nothing_else() {
+    let (all, off) = (scratch("mode-all"), scratch("mode-off"));
+    sim(&all, FAILING);
+    sim(&off, &[FAILING, &["report.calls=\"off\""]].concat());
+    assert!(all.join("calls.csv").exists());
+    assert!(!off.join("calls.csv").exists(), "calls = \"off\" wrote calls.csv");
+    for file in ["timeseries.csv", "events.csv"] {
+        assert!(text(&all, file) == text(&off, file), "{file} differs with calls = \"off\"");
+    }
+    assert_eq!(summary_without_reproduce(&all), summary_without_reproduce(&off));
+}
+
+#[test]
+fn calls_sample_writes_every_attempt_of_one_call_in_a_hundred() {
+    let (all, a, b) = (scratch("sample-all"), scratch("sample-a"), scratch("sample-b"));
+    let sets = [FAILING, &["report.calls=\"sample\""]].concat();
+    sim(&all, FAILING);
+    sim(&a, &sets);
+    sim(&b, &sets);
+    let bytes = |d: &Path| std::fs::read(d.join("calls.csv")).expect("calls.csv");
+    assert!(bytes(&a) == bytes(&b), "a sampled calls.csv differs between two runs with the same seed");
+
+    let (every, sample) = (Calls::read(&all), Calls::read(&a));
+    assert_eq!(sample.header, every.header);
+    let t = totals(&a);
+    let offered = u(&t["offered"]);
+    assert!(offered > 300, "enough calls for a few samples: {t}");
+    // One first attempt per sampled logical call: calls 0, 100, 200, ... of those offered.
+    assert_eq!(sample.count("retries", |r| r == "0"), offered.div_ceil(100));
+    // Each sampled row is the full history's row of the same attempt (`seq` keeps its number among all).
+    let seq = every.col("seq");
+    for row in &sample.rows {
+        let n: usize = row[seq].parse().expect("seq");
+        assert_eq!(row, &every.rows[n], "sampled attempt {n}");
+    }
+    // All attempts of a sampled call: each retry of one is there, so retries k+1 never outnumber retries k, and some
+    // sampled call was retried (a fifth of attempts fail).
+    let at = |k: u32| sample.count("retries", |r| r == k.to_string());
+    assert!(at(1) > 0 && at(1) <= at(0) && at(2) <= at(1), "retries 0/1/2: {}/{}/{}", at(0), at(1), at(2));
+}
