@@ -9,9 +9,9 @@
 
 use std::path::Path;
 
+use mcpstorm_core::ContentHash;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
-use sha2::{Digest, Sha256};
 
 use super::{Plan, RunSummary, Runs};
 use crate::run::FaultWindow;
@@ -31,7 +31,8 @@ pub struct PlanId {
     pub seeds: Vec<u64>,
     pub shards: u32,
     pub reproduce: String,
-    /// SHA-256 of every resolved scenario of the plan: same files, same overrides, same build's defaults.
+    /// SHA-256 of the canonical JSON of every resolved scenario of the plan: same files, same overrides, same build's
+    /// defaults.
     pub fingerprint: String,
 }
 
@@ -60,8 +61,8 @@ pub enum PartialError {
 
 impl PlanId {
     pub fn of(plan: &Plan, shards: u32, reproduce: &str) -> Result<PlanId, PartialError> {
-        let resolved = serde_json::to_vec(&plan.runs).map_err(|e| PartialError::Encode(e.to_string()))?;
-        let fingerprint = Sha256::digest(&resolved).iter().map(|b| format!("{b:02x}")).collect();
+        let resolved = serde_json::to_value(&plan.runs).map_err(|e| PartialError::Encode(e.to_string()))?;
+        let fingerprint = ContentHash::of(&resolved).to_hex();
         Ok(PlanId {
             scenario: plan.name.clone(),
             variants: plan.variants.iter().map(|v| (v.label.clone(), v.sets.clone())).collect(),
