@@ -38,11 +38,11 @@ fn difference(a: &PlanId, b: &PlanId) -> Option<&'static str> {
 /// Merges shard results (each with the path it came from, for messages) into the whole comparison.
 pub fn merge(parts: Vec<(String, Partial)>) -> Result<CompareData, MergeError> {
     let Some((first_path, first)) = parts.first() else { return Err(MergeError::Nothing) };
-    let plan = first.plan.clone();
+    let (first_path, plan) = (first_path.clone(), first.plan.clone());
     let mut by_shard: BTreeMap<u32, (String, Partial)> = BTreeMap::new();
-    for (path, part) in parts.iter().cloned() {
+    for (path, part) in parts {
         if let Some(what) = difference(&plan, &part.plan) {
-            return Err(MergeError::OtherPlan { a: first_path.clone(), b: path, what });
+            return Err(MergeError::OtherPlan { a: first_path, b: path, what });
         }
         let shown = format!("{}/{}", part.shard, plan.shards);
         if let Some((a, _)) = by_shard.get(&part.shard) {
