@@ -3,14 +3,16 @@
 //! For each case it runs:
 //! - **mcpstorm**: the scenario through `world::run` (the real core on turmoil, the fake servers, the recorder), with
 //!   its faults, checks and contrast removed, so both sides carry the same healthy load;
-//! - **raw**: a plain turmoil program built from the same scenario: the same hosts (one per server replica, the same
-//!   load hosts), tick, network latency, seed, Poisson arrival rate, tool mix and latency distributions, speaking
+//! - **raw**: a plain turmoil program built from the same scenario: the same hosts (the scenario's placement of server
+//!   replicas on hosts, the same load hosts), tick, network latency, seed, Poisson arrival rate, tool mix and latency distributions, speaking
 //!   newline-delimited JSON-RPC with no gateway, no sessions and no recorder. Each load host keeps one connection per
 //!   replica and a table of pending ids; each server answers every request after its drawn latency.
 //!
-//! Two curves follow, wall time per simulated second on both engines: against the number of hosts (`latency_spike`'s
-//! one server with 5 to 60 replicas at 1,000 calls/s; turmoil's cost grows steeply with hosts) and against the call
-//! rate (`retry_storm`'s 6 hosts at 500 to 6,000 calls/s).
+//! Three curves follow, wall time per simulated second on both engines: against the number of hosts (`latency_spike`'s
+//! one server with 5 to 60 replicas at 1,000 calls/s, each replica on a host of its own and then sharing one;
+//! turmoil's cost grows steeply with hosts), the wide topology (`sim/benches/wide.toml`: 20 servers × 3 replicas, 4
+//! load hosts, 1,000 calls/s for 2 minutes) both ways, and against the call rate (`retry_storm`'s 6 hosts at 500 to
+//! 6,000 calls/s).
 //!
 //! Each run is a child process (this binary re-executed with `--child`), so the peak RSS it reports is its own. The
 //! table gives CPU seconds, peak RSS and the mcpstorm ÷ raw ratios. Figures are printed, never asserted.
@@ -26,7 +28,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 use mcpstorm_fake::LatencyDist;
-use mcpstorm_sim::scenario::{Dur, LoadMode, Scenario, load_file};
+use mcpstorm_sim::scenario::{Dur, LoadMode, Placement, Scenario, load_file};
 use mcpstorm_sim::world::EPOCH_SECS;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -68,19 +70,36 @@ impl Case {
     }
 
     /// `latency_spike`'s one server with `replicas` replicas behind `load_hosts` load hosts at 1,000 calls/s: the
-    /// host-count curve (turmoil's cost grows steeply with hosts).
-    fn hosts(replicas: usize, load_hosts: usize, duration_s: u64) -> Case {
+    /// host-count curve (turmoil's cost grows steeply with hosts). `per_replica` gives each replica a host.
+    fn hosts(replicas: usize, load_hosts: usize, per_replica: bool, duration_s: u64) -> Case {
+        let servers = if per_replica { replicas } else { 1 };
         Case {
-            label: format!("{} hosts ({replicas} replicas + {load_hosts} load)", replicas + load_hosts),
+            label: format!("{} hosts: {replicas} replicas on {servers} + {load_hosts} load", servers + load_hosts),
             file: "scenarios/latency_spike.toml",
             duration_s,
             sets: vec![
                 format!("servers[0].replicas={replicas}"),
                 format!("load.hosts={load_hosts}"),
                 "load.rate=1000".to_owned(),
+                placement(per_replica),
             ],
         }
     }
+
+    /// The wide topology: 20 servers × 3 replicas and 4 load hosts at 1,000 calls/s.
+    fn wide(per_replica: bool, duration_s: u64) -> Case {
+        let servers = if per_replica { 60 } else { 20 };
+        Case {
+            label: format!("20 servers × 3 replicas on {servers} hosts + 4 load, {duration_s} s"),
+            file: "sim/benches/wide.toml",
+            duration_s,
+            sets: vec![placement(per_replica)],
+        }
+    }
+}
+
+fn placement(per_replica: bool) -> String {
+    format!("network.hosts={}", if per_replica { "per_replica" } else { "shared" })
 }
 
 fn main() {
@@ -105,14 +124,22 @@ fn main() {
     }
     let benching = args.iter().any(|a| a == "--bench");
     let quick = std::env::var_os("MCPSTORM_BENCH_QUICK").is_some();
-    let hosts = |list: &[(usize, usize)], secs| list.iter().map(|&(r, l)| Case::hosts(r, l, secs)).collect::<Vec<_>>();
+    // Each topology twice: every replica on a host of its own, then the replicas sharing their server's host.
+    let hosts = |list: &[(usize, usize)], secs| {
+        [true, false]
+            .into_iter()
+            .flat_map(|own| list.iter().map(move |&(r, l)| Case::hosts(r, l, own, secs)))
+            .collect::<Vec<_>>()
+    };
+    let wide = |secs| vec![Case::wide(true, secs), Case::wide(false, secs)];
     let rates = |list: &[u32], secs| list.iter().map(|&r| Case::rate(r, secs)).collect::<Vec<_>>();
-    let (cases, by_hosts, by_rate) = if !benching {
-        (vec![Case::new("scenarios/smoke.toml", 1)], hosts(&[(2, 1)], 1), rates(&[200], 1))
+    let (cases, by_hosts, wide, by_rate) = if !benching {
+        (vec![Case::new("scenarios/smoke.toml", 1)], hosts(&[(2, 1)], 1), wide(1), rates(&[200], 1))
     } else if quick {
         (
             vec![Case::new("scenarios/smoke.toml", 5), Case::new("scenarios/retry_storm.toml", 15)],
             hosts(&[(5, 1), (20, 1)], 5),
+            wide(10),
             rates(&[500, 3000], 5),
         )
     } else {
@@ -124,11 +151,13 @@ fn main() {
                 Case::new("scenarios/retry_storm.toml", 60),
             ],
             hosts(&[(5, 1), (10, 1), (20, 2), (40, 4), (60, 4)], 20),
+            wide(120),
             rates(&[500, 1500, 3000, 6000], 20),
         )
     };
     let result = compare(&cases)
         .and_then(|()| curve("topology (1,000 calls/s, no fault)", &by_hosts))
+        .and_then(|()| curve("wide topology (1,000 calls/s, no fault)", &wide))
         .and_then(|()| curve("retry_storm's 6 hosts, no fault", &by_rate));
     if let Err(e) = result {
         eprintln!("scale: {e}");
@@ -236,6 +265,9 @@ fn child(engine: &str, file: &Path, secs: &str, extra: &[String]) -> Result<u64,
     }
 }
 
+/// The tool mix: (the server's replicas as (host, port), tool, cumulative weight).
+type Mix = Vec<(Vec<(String, u16)>, String, f64)>;
+
 /// One replica's tools: name → latency distribution.
 type Tools = Arc<BTreeMap<String, LatencyDist>>;
 
@@ -251,16 +283,28 @@ fn raw(scenario: &Scenario) -> Result<u64, String> {
         .max_message_latency(net.max_latency.map_or(net.latency.0, |d: Dur| d.0))
         .tcp_capacity(1 << 16)
         .build();
-    let mut replicas: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (s, spec) in scenario.servers.iter().enumerate() {
-        let tools: Tools = Arc::new(spec.tools.iter().map(|t| (t.name.clone(), t.latency.clone())).collect());
-        for r in 0..spec.replicas {
-            let host = format!("{}-{r}", spec.name);
-            replicas.entry(spec.name.clone()).or_default().push(host.clone());
-            let tools = tools.clone();
-            let seed = scenario.seed ^ ((s as u64) << 32 | r as u64);
-            sim.host(host, move || serve(tools.clone(), seed));
+    // Each server's replicas as (host, port), placed on hosts as the simulator places them.
+    let mut replicas: BTreeMap<String, Vec<(String, u16)>> = BTreeMap::new();
+    for (host, placed) in Placement::of(scenario).hosts() {
+        let mut listeners = Vec::new();
+        for (slot, p) in placed.iter().enumerate() {
+            let spec = &scenario.servers[p.server];
+            let tools: Tools = Arc::new(spec.tools.iter().map(|t| (t.name.clone(), t.latency.clone())).collect());
+            let port = PORT + slot as u16;
+            replicas.entry(spec.name.clone()).or_default().push((host.clone(), port));
+            listeners.push((port, tools, scenario.seed ^ ((p.server as u64) << 32 | p.replica as u64)));
         }
+        sim.host(host.as_str(), move || {
+            let listeners = listeners.clone();
+            async move {
+                let mut serving = tokio::task::JoinSet::new();
+                for (port, tools, seed) in listeners {
+                    serving.spawn(async move { serve(port, tools, seed).await.is_ok() });
+                }
+                while serving.join_next().await.is_some() {}
+                Ok(())
+            }
+        });
     }
     // The tool mix as (server's replica hosts, tool, cumulative weight).
     let mut mix = Vec::new();
@@ -316,8 +360,8 @@ fn writer(mut write: turmoil::net::tcp::OwnedWriteHalf) -> mpsc::UnboundedSender
 }
 
 /// A server replica: one task per connection reading requests, one task per request answering after its latency.
-async fn serve(tools: Tools, seed: u64) -> turmoil::Result {
-    let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
+async fn serve(port: u16, tools: Tools, seed: u64) -> turmoil::Result {
+    let listener = TcpListener::bind(("0.0.0.0", port)).await?;
     let mut rng = StdRng::seed_from_u64(seed);
     loop {
         let (stream, _) = listener.accept().await?;
@@ -349,20 +393,13 @@ async fn serve(tools: Tools, seed: u64) -> turmoil::Result {
 }
 
 /// A load host: Poisson arrivals at `rate`, one connection per replica, responses matched to their ids.
-async fn load(
-    mix: Arc<Vec<(Vec<String>, String, f64)>>,
-    total: f64,
-    rate: f64,
-    seed: u64,
-    length: Duration,
-    done: Arc<Mutex<Histogram<u64>>>,
-) {
+async fn load(mix: Arc<Mix>, total: f64, rate: f64, seed: u64, length: Duration, done: Arc<Mutex<Histogram<u64>>>) {
     let mut rng = StdRng::seed_from_u64(seed);
     let Ok(gap) = Exp::new(rate.max(f64::MIN_POSITIVE)) else { return };
     let pending: Arc<Mutex<BTreeMap<u64, tokio::time::Instant>>> = Arc::default();
-    let mut conns: BTreeMap<String, mpsc::UnboundedSender<String>> = BTreeMap::new();
+    let mut conns: BTreeMap<(String, u16), mpsc::UnboundedSender<String>> = BTreeMap::new();
     for host in mix.iter().flat_map(|(hosts, _, _)| hosts).collect::<std::collections::BTreeSet<_>>() {
-        let Ok(stream) = TcpStream::connect((host.as_str(), PORT)).await else { continue };
+        let Ok(stream) = TcpStream::connect((host.0.as_str(), host.1)).await else { continue };
         let (read, write) = stream.into_split();
         let tx = writer(write);
         let (pending, done) = (pending.clone(), done.clone());

@@ -9,7 +9,7 @@
 //! | figure  | estimate                                                                  | default limit |
 //! |---------|---------------------------------------------------------------------------|--------------:|
 //! | calls   | open loop: `load.rate × duration`; closed loop: `load.sessions × duration / (round trip + tool latency + think_time)`; at most `load.calls` | 50,000,000 |
-//! | hosts   | every replica, every load host, the gossip hub                            | 200 |
+//! | hosts   | the server hosts (see `placement`), every load host, the gossip hub       | 200 |
 //! | ticks   | (`duration` + the drain after the load: 2 × `client.deadline` + `client.connect_timeout` + 10 s) / `tick` | 100,000,000 |
 //! | work    | ticks × hosts³                                                            | 3.6·10¹² |
 //! | memory  | the process, hosts and their connections, calls in flight, per-second rows | 2 GiB |
@@ -145,13 +145,16 @@ pub fn estimate(s: &Scenario) -> Cost {
 
     let replicas: usize = s.servers.iter().map(|srv| srv.replicas).sum();
     let gossip = usize::from(s.gateway.gossip && load.hosts > 1);
-    let hosts = (replicas + load.hosts + gossip) as f64;
+    let hosts = (super::Placement::of(s).hosts().len() + load.hosts + gossip) as f64;
     let mut hosts_keys = vec!["load.hosts".to_owned()];
     let biggest = s.servers.iter().enumerate().max_by_key(|(i, srv)| (srv.replicas, std::cmp::Reverse(*i)));
+    // Replicas count as hosts only where they have hosts of their own.
     if let Some((i, srv)) = biggest
         && srv.replicas > load.hosts
+        && s.network.hosts == super::HostsMode::PerReplica
     {
         hosts_keys.insert(0, format!("servers[{i}].replicas"));
+        hosts_keys.push("network.hosts".to_owned());
     }
 
     let limit = time_limit(s);

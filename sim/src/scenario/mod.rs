@@ -21,6 +21,7 @@ mod load;
 pub mod model;
 mod overrides;
 mod path;
+pub mod placement;
 pub mod ranges;
 pub mod schema;
 mod servers;
@@ -41,8 +42,9 @@ pub use gateway::{
     CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, RequirementRule, RouterSpec, profile_name,
 };
 pub use load::{load_file, load_file_with, load_str, load_str_with};
-pub use model::{CALLS_SAMPLE_EVERY, CallsMode, Network, ReportSpec, Scenario, Sweep};
+pub use model::{CALLS_SAMPLE_EVERY, CallsMode, HostsMode, Network, ReportSpec, Scenario, Sweep};
 pub use overrides::{expand_sweep, label as sweep_label};
+pub use placement::{Placement, load_host, server_host};
 pub use servers::{HealthCheckSpec, ServerSpec};
 pub use target::{GATEWAY, GOSSIP, resolve_target};
 pub use units::{Dur, SignedDur};

@@ -137,6 +137,29 @@ pub struct Network {
     /// Probability a message is dropped. turmoil never retransmits: a drop stalls that TCP stream for good.
     #[serde(default)]
     pub fail_rate: f64,
+    /// Where server replicas run: `"shared"` (the default) puts the replicas of a server on one host, each its own
+    /// listener, and gives a host of its own only to a replica that a `crash` or `partition` fault names;
+    /// `"per_replica"` gives every replica a host (each link its own queue, as separate machines have), at a cost
+    /// that grows steeply with the number of hosts.
+    #[serde(default, skip_serializing_if = "HostsMode::is_default")]
+    pub hosts: HostsMode,
+}
+
+/// How server replicas are placed on turmoil hosts (see [`Network::hosts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum HostsMode {
+    /// A server's replicas share a host, except those a crash or partition names.
+    #[default]
+    Shared,
+    /// One host per replica.
+    PerReplica,
+}
+
+impl HostsMode {
+    fn is_default(&self) -> bool {
+        *self == HostsMode::default()
+    }
 }
 
 fn default_latency() -> Dur {
@@ -145,7 +168,7 @@ fn default_latency() -> Dur {
 
 impl Default for Network {
     fn default() -> Self {
-        Network { latency: default_latency(), max_latency: None, fail_rate: 0.0 }
+        Network { latency: default_latency(), max_latency: None, fail_rate: 0.0, hosts: HostsMode::Shared }
     }
 }
 

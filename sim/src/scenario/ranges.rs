@@ -9,7 +9,7 @@
 //! | `network.latency`, `network.max_latency`, `load.think_time` | at most the run's `duration`  | a message or a pause longer than the run never ends inside it |
 //! | `faults[].start` + `duration`, `servers[].join_at`, `leave_at` | inside the run (their own rules) | |
 //! | `faults[].offset`, `faults[].jump`                | magnitude at most 7 days                 | a clock further off expires every session just the same |
-//! | `servers[].replicas`, `load.hosts`                | 1 to [`MAX_HOSTS`] (1,000)               | one turmoil host each; the cost limit (200 hosts in all) is lower |
+//! | `servers[].replicas`, `load.hosts`                | 1 to [`MAX_HOSTS`] (1,000)               | a listener (and, with `network.hosts = "per_replica"` or a crash or partition, a turmoil host) each; the cost limit (200 hosts in all) is lower |
 //! | `load.sessions`                                   | 1 to [`MAX_SESSIONS`] (10,000,000)       | one task each |
 //! | `load.rate`                                       | up to [`MAX_RATE`] (10,000,000 calls/s)  | |
 //! | `load.calls`                                      | 1 to [`MAX_CALLS`] (10¹²)                | |

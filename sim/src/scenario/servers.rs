@@ -15,7 +15,7 @@ use super::units::Dur;
 use crate::seed::Seed;
 use mcpstorm_fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError, both_eras};
 
-/// A fake MCP server, possibly replicated (one turmoil host per replica).
+/// A fake MCP server, possibly replicated (its replicas' hosts: see `network.hosts`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSpec {

@@ -16,7 +16,7 @@ use crate::scenario::{DriftKind, Fault, FaultKind, GATEWAY, GOSSIP, Scenario, re
 use mcpstorm_fake::{Drift, FakeControl};
 
 use super::clock::SimClock;
-use super::hosts::{load_host, server_host};
+use crate::scenario::{load_host, server_host};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Transition {

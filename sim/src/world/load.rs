@@ -30,13 +30,13 @@ use tokio::time::{Instant, sleep, sleep_until};
 
 use super::agent::{self, Next};
 use super::clock::SimClock;
-use super::net::{SERVER_PORT, TurmoilDialer};
+use super::net::{TurmoilDialer, port};
 use super::recorder::{AttemptVerdict, GatewayObserver, Outcome, Recorder, SimObserver};
 
 /// Where a gateway's own breaker openings go to be gossiped.
 type Outbox = tokio::sync::mpsc::UnboundedSender<super::gossip::Opened>;
 use super::routing::{Needs, pin, registry, rules};
-use crate::scenario::{CredentialSpec, LoadMode, Scenario};
+use crate::scenario::{CredentialSpec, LoadMode, Placement, Scenario};
 use crate::seed::Seed;
 
 /// Everything a load host needs, shared by every incarnation of it.
@@ -48,6 +48,8 @@ pub struct LoadPlan {
     pub claimed: AtomicU64,
     /// Each load host's wall clock (the gateway's), by host index: `clock_skew` faults on `gateway` move them.
     pub clocks: Vec<SimClock>,
+    /// Where each replica listens.
+    pub placement: Arc<Placement>,
 }
 
 impl LoadPlan {
@@ -80,11 +82,13 @@ struct SimConnector {
     seed: Seed,
     recorder: Recorder,
     host: String,
+    placement: Arc<Placement>,
 }
 
 impl Connector for SimConnector {
     fn connect(&self, _server: &str, endpoint: &str) -> Arc<McpClient> {
-        let dialer = Arc::new(TurmoilDialer { host: endpoint.to_owned(), port: SERVER_PORT });
+        let address = self.placement.address(endpoint);
+        let dialer = Arc::new(TurmoilDialer { host: address.host, port: port(address.slot) });
         let observer = Arc::new(SimObserver {
             recorder: self.recorder.clone(),
             host: self.host.clone(),
@@ -135,6 +139,7 @@ impl Host {
             seed: seed.fork("client"),
             recorder: plan.recorder.clone(),
             host: host.to_owned(),
+            placement: plan.placement.clone(),
         };
         let formula: FormulaSpec =
             gateway.formula.parse().map_err(|e| format!("gateway.formula {:?}: {e}", &*gateway.formula))?;

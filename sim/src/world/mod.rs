@@ -1,6 +1,7 @@
 //! The simulated world: the real core and the fake servers on turmoil's network, driven by a scenario.
 //!
-//! Hosts are kept few (turmoil's cost grows with hosts³ per tick): one host per server replica and a handful of
+//! Hosts are kept few (turmoil's cost grows steeply with hosts per tick): a host per server whose replicas share it
+//! (a replica that a crash or partition names gets its own: see [`Placement`]) and a handful of
 //! load-generator hosts that each multiplex hundreds of agent sessions. The step loop applies the fault timeline
 //! between steps, samples gauges once per simulated second, and after the load ends lets every started call reach
 //! its outcome (bounded by a drain limit; anything left is reported as `lost`).
@@ -13,7 +14,6 @@ mod call_log;
 mod clock;
 mod faults;
 mod gossip;
-mod hosts;
 mod load;
 mod net;
 mod phases;
@@ -24,16 +24,16 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, UNIX_EPOCH};
 
+pub use crate::scenario::{load_host, server_host};
 pub use clock::SimClock;
-pub use hosts::{load_host, server_host};
 pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE};
 pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
 
 use crate::check::{error_window, evaluate_checks};
 use crate::run::{CallSink, CallSinkError, RunData, WallClock};
-use crate::scenario::Scenario;
 use crate::scenario::{FaultKind, profile_name};
+use crate::scenario::{Placement, Scenario};
 use crate::seed::Seed;
 use faults::{Handles, NetAction, Timeline};
 use load::LoadPlan;
@@ -86,25 +86,21 @@ pub fn run(
     recorder.set_phases(phases.clone());
     recorder.set_calls(calls, scenario.report.calls);
     let mut handles = Handles::default();
-    for spec in &scenario.servers {
-        for r in 0..spec.replicas {
-            let config = spec.fake_config(r, scenario.seed);
+    let placement = Arc::new(Placement::of(scenario));
+    for (host, replicas) in placement.hosts() {
+        let mut servers = Vec::with_capacity(replicas.len());
+        for (slot, placed) in replicas.iter().enumerate() {
+            let spec = &scenario.servers[placed.server];
+            let config = spec.fake_config(placed.replica, scenario.seed);
             // Each replica's own wall clock: its sessions expire by it, and clock_skew faults move it.
             let clock = SimClock::default();
             let server = FakeServer::with_clock(config, Arc::new(clock.clone()))
                 .map_err(|e| SimError::Server { server: spec.name.clone(), message: e.to_string() })?;
-            let host = server_host(&spec.name, r);
-            handles.controls.insert(host.clone(), server.control());
-            handles.clocks.insert(host.clone(), clock);
-            sim.host(host, move || {
-                let server = server.clone();
-                async move {
-                    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", SERVER_PORT)).await?;
-                    server.serve(TurmoilListener(listener)).await;
-                    Ok(())
-                }
-            });
+            handles.controls.insert(placed.name.clone(), server.control());
+            handles.clocks.insert(placed.name.clone(), clock);
+            servers.push((net::port(u16::try_from(slot).unwrap_or(u16::MAX)), server));
         }
+        sim.host(host.as_str(), move || serve_replicas(servers.clone()));
     }
 
     let load_hosts: Vec<String> = (0..scenario.load.hosts).map(load_host).collect();
@@ -121,6 +117,7 @@ pub fn run(
         recorder: recorder.clone(),
         claimed: AtomicU64::new(0),
         clocks: load_clocks,
+        placement,
     });
     for (i, host) in load_hosts.iter().enumerate() {
         sim.client(host.clone(), load::run_host(plan.clone(), i, host.clone()));
@@ -186,6 +183,21 @@ pub fn run(
     #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
     let wall = wall_start.elapsed();
     Ok((run, WallClock { wall, sim: finished_at }))
+}
+
+/// One server host's software: each replica it runs listens on its own port. A restart (`bounce`) runs it again,
+/// and each replica's `serve` starts with no sessions, as a restarted process would.
+async fn serve_replicas(servers: Vec<(u16, FakeServer)>) -> turmoil::Result {
+    let mut listeners = Vec::with_capacity(servers.len());
+    for (port, server) in servers {
+        listeners.push((turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?, server));
+    }
+    let mut serving = tokio::task::JoinSet::new();
+    for (listener, server) in listeners {
+        serving.spawn(async move { server.serve(TurmoilListener(listener)).await });
+    }
+    while serving.join_next().await.is_some() {}
+    Ok(())
 }
 
 fn apply_net(sim: &mut turmoil::Sim<'_>, load_hosts: &[String], recorder: &Recorder, now: Duration, action: NetAction) {

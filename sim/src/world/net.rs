@@ -5,8 +5,14 @@ use mcpstorm_core::{ByteStream, DialFuture, Dialer, TransportError};
 
 use mcpstorm_fake::Listener;
 
-/// The port every fake server listens on, on its own host.
+/// The port a fake server listens on when it has a host of its own; replicas sharing a host take the ports after it,
+/// one per slot (see [`Placement`](crate::scenario::Placement)).
 pub const SERVER_PORT: u16 = 9000;
+
+/// The port of the replica in `slot` on its host. Validation bounds replicas at 1,000, far below the last port.
+pub fn port(slot: u16) -> u16 {
+    SERVER_PORT.saturating_add(slot)
+}
 
 /// Dials a fake server's host over turmoil TCP. Connecting across a partition is refused at once; connecting to a
 /// crashed host hangs until the core's connect timeout.

@@ -14,7 +14,7 @@ use std::time::Duration;
 use mcpstorm_core::RouterHints;
 use mcpstorm_core::router::{HealthCheck, RegistryEvent, Requirement, ScheduledRegistry, ServerEntry};
 
-use super::hosts::server_host;
+use crate::scenario::server_host;
 use crate::scenario::{self, MixEntry, Scenario};
 
 /// The capability attribute an argument is judged against: `language` → `language_support`.

@@ -8,10 +8,12 @@ fn run_cost_is_estimated_from_the_keys_that_drive_it() {
     let cost = cost::estimate(&base);
     // Closed loop: 10 sessions for 10 s, each call a 2 ms round trip plus the 5 ms median of `echo`.
     assert!((cost.calls - 10.0 * 10.0 / 0.007).abs() < 1.0, "{cost}");
-    assert_eq!(cost.hosts, 4.0, "3 replicas and a load host");
+    assert_eq!(cost.hosts, 3.0, "a host per server (their 3 replicas share them), and a load host");
     // 10 s of load plus the drain: 2 × 30 s deadline + 10 s connect timeout + 10 s.
     assert_eq!(cost.ticks, 90_000.0);
-    assert_eq!(cost.work, 90_000.0 * 64.0);
+    assert_eq!(cost.work, 90_000.0 * 27.0);
+    let own = load(BASE, &["network.hosts=\"per_replica\""]).expect("valid");
+    assert_eq!(cost::estimate(&own).hosts, 4.0, "3 replicas on hosts of their own, and a load host");
     assert!(cost.over(&Limits::DEFAULT).is_none());
     let open =
         load(&edit(BASE, "mode = \"closed\"\nsessions = 10", "mode = \"open\"\nrate = 200.0"), &[]).expect("open");
@@ -27,8 +29,12 @@ fn runs_beyond_the_cost_limits_are_refused_naming_their_keys_unless_allowed() {
         (&["load.sessions=1000000"], "load.sessions", "calls 1.4e9 > 50,000,000 (load.sessions, duration"),
         (&["load.sessions=1000000"], "load.sessions", "memory 15.3 GiB > 2.0 GiB (load.sessions)"),
         (&["duration=\"6d\""], "load.sessions", "ticks 518,480,000 > 100,000,000 (duration, tick)"),
-        (&["load.hosts=300"], "load.hosts", "hosts 303 > 200 (load.hosts)"),
-        (&["servers[0].replicas=500"], "servers[0].replicas", "hosts 502 > 200 (servers[0].replicas, load.hosts)"),
+        (&["load.hosts=300"], "load.hosts", "hosts 302 > 200 (load.hosts)"),
+        (
+            &["servers[0].replicas=500", "network.hosts=\"per_replica\""],
+            "servers[0].replicas",
+            "hosts 502 > 200 (servers[0].replicas, load.hosts, network.hosts)",
+        ),
         (&["tick=\"1us\"", "duration=\"60s\""], "duration", "ticks 140,000,000 > 100,000,000 (duration, tick,"),
         (&["client.deadline=\"7d\""], "duration", "(duration, tick, client.deadline, client.connect_timeout)"),
     ];
