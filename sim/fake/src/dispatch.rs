@@ -89,10 +89,9 @@ fn job(shared: &Arc<Shared>, plan: Plan, is_call: bool) -> Job {
         RENEW if gate::renews(shared, RENEW) => Job::Reply(gate::renew(shared, params.as_ref()), None),
         method::PING => Job::Reply(Ok(json!({})), None),
         method::TOOLS_LIST => Job::Reply(methods::list_tools(shared, params.as_ref()), None),
-        other => Job::Reply(
-            Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {other}"))),
-            None,
-        ),
+        other => {
+            Job::Reply(Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {other}"))), None)
+        }
     }
 }
 

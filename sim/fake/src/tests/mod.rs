@@ -52,6 +52,13 @@ fn config(tools: Vec<ToolConfig>) -> FakeServerConfig {
         auth_schemes: None,
         validation_error: crate::ValidationError::default(),
         meta: None,
+        transport: crate::Transport::Ndjson,
+        http_response: crate::HttpResponse::Sse,
+        http_get: crate::HttpGet::Stream,
+        http_sessions: true,
+        http_session_ttl_ms: None,
+        http_max_sessions: crate::config::DEFAULT_HTTP_MAX_SESSIONS,
+        http_max_body: crate::config::DEFAULT_HTTP_MAX_BODY,
     }
 }
 
