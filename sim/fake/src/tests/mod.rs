@@ -4,6 +4,7 @@
 mod client;
 mod control;
 mod eras;
+mod http;
 mod sessions;
 mod wire;
 
