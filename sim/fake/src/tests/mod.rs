@@ -5,6 +5,7 @@ mod client;
 mod control;
 mod eras;
 mod http;
+mod http_faults;
 mod sessions;
 mod wire;
 
