@@ -419,18 +419,16 @@ impl FakeServerConfig {
         Ok(())
     }
 
-    /// The built-in server, a stand-in for the Python test peer (`tests/peers/py_server.py`): `sleep_ms`, `echo` and
-    /// `slow_progress`. `scenarios/fake/builtin.toml` is the same configuration as a file.
-    pub fn builtin() -> Self {
-        let hints = json!({"readOnlyHint": true, "idempotentHint": true});
-        let int = json!({"type": "integer", "minimum": 0});
+    /// A server named `name` with no tools and every other key at its default, as a file with only `name` gives.
+    pub fn named(name: impl Into<String>) -> Self {
         FakeServerConfig {
-            name: "mcpstorm-fake".into(),
-            version: "1.0.0".into(),
+            name: name.into(),
+            version: default_version(),
             workers: None,
             max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT,
             page_size: None,
             seed: 0,
+            tools: Vec::new(),
             eras: both_eras(),
             cache_ttl_ms: 0,
             legacy_discover: LegacyDiscover::default(),
@@ -446,6 +444,16 @@ impl FakeServerConfig {
             http_session_ttl_ms: None,
             http_max_sessions: DEFAULT_HTTP_MAX_SESSIONS,
             http_max_body: DEFAULT_HTTP_MAX_BODY,
+        }
+    }
+
+    /// The built-in server, a stand-in for the Python test peer (`tests/peers/py_server.py`): `sleep_ms`, `echo` and
+    /// `slow_progress`. `scenarios/fake/builtin.toml` is the same configuration as a file.
+    pub fn builtin() -> Self {
+        let hints = json!({"readOnlyHint": true, "idempotentHint": true});
+        let int = json!({"type": "integer", "minimum": 0});
+        FakeServerConfig {
+            version: "1.0.0".into(),
             tools: vec![
                 ToolConfig {
                     description: Some("Sleep for `ms` milliseconds, then return.".into()),
@@ -479,6 +487,7 @@ impl FakeServerConfig {
                     ..ToolConfig::new("slow_progress")
                 },
             ],
+            ..FakeServerConfig::named("mcpstorm-fake")
         }
     }
 }
@@ -494,6 +503,11 @@ mod tests {
             Err(ConfigError::Invalid { field, .. }) => field,
             other => panic!("expected a validation error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn named_is_what_a_file_with_only_a_name_gives() {
+        assert_eq!(FakeServerConfig::from_toml_str("name = \"x\"\n"), Ok(FakeServerConfig::named("x")));
     }
 
     #[test]

@@ -13,10 +13,7 @@ use super::model::{empty_args, object_schema, one};
 use super::ranges;
 use super::units::Dur;
 use crate::seed::Seed;
-use mcpstorm_fake::{
-    DEFAULT_HTTP_MAX_BODY, DEFAULT_HTTP_MAX_SESSIONS, FakeServerConfig, HttpGet, HttpResponse, LegacyDiscover,
-    ProtocolEra, ToolConfig, Transport, ValidationError, both_eras,
-};
+use mcpstorm_fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, Transport, ValidationError, both_eras};
 
 /// A fake MCP server, possibly replicated (one turmoil host per replica).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -161,12 +158,7 @@ impl ServerSpec {
             meta: self.router_meta(),
             transport: self.transport,
             // The HTTP transport as real servers ship it: SSE answers, sessions, GET streams, the default bounds.
-            http_response: HttpResponse::default(),
-            http_get: HttpGet::default(),
-            http_sessions: true,
-            http_session_ttl_ms: None,
-            http_max_sessions: DEFAULT_HTTP_MAX_SESSIONS,
-            http_max_body: DEFAULT_HTTP_MAX_BODY,
+            ..FakeServerConfig::named(&self.name)
         }
     }
 
