@@ -16,7 +16,7 @@ fn require_peers() -> bool {
 }
 
 /// Skips (returns `None`) or fails, depending on `MCPSTORM_REQUIRE_PEERS`.
-fn missing(what: &str, how: &str) -> Option<StdioDialer> {
+fn missing<T>(what: &str, how: &str) -> Option<T> {
     if require_peers() {
         panic!("interop peer missing: {what}. Install it with: {how}");
     }
@@ -37,6 +37,21 @@ pub fn python_server() -> Option<StdioDialer> {
     }
     let script = repo_root().join("tests/peers/py_server.py");
     Some(StdioDialer::new(python(), [script.to_string_lossy().into_owned()]))
+}
+
+/// The Python `mcp` SDK 2.x client of `tests/peers/py_http_client.py`, to run against a Streamable HTTP `url` in
+/// `mode` (`auto` or `legacy`): a command printing one JSON object of what it saw.
+pub fn python_http_client(url: &str, mode: &str) -> Option<Command> {
+    let ok = Command::new(python())
+        .args(["-c", "import mcp.client.streamable_http"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        return missing("Python package mcp 2.x", "pip install 'mcp==2.3.0'");
+    }
+    let mut command = Command::new(python());
+    command.arg(repo_root().join("tests/peers/py_http_client.py")).args([url, mode]);
+    Some(command)
 }
 
 /// The Python interpreter of the `mcp` 1.x venv: `MCPSTORM_PYTHON_MCP1`, else `target/peers/mcp1/bin/python` (where

@@ -30,6 +30,13 @@ use crate::latency::LatencyDist;
 /// | `auth_schemes` | none (no auth) | schemes accepted (`"bearer"`, `"api-key"`, `"mcp-jwt"`); others get -32003 |
 /// | `validation_error` | `"tool_error"` | how bad arguments are refused: `"tool_error"` (`isError`, the Python SDK) or `"invalid_params"` (-32602, the TypeScript SDK) |
 /// | `meta`      | none            | extra `_meta` entries of the handshake result: router hints and capability matrix rows |
+/// | `transport` | `"ndjson"`      | the wire: `"ndjson"` (newline-delimited JSON-RPC) or `"http"` (MCP Streamable HTTP, both eras) |
+/// | `http_response` | `"sse"`     | HTTP: answer a request with an SSE stream (`"sse"`: progress, then the response) or one JSON body (`"json"`) |
+/// | `http_get`  | `"stream"`      | HTTP 2025-11-25: a GET opens the session's server-message stream (`"stream"`) or gets 405 (`"method_not_allowed"`) |
+/// | `http_sessions` | true        | HTTP 2025-11-25: issue an `Mcp-Session-Id` on `initialize` and require it afterwards |
+/// | `http_session_ttl_ms` | none (never) | HTTP: an `Mcp-Session-Id` expires this long after it was issued (by the server's clock) |
+/// | `http_max_sessions` | 1024    | HTTP: most live sessions; an `initialize` beyond it gets 503             |
+/// | `http_max_body` | 4 MiB       | HTTP: largest request body; larger ones get 413                          |
 ///
 /// Sessions live per server (shared by its connections) and expire by the server's own wall clock (see
 /// `sessions.rs`), so skewing that clock changes when they expire, as in life. With sessions on, every request but
@@ -73,10 +80,85 @@ pub struct FakeServerConfig {
     /// (`latency_p95_ms`, `max_concurrent_requests`) and capability matrix rows (`language_support`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<serde_json::Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub transport: Transport,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub http_response: HttpResponse,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub http_get: HttpGet,
+    #[serde(default = "yes", skip_serializing_if = "Clone::clone")]
+    pub http_sessions: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_session_ttl_ms: Option<u64>,
+    #[serde(default = "default_max_sessions", skip_serializing_if = "is_default_max_sessions")]
+    pub http_max_sessions: usize,
+    #[serde(default = "default_max_body", skip_serializing_if = "is_default_max_body")]
+    pub http_max_body: usize,
 }
 
 fn yes() -> bool {
     true
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+/// The default `http_max_sessions`: far more than the clients of one test or scenario open, small enough that a
+/// client opening sessions in a loop costs little.
+pub const DEFAULT_HTTP_MAX_SESSIONS: usize = 1024;
+
+/// The default `http_max_body`: the largest JSON-RPC request a real client sends is far smaller.
+pub const DEFAULT_HTTP_MAX_BODY: usize = 4 << 20;
+
+fn default_max_sessions() -> usize {
+    DEFAULT_HTTP_MAX_SESSIONS
+}
+
+fn is_default_max_sessions(n: &usize) -> bool {
+    *n == DEFAULT_HTTP_MAX_SESSIONS
+}
+
+fn default_max_body() -> usize {
+    DEFAULT_HTTP_MAX_BODY
+}
+
+fn is_default_max_body(n: &usize) -> bool {
+    *n == DEFAULT_HTTP_MAX_BODY
+}
+
+/// The wire a fake server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// Newline-delimited JSON-RPC over a byte stream (stdio's framing, on TCP).
+    #[default]
+    Ndjson,
+    /// MCP Streamable HTTP (HTTP/1.1): 2025-11-25 with sessions, GET streams and resumption; 2026-07-28 POST only.
+    Http,
+}
+
+/// How a Streamable HTTP server answers a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HttpResponse {
+    /// An SSE stream: the request's notifications (progress), then its response (as the Python SDK's server).
+    #[default]
+    Sse,
+    /// One `application/json` body with the response (notifications on the way are dropped).
+    Json,
+}
+
+/// What a 2025-11-25 GET on the MCP endpoint gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HttpGet {
+    /// The session's stream of server messages (`notifications/tools/list_changed`), or a resumed request stream
+    /// when it carries `Last-Event-ID`.
+    #[default]
+    Stream,
+    /// 405 Method Not Allowed: the server offers no GET stream (and no resumption).
+    MethodNotAllowed,
 }
 
 /// The default `max_in_flight_per_connection`: far above what a well-behaved client keeps in flight on one connection
@@ -198,6 +280,9 @@ pub enum ErrorKind {
     Jsonrpc,
 }
 
+/// The smallest `http_max_body`: room for any request of the built-in tools.
+pub const MIN_HTTP_MAX_BODY: usize = 1024;
+
 pub const DEFAULT_REPLY: &str = "ok {tool} {latency_ms}ms";
 
 /// The longest progress period: the longest latency a call can have.
@@ -273,6 +358,16 @@ impl FakeServerConfig {
         if self.session_ttl_ms == Some(0) {
             return invalid("session_ttl".into(), "must be longer than 0 (omit it for no sessions)".into());
         }
+        if self.http_session_ttl_ms == Some(0) {
+            return invalid("http_session_ttl_ms".into(), "must be longer than 0 (omit it for no expiry)".into());
+        }
+        if self.http_max_sessions == 0 {
+            return invalid("http_max_sessions".into(), "must be at least 1".into());
+        }
+        if self.http_max_body < MIN_HTTP_MAX_BODY {
+            let message = format!("must be at least {MIN_HTTP_MAX_BODY} bytes, got {}", self.http_max_body);
+            return invalid("http_max_body".into(), message);
+        }
         if self.auth_schemes.as_ref().is_some_and(Vec::is_empty) {
             return invalid("auth_schemes".into(), "must name at least one scheme (omit it for no auth)".into());
         }
@@ -324,18 +419,16 @@ impl FakeServerConfig {
         Ok(())
     }
 
-    /// The built-in server, a stand-in for the Python test peer (`tests/peers/py_server.py`): `sleep_ms`, `echo` and
-    /// `slow_progress`. `scenarios/fake/builtin.toml` is the same configuration as a file.
-    pub fn builtin() -> Self {
-        let hints = json!({"readOnlyHint": true, "idempotentHint": true});
-        let int = json!({"type": "integer", "minimum": 0});
+    /// A server named `name` with no tools and every other key at its default, as a file with only `name` gives.
+    pub fn named(name: impl Into<String>) -> Self {
         FakeServerConfig {
-            name: "mcpstorm-fake".into(),
-            version: "1.0.0".into(),
+            name: name.into(),
+            version: default_version(),
             workers: None,
             max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT,
             page_size: None,
             seed: 0,
+            tools: Vec::new(),
             eras: both_eras(),
             cache_ttl_ms: 0,
             legacy_discover: LegacyDiscover::default(),
@@ -344,6 +437,23 @@ impl FakeServerConfig {
             auth_schemes: None,
             validation_error: ValidationError::default(),
             meta: None,
+            transport: Transport::default(),
+            http_response: HttpResponse::default(),
+            http_get: HttpGet::default(),
+            http_sessions: true,
+            http_session_ttl_ms: None,
+            http_max_sessions: DEFAULT_HTTP_MAX_SESSIONS,
+            http_max_body: DEFAULT_HTTP_MAX_BODY,
+        }
+    }
+
+    /// The built-in server, a stand-in for the Python test peer (`tests/peers/py_server.py`): `sleep_ms`, `echo` and
+    /// `slow_progress`. `scenarios/fake/builtin.toml` is the same configuration as a file.
+    pub fn builtin() -> Self {
+        let hints = json!({"readOnlyHint": true, "idempotentHint": true});
+        let int = json!({"type": "integer", "minimum": 0});
+        FakeServerConfig {
+            version: "1.0.0".into(),
             tools: vec![
                 ToolConfig {
                     description: Some("Sleep for `ms` milliseconds, then return.".into()),
@@ -377,6 +487,7 @@ impl FakeServerConfig {
                     ..ToolConfig::new("slow_progress")
                 },
             ],
+            ..FakeServerConfig::named("mcpstorm-fake")
         }
     }
 }
@@ -392,6 +503,11 @@ mod tests {
             Err(ConfigError::Invalid { field, .. }) => field,
             other => panic!("expected a validation error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn named_is_what_a_file_with_only_a_name_gives() {
+        assert_eq!(FakeServerConfig::from_toml_str("name = \"x\"\n"), Ok(FakeServerConfig::named("x")));
     }
 
     #[test]

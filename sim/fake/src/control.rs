@@ -1,5 +1,6 @@
 //! The runtime control handle: what the scenario's fault timeline turns while the server runs (latency spike, error
-//! burst, hang, overload, schema drift, session loss, auth rotation). Cheap to clone; every clone steers the same server, across all its connections.
+//! burst, hang, overload, schema drift, session loss, auth rotation, and the HTTP transport's status bursts,
+//! stream resets, slow headers and forgotten sessions). Cheap to clone; every clone steers the same server, across all its connections.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use mcpstorm_core::AuthScheme;
 
 use crate::drift::Drift;
-use crate::faults::Faults;
+use crate::faults::{Faults, StatusBurst, probability};
 use crate::shared::Shared;
 use crate::stats::FakeStats;
 
@@ -35,8 +36,7 @@ impl FakeControl {
 
     /// Overrides every tool's error rate (an error burst), clamped into [0, 1]; `None` restores the configured rates.
     pub fn set_error_rate(&self, rate: Option<f64>) {
-        let rate = rate.map(|r| if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) });
-        self.shared.faults.lock().error_rate = rate;
+        self.shared.faults.lock().error_rate = rate.map(probability);
     }
 
     /// Hangs the server: it keeps reading (so it still sees cancellations) but answers nothing, not even `ping`,
@@ -87,6 +87,34 @@ impl FakeControl {
     /// Forgets every session at once (the server restarted its session store): the next request on each is -32001.
     pub fn expire_sessions(&self) {
         self.shared.sessions.drop_all();
+    }
+
+    /// HTTP: answers a share of requests with an error status (a 429/503 burst with `Retry-After`, or 500s) until
+    /// called with `None`. The share is clamped into [0, 1]; a status outside 400..=599 is taken as 503.
+    pub fn set_http_status(&self, burst: Option<StatusBurst>) {
+        let burst = burst.map(|b| StatusBurst {
+            share: probability(b.share),
+            status: if (400..=599).contains(&b.status) { b.status } else { 503 },
+            ..b
+        });
+        self.shared.faults.lock().http_status = burst;
+    }
+
+    /// HTTP: cuts each SSE response stream with this probability (clamped into [0, 1]) right before its response, by
+    /// resetting the connection; 0 ends it. A 2025-11-25 client can resume the stream by `Last-Event-ID`.
+    pub fn set_stream_reset(&self, probability_of_reset: f64) {
+        self.shared.faults.lock().stream_reset = probability(probability_of_reset);
+    }
+
+    /// HTTP: holds every response's status line back this long (capped at a day); `Duration::ZERO` ends it.
+    pub fn set_slow_headers(&self, delay: Duration) {
+        self.shared.faults.lock().slow_headers = delay.min(crate::latency::MAX_LATENCY);
+    }
+
+    /// HTTP: the session store forgets every `Mcp-Session-Id` at once; requests naming one get 404 from now on, and
+    /// their calls in flight are abandoned. Returns how many sessions were forgotten.
+    pub fn forget_http_sessions(&self) -> usize {
+        self.shared.http.forget_sessions(&self.shared.counters)
     }
 
     /// Replaces the accepted auth schemes (`None`: no auth). Requests with another scheme get -32003 from now on.

@@ -13,17 +13,50 @@ use std::time::Duration;
 /// | `latency_multiplier` | 1.0     | each call's sampled latency is multiplied by this ...        |
 /// | `extra_latency`      | 0       | ... and then this is added                                   |
 /// | `error_rate`         | none    | replaces every tool's configured error rate                  |
+/// | `http_status`        | none    | HTTP: a share of requests answered with an error status      |
+/// | `stream_reset`       | 0       | HTTP: probability an SSE stream is cut before its response   |
+/// | `slow_headers`       | 0       | HTTP: delay before every response's status line              |
+///
+/// The HTTP knobs act only on a server serving Streamable HTTP (`transport = "http"`); they are read when a request
+/// arrives, so a burst applies to requests that arrive during it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Faults {
     pub latency_multiplier: f64,
     pub extra_latency: Duration,
     pub error_rate: Option<f64>,
+    pub http_status: Option<StatusBurst>,
+    pub stream_reset: f64,
+    pub slow_headers: Duration,
 }
 
 impl Default for Faults {
     fn default() -> Self {
-        Faults { latency_multiplier: 1.0, extra_latency: Duration::ZERO, error_rate: None }
+        Faults {
+            latency_multiplier: 1.0,
+            extra_latency: Duration::ZERO,
+            error_rate: None,
+            http_status: None,
+            stream_reset: 0.0,
+            slow_headers: Duration::ZERO,
+        }
     }
+}
+
+/// A status burst: each HTTP request is, with probability `share`, answered `status` (with `Retry-After` if given)
+/// before the server reads its body, as an overloaded load balancer or a rate limiter answers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StatusBurst {
+    /// In [0, 1].
+    pub share: f64,
+    /// An error status, 400 to 599 (429, 503 and 500 are the usual ones).
+    pub status: u16,
+    /// Sent as `Retry-After` in whole seconds (rounded up).
+    pub retry_after: Option<Duration>,
+}
+
+/// A probability from a caller: NaN is 0, anything else clamped into [0, 1].
+pub(crate) fn probability(p: f64) -> f64 {
+    if p.is_nan() { 0.0 } else { p.clamp(0.0, 1.0) }
 }
 
 impl Faults {

@@ -23,10 +23,14 @@ mod config;
 mod conn;
 mod conn_registry;
 mod control;
+mod dispatch;
 pub mod doubles;
 mod drift;
 mod faults;
 mod gate;
+mod http;
+mod http_state;
+mod inflight;
 mod latency;
 mod listener;
 mod methods;
@@ -34,6 +38,7 @@ pub mod pipe;
 mod server;
 mod sessions;
 mod shared;
+mod sse;
 mod stats;
 mod workers;
 
@@ -45,12 +50,13 @@ use std::sync::Arc;
 use mcpstorm_core::TokioClock;
 
 pub use config::{
-    ConfigError, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REPLY, ErrorKind, FakeServerConfig, LegacyDiscover, ProtocolEra,
-    ToolConfig, ValidationError, both_eras, default_max_in_flight, is_default_max_in_flight,
+    ConfigError, DEFAULT_HTTP_MAX_BODY, DEFAULT_HTTP_MAX_SESSIONS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REPLY, ErrorKind,
+    FakeServerConfig, HttpGet, HttpResponse, LegacyDiscover, ProtocolEra, ToolConfig, Transport, ValidationError,
+    both_eras, default_max_in_flight, is_default_max_in_flight,
 };
 pub use control::FakeControl;
 pub use drift::Drift;
-pub use faults::Faults;
+pub use faults::{Faults, StatusBurst};
 pub use latency::{LatencyDist, LatencyDraw, MAX_LATENCY};
 pub use listener::Listener;
 pub use server::FakeServer;

@@ -8,7 +8,7 @@ use mcpstorm_core::{Clock, TokioClock};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinSet;
 
-use crate::config::{ConfigError, FakeServerConfig};
+use crate::config::{ConfigError, FakeServerConfig, Transport};
 use crate::control::FakeControl;
 use crate::listener::Listener;
 use crate::shared::Shared;
@@ -68,7 +68,7 @@ impl FakeServer {
         self.shared.counters.snapshot()
     }
 
-    /// Serves one connection until the client has closed its side and every request read has been answered, or
+    /// Serves one connection in the configured transport. NDJSON: until the client has closed its side and every request read has been answered, or
     /// the byte stream fails. Every call still running then is aborted and its worker returned. Dropping this future
     /// does the same.
     pub async fn serve_connection<R, W>(&self, reader: R, writer: W)
@@ -76,7 +76,10 @@ impl FakeServer {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        crate::conn::serve(self.shared.clone(), self.max_frame, reader, writer).await;
+        match self.shared.config.transport {
+            Transport::Ndjson => crate::conn::serve(self.shared.clone(), self.max_frame, reader, writer).await,
+            Transport::Http => crate::http::serve_connection(self.shared.clone(), reader, writer).await,
+        }
     }
 
     /// Accepts connections forever, serving each on its own task. Dropping this future aborts every connection.
@@ -84,6 +87,7 @@ impl FakeServer {
     /// A new serve is a new process: it starts with no sessions (a restarted server has forgotten them).
     pub async fn serve<L: Listener>(&self, mut listener: L) {
         self.shared.sessions.drop_all();
+        self.shared.http.sessions.drop_all();
         let mut conns = JoinSet::new();
         loop {
             // Reap finished connections so the set stays as large as the number open, not the number ever opened.

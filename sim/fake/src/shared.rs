@@ -1,5 +1,5 @@
 //! The state a fake server's connections share: its configuration, the catalog in force, sessions, accepted auth
-//! schemes, the open connections' outboxes, the random stream, the worker pool, faults, the hang switch and counters.
+//! schemes, the HTTP transport's state, the open connections' outboxes, the random stream, the worker pool, faults, the hang switch and counters.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,6 +14,7 @@ use serde_json::{Map, json};
 use crate::config::{FakeServerConfig, ToolConfig};
 use crate::conn_registry::ConnRegistry;
 use crate::faults::FaultCell;
+use crate::http_state::HttpState;
 use crate::sessions::SessionTable;
 use crate::stats::Counters;
 use crate::workers::WorkerPool;
@@ -24,6 +25,8 @@ pub(crate) struct Shared {
     pub config: FakeServerConfig,
     catalog: Mutex<Arc<Catalog>>,
     pub sessions: SessionTable,
+    /// The Streamable HTTP transport's sessions and streams (unused on NDJSON).
+    pub http: HttpState,
     /// The schemes accepted now (`None`: no auth); an auth rotation replaces them.
     auth: Mutex<Option<Vec<AuthScheme>>>,
     /// The outboxes of the open connections, for `notifications/tools/list_changed` after a drift.
@@ -62,7 +65,8 @@ impl Shared {
     pub fn new(config: FakeServerConfig, clock: Arc<dyn Clock>) -> Shared {
         Shared {
             catalog: Mutex::new(Arc::new(Catalog::new(config.version.clone(), config.tools.clone()))),
-            sessions: SessionTable::new(clock, config.session_ttl_ms),
+            sessions: SessionTable::new(clock.clone(), config.session_ttl_ms),
+            http: HttpState::new(&config, clock),
             auth: Mutex::new(config.auth_schemes.clone()),
             conns: ConnRegistry::default(),
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(config.seed)),

@@ -7,64 +7,92 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A point-in-time view of a fake server's counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FakeStats {
-    /// `tools/call` requests received.
-    pub received: u64,
-    /// Calls answered with a successful result.
-    pub completed: u64,
-    /// Calls answered with an error: injected (either kind), unknown tool, invalid arguments.
-    pub errored: u64,
-    /// Calls aborted by the client's `notifications/cancelled` before they were answered.
-    pub cancelled: u64,
-    /// Calls aborted because their connection closed before they were answered.
-    pub abandoned: u64,
-    /// Calls holding a worker right now.
-    pub in_progress: u64,
-    /// Calls waiting for a worker right now.
-    pub queued: u64,
-    /// Connections open right now.
-    pub connections: u64,
-    /// Connections accepted since start.
-    pub connections_total: u64,
-    /// Incoming frames rejected as malformed (each answered with a JSON-RPC error).
-    pub rejected_frames: u64,
-    /// `initialize` requests received (legacy handshakes, and modern connections' refused ones).
-    pub initializes: u64,
-    /// `server/discover` requests received (era probes, and the modern era's pings).
-    pub discovers: u64,
-    /// Sessions granted (on `initialize` / `server/discover`).
-    pub sessions_granted: u64,
-    /// `mcpstorm/session/renew` requests answered with a fresh grant.
-    pub renewals: u64,
-    /// Requests refused with -32001: no live session.
-    pub sessions_not_found: u64,
-    /// Requests refused with -32003: no credential of an accepted scheme.
-    pub auth_mismatches: u64,
-    /// Calls refused because their arguments do not fit the tool's current input schema.
-    pub schema_rejections: u64,
+/// Declares each counter once: its field in [`FakeStats`] (with its doc) and its atomic in `Counters`, and the
+/// snapshot from one to the other.
+macro_rules! counters {
+    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
+        /// A point-in-time view of a fake server's counters.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct FakeStats {
+            $($(#[doc = $doc])* pub $name: u64,)*
+        }
+
+        #[derive(Debug, Default)]
+        pub(crate) struct Counters {
+            $(pub $name: AtomicU64,)*
+        }
+
+        impl Counters {
+            pub fn snapshot(&self) -> FakeStats {
+                FakeStats { $($name: self.$name.load(Ordering::Relaxed),)* }
+            }
+        }
+    };
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub received: AtomicU64,
-    pub completed: AtomicU64,
-    pub errored: AtomicU64,
-    pub cancelled: AtomicU64,
-    pub abandoned: AtomicU64,
-    pub in_progress: AtomicU64,
-    pub queued: AtomicU64,
-    pub connections: AtomicU64,
-    pub connections_total: AtomicU64,
-    pub rejected_frames: AtomicU64,
-    pub initializes: AtomicU64,
-    pub discovers: AtomicU64,
-    pub sessions_granted: AtomicU64,
-    pub renewals: AtomicU64,
-    pub sessions_not_found: AtomicU64,
-    pub auth_mismatches: AtomicU64,
-    pub schema_rejections: AtomicU64,
+counters! {
+    /// `tools/call` requests received.
+    received,
+    /// Calls answered with a successful result.
+    completed,
+    /// Calls answered with an error: injected (either kind), unknown tool, invalid arguments.
+    errored,
+    /// Calls aborted by the client's cancellation before they were answered: `notifications/cancelled`, or (2026-07-28
+    /// Streamable HTTP) closing the request's stream.
+    cancelled,
+    /// Calls aborted because their connection (or HTTP session, or the stream of a modern HTTP request the server
+    /// reset) closed before they were answered.
+    abandoned,
+    /// Calls holding a worker right now.
+    in_progress,
+    /// Calls waiting for a worker right now.
+    queued,
+    /// Connections open right now.
+    connections,
+    /// Connections accepted since start.
+    connections_total,
+    /// Incoming frames rejected as malformed (each answered with a JSON-RPC error).
+    rejected_frames,
+    /// `initialize` requests received (legacy handshakes, and modern connections' refused ones).
+    initializes,
+    /// `server/discover` requests received (era probes, and the modern era's pings).
+    discovers,
+    /// Sessions granted (on `initialize` / `server/discover`).
+    sessions_granted,
+    /// `mcpstorm/session/renew` requests answered with a fresh grant.
+    renewals,
+    /// Requests refused with -32001: no live session.
+    sessions_not_found,
+    /// Requests refused with -32003: no credential of an accepted scheme.
+    auth_mismatches,
+    /// Calls refused because their arguments do not fit the tool's current input schema.
+    schema_rejections,
+    /// HTTP requests received (Streamable HTTP transport), whatever their method and fate.
+    http_requests,
+    /// HTTP requests refused before any JSON-RPC handling: 405 (method), 406 (`Accept`), 409 (a second GET stream),
+    /// 413 (body too large), 415 (`Content-Type`), 400 (not one JSON-RPC message), 503 (session table full).
+    http_refused,
+    /// `Mcp-Session-Id`s issued (2025-11-25, on `initialize`).
+    http_sessions_opened,
+    /// Sessions ended by the client's DELETE.
+    http_sessions_deleted,
+    /// Requests refused with 400 for want of an `Mcp-Session-Id`.
+    http_sessions_missing,
+    /// Requests refused with 404: their `Mcp-Session-Id` is unknown, expired or forgotten.
+    http_sessions_not_found,
+    /// Requests refused with 400 for their protocol headers: an unsupported `MCP-Protocol-Version` (2025-11-25),
+    /// -32020 header mismatch or -32022 unsupported version (2026-07-28).
+    http_header_rejections,
+    /// GET streams resumed from a `Last-Event-ID`.
+    http_streams_resumed,
+    /// Fault: requests answered with an injected error status (429, 503, 500...).
+    http_status_injected,
+    /// Fault: SSE streams reset (the connection cut) before their response.
+    http_stream_resets,
+    /// Fault: responses whose status line was held back by the slow-headers delay.
+    http_slow_headers,
+    /// Fault: sessions the session store forgot.
+    http_sessions_forgotten,
 }
 
 impl Counters {
@@ -78,29 +106,6 @@ impl Counters {
 
     pub fn dec(counter: &AtomicU64) {
         counter.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    pub fn snapshot(&self) -> FakeStats {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        FakeStats {
-            received: get(&self.received),
-            completed: get(&self.completed),
-            errored: get(&self.errored),
-            cancelled: get(&self.cancelled),
-            abandoned: get(&self.abandoned),
-            in_progress: get(&self.in_progress),
-            queued: get(&self.queued),
-            connections: get(&self.connections),
-            connections_total: get(&self.connections_total),
-            rejected_frames: get(&self.rejected_frames),
-            initializes: get(&self.initializes),
-            discovers: get(&self.discovers),
-            sessions_granted: get(&self.sessions_granted),
-            renewals: get(&self.renewals),
-            sessions_not_found: get(&self.sessions_not_found),
-            auth_mismatches: get(&self.auth_mismatches),
-            schema_rejections: get(&self.schema_rejections),
-        }
     }
 }
 

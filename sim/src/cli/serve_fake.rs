@@ -5,7 +5,7 @@ use clap::Args;
 
 use super::Failure;
 use super::out::{self, outln};
-use mcpstorm_fake::{FakeServerConfig, live_server};
+use mcpstorm_fake::{FakeServerConfig, Transport, live_server};
 
 #[derive(Debug, Args)]
 pub struct ServeFakeArgs {
@@ -14,6 +14,10 @@ pub struct ServeFakeArgs {
     /// Address to listen on; port 0 picks a free port, printed as `listening on <addr>`.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: String,
+    /// The wire, overriding the config's `transport`: `ndjson` (newline-delimited JSON-RPC) or `http` (MCP
+    /// Streamable HTTP, both revisions; every path is the MCP endpoint, e.g. `http://<addr>/mcp`).
+    #[arg(long, value_parser = ["ndjson", "http"])]
+    pub transport: Option<String>,
 }
 
 /// Serves until killed. Exit 2 for a bad config or an address that does not parse or resolve; exit 1 only when a
@@ -27,6 +31,11 @@ pub async fn run(args: ServeFakeArgs) -> Result<(), Failure> {
                 .map_err(|e| Failure::BadInput(format!("cannot read {}: {e}", path.display())))?;
             FakeServerConfig::from_toml_str(&text).map_err(|e| Failure::BadInput(format!("{}: {e}", path.display())))?
         }
+    };
+    let config = match args.transport.as_deref() {
+        Some("http") => FakeServerConfig { transport: Transport::Http, ..config },
+        Some(_) => FakeServerConfig { transport: Transport::Ndjson, ..config },
+        None => config,
     };
     let origin = args.config.as_ref().map_or_else(|| "the built-in config".to_owned(), |p| p.display().to_string());
     let server = live_server(config).map_err(|e| Failure::BadInput(format!("{origin}: {e}")))?;

@@ -13,7 +13,7 @@ use super::model::{empty_args, object_schema, one};
 use super::ranges;
 use super::units::Dur;
 use crate::seed::Seed;
-use mcpstorm_fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, ValidationError, both_eras};
+use mcpstorm_fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, Transport, ValidationError, both_eras};
 
 /// A fake MCP server, possibly replicated (its replicas' hosts: see `network.hosts`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -73,6 +73,10 @@ pub struct ServerSpec {
     /// the Python SDK) or `"invalid_params"` (-32602, the TypeScript SDK).
     #[serde(default)]
     pub validation_error: ValidationError,
+    /// The wire the replicas speak: `"ndjson"` (newline-delimited JSON-RPC, the default) or `"http"` (MCP
+    /// Streamable HTTP; refused until the gateway's HTTP client is wired into the simulator).
+    #[serde(default, skip_serializing_if = "is_ndjson")]
+    pub transport: Transport,
     /// Free-form labels for the router. Every server also carries `server:<name>`, which a `[[load.mix]]` entry
     /// naming the server requires.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -116,6 +120,10 @@ fn yes() -> bool {
     true
 }
 
+fn is_ndjson(t: &Transport) -> bool {
+    *t == Transport::Ndjson
+}
+
 pub(super) fn auth_schemes_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "array",
@@ -148,6 +156,9 @@ impl ServerSpec {
             auth_schemes: self.auth_schemes.clone(),
             validation_error: self.validation_error,
             meta: self.router_meta(),
+            transport: self.transport,
+            // The HTTP transport as real servers ship it: SSE answers, sessions, GET streams, the default bounds.
+            ..FakeServerConfig::named(&self.name)
         }
     }
 

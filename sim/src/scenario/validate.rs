@@ -12,7 +12,7 @@ use super::ranges::{self, MIN_TICK, Upper};
 use super::target::{GATEWAY, GOSSIP, names, resolve_target};
 use super::{DriftKind, Fault, FaultKind, LoadMode, Scenario, ServerSpec};
 use mcpstorm_core::router::FormulaSpec;
-use mcpstorm_fake::{ConfigError, DEFAULT_MAX_IN_FLIGHT, FakeServerConfig};
+use mcpstorm_fake::{ConfigError, DEFAULT_MAX_IN_FLIGHT, FakeServerConfig, Transport};
 
 /// The most retries an agent may make per call: beyond it a run is all retries.
 pub const MAX_RETRIES: u32 = ranges::MAX_ATTEMPTS as u32;
@@ -147,6 +147,11 @@ fn check_servers(c: &mut Checker, servers: &[ServerSpec]) {
             first_index.insert(&server.name, i);
         }
         c.at_least_one(&at("replicas"), server.replicas);
+        if server.transport == Transport::Http {
+            // The replicas would serve HTTP, but the world's connector still dials NDJSON.
+            let message = "transport = \"http\" needs the HTTP client (the simulator's gateway dials NDJSON for now)";
+            c.fail(at("transport"), message);
+        }
         // The fake server's own checks, one tool at a time so that every bad tool is reported.
         // The fake's checks stop at the first problem, so each part is checked on its own: the server's fields
         // without tools, then every tool on a server with nothing else to complain about.

@@ -4,6 +4,8 @@
 mod client;
 mod control;
 mod eras;
+mod http;
+mod http_faults;
 mod sessions;
 mod wire;
 
@@ -36,23 +38,7 @@ fn server(config: FakeServerConfig) -> FakeServer {
 
 /// A server named "test" with the given tools.
 fn config(tools: Vec<ToolConfig>) -> FakeServerConfig {
-    FakeServerConfig {
-        name: "test".into(),
-        version: "9.9.9".into(),
-        workers: None,
-        max_in_flight_per_connection: crate::DEFAULT_MAX_IN_FLIGHT,
-        page_size: None,
-        seed: 1,
-        tools,
-        eras: crate::both_eras(),
-        cache_ttl_ms: 0,
-        legacy_discover: crate::LegacyDiscover::default(),
-        session_ttl_ms: None,
-        renew: true,
-        auth_schemes: None,
-        validation_error: crate::ValidationError::default(),
-        meta: None,
-    }
+    FakeServerConfig { version: "9.9.9".into(), seed: 1, tools, ..FakeServerConfig::named("test") }
 }
 
 fn fixed(name: &str, ms: f64) -> ToolConfig {

@@ -40,6 +40,13 @@ fn every_semantic_rule() {
         ("replicas = 2", "replicas = 2\nworkers = 0", "servers[0].workers", "workers = |0", "at least 1"),
         (
             "replicas = 2",
+            "replicas = 2\ntransport = \"http\"",
+            "servers[0].transport",
+            "transport = |\"http\"",
+            "transport = \"http\" needs the HTTP client",
+        ),
+        (
+            "replicas = 2",
             "replicas = 2\nmax_in_flight_per_connection = 0",
             "servers[0].max_in_flight_per_connection",
             "max_in_flight_per_connection = |0",
