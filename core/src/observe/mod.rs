@@ -76,6 +76,15 @@ pub enum Event<'a> {
         tool: &'a str,
         reason: DegradedReason,
     },
+    /// The Streamable HTTP pool of a connection changed: connections open (busy or idle), idle, and requests
+    /// waiting for one (a gauge, reported on every change).
+    HttpPool {
+        conn: ConnId,
+        server: &'a str,
+        open: usize,
+        idle: usize,
+        waiting: usize,
+    },
     /// The tool list was fetched again because something said the cached one may be stale (schema drift).
     SchemaRefetched {
         server: &'a str,
@@ -149,7 +158,7 @@ impl TracingObserver {
 impl Observer for TracingObserver {
     fn event(&self, event: &Event<'_>) {
         match event {
-            Event::RequestFinished { error: None, .. } | Event::CancelSent { .. } => {
+            Event::RequestFinished { error: None, .. } | Event::CancelSent { .. } | Event::HttpPool { .. } => {
                 tracing::trace!(?event)
             }
             Event::Session { what: SessionEvent::NotFound | SessionEvent::AuthMismatch, .. } => tracing::info!(?event),
