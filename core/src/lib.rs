@@ -59,5 +59,5 @@ pub use schema::{
 };
 pub use transport::{
     DEFAULT_MAX_FRAME, FrameError, HttpConfigError, HttpContext, HttpEndpoint, HttpLimits, HttpSink, HttpSource,
-    LineSink, LineSource, MessageSink, MessageSource, PoolConfig, http_transport, line_transport,
+    LineSink, LineSource, MessageSink, MessageSource, PoolConfig, PoolGauge, PoolState, http_transport, line_transport,
 };

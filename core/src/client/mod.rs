@@ -35,7 +35,7 @@ use crate::session::{
     self, Era, EraCache, GatewayProfile, LeaseState, LifecycleConfig, SessionCounters, SessionEvents, SessionGrant,
     SessionLease, SessionStats,
 };
-use crate::transport::{HttpContext, HttpEndpoint, http_transport, line_transport};
+use crate::transport::{HttpContext, HttpEndpoint, PoolGauge, http_transport, line_transport};
 
 /// A live connection with its handshake result and tool cache.
 #[derive(Debug, Clone)]
@@ -278,13 +278,14 @@ impl McpClient {
             }
             Some(endpoint) => {
                 // Nothing is dialed yet: the transport's pool dials per connection, on the first request.
+                let (observer, server) = (self.observer.clone(), self.server.clone());
+                let gauge: PoolGauge =
+                    Arc::new(move |pool| observer.event(&Event::HttpPool { conn: id, server: &server, pool }));
                 let cx = HttpContext {
                     dialer: self.dialer.clone(),
                     connect_timeout: connect,
                     clock: self.clock.clone(),
-                    observer: self.observer.clone(),
-                    conn: id,
-                    server: self.server.clone(),
+                    gauge: Some(gauge),
                 };
                 let (sink, source) = http_transport(endpoint.clone(), cx)
                     .map_err(|e| TransportError::ConnectFailed(format!("{}: {e}", endpoint.url())))?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::error::{CallError, TransportError};
 use crate::resilience::breaker::BreakerTransition;
 use crate::resilience::degraded::DegradedReason;
-use crate::transport::FrameError;
+use crate::transport::{FrameError, PoolState};
 pub use anomalies::{Anomaly, AnomalyLog, AnomalyReport};
 pub use refetch::RefetchReason;
 
@@ -81,9 +81,7 @@ pub enum Event<'a> {
     HttpPool {
         conn: ConnId,
         server: &'a str,
-        open: usize,
-        idle: usize,
-        waiting: usize,
+        pool: PoolState,
     },
     /// The tool list was fetched again because something said the cached one may be stale (schema drift).
     SchemaRefetched {

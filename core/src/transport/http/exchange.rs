@@ -16,8 +16,8 @@ use super::stream::{self, StreamCtx};
 use super::{Http, HttpLimits, status};
 use crate::error::{CallError, HttpError, TransportError};
 use crate::jsonrpc::Message;
+use crate::mcp::envelope_version;
 use crate::mcp::method;
-use crate::session::envelope_version;
 use crate::transport::FrameError;
 
 pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -130,7 +130,12 @@ fn name_value(name: &str) -> HeaderValue {
     HeaderValue::from_str(&format!("=?base64?{encoded}?=")).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-fn hyper_error(e: &hyper::Error) -> CallError {
+/// A hyper failure as a transport error: a cut connection is [`TransportError::Closed`] (whether hyper noticed it
+/// itself or its IO reported it), a refused head [`HttpError::Head`].
+pub(super) fn hyper_error(e: &hyper::Error) -> CallError {
+    if let Some(io) = std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>()) {
+        return TransportError::io("read", io).into();
+    }
     if e.is_parse() {
         return TransportError::Http(HttpError::Head(e.to_string())).into();
     }

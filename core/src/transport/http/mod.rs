@@ -42,11 +42,11 @@ pub use endpoint::{HttpConfigError, HttpEndpoint, HttpLimits, PoolConfig};
 use super::{FrameError, MessageSink, MessageSource};
 use crate::error::TransportError;
 use crate::jsonrpc::Message;
+use crate::mcp::envelope_version;
 use crate::mcp::method;
-use crate::observe::{ConnId, Observer};
 use crate::rt::{Clock, Dialer};
-use crate::session::envelope_version;
-use pool::{Pool, PoolObserver};
+use pool::Pool;
+pub use pool::{PoolGauge, PoolState};
 
 /// Messages received and not yet read by the connection's reader. Exchanges wait when it is full, so a slow
 /// reader slows the server's streams instead of growing memory.
@@ -55,24 +55,27 @@ const INBOX: usize = 64;
 const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What an HTTP transport needs besides the endpoint: how to reach it, and who to tell.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpContext {
     /// Opens each pooled connection (TCP in production, the simulator's network in a simulation).
     pub dialer: Arc<dyn Dialer>,
     pub connect_timeout: Duration,
     /// Wall time for TLS certificate validity and `Retry-After` dates.
     pub clock: Arc<dyn Clock>,
-    pub observer: Arc<dyn Observer>,
-    /// The connection and server the pool's gauges are reported for.
-    pub conn: ConnId,
-    pub server: String,
+    /// Told the pool's state on every change.
+    pub gauge: Option<PoolGauge>,
+}
+
+impl std::fmt::Debug for HttpContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpContext").field("dialer", &self.dialer).finish_non_exhaustive()
+    }
 }
 
 /// A Streamable HTTP transport to `endpoint`: the sink posts, the source yields what the server sends.
 pub fn http_transport(endpoint: Arc<HttpEndpoint>, cx: HttpContext) -> Result<(HttpSink, HttpSource), HttpConfigError> {
     let tls = tls::for_endpoint(&endpoint, cx.clock.clone())?;
-    let observer = PoolObserver { conn: cx.conn, server: cx.server, observer: cx.observer };
-    let pool = Pool::new(cx.dialer, tls, cx.connect_timeout, endpoint.pool.clone(), endpoint.limits.clone(), observer);
+    let pool = Pool::new(cx.dialer, tls, cx.connect_timeout, endpoint.pool.clone(), endpoint.limits.clone(), cx.gauge);
     let (tx, rx) = mpsc::channel(INBOX);
     let http = Arc::new(Http {
         endpoint,

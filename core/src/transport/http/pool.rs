@@ -20,7 +20,6 @@ use tokio::time::timeout;
 use super::endpoint::{HttpLimits, PoolConfig};
 use super::tls::Tls;
 use crate::error::{CallError, HttpError, LocalError, TransportError};
-use crate::observe::{ConnId, Event, Observer};
 use crate::rt::Dialer;
 
 trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
@@ -41,13 +40,18 @@ impl Drop for Conn {
     }
 }
 
-/// Who reports the pool's gauges, and as which connection.
-#[derive(Debug)]
-pub(crate) struct PoolObserver {
-    pub conn: ConnId,
-    pub server: String,
-    pub observer: Arc<dyn Observer>,
+/// The pool's gauges at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolState {
+    /// Connections open, busy or idle.
+    pub open: usize,
+    pub idle: usize,
+    /// Requests waiting for a connection.
+    pub waiting: usize,
 }
+
+/// Told the pool's state on every change (the client turns it into an `Observer` event).
+pub type PoolGauge = Arc<dyn Fn(PoolState) + Send + Sync>;
 
 #[derive(Debug, Default)]
 struct Counts {
@@ -64,7 +68,7 @@ pub(crate) struct Pool {
     idle: Mutex<Vec<Conn>>,
     slots: Arc<Semaphore>,
     counts: Arc<Counts>,
-    observer: PoolObserver,
+    gauge: Option<PoolGauge>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -124,7 +128,7 @@ impl Pool {
         connect_timeout: Duration,
         config: PoolConfig,
         limits: HttpLimits,
-        observer: PoolObserver,
+        gauge: Option<PoolGauge>,
     ) -> Pool {
         Pool {
             dialer,
@@ -135,7 +139,7 @@ impl Pool {
             limits,
             idle: Mutex::new(Vec::new()),
             counts: Arc::default(),
-            observer,
+            gauge,
         }
     }
 
@@ -144,14 +148,13 @@ impl Pool {
     }
 
     fn report(&self) {
-        let o = &self.observer;
-        o.observer.event(&Event::HttpPool {
-            conn: o.conn,
-            server: &o.server,
-            open: self.counts.open.load(Ordering::Relaxed),
-            idle: self.idle().len(),
-            waiting: self.counts.waiting.load(Ordering::Relaxed),
-        });
+        if let Some(gauge) = &self.gauge {
+            gauge(PoolState {
+                open: self.counts.open.load(Ordering::Relaxed),
+                idle: self.idle().len(),
+                waiting: self.counts.waiting.load(Ordering::Relaxed),
+            });
+        }
     }
 
     /// A connection for one exchange: an idle one if there is one, else a new one, within the pool's bounds.

@@ -83,13 +83,13 @@ impl SseParser {
     /// Consumes one chunk of the body. Complete events become available through [`SseParser::next_event`].
     pub fn push(&mut self, mut chunk: &[u8]) -> Result<(), EventTooLarge> {
         if self.at_start && !chunk.is_empty() {
-            let bom = [0xEF, 0xBB, 0xBF];
+            // While at the start, `line` holds only the part of a BOM seen so far (a BOM split across chunks).
+            let bom = &[0xEF, 0xBB, 0xBF][self.line.len()..];
             let n = bom.len().min(chunk.len());
-            if chunk[..n] == bom[..n] && self.line.len() + n <= bom.len() {
-                // A BOM split across chunks is rare enough to keep collecting it in `line`.
+            if chunk[..n] == bom[..n] {
                 self.line.extend_from_slice(&chunk[..n]);
                 chunk = &chunk[n..];
-                if self.line.len() < bom.len() {
+                if n < bom.len() {
                     return Ok(());
                 }
                 self.line.clear();

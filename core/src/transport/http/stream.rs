@@ -16,7 +16,7 @@ use hyper::{Method, StatusCode};
 use tokio::time::{sleep, timeout};
 
 use super::Http;
-use super::exchange::{ACCEPT_SSE, Body, LAST_EVENT_ID, body_kind, send};
+use super::exchange::{ACCEPT_SSE, Body, LAST_EVENT_ID, body_kind, hyper_error, send};
 use super::pool::Lease;
 use super::sse::SseParser;
 use crate::error::{CallError, HttpError, TransportError};
@@ -81,14 +81,7 @@ pub(super) async fn pump(http: &Http, body: &mut Incoming, parser: &mut SseParse
         }
         match body.frame().await {
             None => return (Pumped::Ended, events),
-            Some(Err(e)) => {
-                let cut = if e.is_incomplete_message() || e.is_closed() {
-                    TransportError::Closed
-                } else {
-                    TransportError::Http(HttpError::Exchange(e.to_string()))
-                };
-                return (Pumped::Cut(cut.into()), events);
-            }
+            Some(Err(e)) => return (Pumped::Cut(hyper_error(&e)), events),
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data()
                     && let Err(e) = parser.push(&data)
