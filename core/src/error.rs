@@ -55,6 +55,38 @@ pub enum TransportError {
     Stalled(Duration),
     #[error("connection shut down locally")]
     Shutdown,
+    /// One Streamable HTTP exchange failed at the HTTP level (see [`HttpError`]).
+    #[error("HTTP: {0}")]
+    Http(HttpError),
+}
+
+/// What went wrong in one Streamable HTTP exchange, below JSON-RPC. The transport turns HTTP answers that carry a
+/// JSON-RPC meaning (session gone, retry-after, a JSON-RPC error body, a 4xx) into JSON-RPC errors instead; these
+/// are the rest.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpError {
+    /// A status with no JSON-RPC meaning: 5xx without `Retry-After`, an unexpected 1xx or 3xx.
+    #[error("server answered HTTP {status}")]
+    Status { status: u16 },
+    #[error("unexpected content type {0:?}: expected application/json or text/event-stream")]
+    ContentType(String),
+    #[error("more than {max} redirects (a redirect loop?)")]
+    TooManyRedirects { max: u32 },
+    /// A redirect this transport does not follow: another origin (the dialer reaches one host), or not 307/308.
+    #[error("redirect not followed: {0}")]
+    Redirect(String),
+    /// The response head broke a bound: too many headers, too large a head, one value over its limit.
+    #[error("response head refused: {0}")]
+    Head(String),
+    #[error("the response stream outlived its {0:?} lifetime")]
+    StreamLifetime(std::time::Duration),
+    #[error("the SSE stream was cut and could not be resumed ({0})")]
+    Resume(String),
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// Any other failure of the HTTP exchange (hyper's error text).
+    #[error("{0}")]
+    Exchange(String),
 }
 
 impl TransportError {

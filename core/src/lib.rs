@@ -43,7 +43,7 @@ pub use conn::{
     CallOptions, Connection, ConnectionConfig, ConnectionParts, ConnectionStats, Lane, NotificationHandler,
 };
 pub use credential::{AuthScheme, Credential, Secret};
-pub use error::{AuthError, CallError, ErrorClass, LifecycleError, LocalError, TransportError};
+pub use error::{AuthError, CallError, ErrorClass, HttpError, LifecycleError, LocalError, TransportError};
 pub use gateway::{
     Attempt, Connector, Degraded, Endpoint, Gateway, GatewayConfig, Last, ResilienceConfig, Routed, RouterVerdict,
     ToolCall,
@@ -57,4 +57,7 @@ pub use schema::{
     ArgumentError, ContentHash, Dialect, MAX_VIOLATIONS, OutputError, SchemaError, SchemaKind, SchemaValidator,
     ToolSchemas, Violation, canonical_json,
 };
-pub use transport::{DEFAULT_MAX_FRAME, FrameError, LineSink, LineSource, MessageSink, MessageSource, line_transport};
+pub use transport::{
+    DEFAULT_MAX_FRAME, FrameError, HttpConfigError, HttpContext, HttpEndpoint, HttpLimits, HttpSink, HttpSource,
+    LineSink, LineSource, MessageSink, MessageSource, PoolConfig, PoolGauge, PoolState, http_transport, line_transport,
+};

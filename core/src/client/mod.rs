@@ -35,7 +35,7 @@ use crate::session::{
     self, Era, EraCache, GatewayProfile, LeaseState, LifecycleConfig, SessionCounters, SessionEvents, SessionGrant,
     SessionLease, SessionStats,
 };
-use crate::transport::line_transport;
+use crate::transport::{HttpContext, HttpEndpoint, PoolGauge, http_transport, line_transport};
 
 /// A live connection with its handshake result and tool cache.
 #[derive(Debug, Clone)]
@@ -53,6 +53,8 @@ pub struct Session {
 pub struct McpClient {
     server: String,
     dialer: Arc<dyn Dialer>,
+    /// Streamable HTTP to this endpoint over the dialer's connections; `None`: newline-delimited JSON-RPC.
+    http: Option<Arc<HttpEndpoint>>,
     config: ClientConfig,
     /// What establishing a session reads of `config`, built once.
     lifecycle: LifecycleConfig,
@@ -102,6 +104,7 @@ impl McpClient {
             },
             server,
             dialer,
+            http: None,
             lifecycle: config.lifecycle(),
             limits: config.listing_limits(),
             config,
@@ -122,6 +125,20 @@ impl McpClient {
             pinned: tokio::sync::Mutex::new(None),
             drift: DriftCounters::default(),
         }
+    }
+
+    /// A client of the Streamable HTTP server at `endpoint`, dialing its host and port over TCP (TLS for
+    /// `https`). Give it a clock anchored to real time ([`McpClient::with_clock`]) for `https`.
+    pub fn http(server: impl Into<String>, endpoint: HttpEndpoint, config: ClientConfig, rng: SeededRng) -> Self {
+        let dialer = Arc::new(endpoint.tcp_dialer());
+        McpClient::new(server, dialer, config, rng).with_http(endpoint)
+    }
+
+    /// Speaks Streamable HTTP to `endpoint` instead of newline-delimited JSON-RPC; the dialer opens each of the
+    /// transport's pooled connections (TLS is layered over them for `https`).
+    pub fn with_http(mut self, endpoint: HttpEndpoint) -> Self {
+        self.http = Some(Arc::new(endpoint));
+        self
     }
 
     /// The clock for wall time (the simulator passes its per-host `SimClock`, so skew reaches the client).
@@ -240,23 +257,41 @@ impl McpClient {
 
     async fn connect_once(&self) -> Result<Session, CallError> {
         let connect = self.config.connect_timeout;
-        let stream =
-            timeout(connect, self.dialer.dial()).await.map_err(|_| TransportError::ConnectTimeout(connect))??;
-        let (sink, source) = line_transport(stream.reader, stream.writer, self.config.max_frame);
         let tools = Arc::new(ToolCache::default());
-        let conn = Connection::start(
-            sink,
-            source,
-            ConnectionParts {
-                id: ConnId(self.conn_seq.fetch_add(1, Ordering::Relaxed)),
-                server: self.server.clone(),
-                config: self.config.connection.clone(),
-                observer: self.observer.clone(),
-                global: self.global.clone(),
-                on_notification: Some(notification_handler(tools.clone())),
-                guard: stream.guard,
-            },
-        );
+        let id = ConnId(self.conn_seq.fetch_add(1, Ordering::Relaxed));
+        let parts = |guard| ConnectionParts {
+            id,
+            server: self.server.clone(),
+            config: self.config.connection.clone(),
+            observer: self.observer.clone(),
+            global: self.global.clone(),
+            on_notification: Some(notification_handler(tools.clone())),
+            guard,
+        };
+        let conn = match &self.http {
+            None => {
+                let stream = timeout(connect, self.dialer.dial())
+                    .await
+                    .map_err(|_| TransportError::ConnectTimeout(connect))??;
+                let (sink, source) = line_transport(stream.reader, stream.writer, self.config.max_frame);
+                Connection::start(sink, source, parts(stream.guard))
+            }
+            Some(endpoint) => {
+                // Nothing is dialed yet: the transport's pool dials per connection, on the first request.
+                let (observer, server) = (self.observer.clone(), self.server.clone());
+                let gauge: PoolGauge =
+                    Arc::new(move |pool| observer.event(&Event::HttpPool { conn: id, server: &server, pool }));
+                let cx = HttpContext {
+                    dialer: self.dialer.clone(),
+                    connect_timeout: connect,
+                    clock: self.clock.clone(),
+                    gauge: Some(gauge),
+                };
+                let (sink, source) = http_transport(endpoint.clone(), cx)
+                    .map_err(|e| TransportError::ConnectFailed(format!("{}: {e}", endpoint.url())))?;
+                Connection::start(sink, source, parts(None))
+            }
+        };
         match session::establish(&conn, &self.lifecycle, &self.eras, &self.server).await {
             Ok(est) => {
                 let meta = est.init.extra.get("_meta");

@@ -35,6 +35,9 @@ pub(crate) async fn run<R: MessageSource>(
         match item {
             Ok(msg) => dispatch(&shared, msg, notifications.as_ref()),
             Err(FrameError::Io(e)) => break e,
+            Err(FrameError::Exchange { id, error }) => {
+                shared.pending.complete(id, Err(*error));
+            }
             Err(e) => {
                 shared.emit(&Event::FrameRejected { conn: shared.id, error: &e });
                 match &e {
@@ -48,7 +51,7 @@ pub(crate) async fn run<R: MessageSource>(
                             shared.pending.complete(id, Err(CallError::MalformedResponse(d.to_string())));
                         }
                     }
-                    FrameError::NotUtf8 | FrameError::Io(_) => {}
+                    FrameError::NotUtf8 | FrameError::Io(_) | FrameError::Exchange { .. } => {}
                 }
             }
         }

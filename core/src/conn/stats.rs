@@ -39,7 +39,8 @@ impl Counters {
             | Event::Session { .. }
             | Event::Breaker { .. }
             | Event::Degraded { .. }
-            | Event::SchemaRefetched { .. } => return,
+            | Event::SchemaRefetched { .. }
+            | Event::HttpPool { .. } => return,
         };
         Self::bump(counter);
     }

@@ -124,6 +124,7 @@ impl CallCode {
                 TransportError::FrameTooLarge { .. } => "frame_too_large",
                 TransportError::Stalled(_) => "stalled",
                 TransportError::Shutdown => "shutdown",
+                TransportError::Http(_) => "http",
             }),
             CallError::Local(l) => Self::label(match l {
                 LocalError::QueueTimeout(_) => "queue_timeout",

@@ -12,6 +12,15 @@ pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 /// Revisions we can speak, newest first. A server answering any of these is accepted.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
+/// Request `_meta` key: the protocol version this request speaks. Required on every modern request.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Whether `params` carries the modern envelope's protocol version (the key alone marks a modern request, as the
+/// Python SDK decides: legacy requests never mint the reserved key).
+pub fn envelope_version(params: Option<&Value>) -> Option<&Value> {
+    params.and_then(|p| p.get("_meta")).and_then(|m| m.get(META_PROTOCOL_VERSION))
+}
+
 pub mod method {
     pub const INITIALIZE: &str = "initialize";
     pub const INITIALIZED: &str = "notifications/initialized";

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::error::{CallError, TransportError};
 use crate::resilience::breaker::BreakerTransition;
 use crate::resilience::degraded::DegradedReason;
-use crate::transport::FrameError;
+use crate::transport::{FrameError, PoolState};
 pub use anomalies::{Anomaly, AnomalyLog, AnomalyReport};
 pub use refetch::RefetchReason;
 
@@ -75,6 +75,13 @@ pub enum Event<'a> {
     Degraded {
         tool: &'a str,
         reason: DegradedReason,
+    },
+    /// The Streamable HTTP pool of a connection changed: connections open (busy or idle), idle, and requests
+    /// waiting for one (a gauge, reported on every change).
+    HttpPool {
+        conn: ConnId,
+        server: &'a str,
+        pool: PoolState,
     },
     /// The tool list was fetched again because something said the cached one may be stale (schema drift).
     SchemaRefetched {
@@ -149,7 +156,7 @@ impl TracingObserver {
 impl Observer for TracingObserver {
     fn event(&self, event: &Event<'_>) {
         match event {
-            Event::RequestFinished { error: None, .. } | Event::CancelSent { .. } => {
+            Event::RequestFinished { error: None, .. } | Event::CancelSent { .. } | Event::HttpPool { .. } => {
                 tracing::trace!(?event)
             }
             Event::Session { what: SessionEvent::NotFound | SessionEvent::AuthMismatch, .. } => tracing::info!(?event),

@@ -6,14 +6,13 @@ use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::ErrorObject;
 use crate::mcp::Implementation;
+pub use crate::mcp::{META_PROTOCOL_VERSION, envelope_version};
 
 /// The modern discovery request. Servers of the 2026-07-28 era MUST implement it.
 pub const DISCOVER: &str = "server/discover";
 /// Modern revisions we speak, newest first.
 pub const MODERN_PROTOCOL_VERSIONS: &[&str] = &["2026-07-28"];
 
-/// Request `_meta` key: the protocol version this request speaks. Required on every modern request.
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// Request `_meta` key: the client's capabilities for this request. Required (`{}` declares none).
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// Request `_meta` key: the client's name and version. Optional (SHOULD).
@@ -32,12 +31,6 @@ pub fn envelope(version: &str, capabilities: &Value, client_info: &Implementatio
         meta.insert(META_CLIENT_INFO.to_owned(), info);
     }
     meta
-}
-
-/// Whether `params` carries the modern envelope's protocol version (the key alone marks a modern request, as the
-/// Python SDK decides: legacy requests never mint the reserved key).
-pub fn envelope_version(params: Option<&Value>) -> Option<&Value> {
-    params.and_then(|p| p.get("_meta")).and_then(|m| m.get(META_PROTOCOL_VERSION))
 }
 
 /// The result of `server/discover`.

@@ -3,13 +3,18 @@
 //! `Connection` only sees [`MessageSink`] and [`MessageSource`], so a Streamable HTTP transport can slot in beside the
 //! newline-delimited one ([`line`]) without touching the pending table or the writer lanes.
 
+mod http;
 mod line;
 
 use std::future::Future;
 
+pub use http::{
+    HttpConfigError, HttpContext, HttpEndpoint, HttpLimits, HttpSink, HttpSource, PoolConfig, PoolGauge, PoolState,
+    http_transport,
+};
 pub use line::{DEFAULT_MAX_FRAME, LineSink, LineSource, line_transport};
 
-use crate::error::TransportError;
+use crate::error::{CallError, TransportError};
 use crate::jsonrpc::{DecodeError, Message};
 
 /// Why one incoming frame was rejected. Only [`FrameError::Io`] ends the stream; the others cost one frame.
@@ -23,6 +28,10 @@ pub enum FrameError {
     Decode(#[from] DecodeError),
     #[error("{0}")]
     Io(TransportError),
+    /// One request's exchange failed on a transport that carries each request separately (Streamable HTTP): that
+    /// call fails with `error` and the transport stays up.
+    #[error("request {id}: {error}")]
+    Exchange { id: i64, error: Box<CallError> },
 }
 
 /// The sending half. Messages are buffered by `feed` and pushed to the peer by `flush`, so a writer draining a busy

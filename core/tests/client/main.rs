@@ -1,10 +1,12 @@
 //! The client end to end: the connection core against a peer played frame by frame (`conn`), era detection
 //! (`eras`), the session extension (`sessions`), schema checks (`schemas`) and schema drift (`drift`) against
-//! scripted servers, and the connection failure stories against the fake server over loopback TCP (`fake_tcp`).
+//! scripted servers, and the connection failure stories against the fake server over loopback TCP (`fake_tcp`), and
+//! the Streamable HTTP transport against a scripted HTTP peer (`http`).
 
 mod conn;
 mod drift;
 mod eras;
 mod fake_tcp;
+mod http;
 mod schemas;
 mod sessions;

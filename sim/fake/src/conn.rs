@@ -125,7 +125,9 @@ fn frame_error_reply(e: &FrameError) -> Message {
     let (id, code) = match e {
         FrameError::NotUtf8 | FrameError::Decode(DecodeError::NotJson(_)) => (None, ErrorCode::PARSE_ERROR),
         FrameError::Decode(d) => (d.request_id().cloned(), ErrorCode::INVALID_REQUEST),
-        FrameError::TooLarge { .. } | FrameError::Io(_) => (None, ErrorCode::INVALID_REQUEST),
+        FrameError::TooLarge { .. } | FrameError::Io(_) | FrameError::Exchange { .. } => {
+            (None, ErrorCode::INVALID_REQUEST)
+        }
     };
     Message::error(id, ErrorObject::new(code, e.to_string()))
 }

@@ -1,6 +1,6 @@
 //! The core against what nobody here wrote: real MCP servers over stdio (the Python `mcp` SDK 2.x and 1.x,
-//! `@modelcontextprotocol/server-everything`; see `mcpstorm_tests::real_servers`), and turmoil's simulated network
-//! with the simulator's own dialer and listener. A missing peer skips loudly, or fails under `MCPSTORM_REQUIRE_PEERS=1`
+//! `@modelcontextprotocol/server-everything`; see `mcpstorm_tests::real_servers`) and over Streamable HTTP (`http`),
+//! and turmoil's simulated network with the simulator's own dialer and listener. A missing peer skips loudly, or fails under `MCPSTORM_REQUIRE_PEERS=1`
 //! (as in CI).
 
 /// The dialer of a real peer, or return from the test (a missing peer was already reported, or panicked on).
@@ -14,6 +14,7 @@ macro_rules! peer_or_skip {
 }
 
 mod eras;
+mod http;
 mod http_fake;
 mod in_turmoil;
 mod schemas;

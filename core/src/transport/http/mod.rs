@@ -1,0 +1,286 @@
+//! The Streamable HTTP client transport, for both MCP eras, behind the same [`MessageSink`]/[`MessageSource`] seam
+//! as the newline-delimited one.
+//!
+//! Every message the connection writes becomes its own HTTP POST ("Sending Messages to the Server"); what the
+//! server answers (a JSON body, or an SSE stream of notifications and requests before the response) comes out of the
+//! source in arrival order. The era is read off each request: one whose `params._meta` carries
+//! `io.modelcontextprotocol/protocolVersion` is a 2026-07-28 request (no session; `MCP-Protocol-Version` from that
+//! field, `Mcp-Method`, `Mcp-Name`; cancellation closes its stream), any other a 2025-11-25 one (the
+//! `Mcp-Session-Id` and the `MCP-Protocol-Version` negotiated by `initialize`; the optional `GET` stream;
+//! resumption with `Last-Event-ID`).
+//!
+//! Each exchange fails on its own ([`FrameError::Exchange`]): a refused connection or a 5xx fails that call, not
+//! the others, and the connection stays up, as HTTP has no connection of its own to lose. HTTP answers with a
+//! JSON-RPC meaning become JSON-RPC error responses (see `status.rs`), so the session and era layers react to them
+//! as they do on any transport.
+//!
+//! ```text
+//! writer ─► HttpSink::feed ─► one task per message ─► pool (bounded) ─► dialer (+TLS) ─► server
+//!                                   └─► JSON body / SSE events ─► channel ─► HttpSource::recv ─► reader
+//! ```
+
+mod endpoint;
+mod exchange;
+mod listen;
+mod pool;
+mod sse;
+mod status;
+mod stream;
+mod tls;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use hyper::header::HeaderValue;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+pub use endpoint::{HttpConfigError, HttpEndpoint, HttpLimits, PoolConfig};
+
+use super::{FrameError, MessageSink, MessageSource};
+use crate::error::TransportError;
+use crate::jsonrpc::Message;
+use crate::mcp::envelope_version;
+use crate::mcp::method;
+use crate::rt::{Clock, Dialer};
+use pool::Pool;
+pub use pool::{PoolGauge, PoolState};
+
+/// Messages received and not yet read by the connection's reader. Exchanges wait when it is full, so a slow
+/// reader slows the server's streams instead of growing memory.
+const INBOX: usize = 64;
+/// How long dropping the transport waits for the `DELETE` that ends its session.
+const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What an HTTP transport needs besides the endpoint: how to reach it, and who to tell.
+#[derive(Clone)]
+pub struct HttpContext {
+    /// Opens each pooled connection (TCP in production, the simulator's network in a simulation).
+    pub dialer: Arc<dyn Dialer>,
+    pub connect_timeout: Duration,
+    /// Wall time for TLS certificate validity and `Retry-After` dates.
+    pub clock: Arc<dyn Clock>,
+    /// Told the pool's state on every change.
+    pub gauge: Option<PoolGauge>,
+}
+
+impl std::fmt::Debug for HttpContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpContext").field("dialer", &self.dialer).finish_non_exhaustive()
+    }
+}
+
+/// A Streamable HTTP transport to `endpoint`: the sink posts, the source yields what the server sends.
+pub fn http_transport(endpoint: Arc<HttpEndpoint>, cx: HttpContext) -> Result<(HttpSink, HttpSource), HttpConfigError> {
+    let tls = tls::for_endpoint(&endpoint, cx.clock.clone())?;
+    let pool = Pool::new(cx.dialer, tls, cx.connect_timeout, endpoint.pool.clone(), endpoint.limits.clone(), cx.gauge);
+    let (tx, rx) = mpsc::channel(INBOX);
+    let http = Arc::new(Http {
+        endpoint,
+        pool: Arc::new(pool),
+        state: Mutex::default(),
+        tasks: Mutex::default(),
+        tx,
+        clock: cx.clock,
+    });
+    Ok((HttpSink { http }, HttpSource { rx }))
+}
+
+/// State shared by the sink and every exchange task.
+pub(crate) struct Http {
+    endpoint: Arc<HttpEndpoint>,
+    pool: Arc<Pool>,
+    state: Mutex<State>,
+    tasks: Mutex<Tasks>,
+    tx: mpsc::Sender<Result<Message, FrameError>>,
+    clock: Arc<dyn Clock>,
+}
+
+/// The 2025-11-25 session as this transport knows it.
+#[derive(Debug, Default)]
+struct State {
+    /// `Mcp-Session-Id` from the `initialize` response, sent on every later request.
+    session: Option<HeaderValue>,
+    /// The version `initialize` negotiated, sent as `MCP-Protocol-Version` on every later request.
+    version: Option<HeaderValue>,
+    /// A request of the 2026-07-28 era was sent: cancellations are stream closes.
+    modern: bool,
+    /// The `GET` stream was started (at most once).
+    listening: bool,
+}
+
+/// The exchange tasks, so cancellation can close one and dropping the transport closes all.
+#[derive(Debug, Default)]
+struct Tasks {
+    next: u64,
+    running: BTreeMap<u64, AbortHandle>,
+    /// Request id → (task, sent in the 2026-07-28 era).
+    requests: BTreeMap<i64, (u64, bool)>,
+    closed: bool,
+}
+
+impl Http {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn tasks(&self) -> MutexGuard<'_, Tasks> {
+        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn limits(&self) -> &HttpLimits {
+        &self.endpoint.limits
+    }
+
+    /// Hands a received message (or one request's failure) to the connection's reader.
+    async fn deliver(&self, item: Result<Message, FrameError>) {
+        // The reader is gone only when the connection is: nothing is waiting for this.
+        let _ = self.tx.send(item).await;
+    }
+
+    fn spawn(self: &Arc<Self>, request: Option<(i64, bool)>, work: impl Future<Output = ()> + Send + 'static) {
+        let mut tasks = self.tasks();
+        if tasks.closed {
+            return;
+        }
+        let key = tasks.next;
+        tasks.next += 1;
+        let http = self.clone();
+        let handle = tokio::spawn(async move {
+            work.await;
+            let mut tasks = http.tasks();
+            tasks.running.remove(&key);
+            if let Some((id, _)) = request
+                && tasks.requests.get(&id).is_some_and(|(k, _)| *k == key)
+            {
+                tasks.requests.remove(&id);
+            }
+        });
+        tasks.running.insert(key, handle.abort_handle());
+        if let Some((id, modern)) = request {
+            tasks.requests.insert(id, (key, modern));
+        }
+    }
+
+    /// Closes every exchange (each open stream's connection closes with it) and refuses new ones.
+    fn abort_all(&self) {
+        let mut tasks = self.tasks();
+        tasks.closed = true;
+        for (_, task) in std::mem::take(&mut tasks.running) {
+            task.abort();
+        }
+        tasks.requests.clear();
+    }
+
+    /// Streamable HTTP 2026-07-28, "Cancellation": closing a request's stream is its cancellation. `true` when
+    /// `cancelled` was such a cancellation (and is therefore not posted).
+    fn cancel_by_close(&self, cancelled: &Message) -> bool {
+        let Message::Notification(n) = cancelled else { return false };
+        let id = n.params.as_ref().and_then(|p| p.get("requestId")).and_then(serde_json::Value::as_i64);
+        let mut tasks = self.tasks();
+        match id.and_then(|id| tasks.requests.get(&id).copied().map(|entry| (id, entry))) {
+            Some((id, (key, true))) => {
+                tasks.requests.remove(&id);
+                if let Some(task) = tasks.running.remove(&key) {
+                    task.abort();
+                }
+                true
+            }
+            Some((_, (_, false))) => false,
+            // Finished already: nothing to close, and in the modern era nothing to post either.
+            None => self.state().modern,
+        }
+    }
+
+    /// Posts one message: requests and most notifications in their own task; `notifications/initialized` before
+    /// anything else is sent, since a server may refuse requests that overtake it.
+    async fn send(self: &Arc<Self>, msg: &Message) {
+        match msg {
+            Message::Request(r) => {
+                let modern = envelope_version(r.params.as_ref()).is_some();
+                if modern {
+                    self.state().modern = true;
+                }
+                let Some(id) = r.id.as_number() else {
+                    tracing::debug!(id = %r.id, "request with a non-integer id not sent over HTTP");
+                    return;
+                };
+                let work = exchange::request(self.clone(), msg.clone(), id, modern);
+                self.spawn(Some((id, modern)), work);
+            }
+            Message::Notification(n) if n.method == method::CANCELLED && self.cancel_by_close(msg) => {}
+            Message::Notification(n) if n.method == method::INITIALIZED => {
+                let accepted = exchange::notify(self, msg).await;
+                let start = accepted && !std::mem::replace(&mut self.state().listening, true);
+                if start {
+                    self.spawn(None, listen::run(self.clone()));
+                }
+            }
+            _ => {
+                let http = self.clone();
+                let msg = msg.clone();
+                self.spawn(None, async move {
+                    exchange::notify(&http, &msg).await;
+                });
+            }
+        }
+    }
+
+    /// Ends the session: `DELETE` with its id ("Session Management"), best effort; 405 means the server keeps it.
+    async fn delete_session(self: Arc<Self>) {
+        let Some(session) = self.state().session.take() else { return };
+        let _ = tokio::time::timeout(DELETE_TIMEOUT, exchange::delete(&self, session)).await;
+    }
+}
+
+/// The sending half of [`http_transport`]. Dropping it closes every open exchange and ends the session.
+pub struct HttpSink {
+    http: Arc<Http>,
+}
+
+impl std::fmt::Debug for HttpSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSink").field("url", &self.http.endpoint.url()).finish()
+    }
+}
+
+impl MessageSink for HttpSink {
+    async fn feed(&mut self, msg: &Message) -> Result<(), TransportError> {
+        self.http.send(msg).await;
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+
+    async fn close(&mut self) {
+        self.http.abort_all();
+        self.http.clone().delete_session().await;
+    }
+}
+
+impl Drop for HttpSink {
+    fn drop(&mut self) {
+        self.http.abort_all();
+        if self.http.state().session.is_some()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            rt.spawn(self.http.clone().delete_session());
+        }
+    }
+}
+
+/// The receiving half of [`http_transport`]. Cancel-safe: a channel receive.
+#[derive(Debug)]
+pub struct HttpSource {
+    rx: mpsc::Receiver<Result<Message, FrameError>>,
+}
+
+impl MessageSource for HttpSource {
+    async fn recv(&mut self) -> Option<Result<Message, FrameError>> {
+        self.rx.recv().await
+    }
+}

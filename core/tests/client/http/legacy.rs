@@ -1,0 +1,167 @@
+//! 2025-11-25 Streamable HTTP: JSON and SSE answers, the session id, 404 → new session, DELETE, the GET stream's
+//! 405, resumption with `Last-Event-ID`, and 429 with `Retry-After`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use mcpstorm_core::{CallError, CallOptions};
+use serde_json::json;
+
+use super::client;
+use super::peer::*;
+
+#[tokio::test]
+async fn json_and_sse_answers_on_one_session_ended_by_delete() {
+    let peer = Peer::start(Arc::new(|req: &Req| {
+        if let Some(acts) = legacy_basics(req, "sess-1") {
+            return acts;
+        }
+        // tools/call: an SSE stream with a log notification before the result.
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "working"}});
+        vec![sse_head(&[]), sse_event(&note), sse_event(&result_msg(req, text("hi"))), end_chunks()]
+    }))
+    .await;
+    let c = client(&peer);
+    let result = c.call_tool("echo", json!({}), CallOptions::default()).await.unwrap();
+    assert_eq!(result.content[0]["text"], "hi");
+    let again = c.call_tool("echo", json!({}), CallOptions::default()).await.unwrap();
+    assert_eq!(again.content[0]["text"], "hi");
+
+    let log = peer.requests();
+    // The era probe found a legacy server (400 without a modern JSON-RPC error) and fell back to initialize.
+    assert_eq!(log[0].rpc(), "server/discover");
+    assert_eq!(log[1].rpc(), "initialize");
+    for req in &log[..2] {
+        assert_eq!(req.method, "POST");
+        assert_eq!(req.header("accept"), Some("application/json, text/event-stream"));
+        assert_eq!(req.header("content-type"), Some("application/json"));
+        assert_eq!(req.header("mcp-session-id"), None);
+    }
+    for req in log.iter().skip(2) {
+        assert_eq!(req.header("mcp-session-id"), Some("sess-1"), "{req:?}");
+        assert_eq!(req.header("mcp-protocol-version"), Some("2025-11-25"), "{req:?}");
+        assert_eq!(req.header("mcp-method"), None, "the modern era's headers stay out of a legacy session");
+    }
+    assert_eq!(peer.count("notifications/initialized"), 1);
+    // The GET stream was offered a try, and its 405 taken quietly.
+    peer.wait_for(|r| r.method == "GET").await;
+    assert_eq!(peer.count("tools/call"), 2);
+
+    c.close().await;
+    let delete = peer.wait_for(|r| r.method == "DELETE").await;
+    assert_eq!(delete.header("mcp-session-id"), Some("sess-1"));
+}
+
+#[tokio::test]
+async fn a_404_for_our_session_starts_a_new_one_and_resends_once() {
+    let inits = Arc::new(AtomicUsize::new(0));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (i, n) = (inits.clone(), calls.clone());
+    let peer = Peer::start(Arc::new(move |req: &Req| {
+        if req.rpc() == "initialize" {
+            let session = format!("sess-{}", i.fetch_add(1, Ordering::SeqCst) + 1);
+            return vec![json_with(req, init_result(), &[("mcp-session-id", &session)])];
+        }
+        if let Some(acts) = legacy_basics(req, "unused") {
+            return acts;
+        }
+        if n.fetch_add(1, Ordering::SeqCst) == 0 {
+            // The session expired on the server's side.
+            return vec![respond("404 Not Found", "", &[], b"")];
+        }
+        vec![json_reply(req, text(req.header("mcp-session-id").unwrap_or("none")))]
+    }))
+    .await;
+    let c = client(&peer);
+    let result = c.call_tool("echo", json!({}), CallOptions::default()).await.unwrap();
+    assert_eq!(result.content[0]["text"], "sess-2", "resent on the new session");
+    assert_eq!(inits.load(Ordering::SeqCst), 2);
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "exactly one resend");
+    let stats = c.session_stats();
+    assert_eq!((stats.not_found, stats.resent), (1, 1));
+}
+
+#[tokio::test]
+async fn a_second_404_is_the_callers_error() {
+    let peer = Peer::start(Arc::new(|req: &Req| {
+        legacy_basics(req, "s").unwrap_or_else(|| vec![respond("404 Not Found", "", &[], b"")])
+    }))
+    .await;
+    let c = client(&peer);
+    let err = c.call_tool("echo", json!({}), CallOptions::default()).await.unwrap_err();
+    let CallError::Protocol(obj) = err else { panic!("{err:?}") };
+    assert_eq!(obj.code, -32001);
+    assert_eq!(peer.count("tools/call"), 2);
+}
+
+#[tokio::test]
+async fn a_cut_stream_is_resumed_with_last_event_id() {
+    let call_id = Arc::new(std::sync::Mutex::new(json!(null)));
+    let id = call_id.clone();
+    let peer = Peer::start(Arc::new(move |req: &Req| {
+        if req.method == "GET" && req.header("last-event-id").is_some() {
+            // The replay: the response the cut stream never delivered.
+            let call = json!({"jsonrpc": "2.0", "id": id.lock().unwrap().clone(), "result": text("resumed")});
+            return vec![sse_head(&[]), chunk("id: e2\n"), sse_event(&call), end_chunks()];
+        }
+        if let Some(acts) = legacy_basics(req, "s") {
+            return acts;
+        }
+        // Priming event with an id, a short retry, then the connection drops mid-stream.
+        *id.lock().unwrap() = req.id();
+        vec![sse_head(&[]), chunk("id: e1\nretry: 20\ndata:\n\n"), Act::Close]
+    }))
+    .await;
+    let c = client(&peer);
+    let result = c.call_tool("echo", json!({}), CallOptions::default()).await.unwrap();
+    assert_eq!(result.content[0]["text"], "resumed");
+    let get = peer.wait_for(|r| r.method == "GET" && r.header("last-event-id").is_some()).await;
+    assert_eq!(get.header("last-event-id"), Some("e1"));
+    assert_eq!(get.header("accept"), Some("text/event-stream"));
+    assert_eq!(get.header("mcp-session-id"), Some("s"));
+}
+
+#[tokio::test]
+async fn a_stream_that_cannot_be_resumed_fails_its_call_only() {
+    let peer = Peer::start(Arc::new(|req: &Req| {
+        legacy_basics(req, "s").unwrap_or_else(|| {
+            // No event id: nothing to resume from.
+            vec![sse_head(&[]), chunk(": hello\n\n"), Act::Close]
+        })
+    }))
+    .await;
+    let c = client(&peer);
+    let err = c.call_tool("echo", json!({}), CallOptions::default()).await.unwrap_err();
+    assert_eq!(err, CallError::Transport(mcpstorm_core::TransportError::Closed));
+    // The transport is still up: the next request works.
+    assert_eq!(c.list_tools().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn too_many_requests_with_retry_after_becomes_retry_after_ms() {
+    let peer = Peer::start(Arc::new(|req: &Req| {
+        legacy_basics(req, "s")
+            .unwrap_or_else(|| vec![respond("429 Too Many Requests", "", &[("retry-after", "2")], b"")])
+    }))
+    .await;
+    let c = client(&peer);
+    let err = c.call_tool("echo", json!({}), CallOptions::default()).await.unwrap_err();
+    let CallError::Protocol(obj) = &err else { panic!("{err:?}") };
+    assert_eq!(obj.data.as_ref().unwrap()["retryAfterMs"], 2000);
+    use mcpstorm_core::resilience::{HealthVerdict, classify_error};
+    assert_eq!(classify_error(&err), HealthVerdict::RetryAfter(std::time::Duration::from_secs(2)));
+}
+
+#[tokio::test]
+async fn a_503_without_retry_after_is_a_transport_failure_of_that_call() {
+    let peer = Peer::start(Arc::new(|req: &Req| {
+        legacy_basics(req, "s").unwrap_or_else(|| vec![respond("503 Service Unavailable", "text/plain", &[], b"busy")])
+    }))
+    .await;
+    let c = client(&peer);
+    let err = c.call_tool("echo", json!({}), CallOptions::default()).await.unwrap_err();
+    assert_eq!(
+        err,
+        CallError::Transport(mcpstorm_core::TransportError::Http(mcpstorm_core::HttpError::Status { status: 503 }))
+    );
+}
