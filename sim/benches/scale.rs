@@ -41,6 +41,10 @@ use turmoil::net::{TcpListener, TcpStream};
 #[path = "common/proc_stats.rs"]
 mod proc_stats;
 
+/// The allocator the `mcpstorm` binary runs with (sim/src/main.rs), for both engines.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const PORT: u16 = 9000;
 /// Time after the load ends for the last calls to be answered.
 const DRAIN: Duration = Duration::from_secs(10);
