@@ -717,11 +717,12 @@ def block_protection_latency_spike(ctx: Context) -> str:
 REPLICA_CRASH = "replica_crash"
 
 
-def block_protection_replica_crash(ctx: Context) -> str:
-    run = ctx.sim.sim(REPLICA_CRASH, REPLICA_CRASH)
+def contrast_block(ctx: Context, scenario: str, alt: str) -> str:
+    """A scenario run beside its `[report] contrast` (naive) run: one row per profile, and the side-by-side plot."""
+    run = ctx.sim.sim(scenario, scenario)
     naive = run.contrast()
     rows = [
-        "| profile | failed calls | degraded | attempts / call during the crash | P99 | P99.9 | error window | checks |",
+        "| profile | failed calls | degraded | attempts / call during the fault | P99 | P99.9 | error window | checks |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in [run, naive]:
@@ -733,11 +734,22 @@ def block_protection_replica_crash(ctx: Context) -> str:
             f"| {t['error_window_s']} s | {'PASS' if s['passed'] else 'FAIL'} |"
         )
     seed = run.summary()["seed"]
-    picture = ctx.image(run.out / "contrast.png", "replica_crash.png")
+    picture = ctx.image(run.out / "contrast.png", f"{scenario}.png")
     return (
-        f"Seed {seed}, `mcpstorm sim scenarios/{REPLICA_CRASH}.toml` (the naive row is its `[report] contrast` run):"
-        + "\n\n" + "\n".join(rows) + "\n\n" + f"![replica_crash: default gateway against naive]({picture})"
+        f"Seed {seed}, `mcpstorm sim scenarios/{scenario}.toml` (the naive row is its `[report] contrast` run):"
+        + "\n\n" + "\n".join(rows) + "\n\n" + f"![{scenario}: {alt}]({picture})"
     )
+
+
+def block_protection_replica_crash(ctx: Context) -> str:
+    return contrast_block(ctx, REPLICA_CRASH, "default gateway against naive")
+
+
+HTTP_POOL = "http_pool"
+
+
+def block_http_pool(ctx: Context) -> str:
+    return contrast_block(ctx, HTTP_POOL, "default gateway against naive over Streamable HTTP")
 
 
 BLOCKS = {
@@ -751,6 +763,7 @@ BLOCKS = {
     "capability_misroutes": block_capability_misroutes,
     "protection_latency_spike": block_protection_latency_spike,
     "protection_replica_crash": block_protection_replica_crash,
+    "http_pool": block_http_pool,
 }
 
 

@@ -20,7 +20,16 @@ pub struct ClientSpec {
     #[serde(default = "default_per_connection")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub per_connection: usize,
-    /// Longest wait for an in-flight slot.
+    /// Streamable HTTP servers: the most keep-alive connections per replica (each carries one exchange at a time).
+    #[serde(default = "default_http_connections")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
+    pub http_connections: usize,
+    /// Streamable HTTP servers: the most requests waiting for one of those connections, per replica; one more is
+    /// refused at once as an overload, like a full in-flight queue.
+    #[serde(default = "default_http_queue")]
+    #[schemars(range(max = ranges::MAX_CONCURRENCY))]
+    pub http_queue: usize,
+    /// Longest wait for an in-flight slot (and, over HTTP, for a pooled connection).
     #[serde(default = "default_queue_wait")]
     pub queue_wait: Dur,
     /// Longest wait for the first byte of a response (or progress).
@@ -37,6 +46,12 @@ fn default_max_in_flight() -> usize {
     50
 }
 fn default_per_connection() -> usize {
+    256
+}
+fn default_http_connections() -> usize {
+    16
+}
+fn default_http_queue() -> usize {
     256
 }
 fn default_queue_wait() -> Dur {
@@ -57,6 +72,8 @@ impl Default for ClientSpec {
         ClientSpec {
             max_in_flight: default_max_in_flight(),
             per_connection: default_per_connection(),
+            http_connections: default_http_connections(),
+            http_queue: default_http_queue(),
             queue_wait: default_queue_wait(),
             first_response: default_first_response(),
             connect_timeout: default_connect_timeout(),

@@ -25,13 +25,17 @@ use super::units::{Dur, SignedDur};
 /// | `clock_skew`    | `offset`, `drift`, `jump`, `reset`    | the target's wall clock (`gateway`: every load host's): skew set to `offset`, drifting at rate `drift`, stepped by `jump`; reset at the end only with `reset = true` |
 /// | `session_expiry`|                                       | at `start`, the target forgets every session                 |
 /// | `auth_rotation` | `schemes`                             | at `start`, the target accepts only `schemes` from then on    |
+/// | `http_status`   | `status`, `rate`, `retry_after`       | HTTP servers: a share `rate` (default 1) of requests is answered `status` (400 to 599; 429 and 503 with `Retry-After: retry_after` if given) |
+/// | `stream_reset`  | `rate`                                | HTTP servers: each SSE response stream is cut before its response with probability `rate` |
+/// | `slow_headers`  | `extra`                               | HTTP servers: every response's status line waits `extra` |
 ///
+/// `session_expiry` on an HTTP server also forgets its `Mcp-Session-Id` sessions (their next request gets 404).
 /// `schema_drift`, `session_expiry` and `auth_rotation` happen at an instant: they take no `duration`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
-    /// `latency_spike`, `error_burst`, `hang`, `crash`, `partition`, `schema_drift`, `clock_skew`, `session_expiry`
-    /// or `auth_rotation`.
+    /// `latency_spike`, `error_burst`, `hang`, `crash`, `partition`, `schema_drift`, `clock_skew`, `session_expiry`,
+    /// `auth_rotation`, `http_status`, `stream_reset` or `slow_headers`.
     pub kind: FaultKind,
     /// A server name (every replica) or `name#i` (replica i, from 0); for `clock_skew` also `gateway` (every load
     /// host).
@@ -41,16 +45,25 @@ pub struct Fault {
     /// How long it lasts; `start + duration` must fit in the run. Instant faults take none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub duration: Dur,
-    /// `latency_spike`: added to every call's latency.
+    /// `latency_spike`: added to every call's latency; `slow_headers`: how long every HTTP response's status line
+    /// waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<Dur>,
     /// `latency_spike`: every call's latency is multiplied by it (>= 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_MULTIPLIER))]
     pub multiplier: Option<f64>,
-    /// `error_burst`: probability in [0, 1] that a call fails.
+    /// `error_burst`: probability in [0, 1] that a call fails; `http_status`: the share of requests answered with
+    /// `status` (default 1); `stream_reset`: the probability a response stream is cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
+    /// `http_status`: the HTTP status answered, 400 to 599.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 400, max = 599))]
+    pub status: Option<u16>,
+    /// `http_status`: sent as `Retry-After` (whole seconds, rounded up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<Dur>,
     /// `schema_drift`: the tool that changes (not needed for `what = "version"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
@@ -133,6 +146,9 @@ pub enum FaultKind {
     ClockSkew,
     SessionExpiry,
     AuthRotation,
+    HttpStatus,
+    StreamReset,
+    SlowHeaders,
 }
 
 impl FaultKind {
@@ -152,6 +168,7 @@ mod tests {
         use FaultKind::*;
         let kinds =
             [LatencySpike, ErrorBurst, Hang, Crash, Partition, SchemaDrift, ClockSkew, SessionExpiry, AuthRotation];
+        let kinds = kinds.into_iter().chain([HttpStatus, StreamReset, SlowHeaders]);
         for kind in kinds {
             assert_eq!(serde_json::to_value(kind).ok(), Some(Value::from(kind.as_ref())));
             assert_eq!(kind.to_string(), kind.as_ref());

@@ -14,7 +14,7 @@
 //! | `load.rate`                                       | up to [`MAX_RATE`] (10,000,000 calls/s)  | |
 //! | `load.calls`                                      | 1 to [`MAX_CALLS`] (10¹²)                | |
 //! | `load.mix[].weight`                               | up to [`MAX_WEIGHT`] (10⁹)               | the weights' sum stays finite |
-//! | `servers[].workers`, `page_size`, `max_concurrent_requests`, `max_in_flight_per_connection`, `client.max_in_flight`, `client.per_connection`, `gateway.bulkhead.max_concurrent`, `per_server.*`, `gateway.limiter.initial`, `min`, `max`, `long_window`, `warmup` | up to [`MAX_CONCURRENCY`] (1,000,000) | permits of a semaphore (tokio panics above 2⁶¹) and counters: a million calls at once per host is beyond any run |
+//! | `servers[].workers`, `page_size`, `max_concurrent_requests`, `max_in_flight_per_connection`, `client.max_in_flight`, `client.per_connection`, `client.http_connections`, `client.http_queue`, `gateway.bulkhead.max_concurrent`, `per_server.*`, `gateway.limiter.initial`, `min`, `max`, `long_window`, `warmup` | up to [`MAX_CONCURRENCY`] (1,000,000) | permits of a semaphore (tokio panics above 2⁶¹) and counters: a million calls at once per host is beyond any run |
 //! | `gateway.breaker.window_calls`, `minimum_calls`   | up to [`MAX_WINDOW_CALLS`] (100,000)     | a count window allocates one slot per call, per (replica, tool) and gateway |
 //! | `gateway.breaker.half_open_probes`, `gateway.router.failure_threshold` | up to [`MAX_THRESHOLD`] (10,000) | |
 //! | `gateway.retry.max_attempts`, `agent.max_retries` | up to [`MAX_ATTEMPTS`] (100)             | beyond it a run is all retries |
@@ -156,8 +156,10 @@ pub fn durations(s: &Scenario) -> Vec<DurationKey> {
         let at = |key: &str| format!("faults[{k}].{key}");
         add(at("start"), f.start.0, Upper::RunByOwnRule);
         add(at("duration"), f.duration.0, Upper::RunByOwnRule);
-        if let Some(extra) = f.extra {
-            add(at("extra"), extra.0, Upper::Week);
+        for (key, d) in [("extra", f.extra), ("retry_after", f.retry_after)] {
+            if let Some(d) = d {
+                add(at(key), d.0, Upper::Week);
+            }
         }
         for (key, signed) in [("offset", f.offset), ("jump", f.jump)] {
             if let Some(d) = signed {
@@ -247,9 +249,15 @@ pub fn counts(s: &Scenario) -> Vec<CountKey> {
     add("agent.max_retries".into(), f64::from(s.agent.max_retries), MAX_ATTEMPTS as f64);
     add("client.max_in_flight".into(), s.client.max_in_flight as f64, concurrency);
     add("client.per_connection".into(), s.client.per_connection as f64, concurrency);
+    add("client.http_connections".into(), s.client.http_connections as f64, concurrency);
+    add("client.http_queue".into(), s.client.http_queue as f64, concurrency);
     for (k, f) in s.faults.iter().enumerate() {
         if let Some(m) = f.multiplier {
             add(format!("faults[{k}].multiplier"), m, MAX_MULTIPLIER);
+        }
+        // Checked to be 400 to 599 by the fault's own rule; listed so that every integer key has a range.
+        if let Some(status) = f.status {
+            add(format!("faults[{k}].status"), f64::from(status), 599.0);
         }
     }
     gateway_counts(s, &mut add);

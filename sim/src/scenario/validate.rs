@@ -147,11 +147,6 @@ fn check_servers(c: &mut Checker, servers: &[ServerSpec]) {
             first_index.insert(&server.name, i);
         }
         c.at_least_one(&at("replicas"), server.replicas);
-        if server.transport == Transport::Http {
-            // The replicas would serve HTTP, but the world's connector still dials NDJSON.
-            let message = "transport = \"http\" needs the HTTP client (the simulator's gateway dials NDJSON for now)";
-            c.fail(at("transport"), message);
-        }
         // The fake server's own checks, one tool at a time so that every bad tool is reported.
         // The fake's checks stop at the first problem, so each part is checked on its own: the server's fields
         // without tools, then every tool on a server with nothing else to complain about.
@@ -277,6 +272,7 @@ fn check_agent_and_client(c: &mut Checker, s: &Scenario) {
     let client = &s.client;
     c.at_least_one("client.max_in_flight", client.max_in_flight);
     c.at_least_one("client.per_connection", client.per_connection);
+    c.at_least_one("client.http_connections", client.http_connections);
     c.positive("client.queue_wait", client.queue_wait.0);
     c.positive("client.first_response", client.first_response.0);
     c.positive("client.connect_timeout", client.connect_timeout.0);
@@ -346,8 +342,42 @@ fn check_faults(c: &mut Checker, s: &Scenario) {
                 Some(list) if list.is_empty() => c.fail(at("schemes"), "must name at least one scheme"),
                 Some(_) => {}
             },
+            FaultKind::HttpStatus | FaultKind::StreamReset | FaultKind::SlowHeaders => check_http_fault(c, s, k, fault),
             FaultKind::Hang | FaultKind::Crash | FaultKind::Partition | FaultKind::SessionExpiry => {}
         }
+    }
+}
+
+/// The HTTP faults act on the Streamable HTTP layer, so their target must speak it.
+fn check_http_fault(c: &mut Checker, s: &Scenario, k: usize, fault: &Fault) {
+    let at = |field: &str| format!("faults[{k}].{field}");
+    if let Ok((server, _)) = resolve_target(&fault.target, &s.servers)
+        && s.servers[server].transport != Transport::Http
+    {
+        let name = &s.servers[server].name;
+        c.fail(at("target"), format!("{} needs an HTTP server: give {name:?} transport = \"http\"", fault.kind));
+    }
+    match fault.kind {
+        FaultKind::HttpStatus => {
+            match fault.status {
+                None => c.fail(at("kind"), "http_status needs `status`, the HTTP status answered (400 to 599)"),
+                Some(code) if !(400..=599).contains(&code) => {
+                    c.fail(at("status"), format!("must be an error status, 400 to 599, got {code}"))
+                }
+                Some(_) => {}
+            }
+            if let Some(r) = fault.rate {
+                c.probability(&at("rate"), r);
+            }
+        }
+        FaultKind::StreamReset => match fault.rate {
+            None => c.fail(at("kind"), "stream_reset needs `rate`, the probability in [0, 1] a stream is cut"),
+            Some(r) => c.probability(&at("rate"), r),
+        },
+        _ => match fault.extra {
+            Some(d) if !d.0.is_zero() => {}
+            _ => c.fail(at("kind"), "slow_headers needs `extra`, how long each status line waits (longer than 0)"),
+        },
     }
 }
 
@@ -428,8 +458,10 @@ fn check_drift(c: &mut Checker, s: &Scenario, k: usize, fault: &Fault) {
 }
 
 /// Each optional fault key and whether it is given.
-fn present_keys(f: &Fault) -> [(&'static str, bool); 15] {
+fn present_keys(f: &Fault) -> [(&'static str, bool); 17] {
     [
+        ("status", f.status.is_some()),
+        ("retry_after", f.retry_after.is_some()),
         ("extra", f.extra.is_some()),
         ("multiplier", f.multiplier.is_some()),
         ("rate", f.rate.is_some()),
@@ -458,6 +490,9 @@ fn allowed_keys(kind: FaultKind) -> &'static [&'static str] {
         FaultKind::SchemaDrift => &DRIFT_KEYS,
         FaultKind::ClockSkew => &SKEW_KEYS,
         FaultKind::AuthRotation => &["schemes"],
+        FaultKind::HttpStatus => &["status", "rate", "retry_after"],
+        FaultKind::StreamReset => &["rate"],
+        FaultKind::SlowHeaders => &["extra"],
         FaultKind::Hang | FaultKind::Crash | FaultKind::Partition | FaultKind::SessionExpiry => &[],
     }
 }
@@ -465,8 +500,10 @@ fn allowed_keys(kind: FaultKind) -> &'static [&'static str] {
 /// The kind a key belongs to, for the error message.
 fn owner_of(field: &str) -> Option<&'static str> {
     match field {
-        "extra" | "multiplier" => Some("latency_spike"),
-        "rate" => Some("error_burst"),
+        "extra" => Some("latency_spike, slow_headers"),
+        "multiplier" => Some("latency_spike"),
+        "rate" => Some("error_burst, http_status, stream_reset"),
+        "status" | "retry_after" => Some("http_status"),
         "schemes" => Some("auth_rotation"),
         f if DRIFT_KEYS.contains(&f) => Some("schema_drift"),
         f if SKEW_KEYS.contains(&f) => Some("clock_skew"),

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::run::FaultWindow;
 use crate::scenario::{DriftKind, Fault, FaultKind, GATEWAY, GOSSIP, Scenario, resolve_target};
-use mcpstorm_fake::{Drift, FakeControl};
+use mcpstorm_fake::{Drift, FakeControl, StatusBurst};
 
 use super::clock::SimClock;
 use crate::scenario::{load_host, server_host};
@@ -141,7 +141,11 @@ impl Timeline {
                 out
             }
             FaultKind::SessionExpiry => {
-                hosts.iter().filter_map(|h| controls.get(h)).for_each(FakeControl::expire_sessions);
+                for control in hosts.iter().filter_map(|h| controls.get(h)) {
+                    control.expire_sessions();
+                    // An HTTP server's Mcp-Session-Id sessions go too (none on an NDJSON server).
+                    control.forget_http_sessions();
+                }
                 Vec::new()
             }
             FaultKind::AuthRotation => {
@@ -178,7 +182,12 @@ impl Timeline {
                 .into_iter()
                 .map(|h| if t.start { NetAction::Partition(h) } else { NetAction::Repair(h) })
                 .collect(),
-            FaultKind::LatencySpike | FaultKind::ErrorBurst | FaultKind::Hang => {
+            FaultKind::LatencySpike
+            | FaultKind::ErrorBurst
+            | FaultKind::Hang
+            | FaultKind::HttpStatus
+            | FaultKind::StreamReset
+            | FaultKind::SlowHeaders => {
                 for host in &hosts {
                     if let Some(control) = controls.get(host) {
                         self.recompute(host, control);
@@ -191,6 +200,7 @@ impl Timeline {
 
     fn recompute(&self, host: &str, control: &FakeControl) {
         let (mut extra, mut multiplier, mut rate, mut hung) = (Duration::ZERO, 1.0, None::<f64>, false);
+        let (mut status, mut reset, mut slow) = (None::<StatusBurst>, 0.0_f64, Duration::ZERO);
         for (i, f) in self.faults.iter().enumerate() {
             if !self.active[i] || !self.targets[i].iter().any(|h| h == host) {
                 continue;
@@ -203,6 +213,16 @@ impl Timeline {
                 }
                 FaultKind::ErrorBurst => rate = Some(rate.unwrap_or(0.0).max(f.rate.unwrap_or(0.0))),
                 FaultKind::Hang => hung = true,
+                // Overlapping status bursts: the later one in the file wins (one status per request).
+                FaultKind::HttpStatus => {
+                    status = Some(StatusBurst {
+                        share: f.rate.unwrap_or(1.0),
+                        status: f.status.unwrap_or(503),
+                        retry_after: f.retry_after.map(|d| d.0),
+                    });
+                }
+                FaultKind::StreamReset => reset = reset.max(f.rate.unwrap_or(0.0)),
+                FaultKind::SlowHeaders => slow = slow.saturating_add(f.extra.map(|d| d.0).unwrap_or_default()),
                 FaultKind::Crash
                 | FaultKind::Partition
                 | FaultKind::SchemaDrift
@@ -215,6 +235,9 @@ impl Timeline {
         control.set_latency_multiplier(multiplier);
         control.set_error_rate(rate);
         control.set_hung(hung);
+        control.set_http_status(status);
+        control.set_stream_reset(reset);
+        control.set_slow_headers(slow);
     }
 
     /// Windows for shading plots, labelled `kind target`. An offset or drift that is never reset lasts to the end of
@@ -243,7 +266,19 @@ impl Timeline {
                 humantime::format_duration(f.extra.map(|d| d.0).unwrap_or_default()),
                 f.multiplier.unwrap_or(1.0)
             ),
-            FaultKind::ErrorBurst => format!("rate={}", f.rate.unwrap_or(0.0)),
+            FaultKind::ErrorBurst | FaultKind::StreamReset => format!("rate={}", f.rate.unwrap_or(0.0)),
+            FaultKind::HttpStatus => {
+                let after = f.retry_after.map(|d| format!(" retry_after={}", humantime::format_duration(d.0)));
+                format!(
+                    "status={} rate={}{}",
+                    f.status.unwrap_or(503),
+                    f.rate.unwrap_or(1.0),
+                    after.unwrap_or_default()
+                )
+            }
+            FaultKind::SlowHeaders => {
+                format!("extra={}", humantime::format_duration(f.extra.map(|d| d.0).unwrap_or_default()))
+            }
             FaultKind::SchemaDrift => {
                 let what: &str = f.what.as_ref().map_or("", AsRef::as_ref);
                 let change = match f.what {

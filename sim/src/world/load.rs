@@ -9,6 +9,7 @@
 //! comparable), and the arguments hashed once per mix entry rather than once per attempt (the hash is of the mix
 //! entry's arguments, before an agent fills in parameters a drift added).
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -19,7 +20,7 @@ use mcpstorm_core::ContentHash;
 use mcpstorm_core::history::{CallKey, CallStart, ServerCallRecord};
 use mcpstorm_core::resilience::InFlightLimit;
 use mcpstorm_core::router::{FormulaSpec, Requirement, Router};
-use mcpstorm_core::{ClientConfig, McpClient};
+use mcpstorm_core::{ClientConfig, HttpEndpoint, McpClient, PoolConfig};
 use mcpstorm_core::{Connector, Gateway, GatewayConfig, ToolCall};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -38,6 +39,7 @@ type Outbox = tokio::sync::mpsc::UnboundedSender<super::gossip::Opened>;
 use super::routing::{Needs, pin, registry, rules};
 use crate::scenario::{CredentialSpec, LoadMode, Placement, Scenario};
 use crate::seed::Seed;
+use mcpstorm_fake::Transport;
 
 /// Everything a load host needs, shared by every incarnation of it.
 #[derive(Debug)]
@@ -83,23 +85,41 @@ struct SimConnector {
     recorder: Recorder,
     host: String,
     placement: Arc<Placement>,
+    /// The servers that speak Streamable HTTP, and the keep-alive pool each replica's client keeps.
+    http: BTreeSet<String>,
+    pool: PoolConfig,
 }
 
 impl Connector for SimConnector {
-    fn connect(&self, _server: &str, endpoint: &str) -> Arc<McpClient> {
+    fn connect(&self, server: &str, endpoint: &str) -> Arc<McpClient> {
         let address = self.placement.address(endpoint);
-        let dialer = Arc::new(TurmoilDialer { host: address.host, port: port(address.slot) });
+        let port = port(address.slot);
+        // Over HTTP the URL gives the Host header and path; the turmoil dialer decides where connections go.
+        let http =
+            self.http.contains(server).then(|| HttpEndpoint::new(&format!("http://{}:{port}/mcp", address.host)));
+        let dialer = Arc::new(TurmoilDialer { host: address.host, port });
         let observer = Arc::new(SimObserver {
             recorder: self.recorder.clone(),
             host: self.host.clone(),
             replica: endpoint.to_owned(),
         });
-        Arc::new(
-            McpClient::new(endpoint, dialer, self.config.clone(), self.seed.fork(endpoint).seeded_rng())
-                .with_observer(observer)
-                .with_clock(Arc::new(self.clock.clone()))
-                .with_global_limit(self.limit.clone()),
-        )
+        let client = McpClient::new(endpoint, dialer, self.config.clone(), self.seed.fork(endpoint).seeded_rng())
+            .with_observer(observer)
+            .with_clock(Arc::new(self.clock.clone()))
+            .with_global_limit(self.limit.clone());
+        Arc::new(match http {
+            Some(Ok(mut http)) => {
+                http.pool = self.pool.clone();
+                client.with_http(http)
+            }
+            // Host names are the scenario's server names, which validation keeps to URL-safe text; a name that
+            // still makes no URL leaves the client on NDJSON, and the HTTP server answers its frames with errors.
+            Some(Err(e)) => {
+                tracing::warn!(server, error = %e, "no HTTP URL for this replica");
+                client
+            }
+            None => client,
+        })
     }
 }
 
@@ -140,6 +160,12 @@ impl Host {
             recorder: plan.recorder.clone(),
             host: host.to_owned(),
             placement: plan.placement.clone(),
+            http: scenario.servers.iter().filter(|s| s.transport == Transport::Http).map(|s| s.name.clone()).collect(),
+            pool: PoolConfig {
+                max_connections: spec.http_connections,
+                max_waiting: spec.http_queue,
+                max_wait: spec.queue_wait.0,
+            },
         };
         let formula: FormulaSpec =
             gateway.formula.parse().map_err(|e| format!("gateway.formula {:?}: {e}", &*gateway.formula))?;

@@ -8,6 +8,7 @@ mod common;
 mod calls;
 mod compare;
 mod determinism;
+mod http;
 mod profiles;
 mod report;
 mod resilience;

@@ -19,6 +19,7 @@ max_latency = "2ms"
 [[servers]]
 name = "a"
 replicas = 2
+transport = "http"
 workers = 8
 page_size = 10
 cache_ttl_ms = 1000
@@ -75,6 +76,15 @@ duration = "1s"
 offset = "+1m"
 jump = "-10s"
 reset = true
+
+[[faults]]
+kind = "http_status"
+target = "a"
+start = "2s"
+duration = "1s"
+status = 429
+rate = 0.5
+retry_after = "1s"
 
 [gateway.router]
 check_interval = "15s"

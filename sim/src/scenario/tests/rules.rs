@@ -40,13 +40,6 @@ fn every_semantic_rule() {
         ("replicas = 2", "replicas = 2\nworkers = 0", "servers[0].workers", "workers = |0", "at least 1"),
         (
             "replicas = 2",
-            "replicas = 2\ntransport = \"http\"",
-            "servers[0].transport",
-            "transport = |\"http\"",
-            "transport = \"http\" needs the HTTP client",
-        ),
-        (
-            "replicas = 2",
             "replicas = 2\nmax_in_flight_per_connection = 0",
             "servers[0].max_in_flight_per_connection",
             "max_in_flight_per_connection = |0",
@@ -334,6 +327,45 @@ fn every_semantic_rule() {
         let text = edit(BASE, from, to);
         expect_one(&text, &[], key, at, fragment);
     }
+}
+
+/// The HTTP faults: their keys, their ranges, and a target that speaks HTTP.
+#[test]
+fn http_faults() {
+    let http = edit(BASE, "replicas = 2", "replicas = 2\ntransport = \"http\"");
+    let fault = |body: &str| edit(&http, FAULT, &format!("target = \"a\"\nstart = \"1s\"\nduration = \"2s\"\n{body}"));
+    for ok in [
+        "kind = \"http_status\"\nstatus = 429\nrate = 0.5\nretry_after = \"2s\"",
+        "kind = \"stream_reset\"\nrate = 1.0",
+        "kind = \"slow_headers\"\nextra = \"1s\"",
+    ] {
+        load(&fault(ok), &[]).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("kind = \"http_status\"", "faults[0].kind", "kind = |", "needs `status`"),
+        ("kind = \"http_status\"\nstatus = 200", "faults[0].status", "status = |200", "400 to 599, got 200"),
+        ("kind = \"http_status\"\nstatus = 503\nrate = 2.0", "faults[0].rate", "rate = |2", "between 0 and 1"),
+        ("kind = \"stream_reset\"", "faults[0].kind", "kind = |", "stream_reset needs `rate`"),
+        ("kind = \"slow_headers\"", "faults[0].kind", "kind = |", "slow_headers needs `extra`"),
+        (
+            "kind = \"slow_headers\"\nextra = \"1s\"\nrate = 0.5",
+            "faults[0].rate",
+            "rate = |0.5",
+            "does not apply to kind = \"slow_headers\" (it belongs to error_burst, http_status, stream_reset)",
+        ),
+        (
+            "kind = \"stream_reset\"\nrate = 0.5\nstatus = 500",
+            "faults[0].status",
+            "status = |500",
+            "belongs to http_status",
+        ),
+    ];
+    for (body, key, at, fragment) in cases {
+        expect_one(&fault(body), &[], key, at, fragment);
+    }
+    // On a server that speaks NDJSON, an HTTP fault is refused at its target.
+    let ndjson = edit(&fault("kind = \"stream_reset\"\nrate = 1.0"), "transport = \"http\"", "");
+    expect_one(&ndjson, &[], "faults[0].target", "target = |\"a\"", "stream_reset needs an HTTP server: give \"a\"");
 }
 
 #[test]
