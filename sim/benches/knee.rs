@@ -10,6 +10,11 @@
 //! - `MCPSTORM_BENCH_CALLS=N`: calls per row (at least the row's concurrency). Default `max(100, 10 × concurrency)`.
 //! - `MCPSTORM_BENCH_QUICK=1`: fewer calls per row, for smoke checks (a few seconds).
 //!
+//! A second table runs the same calls at concurrency 200 and 1,000 over each transport the core speaks: the
+//! newline-delimited connection above and MCP Streamable HTTP (`serve-fake --transport http`; HTTP/1.1 carries one
+//! exchange per connection at a time, so the client's pool may open one connection per call in flight), with the
+//! client's CPU per call.
+//!
 //! Run without `--bench` (as `cargo test --benches` does), it makes a two-row smoke run only.
 //!
 //! Timing uses `tokio::time::Instant` (real time here: the runtime's clock is not paused), as the workspace's
@@ -21,7 +26,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use mcpstorm_core::resilience::InFlightLimit;
-use mcpstorm_core::{CallOptions, ClientConfig, McpClient, TcpDialer};
+use mcpstorm_core::{CallOptions, ClientConfig, HttpEndpoint, McpClient, TcpDialer};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -224,6 +229,63 @@ async fn run() -> Result<(), String> {
 
     drop(client);
     let _ = server.kill().await;
+    transports(mode, fixed_calls).await
+}
+
+/// The same closed loop over NDJSON and over Streamable HTTP, each against its own fresh server process.
+async fn transports(mode: Mode, fixed_calls: Option<usize>) -> Result<(), String> {
+    let rows: &[usize] = if mode == Mode::Smoke { &[10] } else { &[200, 1000] };
+    let max = rows.iter().copied().max().unwrap_or(1);
+    println!("\n## The same calls over each transport\n");
+    println!(
+        "A fresh `serve-fake` per transport; HTTP: 2025-11-25 or 2026-07-28 as the client negotiates, SSE answers, a \
+         keep-alive pool of up to {max} connections (one exchange each at a time). CPU per call: the client \
+         process's CPU time over the row divided by its calls.\n"
+    );
+    println!(
+        "| Transport | Concurrency | Calls | QPS | P50 (ms) | P99 (ms) | Errors | Client CPU per call (µs) | Client RSS (MB) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for http in [false, true] {
+        let (mut server, addr) = spawn_server_with(if http { &["--transport", "http"] } else { &[] }).await?;
+        let mut config = ClientConfig::default();
+        config.connection.max_in_flight = max;
+        let rng = mcpstorm_core::SeededRng::new(0);
+        let client = if http {
+            let mut endpoint =
+                HttpEndpoint::new(&format!("http://{addr}/mcp")).map_err(|e| format!("endpoint: {e}"))?;
+            endpoint.pool.max_connections = max;
+            endpoint.pool.max_waiting = max;
+            McpClient::http("fake", endpoint, config, rng)
+        } else {
+            McpClient::new("fake", Arc::new(TcpDialer { addr: addr.clone() }), config, rng)
+        };
+        let client = Arc::new(client.with_global_limit(InFlightLimit::new(max)));
+        warm_up(&client).await?;
+        for &concurrency in rows {
+            let calls = mode.calls(concurrency, fixed_calls);
+            let cpu_before = proc_stats::cpu_secs("self");
+            let row = run_row(&client, concurrency, calls, server.id()).await?;
+            let cpu_us = (proc_stats::cpu_secs("self") - cpu_before) * 1e6 / calls as f64;
+            println!(
+                "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {} | {:.1} | {:.1} |",
+                if http { "Streamable HTTP" } else { "NDJSON over TCP" },
+                concurrency,
+                calls,
+                row.qps(),
+                row.ms(0.5),
+                row.ms(0.99),
+                row.errors,
+                cpu_us,
+                row.rss_mb(),
+            );
+            if let Some(e) = &row.first_error {
+                eprintln!("knee: {concurrency} over HTTP={http}: {} errors, the first: {e}", row.errors);
+            }
+        }
+        drop(client);
+        let _ = server.kill().await;
+    }
     Ok(())
 }
 
@@ -233,8 +295,13 @@ fn ideal_qps(concurrency: usize) -> f64 {
 
 /// Starts `mcpstorm serve-fake` on a free loopback port and reads the address it printed.
 async fn spawn_server() -> Result<(Child, String), String> {
+    spawn_server_with(&[]).await
+}
+
+async fn spawn_server_with(extra: &[&str]) -> Result<(Child, String), String> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcpstorm"))
         .args(["serve-fake", "--listen", "127.0.0.1:0"])
+        .args(extra)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())

@@ -93,7 +93,12 @@ impl Http {
         let mut state = self.state();
         if state.session.as_ref() == Some(sent) {
             state.session = None;
+            state.session_lost = true;
         }
+    }
+
+    fn session_lost(&self) -> bool {
+        self.state().session_lost
     }
 }
 
@@ -246,6 +251,10 @@ pub(super) async fn request(http: Arc<Http>, msg: Message, id: i64, modern: bool
 
 async fn post_request(http: &Arc<Http>, msg: &Message, id: i64, modern: bool) -> Result<(), CallError> {
     let initialize = matches!(msg, Message::Request(r) if r.method == method::INITIALIZE);
+    if !modern && !initialize && http.session_lost() {
+        http.deliver(Ok(status::session_not_found(id))).await;
+        return Ok(());
+    }
     let mut headers = http.base_headers(modern);
     headers.insert(header::ACCEPT, ACCEPT_POST);
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

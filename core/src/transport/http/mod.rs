@@ -103,6 +103,10 @@ pub(crate) struct Http {
 struct State {
     /// `Mcp-Session-Id` from the `initialize` response, sent on every later request.
     session: Option<HeaderValue>,
+    /// The server answered 404 for our session: every later request of this connection is answered "session not
+    /// found" here rather than sent without an id (which a server refuses with a bare 400), so whatever caller it
+    /// belongs to (a call, a listing, a ping) reacts as to a server that forgot the session, as over NDJSON.
+    session_lost: bool,
     /// The version `initialize` negotiated, sent as `MCP-Protocol-Version` on every later request.
     version: Option<HeaderValue>,
     /// A request of the 2026-07-28 era was sent: cancellations are stream closes.

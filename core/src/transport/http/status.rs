@@ -20,6 +20,14 @@ use super::exchange::read_body;
 use crate::error::{CallError, HttpError, TransportError};
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, RequestId, ResponseBody};
 
+/// JSON-RPC -32001 "session not found" to request `id`: the server answered 404 for our `Mcp-Session-Id` (to it, or
+/// to an earlier request of the same connection).
+pub(super) fn session_not_found(id: i64) -> Message {
+    let mut obj = ErrorObject::new(ErrorCode::SESSION_NOT_FOUND, "Session not found (HTTP 404 for our Mcp-Session-Id)");
+    obj.data = Some(json!({"httpStatus": 404}));
+    Message::error(Some(RequestId::Number(id)), obj)
+}
+
 /// The JSON-RPC answer to request `id` that the error `response` stands for, or the transport failure it is.
 pub(super) async fn reply(
     http: &Http,
@@ -37,8 +45,7 @@ pub(super) async fn reply(
         && let Some(session) = sent_session
     {
         http.drop_session(session);
-        let data = json!({"httpStatus": 404});
-        return error(ErrorCode::SESSION_NOT_FOUND, "Session not found (HTTP 404 for our Mcp-Session-Id)".into(), data);
+        return Ok(session_not_found(id));
     }
     let retry = retry_after(response.headers().get(header::RETRY_AFTER), http);
     let retry = retry.map(|d| d.min(http.limits().max_retry_after));

@@ -81,6 +81,40 @@ async fn a_404_for_our_session_starts_a_new_one_and_resends_once() {
     assert_eq!((stats.not_found, stats.resent), (1, 1));
 }
 
+/// A 404 to a listing (not a call) loses the session for the whole connection: nothing more goes out without an
+/// id (a server refuses that with a bare 400); the next call is answered "session not found" at once, starts a new
+/// session and is resent there.
+#[tokio::test]
+async fn a_404_outside_a_call_leaves_no_request_without_a_session() {
+    let inits = Arc::new(AtomicUsize::new(0));
+    let lists = Arc::new(AtomicUsize::new(0));
+    let (i, l) = (inits.clone(), lists.clone());
+    let peer = Peer::start(Arc::new(move |req: &Req| {
+        if req.rpc() == "initialize" {
+            let session = format!("sess-{}", i.fetch_add(1, Ordering::SeqCst) + 1);
+            return vec![json_with(req, init_result(), &[("mcp-session-id", &session)])];
+        }
+        if req.rpc() == "tools/list" && l.fetch_add(1, Ordering::SeqCst) == 0 {
+            return vec![respond("404 Not Found", "", &[], b"")];
+        }
+        if let Some(acts) = legacy_basics(req, "unused") {
+            return acts;
+        }
+        vec![json_reply(req, text(req.header("mcp-session-id").unwrap_or("none")))]
+    }))
+    .await;
+    let c = client(&peer);
+    let err = c.list_tools().await.unwrap_err();
+    assert!(matches!(&err, CallError::Protocol(obj) if obj.code == -32001), "{err:?}");
+    let result = c.call_tool("echo", json!({}), CallOptions::default()).await.unwrap();
+    assert_eq!(result.content[0]["text"], "sess-2", "resent on a new session");
+    for req in peer.requests().iter().filter(|r| r.method == "POST") {
+        let opening = ["server/discover", "initialize"].contains(&req.rpc().as_str());
+        assert!(opening || req.header("mcp-session-id").is_some(), "sent without a session: {req:?}");
+    }
+    assert_eq!(peer.count("tools/call"), 1, "the call went out once, on the new session");
+}
+
 #[tokio::test]
 async fn a_second_404_is_the_callers_error() {
     let peer = Peer::start(Arc::new(|req: &Req| {
