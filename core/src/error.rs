@@ -186,6 +186,9 @@ impl CallError {
     pub fn closes_connection(&self) -> bool {
         match self {
             CallError::Protocol(_) | CallError::MalformedResponse(_) => false,
+            // An HTTP exchange that failed (a status, a cut stream, a broken bound) fails its call only: the
+            // transport's other exchanges and its session go on.
+            CallError::Transport(TransportError::Http(_)) => false,
             CallError::Lifecycle(_) | CallError::Transport(_) => true,
             CallError::Local(_) | CallError::Auth(_) => false,
         }
@@ -232,6 +235,8 @@ mod tests {
 
         let transport = CallError::Transport(TransportError::Closed);
         assert!(transport.closes_connection());
+        let exchange = CallError::Transport(TransportError::Http(HttpError::Status { status: 502 }));
+        assert!(!exchange.closes_connection() && exchange.retry_allowed(true));
         assert!(transport.retry_allowed(true));
         assert!(!transport.retry_allowed(false));
 
