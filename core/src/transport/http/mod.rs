@@ -21,6 +21,7 @@
 
 mod endpoint;
 mod exchange;
+mod head;
 mod listen;
 mod pool;
 mod sse;
@@ -38,6 +39,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 pub use endpoint::{HttpConfigError, HttpEndpoint, HttpLimits, PoolConfig};
+pub use head::{HttpResponseHead, ResponseHook};
 
 use super::{FrameError, MessageSink, MessageSource};
 use crate::error::TransportError;
@@ -64,6 +66,8 @@ pub struct HttpContext {
     pub clock: Arc<dyn Clock>,
     /// Told the pool's state on every change.
     pub gauge: Option<PoolGauge>,
+    /// Told the head of every response to a request.
+    pub on_response: Option<ResponseHook>,
 }
 
 impl std::fmt::Debug for HttpContext {
@@ -84,6 +88,7 @@ pub fn http_transport(endpoint: Arc<HttpEndpoint>, cx: HttpContext) -> Result<(H
         tasks: Mutex::default(),
         tx,
         clock: cx.clock,
+        on_response: cx.on_response,
     });
     Ok((HttpSink { http }, HttpSource { rx }))
 }
@@ -96,6 +101,7 @@ pub(crate) struct Http {
     tasks: Mutex<Tasks>,
     tx: mpsc::Sender<Result<Message, FrameError>>,
     clock: Arc<dyn Clock>,
+    on_response: Option<ResponseHook>,
 }
 
 /// The 2025-11-25 session as this transport knows it.

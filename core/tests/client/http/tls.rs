@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use mcpstorm_core::{CallError, CallOptions, HttpEndpoint, HttpError, TokioClock, TransportError};
+use mcpstorm_core::{
+    CallError, CallOptions, ClientConfig, HttpEndpoint, HttpError, McpClient, SeededRng, TokioClock, TransportError,
+};
 use rustls::pki_types::PrivateKeyDer;
 use serde_json::json;
 use tokio_rustls::TlsAcceptor;
@@ -74,4 +76,19 @@ async fn certificates_are_checked_at_the_clocks_time() {
         matches!(&err, CallError::Transport(TransportError::Http(HttpError::Tls(m))) if m.contains("not valid yet")),
         "{err:?}"
     );
+}
+
+/// An `https` host that is no server name (URL syntax allows `!` in a host, DNS does not) cannot get a TLS
+/// configuration: a configuration error, refused at once however many retries the client has. Time is paused, so a
+/// retry would show as the backoff's virtual second (at least 0.8 s with its jitter) passing.
+#[tokio::test(start_paused = true)]
+async fn an_https_host_that_is_no_server_name_is_a_config_error_not_retried() {
+    let endpoint = HttpEndpoint::new("https://no!such-name/mcp").unwrap();
+    let config = ClientConfig { lifecycle_retries: 5, ..ClientConfig::default() };
+    let c = McpClient::http("bad", endpoint, config, SeededRng::new(1)).with_clock(Arc::new(TokioClock::new(WALL_MS)));
+    let started = tokio::time::Instant::now();
+    let err = c.list_tools().await.unwrap_err();
+    assert!(matches!(&err, CallError::Transport(TransportError::Config(m)) if m.contains("no!such-name")), "{err:?}");
+    assert!(!err.retry_allowed(true));
+    assert!(started.elapsed() < std::time::Duration::from_millis(800), "retried: {:?}", started.elapsed());
 }
