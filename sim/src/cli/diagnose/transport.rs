@@ -110,12 +110,14 @@ pub(super) fn transport(log: &ExchangeLog) -> Check {
         (None, Some(later)) => format!("; session id from {}", later.method),
         (None, None) => "; no session id".to_owned(),
     };
-    let version = match seen.iter().find_map(|e| e.protocol_version.as_deref()) {
-        Some(v) => format!("; MCP-Protocol-Version {v} (from the server)"),
-        None => seen.iter().find_map(|e| e.sent_version.as_deref()).map_or_else(
-            || "; no MCP-Protocol-Version header".to_owned(),
-            |v| format!("; MCP-Protocol-Version {v} (sent)"),
-        ),
+    // The version we sent once the era was settled: the era probe carries the modern version whatever the server
+    // speaks, and `initialize` carries none.
+    let settled = seen.iter().filter(|e| !matches!(e.method.as_str(), "server/discover" | "initialize"));
+    let sent = settled.chain(&seen).find_map(|e| e.sent_version.as_deref());
+    let version = match (seen.iter().find_map(|e| e.protocol_version.as_deref()), sent) {
+        (Some(v), _) => format!("; MCP-Protocol-Version {v} (from the server)"),
+        (None, Some(v)) => format!("; MCP-Protocol-Version {v} (sent)"),
+        (None, None) => "; no MCP-Protocol-Version header".to_owned(),
     };
     let summary = format!("{}{session}{version}", first.line());
     let mut details = distinct(&seen);
@@ -181,7 +183,10 @@ mod tests {
     #[test]
     fn shows_the_first_exchange_and_only_a_prefix_of_the_session_id() {
         let log = ExchangeLog::default();
-        log.record(&head("server/discover", 400, "application/json", None));
+        log.record(&HttpResponseHead {
+            sent_version: Some("2026-07-28"),
+            ..head("server/discover", 400, "application/json", None)
+        });
         let id = "3f2a9c41-0000-4000-8000-123456789abc";
         log.record(&head("initialize", 200, "text/event-stream", Some(id)));
         for _ in 0..3 {
