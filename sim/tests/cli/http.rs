@@ -79,7 +79,7 @@ fn recording_server() -> (String, Heads) {
                     if std::io::Read::read_exact(&mut reader, &mut body).is_err() {
                         return;
                     }
-                    seen.lock().unwrap().push(head);
+                    seen.lock().expect("heads").push(head);
                     let reply = "HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nno";
                     if out.write_all(reply.as_bytes()).is_err() {
                         return;
