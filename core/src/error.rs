@@ -47,6 +47,10 @@ pub enum TransportError {
     /// The server process could not be started at all (not found, not executable): retrying cannot help.
     #[error("could not start the server: {0}")]
     SpawnFailed(String),
+    /// The transport cannot be built from its configuration (a Streamable HTTP endpoint's TLS roots or server
+    /// name): nothing was sent, and retrying the same configuration cannot help.
+    #[error("transport misconfigured: {0}")]
+    Config(String),
     #[error("handshake timed out after {0:?}")]
     HandshakeTimeout(Duration),
     #[error("peer sent a frame larger than the {max}-byte limit")]
@@ -199,7 +203,7 @@ impl CallError {
         match self {
             CallError::Protocol(_) | CallError::MalformedResponse(_) | CallError::Auth(_) => false,
             CallError::Lifecycle(e) => !matches!(e, LifecycleError::VersionMismatch { .. }),
-            CallError::Transport(TransportError::SpawnFailed(_)) => false,
+            CallError::Transport(TransportError::SpawnFailed(_) | TransportError::Config(_)) => false,
             CallError::Transport(_) => idempotent,
             CallError::Local(e) => match e {
                 LocalError::QueueTimeout(_)
@@ -239,6 +243,9 @@ mod tests {
         assert!(!exchange.closes_connection() && exchange.retry_allowed(true));
         assert!(transport.retry_allowed(true));
         assert!(!transport.retry_allowed(false));
+
+        let config = CallError::Transport(TransportError::Config("bad root".into()));
+        assert!(!config.retry_allowed(true), "a configuration does not fix itself");
 
         let lifecycle = CallError::Lifecycle(LifecycleError::NotInitialized);
         assert!(lifecycle.closes_connection());

@@ -58,6 +58,7 @@ pub use schema::{
     ToolSchemas, Violation, canonical_json,
 };
 pub use transport::{
-    DEFAULT_MAX_FRAME, FrameError, HttpConfigError, HttpContext, HttpEndpoint, HttpLimits, HttpSink, HttpSource,
-    LineSink, LineSource, MessageSink, MessageSource, PoolConfig, PoolGauge, PoolState, http_transport, line_transport,
+    DEFAULT_MAX_FRAME, FrameError, HttpConfigError, HttpContext, HttpEndpoint, HttpLimits, HttpResponseHead, HttpSink,
+    HttpSource, LineSink, LineSource, MessageSink, MessageSource, PoolConfig, PoolGauge, PoolState, ResponseHook,
+    http_transport, line_transport,
 };

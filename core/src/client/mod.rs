@@ -35,7 +35,7 @@ use crate::session::{
     self, Era, EraCache, GatewayProfile, LeaseState, LifecycleConfig, SessionCounters, SessionEvents, SessionGrant,
     SessionLease, SessionStats,
 };
-use crate::transport::{HttpContext, HttpEndpoint, PoolGauge, http_transport, line_transport};
+use crate::transport::{HttpContext, HttpEndpoint, PoolGauge, ResponseHook, http_transport, line_transport};
 
 /// A live connection with its handshake result and tool cache.
 #[derive(Debug, Clone)]
@@ -281,14 +281,19 @@ impl McpClient {
                 let (observer, server) = (self.observer.clone(), self.server.clone());
                 let gauge: PoolGauge =
                     Arc::new(move |pool| observer.event(&Event::HttpPool { conn: id, server: &server, pool }));
+                let (observer, server) = (self.observer.clone(), self.server.clone());
+                let on_response: ResponseHook =
+                    Arc::new(move |head| observer.event(&Event::HttpResponse { conn: id, server: &server, head }));
                 let cx = HttpContext {
                     dialer: self.dialer.clone(),
                     connect_timeout: connect,
                     clock: self.clock.clone(),
                     gauge: Some(gauge),
+                    on_response: Some(on_response),
                 };
+                // Not ConnectFailed: a configuration that cannot be built is refused as it is, never retried.
                 let (sink, source) = http_transport(endpoint.clone(), cx)
-                    .map_err(|e| TransportError::ConnectFailed(format!("{}: {e}", endpoint.url())))?;
+                    .map_err(|e| TransportError::Config(format!("{}: {e}", endpoint.url())))?;
                 Connection::start(sink, source, parts(None))
             }
         };

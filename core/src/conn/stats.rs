@@ -40,7 +40,8 @@ impl Counters {
             | Event::Breaker { .. }
             | Event::Degraded { .. }
             | Event::SchemaRefetched { .. }
-            | Event::HttpPool { .. } => return,
+            | Event::HttpPool { .. }
+            | Event::HttpResponse { .. } => return,
         };
         Self::bump(counter);
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::error::{CallError, TransportError};
 use crate::resilience::breaker::BreakerTransition;
 use crate::resilience::degraded::DegradedReason;
-use crate::transport::{FrameError, PoolState};
+use crate::transport::{FrameError, HttpResponseHead, PoolState};
 pub use anomalies::{Anomaly, AnomalyLog, AnomalyReport};
 pub use refetch::RefetchReason;
 
@@ -83,6 +83,12 @@ pub enum Event<'a> {
         server: &'a str,
         pool: PoolState,
     },
+    /// A Streamable HTTP request was answered: the response's head (status, content type, session id, version).
+    HttpResponse {
+        conn: ConnId,
+        server: &'a str,
+        head: &'a HttpResponseHead<'a>,
+    },
     /// The tool list was fetched again because something said the cached one may be stale (schema drift).
     SchemaRefetched {
         server: &'a str,
@@ -156,9 +162,10 @@ impl TracingObserver {
 impl Observer for TracingObserver {
     fn event(&self, event: &Event<'_>) {
         match event {
-            Event::RequestFinished { error: None, .. } | Event::CancelSent { .. } | Event::HttpPool { .. } => {
-                tracing::trace!(?event)
-            }
+            Event::RequestFinished { error: None, .. }
+            | Event::CancelSent { .. }
+            | Event::HttpPool { .. }
+            | Event::HttpResponse { .. } => tracing::trace!(?event),
             Event::Session { what: SessionEvent::NotFound | SessionEvent::AuthMismatch, .. } => tracing::info!(?event),
             Event::RequestFinished { error: Some(_), .. }
             | Event::Session { .. }

@@ -9,8 +9,8 @@ mod line;
 use std::future::Future;
 
 pub use http::{
-    HttpConfigError, HttpContext, HttpEndpoint, HttpLimits, HttpSink, HttpSource, PoolConfig, PoolGauge, PoolState,
-    http_transport,
+    HttpConfigError, HttpContext, HttpEndpoint, HttpLimits, HttpResponseHead, HttpSink, HttpSource, PoolConfig,
+    PoolGauge, PoolState, ResponseHook, http_transport,
 };
 pub use line::{DEFAULT_MAX_FRAME, LineSink, LineSource, line_transport};
 

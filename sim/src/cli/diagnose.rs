@@ -2,7 +2,8 @@
 //!
 //! | layer       | depends on         | what it checks                                                          |
 //! |-------------|--------------------|-------------------------------------------------------------------------|
-//! | `connect`   | -                  | the program starts (stdio) or the address accepts a connection (tcp)    |
+//! | `connect`   | -                  | the program starts (stdio) or the address accepts a connection (tcp, http) |
+//! | `transport` | connect            | http only: each response's status, content type (JSON or SSE), session id, `MCP-Protocol-Version` |
 //! | `handshake` | connect            | the era (`server/discover` probe, else `initialize`) and the version    |
 //! | `version`   | handshake          | the server's version is one we speak                                    |
 //! | `tools`     | version            | `tools/list` (every page), and every input/output schema compiles       |
@@ -27,6 +28,7 @@ mod renewal;
 mod report;
 mod session;
 mod tools;
+mod transport;
 
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
@@ -39,10 +41,10 @@ use self::anomalies::anomalies;
 use self::auth::auth;
 use self::call::sample_call;
 use self::probe::{Probe, TimedDialer};
-use self::report::{Check, Report};
+use self::report::{Check, Report, Status};
 use super::Failure;
 use super::out::outln;
-use super::peer::ServerArgs;
+use super::peer::{Route, ServerArgs};
 
 #[derive(Debug, Args)]
 pub struct DiagnoseArgs {
@@ -58,14 +60,26 @@ pub struct DiagnoseArgs {
 
 pub async fn run(args: DiagnoseArgs) -> Result<(), Failure> {
     let sample = sample_call(args.call.as_deref())?;
-    let dialer = args.server.dialer()?;
+    let route = args.server.route()?;
     let config = args.server.config()?;
-    let target = dialer.describe();
-    let probe =
-        Probe { dialer: Arc::new(TimedDialer { inner: dialer, last: Mutex::new(None) }), pages: Arc::default() };
-    let client = McpClient::new(target.clone(), probe.dialer.clone(), config.clone(), args.server.rng())
-        .with_observer(probe.pages.clone());
-    let checks = Diagnosis { client: &client, config: &config, probe: &probe, args: &args }.run(sample).await;
+    let target = route.describe();
+    let http = route.http.is_some();
+    let probe = Probe {
+        dialer: Arc::new(TimedDialer { inner: route.dialer.clone(), last: Mutex::new(None) }),
+        seen: Arc::default(),
+    };
+    let client =
+        Route { dialer: probe.dialer.clone(), ..route }.client(config.clone(), args.server.rng(), probe.seen.clone());
+    let mut checks = Diagnosis { client: &client, config: &config, probe: &probe, args: &args }.run(sample).await;
+    if http {
+        // Placed after connect, as the layer beneath the handshake; judged on every exchange of the run.
+        let at = checks.iter().position(|c| c.name == "connect").map_or(0, |i| i + 1);
+        let check = match checks.get(at.wrapping_sub(1)) {
+            Some(connect) if connect.status == Status::Fail => Check::skip("transport", "skipped: connect failed"),
+            _ => transport::transport(&probe.seen.exchanges),
+        };
+        checks.insert(at, check);
+    }
     client.close().await;
 
     let report = Report::new(target, checks);

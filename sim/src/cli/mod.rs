@@ -99,6 +99,16 @@ fn process_rng(seed: Option<u64>) -> mcpstorm_core::SeededRng {
     mcpstorm_core::SeededRng::new(seed)
 }
 
+/// The wall clock of a live process: the core reads no std time (a simulator drives its clock), so the command gives
+/// its clients one anchored to the system's, which certificate validity (`https`) is checked against.
+fn wall_clock() -> mcpstorm_core::TokioClock {
+    // Outside the simulated path: a live command, the one place this process learns the time of day.
+    #[allow(clippy::disallowed_methods)]
+    let now = std::time::SystemTime::now();
+    let ms = now.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    mcpstorm_core::TokioClock::new(ms)
+}
+
 fn live(fut: impl Future<Output = Result<(), Failure>>) -> Result<(), Failure> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::Args;
 use mcpstorm_core::{
-    AuthScheme, CallError, CallOptions, ClientConfig, Credential, Dialer, LocalError, McpClient, Secret, SeededRng,
-    StdioDialer, TcpDialer, TracingObserver,
+    AuthScheme, CallError, CallOptions, ClientConfig, Credential, Dialer, HttpEndpoint, LocalError, McpClient,
+    Observer, Secret, SeededRng, StdioDialer, TcpDialer, TracingObserver, TransportError,
 };
 use serde_json::Value;
 
@@ -24,6 +24,10 @@ pub struct Target {
     /// Connect to a server speaking newline-delimited MCP over TCP.
     #[arg(long, value_name = "HOST:PORT")]
     pub tcp: Option<String>,
+    /// Speak MCP Streamable HTTP (2025-11-25 sessions or 2026-07-28 stateless, detected) to the endpoint at URL,
+    /// e.g. --http https://example.com/mcp.
+    #[arg(long, value_name = "URL")]
+    pub http: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -44,6 +48,11 @@ pub struct ServerArgs {
     /// (command lines are visible to other users). Repeatable; the first the server accepts is used.
     #[arg(long = "auth", value_name = "SCHEME=ENV_VAR")]
     pub auth: Vec<String>,
+    /// A header sent on every request to an --http server, its value read from an environment variable (never
+    /// given on the command line), e.g. `--header Authorization=MCP_TOKEN` with MCP_TOKEN="Bearer ...". Repeatable.
+    // `requires = "http"` is not enforced when a conflicting member of the group is present: name the conflicts.
+    #[arg(long = "header", value_name = "NAME=ENV_VAR", conflicts_with_all = ["stdio", "tcp"])]
+    pub headers: Vec<String>,
     /// Seed of the client's random stream (reconnect backoff jitter). Default: drawn from the OS and logged at debug
     /// level (`RUST_LOG=debug`), so a run can be replayed with the same draws.
     #[arg(long)]
@@ -73,21 +82,65 @@ pub struct CallArgs {
     pub arguments: String,
 }
 
+/// How to reach the server: the dialer, and for `--http` the endpoint spoken to over its connections.
+pub(super) struct Route {
+    pub dialer: Arc<dyn Dialer>,
+    pub http: Option<HttpEndpoint>,
+}
+
+impl Route {
+    /// The server's name in messages: the URL for `--http` (it carries no credentials: the core refuses user info),
+    /// else the dialer's description.
+    pub fn describe(&self) -> String {
+        self.http.as_ref().map_or_else(|| self.dialer.describe(), |e| e.url().to_owned())
+    }
+
+    /// A client over this route, with a wall clock for certificate validity and the given observer.
+    pub fn client(self, config: ClientConfig, rng: SeededRng, observer: Arc<dyn Observer>) -> McpClient {
+        let client = McpClient::new(self.describe(), self.dialer, config, rng)
+            .with_clock(Arc::new(super::wall_clock()))
+            .with_observer(observer);
+        match self.http {
+            Some(endpoint) => client.with_http(endpoint),
+            None => client,
+        }
+    }
+}
+
 impl ServerArgs {
-    /// The dialer for `--stdio` or `--tcp`; an unparseable `--stdio` command is bad input.
-    pub(super) fn dialer(&self) -> Result<Arc<dyn Dialer>, Failure> {
-        match (&self.target.stdio, &self.target.tcp) {
+    /// The route for `--stdio`, `--tcp` or `--http`; an unparseable `--stdio` command, an unusable URL or a
+    /// `--header` that cannot be sent is bad input.
+    pub(super) fn route(&self) -> Result<Route, Failure> {
+        let target = &self.target;
+        if let Some(url) = &target.http {
+            let endpoint = self.endpoint(url)?;
+            return Ok(Route { dialer: Arc::new(endpoint.tcp_dialer()), http: Some(endpoint) });
+        }
+        let dialer: Arc<dyn Dialer> = match (&target.stdio, &target.tcp) {
             (Some(cmd), _) => {
                 let words = shlex::split(cmd).filter(|w| !w.is_empty());
                 let Some(mut words) = words else {
                     return Err(Failure::BadInput(format!("cannot parse --stdio command {cmd:?}")));
                 };
                 let program = words.remove(0);
-                Ok(Arc::new(StdioDialer::new(program, words)))
+                Arc::new(StdioDialer::new(program, words))
             }
-            (None, Some(addr)) => Ok(Arc::new(TcpDialer { addr: addr.clone() })),
-            (None, None) => Err(Failure::BadInput("give --stdio or --tcp".into())),
+            (None, Some(addr)) => Arc::new(TcpDialer { addr: addr.clone() }),
+            (None, None) => return Err(Failure::BadInput("give --stdio, --tcp or --http".into())),
+        };
+        Ok(Route { dialer, http: None })
+    }
+
+    /// `--http URL` with every `--header`.
+    fn endpoint(&self, url: &str) -> Result<HttpEndpoint, Failure> {
+        let mut endpoint = HttpEndpoint::new(url).map_err(|e| Failure::BadInput(format!("--http: {e}")))?;
+        for arg in &self.headers {
+            let (name, value) = from_env("--header", arg, "NAME")?;
+            // The error names the header, never its value.
+            endpoint =
+                endpoint.with_header(name, value).map_err(|e| Failure::BadInput(format!("--header {arg}: {e}")))?;
         }
+        Ok(endpoint)
     }
 
     /// The client settings these flags ask for (`--timeout`, `--retries`).
@@ -115,10 +168,7 @@ impl ServerArgs {
     }
 
     fn client(&self) -> Result<McpClient, Failure> {
-        let dialer = self.dialer()?;
-        let config = self.config()?;
-        let name = dialer.describe();
-        Ok(McpClient::new(name, dialer, config, self.rng()).with_observer(Arc::new(TracingObserver::quiet_close())))
+        Ok(self.route()?.client(self.config()?, self.rng(), Arc::new(TracingObserver::quiet_close())))
     }
 
     /// The process's random stream: `--seed`, or a seed from the OS.
@@ -133,14 +183,22 @@ const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 /// The most `--retries`: with the backoff capped at 10 s, 100 retries wait about a quarter of an hour.
 const MAX_RETRIES: i64 = 100;
 
-/// `--auth SCHEME=ENV_VAR` → the credential, read from the environment. Errors name the variable, never a value.
+/// `--auth SCHEME=ENV_VAR` → the credential, read from the environment.
 fn credential(arg: &str) -> Result<Credential, Failure> {
-    let bad = |why: String| Failure::BadInput(format!("--auth {arg}: {why}"));
-    let (scheme, var) = arg.split_once('=').ok_or_else(|| bad("expected SCHEME=ENV_VAR".into()))?;
-    let scheme: AuthScheme = serde_json::from_value(serde_json::Value::String(scheme.to_owned()))
-        .map_err(|_| bad(format!("unknown scheme {scheme:?}; use bearer, api-key or mcp-jwt")))?;
-    let secret = std::env::var(var).map_err(|_| bad(format!("environment variable {var} is not set")))?;
-    Ok(Credential { scheme, secret: Secret::new(secret) })
+    let (scheme, secret) = from_env("--auth", arg, "SCHEME")?;
+    let scheme: AuthScheme = serde_json::from_value(serde_json::Value::String(scheme.to_owned())).map_err(|_| {
+        Failure::BadInput(format!("--auth {arg}: unknown scheme {scheme:?}; use bearer, api-key or mcp-jwt"))
+    })?;
+    Ok(Credential { scheme, secret })
+}
+
+/// `flag KEY=ENV_VAR` → the key and the variable's value: how every secret reaches the command, since command lines
+/// are visible to other users. Errors name the flag and the variable, never a value.
+fn from_env<'a>(flag: &str, arg: &'a str, key: &str) -> Result<(&'a str, Secret), Failure> {
+    let bad = |why: String| Failure::BadInput(format!("{flag} {arg}: {why}"));
+    let (name, var) = arg.split_once('=').ok_or_else(|| bad(format!("expected {key}=ENV_VAR")))?;
+    let value = std::env::var(var).map_err(|_| bad(format!("environment variable {var} is not set")))?;
+    Ok((name, Secret::new(value)))
 }
 
 pub async fn tools(args: ToolsArgs) -> Result<(), Failure> {
@@ -204,7 +262,12 @@ pub async fn call(args: CallArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A call's failure as one line; the error may quote the server (its message, its data).
+/// A call's failure as one line; the error may quote the server (its message, its data). A transport that cannot
+/// be configured is bad input: nothing was sent, and running the command again cannot help.
 fn failed(client: &McpClient, e: &CallError) -> Failure {
-    Failure::Failed(show(&format!("{}: {} error: {e}", client.server(), e.class()), Bound::ERROR))
+    let line = show(&format!("{}: {} error: {e}", client.server(), e.class()), Bound::ERROR);
+    match e {
+        CallError::Transport(TransportError::Config(_)) => Failure::BadInput(line),
+        _ => Failure::Failed(line),
+    }
 }

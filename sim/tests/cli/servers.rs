@@ -21,6 +21,20 @@ pub struct Fake {
 impl Fake {
     /// The built-in fake (`None`) or one configured by `config` (TOML text).
     pub fn start(config: Option<&str>) -> Fake {
+        Fake::spawn(config, "ndjson")
+    }
+
+    /// As [`Fake::start`], speaking Streamable HTTP: its endpoint is [`Fake::url`].
+    pub fn start_http(config: Option<&str>) -> Fake {
+        Fake::spawn(config, "http")
+    }
+
+    /// The MCP endpoint of a fake started with [`Fake::start_http`] (every path is).
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    fn spawn(config: Option<&str>, transport: &str) -> Fake {
         let mut cmd = Command::new(BIN);
         cmd.arg("serve-fake");
         if let Some(toml) = config {
@@ -32,7 +46,7 @@ impl Fake {
             cmd.arg(path);
         }
         let mut child = cmd
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--listen", "127.0.0.1:0", "--transport", transport])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -191,6 +191,10 @@ impl Url {
             return Err(bad("credentials in the URL are refused; give them as a header"));
         }
         let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
+        // URL syntax allows hosts (`a!b`) that TLS cannot verify: refused here, before anything is dialed.
+        if tls && rustls::pki_types::ServerName::try_from(host.as_str()).is_err() {
+            return Err(bad("the host is not a DNS name or IP address that TLS can verify"));
+        }
         let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let target = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
         let authority = HeaderValue::from_str(authority.as_str()).map_err(|_| bad("host"))?;
@@ -218,7 +222,7 @@ mod tests {
         let u = HttpEndpoint::new("http://[::1]:8080").unwrap().url.clone();
         assert_eq!((u.host.as_str(), u.port, u.target.as_str()), ("::1", 8080, "/"));
         assert_eq!(u.authority, "[::1]:8080");
-        for bad in ["ftp://x/", "/mcp", "http://user:pw@host/", "not a url"] {
+        for bad in ["ftp://x/", "/mcp", "http://user:pw@host/", "not a url", "https://no!such-name/"] {
             assert!(matches!(HttpEndpoint::new(bad), Err(HttpConfigError::Url(_))), "{bad}");
         }
     }

@@ -11,6 +11,7 @@ use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::time::timeout;
 
+use super::head::{Body, HttpResponseHead};
 use super::pool::Lease;
 use super::stream::{self, StreamCtx};
 use super::{Http, HttpLimits, status};
@@ -29,20 +30,8 @@ const ACCEPT_POST: HeaderValue = HeaderValue::from_static("application/json, tex
 pub(super) const ACCEPT_SSE: HeaderValue = HeaderValue::from_static("text/event-stream");
 
 /// What a response's `Content-Type` says it carries.
-pub(super) enum Body {
-    Json,
-    Sse,
-    Other(String),
-}
-
 pub(super) fn body_kind(headers: &HeaderMap) -> Body {
-    let raw = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let essence = raw.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    match essence.as_str() {
-        "application/json" => Body::Json,
-        "text/event-stream" => Body::Sse,
-        _ => Body::Other(raw.chars().take(100).collect()),
-    }
+    Body::of(headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or(""))
 }
 
 impl Http {
@@ -264,6 +253,9 @@ async fn post_request(http: &Arc<Http>, msg: &Message, id: i64, modern: bool) ->
     let sent_session = headers.get(SESSION_ID).cloned();
     let (response, lease) = send(http, Method::POST, &headers, Bytes::from(msg.encode()), false).await?;
     let status = response.status();
+    if let (Some(hook), Message::Request(r)) = (&http.on_response, msg) {
+        hook(&HttpResponseHead::new(&r.method, status.as_u16(), response.headers(), &headers));
+    }
     if status == StatusCode::ACCEPTED {
         return Err(CallError::MalformedResponse("HTTP 202 Accepted for a request: no response can follow".into()));
     }

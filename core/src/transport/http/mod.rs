@@ -21,6 +21,7 @@
 
 mod endpoint;
 mod exchange;
+mod head;
 mod listen;
 mod pool;
 mod sse;
@@ -34,10 +35,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use hyper::header::HeaderValue;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 pub use endpoint::{HttpConfigError, HttpEndpoint, HttpLimits, PoolConfig};
+pub use head::{HttpResponseHead, ResponseHook};
 
 use super::{FrameError, MessageSink, MessageSource};
 use crate::error::TransportError;
@@ -51,6 +53,8 @@ pub use pool::{PoolGauge, PoolState};
 /// Messages received and not yet read by the connection's reader. Exchanges wait when it is full, so a slow
 /// reader slows the server's streams instead of growing memory.
 const INBOX: usize = 64;
+/// The longest the first message after `notifications/initialized` waits for the `GET` stream to be answered.
+const LISTEN_WAIT: Duration = Duration::from_secs(1);
 /// How long dropping the transport waits for the `DELETE` that ends its session.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -64,6 +68,8 @@ pub struct HttpContext {
     pub clock: Arc<dyn Clock>,
     /// Told the pool's state on every change.
     pub gauge: Option<PoolGauge>,
+    /// Told the head of every response to a request.
+    pub on_response: Option<ResponseHook>,
 }
 
 impl std::fmt::Debug for HttpContext {
@@ -84,6 +90,7 @@ pub fn http_transport(endpoint: Arc<HttpEndpoint>, cx: HttpContext) -> Result<(H
         tasks: Mutex::default(),
         tx,
         clock: cx.clock,
+        on_response: cx.on_response,
     });
     Ok((HttpSink { http }, HttpSource { rx }))
 }
@@ -96,6 +103,7 @@ pub(crate) struct Http {
     tasks: Mutex<Tasks>,
     tx: mpsc::Sender<Result<Message, FrameError>>,
     clock: Arc<dyn Clock>,
+    on_response: Option<ResponseHook>,
 }
 
 /// The 2025-11-25 session as this transport knows it.
@@ -219,7 +227,12 @@ impl Http {
                 let accepted = exchange::notify(self, msg).await;
                 let start = accepted && !std::mem::replace(&mut self.state().listening, true);
                 if start {
-                    self.spawn(None, listen::run(self.clone()));
+                    // Requests sent while the GET is on its way race it: the server may answer or notify on a
+                    // stream that does not exist yet, and lose it. So the next message waits for the GET's answer
+                    // (the sink is the writer's), bounded for a server that holds the head back.
+                    let (opened, answered) = oneshot::channel();
+                    self.spawn(None, listen::run(self.clone(), opened));
+                    let _ = tokio::time::timeout(LISTEN_WAIT, answered).await;
                 }
             }
             _ => {

@@ -16,7 +16,8 @@ use hyper::{Method, StatusCode};
 use tokio::time::{sleep, timeout};
 
 use super::Http;
-use super::exchange::{ACCEPT_SSE, Body, LAST_EVENT_ID, body_kind, hyper_error, send};
+use super::exchange::{ACCEPT_SSE, LAST_EVENT_ID, body_kind, hyper_error, send};
+use super::head::Body;
 use super::pool::Lease;
 use super::sse::SseParser;
 use crate::error::{CallError, HttpError, TransportError};

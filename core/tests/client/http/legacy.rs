@@ -199,3 +199,27 @@ async fn a_503_without_retry_after_is_a_transport_failure_of_that_call() {
         CallError::Transport(mcpstorm_core::TransportError::Http(mcpstorm_core::HttpError::Status { status: 503 }))
     );
 }
+
+/// A request sent while the GET stream is on its way races it (the server may answer or notify on a stream that
+/// does not exist yet, and lose it): the first request after `notifications/initialized` waits for the GET's answer.
+/// The peer holds that answer back a while and refuses a `tools/list` that comes before it.
+#[tokio::test]
+async fn the_get_stream_is_answered_before_the_next_request_is_sent() {
+    const HELD: std::time::Duration = std::time::Duration::from_millis(300);
+    let got = Arc::new(std::sync::Mutex::new(None));
+    let peer = Peer::start(Arc::new(move |req: &Req| {
+        if req.method == "GET" {
+            *got.lock().unwrap() = Some(tokio::time::Instant::now());
+            return vec![Act::Sleep(HELD), respond("405 Method Not Allowed", "", &[], b"")];
+        }
+        let early = got.lock().unwrap().is_none_or(|at| at.elapsed() < HELD);
+        if req.rpc() == "tools/list" && early {
+            return vec![respond("409 Conflict", "", &[], b"")];
+        }
+        legacy_basics(req, "sess-1").unwrap_or_else(|| vec![json_reply(req, text("hi"))])
+    }))
+    .await;
+    let c = client(&peer);
+    let listed = c.list_tools().await;
+    assert!(listed.is_ok(), "tools/list overtook the GET stream: {listed:?}");
+}

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use mcpstorm_core::{CallError, CallOptions, HttpEndpoint, HttpError, TokioClock, TransportError};
+use mcpstorm_core::{
+    CallError, CallOptions, ClientConfig, HttpEndpoint, HttpError, McpClient, SeededRng, TokioClock, TransportError,
+};
 use rustls::pki_types::PrivateKeyDer;
 use serde_json::json;
 use tokio_rustls::TlsAcceptor;
@@ -74,4 +76,20 @@ async fn certificates_are_checked_at_the_clocks_time() {
         matches!(&err, CallError::Transport(TransportError::Http(HttpError::Tls(m))) if m.contains("not valid yet")),
         "{err:?}"
     );
+}
+
+/// A root that is PEM but no certificate cannot become a TLS configuration: a configuration error, refused at once
+/// however many retries the client has. Time is paused, so a retry would show as the backoff's virtual second (at
+/// least 0.8 s with its jitter) passing.
+#[tokio::test(start_paused = true)]
+async fn a_root_that_is_no_certificate_is_a_config_error_not_retried() {
+    let garbage = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+    let endpoint = HttpEndpoint::new("https://localhost:1/mcp").unwrap().with_root_pem(garbage).unwrap();
+    let config = ClientConfig { lifecycle_retries: 5, ..ClientConfig::default() };
+    let c = McpClient::http("bad", endpoint, config, SeededRng::new(1)).with_clock(Arc::new(TokioClock::new(WALL_MS)));
+    let started = tokio::time::Instant::now();
+    let err = c.list_tools().await.unwrap_err();
+    assert!(matches!(&err, CallError::Transport(TransportError::Config(m)) if m.contains("root")), "{err:?}");
+    assert!(!err.retry_allowed(true));
+    assert!(started.elapsed() < std::time::Duration::from_millis(800), "retried: {:?}", started.elapsed());
 }

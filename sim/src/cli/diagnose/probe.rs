@@ -1,4 +1,5 @@
-//! What the client is wrapped in so the layers can be told apart: the dial's own timing, and `tools/list` pages.
+//! What the client is wrapped in so the layers can be told apart: the dial's own timing, `tools/list` pages, and
+//! the heads of HTTP responses.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -9,10 +10,12 @@ use mcpstorm_core::{DialFuture, Dialer};
 use mcpstorm_core::{Event, Observer, TracingObserver};
 use tokio::time::Instant;
 
-/// What the client is wrapped in so the layers can be told apart: the dial's own timing, and `tools/list` pages.
+use super::transport::ExchangeLog;
+
+/// What the client is wrapped in so the layers can be told apart: the dial's own timing, and what the observer saw.
 pub(super) struct Probe {
     pub(super) dialer: Arc<TimedDialer>,
-    pub(super) pages: Arc<PageCounter>,
+    pub(super) seen: Arc<Watcher>,
 }
 
 /// Times each dial, so the connect layer is measured apart from the handshake that follows it in `session()`.
@@ -43,27 +46,36 @@ impl Dialer for TimedDialer {
     }
 }
 
-/// Counts finished `tools/list` requests (the pages of a listing); everything goes on to the log as usual.
+/// Counts finished `tools/list` requests (the pages of a listing) and keeps the heads of HTTP responses; everything
+/// goes on to the log as usual.
 #[derive(Debug)]
-pub(super) struct PageCounter(AtomicU64, TracingObserver);
+pub(super) struct Watcher {
+    pages: AtomicU64,
+    pub(super) exchanges: ExchangeLog,
+    log: TracingObserver,
+}
 
-impl Default for PageCounter {
+impl Default for Watcher {
     fn default() -> Self {
-        PageCounter(AtomicU64::new(0), TracingObserver::quiet_close())
+        Watcher { pages: AtomicU64::new(0), exchanges: ExchangeLog::default(), log: TracingObserver::quiet_close() }
     }
 }
 
-impl PageCounter {
-    pub(super) fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+impl Watcher {
+    pub(super) fn pages(&self) -> u64 {
+        self.pages.load(Ordering::Relaxed)
     }
 }
 
-impl Observer for PageCounter {
+impl Observer for Watcher {
     fn event(&self, event: &Event<'_>) {
-        if let Event::RequestFinished { method: method::TOOLS_LIST, .. } = event {
-            self.0.fetch_add(1, Ordering::Relaxed);
+        match event {
+            Event::RequestFinished { method: method::TOOLS_LIST, .. } => {
+                self.pages.fetch_add(1, Ordering::Relaxed);
+            }
+            Event::HttpResponse { head, .. } => self.exchanges.record(head),
+            _ => {}
         }
-        self.1.event(event);
+        self.log.event(event);
     }
 }

@@ -119,7 +119,8 @@ fn connect_hint(server: &ServerArgs, error: &CallError) -> Option<String> {
     let CallError::Transport(e) = error else {
         return None;
     };
-    let addr = server.target.tcp.as_deref().unwrap_or("the address");
+    let network = server.target.tcp.as_deref().or(server.target.http.as_deref());
+    let addr = network.unwrap_or("the address");
     match e {
         TransportError::SpawnFailed(_) => {
             let program = server.target.stdio.as_deref().and_then(shlex::split).and_then(|w| w.into_iter().next());
@@ -130,7 +131,7 @@ fn connect_hint(server: &ServerArgs, error: &CallError) -> Option<String> {
                 format!("is {program:?} on PATH? It was not found; give its full path or check the spelling")
             })
         }
-        TransportError::ConnectFailed(_) if server.target.tcp.is_some() => {
+        TransportError::ConnectFailed(_) if network.is_some() => {
             Some(format!("is the server listening on {addr}? (\"connection refused\" means nothing is)"))
         }
         TransportError::ConnectFailed(_) => {
@@ -139,6 +140,7 @@ fn connect_hint(server: &ServerArgs, error: &CallError) -> Option<String> {
         TransportError::ConnectTimeout(_) => {
             Some(format!("is {addr} reachable? A wrong address or a firewall makes connects hang"))
         }
+        TransportError::Config(_) => Some("the URL cannot be used as it is: see the error".into()),
         _ => None,
     }
 }

@@ -14,11 +14,11 @@ use super::report::Check;
 impl Diagnosis<'_> {
     /// Layer 4: the listing (all pages) and whether every schema compiles.
     pub(super) async fn tools(&self) -> (Check, Option<Arc<Capabilities>>) {
-        let before = self.probe.pages.get();
+        let before = self.probe.seen.pages();
         let started = Instant::now();
         let result = self.client.capabilities().await;
         let took = started.elapsed();
-        let pages = self.probe.pages.get() - before;
+        let pages = self.probe.seen.pages() - before;
         let caps = match result {
             Ok(caps) => caps,
             Err(e) => {
