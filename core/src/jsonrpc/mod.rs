@@ -5,9 +5,12 @@
 //! [`DecodeError`], never a panic, so a peer's garbage costs one counted frame and not the connection.
 
 mod codes;
+mod fields;
 mod id;
 mod message;
+mod payload;
 
 pub use codes::ErrorCode;
 pub use id::RequestId;
 pub use message::{DecodeError, ErrorObject, Message, Notification, Request, Response, ResponseBody};
+pub use payload::Payload;
