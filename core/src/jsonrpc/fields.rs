@@ -12,6 +12,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Payload;
+use super::member::{Member, MemberName};
 
 /// What a frame's top level turned out to be.
 pub(super) enum Shape {
@@ -61,23 +62,9 @@ enum Key {
     Other,
 }
 
-impl<'de> de::Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Key, D::Error> {
-        deserializer.deserialize_identifier(KeyVisitor)
-    }
-}
-
-struct KeyVisitor;
-
-impl Visitor<'_> for KeyVisitor {
-    type Value = Key;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_str<E: de::Error>(self, name: &str) -> Result<Key, E> {
-        Ok(match name {
+impl MemberName for Key {
+    fn classify(name: &str) -> Key {
+        match name {
             "jsonrpc" => Key::Jsonrpc,
             "id" => Key::Id,
             "method" => Key::Method,
@@ -85,7 +72,7 @@ impl Visitor<'_> for KeyVisitor {
             "result" => Key::Result,
             "error" => Key::Error,
             _ => Key::Other,
-        })
+        }
     }
 }
 
@@ -98,7 +85,7 @@ impl<'de> Visitor<'de> for ShapeVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
         let mut fields = Fields::default();
-        while let Some(key) = map.next_key::<Key>()? {
+        while let Some(Member(key)) = map.next_key::<Member<Key>>()? {
             match key {
                 Key::Jsonrpc => fields.jsonrpc = Some(map.next_value()?),
                 Key::Id => fields.id = Some(map.next_value()?),

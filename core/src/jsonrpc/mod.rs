@@ -7,6 +7,7 @@
 mod codes;
 mod fields;
 mod id;
+pub(crate) mod member;
 mod message;
 mod payload;
 

@@ -10,6 +10,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::CallToolResult;
+use crate::jsonrpc::member::{Member, MemberName};
 
 impl<'de> Deserialize<'de> for CallToolResult {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -17,35 +18,21 @@ impl<'de> Deserialize<'de> for CallToolResult {
     }
 }
 
-enum Member {
+enum Field {
     Content,
     StructuredContent,
     IsError,
     Other(String),
 }
 
-impl<'de> Deserialize<'de> for Member {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_identifier(MemberVisitor)
-    }
-}
-
-struct MemberVisitor;
-
-impl Visitor<'_> for MemberVisitor {
-    type Value = Member;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("field identifier")
-    }
-
-    fn visit_str<E: de::Error>(self, name: &str) -> Result<Member, E> {
-        Ok(match name {
-            "content" => Member::Content,
-            "structuredContent" => Member::StructuredContent,
-            "isError" => Member::IsError,
-            other => Member::Other(other.to_owned()),
-        })
+impl MemberName for Field {
+    fn classify(name: &str) -> Field {
+        match name {
+            "content" => Field::Content,
+            "structuredContent" => Field::StructuredContent,
+            "isError" => Field::IsError,
+            other => Field::Other(other.to_owned()),
+        }
     }
 }
 
@@ -76,12 +63,12 @@ impl<'de> Visitor<'de> for ResultVisitor {
         let mut structured_content: Option<Option<Value>> = None;
         let mut is_error: Option<bool> = None;
         let mut extra = Map::new();
-        while let Some(member) = map.next_key::<Member>()? {
-            match member {
-                Member::Content => once(&mut map, &mut content, "content")?,
-                Member::StructuredContent => once(&mut map, &mut structured_content, "structuredContent")?,
-                Member::IsError => once(&mut map, &mut is_error, "isError")?,
-                Member::Other(name) => {
+        while let Some(Member(field)) = map.next_key::<Member<Field>>()? {
+            match field {
+                Field::Content => once(&mut map, &mut content, "content")?,
+                Field::StructuredContent => once(&mut map, &mut structured_content, "structuredContent")?,
+                Field::IsError => once(&mut map, &mut is_error, "isError")?,
+                Field::Other(name) => {
                     extra.insert(name, map.next_value()?);
                 }
             }
