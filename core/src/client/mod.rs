@@ -542,9 +542,9 @@ impl McpClient {
         let schemas = tool.schemas().map_err(|e| LocalError::UnusableSchema(e.clone()))?;
         schemas.validate_arguments(arguments).map_err(LocalError::InvalidArguments)?;
         let params = json!({"name": name, "arguments": arguments});
-        let result = session.conn.request(method::TOOLS_CALL, Some(params), opts).await?;
-        let result: CallToolResult = serde_json::from_value(result)
-            .map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))?;
+        let result = session.conn.request_payload(method::TOOLS_CALL, Some(params), opts).await?;
+        let result: CallToolResult =
+            result.parse().map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))?;
         schemas.validate_result(&result).map_err(|e| CallError::MalformedResponse(e.to_string()))?;
         self.remember(tool.tool(), arguments, &result);
         Ok(result)

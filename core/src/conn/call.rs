@@ -18,7 +18,7 @@ use super::stats::Counters;
 use super::{Connection, Outgoing, Shared};
 use crate::cancel::CancelToken;
 use crate::error::{CallError, LocalError, TransportError};
-use crate::jsonrpc::{ErrorCode, Message};
+use crate::jsonrpc::{DecodeError, ErrorCode, Message, Payload};
 use crate::mcp::{CancelledParams, ProgressParams, method};
 use crate::observe::Event;
 
@@ -50,6 +50,18 @@ impl Connection {
     ///
     /// `tools/call` requests get a progress token (the request id) so progress can keep a long call alive.
     pub async fn request(&self, method: &str, params: Option<Value>, opts: CallOptions) -> Result<Value, CallError> {
+        let result = self.request_payload(method, params, opts).await?;
+        result.to_value().map_err(|e| CallError::MalformedResponse(DecodeError::NotJson(e.to_string()).to_string()))
+    }
+
+    /// [`Connection::request`], with the result left raw for the caller to parse into the shape it expects (one parse
+    /// instead of text → `Value` → typed).
+    pub async fn request_payload(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        opts: CallOptions,
+    ) -> Result<Payload, CallError> {
         let shared = self.shared().clone();
         let started = Instant::now();
         let result = run(&shared, method, params, opts).await;
@@ -118,7 +130,12 @@ fn with_request_meta(shared: &Shared, params: Option<Value>) -> Option<Value> {
     Some(params)
 }
 
-async fn run(shared: &Arc<Shared>, method: &str, params: Option<Value>, opts: CallOptions) -> Result<Value, CallError> {
+async fn run(
+    shared: &Arc<Shared>,
+    method: &str,
+    params: Option<Value>,
+    opts: CallOptions,
+) -> Result<Payload, CallError> {
     let config = &shared.config;
     let start = Instant::now();
     let deadline = opts.deadline.unwrap_or(start + config.call_deadline);
@@ -283,7 +300,7 @@ struct PendingGuard<'a> {
 impl PendingGuard<'_> {
     /// The reply arrived (the entry is already gone). `fail_all` always sends before dropping a sender, so a closed
     /// channel is a shutdown race: report the connection's reason.
-    fn delivered(&mut self, reply: Result<Reply, oneshot::error::RecvError>) -> Result<Value, CallError> {
+    fn delivered(&mut self, reply: Result<Reply, oneshot::error::RecvError>) -> Result<Payload, CallError> {
         self.armed = false;
         reply.unwrap_or_else(|_| Err(closed_reason(self.shared).into()))
     }

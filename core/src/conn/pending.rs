@@ -9,13 +9,14 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{CallError, TransportError};
+use crate::jsonrpc::Payload;
 use crate::mcp::ProgressParams;
 
-pub(crate) type Reply = Result<Value, CallError>;
+/// The result still raw: the caller parses it into the shape it expects.
+pub(crate) type Reply = Result<Payload, CallError>;
 
 pub(crate) struct Entry {
     pub tx: oneshot::Sender<Reply>,
@@ -146,9 +147,10 @@ mod tests {
         let t = PendingTable::default();
         let (e, mut rx) = entry();
         t.register(1, e).unwrap();
-        assert_eq!(t.complete(1, Ok(Value::Null)), Delivery::Delivered);
-        assert_eq!(rx.try_recv().unwrap(), Ok(Value::Null));
-        assert_eq!(t.complete(1, Ok(Value::Null)), Delivery::NotPending);
+        let null = || Payload::from(serde_json::Value::Null);
+        assert_eq!(t.complete(1, Ok(null())), Delivery::Delivered);
+        assert_eq!(rx.try_recv().unwrap(), Ok(null()));
+        assert_eq!(t.complete(1, Ok(null())), Delivery::NotPending);
         assert_eq!(t.len(), 0);
     }
 

@@ -1,7 +1,8 @@
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::{ErrorCode, RequestId};
+use super::fields::{self, Fields, Shape};
+use super::{ErrorCode, Payload, RequestId};
 
 /// A request: expects exactly one response with the same id.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,7 +28,8 @@ pub struct Response {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ResponseBody {
-    Result(Value),
+    /// Raw until the caller parses it: see [`Payload`].
+    Result(Payload),
     Error(ErrorObject),
 }
 
@@ -82,29 +84,27 @@ impl DecodeError {
 }
 
 impl Message {
-    /// Decodes one frame. Never panics, whatever the bytes.
+    /// Decodes one frame in one pass. Never panics, whatever the bytes.
     pub fn decode(frame: &[u8]) -> Result<Message, DecodeError> {
-        let value: Value = serde_json::from_slice(frame).map_err(|e| DecodeError::NotJson(e.to_string()))?;
-        match value {
-            Value::Object(map) => Self::from_object(map),
-            Value::Array(_) => Err(DecodeError::Batch),
-            _ => Err(DecodeError::NotAnObject),
+        match fields::read(frame).map_err(|e| DecodeError::NotJson(e.to_string()))? {
+            Shape::Object(fields) => Self::from_fields(fields),
+            Shape::Array => Err(DecodeError::Batch),
+            Shape::Scalar => Err(DecodeError::NotAnObject),
         }
     }
 
-    fn from_object(mut map: Map<String, Value>) -> Result<Message, DecodeError> {
+    fn from_fields(fields: Fields) -> Result<Message, DecodeError> {
+        let Fields { jsonrpc, id: raw_id, method, params, result, error } = fields;
         // A readable id lets the error reach the right caller; read it before anything can fail.
-        let raw_id = map.remove("id");
         let id = match &raw_id {
-            Some(v) => serde_json::from_value::<RequestId>(v.clone()).ok(),
+            Some(v) => RequestId::deserialize(v).ok(),
             None => None,
         };
         let invalid = |reason| DecodeError::Invalid { reason, id: id.clone() };
-        if map.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        if jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
             return Err(invalid("missing or wrong \"jsonrpc\": \"2.0\""));
         }
-        let params = map.remove("params");
-        if let Some(method) = map.remove("method") {
+        if let Some(method) = method {
             let Value::String(method) = method else {
                 return Err(invalid("\"method\" is not a string"));
             };
@@ -119,9 +119,9 @@ impl Message {
                 },
             };
         }
-        let body = match (map.remove("result"), map.remove("error")) {
+        let body = match (result, error) {
             (Some(result), None) => ResponseBody::Result(result),
-            (None, Some(error)) => match serde_json::from_value::<ErrorObject>(error) {
+            (None, Some(error)) => match ErrorObject::deserialize(error) {
                 Ok(e) => ResponseBody::Error(e),
                 Err(_) => return Err(invalid("\"error\" is not a JSON-RPC error object")),
             },
@@ -149,7 +149,7 @@ impl Message {
             #[serde(skip_serializing_if = "Option::is_none")]
             params: Option<&'a Value>,
             #[serde(skip_serializing_if = "Option::is_none")]
-            result: Option<&'a Value>,
+            result: Option<&'a Payload>,
             #[serde(skip_serializing_if = "Option::is_none")]
             error: Option<&'a ErrorObject>,
         }
@@ -185,6 +185,11 @@ impl Message {
     }
 
     pub fn result(id: RequestId, result: Value) -> Self {
+        Self::result_payload(id, Payload::from(result))
+    }
+
+    /// A result already serialised (see [`Payload::serialize`]).
+    pub fn result_payload(id: RequestId, result: Payload) -> Self {
         Message::Response(Response { id: Some(id), body: ResponseBody::Result(result) })
     }
 
@@ -223,6 +228,28 @@ mod tests {
         assert!(matches!(both, Err(DecodeError::Invalid { .. })));
         let float_id = Message::decode(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#);
         assert!(matches!(float_id, Err(DecodeError::Invalid { id: None, .. })));
+    }
+
+    #[test]
+    fn only_the_result_text_is_left_for_its_caller_to_parse() {
+        // A result is checked to be well-formed JSON here; the rest of its parse is its caller's (a call's error).
+        let Ok(Message::Response(r)) = Message::decode(br#"{"jsonrpc":"2.0","id":1,"result":[1e400]}"#) else {
+            panic!("a well-formed result decodes")
+        };
+        let ResponseBody::Result(result) = r.body else { panic!("a result") };
+        assert!(result.to_value().is_err());
+        assert!(matches!(Message::decode(br#"{"jsonrpc":"2.0","id":1,"result":[1e]}"#), Err(DecodeError::NotJson(_))));
+        // Every other member is parsed as fully as before.
+        for frame in [
+            &br#"{"jsonrpc":"2.0","id":1,"result":1,"x":1e400}"#[..],
+            br#"[1e400]"#,
+            br#"{"jsonrpc":"2.0","method":"m","params":[1e400]}"#,
+        ] {
+            assert!(matches!(Message::decode(frame), Err(DecodeError::NotJson(_))), "{frame:?}");
+        }
+        // A repeated member keeps its last value; escaped member names are still the names.
+        let dup = Message::decode(br#"{"jsonrpc":"1.0","\u0069d":2,"jsonrpc":"2.0","result":{"a":1},"id":3}"#).unwrap();
+        assert_eq!(dup, Message::result(RequestId::Number(3), json!({"a": 1})));
     }
 
     #[test]

@@ -3,11 +3,18 @@
 //! Incoming frames are decoded into [`Message`] by shape (the spec's rules: a `method` with an `id` is a request,
 //! without one a notification; an `id` with `result` or `error` is a response). Anything else is
 //! [`DecodeError`], never a panic, so a peer's garbage costs one counted frame and not the connection.
+//!
+//! A frame is read in one pass (`fields.rs`); a response's `result` stays raw text ([`Payload`]) for its caller to
+//! parse into the shape it expects, so a tool result is parsed once, not into a `Value` tree and then again.
 
 mod codes;
+mod fields;
 mod id;
+pub(crate) mod member;
 mod message;
+mod payload;
 
 pub use codes::ErrorCode;
 pub use id::RequestId;
 pub use message::{DecodeError, ErrorObject, Message, Notification, Request, Response, ResponseBody};
+pub use payload::Payload;

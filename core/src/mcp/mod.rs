@@ -7,6 +7,8 @@ use serde_json::{Map, Value};
 
 use crate::jsonrpc::RequestId;
 
+mod call_result;
+
 /// The revision we ask for first.
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 /// Revisions we can speak, newest first. A server answering any of these is accepted.
@@ -121,7 +123,8 @@ pub struct ListToolsResult {
     pub extra: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Deserialised by hand (`call_result.rs`): the derive's `flatten` buffered every member before reading any.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     #[serde(default)]

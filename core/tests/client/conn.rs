@@ -281,7 +281,7 @@ async fn server_requests_are_answered() {
             r,
             mcpstorm_core::jsonrpc::Response {
                 id: Some(RequestId::String("s1".into())),
-                body: mcpstorm_core::jsonrpc::ResponseBody::Result(json!({}))
+                body: mcpstorm_core::jsonrpc::ResponseBody::Result(json!({}).into())
             }
         ),
         other => panic!("{other:?}"),

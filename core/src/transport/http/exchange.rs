@@ -72,6 +72,7 @@ impl Http {
     pub(super) fn adopt_version(&self, msg: &Message) {
         let Message::Response(r) = msg else { return };
         let crate::jsonrpc::ResponseBody::Result(result) = &r.body else { return };
+        let Ok(result) = result.to_value() else { return };
         if let Some(v) = result.get("protocolVersion").and_then(|v| v.as_str()).and_then(|v| v.parse().ok()) {
             self.state().version = Some(v);
         }
