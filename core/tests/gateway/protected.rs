@@ -359,3 +359,28 @@ async fn the_default_layers_do_not_throttle_a_healthy_server() {
     assert_eq!(gw.bulkheads(), vec![("s-0".to_owned(), 0, cap)]);
     assert!(server.control().stats().received >= 120, "every call reached the server");
 }
+
+/// After the traffic stops, the gateway holds nothing: no bulkhead permit, no routed call, no pending request. The
+/// planted defect (a test-only switch) keeps a permit per failed call, and the snapshot shows it.
+#[tokio::test(start_paused = true)]
+async fn every_call_gives_back_what_it_took_unless_the_planted_leak_is_on() {
+    use mcpstorm_core::InFlightSnapshot;
+    use mcpstorm_core::resilience::BulkheadConfig;
+    for leak in [false, true] {
+        let server = fake(failing_config());
+        let bulkhead = BulkheadConfig { leak_permit_on_replica_failure: leak, ..Default::default() };
+        let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
+        let (gw, _) = protected(
+            vec![ServerEntry::new("s", ["s-0"]).with_tools(["echo"])],
+            BTreeMap::from([("s-0".into(), server.clone())]),
+            resilience,
+        );
+        for i in 0..6 {
+            server.control().set_error_rate((i % 2 == 1).then_some(1.0));
+            let _ = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
+        }
+        let snapshot = gw.in_flight_snapshot();
+        let expected = InFlightSnapshot { bulkhead_permits: if leak { 3 } else { 0 }, ..InFlightSnapshot::default() };
+        assert_eq!(snapshot, expected, "leak = {leak}");
+    }
+}
