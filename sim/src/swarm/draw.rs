@@ -71,15 +71,15 @@ pub fn fault_timeline(scenario: &Scenario, seed: u64) -> Result<Vec<Fault>, Draw
     let spec = scenario.swarm.clone().unwrap_or_default();
     let end = last_end(scenario, &spec)?;
     let mut rng = Seed::new(seed).fork("swarm").rng();
-    let kinds = spec.kinds();
+    let kinds: Vec<FaultKind> = spec.kinds().into_iter().filter(|k| !targets(scenario, *k).is_empty()).collect();
+    if kinds.is_empty() {
+        return Err(DrawError::NoKinds);
+    }
     let count = rng.random_range(1..=spec.max_faults.max(1));
     let mut faults: Vec<Fault> = Vec::new();
     for _ in 0..count {
         let kind = kinds[rng.random_range(0..kinds.len())];
         let targets = targets(scenario, kind);
-        if targets.is_empty() {
-            continue;
-        }
         let target = targets[rng.random_range(0..targets.len())].clone();
         let length =
             if kind.instant() { Duration::ZERO } else { between(&mut rng, spec.min_fault.0, spec.max_fault.0) };
@@ -91,9 +91,6 @@ pub fn fault_timeline(scenario: &Scenario, seed: u64) -> Result<Vec<Fault>, Draw
         if overlapping(&faults, &fault) < spec.max_at_once as usize {
             faults.push(fault);
         }
-    }
-    if faults.is_empty() {
-        return Err(DrawError::NoKinds);
     }
     faults.sort_by_key(|f| f.start.0);
     Ok(faults)
