@@ -316,6 +316,11 @@ impl Router {
 
     // ---- call path ----
 
+    /// How many servers are registered now.
+    pub fn server_count(&self) -> usize {
+        self.servers.len()
+    }
+
     /// Calls started and not yet finished or abandoned, over every replica: 0 when none is in flight.
     pub fn in_flight_total(&self) -> u64 {
         self.replicas.iter().map(|r| u64::from(r.passive.in_flight())).sum()

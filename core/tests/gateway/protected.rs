@@ -17,7 +17,7 @@ use mcpstorm_core::{SeededRng, TokioClock};
 use mcpstorm_fake::{FakeServer, FakeServerConfig};
 use serde_json::json;
 
-use super::{Pipes, fake, settle};
+use super::{Pipes, SharedPipes, fake, settle};
 
 /// `echo` (read-only, idempotent) and `write` (no annotations: not idempotent), failing with a JSON-RPC -32603 when
 /// the test injects errors.
@@ -382,5 +382,46 @@ async fn every_call_gives_back_what_it_took_unless_the_planted_leak_is_on() {
         let snapshot = gw.in_flight_snapshot();
         let expected = InFlightSnapshot { bulkhead_permits: if leak { 3 } else { 0 }, ..InFlightSnapshot::default() };
         assert_eq!(snapshot, expected, "leak = {leak}");
+    }
+}
+
+/// Clients sharing one in-flight limit: a hung server's pool may hold at most half of it, so the other server's calls
+/// still find slots and are answered, and the hung server's extra callers are declined instead of taking the rest.
+#[tokio::test(start_paused = true)]
+async fn a_hung_server_cannot_hold_every_shared_slot() {
+    use mcpstorm_core::resilience::{BulkheadConfig, InFlightLimit};
+    let hung = fake(failing_config());
+    let bulkhead = BulkheadConfig { queue_wait: Duration::from_millis(50), ..Default::default() };
+    let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
+    let fakes = BTreeMap::from([("h-0".into(), hung.clone()), ("o-0".into(), fake(failing_config()))]);
+    let router = Router::new(
+        RouterConfig::default(),
+        FormulaSpec::RoundRobin.build(),
+        SeededRng::new(3),
+        tokio::time::Instant::now(),
+    );
+    let registry = Box::new(StaticRegistry::new(vec![
+        ServerEntry::new("hung", ["h-0"]).with_tools(["write"]),
+        ServerEntry::new("ok", ["o-0"]).with_tools(["echo"]),
+    ]));
+    let connector = Arc::new(SharedPipes(fakes, InFlightLimit::new(4)));
+    let config = GatewayConfig { resilience, ..GatewayConfig::default() };
+    let gw = Arc::new(Gateway::new(router, registry, connector, Arc::new(TokioClock::new(0)), config, SeededRng::new(1)));
+    gw.call(ToolCall::new("write", json!({}))).await.into_outcome().unwrap();
+    hung.control().set_hung(true);
+    let parked: Vec<_> = (0..4)
+        .map(|_| {
+            let gw = gw.clone();
+            tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await })
+        })
+        .collect();
+    settle().await;
+    assert_eq!(gw.bulkheads(), vec![("h-0".to_owned(), 2, 2)], "half of the four shared slots");
+    for i in 0..3 {
+        let r = gw.call(ToolCall::new("echo", json!({"message": format!("m{i}")}))).await;
+        assert_eq!(r.into_outcome().unwrap().joined_text(), format!("m{i}"));
+    }
+    for p in parked {
+        p.abort();
     }
 }

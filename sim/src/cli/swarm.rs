@@ -70,13 +70,15 @@ struct Outcome {
 pub fn run(args: SwarmArgs) -> Result<(), Failure> {
     let bad = |e: &dyn std::fmt::Display| Failure::BadInput(e.to_string());
     let limits = scenario::Limits::allowing_large(args.allow_large);
-    // A swarm replaces the scenario's faults (and ignores its sweep): dropped before the user's overrides, so that
-    // `--set duration=...` may shorten a run its own faults would not fit in.
-    let sets: Vec<String> = if args.replay {
-        args.sets.clone()
-    } else {
-        ["faults=[]".to_owned()].into_iter().chain(args.sets.iter().cloned()).collect()
+    // A swarm replaces the scenario's faults (and ignores its sweep): they are dropped before the user's overrides,
+    // so that `--set duration=...` may shorten a run its own faults would not fit in, and with them the checks that
+    // read fault windows. With `--checks` the scenario's checks are kept, and so are its faults until the draw.
+    let drop: &[&str] = match (args.replay, args.checks) {
+        (true, _) => &[],
+        (false, true) => &[],
+        (false, false) => &["faults=[]", "checks={}"],
     };
+    let sets: Vec<String> = drop.iter().map(|s| (*s).to_owned()).chain(args.sets.iter().cloned()).collect();
     let mut base = scenario::load_file_with(&args.scenario, &sets, &limits).map_err(|e| bad(&e))?;
     base.sweep = None;
     let options = Options { differential: !args.no_differential, checks: args.checks };
