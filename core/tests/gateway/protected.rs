@@ -173,6 +173,20 @@ async fn a_spent_budget_degrades_and_the_naive_gateway_just_fails() {
     assert!(r.degraded().is_none() && matches!(r.into_outcome(), Err(CallError::Protocol(_))));
 }
 
+/// Warms the connection to `hung` with one `write`, hangs it, and parks `n` more `write`s on it.
+async fn park_on_hung(gw: &Arc<Gateway>, hung: &FakeServer, n: usize) -> Vec<tokio::task::JoinHandle<Routed>> {
+    gw.call(ToolCall::new("write", json!({}))).await.into_outcome().unwrap();
+    hung.control().set_hung(true);
+    let parked = (0..n)
+        .map(|_| {
+            let gw = gw.clone();
+            tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await })
+        })
+        .collect();
+    settle().await;
+    parked
+}
+
 /// A hung server fills only its own bulkhead: its next callers get a degraded `bulkhead_full` after the queue wait,
 /// while calls to a healthy server are admitted and answered as if the hung one did not exist.
 #[tokio::test(start_paused = true)]
@@ -191,15 +205,7 @@ async fn a_hung_server_fills_only_its_own_bulkhead() {
     );
     let gw = Arc::new(gw);
     // Warm the hung server's connection, then hang it and park two calls on it: its whole quota.
-    gw.call(ToolCall::new("write", json!({}))).await.into_outcome().unwrap();
-    hung.control().set_hung(true);
-    let parked: Vec<_> = (0..2)
-        .map(|_| {
-            let gw = gw.clone();
-            tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await })
-        })
-        .collect();
-    settle().await;
+    let parked = park_on_hung(&gw, &hung, 2).await;
     assert!(hung.control().stats().received >= 3, "the parked calls never reached the hung server");
     let r = gw.call(ToolCall::new("write", json!({}))).await;
     assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BulkheadFull), "{r:?}");
@@ -406,16 +412,9 @@ async fn a_hung_server_cannot_hold_every_shared_slot() {
     ]));
     let connector = Arc::new(SharedPipes(fakes, InFlightLimit::new(4)));
     let config = GatewayConfig { resilience, ..GatewayConfig::default() };
-    let gw = Arc::new(Gateway::new(router, registry, connector, Arc::new(TokioClock::new(0)), config, SeededRng::new(1)));
-    gw.call(ToolCall::new("write", json!({}))).await.into_outcome().unwrap();
-    hung.control().set_hung(true);
-    let parked: Vec<_> = (0..4)
-        .map(|_| {
-            let gw = gw.clone();
-            tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await })
-        })
-        .collect();
-    settle().await;
+    let gw =
+        Arc::new(Gateway::new(router, registry, connector, Arc::new(TokioClock::new(0)), config, SeededRng::new(1)));
+    let parked = park_on_hung(&gw, &hung, 4).await;
     assert_eq!(gw.bulkheads(), vec![("h-0".to_owned(), 2, 2)], "half of the four shared slots");
     for i in 0..3 {
         let r = gw.call(ToolCall::new("echo", json!({"message": format!("m{i}")}))).await;

@@ -202,3 +202,127 @@ fn totals(run: &RunData, server: &str) -> ServerTotals {
 pub fn spec(scenario: &Scenario) -> SwarmSpec {
     scenario.swarm.clone().unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::run::{RunAudit, SecondRow};
+    use crate::scenario::{Dur, FaultKind};
+    use crate::swarm::draw::bare;
+
+    fn scenario(faults: &[(&str, u64, u64)]) -> Scenario {
+        let text = "name = \"t\"\nduration = \"12s\"\n[[servers]]\nname = \"a\"\nreplicas = 2\n[[servers.tools]]\n\
+                    name = \"x\"\n[[servers]]\nname = \"b\"\n[[servers.tools]]\nname = \"y\"\n[load]\nmode = \"open\"\n\
+                    rate = 10.0\n[[load.mix]]\nserver = \"a\"\ntool = \"x\"\n[swarm]\nrecovery_within = \"3s\"\n";
+        let mut s = crate::scenario::load_str(text, "t.toml", &[]).expect("valid");
+        for (target, start, len) in faults {
+            let (start, len) = (Duration::from_secs(*start), Duration::from_secs(*len));
+            s.faults.push(bare(FaultKind::ErrorBurst, (*target).to_owned(), start, len));
+        }
+        s.faults.iter_mut().for_each(|f| f.rate = Some(1.0));
+        s.duration = Dur(Duration::from_secs(12));
+        s
+    }
+
+    fn rows(ok_offered: &[(u64, u64)]) -> Vec<SecondRow> {
+        let row =
+            |(t, &(ok, offered)): (usize, &(u64, u64))| SecondRow { t: t as u64, ok, offered, ..Default::default() };
+        ok_offered.iter().enumerate().map(row).collect()
+    }
+
+    #[test]
+    fn recovery_is_judged_against_the_offered_load_over_three_seconds() {
+        let s = scenario(&[("a", 3, 2)]);
+        // Before: 90% served; fault 3-5; from 5 on, 3-second windows at 90% (a noisy second inside is fine).
+        let good = rows(&[
+            (0, 10),
+            (9, 10),
+            (18, 20),
+            (0, 10),
+            (0, 10),
+            (9, 10),
+            (4, 5),
+            (14, 15),
+            (9, 10),
+            (9, 10),
+            (9, 10),
+            (9, 10),
+        ]);
+        assert_eq!(recovery_s(&s, &good), Some(0.0));
+        // Only the last window recovers: 4 s after the fault, more than `recovery_within` (3 s).
+        let late = rows(&[
+            (0, 10),
+            (9, 10),
+            (9, 10),
+            (0, 10),
+            (0, 10),
+            (1, 10),
+            (1, 10),
+            (1, 10),
+            (1, 10),
+            (9, 10),
+            (9, 10),
+            (9, 10),
+        ]);
+        assert_eq!(recovery_s(&s, &late), Some(4.0));
+        let mut run = RunData { seconds: late, ..blank() };
+        run.totals.offered = 120;
+        assert_eq!(liveness(&s, &run)[0].invariant, "recovery");
+        // No fault window: nothing to judge.
+        assert_eq!(recovery_s(&scenario(&[]), &rows(&[(1, 1); 12])), None);
+    }
+
+    #[test]
+    fn differential_spares_servers_whose_every_replica_was_touched() {
+        let s = scenario(&[("a#0", 3, 2)]);
+        assert_eq!(touched_replicas(&s, "a", 2), BTreeSet::from([0]));
+        let with = |failed: u64, p99_ms: f64| {
+            let mut run = blank();
+            run.audit.servers.insert("a".into(), ServerTotals { calls: 1000, failed, p99_ms: 10.0 });
+            run.audit.servers.insert("b".into(), ServerTotals { calls: 1000, failed: 0, p99_ms });
+            run
+        };
+        // a: 30 allowed over naive's 10 (2% of 1000 + 5); b untouched: P99 ≤ 1.5 × 10 + 20 ms.
+        assert!(differential(&s, &with(35, 35.0), &with(10, 10.0)).is_empty());
+        let broken = differential(&s, &with(36, 35.1), &with(10, 10.0));
+        let names: Vec<&str> = broken.iter().map(|v| v.invariant.as_str()).collect();
+        assert_eq!(names, ["failures", "healthy_p99"]);
+        // Both replicas of `a` touched: its failures are not compared.
+        let whole = scenario(&[("a", 3, 2)]);
+        assert!(differential(&whole, &with(500, 10.0), &with(10, 10.0)).is_empty());
+    }
+
+    #[test]
+    fn safety_names_what_a_gateway_still_holds_and_a_drain_that_never_ended() {
+        let s = scenario(&[]);
+        let mut run = blank();
+        let held = mcpstorm_core::InFlightSnapshot { bulkhead_permits: 3, ..Default::default() };
+        run.audit.end = vec![Some(held), None, Some(Default::default())];
+        let v = safety(&s, &run);
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(v[0].detail.contains("3 bulkhead permits") && v[1].detail.contains("load host 1 never finished"));
+        run.totals.offered = 5;
+        run.totals.lost = 1;
+        assert_eq!(safety(&s, &run)[0].invariant, "lost");
+    }
+
+    fn blank() -> RunData {
+        RunData {
+            scenario: "t".into(),
+            description: String::new(),
+            seed: 1,
+            profile: "default".into(),
+            formula: String::new(),
+            sim_seconds: 0.0,
+            seconds: Vec::new(),
+            events: Vec::new(),
+            faults: Vec::new(),
+            totals: Default::default(),
+            checks: Vec::new(),
+            reproduce: String::new(),
+            audit: RunAudit::default(),
+        }
+    }
+}
