@@ -175,7 +175,7 @@ async fn a_spent_budget_degrades_and_the_naive_gateway_just_fails() {
 
 /// Warms the connection to `hung` with one `write`, hangs it, and parks `n` more `write`s on it.
 async fn park_on_hung(gw: &Arc<Gateway>, hung: &FakeServer, n: usize) -> Vec<tokio::task::JoinHandle<Routed>> {
-    gw.call(ToolCall::new("write", json!({}))).await.into_outcome().unwrap();
+    gw.call(ToolCall::new("write", json!({}))).await.into_outcome().expect("the warm-up call is answered");
     hung.control().set_hung(true);
     let parked = (0..n)
         .map(|_| {
