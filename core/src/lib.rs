@@ -45,8 +45,8 @@ pub use conn::{
 pub use credential::{AuthScheme, Credential, Secret};
 pub use error::{AuthError, CallError, ErrorClass, HttpError, LifecycleError, LocalError, TransportError};
 pub use gateway::{
-    Attempt, Connector, Degraded, Endpoint, Gateway, GatewayConfig, Last, ResilienceConfig, Routed, RouterVerdict,
-    ToolCall,
+    Attempt, Connector, Degraded, Endpoint, Gateway, GatewayConfig, InFlightSnapshot, Last, ResilienceConfig, Routed,
+    RouterVerdict, ToolCall,
 };
 pub use observe::{
     Anomaly, AnomalyLog, AnomalyReport, ConnId, Event, NoopObserver, Observer, RefetchReason, SessionEvent,

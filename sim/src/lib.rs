@@ -8,4 +8,5 @@ pub mod run;
 pub mod scenario;
 pub mod seed;
 pub mod shard;
+pub mod swarm;
 pub mod world;

@@ -169,6 +169,19 @@ impl McpClient {
         self.global.as_ref().map_or(self.config.connection.max_in_flight, InFlightLimit::max)
     }
 
+    /// Whether this client's in-flight cap is a limit shared with other clients ([`McpClient::with_global_limit`]).
+    pub fn shares_limit(&self) -> bool {
+        self.global.is_some()
+    }
+
+    /// Calls waiting for a response on the current connection, and slots of the client-wide in-flight limit held
+    /// now (both 0 when the client is idle): for audits that every call gave back what it took. Never waits: while a
+    /// connect holds the session, there is no connection to count.
+    pub fn in_flight_snapshot(&self) -> (usize, usize) {
+        let pending = self.live.try_lock().ok().and_then(|live| live.as_ref().map(|s| s.conn.pending())).unwrap_or(0);
+        (pending, self.global.as_ref().map_or(0, InFlightLimit::in_flight))
+    }
+
     /// Shares an era cache (keyed by server name) with other clients; by default each client has its own.
     pub fn with_era_cache(mut self, cache: EraCache) -> Self {
         self.eras = cache;

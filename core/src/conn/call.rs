@@ -216,7 +216,21 @@ async fn run(
             _ = sleep_until(phase_end.min(deadline)) => {}
         }
         let now = Instant::now();
+        // Nothing at all arrived on this connection since we sent: the stream may be dead (turmoil never
+        // retransmits a dropped segment; a middlebox that lost its state black-holes a real one). Probe it without
+        // making this caller wait for the verdict.
+        let last_rx = shared.last_rx.load(Ordering::Relaxed);
+        let heard_at = shared.epoch + Duration::from_nanos(last_rx);
+        let silent = progress_at.is_none() && (last_rx == 0 || heard_at < sent_at);
         if now >= deadline {
+            // Also when the caller's deadline ended the wait: with deadlines no longer than `first_response`, no
+            // call would ever reach the phase's end, a dead stream would never be probed, and every later call on
+            // it would time out for as long as the connection lived. The connection itself must have been silent
+            // for a whole `first_response` of its configuration (not the call's own, which a handshake's short
+            // probe sets), so a young connection is left alone.
+            if silent && now.saturating_duration_since(heard_at) >= config.first_response {
+                spawn_stall_probe(shared.clone(), now.saturating_duration_since(heard_at));
+            }
             return Err(guard.abandoned(LocalError::DeadlineExceeded.into()));
         }
         if now < phase_end {
@@ -225,10 +239,7 @@ async fn run(
         if progress_at.is_some() {
             return Err(guard.abandoned(LocalError::IdleTimeout(config.stream_idle).into()));
         }
-        // Nothing at all arrived on this connection since we sent: the stream may be dead (turmoil never
-        // retransmits a dropped segment). Probe it without making this caller wait for the verdict.
-        let last_rx = shared.last_rx.load(Ordering::Relaxed);
-        if last_rx == 0 || shared.epoch + Duration::from_nanos(last_rx) < sent_at {
+        if silent {
             spawn_stall_probe(shared.clone(), first);
         }
         return Err(guard.abandoned(LocalError::FirstResponseTimeout(first).into()));

@@ -222,6 +222,11 @@ impl Layers {
         }
     }
 
+    /// Bulkhead permits held right now, over every pool (0 when bulkheads are off).
+    pub fn permits_held(&self) -> usize {
+        self.bulkheads.as_ref().map_or(0, Bulkheads::permits_held)
+    }
+
     /// The bulkhead pools' (pool, in flight, limit), for observers.
     pub fn bulkheads(&self) -> Vec<(String, usize, usize)> {
         self.bulkheads.as_ref().map(Bulkheads::snapshot).unwrap_or_default()
@@ -244,7 +249,11 @@ impl Admitted {
         observer: &dyn Observer,
     ) -> Route {
         if let Some(p) = self.bulkhead {
-            p.finish(now, verdict.limiter_sample());
+            if verdict.replica_failed() && layers.bulkheads.as_ref().is_some_and(Bulkheads::leaks_on_replica_failure) {
+                p.leak();
+            } else {
+                p.finish(now, verdict.limiter_sample());
+            }
         }
         if let Some(p) = self.breaker {
             report(observer, &self.route, tool, p.record(now, verdict));

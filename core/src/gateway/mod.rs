@@ -107,6 +107,19 @@ pub struct Attempt {
 /// A replica endpoint's name (shared into every [`Attempt`]) and its client.
 pub type Endpoint = (Arc<str>, Arc<McpClient>);
 
+/// See [`Gateway::in_flight_snapshot`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InFlightSnapshot {
+    /// Bulkhead permits held, over every pool.
+    pub bulkhead_permits: usize,
+    /// Calls the router counts as in flight, over every replica.
+    pub routed: u64,
+    /// Requests waiting for a response, over every replica client's current connection.
+    pub pending: usize,
+    /// Slots of the clients' in-flight limits held (the largest over clients: they may share one limit).
+    pub client_slots: usize,
+}
+
 /// One routing decision: the replica, its server and endpoint, and what its server declared (for bulkhead caps).
 #[derive(Debug, Clone)]
 pub(crate) struct Route {
@@ -176,6 +189,23 @@ impl Gateway {
     /// server scope).
     pub fn bulkheads(&self) -> Vec<(String, usize, usize)> {
         self.layers.bulkheads()
+    }
+
+    /// What the gateway holds for calls in flight right now, each counter 0 when it is idle: a check, after the
+    /// traffic stops, that every call gave back what it took (a leak shows as a count that never returns to 0).
+    pub fn in_flight_snapshot(&self) -> InFlightSnapshot {
+        let clients: Vec<Arc<McpClient>> = {
+            let clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+            clients.values().map(|(_, c)| c.clone()).collect()
+        };
+        let (pending, client_slots) =
+            clients.iter().map(|c| c.in_flight_snapshot()).fold((0, 0), |(p, s), (cp, cs)| (p + cp, s.max(cs)));
+        InFlightSnapshot {
+            bulkhead_permits: self.layers.permits_held(),
+            routed: self.router().in_flight_total(),
+            pending,
+            client_slots,
+        }
     }
 
     /// Another gateway node reported the breaker of `(endpoint, tool)` open for `open_for`: this node's breaker

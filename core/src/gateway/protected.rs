@@ -297,8 +297,13 @@ impl Gateway {
     }
 
     /// The in-flight cap of the client that carries calls to `route`'s replica: a bulkhead's cap when nothing else
-    /// sets one.
+    /// sets one. When that cap is a limit the clients of several servers share, one replica's pool gets at most
+    /// half of it: the slots are shared even though the pools are not, and a server whose calls hang (a partition
+    /// that swallowed its requests, a hung process) would otherwise hold every slot, and the other servers' calls
+    /// would wait behind it until their own pools filled and they were declined.
     fn client_cap(&self, route: &Route) -> usize {
-        self.client(&route.server, &route.endpoint).1.in_flight_cap()
+        let client = self.client(&route.server, &route.endpoint).1;
+        let cap = client.in_flight_cap();
+        if client.shares_limit() && self.with_router(|r| r.server_count()) > 1 { (cap / 2).max(1) } else { cap }
     }
 }

@@ -50,6 +50,11 @@ pub struct BulkheadConfig {
     pub limiter: LimiterKind,
     pub queue_wait: Duration,
     pub scope: BulkheadScope,
+    /// A deliberate defect for testing the tests: when set, a permit whose call failed on the replica is never
+    /// given back, so the pool leaks a slot per failure. Off by default and unreachable from any configuration
+    /// file; only code that builds this struct can set it (the simulator's swarm tests prove they find it).
+    #[doc(hidden)]
+    pub leak_permit_on_replica_failure: bool,
 }
 
 impl Default for BulkheadConfig {
@@ -60,6 +65,7 @@ impl Default for BulkheadConfig {
             limiter: LimiterKind::Aimd(AimdConfig::from_ceiling()),
             queue_wait: Duration::from_secs(1),
             scope: BulkheadScope::Replica,
+            leak_permit_on_replica_failure: false,
         }
     }
 }
@@ -99,6 +105,17 @@ impl Bulkheads {
 
     pub fn queue_wait(&self) -> Duration {
         self.config.queue_wait
+    }
+
+    /// Whether the planted defect is on (see [`BulkheadConfig::leak_permit_on_replica_failure`]).
+    pub(crate) fn leaks_on_replica_failure(&self) -> bool {
+        self.config.leak_permit_on_replica_failure
+    }
+
+    /// Permits held right now, over every pool: 0 when no call is in flight.
+    pub fn permits_held(&self) -> usize {
+        let pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        pools.values().map(|p| p.in_flight()).sum()
     }
 
     /// The hard cap of a pool for `key`.

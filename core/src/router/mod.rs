@@ -316,6 +316,16 @@ impl Router {
 
     // ---- call path ----
 
+    /// How many servers are registered now.
+    pub fn server_count(&self) -> usize {
+        self.servers.len()
+    }
+
+    /// Calls started and not yet finished or abandoned, over every replica: 0 when none is in flight.
+    pub fn in_flight_total(&self) -> u64 {
+        self.replicas.iter().map(|r| u64::from(r.passive.in_flight())).sum()
+    }
+
     /// A call was sent to `id`.
     pub fn call_started(&mut self, id: ReplicaId) {
         if let Some(r) = self.replicas.get_mut(id.index()) {

@@ -155,6 +155,32 @@ async fn unanswered_call_times_out_in_first_response_phase_and_a_dead_stream_is_
     assert!(matches!(conn.closed(), Some(TransportError::Stalled(_))), "{:?}", conn.closed());
 }
 
+/// Callers' deadlines shorter than the first-response phase end every wait first: once the stream has said nothing
+/// for a whole phase, it is probed all the same, and closed when the probe goes unanswered (else every later call on
+/// a dead stream would time out for as long as the connection lived).
+#[tokio::test(start_paused = true)]
+async fn a_dead_stream_is_probed_when_the_deadline_ends_the_wait_first() {
+    let (conn, mut peer) = peer::connect(config(), 1 << 16);
+    let call = |secs: u64| {
+        let conn = conn.clone();
+        let opts = CallOptions { deadline: Some(Instant::now() + Duration::from_secs(secs)), ..CallOptions::default() };
+        tokio::spawn(async move { conn.request("tools/call", None, opts).await })
+    };
+    // 2 s of silence on a new connection: too short to suspect the stream (it may be a slow first answer).
+    let first = call(2);
+    peer.request().await;
+    assert_eq!(first.await.unwrap().unwrap_err(), CallError::Local(LocalError::DeadlineExceeded));
+    let _cancel = peer.notification().await;
+    // 4 s more: the stream has said nothing for 6 s, more than the 5 s first-response phase, when this one gives up.
+    let second = call(4);
+    assert_eq!(peer.request().await.method, "tools/call");
+    assert_eq!(second.await.unwrap().unwrap_err(), CallError::Local(LocalError::DeadlineExceeded));
+    let _cancel = peer.notification().await;
+    assert_eq!(peer.request().await.method, "ping");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(matches!(conn.closed(), Some(TransportError::Stalled(_))), "{:?}", conn.closed());
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_live_but_slow_server_is_not_declared_dead() {
     let (conn, mut peer) = peer::connect(config(), 1 << 16);

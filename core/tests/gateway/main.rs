@@ -24,14 +24,28 @@ struct Pipes(BTreeMap<String, FakeServer>);
 
 impl Connector for Pipes {
     fn connect(&self, _server: &str, endpoint: &str) -> Arc<McpClient> {
-        let mut config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
-        config.connect_timeout = Duration::from_millis(300);
-        let dialer: Arc<dyn Dialer> = match self.0.get(endpoint) {
-            Some(server) => Arc::new(PipeDialer(server.clone())),
-            None => Arc::new(Refused(endpoint.to_owned())),
-        };
-        Arc::new(McpClient::new(endpoint, dialer, config, SeededRng::new(0)))
+        Arc::new(pipe_client(&self.0, endpoint))
     }
+}
+
+/// [`Pipes`] whose clients share one in-flight limit, as one gateway process's clients may.
+#[derive(Debug)]
+struct SharedPipes(BTreeMap<String, FakeServer>, mcpstorm_core::resilience::InFlightLimit);
+
+impl Connector for SharedPipes {
+    fn connect(&self, _server: &str, endpoint: &str) -> Arc<McpClient> {
+        Arc::new(pipe_client(&self.0, endpoint).with_global_limit(self.1.clone()))
+    }
+}
+
+fn pipe_client(fakes: &BTreeMap<String, FakeServer>, endpoint: &str) -> McpClient {
+    let mut config = ClientConfig { lifecycle_retries: 0, ..ClientConfig::default() };
+    config.connect_timeout = Duration::from_millis(300);
+    let dialer: Arc<dyn Dialer> = match fakes.get(endpoint) {
+        Some(server) => Arc::new(PipeDialer(server.clone())),
+        None => Arc::new(Refused(endpoint.to_owned())),
+    };
+    McpClient::new(endpoint, dialer, config, SeededRng::new(0))
 }
 
 /// A dialer to an endpoint where nothing listens.

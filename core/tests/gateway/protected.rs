@@ -17,7 +17,7 @@ use mcpstorm_core::{SeededRng, TokioClock};
 use mcpstorm_fake::{FakeServer, FakeServerConfig};
 use serde_json::json;
 
-use super::{Pipes, fake, settle};
+use super::{Pipes, SharedPipes, fake, settle};
 
 /// `echo` (read-only, idempotent) and `write` (no annotations: not idempotent), failing with a JSON-RPC -32603 when
 /// the test injects errors.
@@ -173,6 +173,20 @@ async fn a_spent_budget_degrades_and_the_naive_gateway_just_fails() {
     assert!(r.degraded().is_none() && matches!(r.into_outcome(), Err(CallError::Protocol(_))));
 }
 
+/// Warms the connection to `hung` with one `write`, hangs it, and parks `n` more `write`s on it.
+async fn park_on_hung(gw: &Arc<Gateway>, hung: &FakeServer, n: usize) -> Vec<tokio::task::JoinHandle<Routed>> {
+    gw.call(ToolCall::new("write", json!({}))).await.into_outcome().expect("the warm-up call is answered");
+    hung.control().set_hung(true);
+    let parked = (0..n)
+        .map(|_| {
+            let gw = gw.clone();
+            tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await })
+        })
+        .collect();
+    settle().await;
+    parked
+}
+
 /// A hung server fills only its own bulkhead: its next callers get a degraded `bulkhead_full` after the queue wait,
 /// while calls to a healthy server are admitted and answered as if the hung one did not exist.
 #[tokio::test(start_paused = true)]
@@ -191,15 +205,7 @@ async fn a_hung_server_fills_only_its_own_bulkhead() {
     );
     let gw = Arc::new(gw);
     // Warm the hung server's connection, then hang it and park two calls on it: its whole quota.
-    gw.call(ToolCall::new("write", json!({}))).await.into_outcome().unwrap();
-    hung.control().set_hung(true);
-    let parked: Vec<_> = (0..2)
-        .map(|_| {
-            let gw = gw.clone();
-            tokio::spawn(async move { gw.call(ToolCall::new("write", json!({}))).await })
-        })
-        .collect();
-    settle().await;
+    let parked = park_on_hung(&gw, &hung, 2).await;
     assert!(hung.control().stats().received >= 3, "the parked calls never reached the hung server");
     let r = gw.call(ToolCall::new("write", json!({}))).await;
     assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BulkheadFull), "{r:?}");
@@ -358,4 +364,63 @@ async fn the_default_layers_do_not_throttle_a_healthy_server() {
     let cap = mcpstorm_core::ConnectionConfig::default().max_in_flight;
     assert_eq!(gw.bulkheads(), vec![("s-0".to_owned(), 0, cap)]);
     assert!(server.control().stats().received >= 120, "every call reached the server");
+}
+
+/// After the traffic stops, the gateway holds nothing: no bulkhead permit, no routed call, no pending request. The
+/// planted defect (a test-only switch) keeps a permit per failed call, and the snapshot shows it.
+#[tokio::test(start_paused = true)]
+async fn every_call_gives_back_what_it_took_unless_the_planted_leak_is_on() {
+    use mcpstorm_core::InFlightSnapshot;
+    use mcpstorm_core::resilience::BulkheadConfig;
+    for leak in [false, true] {
+        let server = fake(failing_config());
+        let bulkhead = BulkheadConfig { leak_permit_on_replica_failure: leak, ..Default::default() };
+        let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
+        let (gw, _) = protected(
+            vec![ServerEntry::new("s", ["s-0"]).with_tools(["echo"])],
+            BTreeMap::from([("s-0".into(), server.clone())]),
+            resilience,
+        );
+        for i in 0..6 {
+            server.control().set_error_rate((i % 2 == 1).then_some(1.0));
+            let _ = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
+        }
+        let snapshot = gw.in_flight_snapshot();
+        let expected = InFlightSnapshot { bulkhead_permits: if leak { 3 } else { 0 }, ..InFlightSnapshot::default() };
+        assert_eq!(snapshot, expected, "leak = {leak}");
+    }
+}
+
+/// Clients sharing one in-flight limit: a hung server's pool may hold at most half of it, so the other server's calls
+/// still find slots and are answered, and the hung server's extra callers are declined instead of taking the rest.
+#[tokio::test(start_paused = true)]
+async fn a_hung_server_cannot_hold_every_shared_slot() {
+    use mcpstorm_core::resilience::{BulkheadConfig, InFlightLimit};
+    let hung = fake(failing_config());
+    let bulkhead = BulkheadConfig { queue_wait: Duration::from_millis(50), ..Default::default() };
+    let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
+    let fakes = BTreeMap::from([("h-0".into(), hung.clone()), ("o-0".into(), fake(failing_config()))]);
+    let router = Router::new(
+        RouterConfig::default(),
+        FormulaSpec::RoundRobin.build(),
+        SeededRng::new(3),
+        tokio::time::Instant::now(),
+    );
+    let registry = Box::new(StaticRegistry::new(vec![
+        ServerEntry::new("hung", ["h-0"]).with_tools(["write"]),
+        ServerEntry::new("ok", ["o-0"]).with_tools(["echo"]),
+    ]));
+    let connector = Arc::new(SharedPipes(fakes, InFlightLimit::new(4)));
+    let config = GatewayConfig { resilience, ..GatewayConfig::default() };
+    let gw =
+        Arc::new(Gateway::new(router, registry, connector, Arc::new(TokioClock::new(0)), config, SeededRng::new(1)));
+    let parked = park_on_hung(&gw, &hung, 4).await;
+    assert_eq!(gw.bulkheads(), vec![("h-0".to_owned(), 2, 2)], "half of the four shared slots");
+    for i in 0..3 {
+        let r = gw.call(ToolCall::new("echo", json!({"message": format!("m{i}")}))).await;
+        assert_eq!(r.into_outcome().unwrap().joined_text(), format!("m{i}"));
+    }
+    for p in parked {
+        p.abort();
+    }
 }

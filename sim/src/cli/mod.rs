@@ -9,6 +9,7 @@ mod out;
 mod peer;
 mod serve_fake;
 mod sim;
+mod swarm;
 mod terminal;
 mod validate;
 
@@ -44,6 +45,9 @@ pub enum Command {
     /// Combine the shards of a comparison (`compare --shard K/N` on several machines) into the report an unsharded
     /// run writes.
     Merge(merge::MergeArgs),
+    /// Draw a fault timeline per seed over a scenario's servers, check safety, liveness and differential invariants,
+    /// and shrink every failure into a scenario that replays it.
+    Swarm(swarm::SwarmArgs),
     /// Run a scripted fake MCP server on loopback TCP.
     ServeFake(ServeFakeArgs),
     /// Check a scenario file (with any --set overrides) without running it.
@@ -80,6 +84,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Sim(args) => sim::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Swarm(args) => swarm::run(args),
         Command::Tools(args) => live(peer::tools(args)),
         Command::Call(args) => live(peer::call(args)),
         Command::Diagnose(args) => live(diagnose::run(args)),

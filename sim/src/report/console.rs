@@ -145,6 +145,7 @@ mod tests {
             totals: Totals { amplification_during_fault: 1.0, ..totals },
             checks: Vec::new(),
             reproduce: "mcpstorm sim s.toml".into(),
+            audit: Default::default(),
         };
         let wall = WallClock { wall: Duration::from_secs(1), sim: Duration::from_secs(10) };
         let text = console_summary(&run, &wall, Path::new("out"));

@@ -6,9 +6,11 @@
 //! [`WallClock`], which goes to the console and `summary.md`, never to CSV or JSON. What a run holds in memory while
 //! it is recorded is in [`memory`]; its call history is not kept but handed to a [`CallSink`] as it happens.
 
+pub mod audit;
 pub mod calls;
 pub mod memory;
 
+pub use audit::{RunAudit, ServerTotals};
 pub use calls::{CallSink, CallSinkError};
 
 use std::collections::BTreeMap;
@@ -198,6 +200,9 @@ pub struct RunData {
     pub checks: Vec<CheckResult>,
     /// The exact command that reproduces this run.
     pub reproduce: String,
+    /// What the swarm's invariants read; written nowhere.
+    #[serde(skip)]
+    pub audit: RunAudit,
 }
 
 impl RunData {

@@ -79,7 +79,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 const GIB: f64 = 1024.0 * MIB;
 
 /// The process before any host: binaries, runtimes, the report's fonts and plots (a `smoke` run peaks at 36 MB).
-const PROCESS_BYTES: f64 = 48.0 * MIB;
+pub(crate) const PROCESS_BYTES: f64 = 48.0 * MIB;
 /// One turmoil host: its runtime and listener.
 const HOST_BYTES: f64 = 256.0 * KIB;
 /// One load host's client of one replica: a connection with two 64 KiB TCP buffers, session, router statistics and
@@ -87,7 +87,7 @@ const HOST_BYTES: f64 = 256.0 * KIB;
 const PAIR_BYTES: f64 = 512.0 * KIB;
 /// One logical call in flight: its task, arguments, pending requests and the recorder's share (measured: about
 /// 11 KB at retry_storm's peak of 5,000 attempts in flight).
-const CALL_BYTES: f64 = 16.0 * KIB;
+pub(crate) const CALL_BYTES: f64 = 16.0 * KIB;
 /// One row of `calls.csv` on disk (measured: 160 to 190 bytes, more with an output hash).
 const ROW_BYTES: f64 = 190.0;
 const KIB: f64 = 1024.0;

@@ -79,6 +79,12 @@ pub struct GatewaySpec {
     pub requirements: Vec<RequirementRule>,
     #[serde(default)]
     pub router: RouterSpec,
+    /// The core's planted defect (a bulkhead permit leaked per replica failure), for proving that the swarm finds
+    /// and shrinks a real leak. Never read from or written to a file: only code can set it.
+    #[doc(hidden)]
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub planted_leak: bool,
 }
 
 impl GatewaySpec {

@@ -4,7 +4,7 @@
 //!
 //! Map: `model` (the top table, `[network]`, `[report]`, `[sweep]`; defaults in their doc tables) · `units` (`Dur`,
 //! `SignedDur`) · `gateway` · `servers` · `workload` (`[load]`, `[agent]`) · `client` · `faults` · `checks` ·
-//! `layers` (the gateway's resilience tables) · `target` (what a fault's `target` names) · `load` (the pipeline) ·
+//! `layers` (the gateway's resilience tables) · `swarm` (`[swarm]`) · `target` (what a fault's `target` names) · `load` (the pipeline) ·
 //! `doc` (the spanned TOML tree: spans to key paths and back) · `path` (key paths) · `overrides` (`--set`, sweeps) ·
 //! `validate` (semantic rules) · `ranges` (every duration's and count's bounds) · `cost` (a run's estimated cost and
 //! its limits) · `error` (what the CLI prints) · `schema`.
@@ -25,6 +25,7 @@ pub mod placement;
 pub mod ranges;
 pub mod schema;
 mod servers;
+pub mod swarm;
 mod target;
 mod units;
 mod validate;
@@ -46,6 +47,7 @@ pub use model::{CALLS_SAMPLE_EVERY, CallsMode, HostsMode, Network, ReportSpec, S
 pub use overrides::{expand_sweep, label as sweep_label};
 pub use placement::{Placement, load_host, server_host};
 pub use servers::{HealthCheckSpec, ServerSpec};
+pub use swarm::SwarmSpec;
 pub use target::{GATEWAY, GOSSIP, resolve_target};
 pub use units::{Dur, SignedDur};
 pub use validate::{MAX_RETRIES, validate};

@@ -18,6 +18,7 @@ use super::faults::Fault;
 use super::gateway::GatewaySpec;
 use super::ranges;
 use super::servers::ServerSpec;
+use super::swarm::SwarmSpec;
 use super::units::Dur;
 use super::workload::{Agent, Load};
 
@@ -69,6 +70,9 @@ pub struct Scenario {
     pub gateway: GatewaySpec,
     #[serde(default)]
     pub report: ReportSpec,
+    /// How `mcpstorm swarm` draws this scenario's faults and judges its runs (see [`SwarmSpec`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swarm: Option<SwarmSpec>,
 }
 
 /// What the report adds to the run.

@@ -21,6 +21,7 @@
 //! | `faults[].multiplier`                             | 1 to [`MAX_MULTIPLIER`] (1,000)          | a latency × it stays a duration |
 //! | `servers[].latency_p95_ms`, `servers[].cache_ttl_ms` | up to 7 days in ms                    | durations written as milliseconds |
 //! | `servers[].tools[].progress_ms`, `latency.*_ms`, `latency.default_steps` | up to one day in ms ([`MAX_LATENCY`](mcpstorm_fake::MAX_LATENCY)), 1,000,000 steps | the fake server clamps every latency there (checked by the fake server's own validation) |
+//! | `swarm.max_faults`, `swarm.max_at_once`          | up to [`MAX_SWARM_FAULTS`] (20)          | each fault is a window to shrink; `swarm.error_slack_calls` up to [`MAX_CALLS`] |
 //! | `sweep.values`                                    | 1 to [`MAX_SWEEP_VALUES`] (100) values   | one run each |
 //!
 //! [`durations`] and [`counts`] list every such key of a scenario with its value and bound: validation checks them,
@@ -56,6 +57,8 @@ pub const MAX_THRESHOLD: u64 = 10_000;
 pub const MAX_ATTEMPTS: u64 = 100;
 /// Largest latency multiplier of a fault.
 pub const MAX_MULTIPLIER: f64 = 1_000.0;
+/// Most faults a swarm draws per seed.
+pub const MAX_SWARM_FAULTS: u64 = 20;
 /// Most sweep values.
 pub const MAX_SWEEP_VALUES: u64 = 100;
 
@@ -168,6 +171,11 @@ pub fn durations(s: &Scenario) -> Vec<DurationKey> {
         }
     }
     gateway_durations(s, &mut add);
+    if let Some(swarm) = &s.swarm {
+        for (key, d) in swarm.durations() {
+            add(format!("swarm.{key}"), d.0, Upper::Week);
+        }
+    }
     out
 }
 
@@ -263,6 +271,12 @@ pub fn counts(s: &Scenario) -> Vec<CountKey> {
     gateway_counts(s, &mut add);
     if let Some(sweep) = &s.sweep {
         add("sweep.values".into(), sweep.values.len() as f64, MAX_SWEEP_VALUES as f64);
+    }
+    if let Some(swarm) = &s.swarm {
+        add("swarm.max_faults".into(), f64::from(swarm.max_faults), MAX_SWARM_FAULTS as f64);
+        add("swarm.max_at_once".into(), f64::from(swarm.max_at_once), MAX_SWARM_FAULTS as f64);
+        add("swarm.error_slack_calls".into(), swarm.error_slack_calls as f64, MAX_CALLS as f64);
+        add("swarm.max_multiplier".into(), swarm.max_multiplier, MAX_MULTIPLIER);
     }
     out
 }

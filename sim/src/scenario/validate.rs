@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::path::KeyPath;
 use super::ranges::{self, MIN_TICK, Upper};
 use super::target::{GATEWAY, GOSSIP, names, resolve_target};
-use super::{DriftKind, Fault, FaultKind, LoadMode, Scenario, ServerSpec};
+use super::{DriftKind, Fault, FaultKind, LoadMode, Scenario, ServerSpec, SwarmSpec};
 use mcpstorm_core::router::FormulaSpec;
 use mcpstorm_fake::{ConfigError, DEFAULT_MAX_IN_FLIGHT, FakeServerConfig, Transport};
 
@@ -82,6 +82,9 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
     check_checks_and_sweep(&mut c, s);
     check_routing(&mut c, s);
     check_ranges(&mut c, s);
+    for (path, message) in s.swarm.as_ref().map(SwarmSpec::problems).unwrap_or_default() {
+        c.fail(path, message);
+    }
     c.issues
 }
 

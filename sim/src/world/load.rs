@@ -170,13 +170,16 @@ impl Host {
         let formula: FormulaSpec =
             gateway.formula.parse().map_err(|e| format!("gateway.formula {:?}: {e}", &*gateway.formula))?;
         let router = Router::new(gateway.router.to_core(), formula.build(), router_rng, Instant::now());
-        let config = GatewayConfig {
+        let mut config = GatewayConfig {
             refresh_every: gateway.router.refresh_every.0,
             requirement_rules: rules(scenario),
             // The agent's deadline for a call covers all the gateway's attempts of it.
             call_deadline: spec.deadline.0,
             resilience: gateway.layers().to_core(),
         };
+        if let Some(bulkhead) = config.resilience.bulkhead.as_mut() {
+            bulkhead.leak_permit_on_replica_failure = gateway.planted_leak;
+        }
         let observer = GatewayObserver { recorder: plan.recorder.clone(), host: host.to_owned(), outbox };
         let (registry, connector) = (Box::new(registry(scenario)), Arc::new(connector));
         let gateway = Gateway::new(router, registry, connector, Arc::new(clock.clone()), config, layers_rng)
@@ -289,6 +292,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
     if let Some(g) = gossiping {
         let _ = g.await;
     }
+    plan.recorder.gateway_ended(host_index, clients.gateway.in_flight_snapshot());
     clients.gateway.close().await;
     Ok(())
 }
@@ -422,6 +426,8 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     }
     let now = LoadPlan::now();
     recorder.logical_done(now, now.saturating_sub(intended), outcome, served_by);
+    let server = plan.scenario.load.mix[target.entry].server.as_deref().or(served_by);
+    recorder.server_call(server, now.saturating_sub(intended), outcome == Outcome::Ok);
 }
 
 #[cfg(test)]

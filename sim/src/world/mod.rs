@@ -10,6 +10,7 @@
 //! host's is the gateway's, and `clock_skew` faults move them apart. Monotonic time stays turmoil's, shared by all.
 
 mod agent;
+mod audit;
 mod call_log;
 mod clock;
 mod faults;
@@ -166,6 +167,7 @@ pub fn run(
     totals.recovery_s = phases.recovery_s(&seconds, scenario.duration.0.min(finished_at));
     recorder.finish_calls().map_err(SimError::Calls)?;
     let checks = evaluate_checks(scenario, &totals);
+    let audit = recorder.audit(&seconds);
     let run = RunData {
         scenario: scenario.name.clone(),
         description: scenario.description.clone(),
@@ -179,6 +181,7 @@ pub fn run(
         totals,
         checks,
         reproduce,
+        audit,
     };
     #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
     let wall = wall_start.elapsed();

@@ -19,6 +19,7 @@ use mcpstorm_core::resilience::{BreakerState, BreakerTransition, DegradedReason,
 use mcpstorm_core::session::is_session_not_found;
 use mcpstorm_core::{CallError, Event, Observer, SessionEvent};
 
+use super::audit::AuditLog;
 use super::call_log::CallLog;
 use super::phases::Phases;
 use crate::run::memory::{SecondBucket, latency_histogram};
@@ -92,6 +93,7 @@ struct Inner {
     /// Load hosts (gateways) in the run, and the breaker incident under way per (replica, tool).
     gateways: usize,
     incidents: BTreeMap<(String, String), usize>,
+    audit: AuditLog,
 }
 
 #[derive(Debug, Clone)]
@@ -124,6 +126,7 @@ impl Default for Recorder {
                 open_breakers: BTreeSet::new(),
                 gateways: 1,
                 incidents: BTreeMap::new(),
+                audit: AuditLog::default(),
             })),
         }
     }
@@ -202,7 +205,24 @@ impl Recorder {
 
     /// How many gateways (load hosts) the run has: an incident converges when all of them have the breaker open.
     pub fn set_gateways(&self, n: usize) {
-        self.lock().gateways = n.max(1);
+        let mut inner = self.lock();
+        inner.gateways = n.max(1);
+        inner.audit.set_hosts(n);
+    }
+
+    /// A logical call for `server` (see [`RunAudit::servers`](crate::run::RunAudit)) ended, ok or not.
+    pub fn server_call(&self, server: Option<&str>, latency: Duration, ok: bool) {
+        self.lock().audit.call(server, latency, ok);
+    }
+
+    /// Load host `host`'s gateway after its drain: what it still holds.
+    pub fn gateway_ended(&self, host: usize, snapshot: mcpstorm_core::InFlightSnapshot) {
+        self.lock().audit.ended(host, snapshot);
+    }
+
+    /// The run's audit (after [`Recorder::finish`]).
+    pub fn audit(&self, rows: &[SecondRow]) -> crate::run::RunAudit {
+        self.lock().audit.finish(rows.iter().map(|r| r.in_flight).max().unwrap_or(0))
     }
 
     /// Sets the fault windows the healthy-server latency is split by (before the run starts).
@@ -473,6 +493,8 @@ impl Observer for SimObserver {
                 let sent = now.saturating_sub(*latency);
                 self.recorder.stale_refusal(&self.host, &self.replica, sent, now);
             }
+            Event::UnknownResponseDropped { .. } => self.recorder.lock().audit.dropped_response(true),
+            Event::LateResponseDropped { .. } => self.recorder.lock().audit.dropped_response(false),
             Event::SchemaRefetched { server, reason } => {
                 self.recorder.event(
                     now,

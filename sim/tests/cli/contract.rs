@@ -349,3 +349,28 @@ fn a_failure_is_one_line() {
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr, "mcpstorm: stdio sh: transport error: peer closed the connection\n");
 }
+
+/// `swarm`: 2 for a run too short to judge recovery; 1 when an invariant breaks (here the scenario's own checks,
+/// asked for with `--checks`), with the failure shrunk into a scenario whose `--replay` exits 1 too.
+#[test]
+fn swarm_exits_2_on_bad_input_and_1_on_a_broken_invariant_that_replays() {
+    let o = mcpstorm(&["swarm", "scenarios/smoke.toml", "--seeds", "1", "--out", &scratch("swarm-short")]);
+    assert_eq!(o.status.code(), Some(2), "{}", crate::common::text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("too short to swarm"), "{}", crate::common::text(&o));
+
+    let out = scratch("swarm-fail");
+    // Short and light: 12 s leaves the warm-up, a fault and 5 s + 3 s to judge recovery.
+    let short = ["--set", "duration=12s", "--set", "swarm.recovery_within=\"5s\"", "--set", "load.sessions=4"];
+    let args = [&short[..], &["--seeds", "1", "--set", "checks.p99_ms=0.001", "--checks"]].concat();
+    let o = mcpstorm(
+        &[&["swarm", "scenarios/smoke.toml", "--out", &out, "--shrink-runs", "1", "--no-differential"][..], &args]
+            .concat(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", crate::common::text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("checks: p99_ms"), "{}", crate::common::text(&o));
+    let failure = PathBuf::from(&out).join("failures").join("1-checks.toml");
+    let text = std::fs::read_to_string(&failure).expect("the shrunk failure");
+    assert!(text.starts_with("# swarm failure: invariant `checks` broken on seed 1"), "{text}");
+    let replay = mcpstorm(&["swarm", &failure.to_string_lossy(), "--replay", "--checks", "--no-differential"]);
+    assert_eq!(replay.status.code(), Some(1), "{}", crate::common::text(&replay));
+}

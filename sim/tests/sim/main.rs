@@ -1,6 +1,6 @@
 //! The simulator through the real `mcpstorm sim` and `mcpstorm compare` commands, and its report writers:
 //! byte-identical runs (`determinism`), the call history (`calls`), paired comparisons (`compare`), gateway profiles
-//! (`profiles`), resilience (`resilience`), routing (`routing`) and the report files (`report`).
+//! (`profiles`), resilience (`resilience`), routing (`routing`), the report files (`report`) and swarm testing (`swarm`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -13,3 +13,4 @@ mod profiles;
 mod report;
 mod resilience;
 mod routing;
+mod swarm;

@@ -118,6 +118,7 @@ fn storm_run() -> RunData {
             CheckResult { name: "lost".into(), limit: 0.0, actual: 0.0, passed: true },
         ],
         reproduce: "mcpstorm sim scenarios/retry_storm.toml --seed 42".into(),
+        audit: Default::default(),
     }
 }
 
@@ -353,6 +354,7 @@ fn quiet_run(seconds: Vec<SecondRow>) -> RunData {
         totals: Totals::default(),
         checks: vec![],
         reproduce: "mcpstorm sim scenarios/edge.toml --seed 7".into(),
+        audit: Default::default(),
     }
 }
 

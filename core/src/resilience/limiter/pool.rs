@@ -134,6 +134,12 @@ impl LimitPermit {
             pool.release(sample);
         }
     }
+
+    /// Drops the permit without giving its slot back: the planted defect of
+    /// [`BulkheadConfig::leak_permit_on_replica_failure`](crate::resilience::BulkheadConfig), nothing else.
+    pub(crate) fn leak(mut self) {
+        self.pool = None;
+    }
 }
 
 impl Drop for LimitPermit {

@@ -204,6 +204,7 @@ impl BulkheadSpec {
                 ScopeName::Replica => BulkheadScope::Replica,
                 ScopeName::Server => BulkheadScope::Server,
             },
+            leak_permit_on_replica_failure: false,
         }
     }
 

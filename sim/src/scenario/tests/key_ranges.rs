@@ -128,6 +128,17 @@ initial = 8
 min = 1
 max = 16
 timeout = "5s"
+
+[swarm]
+max_faults = 3
+max_at_once = 2
+warmup = "1s"
+min_fault = "1s"
+max_fault = "2s"
+max_extra = "100ms"
+recovery_within = "5s"
+error_slack_calls = 5
+p99_slack = "20ms"
 "#;
 
 /// The patterns the schema gives durations and signed durations (see `Dur` and `SignedDur`).

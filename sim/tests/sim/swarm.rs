@@ -1,0 +1,97 @@
+//! Swarm testing: the planted defect is found and shrunk, and the example property test users copy.
+
+use mcpstorm_sim::scenario::{Scenario, SwarmSpec, load_str};
+use mcpstorm_sim::swarm::shrink::shrink;
+use mcpstorm_sim::swarm::strategy::fault_timeline;
+use mcpstorm_sim::swarm::{Options, check, invariants, run_seed};
+use proptest::prelude::*;
+
+/// Small and short: two servers (one with two replicas), 40 calls/s for 14 s; faults between 2 s and 7 s, 4 s left
+/// for recovery.
+fn small() -> Scenario {
+    let text = r#"
+name = "swarm_small"
+duration = "14s"
+[[servers]]
+name = "api"
+replicas = 2
+[[servers.tools]]
+name = "get"
+annotations = { readOnlyHint = true, idempotentHint = true }
+latency = { dist = "fixed", ms = 5 }
+error_kind = "jsonrpc"
+[[servers]]
+name = "db"
+[[servers.tools]]
+name = "query"
+latency = { dist = "fixed", ms = 5 }
+[load]
+mode = "open"
+rate = 40.0
+[[load.mix]]
+server = "api"
+tool = "get"
+[[load.mix]]
+server = "db"
+tool = "query"
+[swarm]
+warmup = "2s"
+min_fault = "500ms"
+max_fault = "3s"
+recovery_within = "4s"
+"#;
+    load_str(text, "swarm_small.toml", &[]).expect("valid scenario")
+}
+
+/// The core's planted defect (a bulkhead permit kept per failed call, settable only from code) breaks the `leaked`
+/// invariant on some seed of the first few, and shrinking keeps that invariant while cutting the timeline to at
+/// most two faults; shrinking the same failure again gives the same scenario.
+#[test]
+fn the_planted_leak_is_found_and_shrunk() {
+    let mut scenario = small();
+    scenario.gateway.planted_leak = true;
+    scenario.swarm =
+        Some(SwarmSpec { kinds: vec![mcpstorm_sim::scenario::FaultKind::ErrorBurst], ..small().swarm.unwrap() });
+    let options = Options { differential: false, checks: false };
+    let found = (1..=5)
+        .map(|seed| check(&mcpstorm_sim::swarm::case(&scenario, seed).expect("room to draw"), options))
+        .find(|run| run.violations.iter().any(|v| v.invariant == "leaked"))
+        .expect("some seed finds the leak");
+    let violation = found.violations.iter().find(|v| v.invariant == "leaked").unwrap().clone();
+    assert!(violation.detail.contains("bulkhead permits"), "{violation:?}");
+    let shrunk = shrink(&found.scenario, &violation, options, 25);
+    assert_eq!(shrunk.violation.invariant, "leaked");
+    assert!(shrunk.scenario.faults.len() <= 2, "{:?}", shrunk.scenario.faults);
+    assert!(shrunk.runs > 0 && shrunk.scenario.duration.0 <= found.scenario.duration.0);
+    let again = shrink(&found.scenario, &violation, options, 25);
+    assert_eq!((again.scenario, again.runs), (shrunk.scenario.clone(), shrunk.runs), "shrinking is deterministic");
+    // Without the defect, the shrunk timeline holds every safety invariant.
+    let mut fixed = shrunk.scenario;
+    fixed.gateway.planted_leak = false;
+    let run = check(&fixed, options);
+    assert!(invariants::safety(&fixed, run.run.as_ref().unwrap()).is_empty(), "{:?}", run.violations);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The example to copy: any fault timeline the strategy draws over the scenario's servers leaves the gateway
+    /// safe (every call one outcome, nothing leaked) and live (goodput back within `recovery_within`).
+    #[test]
+    fn any_fault_timeline_is_survived(faults in fault_timeline(&small(), small().swarm.unwrap())) {
+        let mut scenario = small();
+        scenario.faults = faults;
+        let run = check(&scenario, Options { differential: false, checks: false });
+        prop_assert!(run.passed(), "{:?} under {:?}", run.violations, scenario.faults);
+    }
+}
+
+/// `run_seed` draws the seed's timeline and runs both profiles: the baseline is there for the differential checks.
+#[test]
+fn run_seed_runs_the_naive_baseline_too() {
+    let run = run_seed(&small(), 3).expect("room to draw");
+    assert_eq!(run.simulations, 2);
+    assert_eq!(run.naive.as_ref().map(|n| n.profile.as_str()), Some("naive"));
+    assert_eq!(run.scenario.seed, 3);
+    assert!(!run.scenario.faults.is_empty());
+}
