@@ -10,6 +10,7 @@ use mcpstorm_core::router::FormulaSpec;
 
 use super::Failure;
 use super::out::outln;
+use super::seeds::{SeedRuns, with_sets};
 use crate::compare::partial::{Partial, PlanId};
 use crate::compare::{self, CompareData, METRICS, Plan, Variant};
 use crate::report;
@@ -32,39 +33,24 @@ pub struct CompareArgs {
     /// How many seeds each variant runs on, 1 to 10000.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
     pub seeds: u64,
-    /// The first seed (then +1, +2, ...). Default: the scenario's own seed.
-    #[arg(long)]
-    pub first_seed: Option<u64>,
     /// Override any key for every variant: --set duration=30s.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
     /// Report directory. Default: reports/<scenario>/compare-<key>-<values>-<n>seeds.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Runs at once, 1 to 256. Default: the number of cores.
-    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_JOBS))]
-    pub jobs: Option<usize>,
     /// Run even beyond the run-cost limits (calls, hosts, ticks, turmoil work, memory); the ranges of each key still
     /// apply.
     #[arg(long)]
     pub allow_large: bool,
-    /// Run only shard K of N (the seeds whose index i has i % N == K - 1, every variant of each) and write
-    /// `shard-K-of-N.json` into the report directory, for `mcpstorm merge`. Default: from JOB_COMPLETION_INDEX (a
-    /// Kubernetes Indexed Job's, from 0) when a shard count is given.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<Shard>,
-    /// The shard count N for a shard taken from JOB_COMPLETION_INDEX. Default: MCPSTORM_SHARD_COUNT.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub shard_count: Option<u32>,
+    #[command(flatten)]
+    pub runs: SeedRuns,
 }
 
 /// The most `--seeds`. Every run is planned (its scenario resolved) before any starts and keeps its per-second rows
 /// for the overlay plots, so memory grows with variants × seeds; and a confidence interval narrows only as 1/√n:
 /// 10,000 seeds make it 30 times narrower than 10 do, and take hours for the smallest scenario.
 const MAX_SEEDS: u64 = 10_000;
-
-/// The most `--jobs`: one thread and one simulated world each. More than the cores only adds memory.
-const MAX_JOBS: u64 = 256;
 
 /// The key and values being compared: `--vary`/`--values`, or `--formulas` with every name checked up front.
 fn varied(args: &CompareArgs) -> Result<(String, Vec<String>), Failure> {
@@ -87,24 +73,16 @@ const FORMULA_KEY: &str = "gateway.formula";
 pub fn run(args: CompareArgs) -> Result<(), Failure> {
     let bad = |e: &dyn std::fmt::Display| Failure::BadInput(e.to_string());
     let (key, values) = varied(&args)?;
-    let shard = Shard::resolve(args.shard, args.shard_count, |var| std::env::var(var).ok()).map_err(|e| bad(&e))?;
+    let shard = args.runs.shard()?;
     let limits = scenario::Limits::allowing_large(args.allow_large);
     let base = scenario::load_file_with(&args.scenario, &args.sets, &limits).map_err(|e| bad(&e))?;
-    let first = args.first_seed.unwrap_or(base.seed);
-    // Seeds run first, first + 1, ...: they must not pass the largest u64 (clap keeps `seeds` at 1 or more).
-    if first.checked_add(args.seeds - 1).is_none() {
-        return Err(Failure::BadInput(format!(
-            "--seeds {} from seed {first} run past the largest seed, {}: give a smaller --first-seed",
-            args.seeds,
-            u64::MAX
-        )));
-    }
+    let first = args.runs.first(base.seed, args.seeds)?;
     let seeds: Vec<u64> = (0..args.seeds).map(|i| first + i).collect();
     let variants = Variant::of_key(&key, &values);
     let plan = Plan::load(&args.scenario, &args.sets, variants, seeds, &limits).map_err(|e| bad(&e))?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&base.name, &key, &values, args.seeds));
     super::sim::check_out(&out)?;
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let jobs = args.runs.jobs();
 
     let reproduce = reproduce(&args, first);
     if let Some(shard) = shard {
@@ -183,10 +161,7 @@ fn reproduce(args: &CompareArgs, first: u64) -> String {
         Some(key) => format!("--vary {key} --values {}", args.values.join(",")),
         None => format!("--formulas '{}'", args.formulas.join(",")),
     };
-    let mut cmd =
+    let cmd =
         format!("mcpstorm compare {} {what} --seeds {} --first-seed {first}", args.scenario.display(), args.seeds);
-    for s in &args.sets {
-        cmd.push_str(&format!(" --set '{s}'"));
-    }
-    cmd
+    with_sets(cmd, &args.sets)
 }

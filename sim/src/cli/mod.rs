@@ -7,6 +7,7 @@ mod diagnose;
 mod merge;
 mod out;
 mod peer;
+mod seeds;
 mod serve_fake;
 mod sim;
 mod swarm;

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Failure;
 use super::out::outln;
+use super::seeds::{SeedRuns, with_sets};
 use crate::scenario::{self, Scenario};
 use crate::shard::Shard;
 use crate::swarm::shrink::{Shrunk, shrink};
@@ -23,25 +24,14 @@ pub struct SwarmArgs {
     /// How many seeds to draw and run, 1 to 100000.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub seeds: u64,
-    /// The first seed (then +1, +2, ...). Default: the scenario's own seed.
-    #[arg(long)]
-    pub first_seed: Option<u64>,
     /// Override any key: --set duration=40s.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
     /// Report directory (`swarm.md`, and `failures/<seed>-<invariant>.toml`). Default: reports/<scenario>/swarm.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Seeds run at once, 1 to 256. Default: the number of cores.
-    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=256))]
-    pub jobs: Option<usize>,
-    /// Run only shard K of N (the seeds whose index i has i % N == K - 1). Each shard writes its own report
-    /// directory; failures are files named by seed, so shards' directories combine by copying.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<Shard>,
-    /// The shard count N for a shard taken from JOB_COMPLETION_INDEX. Default: MCPSTORM_SHARD_COUNT.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub shard_count: Option<u32>,
+    #[command(flatten)]
+    pub runs: SeedRuns,
     /// Check the scenario's own `[checks]` too.
     #[arg(long)]
     pub checks: bool,
@@ -85,18 +75,15 @@ pub fn run(args: SwarmArgs) -> Result<(), Failure> {
     if args.replay {
         return replay(&base, options);
     }
-    let shard = Shard::resolve(args.shard, args.shard_count, |v| std::env::var(v).ok()).map_err(|e| bad(&e))?;
-    let first = args.first_seed.unwrap_or(base.seed);
-    if first.checked_add(args.seeds - 1).is_none() {
-        return Err(Failure::BadInput(format!("--seeds {} from seed {first} run past the largest seed", args.seeds)));
-    }
+    let shard = args.runs.shard()?;
+    let first = args.runs.first(base.seed, args.seeds)?;
     let shard = shard.unwrap_or(Shard::WHOLE);
     let seeds: Vec<u64> = (0..args.seeds).filter(|i| shard.takes(*i as usize)).map(|i| first + i).collect();
     // Every seed's draw first: a scenario too short for its bounds is bad input, found before anything runs.
     let cases = seeds.iter().map(|s| swarm::case(&base, *s)).collect::<Result<Vec<_>, _>>().map_err(|e| bad(&e))?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&base.name).join("swarm"));
     super::sim::check_out(&out)?;
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let jobs = args.runs.jobs();
 
     let bar = progress(cases.len());
     let failures = AtomicUsize::new(0);
@@ -226,10 +213,10 @@ fn progress(seeds: usize) -> ProgressBar {
 }
 
 fn reproduce(args: &SwarmArgs, first: u64) -> String {
-    let mut cmd = format!("mcpstorm swarm {} --seeds {} --first-seed {first}", args.scenario.display(), args.seeds);
-    for s in &args.sets {
-        cmd.push_str(&format!(" --set '{s}'"));
-    }
+    let mut cmd = with_sets(
+        format!("mcpstorm swarm {} --seeds {} --first-seed {first}", args.scenario.display(), args.seeds),
+        &args.sets,
+    );
     if args.checks {
         cmd.push_str(" --checks");
     }

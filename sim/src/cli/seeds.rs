@@ -1,0 +1,62 @@
+//! What every multi-seed command (`compare`, `swarm`) takes besides its own options: the first seed, how many runs
+//! at once, and which shard of the seeds to run; and what it does with them, in one place.
+
+use clap::Args;
+
+use super::Failure;
+use crate::shard::Shard;
+
+/// The most `--jobs`: one thread and one simulated world each. More than the cores only adds memory.
+const MAX_JOBS: u64 = 256;
+
+#[derive(Debug, Args)]
+pub struct SeedRuns {
+    /// The first seed (then +1, +2, ...). Default: the scenario's own seed.
+    #[arg(long)]
+    pub first_seed: Option<u64>,
+    /// Runs at once, 1 to 256. Default: the number of cores.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_JOBS))]
+    pub jobs: Option<usize>,
+    /// Run only shard K of N: the seeds whose index i has i % N == K - 1. Default: from JOB_COMPLETION_INDEX (a
+    /// Kubernetes Indexed Job's, from 0) when a shard count is given. `compare` writes `shard-K-of-N.json` for
+    /// `mcpstorm merge`; `swarm` shards' report directories combine by copying.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+    /// The shard count N for a shard taken from JOB_COMPLETION_INDEX. Default: MCPSTORM_SHARD_COUNT.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub shard_count: Option<u32>,
+}
+
+impl SeedRuns {
+    /// The shard to run, from the flags or the environment (`None`: every seed).
+    pub fn shard(&self) -> Result<Option<Shard>, Failure> {
+        Shard::resolve(self.shard, self.shard_count, |var| std::env::var(var).ok())
+            .map_err(|e| Failure::BadInput(e.to_string()))
+    }
+
+    /// The first of `count` seeds (the scenario's own seed unless `--first-seed`); the seeds run first, first + 1,
+    /// ..., so they must not pass the largest u64 (clap keeps `count` at 1 or more).
+    pub fn first(&self, scenario_seed: u64, count: u64) -> Result<u64, Failure> {
+        let first = self.first_seed.unwrap_or(scenario_seed);
+        match first.checked_add(count.saturating_sub(1)) {
+            Some(_) => Ok(first),
+            None => Err(Failure::BadInput(format!(
+                "--seeds {count} from seed {first} run past the largest seed, {}: give a smaller --first-seed",
+                u64::MAX
+            ))),
+        }
+    }
+
+    /// Runs at once: `--jobs`, or the number of cores.
+    pub fn jobs(&self) -> usize {
+        self.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+}
+
+/// `cmd` with each `--set` appended, quoted, as a reproduce line shows them.
+pub fn with_sets(mut cmd: String, sets: &[String]) -> String {
+    for s in sets {
+        cmd.push_str(&format!(" --set '{s}'"));
+    }
+    cmd
+}
