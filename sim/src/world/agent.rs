@@ -14,6 +14,7 @@
 //! "tries again differently": it rephrases its first string argument (or adds a `retry_note` when it has none), so a
 //! result cache or an idempotency key derived from the arguments never recognises the retry.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use mcpstorm_core::CallError;
@@ -23,6 +24,27 @@ use mcpstorm_core::resilience::Backoff;
 use serde_json::{Value, json};
 
 use crate::scenario::{Agent, RetryMode};
+use crate::seed::Seed;
+
+/// A logical call's own random stream (the polite backoff's jitter), fixed by the run's seed and the call's intended
+/// start. Made on first draw: only `polite` agents draw, and making a stream for every call cost more than the rest
+/// of the agent.
+#[derive(Debug)]
+pub struct AgentRng {
+    run: Seed,
+    intended: Duration,
+    made: OnceLock<SeededRng>,
+}
+
+impl AgentRng {
+    pub fn for_call(run: Seed, intended: Duration) -> AgentRng {
+        AgentRng { run, intended, made: OnceLock::new() }
+    }
+
+    fn get(&self) -> &SeededRng {
+        self.made.get_or_init(|| self.run.fork("agent").fork(&self.intended.as_nanos().to_string()).seeded_rng())
+    }
+}
 
 /// What the agent does next.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +68,7 @@ pub fn next(
     attempt: u32,
     result: Result<&CallToolResult, &CallError>,
     args: &Value,
-    rng: &SeededRng,
+    rng: &AgentRng,
 ) -> Next {
     let failed = match result {
         Ok(r) if !r.is_error => return Next::Stop,
@@ -67,7 +89,7 @@ pub fn next(
         RetryMode::Reflective => Next::Retry { after: Duration::ZERO, args: rephrase(args, attempt + 1) },
         RetryMode::Polite => {
             let backoff = Backoff::FullJitter { base: agent.backoff.0, cap: agent.backoff_cap.0 };
-            Next::Retry { after: backoff.delay(attempt, rng), args: args.clone() }
+            Next::Retry { after: backoff.delay(attempt, rng.get()), args: args.clone() }
         }
     }
 }
@@ -107,8 +129,8 @@ mod tests {
         CallError::MalformedResponse("boom".into())
     }
 
-    fn rng() -> SeededRng {
-        SeededRng::new(1)
+    fn rng() -> AgentRng {
+        AgentRng::for_call(Seed::new(1), Duration::ZERO)
     }
 
     #[test]
@@ -169,7 +191,7 @@ mod tests {
         }
         // Deterministic: the same stream gives the same waits.
         let waits = |seed| {
-            let r = SeededRng::new(seed);
+            let r = AgentRng::for_call(Seed::new(seed), Duration::from_millis(7));
             (0..3).map(|i| next(&a, i, Err(&failure()), &json!({}), &r)).collect::<Vec<_>>()
         };
         assert_eq!(waits(5), waits(5));

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use mcpstorm_core::Clock;
 
+use super::EPOCH_SECS;
+
 #[derive(Debug, Clone, Default)]
 pub struct SimClock {
     /// Shared so a fault can change it mid-run while hosts read it.
@@ -84,9 +86,13 @@ impl Clock for SimClock {
     /// Outside a simulation (no turmoil host is running) this reads 0 plus the skew: the simulator never calls it
     /// there.
     fn wall_ms(&self) -> u64 {
-        let since_epoch = turmoil::since_epoch().unwrap_or_default().as_millis() as i64;
-        let skew = self.skew_ms(turmoil::sim_elapsed().unwrap_or_default());
-        since_epoch.saturating_add(skew).max(0) as u64
+        // turmoil's `since_epoch()` is the pinned epoch plus `sim_elapsed()`: adding the epoch here reads the host's
+        // clock once instead of twice (every read is a lookup of the current host and a lock of tokio's clock).
+        let (since_epoch, now) = match turmoil::sim_elapsed() {
+            Some(t) => (EPOCH_SECS as i64 * 1000 + t.as_millis() as i64, t),
+            None => (0, Duration::ZERO),
+        };
+        since_epoch.saturating_add(self.skew_ms(now)).max(0) as u64
     }
 }
 

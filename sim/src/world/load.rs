@@ -26,7 +26,6 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 use serde_json::{Value, json};
-use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep, sleep_until};
 
 use super::agent::{self, Next};
@@ -201,12 +200,12 @@ struct Target {
     input: ContentHash,
 }
 
-fn targets(scenario: &Scenario) -> (Vec<Target>, Vec<f64>) {
+fn targets(scenario: &Scenario) -> (Vec<Arc<Target>>, Vec<f64>) {
     let mut out = Vec::new();
     let mut weights = Vec::new();
     for (entry, m) in scenario.load.mix.iter().enumerate() {
         let input = ContentHash::of(&m.args);
-        out.push(Target { entry, tool: m.tool.clone(), args: m.args.clone(), requires: pin(m), input });
+        out.push(Arc::new(Target { entry, tool: m.tool.clone(), args: m.args.clone(), requires: pin(m), input }));
         weights.push(m.weight);
     }
     (out, weights)
@@ -245,7 +244,10 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
     let (targets, weights) = targets(&plan.scenario);
     let targets = Arc::new(targets);
     let hosts = plan.scenario.load.hosts;
-    let mut tasks = JoinSet::new();
+    // Every call holds a clone of `live`; `drained` ends once the last one is gone. A finished task frees itself at
+    // once (nothing joins it), so memory follows what is in flight rather than what has happened, without the
+    // bookkeeping (and locks) a JoinSet does per task.
+    let (live, mut drained) = tokio::sync::mpsc::channel::<()>(1);
     match plan.scenario.load.mode {
         LoadMode::Closed => {
             let sessions = plan.scenario.load.sessions.unwrap_or(1);
@@ -253,7 +255,11 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             for session in (host_index..sessions).step_by(hosts) {
                 let rng = run.fork("session").fork(&session.to_string()).rng();
                 let ctx = (plan.clone(), clients.clone(), targets.clone(), weights.clone());
-                tasks.spawn(closed_session(ctx, rng));
+                let live = live.clone();
+                tokio::spawn(async move {
+                    closed_session(ctx, rng).await;
+                    drop(live);
+                });
             }
         }
         LoadMode::Open => {
@@ -276,17 +282,21 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                     break;
                 }
                 let index = pick_weighted(&mut rng, &weights);
-                let (plan, clients, target) = (plan.clone(), clients.clone(), targets[index].clone());
+                let (plan, clients, target, live) =
+                    (plan.clone(), clients.clone(), targets[index].clone(), live.clone());
                 // The intended send time is `next`, whether or not this host got to it on time.
                 let intended = LoadPlan::now().saturating_sub(Instant::now().saturating_duration_since(next));
-                tasks.spawn(async move { logical_call(&plan, &clients, &target, intended).await });
-                // Reap the calls that have finished: a JoinSet keeps a finished task (its whole future) until it is
-                // joined, which made memory grow with the run's length rather than with what is in flight.
-                while tasks.try_join_next().is_some() {}
+                // Boxed: the call's future is several KB, and a task stores its future inline, so spawning it unboxed
+                // copies all of it into the task and again out of it when it ends.
+                tokio::spawn(Box::pin(async move {
+                    logical_call(&plan, &clients, &target, intended).await;
+                    drop(live);
+                }));
             }
         }
     }
-    while tasks.join_next().await.is_some() {}
+    drop(live);
+    let _ = drained.recv().await;
     cancel.cancel("load over");
     let _ = background.await;
     if let Some(g) = gossiping {
@@ -297,7 +307,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
     Ok(())
 }
 
-type SessionCtx = (Arc<LoadPlan>, Arc<Host>, Arc<Vec<Target>>, Vec<f64>);
+type SessionCtx = (Arc<LoadPlan>, Arc<Host>, Arc<Vec<Arc<Target>>>, Vec<f64>);
 
 async fn closed_session((plan, clients, targets, weights): SessionCtx, mut rng: ChaCha8Rng) {
     let think = plan.scenario.load.think_time.0;
@@ -317,17 +327,16 @@ async fn closed_session((plan, clients, targets, weights): SessionCtx, mut rng: 
 /// So agents follow a drift exactly as far as the gateway lets them see it: after a re-fetch (default profile) they
 /// adapt; with schemas cached forever (naive profile) they never do. A renamed tool is not chased: the gateway
 /// reports the old name as unknown, as it would to an agent holding a stale plan.
-async fn agent_arguments(client: &McpClient, tool: &str, args: &Value) -> Value {
-    let Ok(caps) = client.capabilities().await else { return args.clone() };
-    let Some(entry) = caps.tool(tool) else { return args.clone() };
+async fn agent_arguments(client: &McpClient, tool: &str, args: Value) -> Value {
+    let Ok(caps) = client.capabilities().await else { return args };
+    let Some(entry) = caps.tool(tool) else { return args };
     fill_required(&entry.tool().input_schema, args)
 }
 
 /// `args` with each property `schema.required` names but `args` lacks filled in (see [`agent_arguments`]).
-pub(crate) fn fill_required(schema: &Value, args: &Value) -> Value {
-    let mut out = args.clone();
-    let (Some(required), Some(obj)) = (schema.get("required").and_then(Value::as_array), out.as_object_mut()) else {
-        return out;
+pub(crate) fn fill_required(schema: &Value, mut args: Value) -> Value {
+    let (Some(required), Some(obj)) = (schema.get("required").and_then(Value::as_array), args.as_object_mut()) else {
+        return args;
     };
     for name in required.iter().filter_map(Value::as_str) {
         if obj.contains_key(name) {
@@ -340,7 +349,7 @@ pub(crate) fn fill_required(schema: &Value, args: &Value) -> Value {
             .unwrap_or_else(|| zero_of(prop.and_then(|p| p.get("type"))));
         obj.insert(name.to_owned(), value);
     }
-    out
+    args
 }
 
 /// A zero value of a JSON Schema `type` (the first listed, for a list); `null` when there is none.
@@ -367,7 +376,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     let recorder = &plan.recorder;
     let logical = recorder.offered(intended);
     // The agent's own stream (the polite backoff's jitter): fixed by the call's intended time and the run's seed.
-    let rng = Seed::new(plan.scenario.seed).fork("agent").fork(&intended.as_nanos().to_string()).seeded_rng();
+    let rng = agent::AgentRng::for_call(Seed::new(plan.scenario.seed), intended);
     let mut args = target.args.clone();
     let mut outcome = Outcome::Error("local");
     let mut tried = Vec::new();
@@ -381,10 +390,11 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
         let prepare = |client: Arc<McpClient>, args: Value| {
             let starts = &starts;
             async move {
-                let args = agent_arguments(&client, &target.tool, &args).await;
+                let args = agent_arguments(&client, &target.tool, args).await;
                 let mut starts = starts.lock().unwrap_or_else(PoisonError::into_inner);
-                recorder.attempt_started(LoadPlan::now(), sent > 0 || !starts.is_empty());
-                starts.push(CallStart::new(host.clock.wall_ms(), LoadPlan::now(), Instant::now()));
+                let now = LoadPlan::now();
+                recorder.attempt_started(now, sent > 0 || !starts.is_empty());
+                starts.push(CallStart::new(host.clock.wall_ms(), now, Instant::now()));
                 args
             }
         };
@@ -448,13 +458,13 @@ mod tests {
             },
             "required": ["q", "region", "limit", "exact", "tags", "anything", "undeclared"]
         });
-        let filled = fill_required(&schema, &json!({"q": "mine", "extra": 1}));
+        let filled = fill_required(&schema, json!({"q": "mine", "extra": 1}));
         let expected = json!({"q": "mine", "extra": 1, "region": "eu", "limit": 25, "exact": false, "tags": [],
             "anything": null, "undeclared": null});
         assert_eq!(filled, expected, "given values stay, defaults then examples then zeros fill the rest");
         // Optional properties are left alone, and a schema without `required` changes nothing.
         let optional = json!({"type": "object", "properties": {"n": {"type": "integer", "default": 3}}});
-        assert_eq!(fill_required(&optional, &json!({})), json!({}));
-        assert_eq!(fill_required(&json!({"required": "nope"}), &json!({"a": 1})), json!({"a": 1}));
+        assert_eq!(fill_required(&optional, json!({})), json!({}));
+        assert_eq!(fill_required(&json!({"required": "nope"}), json!({"a": 1})), json!({"a": 1}));
     }
 }
