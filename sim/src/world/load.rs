@@ -278,14 +278,15 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                 let Some(at) = gap.and_then(|gap| next.checked_add(gap)) else { break };
                 next = at;
                 sleep_until(next).await;
-                if LoadPlan::now() >= plan.scenario.duration.0 {
+                let now = LoadPlan::now();
+                if now >= plan.scenario.duration.0 {
                     break;
                 }
                 let index = pick_weighted(&mut rng, &weights);
                 let (plan, clients, target, live) =
                     (plan.clone(), clients.clone(), targets[index].clone(), live.clone());
                 // The intended send time is `next`, whether or not this host got to it on time.
-                let intended = LoadPlan::now().saturating_sub(Instant::now().saturating_duration_since(next));
+                let intended = now.saturating_sub(Instant::now().saturating_duration_since(next));
                 // Boxed: the call's future is several KB, and a task stores its future inline, so spawning it unboxed
                 // copies all of it into the task and again out of it when it ends.
                 tokio::spawn(Box::pin(async move {
@@ -383,6 +384,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     let mut served_by = None;
     // Attempts sent so far for this logical call: the agent's and the gateway's own retries alike.
     let mut sent = 0u32;
+    let mut finished = intended;
     for attempt in 0.. {
         let call = ToolCall { tried: &tried, requires: &target.requires, ..ToolCall::new(&target.tool, args.clone()) };
         // Each attempt's send time, taken when its arguments are ready on the chosen replica.
@@ -401,6 +403,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
         // The protected path (the naive profile: the same path with every layer off, one attempt).
         let routed = host.gateway.call_prepared(call, prepare).await;
         let now = LoadPlan::now();
+        finished = now;
         let starts = starts.into_inner().unwrap_or_else(PoisonError::into_inner);
         for (i, a) in routed.attempts().enumerate() {
             // The in-flight gauge: a gateway retry's earlier attempts are counted finished when the call returns.
@@ -434,7 +437,8 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
             }
         }
     }
-    let now = LoadPlan::now();
+    // Nothing awaited since the last attempt returned, so that is the call's end.
+    let now = finished;
     recorder.logical_done(now, now.saturating_sub(intended), outcome, served_by);
     let server = plan.scenario.load.mix[target.entry].server.as_deref().or(served_by);
     recorder.server_call(server, now.saturating_sub(intended), outcome == Outcome::Ok);

@@ -479,17 +479,20 @@ pub struct SimObserver {
 
 impl Observer for SimObserver {
     fn event(&self, event: &Event<'_>) {
-        let now = turmoil::sim_elapsed().unwrap_or_default();
+        // Read only by the arms that use it: most events (every finished request) are ignored, and each read of the
+        // host's clock is a lookup and a lock.
+        let now = || turmoil::sim_elapsed().unwrap_or_default();
         match event {
             Event::ConnectionClosed { server, reason, .. } => {
-                self.recorder.event(now, "connection_closed", server, format!("{} from {}", reason, self.host));
+                self.recorder.event(now(), "connection_closed", server, format!("{} from {}", reason, self.host));
             }
             Event::ConnectionOpened { server, .. } => {
-                self.recorder.event(now, "connection_opened", server, format!("from {}", self.host));
+                self.recorder.event(now(), "connection_opened", server, format!("from {}", self.host));
             }
             Event::RequestFinished { method, latency, error: Some(error), .. }
                 if *method == mcpstorm_core::mcp::method::TOOLS_CALL && is_stale_refusal(error) =>
             {
+                let now = now();
                 let sent = now.saturating_sub(*latency);
                 self.recorder.stale_refusal(&self.host, &self.replica, sent, now);
             }
@@ -497,13 +500,14 @@ impl Observer for SimObserver {
             Event::LateResponseDropped { .. } => self.recorder.lock().audit.dropped_response(false),
             Event::SchemaRefetched { server, reason } => {
                 self.recorder.event(
-                    now,
+                    now(),
                     "schema_refetched",
                     server,
                     format!("{} from {}", <&str>::from(reason), self.host),
                 );
             }
             Event::Session { server, what } => {
+                let now = now();
                 self.recorder.session_event(now, *what);
                 // Grants and renewals are routine; the rest is what a reader of the event log looks for.
                 if !matches!(what, SessionEvent::Granted | SessionEvent::Renewed) {
@@ -527,10 +531,10 @@ pub struct GatewayObserver {
 
 impl Observer for GatewayObserver {
     fn event(&self, event: &Event<'_>) {
-        let now = turmoil::sim_elapsed().unwrap_or_default();
+        let now = || turmoil::sim_elapsed().unwrap_or_default();
         match event {
             Event::Breaker { replica, tool, transition, .. } => {
-                self.recorder.breaker(now, &self.host, replica, tool, transition);
+                self.recorder.breaker(now(), &self.host, replica, tool, transition);
                 let local_open = transition.to == BreakerState::Open && transition.reason != TransitionReason::Remote;
                 if let (true, Some(outbox), Some(open_for)) = (local_open, &self.outbox, transition.open_for) {
                     let open_ms = u64::try_from(open_for.as_millis()).unwrap_or(u64::MAX);
@@ -539,7 +543,7 @@ impl Observer for GatewayObserver {
                     let _ = outbox.send(opened);
                 }
             }
-            Event::Degraded { reason, .. } => self.recorder.degraded(now, *reason),
+            Event::Degraded { reason, .. } => self.recorder.degraded(now(), *reason),
             _ => {}
         }
     }
