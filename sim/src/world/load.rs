@@ -271,13 +271,17 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             let gap = Exp::new(rate).map_err(|e| format!("open-loop rate {rate}: {e}"))?;
             let start = Instant::now();
             let mut next = start;
+            // One timer, moved to each arrival: cheaper than registering a new one per call.
+            let arrival = sleep_until(next);
+            tokio::pin!(arrival);
             while plan.claim() {
                 // A gap no instant can hold (a rate so low that the next call would come after the end of time)
                 // ends the arrivals: the load ends long before it.
                 let gap = Duration::try_from_secs_f64(gap.sample(&mut rng)).ok();
                 let Some(at) = gap.and_then(|gap| next.checked_add(gap)) else { break };
                 next = at;
-                sleep_until(next).await;
+                arrival.as_mut().reset(next);
+                arrival.as_mut().await;
                 let now = LoadPlan::now();
                 if now >= plan.scenario.duration.0 {
                     break;
