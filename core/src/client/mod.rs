@@ -220,7 +220,7 @@ impl McpClient {
             }
         };
         if let Some(s) = live.as_ref().filter(|s| s.conn.is_open() && !s.conn.request_meta_rejected()) {
-            match s.lease.state(self.config.profile, Instant::now(), self.clock.wall_ms()) {
+            match s.lease.state(self.config.profile, Instant::now, || self.clock.wall_ms()) {
                 LeaseState::Fresh => return Ok(s.clone()),
                 LeaseState::RenewDue => {
                     self.spawn_renewal(s);

@@ -169,11 +169,18 @@ impl SessionLease {
     }
 
     /// The lease's verdict; a session without a grant is always fresh unless the server said it is gone.
-    pub fn state(&self, profile: GatewayProfile, now: Instant, wall_ms: u64) -> LeaseState {
+    /// The lease's verdict; the clocks are read only when there is a lease to judge (most servers grant none, and
+    /// this runs before every call).
+    pub fn state(
+        &self,
+        profile: GatewayProfile,
+        now: impl FnOnce() -> Instant,
+        wall_ms: impl FnOnce() -> u64,
+    ) -> LeaseState {
         if self.dead.load(Ordering::Acquire) {
             return LeaseState::Expiring;
         }
-        self.lease().as_ref().map_or(LeaseState::Fresh, |l| l.state(profile, now, wall_ms))
+        self.lease().as_ref().map_or(LeaseState::Fresh, |l| l.state(profile, now(), wall_ms()))
     }
 
     pub fn mark_dead(&self) {
