@@ -138,7 +138,8 @@ impl PreparedCall {
         let start = Instant::now();
         let period = tool.progress_ms.map(Duration::from_millis).or(draw.step).filter(|p| !p.is_zero());
         if let (Some(token), Some(period)) = (progress_token, period) {
-            report_progress(shared, out, token, start, latency, period).await;
+            // Boxed: only calls that asked for progress pay for its state, not every call's task.
+            Box::pin(report_progress(shared, out, token, start, latency, period)).await;
         }
         sleep_until(start + latency).await;
         let rate = faults.error_rate.unwrap_or(tool.error_rate);
