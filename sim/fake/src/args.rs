@@ -5,6 +5,8 @@
 //! `additionalProperties: false`): enough for a caller's mistake to come back as a tool error the way it would from a
 //! real server, without a JSON Schema engine in the simulator.
 
+use std::fmt::Write as _;
+
 use serde_json::{Map, Value};
 
 /// Checks `args` against the top level of `schema`. The error text names the argument.
@@ -62,7 +64,7 @@ fn one_type_matches(name: &str, value: &Value) -> bool {
 }
 
 /// One piece of a reply template.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Piece<'a> {
     Text(&'a str),
     Tool,
@@ -70,18 +72,18 @@ enum Piece<'a> {
     Arg(&'a str),
 }
 
-/// Splits a template into pieces. Placeholders: `{tool}`, `{latency_ms}`, `{arg:NAME}`; a `{` without a closing `}`
-/// is literal text.
-fn pieces(template: &str) -> Result<Vec<Piece<'_>>, String> {
-    let mut out = Vec::new();
+/// Walks a template's pieces in order, handing each to `each`. Placeholders: `{tool}`, `{latency_ms}`,
+/// `{arg:NAME}`; a `{` without a closing `}` is literal text. A callback rather than a list: rendering runs on every
+/// call, and needs no allocation for the pieces.
+fn for_each_piece<'a>(template: &'a str, mut each: impl FnMut(Piece<'a>)) -> Result<(), String> {
     let mut rest = template;
     while let Some(open) = rest.find('{') {
         let Some(len) = rest[open..].find('}') else { break };
         if open > 0 {
-            out.push(Piece::Text(&rest[..open]));
+            each(Piece::Text(&rest[..open]));
         }
         let key = &rest[open + 1..open + len];
-        out.push(match key {
+        each(match key {
             "tool" => Piece::Tool,
             "latency_ms" => Piece::LatencyMs,
             _ => match key.strip_prefix("arg:") {
@@ -96,34 +98,39 @@ fn pieces(template: &str) -> Result<Vec<Piece<'_>>, String> {
         rest = &rest[open + len + 1..];
     }
     if !rest.is_empty() {
-        out.push(Piece::Text(rest));
+        each(Piece::Text(rest));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Checks a template at load time.
 pub fn check_template(template: &str) -> Result<(), String> {
-    pieces(template).map(|_| ())
+    for_each_piece(template, |_| {})
 }
 
 /// Renders a template. String arguments are inserted raw, others as JSON, a missing one as nothing.
 pub fn render(template: &str, tool: &str, latency_ms: u128, args: &Map<String, Value>) -> String {
-    // Templates are checked at load, so the fallback (the raw template) is only a safety net.
-    let Ok(pieces) = pieces(template) else { return template.to_owned() };
-    let mut out = String::new();
-    for piece in pieces {
-        match piece {
-            Piece::Text(t) => out.push_str(t),
-            Piece::Tool => out.push_str(tool),
-            Piece::LatencyMs => out.push_str(&latency_ms.to_string()),
-            Piece::Arg(name) => match args.get(name) {
-                Some(Value::String(s)) => out.push_str(s),
-                Some(v) => out.push_str(&v.to_string()),
-                None => {}
-            },
+    let mut out = String::with_capacity(template.len() + tool.len());
+    let rendered = for_each_piece(template, |piece| match piece {
+        Piece::Text(t) => out.push_str(t),
+        Piece::Tool => out.push_str(tool),
+        // Writing into a String cannot fail.
+        Piece::LatencyMs => {
+            let _ = write!(out, "{latency_ms}");
         }
+        Piece::Arg(name) => match args.get(name) {
+            Some(Value::String(s)) => out.push_str(s),
+            Some(v) => {
+                let _ = write!(out, "{v}");
+            }
+            None => {}
+        },
+    });
+    // Templates are checked at load, so the fallback (the raw template) is only a safety net.
+    match rendered {
+        Ok(()) => out,
+        Err(_) => template.to_owned(),
     }
-    out
 }
 
 #[cfg(test)]

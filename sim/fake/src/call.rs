@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Message};
-use mcpstorm_core::mcp::{CallToolResult, ProgressParams, method};
+use mcpstorm_core::mcp::{ProgressParams, method};
 use rand::Rng;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -15,7 +15,8 @@ use tokio::time::{Instant, sleep_until};
 use crate::args;
 use crate::config::{DEFAULT_REPLY, ErrorKind, ToolConfig, ValidationError};
 use crate::latency::LatencyDraw;
-use crate::methods::{invalid_params, to_value};
+use crate::methods::invalid_params;
+use crate::reply::Reply;
 use crate::shared::{Catalog, Shared};
 use crate::stats::{Counters, Ticket};
 use crate::workers::Worker;
@@ -27,7 +28,7 @@ const MAX_PROGRESS: u128 = 10_000;
 #[derive(Debug)]
 pub enum Job {
     /// Answered without work; `Some` outcome for a `tools/call` that failed before it could run.
-    Reply(Result<Value, ErrorObject>, Option<CallEnd>),
+    Reply(Result<Reply, ErrorObject>, Option<CallEnd>),
     Call(Box<PreparedCall>),
 }
 
@@ -101,7 +102,7 @@ pub fn prepare(shared: &Arc<Shared>, params: Option<Value>) -> Job {
 }
 
 fn tool_error(text: String) -> Job {
-    Job::Reply(to_value(&CallToolResult::text(text, true)), Some(CallEnd::Errored))
+    Job::Reply(Ok(Reply::text(text, true)), Some(CallEnd::Errored))
 }
 
 /// Arguments the tool's current schema rejects, refused the way the configured SDK family does: the Python SDK's
@@ -122,7 +123,7 @@ impl PreparedCall {
         self,
         shared: &Shared,
         out: &mpsc::Sender<Message>,
-    ) -> (Result<Value, ErrorObject>, CallEnd, Held) {
+    ) -> (Result<Reply, ErrorObject>, CallEnd, Held) {
         let PreparedCall { catalog, tool, args, draw, coin, progress_token, mut ticket } = self;
         ticket.queued();
         let worker = shared.pool.acquire().await;
@@ -137,7 +138,8 @@ impl PreparedCall {
         let start = Instant::now();
         let period = tool.progress_ms.map(Duration::from_millis).or(draw.step).filter(|p| !p.is_zero());
         if let (Some(token), Some(period)) = (progress_token, period) {
-            report_progress(shared, out, token, start, latency, period).await;
+            // Boxed: only calls that asked for progress pay for its state, not every call's task.
+            Box::pin(report_progress(shared, out, token, start, latency, period)).await;
         }
         sleep_until(start + latency).await;
         let rate = faults.error_rate.unwrap_or(tool.error_rate);
@@ -175,23 +177,19 @@ async fn report_progress(
     }
 }
 
-fn injected(tool: &ToolConfig) -> (Result<Value, ErrorObject>, CallEnd) {
+fn injected(tool: &ToolConfig) -> (Result<Reply, ErrorObject>, CallEnd) {
     let result = match tool.error_kind {
         ErrorKind::Jsonrpc => Err(ErrorObject {
             code: ErrorCode::INTERNAL_ERROR.0,
             message: "injected failure".into(),
             data: Some(json!({"tool": tool.name})),
         }),
-        ErrorKind::IsError => to_value(&CallToolResult::text(format!("injected failure in {}", tool.name), true)),
+        ErrorKind::IsError => Ok(Reply::text(format!("injected failure in {}", tool.name), true)),
     };
     (result, CallEnd::Errored)
 }
 
-fn success(tool: &ToolConfig, latency: Duration, args: &Map<String, Value>) -> Result<Value, ErrorObject> {
+fn success(tool: &ToolConfig, latency: Duration, args: &Map<String, Value>) -> Result<Reply, ErrorObject> {
     let text = args::render(tool.reply.as_deref().unwrap_or(DEFAULT_REPLY), &tool.name, latency.as_millis(), args);
-    let mut result = CallToolResult::text(text.clone(), false);
-    if tool.structured_content {
-        result.structured_content = Some(json!({"result": text}));
-    }
-    to_value(&result)
+    Ok(Reply::Text { text, is_error: false, structured: tool.structured_content })
 }

@@ -15,6 +15,7 @@ use crate::call::{self, CallEnd, Job};
 use crate::gate;
 use crate::inflight::InFlight;
 use crate::methods::{self, ConnEra, Route};
+use crate::reply::Reply;
 use crate::shared::Shared;
 use crate::stats::Counters;
 
@@ -84,15 +85,19 @@ fn job(shared: &Arc<Shared>, plan: Plan, is_call: bool) -> Job {
     };
     match method.as_str() {
         method::TOOLS_CALL => call::prepare(shared, params),
-        method::INITIALIZE => Job::Reply(methods::initialize(shared, params.as_ref()), None),
-        DISCOVER => Job::Reply(methods::discover(shared), None),
-        RENEW if gate::renews(shared, RENEW) => Job::Reply(gate::renew(shared, params.as_ref()), None),
-        method::PING => Job::Reply(Ok(json!({})), None),
-        method::TOOLS_LIST => Job::Reply(methods::list_tools(shared, params.as_ref()), None),
+        method::INITIALIZE => value_reply(methods::initialize(shared, params.as_ref())),
+        DISCOVER => value_reply(methods::discover(shared)),
+        RENEW if gate::renews(shared, RENEW) => value_reply(gate::renew(shared, params.as_ref())),
+        method::PING => value_reply(Ok(json!({}))),
+        method::TOOLS_LIST => value_reply(methods::list_tools(shared, params.as_ref())),
         other => {
             Job::Reply(Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {other}"))), None)
         }
     }
+}
+
+fn value_reply(result: Result<Value, ErrorObject>) -> Job {
+    Job::Reply(result.map(Reply::Value), None)
 }
 
 /// Enters the request into `table` and answers it on its own task, to `out`. `Err` is the answer to send instead when
@@ -144,12 +149,7 @@ async fn answer(
         None => {}
     }
     let reply = match result {
-        Ok(mut value) => {
-            if let Some(cacheable) = modern {
-                methods::stamp_modern(&shared, &mut value, cacheable);
-            }
-            Message::result(id, value)
-        }
+        Ok(reply) => Message::result_payload(id, reply.into_payload(&shared, modern)),
         Err(error) => Message::error(Some(id), error),
     };
     let _ = out.send(reply).await;

@@ -27,7 +27,7 @@ pub fn check(shared: &Shared, method: &str, params: Option<&Value>) -> Result<()
         return Ok(());
     }
     let meta = params.and_then(|p| p.get("_meta"));
-    if let Some(accepted) = shared.auth() {
+    if let Some(accepted) = shared.auth_now().as_ref() {
         let scheme = meta.and_then(|m| m.get(META_AUTHORIZATION)).and_then(|a| a.get("scheme"));
         let ok = scheme.is_some_and(|s| accepted.iter().any(|a| *s == json!(a)));
         if !ok {

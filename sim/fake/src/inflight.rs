@@ -5,6 +5,7 @@
 //! exactly one of them wins and a cancelled request is never answered.
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::sync::{Mutex, MutexGuard};
 
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, RequestId};
@@ -43,14 +44,16 @@ impl InFlight {
     /// Takes a slot for `id`, or says why not: the id is already in flight, or the table is full.
     pub fn enter(&self, id: &RequestId, call: bool) -> Result<(), ErrorObject> {
         let mut slots = self.slots();
-        if slots.contains_key(id) {
+        let full = slots.len() >= self.max;
+        // One walk of the map for the check and the insert.
+        let Entry::Vacant(slot) = slots.entry(id.clone()) else {
             return Err(ErrorObject::new(ErrorCode::INVALID_REQUEST, format!("request id {id} is already in flight")));
-        }
-        if slots.len() >= self.max {
+        };
+        if full {
             let msg = format!("server busy: {} requests already in flight on this connection", self.max);
             return Err(ErrorObject::new(ErrorCode(-32000), msg));
         }
-        slots.insert(id.clone(), Slot { task: None, call });
+        slot.insert(Slot { task: None, call });
         Ok(())
     }
 

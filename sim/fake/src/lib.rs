@@ -10,7 +10,7 @@
 //!
 //! Map: `config` (the scenario-file section) · `latency` (distributions) · `args` (argument checks, reply
 //! templates) · `shared` (the state every connection shares) · `server` (construction, accept loop) · `conn` (one
-//! connection: reader, tasks, writer) · `conn_registry` (the open connections' outboxes) · `call` (one tool call) ·
+//! connection: reader, tasks, writer) · `conn_registry` (the open connections' outboxes) · `call` (one tool call) · `reply` (a result on its way to the wire) ·
 //! `methods` (both eras' lifecycles: initialize, server/discover, the `_meta` envelope; tools/list) · `workers` (the
 //! resizable pool) · `faults` (the knobs) · `control` (the handle that turns them) · `drift` (schema drift) ·
 //! `sessions` (the session table, expiring by the server's clock) · `gate` (the session and auth check before each
@@ -35,6 +35,7 @@ mod latency;
 mod listener;
 mod methods;
 pub mod pipe;
+mod reply;
 mod server;
 mod sessions;
 mod shared;

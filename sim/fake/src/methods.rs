@@ -122,14 +122,16 @@ pub fn route(shared: &Shared, era: &mut ConnEra, method: &str, params: Option<&V
 }
 
 fn route_modern(method: &str, params: Option<&Value>) -> Route {
-    let supported: Vec<&str> = MODERN_PROTOCOL_VERSIONS.to_vec();
     if method == method::INITIALIZE {
         let requested = params.and_then(|p| p.get("protocolVersion")).cloned().unwrap_or(Value::Null);
         let mut e = ErrorObject::new(
             ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-            format!("connection is serving the {} protocol; the initialize handshake is not accepted", supported[0]),
+            format!(
+                "connection is serving the {} protocol; the initialize handshake is not accepted",
+                MODERN_PROTOCOL_VERSIONS[0]
+            ),
         );
-        e.data = Some(json!({"supported": supported, "requested": requested}));
+        e.data = Some(json!({"supported": MODERN_PROTOCOL_VERSIONS, "requested": requested}));
         return Route::Refuse(e);
     }
     if let Err(e) = check_envelope(params) {

@@ -87,7 +87,12 @@ impl Shared {
     }
 
     pub fn auth(&self) -> Option<Vec<AuthScheme>> {
-        self.auth.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.auth_now().clone()
+    }
+
+    /// The schemes accepted now, borrowed: the gate reads them on every request, and a copy would allocate.
+    pub fn auth_now(&self) -> MutexGuard<'_, Option<Vec<AuthScheme>>> {
+        self.auth.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn set_auth(&self, schemes: Option<Vec<AuthScheme>>) {
