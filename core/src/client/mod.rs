@@ -220,7 +220,9 @@ impl McpClient {
             }
         };
         if let Some(s) = live.as_ref().filter(|s| s.conn.is_open() && !s.conn.request_meta_rejected()) {
-            match s.lease.state(self.config.profile, Instant::now(), self.clock.wall_ms()) {
+            // Only the naive profile reads wall time (see `GatewayProfile::Naive`).
+            let wall_ms = if self.config.profile == GatewayProfile::Naive { self.clock.wall_ms() } else { 0 };
+            match s.lease.state(self.config.profile, Instant::now(), wall_ms) {
                 LeaseState::Fresh => return Ok(s.clone()),
                 LeaseState::RenewDue => {
                     self.spawn_renewal(s);
