@@ -118,7 +118,15 @@ fn session_meta(shared: &Shared) -> Option<Arc<Map<String, Value>>> {
 /// The params as sent: `progress_token` (a `tools/call`'s), then the connection's request meta, then its session meta
 /// merged into `params._meta`. Keys set earlier win: the caller's own first.
 fn request_params(shared: &Shared, params: Option<Value>, progress_token: Option<i64>) -> Option<Value> {
-    let layers = [request_meta(shared), session_meta(shared)];
+    with_meta(params, progress_token, [request_meta(shared), session_meta(shared)])
+}
+
+/// See [`request_params`]: `layers` in order of precedence.
+fn with_meta(
+    params: Option<Value>,
+    progress_token: Option<i64>,
+    layers: [Option<Arc<Map<String, Value>>>; 2],
+) -> Option<Value> {
     if progress_token.is_none() && layers.iter().all(Option::is_none) {
         return params;
     }
@@ -405,5 +413,47 @@ impl PendingGuard<'_> {
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         self.abandon("request abandoned by the caller");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn layer(v: Value) -> Option<Arc<Map<String, Value>>> {
+        v.as_object().cloned().map(Arc::new)
+    }
+
+    #[test]
+    fn nothing_to_merge_leaves_params_as_they_are() {
+        assert_eq!(with_meta(None, None, [None, None]), None);
+        assert_eq!(with_meta(Some(json!({"a": 1})), None, [None, None]), Some(json!({"a": 1})));
+    }
+
+    #[test]
+    fn token_beats_the_layers_and_the_first_layer_beats_the_second() {
+        let first = layer(json!({"progressToken": "theirs", "k": 1, "both": "first"}));
+        let second = layer(json!({"both": "second", "s": 2}));
+        let merged = with_meta(Some(json!({"name": "t"})), Some(7), [first, second]);
+        let want = json!({"name": "t", "_meta": {"progressToken": 7, "k": 1, "both": "first", "s": 2}});
+        assert_eq!(merged, Some(want));
+    }
+
+    #[test]
+    fn the_callers_own_keys_win() {
+        let params = json!({"_meta": {"progressToken": "mine", "k": "mine"}});
+        let merged = with_meta(Some(params), Some(7), [layer(json!({"k": 1, "x": 2})), layer(json!({"k": 3}))]);
+        assert_eq!(merged, Some(json!({"_meta": {"progressToken": "mine", "k": "mine", "x": 2}})));
+    }
+
+    #[test]
+    fn missing_params_get_an_object_and_other_shapes_are_left_alone() {
+        assert_eq!(with_meta(None, Some(1), [None, None]), Some(json!({"_meta": {"progressToken": 1}})));
+        assert_eq!(with_meta(None, None, [None, layer(json!({"s": 1}))]), Some(json!({"_meta": {"s": 1}})));
+        assert_eq!(with_meta(Some(json!([1])), Some(1), [layer(json!({"k": 1})), None]), Some(json!([1])));
+        let odd = json!({"_meta": 5});
+        assert_eq!(with_meta(Some(odd.clone()), Some(1), [layer(json!({"k": 1})), None]), Some(odd));
     }
 }
