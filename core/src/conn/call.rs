@@ -5,15 +5,18 @@
 //! Every exit path releases the permits (RAII) and removes the pending entry ([`PendingGuard`]); a call whose request
 //! already reached the server also sends `notifications/cancelled` on the priority lane.
 
+use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
-use tokio::sync::{Notify, mpsc, oneshot};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::oneshot::error::TryRecvError;
+use tokio::sync::{TryAcquireError, mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 
-use super::pending::{Entry, Reply};
+use super::pending::{Entry, ProgressSignal, Reply};
 use super::stats::Counters;
 use super::{Connection, Outgoing, Shared};
 use crate::cancel::CancelToken;
@@ -64,7 +67,7 @@ impl Connection {
     ) -> Result<Payload, CallError> {
         let shared = self.shared().clone();
         let started = Instant::now();
-        let result = run(&shared, method, params, opts).await;
+        let result = run(&shared, method, params, opts, started).await;
         if let Err(CallError::Protocol(e)) = &result
             && matches!(e.code(), ErrorCode::UNSUPPORTED_PROTOCOL_VERSION | ErrorCode::HEADER_MISMATCH)
             && request_meta(&shared).is_some()
@@ -112,85 +115,139 @@ fn session_meta(shared: &Shared) -> Option<Arc<Map<String, Value>>> {
     shared.session_meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
-/// Merges the connection's request meta, then its session meta, into `params._meta`, keeping keys the caller set.
-fn with_request_meta(shared: &Shared, params: Option<Value>) -> Option<Value> {
-    let layers = [request_meta(shared), session_meta(shared)];
-    if layers.iter().all(Option::is_none) {
+/// The params as sent: `progress_token` (a `tools/call`'s), then the connection's request meta, then its session meta
+/// merged into `params._meta`. Keys set earlier win: the caller's own first.
+fn request_params(shared: &Shared, params: Option<Value>, progress_token: Option<i64>) -> Option<Value> {
+    with_meta(params, progress_token, [request_meta(shared), session_meta(shared)])
+}
+
+/// See [`request_params`]: `layers` in order of precedence.
+fn with_meta(
+    params: Option<Value>,
+    progress_token: Option<i64>,
+    layers: [Option<Arc<Map<String, Value>>>; 2],
+) -> Option<Value> {
+    if progress_token.is_none() && layers.iter().all(Option::is_none) {
         return params;
     }
-    let mut params = params.unwrap_or_else(|| json!({}));
-    if let Some(obj) = params.as_object_mut() {
-        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-        if let Some(meta) = meta.as_object_mut() {
-            for (k, v) in layers.iter().flatten().flat_map(|extra| extra.iter()) {
-                meta.entry(k.clone()).or_insert_with(|| v.clone());
+    let mut params = params.unwrap_or_else(|| Value::Object(Map::new()));
+    let Some(obj) = params.as_object_mut() else { return Some(params) };
+    let Some(meta) = obj.entry("_meta").or_insert_with(|| Value::Object(Map::new())).as_object_mut() else {
+        return Some(params);
+    };
+    let mut token = progress_token;
+    let mut layers = layers.into_iter().flatten();
+    // The usual request carries no `_meta` of its own: start from a copy of the first layer (one map clone rather
+    // than a search and insert per key); the token still wins over it.
+    if meta.is_empty()
+        && let Some(first) = layers.next()
+    {
+        *meta = Map::clone(&first);
+        if let Some(id) = token.take() {
+            meta.insert(PROGRESS_TOKEN.to_owned(), id.into());
+        }
+    }
+    if let Some(id) = token {
+        meta.entry(PROGRESS_TOKEN).or_insert(id.into());
+    }
+    for layer in layers {
+        for (k, v) in layer.iter() {
+            if !meta.contains_key(k) {
+                meta.insert(k.clone(), v.clone());
             }
         }
     }
     Some(params)
 }
 
+const PROGRESS_TOKEN: &str = "progressToken";
+
 async fn run(
     shared: &Arc<Shared>,
     method: &str,
     params: Option<Value>,
     opts: CallOptions,
+    start: Instant,
 ) -> Result<Payload, CallError> {
     let config = &shared.config;
-    let start = Instant::now();
     let deadline = opts.deadline.unwrap_or(start + config.call_deadline);
-    let cancel = opts.cancel.unwrap_or_default();
+    // No token: nothing can cancel the call, and nothing is allocated or locked to watch for it.
+    let cancel = opts.cancel.as_ref();
     if let Some(e) = shared.pending.closed() {
         return Err(e.into());
     }
 
     // Phase: queue wait for the global permit, then this connection's (always in that order: no deadlock).
     // Priority-lane requests (lifecycle, ping) skip the permits: they are bounded by their lane's capacity, and a
-    // ping must get through exactly when tool calls have used every permit.
+    // ping must get through exactly when tool calls have used every permit. A free permit is taken at once, as the
+    // phase would on its first poll, without setting up the phase's timer.
     let queue_end = start + config.queue_wait;
-    let queue_timeout = CallError::Local(LocalError::QueueTimeout(config.queue_wait));
+    let queue_timeout = || CallError::Local(LocalError::QueueTimeout(config.queue_wait));
     let (mut _global, mut _local) = (None, None);
+    let mut waited = false;
     if opts.lane == Lane::Normal {
         if let Some(limit) = &shared.global {
-            _global = Some(phase(&cancel, deadline, queue_end, queue_timeout.clone(), limit.acquire()).await?);
+            _global = Some(match limit.try_acquire() {
+                Some(permit) => permit,
+                None => {
+                    waited = true;
+                    phase(cancel, deadline, queue_end, queue_timeout(), limit.acquire()).await?
+                }
+            });
         }
-        let local = phase(&cancel, deadline, queue_end, queue_timeout, shared.permits.clone().acquire_owned());
-        _local = Some(local.await?.map_err(|_| CallError::Transport(TransportError::Shutdown))?);
+        let local = match shared.permits.clone().try_acquire_owned() {
+            Err(TryAcquireError::NoPermits) => {
+                waited = true;
+                let acquire = shared.permits.clone().acquire_owned();
+                phase(cancel, deadline, queue_end, queue_timeout(), acquire).await?.map_err(|_| ())
+            }
+            taken => taken.map_err(|_| ()),
+        };
+        _local = Some(local.map_err(|_| CallError::Transport(TransportError::Shutdown))?);
     }
 
     // Register, then hand to the writer.
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    let (tx, rx) = oneshot::channel();
-    let last_progress = Arc::new(AtomicU64::new(0));
-    let progressed = Arc::new(Notify::new());
-    let entry = Entry {
-        tx,
-        written: false,
-        progress: opts.progress,
-        last_progress: last_progress.clone(),
-        progressed: progressed.clone(),
-    };
+    let (tx, mut rx) = oneshot::channel();
+    let signal = Arc::new(ProgressSignal::default());
+    let entry = Entry { tx, written: false, progress: opts.progress, signal: signal.clone() };
     shared.pending.register(id, entry)?;
     let mut guard = PendingGuard { shared, id, armed: true };
-    let params = if method == method::TOOLS_CALL { with_progress_token(params, id) } else { params };
-    let params = with_request_meta(shared, params);
+    let token = (method == method::TOOLS_CALL).then_some(id);
+    let params = request_params(shared, params, token);
     let out = Outgoing { msg: Message::request(id, method, params), call: Some(id) };
     let lane = match opts.lane {
         Lane::Priority => &shared.priority,
         Lane::Normal => &shared.normal,
     };
-    let sent_at = Instant::now();
-    let mut rx = rx;
-    // Waiting for lane space (the writer may be blocked on a stalled stream) still watches the reply channel, so a
-    // connection failure reaches this call at once, with the connection's own reason.
-    tokio::select! {
-        biased;
-        reply = &mut rx => return guard.delivered(reply),
-        _ = cancel.cancelled() => return Err(guard.cancelled(&cancel)),
-        _ = sleep_until(deadline) => return Err(guard.abandoned(LocalError::DeadlineExceeded.into())),
-        sent = lane.send(out) => {
-            if sent.is_err() {
-                return Err(guard.abandoned(closed_reason(shared).into()));
+    // Nothing awaited since `start` unless a permit was waited for: the clock still reads `start`.
+    let sent_at = if waited { Instant::now() } else { start };
+    // One timer for the whole call, moved from phase to phase.
+    let mut timer = pin!(sleep_until(deadline));
+    // The lane has room (the usual case): the same outcome as the select below on its first poll, which would see
+    // no reply, no cancellation and no deadline yet, then a send that completes at once; without its timer.
+    let unsent = match rx.try_recv() {
+        Ok(reply) => return guard.delivered(Some(reply)),
+        Err(TryRecvError::Closed) => return guard.delivered(None),
+        Err(TryRecvError::Empty) if cancel.is_some_and(CancelToken::is_cancelled) || sent_at >= deadline => Some(out),
+        Err(TryRecvError::Empty) => match lane.try_send(out) {
+            Ok(()) => None,
+            Err(TrySendError::Closed(_)) => return Err(guard.abandoned(closed_reason(shared).into())),
+            Err(TrySendError::Full(out)) => Some(out),
+        },
+    };
+    if let Some(out) = unsent {
+        // Waiting for lane space (the writer may be blocked on a stalled stream) still watches the reply channel, so
+        // a connection failure reaches this call at once, with the connection's own reason.
+        tokio::select! {
+            biased;
+            reply = &mut rx => return guard.delivered(reply.ok()),
+            _ = cancelled(cancel) => return Err(guard.cancelled(cancel)),
+            _ = &mut timer => return Err(guard.abandoned(LocalError::DeadlineExceeded.into())),
+            sent = lane.send(out) => {
+                if sent.is_err() {
+                    return Err(guard.abandoned(closed_reason(shared).into()));
+                }
             }
         }
     }
@@ -199,7 +256,7 @@ async fn run(
     // arrived, the call may stay silent for `stream_idle` after the latest progress event.
     let first = opts.first_response.unwrap_or(config.first_response);
     loop {
-        let progress_at = match last_progress.load(Ordering::Relaxed) {
+        let progress_at = match signal.last.load(Ordering::Relaxed) {
             0 => None,
             n => Some(shared.epoch + Duration::from_nanos(n)),
         };
@@ -207,13 +264,14 @@ async fn run(
             Some(at) => at + config.stream_idle,
             None => sent_at + first,
         };
+        timer.as_mut().reset(phase_end.min(deadline));
         tokio::select! {
             biased;
-            reply = &mut rx => return guard.delivered(reply),
-            _ = cancel.cancelled() => return Err(guard.cancelled(&cancel)),
+            reply = &mut rx => return guard.delivered(reply.ok()),
+            _ = cancelled(cancel) => return Err(guard.cancelled(cancel)),
             // Progress moves the phase end: recompute it.
-            _ = progressed.notified() => continue,
-            _ = sleep_until(phase_end.min(deadline)) => {}
+            _ = signal.notify.notified() => continue,
+            _ = &mut timer => {}
         }
         let now = Instant::now();
         // Nothing at all arrived on this connection since we sent: the stream may be dead (turmoil never
@@ -246,6 +304,14 @@ async fn run(
     }
 }
 
+/// Resolves when `cancel` is cancelled; never without a token.
+async fn cancelled(cancel: Option<&CancelToken>) {
+    match cancel {
+        Some(cancel) => cancel.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Why the connection is gone, for a caller who found out from a closed channel.
 fn closed_reason(shared: &Shared) -> TransportError {
     shared.pending.closed().unwrap_or(TransportError::Shutdown)
@@ -253,7 +319,7 @@ fn closed_reason(shared: &Shared) -> TransportError {
 
 /// Runs `fut` until it completes, the caller cancels, or the phase (capped by the deadline) ends.
 async fn phase<F: Future>(
-    cancel: &CancelToken,
+    cancel: Option<&CancelToken>,
     deadline: Instant,
     phase_end: Instant,
     on_timeout: CallError,
@@ -263,20 +329,14 @@ async fn phase<F: Future>(
     tokio::select! {
         biased;
         out = fut => Ok(out),
-        _ = cancel.cancelled() => Err(LocalError::Cancelled(cancel.reason()).into()),
+        _ = cancelled(cancel) => Err(LocalError::Cancelled(reason(cancel)).into()),
         _ = sleep_until(end) => Err(if end >= deadline { LocalError::DeadlineExceeded.into() } else { on_timeout }),
     }
 }
 
-fn with_progress_token(params: Option<Value>, id: i64) -> Option<Value> {
-    let mut params = params.unwrap_or_else(|| json!({}));
-    if let Some(obj) = params.as_object_mut() {
-        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-        if let Some(meta) = meta.as_object_mut() {
-            meta.entry("progressToken").or_insert(json!(id));
-        }
-    }
-    Some(params)
+/// Why a call was cancelled (only ever asked once `cancelled` resolved, so there is a token).
+fn reason(cancel: Option<&CancelToken>) -> String {
+    cancel.map_or_else(|| "cancelled".to_owned(), CancelToken::reason)
 }
 
 /// One `ping` on the priority lane, at most one at a time per connection. If it is not answered within
@@ -286,14 +346,15 @@ fn spawn_stall_probe(shared: Arc<Shared>, silent_for: Duration) {
         return;
     }
     tokio::spawn(async move {
+        let now = Instant::now();
         let opts = CallOptions {
             lane: Lane::Priority,
             first_response: Some(shared.config.stall_probe),
-            deadline: Some(Instant::now() + shared.config.stall_probe),
+            deadline: Some(now + shared.config.stall_probe),
             ..CallOptions::default()
         };
         // Go through `run` directly: a probe must not spawn probes of its own, which the `probing` flag ensures.
-        let outcome = run(&shared, method::PING, None, opts).await;
+        let outcome = run(&shared, method::PING, None, opts, now).await;
         if matches!(outcome, Err(CallError::Local(_))) {
             shared.fail(TransportError::Stalled(silent_for + shared.config.stall_probe));
         }
@@ -311,13 +372,14 @@ struct PendingGuard<'a> {
 impl PendingGuard<'_> {
     /// The reply arrived (the entry is already gone). `fail_all` always sends before dropping a sender, so a closed
     /// channel is a shutdown race: report the connection's reason.
-    fn delivered(&mut self, reply: Result<Reply, oneshot::error::RecvError>) -> Result<Payload, CallError> {
+    /// `None`: the channel closed without a reply.
+    fn delivered(&mut self, reply: Option<Reply>) -> Result<Payload, CallError> {
         self.armed = false;
-        reply.unwrap_or_else(|_| Err(closed_reason(self.shared).into()))
+        reply.unwrap_or_else(|| Err(closed_reason(self.shared).into()))
     }
 
-    fn cancelled(&mut self, cancel: &CancelToken) -> CallError {
-        self.abandoned(LocalError::Cancelled(cancel.reason()).into())
+    fn cancelled(&mut self, cancel: Option<&CancelToken>) -> CallError {
+        self.abandoned(LocalError::Cancelled(reason(cancel)).into())
     }
 
     /// Abandons the call and returns `err` for the caller.
@@ -351,5 +413,47 @@ impl PendingGuard<'_> {
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         self.abandon("request abandoned by the caller");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn layer(v: Value) -> Option<Arc<Map<String, Value>>> {
+        v.as_object().cloned().map(Arc::new)
+    }
+
+    #[test]
+    fn nothing_to_merge_leaves_params_as_they_are() {
+        assert_eq!(with_meta(None, None, [None, None]), None);
+        assert_eq!(with_meta(Some(json!({"a": 1})), None, [None, None]), Some(json!({"a": 1})));
+    }
+
+    #[test]
+    fn token_beats_the_layers_and_the_first_layer_beats_the_second() {
+        let first = layer(json!({"progressToken": "theirs", "k": 1, "both": "first"}));
+        let second = layer(json!({"both": "second", "s": 2}));
+        let merged = with_meta(Some(json!({"name": "t"})), Some(7), [first, second]);
+        let want = json!({"name": "t", "_meta": {"progressToken": 7, "k": 1, "both": "first", "s": 2}});
+        assert_eq!(merged, Some(want));
+    }
+
+    #[test]
+    fn the_callers_own_keys_win() {
+        let params = json!({"_meta": {"progressToken": "mine", "k": "mine"}});
+        let merged = with_meta(Some(params), Some(7), [layer(json!({"k": 1, "x": 2})), layer(json!({"k": 3}))]);
+        assert_eq!(merged, Some(json!({"_meta": {"progressToken": "mine", "k": "mine", "x": 2}})));
+    }
+
+    #[test]
+    fn missing_params_get_an_object_and_other_shapes_are_left_alone() {
+        assert_eq!(with_meta(None, Some(1), [None, None]), Some(json!({"_meta": {"progressToken": 1}})));
+        assert_eq!(with_meta(None, None, [None, layer(json!({"s": 1}))]), Some(json!({"_meta": {"s": 1}})));
+        assert_eq!(with_meta(Some(json!([1])), Some(1), [layer(json!({"k": 1})), None]), Some(json!([1])));
+        let odd = json!({"_meta": 5});
+        assert_eq!(with_meta(Some(odd.clone()), Some(1), [layer(json!({"k": 1})), None]), Some(odd));
     }
 }

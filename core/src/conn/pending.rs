@@ -6,10 +6,10 @@
 //! wake-up order under a simulator.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::error::{CallError, TransportError};
 use crate::jsonrpc::Payload;
@@ -23,10 +23,17 @@ pub(crate) struct Entry {
     /// The writer has put the request on the wire; abandoning it now means telling the server.
     pub written: bool,
     pub progress: Option<mpsc::Sender<ProgressParams>>,
+    /// Shared with the waiting caller.
+    pub signal: Arc<ProgressSignal>,
+}
+
+/// What the reader tells a waiting caller about its call's progress. One allocation per call for both halves.
+#[derive(Default)]
+pub(crate) struct ProgressSignal {
     /// Nanoseconds (connection clock) of the latest progress notification, 0 if none: the idle timer reads it.
-    pub last_progress: std::sync::Arc<AtomicU64>,
+    pub last: AtomicU64,
     /// Wakes the waiting caller on progress, so the idle phase starts from the first progress event.
-    pub progressed: std::sync::Arc<tokio::sync::Notify>,
+    pub notify: Notify,
 }
 
 #[derive(Default)]
@@ -98,8 +105,8 @@ impl PendingTable {
         let Some(e) = inner.map.get(&id) else {
             return false;
         };
-        e.last_progress.store(at_nanos.max(1), Ordering::Relaxed);
-        e.progressed.notify_one();
+        e.signal.last.store(at_nanos.max(1), Ordering::Relaxed);
+        e.signal.notify.notify_one();
         if let Some(tx) = &e.progress {
             // Lossy on purpose: a flood of progress must not grow memory, and only the latest matters.
             let _ = tx.try_send(params);
@@ -135,11 +142,10 @@ impl PendingTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     fn entry() -> (Entry, oneshot::Receiver<Reply>) {
         let (tx, rx) = oneshot::channel();
-        (Entry { tx, written: false, progress: None, last_progress: Arc::default(), progressed: Arc::default() }, rx)
+        (Entry { tx, written: false, progress: None, signal: Arc::default() }, rx)
     }
 
     #[test]

@@ -44,6 +44,7 @@ use layers::Layers;
 pub use layers::ResilienceConfig;
 pub use outcome::RouterVerdict;
 pub use protected::{Degraded, Last, Routed};
+use tokio::time::Instant;
 
 /// Makes the client for one replica endpoint. Called once per endpoint, on first use.
 pub trait Connector: Send + Sync + std::fmt::Debug + 'static {
@@ -267,7 +268,8 @@ impl Gateway {
     {
         let requirements = self.call_requirements(&call);
         let route = self.route(call.tool, &requirements, call.tried)?;
-        Ok(self.attempt(&route, call.tool, (call.arguments, prepare), call.opts).await.0)
+        let started = self.clock.now();
+        Ok(self.attempt(&route, call.tool, (call.arguments, prepare), call.opts, started).await.0)
     }
 
     /// The requirements of one call: its arguments' under the rules, and its own extra ones.
@@ -302,14 +304,17 @@ impl Gateway {
 
     /// One call on a chosen replica, with the router's in-flight count and statistics kept. The arguments are
     /// finished by `prepare` on the replica's client (see [`Gateway::call_unprotected_prepared`]). The outcome is
-    /// classified here, once: the breaker's verdict comes back with the attempt for the protected path's layers.
+    /// classified here, once: the breaker's verdict comes back with the attempt for the protected path's layers, and
+    /// the time it ended. `started` is the clock read in the same poll that calls this (nothing is awaited before the
+    /// call is made, so the clock has not moved).
     async fn attempt<F, Fut>(
         &self,
         route: &Route,
         tool: &str,
         (arguments, prepare): (Value, F),
         opts: CallOptions,
-    ) -> (Attempt, HealthVerdict)
+        started: Instant,
+    ) -> (Attempt, HealthVerdict, Instant)
     where
         F: FnOnce(Arc<McpClient>, Value) -> Fut,
         Fut: Future<Output = Value>,
@@ -319,7 +324,6 @@ impl Gateway {
         // From here the in-flight count is held: the guard gives it back even if this future is dropped.
         let mut pending = InFlight { gateway: self, replica, done: false };
         let (endpoint, client) = self.client(&route.server, &route.endpoint);
-        let started = self.clock.now();
         let arguments = prepare(client.clone(), arguments).await;
         let outcome = client.call_tool(tool, arguments, opts).await;
         let now = self.clock.now();
@@ -330,7 +334,7 @@ impl Gateway {
             RouterVerdict::NoVerdict => router.call_abandoned(replica),
             v => router.call_finished(replica, v == RouterVerdict::Ok, now.saturating_duration_since(started), now),
         }
-        (Attempt { replica, endpoint, outcome }, verdict)
+        (Attempt { replica, endpoint, outcome }, verdict, now)
     }
 
     /// The background work of one gateway, until `cancel`: registry changes, statistics refresh and active health

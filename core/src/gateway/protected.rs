@@ -147,17 +147,17 @@ impl Gateway {
         F: Fn(Arc<McpClient>, Value) -> Fut,
         Fut: Future<Output = Value>,
     {
-        let deadline = call.opts.deadline.unwrap_or(self.clock.now() + self.config.call_deadline);
+        let deadline = call.opts.deadline.unwrap_or_else(|| self.clock.now() + self.config.call_deadline);
         let requirements = self.call_requirements(&call);
         let mut tried: Vec<ReplicaId> = call.tried.to_vec();
         let mut earlier: Vec<Attempt> = Vec::new();
         let mut plan: Option<RetryPlan> = None;
         loop {
-            let admitted = match self.admit(call.tool, &requirements, &tried, deadline).await {
+            // Admission's clock reading: nothing is awaited from it to the attempt's start.
+            let (admitted, now) = match self.admit(call.tool, &requirements, &tried, deadline).await {
                 Ok(a) => a,
                 Err(d) => return self.declined(call.tool, earlier, d),
             };
-            let now = self.clock.now();
             if earlier.is_empty() {
                 self.layers.with_budget(&admitted.route.server, now, |b| b.deposit(now));
             }
@@ -167,8 +167,8 @@ impl Gateway {
             let opts = CallOptions { deadline: Some(deadline), ..call.opts.clone() };
             let replica = admitted.route.replica;
             let arguments = (call.arguments.clone(), &prepare);
-            let (attempt, verdict) = self.attempt(&admitted.route, call.tool, arguments, opts).await;
-            let settled = self.settle(admitted, call.tool, &attempt, verdict, &mut plan, deadline);
+            let (attempt, verdict, now) = self.attempt(&admitted.route, call.tool, arguments, opts, now).await;
+            let settled = self.settle(admitted, call.tool, &attempt, verdict, &mut plan, (deadline, now));
             match settled {
                 Settled::Answer => return Routed { earlier, last: Last::Attempt(attempt) },
                 Settled::Declined(reason) => {
@@ -188,19 +188,21 @@ impl Gateway {
     /// decision, so the walk ends (the router returns an avoided replica only when nothing else is left). When every
     /// candidate refused and some only for want of room, waits for the router's first such choice — at most the
     /// bulkhead's queue wait and the deadline; otherwise the first refusal's reason is the gateway's answer (a
-    /// breaker's `retry_after` is the soonest any candidate's breaker may admit again).
+    /// breaker's `retry_after` is the soonest any candidate's breaker may admit again). Returns the time of admission.
     async fn admit(
         &self,
         tool: &str,
         requirements: &[Requirement],
         tried: &[ReplicaId],
         deadline: Instant,
-    ) -> Result<Admitted, Declined> {
+    ) -> Result<(Admitted, Instant), Declined> {
         let mut refused: Vec<ReplicaId> = Vec::new();
         let mut first_full: Option<Route> = None;
         let mut first_refusal: Option<Refusal> = None;
         let mut soonest: Option<Duration> = None;
         let cap = |route: &Route| self.client_cap(route);
+        // Nothing is awaited in the walk: one reading serves every decision of it.
+        let now = self.clock.now();
         loop {
             let avoid: Vec<ReplicaId> = tried.iter().chain(&refused).copied().collect();
             let Ok(route) = self.route(tool, requirements, &avoid) else {
@@ -209,8 +211,8 @@ impl Gateway {
             if refused.contains(&route.replica) {
                 break;
             }
-            match self.layers.admit(route, tool, &cap, None, self.clock.now(), self.observer.as_ref()) {
-                Ok(admitted) => return Ok(admitted),
+            match self.layers.admit(route, tool, &cap, None, now, self.observer.as_ref()) {
+                Ok(admitted) => return Ok((admitted, now)),
                 Err((route, refusal)) => {
                     refused.push(route.replica);
                     if let Refusal::Breaker { retry_after: Some(after), .. } = refusal {
@@ -224,7 +226,7 @@ impl Gateway {
             }
         }
         if let Some(route) = first_full {
-            let left = deadline.saturating_duration_since(self.clock.now());
+            let left = deadline.saturating_duration_since(now);
             let Ok(permit) = self.layers.wait_for_room(&route, &cap, left).await else {
                 return Err(Declined::of(Refusal::Full));
             };
@@ -232,6 +234,7 @@ impl Gateway {
             return self
                 .layers
                 .admit(route, tool, &cap, permit, now, self.observer.as_ref())
+                .map(|admitted| (admitted, now))
                 .map_err(|(_, refusal)| Declined::of(refusal));
         }
         let mut declined = Declined::of(first_refusal.unwrap_or(Refusal::Full));
@@ -241,7 +244,8 @@ impl Gateway {
         Err(declined)
     }
 
-    /// Every layer learns how the attempt ended (classified once, by the caller), and the retry plan decides.
+    /// Every layer learns how the attempt ended (classified once, by the caller), and the retry plan decides. `now`
+    /// is the time the attempt ended.
     fn settle(
         &self,
         admitted: Admitted,
@@ -249,9 +253,8 @@ impl Gateway {
         attempt: &Attempt,
         verdict: HealthVerdict,
         plan: &mut Option<RetryPlan>,
-        deadline: Instant,
+        (deadline, now): (Instant, Instant),
     ) -> Settled {
-        let now = self.clock.now();
         let route = admitted.settle(&self.layers, tool, now, verdict, self.observer.as_ref());
         let Err(error) = &attempt.outcome else { return Settled::Answer };
         let Some(policy) = self.layers.config().retry.clone() else { return Settled::Answer };

@@ -139,6 +139,13 @@ impl Message {
 
     /// Encodes as one compact JSON object (no newline; framing is the transport's job).
     pub fn encode(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        self.encode_into(&mut bytes);
+        bytes
+    }
+
+    /// [`Message::encode`], appended to `out` (a writer's reused buffer).
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
         #[derive(Serialize)]
         struct Wire<'a> {
             jsonrpc: &'static str,
@@ -173,7 +180,11 @@ impl Message {
             }
         }
         // Serialising borrowed serde_json values into a Vec cannot fail: no maps with non-string keys exist here.
-        serde_json::to_vec(&wire).unwrap_or_default()
+        // Were it to, nothing of the message is left behind.
+        let start = out.len();
+        if serde_json::to_writer(&mut *out, &wire).is_err() {
+            out.truncate(start);
+        }
     }
 
     pub fn request(id: impl Into<RequestId>, method: impl Into<String>, params: Option<Value>) -> Self {

@@ -28,6 +28,12 @@ impl InFlightLimit {
         self.max - self.sem.available_permits()
     }
 
+    /// A permit if one is free now: what [`InFlightLimit::acquire`] would give on its first poll (while a permit is
+    /// free, nobody is queued for one).
+    pub fn try_acquire(&self) -> Option<OwnedSemaphorePermit> {
+        self.sem.clone().try_acquire_owned().ok()
+    }
+
     /// Waits for a permit (FIFO). The permit is released when dropped, on every path.
     pub async fn acquire(&self) -> OwnedSemaphorePermit {
         // The semaphore is never closed, so acquisition cannot fail.

@@ -24,11 +24,17 @@ where
 #[derive(Debug)]
 pub struct LineSink<W> {
     writer: BufWriter<W>,
+    /// The frame being written, kept between frames so encoding one allocates nothing once it has grown.
+    frame: Vec<u8>,
 }
+
+/// A frame buffer grown past this is let go after its frame: one huge message must not pin its size for the
+/// connection's life.
+const KEEP_FRAME: usize = 64 * 1024;
 
 impl<W: AsyncWrite + Unpin> LineSink<W> {
     pub fn new(writer: W) -> Self {
-        LineSink { writer: BufWriter::with_capacity(64 * 1024, writer) }
+        LineSink { writer: BufWriter::with_capacity(64 * 1024, writer), frame: Vec::new() }
     }
 
     /// The underlying writer, for tests that need to write raw (e.g. malformed) bytes. Flush first.
@@ -39,9 +45,14 @@ impl<W: AsyncWrite + Unpin> LineSink<W> {
 
 impl<W: AsyncWrite + Unpin + Send + 'static> MessageSink for LineSink<W> {
     async fn feed(&mut self, msg: &Message) -> Result<(), TransportError> {
-        let mut bytes = msg.encode();
-        bytes.push(b'\n');
-        self.writer.write_all(&bytes).await.map_err(|e| TransportError::io("write", &e))
+        self.frame.clear();
+        msg.encode_into(&mut self.frame);
+        self.frame.push(b'\n');
+        let written = self.writer.write_all(&self.frame).await.map_err(|e| TransportError::io("write", &e));
+        if self.frame.capacity() > KEEP_FRAME {
+            self.frame = Vec::new();
+        }
+        written
     }
 
     async fn flush(&mut self) -> Result<(), TransportError> {
