@@ -19,11 +19,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpstorm_core::jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message};
-use mcpstorm_core::{FrameError, MessageSink, MessageSource, line_transport};
+use mcpstorm_core::{FrameError, MessageSink, line_transport};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::call_frame;
 use crate::dispatch;
 use crate::inflight::InFlight;
 use crate::methods::ConnEra;
@@ -78,7 +79,9 @@ where
     // Only the reader decides and reads the era, so it lives here.
     let mut era = ConnEra::Undecided;
     let mut broken = false;
-    while let Some(item) = source.recv().await {
+    // Plain `tools/call` frames, nearly all of a busy server's, are read without building the envelope they carry.
+    let quick = |frame: &[u8]| call_frame::read(frame).map(Message::Request);
+    while let Some(item) = source.recv_with(quick).await {
         match item {
             Ok(Message::Request(request)) => {
                 let Some(prepared) = dispatch::prepare(&shared, &mut era, request) else { continue };

@@ -19,6 +19,7 @@
 
 mod args;
 mod call;
+mod call_frame;
 mod config;
 mod conn;
 mod conn_registry;
