@@ -11,7 +11,7 @@
 //! Three curves follow, wall time per simulated second on both engines: against the number of hosts (`latency_spike`'s
 //! one server with 5 to 60 replicas at 1,000 calls/s, each replica on a host of its own and then sharing one;
 //! turmoil's cost grows steeply with hosts), the wide topology (`sim/benches/wide.toml`: 20 servers × 3 replicas, 4
-//! load hosts, 1,000 calls/s for 2 minutes) both ways, and against the call rate (`retry_storm`'s 6 hosts at 500 to
+//! load hosts, 1,000 calls/s for 2 minutes) both ways, and against the call rate (`retry_storm`'s 5 hosts at 500 to
 //! 6,000 calls/s).
 //!
 //! Each run is a child process (this binary re-executed with `--child`), so the peak RSS it reports is its own. The
@@ -64,7 +64,7 @@ impl Case {
         Case { label: format!("{name}, {duration_s} s, no fault"), file, duration_s, sets: Vec::new() }
     }
 
-    /// `retry_storm` (6 hosts) at `rate` calls/s: the curve against the call rate.
+    /// `retry_storm` (5 hosts: its replicas share their servers' hosts) at `rate` calls/s: the curve against the call rate.
     fn rate(rate: u32, duration_s: u64) -> Case {
         Case {
             label: format!("{rate} calls/s"),
@@ -163,7 +163,7 @@ fn main() {
     let result = compare(&cases)
         .and_then(|()| curve("topology (1,000 calls/s, no fault)", &by_hosts))
         .and_then(|()| curve("wide topology (1,000 calls/s, no fault)", &wide))
-        .and_then(|()| curve("retry_storm's 6 hosts, no fault", &by_rate));
+        .and_then(|()| curve("retry_storm's 5 hosts, no fault", &by_rate));
     if let Err(e) = result {
         eprintln!("scale: {e}");
         std::process::exit(1);
