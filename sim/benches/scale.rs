@@ -64,7 +64,8 @@ impl Case {
         Case { label: format!("{name}, {duration_s} s, no fault"), file, duration_s, sets: Vec::new() }
     }
 
-    /// `retry_storm` (5 hosts: its replicas share their servers' hosts) at `rate` calls/s: the curve against the call rate.
+    /// `retry_storm` (5 hosts: its replicas share their servers' hosts) at `rate` calls/s: the curve against the
+    /// call rate.
     fn rate(rate: u32, duration_s: u64) -> Case {
         Case {
             label: format!("{rate} calls/s"),
