@@ -188,7 +188,7 @@ impl Host {
 }
 
 /// What one logical call targets, resolved from the mix once.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Target {
     /// Index into `load.mix`.
     entry: usize,
@@ -255,11 +255,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             for session in (host_index..sessions).step_by(hosts) {
                 let rng = run.fork("session").fork(&session.to_string()).rng();
                 let ctx = (plan.clone(), clients.clone(), targets.clone(), weights.clone());
-                let live = live.clone();
-                tokio::spawn(async move {
-                    closed_session(ctx, rng).await;
-                    drop(live);
-                });
+                spawn_live(&live, closed_session(ctx, rng));
             }
         }
         LoadMode::Open => {
@@ -287,16 +283,10 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                     break;
                 }
                 let index = pick_weighted(&mut rng, &weights);
-                let (plan, clients, target, live) =
-                    (plan.clone(), clients.clone(), targets[index].clone(), live.clone());
+                let (plan, clients, target) = (plan.clone(), clients.clone(), targets[index].clone());
                 // The intended send time is `next`, whether or not this host got to it on time.
                 let intended = now.saturating_sub(Instant::now().saturating_duration_since(next));
-                // Boxed: the call's future is several KB, and a task stores its future inline, so spawning it unboxed
-                // copies all of it into the task and again out of it when it ends.
-                tokio::spawn(Box::pin(async move {
-                    logical_call(&plan, &clients, &target, intended).await;
-                    drop(live);
-                }));
+                spawn_live(&live, async move { logical_call(&plan, &clients, &target, intended).await });
             }
         }
     }
@@ -310,6 +300,17 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
     plan.recorder.gateway_ended(host_index, clients.gateway.in_flight_snapshot());
     clients.gateway.close().await;
     Ok(())
+}
+
+/// Spawns `work` holding a clone of `live` until it ends (see `run_host`'s drain). Boxed: a call's future is several
+/// KB, and a task stores its future inline, so spawning it unboxed copies all of it into the task and again out of it
+/// when it ends.
+fn spawn_live(live: &tokio::sync::mpsc::Sender<()>, work: impl Future<Output = ()> + Send + 'static) {
+    let live = live.clone();
+    tokio::spawn(Box::pin(async move {
+        work.await;
+        drop(live);
+    }));
 }
 
 type SessionCtx = (Arc<LoadPlan>, Arc<Host>, Arc<Vec<Arc<Target>>>, Vec<f64>);
