@@ -31,7 +31,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 use super::agent::{self, Next};
 use super::clock::SimClock;
 use super::net::{TurmoilDialer, port};
-use super::recorder::{AttemptVerdict, GatewayObserver, Outcome, Recorder, SimObserver};
+use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Recorder, SimObserver};
 
 /// Where a gateway's own breaker openings go to be gossiped.
 type Outbox = tokio::sync::mpsc::UnboundedSender<super::gossip::Opened>;
@@ -60,7 +60,12 @@ impl LoadPlan {
 
     /// Claims the right to start one more logical call, or says the load is over.
     fn claim(&self) -> bool {
-        if Self::now() >= self.scenario.duration.0 {
+        self.claim_at(Self::now())
+    }
+
+    /// [`LoadPlan::claim`] at simulated time `now`, read by the caller.
+    fn claim_at(&self, now: Duration) -> bool {
+        if now >= self.scenario.duration.0 {
             return false;
         }
         match self.scenario.load.calls {
@@ -270,7 +275,9 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             // One timer, moved to each arrival: cheaper than registering a new one per call.
             let arrival = sleep_until(next);
             tokio::pin!(arrival);
-            while plan.claim() {
+            // Nothing is awaited between a spawn and the next claim, so one reading of the time serves both.
+            let mut now = LoadPlan::now();
+            while plan.claim_at(now) {
                 // A gap no instant can hold (a rate so low that the next call would come after the end of time)
                 // ends the arrivals: the load ends long before it.
                 let gap = Duration::try_from_secs_f64(gap.sample(&mut rng)).ok();
@@ -278,7 +285,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                 next = at;
                 arrival.as_mut().reset(next);
                 arrival.as_mut().await;
-                let now = LoadPlan::now();
+                now = LoadPlan::now();
                 if now >= plan.scenario.duration.0 {
                     break;
                 }
@@ -383,7 +390,8 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     let logical = recorder.offered(intended);
     // The agent's own stream (the polite backoff's jitter): fixed by the call's intended time and the run's seed.
     let rng = agent::AgentRng::for_call(Seed::new(plan.scenario.seed), intended);
-    let mut args = target.args.clone();
+    // The arguments of the agent's retries, when it changes them; the mix entry's until then.
+    let mut retry_args: Option<Value> = None;
     let mut outcome = Outcome::Error("local");
     let mut tried = Vec::new();
     let mut served_by = None;
@@ -391,6 +399,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     let mut sent = 0u32;
     let mut finished = intended;
     for attempt in 0.. {
+        let args = retry_args.as_ref().unwrap_or(&target.args);
         let call = ToolCall { tried: &tried, requires: &target.requires, ..ToolCall::new(&target.tool, args.clone()) };
         // Each attempt's send time, taken when its arguments are ready on the chosen replica.
         let starts: Mutex<Vec<CallStart>> = Mutex::new(Vec::new());
@@ -411,16 +420,20 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
         finished = now;
         let starts = starts.into_inner().unwrap_or_else(PoisonError::into_inner);
         for (i, a) in routed.attempts().enumerate() {
-            // The in-flight gauge: a gateway retry's earlier attempts are counted finished when the call returns.
-            recorder.attempt_finished();
             tried.push(a.replica);
             served_by = host.needs.server_of(&a.endpoint);
             let start =
                 starts.get(i).copied().unwrap_or_else(|| CallStart::new(host.clock.wall_ms(), now, Instant::now()));
-            recorder.served(now, &a.endpoint, host.needs.misroute(target.entry, &a.endpoint));
-            let verdict = AttemptVerdict::of(a.outcome.as_ref());
-            recorder.attempt_verdict(&host.host, &a.endpoint, start.offset, now, verdict);
-            recorder.call(logical, || {
+            // The in-flight gauge counts a gateway retry's earlier attempts finished when the call returns.
+            let end = AttemptEnd {
+                load_host: &host.host,
+                replica: &a.endpoint,
+                sent: start.offset,
+                now,
+                misroute: host.needs.misroute(target.entry, &a.endpoint),
+                verdict: AttemptVerdict::of(a.outcome.as_ref()),
+            };
+            recorder.attempt_ended(logical, end, || {
                 let key = CallKey::with_hash(&*a.endpoint, target.tool.as_str(), target.input);
                 ServerCallRecord::new(start, key, a.outcome.as_ref(), sent)
             });
@@ -432,10 +445,10 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
             Ok(_) => Outcome::Tool,
             Err(e) => Outcome::Error(e.label()),
         };
-        match agent::next(&plan.scenario.agent, attempt, result, &args, &rng) {
+        match agent::next(&plan.scenario.agent, attempt, result, args, &rng) {
             Next::Stop => break,
             Next::Retry { after, args: next } => {
-                args = next;
+                retry_args = Some(next);
                 if !after.is_zero() {
                     sleep(after).await;
                 }
@@ -444,9 +457,8 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     }
     // Nothing awaited since the last attempt returned, so that is the call's end.
     let now = finished;
-    recorder.logical_done(now, now.saturating_sub(intended), outcome, served_by);
-    let server = plan.scenario.load.mix[target.entry].server.as_deref().or(served_by);
-    recorder.server_call(server, now.saturating_sub(intended), outcome == Outcome::Ok);
+    let audited = plan.scenario.load.mix[target.entry].server.as_deref().or(served_by);
+    recorder.logical_done(now, now.saturating_sub(intended), outcome, served_by, audited);
 }
 
 #[cfg(test)]

@@ -64,6 +64,19 @@ impl AttemptVerdict {
     }
 }
 
+/// One finished attempt, as the load host that sent it saw it (see [`Recorder::attempt_ended`]).
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptEnd<'a> {
+    pub load_host: &'a str,
+    pub replica: &'a str,
+    /// When it was sent and when it finished, simulated time.
+    pub sent: Duration,
+    pub now: Duration,
+    /// Its replica's server does not meet the call's needs.
+    pub misroute: bool,
+    pub verdict: AttemptVerdict,
+}
+
 /// Whether a request's error is a server's refusal of its arguments against the tool's current schema, the
 /// TypeScript SDK's way (as the fake servers with `validation_error = "invalid_params"` phrase it).
 pub fn is_stale_refusal(error: &CallError) -> bool {
@@ -180,6 +193,37 @@ impl Inner {
 }
 
 impl Inner {
+    /// Replica `replica` served an attempt finished at `now`; `misroute` when its server does not meet the call's
+    /// needs.
+    fn served(&mut self, now: Duration, replica: &str, misroute: bool) {
+        match self.totals.replica_calls.get_mut(replica) {
+            Some(n) => *n += 1,
+            None => {
+                self.totals.replica_calls.insert(replica.to_owned(), 1);
+            }
+        }
+        if misroute {
+            self.bucket(now).misroutes += 1;
+            self.totals.misroutes += 1;
+        }
+    }
+
+    /// Counts what a finished attempt says about sessions, auth and schemas.
+    fn attempt_verdict(&mut self, end: &AttemptEnd<'_>) {
+        match end.verdict {
+            AttemptVerdict::Plain => {}
+            AttemptVerdict::SessionNotFound => {
+                self.bucket(end.now).session_errors += 1;
+                self.totals.session_errors += 1;
+            }
+            AttemptVerdict::Auth => {
+                self.bucket(end.now).auth_errors += 1;
+                self.totals.auth_errors += 1;
+            }
+            AttemptVerdict::StaleSchema => self.stale_refusal(end.load_host, end.replica, end.sent, end.now),
+        }
+    }
+
     /// Counts a stale send when the pair had already received a refusal (since the replica's last drift) before
     /// this one was sent; otherwise remembers the first refusal's arrival.
     fn stale_refusal(&mut self, load_host: &str, replica: &str, sent: Duration, now: Duration) {
@@ -208,11 +252,6 @@ impl Recorder {
         let mut inner = self.lock();
         inner.gateways = n.max(1);
         inner.audit.set_hosts(n);
-    }
-
-    /// A logical call for `server` (see [`RunAudit::servers`](crate::run::RunAudit)) ended, ok or not.
-    pub fn server_call(&self, server: Option<&str>, latency: Duration, ok: bool) {
-        self.lock().audit.call(server, latency, ok);
     }
 
     /// Load host `host`'s gateway after its drain: what it still holds.
@@ -254,15 +293,15 @@ impl Recorder {
         inner.in_flight += 1;
     }
 
-    pub fn attempt_finished(&self) {
+    /// One attempt of logical call number `logical` finished: the in-flight gauge, the replica's count, what the
+    /// attempt says about sessions, auth and schemas, and its row of the call history (`record` builds it, hashing
+    /// its result, and is called only when the row is written). One lock for all of it: this runs for every attempt.
+    pub fn attempt_ended(&self, logical: u64, end: AttemptEnd<'_>, record: impl FnOnce() -> ServerCallRecord) {
         let mut inner = self.lock();
         inner.in_flight = inner.in_flight.saturating_sub(1);
-    }
-
-    /// One attempt of logical call number `logical` finished: `record` builds its row of the call history (hashing
-    /// its result), and is called only when the row is written.
-    pub fn call(&self, logical: u64, record: impl FnOnce() -> ServerCallRecord) {
-        self.lock().calls.attempt(logical, record);
+        inner.served(end.now, end.replica, end.misroute);
+        inner.attempt_verdict(&end);
+        inner.calls.attempt(logical, record);
     }
 
     /// A schema drift was applied to replica `host`: refusals from it start a new episode.
@@ -270,43 +309,9 @@ impl Recorder {
         *self.lock().drift_epoch.entry(host.to_owned()).or_default() += 1;
     }
 
-    /// Counts what a finished attempt from `load_host` to `replica`, sent at `sent` and finished at `now`, says
-    /// about sessions, auth and schemas.
-    pub fn attempt_verdict(&self, load_host: &str, replica: &str, sent: Duration, now: Duration, v: AttemptVerdict) {
-        let mut inner = self.lock();
-        match v {
-            AttemptVerdict::Plain => {}
-            AttemptVerdict::SessionNotFound => {
-                inner.bucket(now).session_errors += 1;
-                inner.totals.session_errors += 1;
-            }
-            AttemptVerdict::Auth => {
-                inner.bucket(now).auth_errors += 1;
-                inner.totals.auth_errors += 1;
-            }
-            AttemptVerdict::StaleSchema => inner.stale_refusal(load_host, replica, sent, now),
-        }
-    }
-
     /// A request from `load_host` to `replica`, sent at `sent`, came back at `now` refused for a stale schema.
     pub fn stale_refusal(&self, load_host: &str, replica: &str, sent: Duration, now: Duration) {
         self.lock().stale_refusal(load_host, replica, sent, now);
-    }
-
-    /// Replica `replica` served an attempt finished at `now`; `misroute` when its server does not meet the call's
-    /// needs.
-    pub fn served(&self, now: Duration, replica: &str, misroute: bool) {
-        let mut inner = self.lock();
-        match inner.totals.replica_calls.get_mut(replica) {
-            Some(n) => *n += 1,
-            None => {
-                inner.totals.replica_calls.insert(replica.to_owned(), 1);
-            }
-        }
-        if misroute {
-            inner.bucket(now).misroutes += 1;
-            inner.totals.misroutes += 1;
-        }
     }
 
     /// A session event from a load host's gateway core.
@@ -325,9 +330,18 @@ impl Recorder {
         }
     }
 
-    /// A logical call reached its outcome at `at`; `server` is where its last attempt went (none: no attempt).
-    pub fn logical_done(&self, at: Duration, latency: Duration, outcome: Outcome, server: Option<&str>) {
+    /// A logical call reached its outcome at `at`; `server` is where its last attempt went (none: no attempt), and
+    /// `audited` the server the run's audit files it under (see [`RunAudit::servers`](crate::run::RunAudit)).
+    pub fn logical_done(
+        &self,
+        at: Duration,
+        latency: Duration,
+        outcome: Outcome,
+        server: Option<&str>,
+        audited: Option<&str>,
+    ) {
         let mut inner = self.lock();
+        inner.audit.call(audited, latency, outcome == Outcome::Ok);
         let micros = (latency.as_micros() as u64).clamp(1, 3_600_000_000);
         if server.is_some_and(|s| inner.phases.healthy(s)) {
             if inner.phases.before(at) {
