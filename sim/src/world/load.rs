@@ -260,7 +260,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             for session in (host_index..sessions).step_by(hosts) {
                 let rng = run.fork("session").fork(&session.to_string()).rng();
                 let ctx = (plan.clone(), clients.clone(), targets.clone(), weights.clone());
-                spawn_live(&live, closed_session(ctx, rng));
+                spawn_live(&live, move || closed_session(ctx, rng));
             }
         }
         LoadMode::Open => {
@@ -293,7 +293,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                 let (plan, clients, target) = (plan.clone(), clients.clone(), targets[index].clone());
                 // The intended send time is `next`, whether or not this host got to it on time.
                 let intended = now.saturating_sub(Instant::now().saturating_duration_since(next));
-                spawn_live(&live, async move { logical_call(&plan, &clients, &target, intended).await });
+                spawn_live(&live, move || async move { logical_call(&plan, &clients, &target, intended).await });
             }
         }
     }
@@ -309,14 +309,20 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
     Ok(())
 }
 
-/// Spawns `work` holding a clone of `live` until it ends (see `run_host`'s drain). Boxed: a call's future is several
-/// KB, and a task stores its future inline, so spawning it unboxed copies all of it into the task and again out of it
-/// when it ends.
-fn spawn_live(live: &tokio::sync::mpsc::Sender<()>, work: impl Future<Output = ()> + Send + 'static) {
+/// Spawns the future `work` makes, holding a clone of `live` until it ends (see `run_host`'s drain).
+///
+/// The future is made inside the task, not passed in made: an async block that awaits a future it captured keeps
+/// room for it twice (the captured value and the awaited one), so wrapping a made call (about 5 KB) would double
+/// every call's task. Boxed: a task stores its future inline, so spawning it unboxed copies all of it into the task
+/// and again out of it when it ends.
+fn spawn_live<F: Future<Output = ()> + Send + 'static>(
+    live: &tokio::sync::mpsc::Sender<()>,
+    work: impl FnOnce() -> F + Send + 'static,
+) {
     let live = live.clone();
     tokio::spawn(Box::pin(async move {
-        work.await;
-        drop(live);
+        let _live = live;
+        work().await;
     }));
 }
 
