@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use super::ranges::number;
 use super::{CALLS_SAMPLE_EVERY, CallsMode, LoadMode, RetryMode, Scenario};
-use crate::run::memory::SecondBucket;
+use crate::run::memory::Seconds;
 use mcpstorm_fake::LatencyDist;
 
 /// The most a run may cost before loading refuses it.
@@ -178,7 +178,7 @@ pub fn estimate(s: &Scenario) -> Cost {
     let seconds_keys = ticks_keys.iter().filter(|k| *k != "tick").cloned().collect();
     let parts = [
         (in_flight.min(calls.max(1.0)) * CALL_BYTES, in_flight_keys.into_iter().map(str::to_owned).collect()),
-        (seconds * SecondBucket::bytes() as f64, seconds_keys),
+        (seconds * Seconds::bytes_per_second() as f64, seconds_keys),
         (hosts * HOST_BYTES + (load.hosts * replicas) as f64 * PAIR_BYTES, hosts_keys.clone()),
     ];
     let memory = PROCESS_BYTES + parts.iter().map(|(bytes, _)| bytes).sum::<f64>();

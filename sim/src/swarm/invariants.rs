@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::run::memory::SecondBucket;
+use crate::run::memory::Seconds;
 use crate::run::{RunData, SecondRow, ServerTotals};
 use crate::scenario::cost::{self, CALL_BYTES, PROCESS_BYTES};
 use crate::scenario::{LoadMode, Scenario, SwarmSpec, resolve_target};
@@ -79,7 +79,7 @@ pub fn safety(scenario: &Scenario, run: &RunData) -> Vec<Violation> {
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// What the run measurably held, bytes, priced as the run-cost estimate prices it: the process, the attempts in
-/// flight at the busiest per-second sample, every per-second bucket, and the event log's rows and text. Hosts'
+/// flight at the busiest per-second sample, every per-second row, and the event log's rows and text. Hosts'
 /// connections and the allocator's own overhead are not measured per run (the estimate's flat share stands for
 /// them), so this checks the parts that grow with the run.
 pub fn memory(run: &RunData) -> f64 {
@@ -87,7 +87,7 @@ pub fn memory(run: &RunData) -> f64 {
         run.events.iter().map(|e| std::mem::size_of_val(e) + e.kind.len() + e.target.len() + e.detail.len()).sum();
     PROCESS_BYTES
         + run.audit.peak_in_flight as f64 * CALL_BYTES
-        + (run.seconds.len() * SecondBucket::bytes()) as f64
+        + (run.seconds.len() * Seconds::bytes_per_second()) as f64
         + events as f64
 }
 

@@ -85,6 +85,7 @@ pub fn run(
     let recorder = Recorder::default();
     let phases = Phases::of(scenario);
     recorder.set_phases(phases.clone());
+    recorder.set_tick(scenario.tick.0);
     recorder.set_calls(calls, scenario.report.calls);
     let mut handles = Handles::default();
     let placement = Arc::new(Placement::of(scenario));

@@ -22,7 +22,7 @@ use mcpstorm_core::{CallError, Event, Observer, SessionEvent};
 use super::audit::AuditLog;
 use super::call_log::CallLog;
 use super::phases::Phases;
-use crate::run::memory::{SecondBucket, latency_histogram};
+use crate::run::memory::{Seconds, latency_histogram, ms};
 use crate::run::{CallSink, CallSinkError, Convergence, EventRow, SecondRow, Totals};
 use crate::scenario::CallsMode;
 
@@ -86,7 +86,7 @@ pub fn is_stale_refusal(error: &CallError) -> bool {
 
 #[derive(Debug)]
 struct Inner {
-    buckets: Vec<SecondBucket>,
+    seconds: Seconds,
     /// Drifts applied so far per server replica host.
     drift_epoch: BTreeMap<String, u32>,
     /// When each (load host, replica, drift epoch) first received a stale-schema refusal.
@@ -117,15 +117,12 @@ pub struct Recorder {
 /// Significant digits of the whole run's latency histograms.
 const RUN_SIGFIG: u8 = 3;
 
-fn ms(h: &Histogram<u64>, q: f64) -> f64 {
-    if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 }
-}
-
 impl Default for Recorder {
     fn default() -> Self {
         Recorder {
             inner: Arc::new(Mutex::new(Inner {
-                buckets: Vec::new(),
+                // Until the run says its tick: latencies a second out of order still land in their own second.
+                seconds: Seconds::new(Duration::from_secs(1)),
                 total: latency_histogram(RUN_SIGFIG),
                 totals: Totals::default(),
                 in_flight: 0,
@@ -184,11 +181,7 @@ impl Inner {
     }
 
     fn bucket(&mut self, at: Duration) -> &mut SecondRow {
-        let t = at.as_secs() as usize;
-        while self.buckets.len() <= t {
-            self.buckets.push(SecondBucket::new(self.buckets.len() as u64));
-        }
-        &mut self.buckets[t].row
+        self.seconds.row(at)
     }
 }
 
@@ -262,6 +255,11 @@ impl Recorder {
     /// The run's audit (after [`Recorder::finish`]).
     pub fn audit(&self, rows: &[SecondRow]) -> crate::run::RunAudit {
         self.lock().audit.finish(rows.iter().map(|r| r.in_flight).max().unwrap_or(0))
+    }
+
+    /// The run's tick: how far out of order hosts record a call's end (before the run starts).
+    pub fn set_tick(&self, tick: Duration) {
+        self.lock().seconds.set_lateness(tick);
     }
 
     /// Sets the fault windows the healthy-server latency is split by (before the run starts).
@@ -361,8 +359,7 @@ impl Recorder {
             Outcome::Error("auth") => row.err_auth += 1,
             Outcome::Error(_) => row.err_local += 1,
         }
-        let t = at.as_secs() as usize;
-        let _ = inner.buckets[t].hist.record(micros);
+        inner.seconds.latency(at, micros);
         let _ = inner.total.record(micros);
         inner.totals.completed += 1;
         if outcome == Outcome::Ok {
@@ -438,16 +435,7 @@ impl Recorder {
         if sim > Duration::ZERO {
             inner.bucket(sim - Duration::from_nanos(1));
         }
-        let rows = inner
-            .buckets
-            .iter()
-            .map(|b| SecondRow {
-                p50_ms: ms(&b.hist, 0.5),
-                p95_ms: ms(&b.hist, 0.95),
-                p99_ms: ms(&b.hist, 0.99),
-                ..b.row.clone()
-            })
-            .collect();
+        let rows = inner.seconds.finish();
         let mut totals = inner.totals.clone();
         let h = &inner.total;
         totals.lost = totals.offered.saturating_sub(totals.completed);
