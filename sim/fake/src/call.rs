@@ -13,9 +13,11 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
 use crate::args;
+use crate::call_frame::{CallParams, PROGRESS_TOKEN};
 use crate::config::{DEFAULT_REPLY, ErrorKind, ToolConfig, ValidationError};
 use crate::latency::LatencyDraw;
 use crate::methods::invalid_params;
+use crate::params::Params;
 use crate::reply::Reply;
 use crate::shared::{Catalog, Shared};
 use crate::stats::{Counters, Ticket};
@@ -61,17 +63,25 @@ pub struct Held {
 
 /// Reads a `tools/call`. Malformed params are a protocol error (-32602); an unknown tool or bad arguments are a tool
 /// error (`isError: true`), as real servers (and the 2025-11-25 spec) answer them.
-pub fn prepare(shared: &Arc<Shared>, params: Option<Value>) -> Job {
+pub fn prepare(shared: &Arc<Shared>, params: Params) -> Job {
     let invalid = |msg: String| Job::Reply(Err(invalid_params(msg)), Some(CallEnd::Errored));
-    let Some(Value::Object(mut params)) = params else {
-        return invalid("tools/call params must be an object".into());
+    let (arguments, name, token) = match params {
+        Params::Call(CallParams { name, arguments, meta }) => (arguments, name, meta.and_then(|m| m.progress_token)),
+        Params::Value(Some(Value::Object(mut params))) => {
+            let token = match params.remove("_meta") {
+                Some(Value::Object(mut meta)) => meta.remove(PROGRESS_TOKEN),
+                _ => None,
+            };
+            (params.remove("arguments"), params.remove("name"), token)
+        }
+        Params::Value(_) => return invalid("tools/call params must be an object".into()),
     };
-    let args = match params.remove("arguments") {
+    let args = match arguments {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(args)) => args,
         Some(other) => return invalid(format!("\"arguments\" must be an object, got {other}")),
     };
-    let Some(Value::String(name)) = params.remove("name") else {
+    let Some(Value::String(name)) = name else {
         return invalid("tools/call needs a string \"name\"".into());
     };
     let catalog = shared.catalog();
@@ -84,8 +94,7 @@ pub fn prepare(shared: &Arc<Shared>, params: Option<Value>) -> Job {
         return validation_error(shared.config.validation_error, &name, &e);
     }
     // Real servers only report progress when asked to, by a token in `_meta`.
-    let progress_token =
-        params.get("_meta").and_then(|m| m.get("progressToken")).filter(|t| t.is_string() || t.is_number()).cloned();
+    let progress_token = token.filter(|t| t.is_string() || t.is_number());
     // Always two draws in the same order, whatever the tool: changing one tool's distribution or error rate does
     // not shift the sequence another tool sees.
     let (coin, draw) = {

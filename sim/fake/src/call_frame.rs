@@ -3,12 +3,14 @@
 //! The general decoder builds the whole `params` tree, and a 2026-07-28 request carries its whole envelope there
 //! (`clientInfo` and all) on every call, though the server reads five of its keys. This reader takes a frame whose
 //! shape it fully knows (exactly `jsonrpc`, `id`, `method`, `params`, with `params` holding only `name`, `arguments`
-//! and `_meta`) and gives the same [`Request`], with `_meta` cut down to the keys the server reads. Anything else it
-//! does not recognise (another method, an extra or repeated member, an escaped method name, a bad id) returns `None`,
-//! and the frame goes to [`Message::decode`](mcpstorm_core::jsonrpc::Message::decode), so every decision, refusal
-//! and error text stays the general path's.
+//! and `_meta`) and gives its id and params typed, with `_meta` cut down to the keys the server reads: the server
+//! reads them through [`Params`](crate::params::Params) as it reads the general decoder's tree, and never builds the
+//! tree. Anything else it does not recognise (another method, an extra or repeated member, an escaped method name, a
+//! bad id, bytes that are not UTF-8) returns `None`, and the frame goes to
+//! [`Message::decode`](mcpstorm_core::jsonrpc::Message::decode), so every decision, refusal and error text stays the
+//! general path's.
 
-use mcpstorm_core::jsonrpc::{Request, RequestId};
+use mcpstorm_core::jsonrpc::RequestId;
 use mcpstorm_core::mcp::{META_PROTOCOL_VERSION, method};
 use mcpstorm_core::session::{META_AUTHORIZATION, META_CLIENT_CAPABILITIES, META_SESSION};
 use std::fmt;
@@ -17,34 +19,53 @@ use std::marker::PhantomData;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The `_meta` keys the server reads from a `tools/call` (the routing, the envelope check, the gate, the progress
-/// token). Every other key of `_meta` is skipped unread.
-#[derive(Deserialize)]
-struct Meta {
+/// token). Every other key of `_meta` is skipped unread. A member that is there is `Some`, `null` included.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CallMeta {
     #[serde(default, rename = "progressToken", deserialize_with = "present")]
-    progress_token: Option<Value>,
+    pub progress_token: Option<Value>,
     #[serde(default, rename = "io.modelcontextprotocol/protocolVersion", deserialize_with = "present")]
-    protocol_version: Option<Value>,
+    pub protocol_version: Option<Value>,
     #[serde(default, rename = "io.modelcontextprotocol/clientCapabilities", deserialize_with = "present")]
-    client_capabilities: Option<Value>,
+    pub client_capabilities: Option<Value>,
     #[serde(default, rename = "io.mcpstorm/session", deserialize_with = "present")]
-    session: Option<Value>,
+    pub session: Option<Value>,
     #[serde(default, rename = "io.mcpstorm/authorization", deserialize_with = "present")]
-    authorization: Option<Value>,
+    pub authorization: Option<Value>,
 }
 
-#[derive(Deserialize)]
+impl CallMeta {
+    /// `_meta[key]`, as a lookup in the whole `_meta` object would find it (every key not kept is one the server
+    /// never asks for).
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        match key {
+            PROGRESS_TOKEN => self.progress_token.as_ref(),
+            META_PROTOCOL_VERSION => self.protocol_version.as_ref(),
+            META_CLIENT_CAPABILITIES => self.client_capabilities.as_ref(),
+            META_SESSION => self.session.as_ref(),
+            META_AUTHORIZATION => self.authorization.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// The `_meta` key of a request's progress token.
+pub(crate) const PROGRESS_TOKEN: &str = "progressToken";
+
+/// A plain `tools/call`'s params: each member `Some` when there (`null` included).
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub(crate) struct CallParams {
     #[serde(default, deserialize_with = "present")]
-    name: Option<Value>,
+    pub name: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    arguments: Option<Value>,
+    pub arguments: Option<Value>,
     /// An object, or the frame is not one this reader takes (`null` and other values go the general way).
     #[serde(default, rename = "_meta", deserialize_with = "object")]
-    meta: Option<Meta>,
+    pub meta: Option<CallMeta>,
 }
 
 #[derive(Deserialize)]
@@ -54,7 +75,7 @@ struct Frame<'a> {
     id: Value,
     method: &'a str,
     #[serde(deserialize_with = "map_only")]
-    params: Params,
+    params: CallParams,
 }
 
 /// A member that is there, `null` included (serde's `Option` reads `null` as absent, and the server tells them apart).
@@ -62,7 +83,7 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)
 }
 
-fn object<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Meta>, D::Error> {
+fn object<'de, D: Deserializer<'de>>(d: D) -> Result<Option<CallMeta>, D::Error> {
     map_only(d).map(Some)
 }
 
@@ -83,40 +104,26 @@ fn map_only<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D
     d.deserialize_map(Only(PhantomData))
 }
 
-/// `frame` as the general decoder would read it, if it is a plain `tools/call`; `None` otherwise.
-pub fn read(frame: &[u8]) -> Option<Request> {
-    let mut de = serde_json::Deserializer::from_slice(frame);
+/// The id and params of `frame` as the general decoder would read them (bar the `_meta` keys the server never
+/// reads), if it is a plain `tools/call`; `None` otherwise.
+pub fn read(frame: &[u8]) -> Option<(RequestId, CallParams)> {
+    // Checked whole first, as the general path does: serde_json does not check the UTF-8 of the values it skips.
+    // Once checked, strings are read without checking each again.
+    let text = std::str::from_utf8(frame).ok()?;
+    let mut de = serde_json::Deserializer::from_str(text);
     let frame = Frame::deserialize(&mut de).ok()?;
     de.end().ok()?;
     if frame.jsonrpc != "2.0" || frame.method != method::TOOLS_CALL {
         return None;
     }
     let id = RequestId::deserialize(&frame.id).ok()?;
-    let Params { name, arguments, meta } = frame.params;
-    let mut params = Map::new();
-    let put = |map: &mut Map<String, Value>, key: &str, value: Option<Value>| {
-        if let Some(value) = value {
-            map.insert(key.to_owned(), value);
-        }
-    };
-    put(&mut params, "name", name);
-    put(&mut params, "arguments", arguments);
-    if let Some(m) = meta {
-        let mut kept = Map::new();
-        put(&mut kept, "progressToken", m.progress_token);
-        put(&mut kept, META_PROTOCOL_VERSION, m.protocol_version);
-        put(&mut kept, META_CLIENT_CAPABILITIES, m.client_capabilities);
-        put(&mut kept, META_SESSION, m.session);
-        put(&mut kept, META_AUTHORIZATION, m.authorization);
-        params.insert("_meta".to_owned(), Value::Object(kept));
-    }
-    Some(Request { id, method: method::TOOLS_CALL.to_owned(), params: Some(Value::Object(params)) })
+    Some((id, frame.params))
 }
 
 #[cfg(test)]
 mod tests {
-    use mcpstorm_core::jsonrpc::Message;
-    use serde_json::json;
+    use mcpstorm_core::jsonrpc::{Message, Request};
+    use serde_json::{Map, json};
 
     use super::*;
 
@@ -125,22 +132,45 @@ mod tests {
         let Ok(Message::Request(mut r)) = Message::decode(frame.as_bytes()) else { return None };
         if let Some(meta) = r.params.as_mut().and_then(|p| p.get_mut("_meta")).and_then(Value::as_object_mut) {
             let read =
-                ["progressToken", META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_SESSION, META_AUTHORIZATION];
+                [PROGRESS_TOKEN, META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_SESSION, META_AUTHORIZATION];
             meta.retain(|k, _| read.contains(&k.as_str()));
         }
         Some(r)
     }
 
+    /// The quick read as the request the general decoder gives.
+    fn as_request((id, params): (RequestId, CallParams)) -> Request {
+        let mut map = Map::new();
+        let put = |map: &mut Map<String, Value>, key: &str, value: Option<Value>| {
+            if let Some(value) = value {
+                map.insert(key.to_owned(), value);
+            }
+        };
+        put(&mut map, "name", params.name);
+        put(&mut map, "arguments", params.arguments);
+        if let Some(m) = params.meta {
+            let mut kept = Map::new();
+            put(&mut kept, PROGRESS_TOKEN, m.progress_token);
+            put(&mut kept, META_PROTOCOL_VERSION, m.protocol_version);
+            put(&mut kept, META_CLIENT_CAPABILITIES, m.client_capabilities);
+            put(&mut kept, META_SESSION, m.session);
+            put(&mut kept, META_AUTHORIZATION, m.authorization);
+            map.insert("_meta".to_owned(), Value::Object(kept));
+        }
+        Request { id, method: method::TOOLS_CALL.to_owned(), params: Some(Value::Object(map)) }
+    }
+
     #[test]
     fn the_keys_it_keeps_are_the_ones_the_server_reads() {
         // serde's renames are literals: they must spell the constants the rest of the server uses.
-        let m: Meta = serde_json::from_value(json!({
-            META_PROTOCOL_VERSION: 1, META_CLIENT_CAPABILITIES: 2, META_SESSION: 3, META_AUTHORIZATION: 4,
-            "progressToken": 5
-        }))
-        .unwrap();
-        let got = [m.protocol_version, m.client_capabilities, m.session, m.authorization, m.progress_token];
-        assert_eq!(got, [1, 2, 3, 4, 5].map(|n| Some(json!(n))));
+        let keys = [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_SESSION, META_AUTHORIZATION, PROGRESS_TOKEN];
+        let meta: Map<String, Value> = keys.iter().zip(1..).map(|(k, n)| ((*k).to_owned(), json!(n))).collect();
+        let m: CallMeta = serde_json::from_value(Value::Object(meta.clone())).unwrap();
+        let got = [&m.protocol_version, &m.client_capabilities, &m.session, &m.authorization, &m.progress_token];
+        assert_eq!(got.map(Clone::clone), [1, 2, 3, 4, 5].map(|n| Some(json!(n))));
+        for key in keys.into_iter().chain(["io.modelcontextprotocol/clientInfo", "other"]) {
+            assert_eq!(m.get(key), meta.get(key), "{key}");
+        }
     }
 
     #[test]
@@ -151,11 +181,19 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"s-1","method":"tools/call","params":{"name":"echo"}}"#.to_owned(),
             r#"{"id":4,"method":"tools/call","jsonrpc":"2.0","params":{"name":7,"arguments":null,"_meta":{"progressToken":null,"io.mcpstorm/session":"abc","io.mcpstorm/authorization":{"scheme":"bearer"}}}}"#.to_owned(),
             r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ü","arguments":{"k":"\u00fc"}}}"#.to_owned(),
         ];
         for frame in &frames {
             let quick = read(frame.as_bytes()).unwrap_or_else(|| panic!("not read: {frame}"));
-            assert_eq!(Some(quick), general(frame), "{frame}");
+            assert_eq!(Some(as_request(quick)), general(frame), "{frame}");
         }
+    }
+
+    #[test]
+    fn frames_that_are_not_utf8_go_the_general_way_even_in_skipped_values() {
+        let frame = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"_meta\":{\"io.modelcontextprotocol/clientInfo\":{\"name\":\"\xff\"}}}}";
+        assert!(read(frame).is_none());
+        assert!(read(&frame.map(|b| if b == 0xff { b'x' } else { b })).is_some(), "the same frame in UTF-8 is read");
     }
 
     #[test]

@@ -18,13 +18,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpstorm_core::jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message};
+use mcpstorm_core::jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message, RequestId};
 use mcpstorm_core::{FrameError, MessageSink, line_transport};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::call_frame;
+use crate::call_frame::{self, CallParams};
 use crate::dispatch;
 use crate::inflight::InFlight;
 use crate::methods::ConnEra;
@@ -79,19 +79,20 @@ where
     // Only the reader decides and reads the era, so it lives here.
     let mut era = ConnEra::Undecided;
     let mut broken = false;
-    // Plain `tools/call` frames, nearly all of a busy server's, are read without building the envelope they carry.
-    let quick = |frame: &[u8]| call_frame::read(frame).map(Message::Request);
-    while let Some(item) = source.recv_with(quick).await {
+    while let Some(frame) = source.next_frame().await {
+        let item = frame.and_then(|frame| read(&frame));
         match item {
-            Ok(Message::Request(request)) => {
-                let Some(prepared) = dispatch::prepare(&shared, &mut era, request) else { continue };
-                if let Err(refusal) = dispatch::spawn(&shared, &table, prepared, out.clone()) {
-                    let _ = out.send(refusal).await;
-                }
+            Ok(Incoming::Call(id, params)) => {
+                let Some(prepared) = dispatch::prepare_call(&shared, &mut era, id, params) else { continue };
+                start(&shared, &table, prepared, &out).await;
             }
-            Ok(Message::Notification(note)) => dispatch::on_notification(&shared, &table, note),
+            Ok(Incoming::Message(Message::Request(request))) => {
+                let Some(prepared) = dispatch::prepare(&shared, &mut era, request) else { continue };
+                start(&shared, &table, prepared, &out).await;
+            }
+            Ok(Incoming::Message(Message::Notification(note))) => dispatch::on_notification(&shared, &table, note),
             // We never send requests, so a response answers nothing of ours: ignore it, as servers do.
-            Ok(Message::Response(_)) => {}
+            Ok(Incoming::Message(Message::Response(_))) => {}
             Err(FrameError::Io(e)) => {
                 tracing::debug!(server = %shared.config.name, error = %e, "fake server connection failed");
                 broken = true;
@@ -119,6 +120,32 @@ where
     drop(out);
     if !writer_done {
         let _ = tokio::time::timeout(DRAIN_TIMEOUT, &mut writer.0).await;
+    }
+}
+
+/// A frame as the reader takes it.
+enum Incoming {
+    /// A plain `tools/call`, read by the quick reader.
+    Call(RequestId, CallParams),
+    Message(Message),
+}
+
+/// Plain `tools/call` frames, nearly all of a busy server's, are read without building the envelope they carry;
+/// every other frame as [`LineSource::recv`](mcpstorm_core::MessageSource::recv) reads it.
+fn read(frame: &[u8]) -> Result<Incoming, FrameError> {
+    if let Some((id, params)) = call_frame::read(frame) {
+        return Ok(Incoming::Call(id, params));
+    }
+    if std::str::from_utf8(frame).is_err() {
+        return Err(FrameError::NotUtf8);
+    }
+    Message::decode(frame).map(Incoming::Message).map_err(FrameError::from)
+}
+
+/// Answers a prepared request on its own task, or at once with the refusal of a full or duplicate slot.
+async fn start(shared: &Arc<Shared>, table: &Arc<InFlight>, prepared: dispatch::Prepared, out: &mpsc::Sender<Message>) {
+    if let Err(refusal) = dispatch::spawn(shared, table, prepared, out.clone()) {
+        let _ = out.send(refusal).await;
     }
 }
 

@@ -3,6 +3,7 @@
 //! progress notifications and its answer to the `out` queue it was given (the NDJSON connection's outbox, or one
 //! HTTP request's stream). A `notifications/cancelled` aborts it through the same table.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, RequestId};
@@ -12,9 +13,11 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::call::{self, CallEnd, Job};
+use crate::call_frame::CallParams;
 use crate::gate;
 use crate::inflight::InFlight;
 use crate::methods::{self, ConnEra, Route};
+use crate::params::Params;
 use crate::reply::Reply;
 use crate::shared::Shared;
 use crate::stats::Counters;
@@ -34,7 +37,7 @@ enum Plan {
     /// Refused at once: an era, envelope or gate refusal.
     Refuse(ErrorObject),
     /// Served: the job is made (and a call's random draws taken) only once the request has its slot.
-    Serve { method: String, params: Option<Value> },
+    Serve { method: Cow<'static, str>, params: Params },
 }
 
 impl Prepared {
@@ -51,18 +54,33 @@ impl Prepared {
 /// that ignores `server/discover`).
 pub(crate) fn prepare(shared: &Shared, era: &mut ConnEra, request: Request) -> Option<Prepared> {
     let Request { id, method, params } = request;
+    prepare_parts(shared, era, id, Cow::Owned(method), Params::Value(params))
+}
+
+/// [`prepare`] for a `tools/call` the quick reader read.
+pub(crate) fn prepare_call(shared: &Shared, era: &mut ConnEra, id: RequestId, params: CallParams) -> Option<Prepared> {
+    prepare_parts(shared, era, id, Cow::Borrowed(method::TOOLS_CALL), Params::Call(params))
+}
+
+fn prepare_parts(
+    shared: &Shared,
+    era: &mut ConnEra,
+    id: RequestId,
+    method: Cow<'static, str>,
+    params: Params,
+) -> Option<Prepared> {
     let is_call = method == method::TOOLS_CALL;
     if is_call {
         Counters::bump(&shared.counters.received);
     }
-    match method.as_str() {
+    match &*method {
         method::INITIALIZE => Counters::bump(&shared.counters.initializes),
         DISCOVER => Counters::bump(&shared.counters.discovers),
         _ => {}
     }
-    let mut route = methods::route(shared, era, &method, params.as_ref());
+    let mut route = methods::route(shared, era, &method, &params);
     if matches!(route, Route::Serve { .. })
-        && let Err(refusal) = gate::check(shared, &method, params.as_ref())
+        && let Err(refusal) = gate::check(shared, &method, &params)
     {
         route = Route::Refuse(refusal);
     }
@@ -83,13 +101,13 @@ fn job(shared: &Arc<Shared>, plan: Plan, is_call: bool) -> Job {
         Plan::Refuse(error) => return Job::Reply(Err(error), is_call.then_some(CallEnd::Errored)),
         Plan::Serve { method, params } => (method, params),
     };
-    match method.as_str() {
+    match &*method {
         method::TOOLS_CALL => call::prepare(shared, params),
-        method::INITIALIZE => value_reply(methods::initialize(shared, params.as_ref())),
+        method::INITIALIZE => value_reply(methods::initialize(shared, params.value())),
         DISCOVER => value_reply(methods::discover(shared)),
-        RENEW if gate::renews(shared, RENEW) => value_reply(gate::renew(shared, params.as_ref())),
+        RENEW if gate::renews(shared, RENEW) => value_reply(gate::renew(shared, &params)),
         method::PING => value_reply(Ok(json!({}))),
-        method::TOOLS_LIST => value_reply(methods::list_tools(shared, params.as_ref())),
+        method::TOOLS_LIST => value_reply(methods::list_tools(shared, params.value())),
         other => {
             Job::Reply(Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {other}"))), None)
         }

@@ -11,6 +11,7 @@ use mcpstorm_core::session::DISCOVER;
 use mcpstorm_core::session::{META_AUTH_SCHEMES, META_AUTHORIZATION, META_SESSION, RENEW};
 use serde_json::{Value, json};
 
+use crate::params::Params;
 use crate::shared::Shared;
 use crate::stats::Counters;
 
@@ -21,14 +22,13 @@ fn exempt(method: &str) -> bool {
 }
 
 /// The gate: `Err` is the answer to send instead of running the request. Counts each refusal.
-pub fn check(shared: &Shared, method: &str, params: Option<&Value>) -> Result<(), ErrorObject> {
+pub fn check(shared: &Shared, method: &str, params: &Params) -> Result<(), ErrorObject> {
     // A renew the server does not offer is an unknown method (-32601), whatever the session.
     if exempt(method) || (method == RENEW && !renews(shared, method)) {
         return Ok(());
     }
-    let meta = params.and_then(|p| p.get("_meta"));
     if let Some(accepted) = shared.auth_now().as_ref() {
-        let scheme = meta.and_then(|m| m.get(META_AUTHORIZATION)).and_then(|a| a.get("scheme"));
+        let scheme = params.meta(META_AUTHORIZATION).and_then(|a| a.get("scheme"));
         let ok = scheme.is_some_and(|s| accepted.iter().any(|a| *s == json!(a)));
         if !ok {
             Counters::bump(&shared.counters.auth_mismatches);
@@ -38,7 +38,7 @@ pub fn check(shared: &Shared, method: &str, params: Option<&Value>) -> Result<()
         }
     }
     if shared.sessions.enabled() {
-        let id = meta.and_then(|m| m.get(META_SESSION)).and_then(Value::as_str);
+        let id = params.meta(META_SESSION).and_then(Value::as_str);
         if !id.is_some_and(|id| shared.sessions.is_live(id)) {
             Counters::bump(&shared.counters.sessions_not_found);
             return Err(ErrorObject::new(ErrorCode::SESSION_NOT_FOUND, "Session not found"));
@@ -53,8 +53,8 @@ pub fn renews(shared: &Shared, method: &str) -> bool {
 }
 
 /// The [`RENEW`] result: `{}` with a fresh grant for the session the request names (the gate made sure it is live).
-pub fn renew(shared: &Shared, params: Option<&Value>) -> Result<Value, ErrorObject> {
-    let id = params.and_then(|p| p.get("_meta")).and_then(|m| m.get(META_SESSION)).and_then(Value::as_str);
+pub fn renew(shared: &Shared, params: &Params) -> Result<Value, ErrorObject> {
+    let id = params.meta(META_SESSION).and_then(Value::as_str);
     match id.and_then(|id| shared.sessions.renew(id)) {
         Some(grant) => {
             Counters::bump(&shared.counters.renewals);

@@ -8,14 +8,15 @@
 //! The server is generic over the byte stream ([`FakeServer::serve_connection`]) and the listener ([`Listener`]):
 //! tokio TCP for live benchmarks ([`live_server`], the CLI's `serve-fake`), turmoil TCP inside the simulator.
 //!
-//! Map: `config` (the scenario-file section) · `latency` (distributions) · `args` (argument checks, reply
-//! templates) · `shared` (the state every connection shares) · `server` (construction, accept loop) · `conn` (one
-//! connection: reader, tasks, writer) · `conn_registry` (the open connections' outboxes) · `call` (one tool call) · `reply` (a result on its way to the wire) ·
-//! `methods` (both eras' lifecycles: initialize, server/discover, the `_meta` envelope; tools/list) · `workers` (the
-//! resizable pool) · `faults` (the knobs) · `control` (the handle that turns them) · `drift` (schema drift) ·
-//! `sessions` (the session table, expiring by the server's clock) · `gate` (the session and auth check before each
-//! request, the grant in each handshake) · `stats` · `pipe` (a server on an in-memory pipe) · `doubles` (servers the
-//! tests play by hand).
+//! Map: `config` (the scenario-file section) · `latency` (distributions) · `args` (argument checks, reply templates) ·
+//! `shared` (the state every connection shares) · `server` (construction, accept loop) · `conn` (one connection:
+//! reader, tasks, writer) · `conn_registry` (the open connections' outboxes) · `call` (one tool call) · `call_frame`
+//! (the quick read of a plain `tools/call`) · `params` (a request's params as the server reads them) · `reply` (a
+//! result on its way to the wire) · `methods` (both eras' lifecycles: initialize, server/discover, the `_meta`
+//! envelope; tools/list) · `workers` (the resizable pool) · `faults` (the knobs) · `control` (the handle that turns
+//! them) · `drift` (schema drift) · `sessions` (the session table, expiring by the server's clock) · `gate` (the
+//! session and auth check before each request, the grant in each handshake) · `stats` · `pipe` (a server on an
+//! in-memory pipe) · `doubles` (servers the tests play by hand).
 
 mod args;
 mod call;
@@ -35,6 +36,7 @@ mod inflight;
 mod latency;
 mod listener;
 mod methods;
+mod params;
 pub mod pipe;
 mod reply;
 mod server;

@@ -9,13 +9,13 @@ use mcpstorm_core::mcp::{
 };
 use mcpstorm_core::session::{
     DISCOVER, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_PROTOCOL_VERSIONS,
-    envelope_version,
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::config::{LegacyDiscover, ProtocolEra};
 use crate::gate;
+use crate::params::Params;
 use crate::shared::Shared;
 
 /// Version negotiation as the spec has it: echo the client's version if we speak it, else offer our latest and let
@@ -81,10 +81,11 @@ pub enum Route {
 /// Decides the connection's era on its first request (the Python SDK's rule: a request carrying the modern
 /// envelope's protocol version, other than `initialize`, opens a modern connection; anything else a legacy one; a
 /// server serving one era only has no choice), then routes each request by it.
-pub fn route(shared: &Shared, era: &mut ConnEra, method: &str, params: Option<&Value>) -> Route {
+pub fn route(shared: &Shared, era: &mut ConnEra, method: &str, params: &Params) -> Route {
     let config = &shared.config;
     let (legacy, modern) = (config.serves(ProtocolEra::Legacy), config.serves(ProtocolEra::Modern));
-    let enveloped = envelope_version(params).is_some();
+    // What `envelope_version` reads.
+    let enveloped = params.meta(META_PROTOCOL_VERSION).is_some();
     if *era == ConnEra::Undecided {
         *era = if modern && (!legacy || (enveloped && method != method::INITIALIZE)) {
             ConnEra::Modern
@@ -121,9 +122,9 @@ pub fn route(shared: &Shared, era: &mut ConnEra, method: &str, params: Option<&V
     }
 }
 
-fn route_modern(method: &str, params: Option<&Value>) -> Route {
+fn route_modern(method: &str, params: &Params) -> Route {
     if method == method::INITIALIZE {
-        let requested = params.and_then(|p| p.get("protocolVersion")).cloned().unwrap_or(Value::Null);
+        let requested = params.value().and_then(|p| p.get("protocolVersion")).cloned().unwrap_or(Value::Null);
         let mut e = ErrorObject::new(
             ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
             format!(
@@ -146,22 +147,22 @@ fn route_modern(method: &str, params: Option<&Value>) -> Route {
 
 /// The envelope every modern request must carry: -32602 naming what is missing, -32022 for a version we do not
 /// serve (with the list we do).
-fn check_envelope(params: Option<&Value>) -> Result<(), ErrorObject> {
-    let Some(meta) = params.and_then(|p| p.get("_meta")).and_then(Value::as_object) else {
+fn check_envelope(params: &Params) -> Result<(), ErrorObject> {
+    if !params.meta_is_object() {
         return Err(invalid_params(format!(
             "params._meta must be an object carrying the required {META_PROTOCOL_VERSION:?} and \
              {META_CLIENT_CAPABILITIES:?} envelope keys"
         )));
-    };
+    }
     let missing: Vec<&str> =
-        [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES].into_iter().filter(|k| !meta.contains_key(*k)).collect();
+        [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES].into_iter().filter(|k| params.meta(k).is_none()).collect();
     if !missing.is_empty() {
         return Err(invalid_params(format!(
             "params._meta is missing the required envelope key(s): {}",
             missing.join(", ")
         )));
     }
-    let Some(version) = meta.get(META_PROTOCOL_VERSION).and_then(Value::as_str) else {
+    let Some(version) = params.meta(META_PROTOCOL_VERSION).and_then(Value::as_str) else {
         return Err(invalid_params("the protocol-version envelope value must be a string"));
     };
     if !MODERN_PROTOCOL_VERSIONS.contains(&version) {
