@@ -3,8 +3,8 @@
 //! out, or a drift signal from a call (see [`super::drift`]). Compiled schemas live in the client's
 //! [`SchemaCache`], which outlives sessions: a re-fetch whose content hash is unchanged compiles nothing.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
 
 use serde_json::{Value, json};
 use tokio::time::{Duration, Instant};
@@ -39,15 +39,24 @@ pub(crate) struct FetchCtx<'a> {
 #[derive(Debug, Default)]
 pub(crate) struct ToolCache {
     stale: AtomicBool,
+    /// A fetch is under way (set while `state` is held across one): the record in `current` is about to be replaced,
+    /// so the fast path leaves it to the slow one, which waits for the new record.
+    fetching: AtomicBool,
+    /// The record and its expiry, read by every call without waiting; written only by a fetch, under `state`.
+    current: std::sync::Mutex<Current>,
     /// Async mutex: concurrent callers wait for one fetch instead of each listing the tools.
     state: tokio::sync::Mutex<State>,
 }
 
+#[derive(Debug, Default, Clone)]
+struct Current {
+    record: Option<Arc<Capabilities>>,
+    /// When the record stops being fresh (a modern `ttlMs`); `None`: until a signal.
+    expires: Option<Instant>,
+}
+
 #[derive(Debug, Default)]
 struct State {
-    current: Option<Arc<Capabilities>>,
-    /// When the current list stops being fresh (a modern `ttlMs`); `None`: until a signal.
-    expires: Option<Instant>,
     /// A newer `serverInfo` seen stamped on a result, which replaces the handshake's in later records (otherwise
     /// every later result would signal the same version change again).
     server: Option<Implementation>,
@@ -61,28 +70,51 @@ impl ToolCache {
         self.stale.store(true, Ordering::Release);
     }
 
-    /// The capability record fetched so far, without fetching (waits for a fetch in progress).
-    pub async fn current(&self) -> Option<Arc<Capabilities>> {
-        self.state.lock().await.current.clone()
+    fn current(&self) -> Current {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// The current record without waiting or fetching: `None` while a fetch holds the lock or before the first.
+    /// The capability record fetched so far, without fetching (waits for a fetch in progress).
+    pub async fn settled(&self) -> Option<Arc<Capabilities>> {
+        let _state = self.state.lock().await;
+        self.current().record
+    }
+
+    /// The current record without waiting or fetching: `None` while a fetch is under way or before the first.
     pub fn peek(&self) -> Option<Arc<Capabilities>> {
-        self.state.try_lock().ok().and_then(|s| s.current.clone())
+        if self.fetching.load(Ordering::Acquire) {
+            return None;
+        }
+        self.current().record
+    }
+
+    /// The current record when [`ToolCache::get_or_fetch`] would return it as it is (neither stale nor expired at
+    /// `now`, read only when the record has an expiry), without waiting: `None` when it would fetch, or while a
+    /// fetch is under way. The per-call fast path.
+    pub fn ready(&self, now: impl FnOnce() -> Instant) -> Option<Arc<Capabilities>> {
+        if self.stale.load(Ordering::Acquire) || self.fetching.load(Ordering::Acquire) {
+            return None;
+        }
+        let Current { record, expires } = self.current();
+        match expires {
+            Some(at) if now() >= at => None,
+            _ => record,
+        }
     }
 
     /// The session's capability record, fetching it first if there is none or it went stale.
     pub async fn get_or_fetch(&self, ctx: FetchCtx<'_>) -> Result<Got, CallError> {
         let mut state = self.state.lock().await;
         let stale = self.stale.swap(false, Ordering::AcqRel);
-        let expired = state.expires.is_some_and(|at| Instant::now() >= at);
-        let reason = match &state.current {
+        let Current { record, expires } = self.current();
+        let expired = expires.is_some_and(|at| Instant::now() >= at);
+        let reason = match record {
             Some(_) if stale => RefetchReason::ListChanged,
             Some(_) if expired => RefetchReason::Ttl,
-            Some(current) => return Ok((current.clone(), None)),
-            None => return fetch_into(&mut state, ctx).await.map(|c| (c, None)),
+            Some(current) => return Ok((current, None)),
+            None => return self.fetch_into(&mut state, ctx).await.map(|c| (c, None)),
         };
-        match fetch_into(&mut state, ctx).await {
+        match self.fetch_into(&mut state, ctx).await {
             Ok(c) => Ok((c, Some(reason))),
             Err(e) => {
                 if stale {
@@ -106,20 +138,38 @@ impl ToolCache {
         if let Some(s) = server {
             state.server = Some(s);
         }
-        match &state.current {
-            Some(current) if !Arc::ptr_eq(current, seen) => Ok((current.clone(), false)),
-            _ => fetch_into(&mut state, ctx).await.map(|c| (c, true)),
+        match self.current().record {
+            Some(current) if !Arc::ptr_eq(&current, seen) => Ok((current, false)),
+            _ => self.fetch_into(&mut state, ctx).await.map(|c| (c, true)),
         }
+    }
+
+    /// Lists the tools and installs the new record (the caller holds `state`, so fetches never overlap).
+    async fn fetch_into(&self, state: &mut State, ctx: FetchCtx<'_>) -> Result<Arc<Capabilities>, CallError> {
+        let _fetching = Fetching::start(&self.fetching);
+        let (tools, ttl) = fetch_all(ctx.conn, ctx.limits).await?;
+        let server = state.server.clone().unwrap_or_else(|| ctx.init.server_info.clone());
+        let fresh = Arc::new(ctx.schemas.record(server, ctx.init.extra.get("_meta"), tools));
+        let expires = ttl.map(|ms| Instant::now() + Duration::from_millis(ms));
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Current { record: Some(fresh.clone()), expires };
+        Ok(fresh)
     }
 }
 
-async fn fetch_into(state: &mut State, ctx: FetchCtx<'_>) -> Result<Arc<Capabilities>, CallError> {
-    let (tools, ttl) = fetch_all(ctx.conn, ctx.limits).await?;
-    let server = state.server.clone().unwrap_or_else(|| ctx.init.server_info.clone());
-    let fresh = Arc::new(ctx.schemas.record(server, ctx.init.extra.get("_meta"), tools));
-    state.current = Some(fresh.clone());
-    state.expires = ttl.map(|ms| Instant::now() + Duration::from_millis(ms));
-    Ok(fresh)
+/// Raises the fetching flag for as long as a fetch runs, however it ends (a caller may drop it mid-way).
+struct Fetching<'a>(&'a AtomicBool);
+
+impl<'a> Fetching<'a> {
+    fn start(flag: &'a AtomicBool) -> Self {
+        flag.store(true, Ordering::Release);
+        Fetching(flag)
+    }
+}
+
+impl Drop for Fetching<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// Follows `nextCursor` until the last page; returns the tools and the shortest `ttlMs` any page gave. A server
@@ -194,6 +244,84 @@ fn json_size(value: &Value) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conn::{ConnectionConfig, ConnectionParts};
+    use crate::observe::{ConnId, NoopObserver};
+    use crate::transport::line_transport;
+
+    /// A connection whose server is gone: any fetch fails at once, so a slow path that answers `Ok` did not fetch.
+    fn dead_connection() -> Connection {
+        let (client, server) = tokio::io::duplex(64);
+        drop(server);
+        let (reader, writer) = tokio::io::split(client);
+        let (sink, source) = line_transport(reader, writer, 1 << 20);
+        let parts = ConnectionParts {
+            id: ConnId(0),
+            server: "srv".into(),
+            config: ConnectionConfig::default(),
+            observer: Arc::new(NoopObserver),
+            global: None,
+            on_notification: None,
+            guard: None,
+        };
+        Connection::start(sink, source, parts)
+    }
+
+    fn install(cache: &ToolCache, expires: Option<Instant>) -> Arc<Capabilities> {
+        let server = Implementation::new("srv", "1.0");
+        let record = Arc::new(SchemaCache::default().record(server, None, Vec::new()));
+        *cache.current.lock().unwrap() = Current { record: Some(record.clone()), expires };
+        record
+    }
+
+    /// The fast path's answer, checked against the slow path's at the same instant: the same record when the fast
+    /// path has one, and a fetch (failing here) when it has none.
+    async fn agree(cache: &ToolCache, conn: &Connection) -> Option<Arc<Capabilities>> {
+        let init: InitializeResult = serde_json::from_value(json!({
+            "protocolVersion": "2025-11-25", "serverInfo": {"name": "srv", "version": "1.0"}
+        }))
+        .unwrap();
+        let (schemas, limits) = (SchemaCache::default(), ListingLimits { max_pages: 1, max_tools: 1, max_bytes: 1 });
+        let fast = cache.ready(Instant::now);
+        let slow = cache.get_or_fetch(FetchCtx { conn, init: &init, schemas: &schemas, limits: &limits }).await;
+        match (&fast, slow) {
+            (Some(fast), Ok((slow, None))) => assert!(Arc::ptr_eq(fast, &slow)),
+            (None, Err(_)) => {}
+            (fast, slow) => panic!("fast path {fast:?} but slow path {slow:?}"),
+        }
+        fast
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_fast_path_answers_what_the_slow_path_would() {
+        let (cache, conn) = (ToolCache::default(), dead_connection());
+        assert!(agree(&cache, &conn).await.is_none(), "nothing fetched yet");
+
+        let record = install(&cache, None);
+        assert!(
+            agree(&cache, &conn).await.is_some_and(|r| Arc::ptr_eq(&r, &record)),
+            "no expiry: fresh until a signal"
+        );
+
+        cache.mark_stale();
+        assert!(agree(&cache, &conn).await.is_none(), "list_changed: refetch");
+        assert!(cache.stale.load(Ordering::Acquire), "the failed refetch left it stale");
+        assert!(agree(&cache, &conn).await.is_none(), "still stale");
+        cache.stale.store(false, Ordering::Release);
+
+        let expires = Instant::now() + Duration::from_secs(10);
+        install(&cache, Some(expires));
+        assert!(agree(&cache, &conn).await.is_some(), "before its ttl");
+        tokio::time::advance(Duration::from_millis(9_999)).await;
+        assert!(agree(&cache, &conn).await.is_some(), "just before its ttl");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(agree(&cache, &conn).await.is_none(), "expired at the instant itself");
+
+        install(&cache, None);
+        let fetching = Fetching::start(&cache.fetching);
+        assert!(cache.ready(Instant::now).is_none() && cache.peek().is_none(), "a fetch under way: wait for it");
+        drop(fetching);
+        assert!(cache.ready(Instant::now).is_some() && cache.peek().is_some());
+    }
 
     #[test]
     fn json_size_is_the_compact_length_for_plain_values() {

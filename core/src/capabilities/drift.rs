@@ -19,6 +19,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use serde::Deserialize;
 use serde_json::Value;
 use strum::VariantArray;
 
@@ -54,9 +55,7 @@ pub(crate) fn signal(
             Some((RefetchReason::InvalidParams, None))
         }
         Ok(r) if r.is_error && reads_as_validation(&r.joined_text()) => Some((RefetchReason::ToolErrorText, None)),
-        Ok(r) => stamped_server(r)
-            .filter(|s| s.version != known.server().version)
-            .map(|s| (RefetchReason::ServerVersion, Some(s))),
+        Ok(r) => stamped_server(r, &known.server().version).map(|s| (RefetchReason::ServerVersion, Some(s))),
         Err(_) => None,
     }
 }
@@ -66,10 +65,15 @@ fn reads_as_validation(text: &str) -> bool {
     VALIDATION_PHRASES.iter().any(|p| text.contains(p))
 }
 
-/// The `serverInfo` a modern result carries in its `_meta`.
-fn stamped_server(result: &CallToolResult) -> Option<Implementation> {
-    let info = result.extra.get("_meta").and_then(|m| m.get(META_SERVER_INFO)).cloned()?;
-    serde_json::from_value::<Implementation>(info).ok()
+/// The `serverInfo` a modern result carries in its `_meta`, when it names a version other than `known`.
+fn stamped_server(result: &CallToolResult, known: &str) -> Option<Implementation> {
+    let info = result.extra.get("_meta").and_then(|m| m.get(META_SERVER_INFO))?;
+    // Nearly every stamp names the version we know: decided from the one string, without reading (or copying) the
+    // rest of the stamp.
+    if info.get("version").and_then(Value::as_str) == Some(known) {
+        return None;
+    }
+    Implementation::deserialize(info).ok().filter(|s| s.version != known)
 }
 
 /// The `ttlMs` a modern cacheable result carries (`None` when absent or zero: zero promises no freshness, and
@@ -166,6 +170,14 @@ mod tests {
         assert_eq!((reason, server.unwrap().version.as_str()), (RefetchReason::ServerVersion, "1.1"));
         assert_eq!(signal(&stamped("1.0"), &known), None);
         assert!(!RefetchReason::ServerVersion.rejected_call());
+        // A stamp that is not an implementation (no name, a numeric version) is no signal, whatever its version.
+        for info in [json!({"version": "1.0"}), json!({"version": "1.1"}), json!({"name": "s", "version": 1.1})] {
+            let odd = result(json!({"_meta": {META_SERVER_INFO: info}}));
+            assert_eq!(signal(&odd, &known), None, "{info}");
+        }
+        let extended = result(json!({"_meta": {META_SERVER_INFO: {"name": "s", "version": "2", "title": "S"}}}));
+        let server = signal(&extended, &known).and_then(|s| s.1).unwrap();
+        assert_eq!(server.extra.get("title"), Some(&json!("S")), "the whole stamp is read once it differs");
     }
 
     #[test]

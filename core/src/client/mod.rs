@@ -9,6 +9,8 @@
 
 mod call_log;
 mod config;
+mod live;
+mod ready;
 mod snapshot;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +20,8 @@ use serde_json::{Value, json};
 use tokio::time::{Instant, sleep, timeout};
 
 pub use config::ClientConfig;
+use live::Live;
+use ready::{LazyNow, Unusable};
 pub use snapshot::{ResumeError, SessionSnapshot};
 
 use crate::capabilities::{
@@ -32,8 +36,8 @@ use crate::resilience::inflight::InFlightLimit;
 use crate::rt::{Clock, Dialer, SeededRng, TokioClock};
 use crate::schema::ArgumentError;
 use crate::session::{
-    self, Era, EraCache, GatewayProfile, LeaseState, LifecycleConfig, SessionCounters, SessionEvents, SessionGrant,
-    SessionLease, SessionStats,
+    self, Era, EraCache, GatewayProfile, LifecycleConfig, SessionCounters, SessionEvents, SessionGrant, SessionLease,
+    SessionStats,
 };
 use crate::transport::{HttpContext, HttpEndpoint, PoolGauge, ResponseHook, http_transport, line_transport};
 
@@ -63,8 +67,8 @@ pub struct McpClient {
     observer: Arc<dyn Observer>,
     rng: SeededRng,
     global: Option<InFlightLimit>,
-    /// Held only while (re)connecting, so concurrent callers share one new connection instead of racing to dial.
-    live: tokio::sync::Mutex<Option<Session>>,
+    /// The current session; its slot is held only while (re)connecting.
+    live: Live,
     /// The last failed connect, until a connect succeeds. While it stands, a caller that finds another one dialing
     /// fails at once with it instead of queueing behind the dial (gRPC's TRANSIENT_FAILURE): a dead replica answers
     /// its callers in microseconds, so a gateway can send them to a sibling, rather than after the connect timeout
@@ -111,7 +115,7 @@ impl McpClient {
             observer,
             rng,
             global: None,
-            live: tokio::sync::Mutex::new(None),
+            live: Live::default(),
             unreachable: std::sync::Mutex::new((0, None)),
             conn_seq: AtomicU64::new(0),
             eras: EraCache::default(),
@@ -178,7 +182,7 @@ impl McpClient {
     /// now (both 0 when the client is idle): for audits that every call gave back what it took. Never waits: while a
     /// connect holds the session, there is no connection to count.
     pub fn in_flight_snapshot(&self) -> (usize, usize) {
-        let pending = self.live.try_lock().ok().and_then(|live| live.as_ref().map(|s| s.conn.pending())).unwrap_or(0);
+        let pending = self.live.try_lock().and_then(|live| live.get().map(|s| s.conn.pending())).unwrap_or(0);
         (pending, self.global.as_ref().map_or(0, InFlightLimit::in_flight))
     }
 
@@ -202,9 +206,17 @@ impl McpClient {
     ///
     /// While the last connect failed and another caller is dialing again, fails at once with that failure.
     pub async fn session(&self) -> Result<Session, CallError> {
+        self.live_session().await.map(|s| Session::clone(&s))
+    }
+
+    /// [`McpClient::session`], shared.
+    async fn live_session(&self) -> Result<Arc<Session>, CallError> {
+        if let Some(s) = self.ready_session(Instant::now) {
+            return Ok(s);
+        }
         let mut live = match self.live.try_lock() {
-            Ok(live) => live,
-            Err(_) => {
+            Some(live) => live,
+            None => {
                 let (failures, last) = self.connect_failures();
                 if let Some(e) = last {
                     return Err(e);
@@ -219,18 +231,15 @@ impl McpClient {
                 live
             }
         };
-        if let Some(s) = live.as_ref().filter(|s| s.conn.is_open() && !s.conn.request_meta_rejected()) {
-            match s.lease.state(self.config.profile, Instant::now, || self.clock.wall_ms()) {
-                LeaseState::Fresh => return Ok(s.clone()),
-                LeaseState::RenewDue => {
-                    self.spawn_renewal(s);
-                    return Ok(s.clone());
-                }
-                LeaseState::Expiring => {
+        if let Some(s) = live.get().cloned() {
+            match self.usable(s, Instant::now) {
+                Ok(s) => return Ok(s),
+                Err(Unusable::Expiring) => {
                     // Dropping our handle closes the old connection once its in-flight calls let go of it.
                     self.events.emit(SessionEvent::Rehandshake);
                     live.take();
                 }
+                Err(Unusable::Closed) => {}
             }
         }
         if live.take().is_some_and(|s| s.conn.request_meta_rejected()) {
@@ -249,7 +258,8 @@ impl McpClient {
             }
             match connected {
                 Ok(s) => {
-                    *live = Some(s.clone());
+                    let s = Arc::new(s);
+                    live.set(s.clone());
                     return Ok(s);
                 }
                 Err(e) if attempt < self.config.lifecycle_retries && e.retry_allowed(true) => {
@@ -343,8 +353,19 @@ impl McpClient {
     /// The server's capability record (tools and their schemas), fetched when the cache says so. Bounded by the
     /// connection's `call_deadline`, like a call: a replica that cannot be reached never holds its caller longer.
     pub async fn capabilities(&self) -> Result<Arc<Capabilities>, CallError> {
+        // The usual case, a live session with a current record, needs no timer: nothing below would wait.
+        let mut now = LazyNow::default();
+        let ready = self.ready_session(|| now.get());
+        if let Some(session) = &ready
+            && let Some(caps) = self.ready_capabilities(session, || now.get())?
+        {
+            return Ok(caps);
+        }
         let fetch = async {
-            let session = self.session().await?;
+            let session = match ready {
+                Some(s) => s,
+                None => self.live_session().await?,
+            };
             self.capabilities_of(&session).await
         };
         timeout(self.config.connection.call_deadline, fetch)
@@ -353,8 +374,9 @@ impl McpClient {
     }
 
     async fn capabilities_of(&self, session: &Session) -> Result<Arc<Capabilities>, CallError> {
-        // Nothing is sent to a server that would refuse our credential (or lack of one).
-        session.lease.auth().check()?;
+        if let Some(caps) = self.ready_capabilities(session, Instant::now)? {
+            return Ok(caps);
+        }
         if self.config.profile == GatewayProfile::Naive {
             // Cached forever: across sessions, deaf to list_changed and to every drift signal.
             let mut pinned = self.pinned.lock().await;
@@ -380,7 +402,7 @@ impl McpClient {
         {
             return Some(pinned);
         }
-        self.live.try_lock().ok()?.as_ref()?.tools.peek()
+        self.live.try_lock()?.get()?.tools.peek()
     }
 
     fn fetch_ctx<'a>(&'a self, session: &'a Session) -> FetchCtx<'a> {
@@ -438,10 +460,16 @@ impl McpClient {
             // The call's deadline bounds getting a session too: a replica that died mid-run makes every dial hang
             // until the connect timeout, and the reconnect loop (retries with backoff) could otherwise hold a call
             // many times its deadline.
-            let deadline = opts.deadline.unwrap_or_else(Instant::now);
-            let session = tokio::time::timeout_at(deadline, self.session())
-                .await
-                .unwrap_or_else(|_| Err(LocalError::DeadlineExceeded.into()));
+            // A ready session needs no timer: `timeout_at` polls its future first, so it would return it too.
+            let session = match self.ready_session(Instant::now) {
+                Some(s) => Ok(s),
+                None => {
+                    let deadline = opts.deadline.unwrap_or_else(Instant::now);
+                    tokio::time::timeout_at(deadline, self.live_session())
+                        .await
+                        .unwrap_or_else(|_| Err(LocalError::DeadlineExceeded.into()))
+                }
+            };
             let session = match session {
                 Ok(s) => s,
                 Err(e) => {
@@ -567,7 +595,7 @@ impl McpClient {
     /// grant, or `None` for a server that grants no sessions. A refusal marks the session for replacement, as a
     /// background renewal's would.
     pub async fn renew_session(&self) -> Result<Option<SessionGrant>, CallError> {
-        let session = self.session().await?;
+        let session = self.live_session().await?;
         if session.lease.grant().is_none() {
             return Ok(None);
         }
@@ -585,7 +613,7 @@ impl McpClient {
 
     /// Round-trip time of one `ping` on the priority lane (`server/discover` in the modern era, which has no ping).
     pub async fn ping(&self) -> Result<std::time::Duration, CallError> {
-        let session = self.session().await?;
+        let session = self.live_session().await?;
         let started = Instant::now();
         let opts = CallOptions { lane: Lane::Priority, ..CallOptions::default() };
         let method = if session.era == Era::Modern { session::DISCOVER } else { method::PING };

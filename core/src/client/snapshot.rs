@@ -15,6 +15,7 @@
 //! call gets session-not-found and the client re-handshakes once, as it does for any lost session. Credentials are
 //! not part of the snapshot: they come from the resuming client's configuration.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -69,11 +70,11 @@ pub enum ResumeError {
 impl McpClient {
     /// The client's session state now (see [`SessionSnapshot`]). Does not connect.
     pub async fn snapshot(&self) -> SessionSnapshot {
-        let live: Option<Session> = self.live.lock().await.clone();
+        let live: Option<Arc<Session>> = self.live.lock().await.get().cloned();
         let now = Instant::now();
         let grant = live.as_ref().and_then(|s| s.lease.grant());
         let capabilities_hash = match &live {
-            Some(s) => s.tools.current().await.map(|c| c.hash()),
+            Some(s) => s.tools.settled().await.map(|c| c.hash()),
             None => None,
         };
         SessionSnapshot {

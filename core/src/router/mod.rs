@@ -45,7 +45,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
 use tokio::time::Instant;
 
 pub use candidates::{Exclusion, ExclusionReason, Requirement, RouteError};
@@ -62,6 +61,7 @@ pub use registry::{
 pub use score::health_score;
 pub use select::weighted_index;
 pub use stats::CandidateStats;
+use stats::LatencyMerge;
 
 use crate::rt::SeededRng;
 use replica::Replica;
@@ -121,7 +121,7 @@ pub struct Router {
     /// Every tool ever routed keeps its key, so a tool that disappears and returns keeps its formula state.
     tool_keys: BTreeMap<String, usize>,
     scratch: Scratch,
-    merged: Histogram<u32>,
+    merged: LatencyMerge,
     events: Vec<RegistryEvent>,
 }
 
@@ -139,7 +139,7 @@ impl Router {
             tools: BTreeMap::new(),
             tool_keys: BTreeMap::new(),
             scratch: Scratch::default(),
-            merged: stats::latency_histogram(),
+            merged: LatencyMerge::default(),
             events: Vec::new(),
         }
     }

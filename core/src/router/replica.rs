@@ -4,14 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
-
 use super::candidates::{Exclusion, ExclusionReason, Requirement};
 use super::config::RouterConfig;
 use super::penalty::DriftPenalty;
 use super::probe::CheckState;
 use super::registry::{HealthCheck, ServerEntry};
-use super::stats::{CandidateStats, Passive};
+use super::stats::{CandidateStats, LatencyMerge, Passive};
 
 #[derive(Debug, Clone)]
 pub struct Replica {
@@ -34,8 +32,8 @@ impl Replica {
             server.max_concurrent(config.default_max_concurrent),
             now,
         );
-        let mut merged = super::stats::latency_histogram();
-        let cached = passive.snapshot(now, config.min_samples, &mut merged);
+        // No bucket has recorded yet: the fold allocates nothing.
+        let cached = passive.snapshot(now, config.min_samples, &mut LatencyMerge::default());
         let mut replica = Replica {
             endpoint,
             server: server.clone(),
@@ -66,7 +64,7 @@ impl Replica {
     }
 
     /// Recomputes the cached snapshot and samples the drift penalty.
-    pub fn refresh(&mut self, now: Duration, min_samples: u64, merged: &mut Histogram<u32>) {
+    pub fn refresh(&mut self, now: Duration, min_samples: u64, merged: &mut LatencyMerge) {
         let mut stats = self.passive.snapshot(now, min_samples, merged);
         stats.penalty = self.penalty.observe(stats.score, now);
         self.cached = stats;

@@ -20,18 +20,53 @@ const LATENCY_MAX_US: u64 = 600_000_000;
 const LATENCY_SIGFIG: u8 = 2;
 
 /// A histogram for one window bucket.
-pub fn latency_histogram() -> Histogram<u32> {
+fn latency_histogram() -> Histogram<u32> {
     // Constant, valid bounds (low ≥ 1, high ≥ 2·low, sigfig ≤ 5): creation cannot fail.
     #[allow(clippy::expect_used)]
     Histogram::new_with_bounds(1, LATENCY_MAX_US, LATENCY_SIGFIG).expect("constant histogram bounds are valid")
 }
 
-#[derive(Debug, Clone)]
-pub struct LatencyBucket(pub Histogram<u32>);
+/// One window bucket's latencies. The histogram is allocated when the bucket first records: a router holds ten
+/// buckets per replica, most of which never see a call in a short run, and the first touch of their memory is
+/// most of what they would cost. Cleared buckets keep theirs for reuse.
+#[derive(Debug, Clone, Default)]
+pub struct LatencyBucket(Option<Histogram<u32>>);
+
+impl LatencyBucket {
+    fn record(&mut self, us: u64) {
+        self.0.get_or_insert_with(latency_histogram).saturating_record(us);
+    }
+}
 
 impl Resettable for LatencyBucket {
     fn clear(&mut self) {
-        self.0.reset();
+        if let Some(h) = &mut self.0 {
+            h.reset();
+        }
+    }
+}
+
+/// Scratch space for folding a window's buckets into one histogram, reused across refreshes; allocated by the
+/// first fold that has a recorded latency to add.
+#[derive(Debug, Clone, Default)]
+pub struct LatencyMerge(Option<Histogram<u32>>);
+
+impl LatencyMerge {
+    /// The P95 (ms) of everything recorded in `buckets`; 0 when they hold nothing.
+    fn p95_ms<'a>(&mut self, buckets: impl Iterator<Item = &'a LatencyBucket>) -> f64 {
+        let mut added = false;
+        for h in buckets.filter_map(|b| b.0.as_ref()) {
+            let merged = self.0.get_or_insert_with(latency_histogram);
+            if !std::mem::replace(&mut added, true) {
+                merged.reset();
+            }
+            // Same bounds everywhere, so adding cannot overflow the range.
+            let _ = merged.add(h);
+        }
+        match &self.0 {
+            Some(merged) if added && !merged.is_empty() => merged.value_at_quantile(0.95) as f64 / 1000.0,
+            _ => 0.0,
+        }
     }
 }
 
@@ -103,7 +138,7 @@ impl Passive {
         Passive {
             in_flight: 0,
             errors: BucketRing::new(config.error_window, config.window_buckets, HitCounts::default),
-            latency: BucketRing::new(config.error_window, config.window_buckets, || LatencyBucket(latency_histogram())),
+            latency: BucketRing::new(config.error_window, config.window_buckets, LatencyBucket::default),
             uptime: BucketRing::new(config.uptime_window, config.uptime_buckets, HitCounts::default),
             ewma: PeakEwma::new(declared_p95, config.ewma_decay, now),
             declared_p95,
@@ -140,7 +175,7 @@ impl Passive {
         self.in_flight = self.in_flight.saturating_sub(1);
         self.errors.at_mut(now).add(!ok);
         let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX).max(1);
-        self.latency.at_mut(now).0.saturating_record(us);
+        self.latency.at_mut(now).record(us);
         self.ewma.observe(latency, now);
     }
 
@@ -149,15 +184,10 @@ impl Passive {
         self.uptime.at_mut(now).add(up);
     }
 
-    /// Folds the windows as of `now`. `merged` is scratch space, reset here.
-    pub fn snapshot(&self, now: Duration, min_samples: u64, merged: &mut Histogram<u32>) -> CandidateStats {
+    /// Folds the windows as of `now`. `merged` is scratch space.
+    pub fn snapshot(&self, now: Duration, min_samples: u64, merged: &mut LatencyMerge) -> CandidateStats {
         let calls = HitCounts::sum(self.errors.live(now));
-        merged.reset();
-        for bucket in self.latency.live(now) {
-            // Same bounds everywhere, so adding cannot overflow the range.
-            let _ = merged.add(&bucket.0);
-        }
-        let p95_ms = if merged.is_empty() { 0.0 } else { merged.value_at_quantile(0.95) as f64 / 1000.0 };
+        let p95_ms = merged.p95_ms(self.latency.live(now));
         let declared_p95_ms = self.declared_p95.as_secs_f64() * 1000.0;
         let latency_ratio = if declared_p95_ms > 0.0 { p95_ms / declared_p95_ms } else { 0.0 };
         let mut stats = CandidateStats {
@@ -195,10 +225,42 @@ mod tests {
     }
 
     #[test]
+    fn histograms_are_allocated_by_the_first_record_and_fold_as_an_eager_merge_would() {
+        let config = RouterConfig::default();
+        let mut p = Passive::new(&config, Duration::from_millis(100), 10, Duration::ZERO);
+        let allocated = |p: &Passive| p.latency.live(Duration::from_secs(299)).filter(|b| b.0.is_some()).count();
+        assert_eq!(allocated(&p), 0, "a new replica holds no histogram");
+        let mut merged = LatencyMerge::default();
+        assert_eq!(p.snapshot(Duration::ZERO, 1, &mut merged).p95_ms, 0.0);
+        assert!(merged.0.is_none(), "nothing to fold, nothing allocated");
+        // Calls in three of the ten 30 s buckets; the eager reference records every latency into one histogram.
+        let mut eager = latency_histogram();
+        for (i, at) in
+            [(0u64, 1u64), (1, 95), (2, 200)].into_iter().flat_map(|(k, at)| (0..40).map(move |j| (k * 40 + j, at)))
+        {
+            p.started();
+            p.finished(true, Duration::from_micros(i * 997 + 1), Duration::from_secs(at));
+            eager.record(i * 997 + 1).unwrap();
+        }
+        assert_eq!(allocated(&p), 3);
+        let s = p.snapshot(Duration::from_secs(299), 1, &mut merged);
+        assert_eq!(s.p95_ms, eager.value_at_quantile(0.95) as f64 / 1000.0);
+        // The first bucket left the window: the reused scratch forgets it.
+        let later = p.snapshot(Duration::from_secs(301), 1, &mut merged);
+        let mut rest = latency_histogram();
+        (40..120u64).for_each(|i| rest.record(i * 997 + 1).unwrap());
+        assert_eq!(later.p95_ms, rest.value_at_quantile(0.95) as f64 / 1000.0);
+        // A reused slot is cleared, not reallocated, and an all-empty fold is 0.
+        p.finished(true, Duration::from_millis(5), Duration::from_secs(10_000));
+        assert!((p.snapshot(Duration::from_secs(10_000), 1, &mut merged).p95_ms - 5.0).abs() < 0.05);
+        assert_eq!(p.snapshot(Duration::from_secs(20_000), 1, &mut merged).p95_ms, 0.0);
+    }
+
+    #[test]
     fn snapshot_reads_the_windows() {
         let config = RouterConfig::default();
         let mut p = Passive::new(&config, Duration::from_millis(100), 10, Duration::ZERO);
-        let mut merged = latency_histogram();
+        let mut merged = LatencyMerge::default();
         let fresh = p.snapshot(Duration::ZERO, 1, &mut merged);
         assert_eq!((fresh.error_rate, fresh.p95_ms, fresh.uptime, fresh.capacity), (0.0, 0.0, 1.0, 1.0));
         for i in 0..100u64 {
