@@ -1,9 +1,12 @@
 //! One cancellation token for user, request and connection cancellation, carrying its reason so the
 //! server's `notifications/cancelled` and the caller's error can both say why.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll, Waker};
 
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 #[derive(Debug, Clone, Default)]
 pub struct CancelToken {
@@ -37,6 +40,13 @@ impl CancelToken {
         self.token.cancelled().await
     }
 
+    /// [`CancelToken::cancelled`] for a task that keeps it across a loop and polls it on every wake-up (a
+    /// connection's reader and writer, once per frame): after the first poll registers the task's waker, a poll by
+    /// the same task is one atomic load instead of a lock of the token's waiter list.
+    pub fn watch(&self) -> Watch<'_> {
+        Watch { token: self, inner: Box::pin(self.token.cancelled()), registered: None }
+    }
+
     /// Why it was cancelled: its own reason, else the nearest cancelled ancestor's.
     pub fn reason(&self) -> String {
         if let Some(r) = self.reason.get() {
@@ -46,6 +56,38 @@ impl CancelToken {
             Some(p) if p.is_cancelled() => p.reason(),
             _ => "cancelled".to_owned(),
         }
+    }
+}
+
+/// See [`CancelToken::watch`].
+pub struct Watch<'a> {
+    token: &'a CancelToken,
+    inner: Pin<Box<WaitForCancellationFuture<'a>>>,
+    /// The waker the inner future holds: cancelling wakes it, so a poll with a waker that wakes the same task needs
+    /// only the flag.
+    registered: Option<Waker>,
+}
+
+impl std::fmt::Debug for Watch<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch").field("cancelled", &self.token.is_cancelled()).finish()
+    }
+}
+
+impl Future for Watch<'_> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        if this.token.is_cancelled() {
+            return Poll::Ready(());
+        }
+        if this.registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            return Poll::Pending;
+        }
+        let poll = this.inner.as_mut().poll(cx);
+        this.registered = poll.is_pending().then(|| cx.waker().clone());
+        poll
     }
 }
 
@@ -64,5 +106,37 @@ mod tests {
         let own = session.child();
         own.cancel("mine");
         assert_eq!(own.reason(), "mine");
+    }
+
+    #[tokio::test]
+    async fn a_watch_kept_across_polls_wakes_its_task_when_cancelled() {
+        let token = CancelToken::new();
+        let child = token.child();
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<u32>(1);
+        let (ack, mut acked) = tokio::sync::mpsc::channel::<()>(1);
+        let task = tokio::spawn(async move {
+            let watch = child.watch();
+            tokio::pin!(watch);
+            let mut seen = 0;
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = &mut watch => return (seen, child.reason()),
+                    Some(n) = rx.recv() => {
+                        seen += n;
+                        ack.send(()).await.unwrap();
+                    }
+                }
+            }
+        });
+        // Each value wakes the task, which polls the kept watch again before the cancellation comes.
+        for n in 1..=3 {
+            tx.send(n).await.unwrap();
+            acked.recv().await.unwrap();
+        }
+        assert!(!task.is_finished());
+        token.cancel("session closed");
+        let (seen, reason) = task.await.unwrap();
+        assert_eq!((seen, reason.as_str()), (6, "session closed"));
     }
 }

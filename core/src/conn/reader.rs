@@ -21,10 +21,13 @@ pub(crate) async fn run<R: MessageSource>(
     mut source: R,
     notifications: Option<mpsc::Sender<Notification>>,
 ) {
+    // Kept across frames: it is polled on every wake-up of this task.
+    let shutdown = shared.shutdown.watch();
+    tokio::pin!(shutdown);
     let reason = loop {
         let item = tokio::select! {
             biased;
-            _ = shared.shutdown.cancelled() => break TransportError::Shutdown,
+            _ = &mut shutdown => break TransportError::Shutdown,
             item = source.recv() => item,
         };
         let Some(item) = item else {

@@ -23,7 +23,7 @@ pub(crate) async fn run<S: MessageSink>(
     let shutdown = shared.shutdown.clone();
     let result = tokio::select! {
         biased;
-        _ = shutdown.cancelled() => Ok(()),
+        _ = shutdown.watch() => Ok(()),
         r = drain(&shared, &mut sink, &mut priority, &mut normal) => r,
     };
     match result {
