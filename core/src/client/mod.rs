@@ -16,7 +16,7 @@ mod snapshot;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 use tokio::time::{Instant, sleep, timeout};
 
 pub use config::ClientConfig;
@@ -582,7 +582,11 @@ impl McpClient {
         let tool = caps.tool(name).ok_or_else(|| LocalError::UnknownTool(name.to_owned()))?;
         let schemas = tool.schemas().map_err(|e| LocalError::UnusableSchema(e.clone()))?;
         schemas.validate_arguments(arguments).map_err(LocalError::InvalidArguments)?;
-        let params = json!({"name": name, "arguments": arguments});
+        // Built by hand: `json!` would copy `arguments` by serializing it into a new tree, not by cloning it.
+        let mut params = Map::with_capacity(2);
+        params.insert("name".to_owned(), Value::String(name.to_owned()));
+        params.insert("arguments".to_owned(), arguments.clone());
+        let params = Value::Object(params);
         let result = session.conn.request_payload(method::TOOLS_CALL, Some(params), opts).await?;
         let result: CallToolResult =
             result.parse().map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))?;
