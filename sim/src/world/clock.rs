@@ -76,6 +76,14 @@ impl SimClock {
         *self.lock() = Skew { anchor: now, ..Skew::default() };
     }
 
+    /// What [`Clock::wall_ms`] reads at simulated time `now`, for a caller that has just read `now` itself (every
+    /// read of the host's clock is a lookup of the current host and a lock of tokio's clock). turmoil's
+    /// `since_epoch()` is the pinned epoch plus `sim_elapsed()`.
+    pub fn wall_ms_at(&self, now: Duration) -> u64 {
+        let since_epoch = EPOCH_SECS as i64 * 1000 + now.as_millis() as i64;
+        since_epoch.saturating_add(self.skew_ms(now)).max(0) as u64
+    }
+
     /// How far ahead of true time this clock is at `now`, in ms (negative: behind).
     pub fn skew_ms(&self, now: Duration) -> i64 {
         self.lock().at(now).round() as i64
@@ -86,13 +94,10 @@ impl Clock for SimClock {
     /// Outside a simulation (no turmoil host is running) this reads 0 plus the skew: the simulator never calls it
     /// there.
     fn wall_ms(&self) -> u64 {
-        // turmoil's `since_epoch()` is the pinned epoch plus `sim_elapsed()`: adding the epoch here reads the host's
-        // clock once instead of twice (every read is a lookup of the current host and a lock of tokio's clock).
-        let (since_epoch, now) = match turmoil::sim_elapsed() {
-            Some(t) => (EPOCH_SECS as i64 * 1000 + t.as_millis() as i64, t),
-            None => (0, Duration::ZERO),
-        };
-        since_epoch.saturating_add(self.skew_ms(now)).max(0) as u64
+        match turmoil::sim_elapsed() {
+            Some(now) => self.wall_ms_at(now),
+            None => self.skew_ms(Duration::ZERO).max(0) as u64,
+        }
     }
 }
 

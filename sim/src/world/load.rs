@@ -15,7 +15,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcpstorm_core::CancelToken;
-use mcpstorm_core::Clock;
 use mcpstorm_core::ContentHash;
 use mcpstorm_core::history::{CallKey, CallStart, ServerCallRecord};
 use mcpstorm_core::resilience::InFlightLimit;
@@ -416,7 +415,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
                 let mut starts = starts.lock().unwrap_or_else(PoisonError::into_inner);
                 let now = LoadPlan::now();
                 recorder.attempt_started(now, sent > 0 || !starts.is_empty());
-                starts.push(CallStart::new(host.clock.wall_ms(), now, Instant::now()));
+                starts.push(CallStart::new(host.clock.wall_ms_at(now), now, Instant::now()));
                 args
             }
         };
@@ -428,8 +427,10 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
         for (i, a) in routed.attempts().enumerate() {
             tried.push(a.replica);
             served_by = host.needs.server_of(&a.endpoint);
-            let start =
-                starts.get(i).copied().unwrap_or_else(|| CallStart::new(host.clock.wall_ms(), now, Instant::now()));
+            let start = starts
+                .get(i)
+                .copied()
+                .unwrap_or_else(|| CallStart::new(host.clock.wall_ms_at(now), now, Instant::now()));
             // The in-flight gauge counts a gateway retry's earlier attempts finished when the call returns.
             let end = AttemptEnd {
                 load_host: &host.host,
