@@ -18,10 +18,10 @@ use tokio::time::{Instant, sleep_until};
 
 use super::pending::{Entry, ProgressSignal, Reply};
 use super::stats::Counters;
-use super::{Connection, Outgoing, Shared};
+use super::{Connection, Outbound, Outgoing, Shared};
 use crate::cancel::CancelToken;
 use crate::error::{CallError, LocalError, TransportError};
-use crate::jsonrpc::{DecodeError, ErrorCode, Message, Payload};
+use crate::jsonrpc::{DecodeError, ErrorCode, Message, MetaLayer, MetaRequest, Payload, Request};
 use crate::mcp::{CancelledParams, ProgressParams, method};
 use crate::observe::Event;
 
@@ -88,7 +88,7 @@ impl Connection {
     /// version, client capabilities) rides here: see [`crate::session`].
     pub fn set_request_meta(&self, meta: Option<Map<String, Value>>) {
         let shared = self.shared();
-        *shared.request_meta.lock().unwrap_or_else(|p| p.into_inner()) = meta.map(Arc::new);
+        *shared.request_meta.lock().unwrap_or_else(|p| p.into_inner()) = meta.map(|m| Arc::new(MetaLayer::new(m)));
         shared.meta_rejected.store(false, Ordering::Release);
     }
 
@@ -97,7 +97,8 @@ impl Connection {
     /// changes on every renewal while the envelope stays, and because replacing it must not reset the envelope's
     /// rejection flag. `None` (the default, and always for servers that grant nothing) adds nothing.
     pub fn set_session_meta(&self, meta: Option<Map<String, Value>>) {
-        *self.shared().session_meta.lock().unwrap_or_else(|p| p.into_inner()) = meta.map(Arc::new);
+        *self.shared().session_meta.lock().unwrap_or_else(|p| p.into_inner()) =
+            meta.map(|m| Arc::new(MetaLayer::new(m)));
     }
 
     /// Whether the server refused that envelope on some request since it was set: -32022 (unsupported protocol
@@ -107,60 +108,13 @@ impl Connection {
     }
 }
 
-fn request_meta(shared: &Shared) -> Option<Arc<Map<String, Value>>> {
+fn request_meta(shared: &Shared) -> Option<Arc<MetaLayer>> {
     shared.request_meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
-fn session_meta(shared: &Shared) -> Option<Arc<Map<String, Value>>> {
+fn session_meta(shared: &Shared) -> Option<Arc<MetaLayer>> {
     shared.session_meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
-
-/// The params as sent: `progress_token` (a `tools/call`'s), then the connection's request meta, then its session meta
-/// merged into `params._meta`. Keys set earlier win: the caller's own first.
-fn request_params(shared: &Shared, params: Option<Value>, progress_token: Option<i64>) -> Option<Value> {
-    with_meta(params, progress_token, [request_meta(shared), session_meta(shared)])
-}
-
-/// See [`request_params`]: `layers` in order of precedence.
-fn with_meta(
-    params: Option<Value>,
-    progress_token: Option<i64>,
-    layers: [Option<Arc<Map<String, Value>>>; 2],
-) -> Option<Value> {
-    if progress_token.is_none() && layers.iter().all(Option::is_none) {
-        return params;
-    }
-    let mut params = params.unwrap_or_else(|| Value::Object(Map::new()));
-    let Some(obj) = params.as_object_mut() else { return Some(params) };
-    let Some(meta) = obj.entry("_meta").or_insert_with(|| Value::Object(Map::new())).as_object_mut() else {
-        return Some(params);
-    };
-    let mut token = progress_token;
-    let mut layers = layers.into_iter().flatten();
-    // The usual request carries no `_meta` of its own: start from a copy of the first layer (one map clone rather
-    // than a search and insert per key); the token still wins over it.
-    if meta.is_empty()
-        && let Some(first) = layers.next()
-    {
-        *meta = Map::clone(&first);
-        if let Some(id) = token.take() {
-            meta.insert(PROGRESS_TOKEN.to_owned(), id.into());
-        }
-    }
-    if let Some(id) = token {
-        meta.entry(PROGRESS_TOKEN).or_insert(id.into());
-    }
-    for layer in layers {
-        for (k, v) in layer.iter() {
-            if !meta.contains_key(k) {
-                meta.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    Some(params)
-}
-
-const PROGRESS_TOKEN: &str = "progressToken";
 
 async fn run(
     shared: &Arc<Shared>,
@@ -214,8 +168,11 @@ async fn run(
     shared.pending.register(id, entry)?;
     let mut guard = PendingGuard { shared, id, armed: true };
     let token = (method == method::TOOLS_CALL).then_some(id);
-    let params = request_params(shared, params, token);
-    let out = Outgoing { msg: Message::request(id, method, params), call: Some(id) };
+    // The sink merges the connection's `_meta` layers into the params as it encodes them (`MetaRequest`).
+    let request = Request { id: id.into(), method: method.to_owned(), params };
+    let layers = [request_meta(shared), session_meta(shared)];
+    let out =
+        Outgoing { msg: Outbound::Request(MetaRequest { request, progress_token: token, layers }), call: Some(id) };
     let lane = match opts.lane {
         Lane::Priority => &shared.priority,
         Lane::Normal => &shared.normal,
@@ -413,47 +370,5 @@ impl PendingGuard<'_> {
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         self.abandon("request abandoned by the caller");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn layer(v: Value) -> Option<Arc<Map<String, Value>>> {
-        v.as_object().cloned().map(Arc::new)
-    }
-
-    #[test]
-    fn nothing_to_merge_leaves_params_as_they_are() {
-        assert_eq!(with_meta(None, None, [None, None]), None);
-        assert_eq!(with_meta(Some(json!({"a": 1})), None, [None, None]), Some(json!({"a": 1})));
-    }
-
-    #[test]
-    fn token_beats_the_layers_and_the_first_layer_beats_the_second() {
-        let first = layer(json!({"progressToken": "theirs", "k": 1, "both": "first"}));
-        let second = layer(json!({"both": "second", "s": 2}));
-        let merged = with_meta(Some(json!({"name": "t"})), Some(7), [first, second]);
-        let want = json!({"name": "t", "_meta": {"progressToken": 7, "k": 1, "both": "first", "s": 2}});
-        assert_eq!(merged, Some(want));
-    }
-
-    #[test]
-    fn the_callers_own_keys_win() {
-        let params = json!({"_meta": {"progressToken": "mine", "k": "mine"}});
-        let merged = with_meta(Some(params), Some(7), [layer(json!({"k": 1, "x": 2})), layer(json!({"k": 3}))]);
-        assert_eq!(merged, Some(json!({"_meta": {"progressToken": "mine", "k": "mine", "x": 2}})));
-    }
-
-    #[test]
-    fn missing_params_get_an_object_and_other_shapes_are_left_alone() {
-        assert_eq!(with_meta(None, Some(1), [None, None]), Some(json!({"_meta": {"progressToken": 1}})));
-        assert_eq!(with_meta(None, None, [None, layer(json!({"s": 1}))]), Some(json!({"_meta": {"s": 1}})));
-        assert_eq!(with_meta(Some(json!([1])), Some(1), [layer(json!({"k": 1})), None]), Some(json!([1])));
-        let odd = json!({"_meta": 5});
-        assert_eq!(with_meta(Some(odd.clone()), Some(1), [layer(json!({"k": 1})), None]), Some(odd));
     }
 }

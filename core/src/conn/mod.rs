@@ -32,7 +32,7 @@ pub use stats::ConnectionStats;
 
 use crate::cancel::CancelToken;
 use crate::error::TransportError;
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{Message, MetaLayer, MetaRequest};
 use crate::observe::{ConnId, Event, Observer};
 use crate::resilience::inflight::InFlightLimit;
 use crate::transport::{MessageSink, MessageSource};
@@ -62,8 +62,14 @@ impl std::fmt::Debug for ConnectionParts {
 /// A message for the writer. `call` names the pending entry a request belongs to, so the writer can skip requests
 /// whose caller already left.
 pub(crate) struct Outgoing {
-    msg: Message,
+    msg: Outbound,
     call: Option<i64>,
+}
+
+/// Requests keep their `_meta` layers apart for the sink to splice in as it encodes (see [`MetaRequest`]).
+enum Outbound {
+    Message(Message),
+    Request(MetaRequest),
 }
 
 pub(crate) struct Shared {
@@ -84,10 +90,10 @@ pub(crate) struct Shared {
     last_rx: AtomicU64,
     probing: AtomicBool,
     /// Merged into every request's `params._meta` (the modern era's per-request envelope); see `set_request_meta`.
-    request_meta: std::sync::Mutex<Option<Arc<serde_json::Map<String, serde_json::Value>>>>,
+    request_meta: std::sync::Mutex<Option<Arc<MetaLayer>>>,
     /// Merged the same way, after `request_meta`: the session extension's keys (session id, authorization), which
     /// change on renewal independently of the era's envelope; see `set_session_meta`.
-    session_meta: std::sync::Mutex<Option<Arc<serde_json::Map<String, serde_json::Value>>>>,
+    session_meta: std::sync::Mutex<Option<Arc<MetaLayer>>>,
     /// The server refused that envelope (-32020 / -32022) on some request.
     meta_rejected: AtomicBool,
     counters: Counters,
@@ -116,7 +122,7 @@ impl Shared {
     /// Queues a message on the priority lane without waiting. Best effort by design: used from the reader and from
     /// drop paths, which must never block.
     fn try_send_priority(&self, msg: Message) -> bool {
-        self.priority.try_send(Outgoing { msg, call: None }).is_ok()
+        self.priority.try_send(Outgoing { msg: Outbound::Message(msg), call: None }).is_ok()
     }
 }
 
@@ -215,7 +221,7 @@ impl Connection {
         if let Some(e) = s.pending.closed() {
             return Err(e);
         }
-        let out = Outgoing { msg: Message::notification(method, params), call: None };
+        let out = Outgoing { msg: Outbound::Message(Message::notification(method, params)), call: None };
         s.priority.send(out).await.map_err(|_| TransportError::Shutdown)
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::stats::Counters;
-use super::{Outgoing, Shared};
+use super::{Outbound, Outgoing, Shared};
 use crate::transport::MessageSink;
 
 /// Most messages written between two flushes: bounds how long the first of a burst waits for its flush.
@@ -72,7 +72,10 @@ async fn write_one<S: MessageSink>(
         Counters::bump(&shared.counters.skipped);
         return Ok(());
     }
-    sink.feed(&out.msg).await?;
+    match out.msg {
+        Outbound::Message(msg) => sink.feed(&msg).await?,
+        Outbound::Request(req) => sink.feed_request(req).await?,
+    }
     Counters::bump(&shared.counters.sent);
     Ok(())
 }

@@ -146,27 +146,9 @@ impl Message {
 
     /// [`Message::encode`], appended to `out` (a writer's reused buffer).
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        #[derive(Serialize)]
-        struct Wire<'a> {
-            jsonrpc: &'static str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            id: Option<Option<&'a RequestId>>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            method: Option<&'a str>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            params: Option<&'a Value>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            result: Option<&'a Payload>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            error: Option<&'a ErrorObject>,
-        }
         let mut wire = Wire { jsonrpc: "2.0", id: None, method: None, params: None, result: None, error: None };
         match self {
-            Message::Request(r) => {
-                wire.id = Some(Some(&r.id));
-                wire.method = Some(&r.method);
-                wire.params = r.params.as_ref();
-            }
+            Message::Request(r) => wire = Wire::request(r),
             Message::Notification(n) => {
                 wire.method = Some(&n.method);
                 wire.params = n.params.as_ref();
@@ -179,12 +161,7 @@ impl Message {
                 }
             }
         }
-        // Serialising borrowed serde_json values into a Vec cannot fail: no maps with non-string keys exist here.
-        // Were it to, nothing of the message is left behind.
-        let start = out.len();
-        if serde_json::to_writer(&mut *out, &wire).is_err() {
-            out.truncate(start);
-        }
+        wire.write(out);
     }
 
     pub fn request(id: impl Into<RequestId>, method: impl Into<String>, params: Option<Value>) -> Self {
@@ -206,6 +183,39 @@ impl Message {
 
     pub fn error(id: Option<RequestId>, error: ErrorObject) -> Self {
         Message::Response(Response { id, body: ResponseBody::Error(error) })
+    }
+}
+
+/// A message's members as they are encoded, in their order on the wire.
+#[derive(Serialize)]
+pub(super) struct Wire<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<Option<&'a RequestId>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Payload>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorObject>,
+}
+
+impl<'a> Wire<'a> {
+    pub(super) fn request(r: &'a Request) -> Self {
+        let (id, method, params) = (Some(Some(&r.id)), Some(r.method.as_str()), r.params.as_ref());
+        Wire { jsonrpc: "2.0", id, method, params, result: None, error: None }
+    }
+
+    /// Appends the compact JSON object (no newline; framing is the transport's job).
+    pub(super) fn write(&self, out: &mut Vec<u8>) {
+        // Serialising borrowed serde_json values into a Vec cannot fail: no maps with non-string keys exist here.
+        // Were it to, nothing of the message is left behind.
+        let start = out.len();
+        if serde_json::to_writer(&mut *out, self).is_err() {
+            out.truncate(start);
+        }
     }
 }
 

@@ -12,9 +12,11 @@ mod fields;
 mod id;
 pub(crate) mod member;
 mod message;
+mod meta;
 mod payload;
 
 pub use codes::ErrorCode;
 pub use id::RequestId;
 pub use message::{DecodeError, ErrorObject, Message, Notification, Request, Response, ResponseBody};
+pub use meta::{MetaLayer, MetaRequest};
 pub use payload::Payload;

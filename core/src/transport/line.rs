@@ -7,7 +7,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 
 use super::{FrameError, MessageSink, MessageSource};
 use crate::error::TransportError;
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{Message, MetaRequest};
 
 /// Default maximum frame: 16 MiB, room for large tool results (images, files) without unbounded buffering.
 pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
@@ -45,14 +45,11 @@ impl<W: AsyncWrite + Unpin> LineSink<W> {
 
 impl<W: AsyncWrite + Unpin + Send + 'static> MessageSink for LineSink<W> {
     async fn feed(&mut self, msg: &Message) -> Result<(), TransportError> {
-        self.frame.clear();
-        msg.encode_into(&mut self.frame);
-        self.frame.push(b'\n');
-        let written = self.writer.write_all(&self.frame).await.map_err(|e| TransportError::io("write", &e));
-        if self.frame.capacity() > KEEP_FRAME {
-            self.frame = Vec::new();
-        }
-        written
+        self.write_frame(|frame| msg.encode_into(frame)).await
+    }
+
+    async fn feed_request(&mut self, req: MetaRequest) -> Result<(), TransportError> {
+        self.write_frame(|frame| req.encode_into(frame)).await
     }
 
     async fn flush(&mut self) -> Result<(), TransportError> {
@@ -61,6 +58,20 @@ impl<W: AsyncWrite + Unpin + Send + 'static> MessageSink for LineSink<W> {
 
     async fn close(&mut self) {
         let _ = self.writer.shutdown().await;
+    }
+}
+
+impl<W: AsyncWrite + Unpin> LineSink<W> {
+    /// Writes the frame `encode` appends to the reused buffer, and its newline.
+    async fn write_frame(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Result<(), TransportError> {
+        self.frame.clear();
+        encode(&mut self.frame);
+        self.frame.push(b'\n');
+        let written = self.writer.write_all(&self.frame).await.map_err(|e| TransportError::io("write", &e));
+        if self.frame.capacity() > KEEP_FRAME {
+            self.frame = Vec::new();
+        }
+        written
     }
 }
 

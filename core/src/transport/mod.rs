@@ -15,7 +15,7 @@ pub use http::{
 pub use line::{DEFAULT_MAX_FRAME, LineSink, LineSource, line_transport};
 
 use crate::error::{CallError, TransportError};
-use crate::jsonrpc::{DecodeError, Message};
+use crate::jsonrpc::{DecodeError, Message, MetaRequest};
 
 /// Why one incoming frame was rejected. Only [`FrameError::Io`] ends the stream; the others cost one frame.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -38,6 +38,12 @@ pub enum FrameError {
 /// queue pays one syscall per burst rather than per message.
 pub trait MessageSink: Send + 'static {
     fn feed(&mut self, msg: &Message) -> impl Future<Output = Result<(), TransportError>> + Send;
+    /// A request of a connection, its `_meta` members not yet merged. A sink that writes bytes encodes it with
+    /// [`MetaRequest::encode_into`] (the same bytes, without building the merged params); by default it is merged
+    /// and fed as a message.
+    fn feed_request(&mut self, req: MetaRequest) -> impl Future<Output = Result<(), TransportError>> + Send {
+        async move { self.feed(&req.into_message()).await }
+    }
     fn flush(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
     /// Best-effort orderly close (flush, then shut the write side).
     fn close(&mut self) -> impl Future<Output = ()> + Send;
