@@ -67,13 +67,40 @@ fn reads_as_validation(text: &str) -> bool {
 
 /// The `serverInfo` a modern result carries in its `_meta`, when it names a version other than `known`.
 fn stamped_server(result: &CallToolResult, known: &str) -> Option<Implementation> {
-    let info = result.extra.get("_meta").and_then(|m| m.get(META_SERVER_INFO))?;
-    // Nearly every stamp names the version we know: decided from the one string, without reading (or copying) the
-    // rest of the stamp.
+    let meta = result.meta.as_ref()?;
+    // Nearly every stamp names the version we know: decided from the one string, read straight from `_meta`'s text
+    // without building the rest of it.
+    if serde_json::from_str::<StampView>(meta.get()).is_ok_and(|s| s.version() == Some(known)) {
+        return None;
+    }
+    let meta = meta.to_value().ok()?;
+    let info = meta.get(META_SERVER_INFO)?;
     if info.get("version").and_then(Value::as_str) == Some(known) {
         return None;
     }
     Implementation::deserialize(info).ok().filter(|s| s.version != known)
+}
+
+/// The one string of `_meta` the common case needs. Anything it cannot read borrowed (escapes, repeated members,
+/// other shapes) goes to the full read, which decides every case; this view only ever shortcuts to "no signal", and
+/// only when the full read would too (a stamp whose `version` is the known string).
+#[derive(Deserialize)]
+struct StampView<'a> {
+    // `META_SERVER_INFO` (serde's `rename` takes no constants; the tests build stamps with it).
+    #[serde(rename = "io.modelcontextprotocol/serverInfo", borrow)]
+    server_info: Option<VersionView<'a>>,
+}
+
+#[derive(Deserialize)]
+struct VersionView<'a> {
+    #[serde(borrow)]
+    version: Option<&'a str>,
+}
+
+impl StampView<'_> {
+    fn version(&self) -> Option<&str> {
+        self.server_info.as_ref().and_then(|i| i.version)
+    }
 }
 
 /// The `ttlMs` a modern cacheable result carries (`None` when absent or zero: zero promises no freshness, and

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{Payload, RequestId};
 
 mod call_result;
 
@@ -123,17 +123,18 @@ pub struct ListToolsResult {
     pub extra: Map<String, Value>,
 }
 
-/// Deserialised by hand (`call_result.rs`): the derive's `flatten` buffered every member before reading any.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// (De)serialised by hand (`call_result.rs`): the derive's `flatten` buffered every member before reading any, and
+/// `_meta` is kept as text.
+#[derive(Debug, Clone, PartialEq)]
 pub struct CallToolResult {
-    #[serde(default)]
     pub content: Vec<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
-    #[serde(flatten)]
+    /// `_meta`, as the JSON text the server sent: nearly every modern result carries one, holding only the server's
+    /// stamp that drift detection reads one string of, so it is parsed (with [`Payload::to_value`]) only when read.
+    /// Serialised as its parsed value, so the result writes the same bytes as when it was a member of `extra`.
+    pub meta: Option<Payload>,
+    /// Every other member. A `_meta` here is written only when `meta` is `None`.
     pub extra: Map<String, Value>,
 }
 
@@ -144,6 +145,7 @@ impl CallToolResult {
             content: vec![serde_json::json!({"type": "text", "text": text.into()})],
             structured_content: None,
             is_error,
+            meta: None,
             extra: Map::new(),
         }
     }

@@ -122,6 +122,7 @@ pub fn degraded_result(
         "retryAfterMs": retry_ms,
         "fallbackTool": fallback,
     }));
+    result.meta = None;
     result.extra = Map::new();
     result
 }

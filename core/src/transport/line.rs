@@ -98,6 +98,15 @@ impl<R: AsyncRead + Unpin> LineSource<R> {
 
     /// The next raw frame (without its newline or a trailing `\r`). Cancel-safe: all progress lives in `self`.
     pub async fn next_frame(&mut self) -> Option<Result<Vec<u8>, FrameError>> {
+        let mut frame = Vec::new();
+        let read = self.next_frame_into(&mut frame).await?;
+        Some(read.map(|()| frame))
+    }
+
+    /// [`LineSource::next_frame`] into the caller's buffer, which it replaces (its old contents are dropped): a reader
+    /// that keeps one buffer across frames allocates nothing per frame once the buffers have grown. `frame` is only
+    /// touched when a frame is handed over, so this stays cancel-safe.
+    pub async fn next_frame_into(&mut self, frame: &mut Vec<u8>) -> Option<Result<(), FrameError>> {
         loop {
             let available = match self.reader.fill_buf().await {
                 Ok(buf) => buf,
@@ -108,7 +117,8 @@ impl<R: AsyncRead + Unpin> LineSource<R> {
                 if self.discarding || self.line.is_empty() {
                     return None;
                 }
-                return Some(Ok(std::mem::take(&mut self.line)));
+                self.hand_over(frame);
+                return Some(Ok(()));
             }
             let newline = available.iter().position(|&b| b == b'\n');
             let take = newline.unwrap_or(available.len());
@@ -133,9 +143,20 @@ impl<R: AsyncRead + Unpin> LineSource<R> {
                     self.line.clear();
                     continue;
                 }
-                return Some(Ok(std::mem::take(&mut self.line)));
+                self.hand_over(frame);
+                return Some(Ok(()));
             }
         }
+    }
+
+    /// Gives the frame read to `frame` and keeps the caller's old buffer (emptied) for the next one: the two are
+    /// swapped, never copied. A buffer grown past [`KEEP_FRAME`] is let go rather than kept.
+    fn hand_over(&mut self, frame: &mut Vec<u8>) {
+        frame.clear();
+        if frame.capacity() > KEEP_FRAME {
+            *frame = Vec::new();
+        }
+        std::mem::swap(&mut self.line, frame);
     }
 }
 
@@ -210,6 +231,27 @@ mod tests {
         assert!(src.line.capacity() <= 64 * 1024);
         writer.await.unwrap();
         assert!(src.recv().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_reused_buffer_gets_each_frame_and_the_old_one_is_kept() {
+        let mut src = LineSource::new(&b"first frame\nsecond\n\nthird, the longest\nlast"[..], 100);
+        let mut frame = b"stale".to_vec();
+        let mut got = Vec::new();
+        while let Some(read) = src.next_frame_into(&mut frame).await {
+            read.unwrap();
+            got.push(String::from_utf8(frame.clone()).unwrap());
+        }
+        assert_eq!(got, ["first frame", "second", "third, the longest", "last"]);
+        assert_eq!(frame, b"last", "the end of the stream leaves the last frame alone");
+        // The caller's old buffer is kept for the next frame, unless it grew too big to keep.
+        let mut src = LineSource::new(&b"a\nb\n"[..], 100);
+        let mut frame = Vec::with_capacity(32);
+        src.next_frame_into(&mut frame).await.unwrap().unwrap();
+        assert_eq!(src.line.capacity(), 32);
+        let mut big = Vec::with_capacity(KEEP_FRAME + 1);
+        src.next_frame_into(&mut big).await.unwrap().unwrap();
+        assert_eq!((big.as_slice(), src.line.capacity()), (&b"b"[..], 0));
     }
 
     #[tokio::test]

@@ -85,8 +85,8 @@ pub fn prepare(shared: &Arc<Shared>, params: Params) -> Job {
         return invalid("tools/call needs a string \"name\"".into());
     };
     let catalog = shared.catalog();
-    let found = catalog.by_name.get(&name).and_then(|&i| Some((i, catalog.tools.get(i)?, catalog.listing.get(i)?)));
-    let Some((index, tool, listed)) = found else {
+    let found = catalog.by_name.get(&name).and_then(|&i| Some((i, catalog.latency.get(i)?, catalog.listing.get(i)?)));
+    let Some((index, latency, listed)) = found else {
         return tool_error(format!("Unknown tool: {name}"));
     };
     if let Err(e) = args::check(&listed.input_schema, &args) {
@@ -100,7 +100,7 @@ pub fn prepare(shared: &Arc<Shared>, params: Params) -> Job {
     let (coin, draw) = {
         let mut rng = shared.rng();
         let coin = rng.random::<f64>();
-        (coin, tool.latency.sample(&mut *rng, &args))
+        (coin, latency.sample(&mut *rng, &args))
     };
     let draw = match draw {
         Ok(draw) => draw,

@@ -79,8 +79,10 @@ where
     // Only the reader decides and reads the era, so it lives here.
     let mut era = ConnEra::Undecided;
     let mut broken = false;
-    while let Some(frame) = source.next_frame().await {
-        let item = frame.and_then(|frame| read(&frame));
+    // One frame buffer for the connection's life (two, taking turns with the source's).
+    let mut frame = Vec::new();
+    while let Some(next) = source.next_frame_into(&mut frame).await {
+        let item = next.and_then(|()| read(&frame));
         match item {
             Ok(Incoming::Call(id, params)) => {
                 let Some(prepared) = dispatch::prepare_call(&shared, &mut era, id, params) else { continue };

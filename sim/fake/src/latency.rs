@@ -159,10 +159,38 @@ impl LatencyDist {
         }
     }
 
+    /// This distribution with what each draw needs computed once.
+    pub fn prepare(&self) -> PreparedLatency {
+        let lognormal = match self {
+            LatencyDist::Lognormal { p50_ms, p99_ms } => {
+                let (mu, sigma) = lognormal_params(*p50_ms, *p99_ms);
+                LogNormal::new(mu, sigma).ok()
+            }
+            _ => None,
+        };
+        PreparedLatency { dist: self.clone(), lognormal }
+    }
+
+    /// [`PreparedLatency::sample`], preparing for this one draw (a caller drawing many should prepare once).
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R, args: &Map<String, Value>) -> Result<LatencyDraw, String> {
+        self.prepare().sample(rng, args)
+    }
+}
+
+/// A tool's latency with what every draw of it needs computed once, when its catalog is built (and rebuilt by a
+/// drift): the lognormal's parameters (two `ln`s) were otherwise worked out again on every call.
+#[derive(Debug, Clone)]
+pub struct PreparedLatency {
+    dist: LatencyDist,
+    /// For `Lognormal`: the distribution, `None` when its parameters make none (a draw is then the median).
+    lognormal: Option<LogNormal<f64>>,
+}
+
+impl PreparedLatency {
     /// Draws one latency. Distributions that depend on the call's arguments draw nothing from `rng`; a bad argument
     /// is the caller's error (returned as text for an `isError` result), never a panic.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R, args: &Map<String, Value>) -> Result<LatencyDraw, String> {
-        Ok(match self {
+        Ok(match &self.dist {
             LatencyDist::Fixed { ms } => LatencyDraw::of_ms(*ms),
             // Not `random_range`: it panics on an empty range, and validation is the only guard we want.
             LatencyDist::Uniform { min_ms, max_ms } => {
@@ -172,9 +200,8 @@ impl LatencyDist {
                 let ms = Normal::new(*mean_ms, *stddev_ms).map(|d| d.sample(rng)).unwrap_or(*mean_ms);
                 LatencyDraw::of_ms(ms.max(0.0))
             }
-            LatencyDist::Lognormal { p50_ms, p99_ms } => {
-                let (mu, sigma) = lognormal_params(*p50_ms, *p99_ms);
-                LatencyDraw::of_ms(LogNormal::new(mu, sigma).map(|d| d.sample(rng)).unwrap_or(*p50_ms))
+            LatencyDist::Lognormal { p50_ms, .. } => {
+                LatencyDraw::of_ms(self.lognormal.map(|d| d.sample(rng)).unwrap_or(*p50_ms))
             }
             LatencyDist::Arg { name, default_ms } => LatencyDraw::of_ms(ms_arg(args, name, *default_ms)?),
             LatencyDist::Steps { steps_arg, step_ms_arg, default_steps, default_step_ms } => {

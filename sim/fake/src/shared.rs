@@ -15,6 +15,7 @@ use crate::config::{FakeServerConfig, ToolConfig};
 use crate::conn_registry::ConnRegistry;
 use crate::faults::FaultCell;
 use crate::http_state::HttpState;
+use crate::latency::PreparedLatency;
 use crate::sessions::SessionTable;
 use crate::stats::Counters;
 use crate::workers::WorkerPool;
@@ -48,15 +49,18 @@ pub(crate) struct Catalog {
     pub tools: Vec<ToolConfig>,
     /// What `tools/list` returns, in configuration order.
     pub listing: Vec<Tool>,
-    /// Tool name → index into `tools` and `listing`.
+    /// Each tool's latency, ready to draw from, in configuration order.
+    pub latency: Vec<PreparedLatency>,
+    /// Tool name → index into `tools`, `listing` and `latency`.
     pub by_name: BTreeMap<String, usize>,
 }
 
 impl Catalog {
     pub fn new(version: String, tools: Vec<ToolConfig>) -> Catalog {
         let listing = tools.iter().map(listed_tool).collect();
+        let latency = tools.iter().map(|t| t.latency.prepare()).collect();
         let by_name = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
-        Catalog { version, tools, listing, by_name }
+        Catalog { version, tools, listing, latency, by_name }
     }
 }
 
