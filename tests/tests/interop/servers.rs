@@ -19,6 +19,10 @@ fn client(dialer: StdioDialer) -> McpClient {
     let mut config = ClientConfig::default();
     config.connection.max_in_flight = 512;
     config.connection.first_response = Duration::from_secs(20);
+    // A peer started on a loaded machine (CI builds in parallel; the Python SDK's imports alone take seconds) may
+    // answer its first request later than the 5 s default era probe waits. That probe then falls back to
+    // `initialize` and leaves a cancel and a late response behind, which the tests counting them would see.
+    config.discover_timeout = Duration::from_secs(20);
     McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::SeededRng::new(0))
 }
 
