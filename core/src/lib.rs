@@ -60,5 +60,5 @@ pub use schema::{
 pub use transport::{
     DEFAULT_MAX_FRAME, FrameError, HttpConfigError, HttpContext, HttpEndpoint, HttpLimits, HttpResponseHead, HttpSink,
     HttpSource, LineSink, LineSource, MessageSink, MessageSource, PoolConfig, PoolGauge, PoolState, ResponseHook,
-    http_transport, line_transport,
+    decode_frame, http_transport, line_transport,
 };

@@ -160,29 +160,19 @@ impl<R: AsyncRead + Unpin> LineSource<R> {
     }
 }
 
-impl<R: AsyncRead + Unpin> LineSource<R> {
-    /// The next message, offering each frame to `quick` first: a reader of one frame shape the caller knows well
-    /// (a server's most common request, say), which returns `None` for any frame it does not take. Those frames are
-    /// decoded as [`MessageSource::recv`] decodes them, so `quick` must read the frames it takes exactly as
-    /// [`Message::decode`] would, and take no frame that is not UTF-8.
-    pub async fn recv_with(&mut self, quick: impl Fn(&[u8]) -> Option<Message>) -> Option<Result<Message, FrameError>> {
-        let frame = match self.next_frame().await? {
-            Ok(frame) => frame,
-            Err(e) => return Some(Err(e)),
-        };
-        if let Some(message) = quick(&frame) {
-            return Some(Ok(message));
-        }
-        if std::str::from_utf8(&frame).is_err() {
-            return Some(Err(FrameError::NotUtf8));
-        }
-        Some(Message::decode(&frame).map_err(FrameError::from))
+/// A frame as a message: it must be UTF-8, then a JSON-RPC message. What [`MessageSource::recv`] does with each
+/// frame, for a reader that takes frames itself ([`LineSource::next_frame_into`]) and decodes the ones its own quick
+/// reader does not take.
+pub fn decode_frame(frame: &[u8]) -> Result<Message, FrameError> {
+    if std::str::from_utf8(frame).is_err() {
+        return Err(FrameError::NotUtf8);
     }
+    Message::decode(frame).map_err(FrameError::from)
 }
 
 impl<R: AsyncRead + Unpin + Send + 'static> MessageSource for LineSource<R> {
     async fn recv(&mut self) -> Option<Result<Message, FrameError>> {
-        self.recv_with(|_| None).await
+        Some(self.next_frame().await?.and_then(|frame| decode_frame(&frame)))
     }
 }
 

@@ -12,7 +12,7 @@ pub use http::{
     HttpConfigError, HttpContext, HttpEndpoint, HttpLimits, HttpResponseHead, HttpSink, HttpSource, PoolConfig,
     PoolGauge, PoolState, ResponseHook, http_transport,
 };
-pub use line::{DEFAULT_MAX_FRAME, LineSink, LineSource, line_transport};
+pub use line::{DEFAULT_MAX_FRAME, LineSink, LineSource, decode_frame, line_transport};
 
 use crate::error::{CallError, TransportError};
 use crate::jsonrpc::{DecodeError, Message, MetaRequest};

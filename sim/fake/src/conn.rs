@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpstorm_core::jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message, RequestId};
-use mcpstorm_core::{FrameError, MessageSink, line_transport};
+use mcpstorm_core::{FrameError, MessageSink, decode_frame, line_transport};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -138,10 +138,7 @@ fn read(frame: &[u8]) -> Result<Incoming, FrameError> {
     if let Some((id, params)) = call_frame::read(frame) {
         return Ok(Incoming::Call(id, params));
     }
-    if std::str::from_utf8(frame).is_err() {
-        return Err(FrameError::NotUtf8);
-    }
-    Message::decode(frame).map(Incoming::Message).map_err(FrameError::from)
+    decode_frame(frame).map(Incoming::Message)
 }
 
 /// Answers a prepared request on its own task, or at once with the refusal of a full or duplicate slot.
