@@ -120,7 +120,9 @@ impl<R: AsyncRead + Unpin> LineSource<R> {
                 self.hand_over(frame);
                 return Some(Ok(()));
             }
-            let newline = available.iter().position(|&b| b == b'\n');
+            // A byte-at-a-time search cost as much as the rest of the framing; memchr reads a word or a vector at
+            // a time.
+            let newline = memchr::memchr(b'\n', available);
             let take = newline.unwrap_or(available.len());
             let seen = self.line.len() + take;
             if self.discarding {
