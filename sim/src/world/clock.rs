@@ -10,8 +10,39 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use mcpstorm_core::Clock;
+use tokio::time::Instant;
 
 use super::EPOCH_SECS;
+
+/// Simulated time since the start of the run, as `turmoil::sim_elapsed()` reads it on this host, read from the host's
+/// own tokio clock.
+///
+/// `sim_elapsed()` finds the current host in turmoil's world (a hashed lookup) and then reads tokio's clock anyway.
+/// Within one run of a host's software the two differ by a constant: turmoil moves the host's elapsed time and its
+/// runtime's paused clock forward by the same tick. A restarted host gets a new runtime, and its software a new
+/// `HostTime`. So one reading of both when the software starts gives that constant.
+#[derive(Debug, Clone, Copy)]
+pub struct HostTime {
+    anchor: Instant,
+    at_anchor: Duration,
+}
+
+impl HostTime {
+    /// Anchored now. Inside a turmoil host only (outside one, simulated time reads as zero at the anchor).
+    pub fn new() -> HostTime {
+        HostTime { anchor: Instant::now(), at_anchor: turmoil::sim_elapsed().unwrap_or_default() }
+    }
+
+    /// Simulated time at `instant` of this host's clock (`Instant::now()` for now).
+    pub fn at(&self, instant: Instant) -> Duration {
+        self.at_anchor + instant.saturating_duration_since(self.anchor)
+    }
+
+    /// Simulated time now.
+    pub fn now(&self) -> Duration {
+        self.at(Instant::now())
+    }
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct SimClock {

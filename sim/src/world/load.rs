@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use tokio::time::{Instant, sleep, sleep_until};
 
 use super::agent::{self, Next};
-use super::clock::SimClock;
+use super::clock::{HostTime, SimClock};
 use super::net::{TurmoilDialer, port};
 use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Recorder, SimObserver};
 
@@ -53,16 +53,7 @@ pub struct LoadPlan {
 }
 
 impl LoadPlan {
-    fn now() -> Duration {
-        turmoil::sim_elapsed().unwrap_or_default()
-    }
-
-    /// Claims the right to start one more logical call, or says the load is over.
-    fn claim(&self) -> bool {
-        self.claim_at(Self::now())
-    }
-
-    /// [`LoadPlan::claim`] at simulated time `now`, read by the caller.
+    /// Claims the right to start one more logical call at simulated time `now`, or says the load is over.
     fn claim_at(&self, now: Duration) -> bool {
         if now >= self.scenario.duration.0 {
             return false;
@@ -131,6 +122,8 @@ struct Host {
     gateway: Arc<Gateway>,
     /// This host's wall clock (the call history's timestamps, and the gateway's wall time).
     clock: SimClock,
+    /// Simulated time on this host.
+    time: HostTime,
     host: String,
     /// Judges misroutes from the scenario's tables, independently of the router.
     needs: Needs,
@@ -187,7 +180,13 @@ impl Host {
         let (registry, connector) = (Box::new(registry(scenario)), Arc::new(connector));
         let gateway = Gateway::new(router, registry, connector, Arc::new(clock.clone()), config, layers_rng)
             .with_observer(Arc::new(observer));
-        Ok(Host { gateway: Arc::new(gateway), clock, host: host.to_owned(), needs: Needs::new(scenario) })
+        Ok(Host {
+            gateway: Arc::new(gateway),
+            clock,
+            time: HostTime::new(),
+            host: host.to_owned(),
+            needs: Needs::new(scenario),
+        })
     }
 }
 
@@ -275,7 +274,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             let arrival = sleep_until(next);
             tokio::pin!(arrival);
             // Nothing is awaited between a spawn and the next claim, so one reading of the time serves both.
-            let mut now = LoadPlan::now();
+            let mut now = clients.time.now();
             while plan.claim_at(now) {
                 // A gap no instant can hold (a rate so low that the next call would come after the end of time)
                 // ends the arrivals: the load ends long before it.
@@ -284,14 +283,15 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                 next = at;
                 arrival.as_mut().reset(next);
                 arrival.as_mut().await;
-                now = LoadPlan::now();
+                let instant = Instant::now();
+                now = clients.time.at(instant);
                 if now >= plan.scenario.duration.0 {
                     break;
                 }
                 let index = pick_weighted(&mut rng, &weights);
                 let (plan, clients, target) = (plan.clone(), clients.clone(), targets[index].clone());
                 // The intended send time is `next`, whether or not this host got to it on time.
-                let intended = now.saturating_sub(Instant::now().saturating_duration_since(next));
+                let intended = now.saturating_sub(instant.saturating_duration_since(next));
                 spawn_live(&live, move || async move { logical_call(&plan, &clients, &target, intended).await });
             }
         }
@@ -329,9 +329,9 @@ type SessionCtx = (Arc<LoadPlan>, Arc<Host>, Arc<Vec<Arc<Target>>>, Vec<f64>);
 
 async fn closed_session((plan, clients, targets, weights): SessionCtx, mut rng: ChaCha8Rng) {
     let think = plan.scenario.load.think_time.0;
-    while plan.claim() {
+    while plan.claim_at(clients.time.now()) {
         let target = &targets[pick_weighted(&mut rng, &weights)];
-        logical_call(&plan, &clients, target, LoadPlan::now()).await;
+        logical_call(&plan, &clients, target, clients.time.now()).await;
         if !think.is_zero() {
             sleep(think).await;
         }
@@ -413,15 +413,16 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
             async move {
                 let args = agent_arguments(&client, &target.tool, args).await;
                 let mut starts = starts.lock().unwrap_or_else(PoisonError::into_inner);
-                let now = LoadPlan::now();
+                let instant = Instant::now();
+                let now = host.time.at(instant);
                 recorder.attempt_started(now, sent > 0 || !starts.is_empty());
-                starts.push(CallStart::new(host.clock.wall_ms_at(now), now, Instant::now()));
+                starts.push(CallStart::new(host.clock.wall_ms_at(now), now, instant));
                 args
             }
         };
         // The protected path (the naive profile: the same path with every layer off, one attempt).
         let routed = host.gateway.call_prepared(call, prepare).await;
-        let now = LoadPlan::now();
+        let now = host.time.now();
         finished = now;
         let starts = starts.into_inner().unwrap_or_else(PoisonError::into_inner);
         for (i, a) in routed.attempts().enumerate() {
