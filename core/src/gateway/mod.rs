@@ -23,6 +23,7 @@ mod layers;
 mod outcome;
 mod protected;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -82,7 +83,9 @@ impl Default for GatewayConfig {
 #[derive(Debug, Clone)]
 pub struct ToolCall<'a> {
     pub tool: &'a str,
-    pub arguments: Value,
+    /// Borrowed when the caller keeps its own copy (an agent retrying with the same arguments): each attempt then
+    /// clones what it sends, rather than the caller cloning for the call and the call again for each attempt.
+    pub arguments: Cow<'a, Value>,
     /// Replicas this logical call already tried (an agent's or the gateway's retry): avoided while others remain.
     pub tried: &'a [ReplicaId],
     /// Requirements beyond those the arguments impose under the configured rules, e.g. a `server:<name>` tag that
@@ -93,6 +96,15 @@ pub struct ToolCall<'a> {
 
 impl<'a> ToolCall<'a> {
     pub fn new(tool: &'a str, arguments: Value) -> Self {
+        Self::with_arguments(tool, Cow::Owned(arguments))
+    }
+
+    /// A call whose arguments the caller keeps.
+    pub fn borrowing(tool: &'a str, arguments: &'a Value) -> Self {
+        Self::with_arguments(tool, Cow::Borrowed(arguments))
+    }
+
+    fn with_arguments(tool: &'a str, arguments: Cow<'a, Value>) -> Self {
         ToolCall { tool, arguments, tried: &[], requires: &[], opts: CallOptions::default() }
     }
 }
@@ -269,7 +281,7 @@ impl Gateway {
         let requirements = self.call_requirements(&call);
         let route = self.route(call.tool, &requirements, call.tried)?;
         let started = self.clock.now();
-        Ok(self.attempt(&route, call.tool, (call.arguments, prepare), call.opts, started).await.0)
+        Ok(self.attempt(&route, call.tool, (call.arguments.into_owned(), prepare), call.opts, started).await.0)
     }
 
     /// The requirements of one call: its arguments' under the rules, and its own extra ones.

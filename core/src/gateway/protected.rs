@@ -166,7 +166,7 @@ impl Gateway {
             }
             let opts = CallOptions { deadline: Some(deadline), ..call.opts.clone() };
             let replica = admitted.route.replica;
-            let arguments = (call.arguments.clone(), &prepare);
+            let arguments = (call.arguments.as_ref().clone(), &prepare);
             let (attempt, verdict, now) = self.attempt(&admitted.route, call.tool, arguments, opts, now).await;
             let settled = self.settle(admitted, call.tool, &attempt, verdict, &mut plan, (deadline, now));
             match settled {

@@ -405,7 +405,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     let mut finished = intended;
     for attempt in 0.. {
         let args = retry_args.as_ref().unwrap_or(&target.args);
-        let call = ToolCall { tried: &tried, requires: &target.requires, ..ToolCall::new(&target.tool, args.clone()) };
+        let call = ToolCall { tried: &tried, requires: &target.requires, ..ToolCall::borrowing(&target.tool, args) };
         // Each attempt's send time, taken when its arguments are ready on the chosen replica.
         let starts: Mutex<Vec<CallStart>> = Mutex::new(Vec::new());
         let prepare = |client: Arc<McpClient>, args: Value| {
