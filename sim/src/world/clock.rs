@@ -35,7 +35,15 @@ impl HostTime {
 
     /// Simulated time at `instant` of this host's clock (`Instant::now()` for now).
     pub fn at(&self, instant: Instant) -> Duration {
-        self.at_anchor + instant.saturating_duration_since(self.anchor)
+        let at = self.at_anchor + instant.saturating_duration_since(self.anchor);
+        // Every simulation the tests run (debug builds) holds this to what turmoil says, at the instant it says it.
+        #[cfg(debug_assertions)]
+        if instant == Instant::now()
+            && let Some(turmoil_says) = turmoil::sim_elapsed()
+        {
+            assert_eq!(at, turmoil_says, "a host's simulated time strayed from turmoil's");
+        }
+        at
     }
 
     /// Simulated time now.
