@@ -55,7 +55,7 @@ pub(crate) fn signal(
             Some((RefetchReason::InvalidParams, None))
         }
         Ok(r) if r.is_error && reads_as_validation(&r.joined_text()) => Some((RefetchReason::ToolErrorText, None)),
-        Ok(r) => stamped_server(r, &known.server().version).map(|s| (RefetchReason::ServerVersion, Some(s))),
+        Ok(r) => stamp_signal(r, known).map(|s| (RefetchReason::ServerVersion, Some(s))),
         Err(_) => None,
     }
 }
@@ -63,6 +63,21 @@ pub(crate) fn signal(
 fn reads_as_validation(text: &str) -> bool {
     let text = text.to_ascii_lowercase();
     VALIDATION_PHRASES.iter().any(|p| text.contains(p))
+}
+
+/// [`stamped_server`] against `known`'s version, remembering the first `_meta` text that carried no signal: the
+/// decision is a function of that text and the version, so equal bytes decide alike without a parse.
+fn stamp_signal(result: &CallToolResult, known: &Capabilities) -> Option<Implementation> {
+    let meta = result.meta.as_ref()?;
+    let memo = known.quiet_stamp();
+    if memo.get().is_some_and(|quiet| **quiet == *meta.get()) {
+        return None;
+    }
+    let server = stamped_server(result, &known.server().version);
+    if server.is_none() {
+        let _ = memo.set(meta.get().into());
+    }
+    server
 }
 
 /// The `serverInfo` a modern result carries in its `_meta`, when it names a version other than `known`.
@@ -205,6 +220,19 @@ mod tests {
         let extended = result(json!({"_meta": {META_SERVER_INFO: {"name": "s", "version": "2", "title": "S"}}}));
         let server = signal(&extended, &known).and_then(|s| s.1).unwrap();
         assert_eq!(server.extra.get("title"), Some(&json!("S")), "the whole stamp is read once it differs");
+    }
+
+    #[test]
+    fn a_remembered_quiet_stamp_decides_only_for_its_own_bytes() {
+        let known = caps("1.0");
+        let stamped =
+            |v: &str| result(json!({"content": [], "_meta": {META_SERVER_INFO: {"name": "s", "version": v}}}));
+        assert_eq!(signal(&stamped("1.0"), &known), None);
+        assert!(known.clone().quiet_stamp().get().is_some(), "the quiet stamp is remembered, for the clones too");
+        assert_eq!(signal(&stamped("1.0"), &known), None);
+        let (_, server) = signal(&stamped("1.1"), &known).unwrap();
+        assert_eq!(server.unwrap().version, "1.1", "other bytes are parsed");
+        assert_eq!(signal(&stamped("1.1"), &caps("1.1")), None, "a record of its own remembers its own stamp");
     }
 
     #[test]

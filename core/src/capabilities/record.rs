@@ -90,12 +90,21 @@ pub struct Capabilities {
     server: Implementation,
     server_hints: RouterHints,
     tools: Arc<ToolSet>,
+    /// The `_meta` text of a `tools/call` result already found to carry no drift signal against this record.
+    /// Servers stamp every result alike, so the next stamp is nearly always these very bytes: one comparison
+    /// instead of a parse per call. Shared by the record's clones; set once.
+    quiet_stamp: Arc<OnceLock<Box<str>>>,
 }
 
 impl Capabilities {
     /// `serverInfo` from the handshake.
     pub fn server(&self) -> &Implementation {
         &self.server
+    }
+
+    /// The remembered `_meta` text that carried no drift signal (see `capabilities::drift`).
+    pub(crate) fn quiet_stamp(&self) -> &OnceLock<Box<str>> {
+        &self.quiet_stamp
     }
 
     /// Hints from the server's own `_meta` (the initialize result's), the fallback for every tool.
@@ -165,7 +174,8 @@ impl SchemaCache {
                 set
             }
         };
-        Capabilities { server, server_hints: RouterHints::from_meta(server_meta), tools: set }
+        let server_hints = RouterHints::from_meta(server_meta);
+        Capabilities { server, server_hints, tools: set, quiet_stamp: Arc::default() }
     }
 
     fn build(&self, hash: ContentHash, tools: Vec<Tool>, previous: Option<&ToolSet>) -> ToolSet {

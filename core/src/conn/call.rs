@@ -21,7 +21,7 @@ use super::stats::Counters;
 use super::{Connection, Outbound, Outgoing, Shared};
 use crate::cancel::CancelToken;
 use crate::error::{CallError, LocalError, TransportError};
-use crate::jsonrpc::{DecodeError, ErrorCode, Message, MetaLayer, MetaRequest, Payload, Request};
+use crate::jsonrpc::{DecodeError, ErrorCode, Message, MetaLayer, MetaLayers, MetaRequest, Payload, Request};
 use crate::mcp::{CancelledParams, ProgressParams, method};
 use crate::observe::Event;
 
@@ -70,7 +70,7 @@ impl Connection {
         let result = run(&shared, method, params, opts, started).await;
         if let Err(CallError::Protocol(e)) = &result
             && matches!(e.code(), ErrorCode::UNSUPPORTED_PROTOCOL_VERSION | ErrorCode::HEADER_MISMATCH)
-            && request_meta(&shared).is_some()
+            && meta_layers(&shared).layers()[ENVELOPE].is_some()
         {
             shared.meta_rejected.store(true, Ordering::Release);
         }
@@ -88,7 +88,7 @@ impl Connection {
     /// version, client capabilities) rides here: see [`crate::session`].
     pub fn set_request_meta(&self, meta: Option<Map<String, Value>>) {
         let shared = self.shared();
-        *shared.request_meta.lock().unwrap_or_else(|p| p.into_inner()) = meta.map(|m| Arc::new(MetaLayer::new(m)));
+        set_layer(shared, ENVELOPE, meta);
         shared.meta_rejected.store(false, Ordering::Release);
     }
 
@@ -97,8 +97,7 @@ impl Connection {
     /// changes on every renewal while the envelope stays, and because replacing it must not reset the envelope's
     /// rejection flag. `None` (the default, and always for servers that grant nothing) adds nothing.
     pub fn set_session_meta(&self, meta: Option<Map<String, Value>>) {
-        *self.shared().session_meta.lock().unwrap_or_else(|p| p.into_inner()) =
-            meta.map(|m| Arc::new(MetaLayer::new(m)));
+        set_layer(self.shared(), SESSION, meta);
     }
 
     /// Whether the server refused that envelope on some request since it was set: -32022 (unsupported protocol
@@ -108,12 +107,19 @@ impl Connection {
     }
 }
 
-fn request_meta(shared: &Shared) -> Option<Arc<MetaLayer>> {
-    shared.request_meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
+/// The indexes of the two `_meta` layers in [`MetaLayers`], in order of precedence.
+const ENVELOPE: usize = 0;
+const SESSION: usize = 1;
+
+fn meta_layers(shared: &Shared) -> Arc<MetaLayers> {
+    shared.meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
-fn session_meta(shared: &Shared) -> Option<Arc<MetaLayer>> {
-    shared.session_meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
+/// Replaces one layer; the merge is made here, once, rather than per request.
+fn set_layer(shared: &Shared, index: usize, meta: Option<Map<String, Value>>) {
+    let layer = meta.map(|m| Arc::new(MetaLayer::new(m)));
+    let mut layers = shared.meta.lock().unwrap_or_else(|p| p.into_inner());
+    *layers = Arc::new(layers.with(index, layer));
 }
 
 async fn run(
@@ -170,9 +176,8 @@ async fn run(
     let token = (method == method::TOOLS_CALL).then_some(id);
     // The sink merges the connection's `_meta` layers into the params as it encodes them (`MetaRequest`).
     let request = Request { id: id.into(), method: method.to_owned(), params };
-    let layers = [request_meta(shared), session_meta(shared)];
-    let out =
-        Outgoing { msg: Outbound::Request(MetaRequest { request, progress_token: token, layers }), call: Some(id) };
+    let meta = meta_layers(shared);
+    let out = Outgoing { msg: Outbound::Request(MetaRequest { request, progress_token: token, meta }), call: Some(id) };
     let lane = match opts.lane {
         Lane::Priority => &shared.priority,
         Lane::Normal => &shared.normal,

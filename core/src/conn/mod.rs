@@ -32,7 +32,7 @@ pub use stats::ConnectionStats;
 
 use crate::cancel::CancelToken;
 use crate::error::TransportError;
-use crate::jsonrpc::{Message, MetaLayer, MetaRequest};
+use crate::jsonrpc::{Message, MetaLayers, MetaRequest};
 use crate::observe::{ConnId, Event, Observer};
 use crate::resilience::inflight::InFlightLimit;
 use crate::transport::{MessageSink, MessageSource};
@@ -89,11 +89,10 @@ pub(crate) struct Shared {
     /// Nanoseconds since `epoch` of the last frame received (any frame): evidence the stream is alive.
     last_rx: AtomicU64,
     probing: AtomicBool,
-    /// Merged into every request's `params._meta` (the modern era's per-request envelope); see `set_request_meta`.
-    request_meta: std::sync::Mutex<Option<Arc<MetaLayer>>>,
-    /// Merged the same way, after `request_meta`: the session extension's keys (session id, authorization), which
-    /// change on renewal independently of the era's envelope; see `set_session_meta`.
-    session_meta: std::sync::Mutex<Option<Arc<MetaLayer>>>,
+    /// Merged into every request's `params._meta`: first the modern era's per-request envelope (see
+    /// `set_request_meta`), then the session extension's keys (session id, authorization), which change on renewal
+    /// independently of the era's envelope (see `set_session_meta`). One lock and one clone per request.
+    meta: std::sync::Mutex<Arc<MetaLayers>>,
     /// The server refused that envelope (-32020 / -32022) on some request.
     meta_rejected: AtomicBool,
     counters: Counters,
@@ -171,8 +170,7 @@ impl Connection {
             epoch: Instant::now(),
             last_rx: AtomicU64::new(0),
             probing: AtomicBool::new(false),
-            request_meta: std::sync::Mutex::new(None),
-            session_meta: std::sync::Mutex::new(None),
+            meta: std::sync::Mutex::default(),
             meta_rejected: AtomicBool::new(false),
             counters: Counters::default(),
             _guard: parts.guard,

@@ -7,7 +7,8 @@
 use std::fmt;
 
 use serde::Deserializer;
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{self, Deserialize, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -23,12 +24,64 @@ pub(super) enum Shape {
 
 #[derive(Default)]
 pub(super) struct Fields {
-    pub jsonrpc: Option<Value>,
+    pub jsonrpc: Option<Version>,
     pub id: Option<Value>,
     pub method: Option<Value>,
     pub params: Option<Value>,
     pub result: Option<Payload>,
     pub error: Option<Value>,
+}
+
+/// A frame's `jsonrpc` member: whether it is the string `"2.0"`, read without keeping the string. Any other value is
+/// parsed whole as a [`Value`] would be, so what is "not JSON" stays so.
+pub(super) struct Version(pub bool);
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(VersionVisitor)
+    }
+}
+
+struct VersionVisitor;
+
+impl<'de> Visitor<'de> for VersionVisitor {
+    type Value = Version;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Version, E> {
+        Ok(Version(v == "2.0"))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Version, A::Error> {
+        Value::deserialize(MapAccessDeserializer::new(map)).map(|_| Version(false))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Version, A::Error> {
+        Value::deserialize(SeqAccessDeserializer::new(seq)).map(|_| Version(false))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Version, E> {
+        Ok(Version(false))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Version, E> {
+        Ok(Version(false))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Version, E> {
+        Ok(Version(false))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Version, E> {
+        Ok(Version(false))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Version, E> {
+        Ok(Version(false))
+    }
 }
 
 /// Reads one frame. Errors are serde_json's, for text that is not one well-formed JSON value.

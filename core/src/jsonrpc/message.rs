@@ -101,7 +101,7 @@ impl Message {
             None => None,
         };
         let invalid = |reason| DecodeError::Invalid { reason, id: id.clone() };
-        if jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+        if !jsonrpc.is_some_and(|v| v.0) {
             return Err(invalid("missing or wrong \"jsonrpc\": \"2.0\""));
         }
         if let Some(method) = method {
@@ -265,8 +265,25 @@ mod tests {
             &br#"{"jsonrpc":"2.0","id":1,"result":1,"x":1e400}"#[..],
             br#"[1e400]"#,
             br#"{"jsonrpc":"2.0","method":"m","params":[1e400]}"#,
+            br#"{"jsonrpc":{"v":[1e400]},"id":1,"result":1}"#,
+            br#"{"jsonrpc":[1e400],"id":1,"result":1}"#,
+            br#"{"jsonrpc":1e400,"id":1,"result":1}"#,
         ] {
             assert!(matches!(Message::decode(frame), Err(DecodeError::NotJson(_))), "{frame:?}");
+        }
+        // `jsonrpc` is "2.0" only as that string (escaped or not); any other well-formed value is invalid, not "not JSON".
+        for (frame, ok) in [
+            (&br#"{"jsonrpc":"2.\u0030","id":1,"result":1}"#[..], true),
+            (br#"{"jsonrpc":2.0,"id":1,"result":1}"#, false),
+            (br#"{"jsonrpc":["2.0"],"id":1,"result":1}"#, false),
+            (br#"{"jsonrpc":{"2.0":"2.0"},"id":1,"result":1}"#, false),
+            (br#"{"jsonrpc":null,"id":1,"result":1}"#, false),
+            (br#"{"jsonrpc":true,"id":1,"result":1}"#, false),
+            (br#"{"jsonrpc":"2.0 ","id":1,"result":1}"#, false),
+        ] {
+            let decoded = Message::decode(frame);
+            assert_eq!(decoded.is_ok(), ok, "{frame:?}");
+            assert!(ok || matches!(decoded, Err(DecodeError::Invalid { .. })), "{frame:?}");
         }
         // A repeated member keeps its last value; escaped member names are still the names.
         let dup = Message::decode(br#"{"jsonrpc":"1.0","\u0069d":2,"jsonrpc":"2.0","result":{"a":1},"id":3}"#).unwrap();

@@ -49,29 +49,97 @@ impl MetaLayer {
     }
 }
 
-/// A request and what its connection adds to its `params._meta`: `progress_token` first, then `layers` in order of
-/// precedence. A key set earlier wins, the request's own keys first.
+/// A connection's two `_meta` layers (the era's envelope, then the session extension's keys), merged once into the
+/// text of their members when either changes: every request then copies that text around its progress token instead
+/// of merging the layers member by member.
+#[derive(Debug, Clone, Default)]
+pub struct MetaLayers {
+    layers: [Option<Arc<MetaLayer>>; 2],
+    /// The merged members whose keys sort before `progressToken`, comma-separated, in key order.
+    before: String,
+    /// A layer's own `progressToken` member (the first layer's wins): written only when the request has no token.
+    token: Option<Box<str>>,
+    /// The merged members whose keys sort after `progressToken`.
+    after: String,
+}
+
+impl MetaLayers {
+    /// On equal keys the first layer wins.
+    pub fn new(layers: [Option<Arc<MetaLayer>>; 2]) -> Self {
+        let mut merged =
+            MetaLayers { layers: Default::default(), before: String::new(), token: None, after: String::new() };
+        let mut sources = layers.each_ref().map(|l| l.as_deref().map(|l| l.members().peekable()));
+        loop {
+            let heads = sources.iter_mut().flatten().filter_map(|s| s.peek().map(|(k, _)| *k));
+            let Some(key) = heads.min() else { break };
+            // Every source's member of that key is consumed; the first one found is the one kept.
+            let mut kept = None;
+            for source in sources.iter_mut().flatten() {
+                if let Some((_, text)) = source.next_if(|(k, _)| *k == key) {
+                    kept.get_or_insert(text);
+                }
+            }
+            let Some(text) = kept else { break };
+            match key.cmp(PROGRESS_TOKEN) {
+                std::cmp::Ordering::Less => join(&mut merged.before, text),
+                std::cmp::Ordering::Equal => merged.token = Some(text.into()),
+                std::cmp::Ordering::Greater => join(&mut merged.after, text),
+            }
+        }
+        drop(sources);
+        merged.layers = layers;
+        merged
+    }
+
+    /// The layers as set, in order of precedence.
+    pub fn layers(&self) -> &[Option<Arc<MetaLayer>>; 2] {
+        &self.layers
+    }
+
+    /// The same layers with `layer` in place of the one at `index` (0: the envelope, 1: the session's keys).
+    pub fn with(&self, index: usize, layer: Option<Arc<MetaLayer>>) -> Self {
+        let mut layers = self.layers.clone();
+        if let Some(slot) = layers.get_mut(index) {
+            *slot = layer;
+        }
+        MetaLayers::new(layers)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.layers.iter().all(Option::is_none)
+    }
+}
+
+fn join(list: &mut String, member: &str) {
+    if !list.is_empty() {
+        list.push(',');
+    }
+    list.push_str(member);
+}
+
+/// A request and what its connection adds to its `params._meta`: `progress_token` first, then `meta`'s layers in
+/// order of precedence. A key set earlier wins, the request's own keys first.
 #[derive(Debug, Clone)]
 pub struct MetaRequest {
     pub request: Request,
     pub progress_token: Option<i64>,
-    pub layers: [Option<Arc<MetaLayer>>; 2],
+    pub meta: Arc<MetaLayers>,
 }
 
 impl MetaRequest {
     /// The request as sent, its `_meta` merged: for a sink that needs the whole message rather than its bytes.
     pub fn into_message(self) -> Message {
-        let MetaRequest { request, progress_token, layers } = self;
-        let params = with_meta(request.params, progress_token, layers);
+        let MetaRequest { request, progress_token, meta } = self;
+        let params = with_meta(request.params, progress_token, meta.layers());
         Message::Request(Request { params, ..request })
     }
 
     /// Appends the encoding of [`MetaRequest::into_message`] to `out` without building it: the added members are
-    /// copied from their layers' text. A request with a `_meta` of its own (or params that are not an object) takes
-    /// the merge.
+    /// copied from their layers' merged text. A request with a `_meta` of its own (or params that are not an
+    /// object) takes the merge.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         let r = &self.request;
-        if self.progress_token.is_none() && self.layers.iter().all(Option::is_none) {
+        if self.progress_token.is_none() && self.meta.is_empty() {
             return Wire::request(r).write(out);
         }
         let params = match &r.params {
@@ -107,32 +175,26 @@ impl MetaRequest {
         }
     }
 
-    /// `"_meta":{…}`: the token and the layers' members merged in key order, as the merged map would encode them;
-    /// on equal keys the earlier source wins.
+    /// `"_meta":{…}`: the token in its sorted place among the layers' merged members, as the merged map would
+    /// encode them; the request's token wins over a layer's.
     fn write_meta(&self, out: &mut Vec<u8>) {
+        let m = &*self.meta;
         out.extend_from_slice(br#""_meta":{"#);
-        let mut token = self.progress_token;
-        let mut sources = self.layers.each_ref().map(|l| l.as_deref().map(|l| l.members().peekable()));
         let mut first = true;
-        loop {
-            let token_key = token.map(|_| PROGRESS_TOKEN);
-            let heads = sources.iter_mut().flatten().filter_map(|s| s.peek().map(|(k, _)| *k));
-            let Some(key) = token_key.into_iter().chain(heads).min() else { break };
+        if !m.before.is_empty() {
             separate(out, &mut first);
-            let mut written = false;
-            if token_key == Some(key)
-                && let Some(id) = token.take()
-            {
-                write_member(out, PROGRESS_TOKEN, &id);
-                written = true;
-            }
-            for source in sources.iter_mut().flatten() {
-                if let Some((_, text)) = source.next_if(|(k, _)| *k == key)
-                    && !std::mem::replace(&mut written, true)
-                {
-                    out.extend_from_slice(text.as_bytes());
-                }
-            }
+            out.extend_from_slice(m.before.as_bytes());
+        }
+        if let Some(id) = self.progress_token {
+            separate(out, &mut first);
+            write_member(out, PROGRESS_TOKEN, &id);
+        } else if let Some(text) = &m.token {
+            separate(out, &mut first);
+            out.extend_from_slice(text.as_bytes());
+        }
+        if !m.after.is_empty() {
+            separate(out, &mut first);
+            out.extend_from_slice(m.after.as_bytes());
         }
         out.push(b'}');
     }
@@ -153,7 +215,11 @@ fn write_member<V: Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &V) 
 
 /// The params as sent: `progress_token`, then the layers merged into `params._meta`; keys set earlier win, the
 /// caller's own first.
-fn with_meta(params: Option<Value>, progress_token: Option<i64>, layers: [Option<Arc<MetaLayer>>; 2]) -> Option<Value> {
+fn with_meta(
+    params: Option<Value>,
+    progress_token: Option<i64>,
+    layers: &[Option<Arc<MetaLayer>>; 2],
+) -> Option<Value> {
     if progress_token.is_none() && layers.iter().all(Option::is_none) {
         return params;
     }
@@ -187,7 +253,8 @@ mod tests {
 
     fn merged(params: Option<Value>, token: Option<i64>, layers: [Option<Arc<MetaLayer>>; 2]) -> Option<Value> {
         let request = Request { id: 1.into(), method: "m".into(), params };
-        let Message::Request(r) = (MetaRequest { request, progress_token: token, layers }).into_message() else {
+        let meta = Arc::new(MetaLayers::new(layers));
+        let Message::Request(r) = (MetaRequest { request, progress_token: token, meta }).into_message() else {
             unreachable!("a request stays a request")
         };
         r.params
@@ -225,6 +292,29 @@ mod tests {
     }
 
     #[test]
+    fn replacing_one_layer_keeps_the_other_and_remerges() {
+        let both = MetaLayers::new([layer(json!({"a": 1, "z": 2})), layer(json!({"m": 3, "a": 4}))]);
+        let encoded = |meta: MetaLayers| {
+            let request = Request { id: 1.into(), method: "m".into(), params: None };
+            let mut out = Vec::new();
+            (MetaRequest { request, progress_token: Some(5), meta: Arc::new(meta) }).encode_into(&mut out);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            encoded(both.clone()),
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"a":1,"m":3,"progressToken":5,"z":2}}}"#
+        );
+        let renewed = both.with(1, layer(json!({"s": "new"})));
+        assert_eq!(renewed.layers()[0], both.layers()[0]);
+        assert_eq!(
+            encoded(renewed),
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"a":1,"progressToken":5,"s":"new","z":2}}}"#
+        );
+        let dropped = both.with(0, None).with(1, None);
+        assert_eq!(encoded(dropped), r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":5}}}"#);
+    }
+
+    #[test]
     fn the_spliced_bytes_are_those_of_the_merged_request() {
         let envelope = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -256,7 +346,8 @@ mod tests {
             for layers in &layer_sets {
                 for token in [None, Some(7), Some(-1)] {
                     let request = Request { id: 42.into(), method: "tools/\"call".into(), params: params.clone() };
-                    let req = MetaRequest { request, progress_token: token, layers: layers.clone() };
+                    let meta = Arc::new(MetaLayers::new(layers.clone()));
+                    let req = MetaRequest { request, progress_token: token, meta };
                     let mut spliced = b"prefix".to_vec();
                     req.encode_into(&mut spliced);
                     let want = [&b"prefix"[..], &req.clone().into_message().encode()].concat();

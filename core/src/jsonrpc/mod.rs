@@ -18,5 +18,5 @@ mod payload;
 pub use codes::ErrorCode;
 pub use id::RequestId;
 pub use message::{DecodeError, ErrorObject, Message, Notification, Request, Response, ResponseBody};
-pub use meta::{MetaLayer, MetaRequest};
+pub use meta::{MetaLayer, MetaLayers, MetaRequest};
 pub use payload::Payload;
