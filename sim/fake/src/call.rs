@@ -2,6 +2,7 @@
 //! run on its own task: wait for a worker, sleep the latency (reporting progress if the caller gave a token), fail or
 //! succeed.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
 use crate::args;
-use crate::call_frame::{CallParams, PROGRESS_TOKEN};
+use crate::call_frame::{CallParams, PROGRESS_TOKEN, Text};
 use crate::config::{DEFAULT_REPLY, ErrorKind, ToolConfig, ValidationError};
 use crate::latency::LatencyDraw;
 use crate::methods::invalid_params;
@@ -63,16 +64,26 @@ pub struct Held {
 
 /// Reads a `tools/call`. Malformed params are a protocol error (-32602); an unknown tool or bad arguments are a tool
 /// error (`isError: true`), as real servers (and the 2025-11-25 spec) answer them.
-pub fn prepare(shared: &Arc<Shared>, params: Params) -> Job {
+pub fn prepare(shared: &Arc<Shared>, params: Params<'_>) -> Job {
     let invalid = |msg: String| Job::Reply(Err(invalid_params(msg)), Some(CallEnd::Errored));
     let (arguments, name, token) = match params {
-        Params::Call(CallParams { name, arguments, meta }) => (arguments, name, meta.and_then(|m| m.progress_token)),
+        Params::Call(CallParams { name, arguments, meta }) => {
+            let name = match name {
+                Some(Text::Str(name)) => Some(name),
+                _ => None,
+            };
+            (arguments, name, meta.and_then(|m| m.progress_token))
+        }
         Params::Value(Some(Value::Object(mut params))) => {
             let token = match params.remove("_meta") {
                 Some(Value::Object(mut meta)) => meta.remove(PROGRESS_TOKEN),
                 _ => None,
             };
-            (params.remove("arguments"), params.remove("name"), token)
+            let name = match params.remove("name") {
+                Some(Value::String(name)) => Some(Cow::Owned(name)),
+                _ => None,
+            };
+            (params.remove("arguments"), name, token)
         }
         Params::Value(_) => return invalid("tools/call params must be an object".into()),
     };
@@ -81,11 +92,11 @@ pub fn prepare(shared: &Arc<Shared>, params: Params) -> Job {
         Some(Value::Object(args)) => args,
         Some(other) => return invalid(format!("\"arguments\" must be an object, got {other}")),
     };
-    let Some(Value::String(name)) = name else {
+    let Some(name) = name else {
         return invalid("tools/call needs a string \"name\"".into());
     };
     let catalog = shared.catalog();
-    let found = catalog.by_name.get(&name).and_then(|&i| Some((i, catalog.latency.get(i)?, catalog.listing.get(i)?)));
+    let found = catalog.by_name.get(&*name).and_then(|&i| Some((i, catalog.latency.get(i)?, catalog.listing.get(i)?)));
     let Some((index, latency, listed)) = found else {
         return tool_error(format!("Unknown tool: {name}"));
     };

@@ -126,15 +126,15 @@ where
 }
 
 /// A frame as the reader takes it.
-enum Incoming {
+enum Incoming<'a> {
     /// A plain `tools/call`, read by the quick reader.
-    Call(RequestId, CallParams),
+    Call(RequestId, CallParams<'a>),
     Message(Message),
 }
 
 /// Plain `tools/call` frames, nearly all of a busy server's, are read without building the envelope they carry;
 /// every other frame as [`LineSource::recv`](mcpstorm_core::MessageSource::recv) reads it.
-fn read(frame: &[u8]) -> Result<Incoming, FrameError> {
+fn read(frame: &[u8]) -> Result<Incoming<'_>, FrameError> {
     if let Some((id, params)) = call_frame::read(frame) {
         return Ok(Incoming::Call(id, params));
     }
@@ -142,7 +142,12 @@ fn read(frame: &[u8]) -> Result<Incoming, FrameError> {
 }
 
 /// Answers a prepared request on its own task, or at once with the refusal of a full or duplicate slot.
-async fn start(shared: &Arc<Shared>, table: &Arc<InFlight>, prepared: dispatch::Prepared, out: &mpsc::Sender<Message>) {
+async fn start(
+    shared: &Arc<Shared>,
+    table: &Arc<InFlight>,
+    prepared: dispatch::Prepared<'_>,
+    out: &mpsc::Sender<Message>,
+) {
     if let Err(refusal) = dispatch::spawn(shared, table, prepared, out.clone()) {
         let _ = out.send(refusal).await;
     }

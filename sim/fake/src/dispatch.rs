@@ -24,23 +24,23 @@ use crate::stats::Counters;
 
 /// A request read, routed and gated: how it is to be answered.
 #[derive(Debug)]
-pub(crate) struct Prepared {
+pub(crate) struct Prepared<'a> {
     pub id: RequestId,
-    plan: Plan,
+    plan: Plan<'a>,
     /// `Some(cacheable)` for a modern-era request: its result gets the modern stamps.
     modern: Option<bool>,
     is_call: bool,
 }
 
 #[derive(Debug)]
-enum Plan {
+enum Plan<'a> {
     /// Refused at once: an era, envelope or gate refusal.
     Refuse(ErrorObject),
     /// Served: the job is made (and a call's random draws taken) only once the request has its slot.
-    Serve { method: Cow<'static, str>, params: Params },
+    Serve { method: Cow<'static, str>, params: Params<'a> },
 }
 
-impl Prepared {
+impl Prepared<'_> {
     /// The error this request is refused with at once, if it is refused.
     pub fn refusal(&self) -> Option<&ErrorObject> {
         match &self.plan {
@@ -52,23 +52,28 @@ impl Prepared {
 
 /// Counts `request`, routes it by (and settles) `era`, and checks the gate. `None`: never answer it (a legacy server
 /// that ignores `server/discover`).
-pub(crate) fn prepare(shared: &Shared, era: &mut ConnEra, request: Request) -> Option<Prepared> {
+pub(crate) fn prepare(shared: &Shared, era: &mut ConnEra, request: Request) -> Option<Prepared<'static>> {
     let Request { id, method, params } = request;
     prepare_parts(shared, era, id, Cow::Owned(method), Params::Value(params))
 }
 
 /// [`prepare`] for a `tools/call` the quick reader read.
-pub(crate) fn prepare_call(shared: &Shared, era: &mut ConnEra, id: RequestId, params: CallParams) -> Option<Prepared> {
+pub(crate) fn prepare_call<'a>(
+    shared: &Shared,
+    era: &mut ConnEra,
+    id: RequestId,
+    params: CallParams<'a>,
+) -> Option<Prepared<'a>> {
     prepare_parts(shared, era, id, Cow::Borrowed(method::TOOLS_CALL), Params::Call(params))
 }
 
-fn prepare_parts(
+fn prepare_parts<'a>(
     shared: &Shared,
     era: &mut ConnEra,
     id: RequestId,
     method: Cow<'static, str>,
-    params: Params,
-) -> Option<Prepared> {
+    params: Params<'a>,
+) -> Option<Prepared<'a>> {
     let is_call = method == method::TOOLS_CALL;
     if is_call {
         Counters::bump(&shared.counters.received);
@@ -94,7 +99,7 @@ fn prepare_parts(
     Some(Prepared { id, plan, modern, is_call })
 }
 
-fn job(shared: &Arc<Shared>, plan: Plan, is_call: bool) -> Job {
+fn job(shared: &Arc<Shared>, plan: Plan<'_>, is_call: bool) -> Job {
     let (method, params) = match plan {
         // An era refusal (no envelope, a version we do not serve, the other era's lifecycle) is an answer like
         // any other: it waits out a hang and can be cancelled.
@@ -123,7 +128,7 @@ fn value_reply(result: Result<Value, ErrorObject>) -> Job {
 pub(crate) fn spawn(
     shared: &Arc<Shared>,
     table: &Arc<InFlight>,
-    prepared: Prepared,
+    prepared: Prepared<'_>,
     out: mpsc::Sender<Message>,
 ) -> Result<(), Message> {
     let Prepared { id, plan, modern, is_call } = prepared;

@@ -52,7 +52,7 @@ impl Drift {
             }
             Drift::Version { version: v } => version = v.clone(),
         }
-        Ok(Catalog::new(version, tools))
+        Ok(Catalog::new(before.server.clone(), version, tools))
     }
 }
 
@@ -95,7 +95,7 @@ mod tests {
             input_schema: Some(json!({"type": "object", "properties": {"m": {"type": "string"}}, "required": ["m"]})),
             ..ToolConfig::new("echo")
         };
-        Catalog::new("1.0.0".into(), vec![echo, ToolConfig::new("other")])
+        Catalog::new("s".into(), "1.0.0".into(), vec![echo, ToolConfig::new("other")])
     }
 
     #[test]

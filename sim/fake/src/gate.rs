@@ -38,7 +38,7 @@ pub fn check(shared: &Shared, method: &str, params: &Params) -> Result<(), Error
         }
     }
     if shared.sessions.enabled() {
-        let id = params.meta(META_SESSION).and_then(Value::as_str);
+        let id = params.meta_str(META_SESSION);
         if !id.is_some_and(|id| shared.sessions.is_live(id)) {
             Counters::bump(&shared.counters.sessions_not_found);
             return Err(ErrorObject::new(ErrorCode::SESSION_NOT_FOUND, "Session not found"));
@@ -54,7 +54,7 @@ pub fn renews(shared: &Shared, method: &str) -> bool {
 
 /// The [`RENEW`] result: `{}` with a fresh grant for the session the request names (the gate made sure it is live).
 pub fn renew(shared: &Shared, params: &Params) -> Result<Value, ErrorObject> {
-    let id = params.meta(META_SESSION).and_then(Value::as_str);
+    let id = params.meta_str(META_SESSION);
     match id.and_then(|id| shared.sessions.renew(id)) {
         Some(grant) => {
             Counters::bump(&shared.counters.renewals);

@@ -85,7 +85,7 @@ pub fn route(shared: &Shared, era: &mut ConnEra, method: &str, params: &Params) 
     let config = &shared.config;
     let (legacy, modern) = (config.serves(ProtocolEra::Legacy), config.serves(ProtocolEra::Modern));
     // What `envelope_version` reads.
-    let enveloped = params.meta(META_PROTOCOL_VERSION).is_some();
+    let enveloped = params.has_meta(META_PROTOCOL_VERSION);
     if *era == ConnEra::Undecided {
         *era = if modern && (!legacy || (enveloped && method != method::INITIALIZE)) {
             ConnEra::Modern
@@ -155,14 +155,14 @@ fn check_envelope(params: &Params) -> Result<(), ErrorObject> {
         )));
     }
     let missing: Vec<&str> =
-        [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES].into_iter().filter(|k| params.meta(k).is_none()).collect();
+        [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES].into_iter().filter(|k| !params.has_meta(k)).collect();
     if !missing.is_empty() {
         return Err(invalid_params(format!(
             "params._meta is missing the required envelope key(s): {}",
             missing.join(", ")
         )));
     }
-    let Some(version) = params.meta(META_PROTOCOL_VERSION).and_then(Value::as_str) else {
+    let Some(version) = params.meta_str(META_PROTOCOL_VERSION) else {
         return Err(invalid_params("the protocol-version envelope value must be a string"));
     };
     if !MODERN_PROTOCOL_VERSIONS.contains(&version) {

@@ -8,15 +8,33 @@ use serde_json::Value;
 use crate::call_frame::CallParams;
 
 #[derive(Debug)]
-pub(crate) enum Params {
+pub(crate) enum Params<'a> {
     /// As the general decoder read them (`None`: the request had none).
     Value(Option<Value>),
-    /// A `tools/call`'s, read by the quick reader: never another method's.
-    Call(CallParams),
+    /// A `tools/call`'s, read by the quick reader (borrowing from its frame): never another method's.
+    Call(CallParams<'a>),
 }
 
-impl Params {
-    /// `params._meta[key]`. The quick reader keeps every key the server asks this for.
+impl Params<'_> {
+    /// Whether `params._meta[key]` is there (`null` included).
+    pub fn has_meta(&self, key: &str) -> bool {
+        match self {
+            Params::Value(_) => self.meta(key).is_some(),
+            Params::Call(call) => call.meta.as_ref().is_some_and(|m| m.has(key)),
+        }
+    }
+
+    /// `params._meta[key]`, if it is a string.
+    pub fn meta_str(&self, key: &str) -> Option<&str> {
+        match self {
+            Params::Value(_) => self.meta(key)?.as_str(),
+            Params::Call(call) => call.meta.as_ref()?.str(key),
+        }
+    }
+
+    /// `params._meta[key]` as a JSON value. The quick reader keeps the progress token, the session and the
+    /// authorization as values; the envelope keys it reads only through [`has_meta`](Self::has_meta) and
+    /// [`meta_str`](Self::meta_str).
     pub fn meta(&self, key: &str) -> Option<&Value> {
         match self {
             Params::Value(params) => params.as_ref()?.get("_meta")?.get(key),

@@ -8,6 +8,7 @@
 use mcpstorm_core::jsonrpc::Payload;
 use mcpstorm_core::mcp::CallToolResult;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::methods;
@@ -37,9 +38,7 @@ impl Reply {
             Reply::Text { text, is_error, structured } if modern != Some(true) => {
                 let catalog = modern.is_some().then(|| shared.catalog());
                 let wire = TextWire {
-                    meta: catalog.as_ref().map(|c| StampWire {
-                        server_info: ServerInfoWire { name: &shared.config.name, version: &c.version },
-                    }),
+                    meta: catalog.as_deref().map(|c| &*c.stamp),
                     content: [TextBlockWire { text: &text, kind: "text" }],
                     is_error,
                     result_type: modern.map(|_| "complete"),
@@ -75,8 +74,9 @@ fn to_value(text: String, is_error: bool, structured: bool) -> Value {
 /// for byte.
 #[derive(Serialize)]
 struct TextWire<'a> {
+    /// The catalog's stamp, written as it is.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    meta: Option<StampWire<'a>>,
+    meta: Option<&'a RawValue>,
     content: [TextBlockWire<'a>; 1],
     #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
     is_error: bool,
@@ -84,19 +84,6 @@ struct TextWire<'a> {
     result_type: Option<&'static str>,
     #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
     structured_content: Option<StructuredWire<'a>>,
-}
-
-#[derive(Serialize)]
-struct StampWire<'a> {
-    // `META_SERVER_INFO` (serde's `rename` takes no constants; the tests compare with the general path, which uses it).
-    #[serde(rename = "io.modelcontextprotocol/serverInfo")]
-    server_info: ServerInfoWire<'a>,
-}
-
-#[derive(Serialize)]
-struct ServerInfoWire<'a> {
-    name: &'a str,
-    version: &'a str,
 }
 
 #[derive(Serialize)]

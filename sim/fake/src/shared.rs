@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use mcpstorm_core::AuthScheme;
 use mcpstorm_core::Clock;
 use mcpstorm_core::mcp::Tool;
+use mcpstorm_core::session::META_SERVER_INFO;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Map, json};
 
 use crate::config::{FakeServerConfig, ToolConfig};
@@ -45,7 +47,12 @@ pub(crate) struct Shared {
 /// checked against.
 #[derive(Debug, Clone)]
 pub(crate) struct Catalog {
+    /// The server's name (as configured; a drift keeps it).
+    pub server: String,
     pub version: String,
+    /// The `_meta` a modern result carries, `{"io.modelcontextprotocol/serverInfo": {"name", "version"}}`, written
+    /// once per catalog rather than on every answer.
+    pub stamp: Box<RawValue>,
     pub tools: Vec<ToolConfig>,
     /// What `tools/list` returns, in configuration order.
     pub listing: Vec<Tool>,
@@ -56,11 +63,14 @@ pub(crate) struct Catalog {
 }
 
 impl Catalog {
-    pub fn new(version: String, tools: Vec<ToolConfig>) -> Catalog {
+    pub fn new(server: String, version: String, tools: Vec<ToolConfig>) -> Catalog {
         let listing = tools.iter().map(listed_tool).collect();
         let latency = tools.iter().map(|t| t.latency.prepare()).collect();
         let by_name = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
-        Catalog { version, tools, listing, latency, by_name }
+        let stamp = json!({META_SERVER_INFO: {"name": server, "version": version}});
+        // A map of strings: serialising it cannot fail.
+        let stamp = to_raw_value(&stamp).unwrap_or_else(|_| RawValue::NULL.to_owned());
+        Catalog { server, version, stamp, tools, listing, latency, by_name }
     }
 }
 
@@ -68,7 +78,11 @@ impl Shared {
     /// The state of a new server (its configuration already validated) whose sessions expire by `clock`.
     pub fn new(config: FakeServerConfig, clock: Arc<dyn Clock>) -> Shared {
         Shared {
-            catalog: Mutex::new(Arc::new(Catalog::new(config.version.clone(), config.tools.clone()))),
+            catalog: Mutex::new(Arc::new(Catalog::new(
+                config.name.clone(),
+                config.version.clone(),
+                config.tools.clone(),
+            ))),
             sessions: SessionTable::new(clock.clone(), config.session_ttl_ms),
             http: HttpState::new(&config, clock),
             auth: Mutex::new(config.auth_schemes.clone()),
