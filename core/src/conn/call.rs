@@ -21,7 +21,7 @@ use super::stats::Counters;
 use super::{Connection, Outbound, Outgoing, Shared};
 use crate::cancel::CancelToken;
 use crate::error::{CallError, LocalError, TransportError};
-use crate::jsonrpc::{DecodeError, ErrorCode, Message, MetaLayer, MetaLayers, MetaRequest, Payload, Request};
+use crate::jsonrpc::{DecodeError, ErrorCode, Message, MetaLayers, MetaRequest, Payload, Request};
 use crate::mcp::{CancelledParams, ProgressParams, method};
 use crate::observe::Event;
 
@@ -117,7 +117,7 @@ fn meta_layers(shared: &Shared) -> Arc<MetaLayers> {
 
 /// Replaces one layer; the merge is made here, once, rather than per request.
 fn set_layer(shared: &Shared, index: usize, meta: Option<Map<String, Value>>) {
-    let layer = meta.map(|m| Arc::new(MetaLayer::new(m)));
+    let layer = meta.map(Arc::new);
     let mut layers = shared.meta.lock().unwrap_or_else(|p| p.into_inner());
     *layers = Arc::new(layers.with(index, layer));
 }

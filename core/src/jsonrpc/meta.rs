@@ -2,9 +2,9 @@
 //! and the layers set on the connection (the 2026-07-28 era's envelope, the session extension's keys).
 //!
 //! Merging those layers into each request's params cloned their maps (long keys, nested capabilities) per request
-//! only for the encoder to walk them again and the writer to drop them. A [`MetaLayer`] keeps each member's JSON
-//! text, made once when the layer is set, and [`MetaRequest::encode_into`] copies that text into the frame: the
-//! bytes are those of the merged request ([`MetaRequest::into_message`]), member for member.
+//! only for the encoder to walk them again and the writer to drop them. [`MetaLayers`] encodes the merged members
+//! once, when a layer is set, and [`MetaRequest::encode_into`] copies that text into the frame: the bytes are those
+//! of the merged request ([`MetaRequest::into_message`]), member for member.
 
 use std::sync::Arc;
 
@@ -17,37 +17,8 @@ use super::{Message, Request};
 const META: &str = "_meta";
 const PROGRESS_TOKEN: &str = "progressToken";
 
-/// `_meta` members added to every request of a connection, each also kept as its encoded `"key":value` text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MetaLayer {
-    map: Map<String, Value>,
-    /// `map`'s members encoded, in its (sorted) order.
-    members: Vec<Box<str>>,
-}
-
-impl MetaLayer {
-    pub fn new(map: Map<String, Value>) -> Self {
-        let members = map
-            .iter()
-            .map(|(k, v)| {
-                let mut text = Vec::new();
-                write_member(&mut text, k, v);
-                // serde_json writes UTF-8 only.
-                String::from_utf8(text).unwrap_or_default().into_boxed_str()
-            })
-            .collect();
-        MetaLayer { map, members }
-    }
-
-    pub fn map(&self) -> &Map<String, Value> {
-        &self.map
-    }
-
-    /// (key, encoded member) in key order.
-    fn members(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.map.keys().map(String::as_str).zip(self.members.iter().map(|m| &**m))
-    }
-}
+/// `_meta` members added to every request of a connection.
+pub type MetaLayer = Map<String, Value>;
 
 /// A connection's two `_meta` layers (the era's envelope, then the session extension's keys), merged once into the
 /// text of their members when either changes: every request then copies that text around its progress token instead
@@ -68,25 +39,28 @@ impl MetaLayers {
     pub fn new(layers: [Option<Arc<MetaLayer>>; 2]) -> Self {
         let mut merged =
             MetaLayers { layers: Default::default(), before: String::new(), token: None, after: String::new() };
-        let mut sources = layers.each_ref().map(|l| l.as_deref().map(|l| l.members().peekable()));
+        let mut sources = layers.each_ref().map(|l| l.as_deref().map(|l| l.iter().peekable()));
         loop {
-            let heads = sources.iter_mut().flatten().filter_map(|s| s.peek().map(|(k, _)| *k));
+            let heads = sources.iter_mut().flatten().filter_map(|s| s.peek().map(|(k, _)| k.as_str()));
             let Some(key) = heads.min() else { break };
             // Every source's member of that key is consumed; the first one found is the one kept.
             let mut kept = None;
             for source in sources.iter_mut().flatten() {
-                if let Some((_, text)) = source.next_if(|(k, _)| *k == key) {
-                    kept.get_or_insert(text);
+                if let Some((_, value)) = source.next_if(|(k, _)| k.as_str() == key) {
+                    kept.get_or_insert(value);
                 }
             }
-            let Some(text) = kept else { break };
+            let Some(value) = kept else { break };
+            let mut text = Vec::new();
+            write_member(&mut text, key, value);
+            // serde_json writes UTF-8 only.
+            let text = String::from_utf8(text).unwrap_or_default();
             match key.cmp(PROGRESS_TOKEN) {
-                std::cmp::Ordering::Less => join(&mut merged.before, text),
+                std::cmp::Ordering::Less => join(&mut merged.before, &text),
                 std::cmp::Ordering::Equal => merged.token = Some(text.into()),
-                std::cmp::Ordering::Greater => join(&mut merged.after, text),
+                std::cmp::Ordering::Greater => join(&mut merged.after, &text),
             }
         }
-        drop(sources);
         merged.layers = layers;
         merged
     }
@@ -232,7 +206,7 @@ fn with_meta(
         meta.entry(PROGRESS_TOKEN).or_insert(id.into());
     }
     for layer in layers.iter().flatten() {
-        for (k, v) in layer.map.iter() {
+        for (k, v) in layer.iter() {
             if !meta.contains_key(k) {
                 meta.insert(k.clone(), v.clone());
             }
@@ -248,7 +222,7 @@ mod tests {
     use super::*;
 
     fn layer(v: Value) -> Option<Arc<MetaLayer>> {
-        v.as_object().cloned().map(|m| Arc::new(MetaLayer::new(m)))
+        v.as_object().cloned().map(Arc::new)
     }
 
     fn merged(params: Option<Value>, token: Option<i64>, layers: [Option<Arc<MetaLayer>>; 2]) -> Option<Value> {
