@@ -30,7 +30,7 @@ use crate::capabilities::{
 use crate::conn::{CallOptions, Connection, ConnectionParts, Lane, NotificationHandler};
 use crate::error::{CallError, LocalError, TransportError};
 use crate::history::{CallHistory, IdempotencyCache};
-use crate::mcp::{CallToolResult, InitializeResult, Tool, method};
+use crate::mcp::{CallToolResult, Implementation, InitializeResult, Tool, method};
 use crate::observe::{ConnId, Event, NoopObserver, Observer, RefetchReason, SessionEvent};
 use crate::resilience::inflight::InFlightLimit;
 use crate::rt::{Clock, Dialer, SeededRng, TokioClock};
@@ -368,7 +368,9 @@ impl McpClient {
             };
             self.capabilities_of(&session).await
         };
-        timeout(self.config.connection.call_deadline, fetch)
+        // Boxed, like every path a call takes only when the cache or the session is not ready: a future holds room for
+        // everything it may await, so an unboxed connect-and-fetch would enlarge every call's future for good.
+        timeout(self.config.connection.call_deadline, Box::pin(fetch))
             .await
             .unwrap_or_else(|_| Err(LocalError::DeadlineExceeded.into()))
     }
@@ -465,7 +467,7 @@ impl McpClient {
                 Some(s) => Ok(s),
                 None => {
                     let deadline = opts.deadline.unwrap_or_else(Instant::now);
-                    tokio::time::timeout_at(deadline, self.live_session())
+                    tokio::time::timeout_at(deadline, Box::pin(self.live_session()))
                         .await
                         .unwrap_or_else(|_| Err(LocalError::DeadlineExceeded.into()))
                 }
@@ -534,7 +536,10 @@ impl McpClient {
         arguments: &Value,
         opts: CallOptions,
     ) -> Result<Answer, CallError> {
-        let caps = self.capabilities_of(session).await?;
+        let caps = match self.ready_capabilities(session, Instant::now)? {
+            Some(caps) => caps,
+            None => Box::pin(self.capabilities_of(session)).await?,
+        };
         if let Some(result) = caps.tool(name).and_then(|tool| self.cached(tool.tool(), arguments)) {
             return Ok(Answer { result, cached: true });
         }
@@ -555,19 +560,38 @@ impl McpClient {
         if self.config.profile == GatewayProfile::Naive {
             return first;
         }
-        let Some((reason, server)) = capabilities::signal(&first, &caps) else {
+        let Some(signal) = capabilities::signal(&first, &caps) else {
             return first;
         };
-        let (fresh, fetched) = session.tools.refetch_after(self.fetch_ctx(session), &caps, server).await?;
+        // Boxed: the drift path is rare, and unboxed it would enlarge every call's future by its re-fetch.
+        Box::pin(self.recheck(session, caps, signal, name, arguments, opts)).await.unwrap_or(first)
+    }
+
+    /// The drift path of [`McpClient::send_with_drift_check`]: fetches the tool list again and, when the server
+    /// rejected the call and the fresh schema differs, checks and sends it once more. `None`: the first outcome
+    /// stands.
+    async fn recheck(
+        &self,
+        session: &Session,
+        caps: Arc<Capabilities>,
+        (reason, server): (RefetchReason, Option<Implementation>),
+        name: &str,
+        arguments: &Value,
+        opts: CallOptions,
+    ) -> Option<Result<CallToolResult, CallError>> {
+        let (fresh, fetched) = match session.tools.refetch_after(self.fetch_ctx(session), &caps, server).await {
+            Ok(got) => got,
+            Err(e) => return Some(Err(e)),
+        };
         if fetched {
             self.refetched(reason);
         }
         if !reason.rejected_call() || fresh.hash() == caps.hash() {
-            return first;
+            return None;
         }
         let again = self.send_checked(session, &fresh, name, arguments, opts).await;
         self.drift.after_recheck(&again);
-        again
+        Some(again)
     }
 
     /// Checks the arguments against `caps`, sends, and checks the result's structured content.

@@ -151,7 +151,7 @@ async fn run(
                 Some(permit) => permit,
                 None => {
                     waited = true;
-                    phase(cancel, deadline, queue_end, queue_timeout(), limit.acquire()).await?
+                    Box::pin(phase(cancel, deadline, queue_end, queue_timeout(), limit.acquire())).await?
                 }
             });
         }
@@ -159,7 +159,7 @@ async fn run(
             Err(TryAcquireError::NoPermits) => {
                 waited = true;
                 let acquire = shared.permits.clone().acquire_owned();
-                phase(cancel, deadline, queue_end, queue_timeout(), acquire).await?.map_err(|_| ())
+                Box::pin(phase(cancel, deadline, queue_end, queue_timeout(), acquire)).await?.map_err(|_| ())
             }
             taken => taken.map_err(|_| ()),
         };
@@ -200,17 +200,23 @@ async fn run(
     };
     if let Some(out) = unsent {
         // Waiting for lane space (the writer may be blocked on a stalled stream) still watches the reply channel, so
-        // a connection failure reaches this call at once, with the connection's own reason.
-        tokio::select! {
-            biased;
-            reply = &mut rx => return guard.delivered(reply.ok()),
-            _ = cancelled(cancel) => return Err(guard.cancelled(cancel)),
-            _ = &mut timer => return Err(guard.abandoned(LocalError::DeadlineExceeded.into())),
-            sent = lane.send(out) => {
-                if sent.is_err() {
-                    return Err(guard.abandoned(closed_reason(shared).into()));
-                }
+        // a connection failure reaches this call at once, with the connection's own reason. Boxed: this wait is
+        // rare, and its send future would otherwise enlarge every call's future.
+        let waited = Box::pin(async {
+            tokio::select! {
+                biased;
+                reply = &mut rx => LaneWait::Reply(reply.ok()),
+                _ = cancelled(cancel) => LaneWait::Cancelled,
+                _ = &mut timer => LaneWait::Deadline,
+                sent = lane.send(out) => LaneWait::Sent(sent.is_ok()),
             }
+        });
+        match waited.await {
+            LaneWait::Reply(reply) => return guard.delivered(reply),
+            LaneWait::Cancelled => return Err(guard.cancelled(cancel)),
+            LaneWait::Deadline => return Err(guard.abandoned(LocalError::DeadlineExceeded.into())),
+            LaneWait::Sent(false) => return Err(guard.abandoned(closed_reason(shared).into())),
+            LaneWait::Sent(true) => {}
         }
     }
 
@@ -264,6 +270,15 @@ async fn run(
         }
         return Err(guard.abandoned(LocalError::FirstResponseTimeout(first).into()));
     }
+}
+
+/// How a wait for room in a full lane ended.
+enum LaneWait {
+    Reply(Option<Reply>),
+    Cancelled,
+    Deadline,
+    /// The request went into the lane (`false`: the lane is closed).
+    Sent(bool),
 }
 
 /// Resolves when `cancel` is cancelled; never without a token.

@@ -227,7 +227,8 @@ impl Gateway {
         }
         if let Some(route) = first_full {
             let left = deadline.saturating_duration_since(now);
-            let Ok(permit) = self.layers.wait_for_room(&route, &cap, left).await else {
+            // Boxed: waiting is the rare path, and its future would otherwise enlarge every call's.
+            let Ok(permit) = Box::pin(self.layers.wait_for_room(&route, &cap, left)).await else {
                 return Err(Declined::of(Refusal::Full));
             };
             let now = self.clock.now();

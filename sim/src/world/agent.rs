@@ -28,12 +28,12 @@ use crate::seed::Seed;
 
 /// A logical call's own random stream (the polite backoff's jitter), fixed by the run's seed and the call's intended
 /// start. Made on first draw: only `polite` agents draw, and making a stream for every call cost more than the rest
-/// of the agent.
+/// of the agent. Boxed once made: a stream is a few hundred bytes, and inline it would enlarge every call's future.
 #[derive(Debug)]
 pub struct AgentRng {
     run: Seed,
     intended: Duration,
-    made: OnceLock<SeededRng>,
+    made: OnceLock<Box<SeededRng>>,
 }
 
 impl AgentRng {
@@ -42,7 +42,7 @@ impl AgentRng {
     }
 
     fn get(&self) -> &SeededRng {
-        self.made.get_or_init(|| self.run.fork("agent").fork(&self.intended.as_nanos().to_string()).seeded_rng())
+        self.made.get_or_init(|| self.run.fork("agent").fork(&self.intended.as_nanos().to_string()).seeded_rng().into())
     }
 }
 
