@@ -611,9 +611,7 @@ impl McpClient {
         params.insert("name".to_owned(), Value::String(name.to_owned()));
         params.insert("arguments".to_owned(), arguments.clone());
         let params = Value::Object(params);
-        let result = session.conn.request_payload(method::TOOLS_CALL, Some(params), opts).await?;
-        let result: CallToolResult =
-            result.parse().map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))?;
+        let result = session.conn.call_tool_result(params, opts).await?;
         schemas.validate_result(&result).map_err(|e| CallError::MalformedResponse(e.to_string()))?;
         self.remember(tool.tool(), arguments, &result);
         Ok(result)

@@ -16,13 +16,13 @@ use tokio::sync::oneshot::error::TryRecvError;
 use tokio::sync::{TryAcquireError, mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 
-use super::pending::{Entry, ProgressSignal, Reply};
+use super::pending::{Answer, Entry, ProgressSignal, Reply};
 use super::stats::Counters;
 use super::{Connection, Outbound, Outgoing, Shared};
 use crate::cancel::CancelToken;
 use crate::error::{CallError, LocalError, TransportError};
 use crate::jsonrpc::{DecodeError, ErrorCode, Message, MetaLayers, MetaRequest, Payload, Request};
-use crate::mcp::{CancelledParams, ProgressParams, method};
+use crate::mcp::{CallToolResult, CancelledParams, ProgressParams, method};
 use crate::observe::Event;
 
 /// Which writer lane a request takes.
@@ -65,9 +65,33 @@ impl Connection {
         params: Option<Value>,
         opts: CallOptions,
     ) -> Result<Payload, CallError> {
+        self.exchange(method, params, opts, false).await?.into_payload()
+    }
+
+    /// A `tools/call` with these params, its result parsed as a [`CallToolResult`]: on a newline-delimited stream,
+    /// usually as the reader reads the frame (`mcp/call_frame.rs`), so the result is read once rather than scanned
+    /// for its end and then parsed.
+    pub async fn call_tool_result(&self, params: Value, opts: CallOptions) -> Result<CallToolResult, CallError> {
+        match self.exchange(method::TOOLS_CALL, Some(params), opts, true).await? {
+            Answer::Call(result) => Ok(result),
+            Answer::Raw(payload) => {
+                payload.parse().map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))
+            }
+        }
+    }
+
+    /// One request's exchange (`call`: a `tools/call` whose result may come parsed), then what every request's end
+    /// tells the connection and its observer.
+    async fn exchange(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        opts: CallOptions,
+        call: bool,
+    ) -> Result<Answer, CallError> {
         let shared = self.shared().clone();
         let started = Instant::now();
-        let result = run(&shared, method, params, opts, started).await;
+        let result = run(&shared, (method, params, call), opts, started).await;
         if let Err(CallError::Protocol(e)) = &result
             && matches!(e.code(), ErrorCode::UNSUPPORTED_PROTOCOL_VERSION | ErrorCode::HEADER_MISMATCH)
             && meta_layers(&shared).layers()[ENVELOPE].is_some()
@@ -124,11 +148,10 @@ fn set_layer(shared: &Shared, index: usize, meta: Option<Map<String, Value>>) {
 
 async fn run(
     shared: &Arc<Shared>,
-    method: &str,
-    params: Option<Value>,
+    (method, params, call): (&str, Option<Value>, bool),
     opts: CallOptions,
     start: Instant,
-) -> Result<Payload, CallError> {
+) -> Result<Answer, CallError> {
     let config = &shared.config;
     let deadline = opts.deadline.unwrap_or(start + config.call_deadline);
     // No token: nothing can cancel the call, and nothing is allocated or locked to watch for it.
@@ -170,7 +193,7 @@ async fn run(
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     let (tx, mut rx) = oneshot::channel();
     let signal = Arc::new(ProgressSignal::default());
-    let entry = Entry { tx, written: false, progress: opts.progress, signal: signal.clone() };
+    let entry = Entry { tx, call, written: false, progress: opts.progress, signal: signal.clone() };
     shared.pending.register(id, entry)?;
     let mut guard = PendingGuard { shared, id, armed: true };
     let token = (method == method::TOOLS_CALL).then_some(id);
@@ -331,7 +354,7 @@ fn spawn_stall_probe(shared: Arc<Shared>, silent_for: Duration) {
             ..CallOptions::default()
         };
         // Go through `run` directly: a probe must not spawn probes of its own, which the `probing` flag ensures.
-        let outcome = run(&shared, method::PING, None, opts, now).await;
+        let outcome = run(&shared, (method::PING, None, false), opts, now).await;
         if matches!(outcome, Err(CallError::Local(_))) {
             shared.fail(TransportError::Stalled(silent_for + shared.config.stall_probe));
         }
@@ -350,7 +373,7 @@ impl PendingGuard<'_> {
     /// The reply arrived (the entry is already gone). `fail_all` always sends before dropping a sender, so a closed
     /// channel is a shutdown race: report the connection's reason.
     /// `None`: the channel closed without a reply.
-    fn delivered(&mut self, reply: Option<Reply>) -> Result<Payload, CallError> {
+    fn delivered(&mut self, reply: Option<Reply>) -> Result<Answer, CallError> {
         self.armed = false;
         reply.unwrap_or_else(|| Err(closed_reason(self.shared).into()))
     }

@@ -13,13 +13,36 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::error::{CallError, TransportError};
 use crate::jsonrpc::Payload;
-use crate::mcp::ProgressParams;
+use crate::mcp::{CallToolResult, ProgressParams};
 
-/// The result still raw: the caller parses it into the shape it expects.
-pub(crate) type Reply = Result<Payload, CallError>;
+pub(crate) type Reply = Result<Answer, CallError>;
+
+/// A response's result as its caller gets it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Answer {
+    /// Still raw: the caller parses it into the shape it expects.
+    Raw(Payload),
+    /// A `tools/call` result the reader parsed as it read the frame (see `mcp/call_frame.rs`), for an entry that is
+    /// [`Entry::call`].
+    Call(CallToolResult),
+}
+
+impl Answer {
+    /// The result as raw text. A parsed one (which only a `tools/call` entry gets) is written back to text.
+    pub fn into_payload(self) -> Result<Payload, CallError> {
+        match self {
+            Answer::Raw(payload) => Ok(payload),
+            Answer::Call(result) => {
+                Payload::serialize(&result).map_err(|e| CallError::MalformedResponse(e.to_string()))
+            }
+        }
+    }
+}
 
 pub(crate) struct Entry {
     pub tx: oneshot::Sender<Reply>,
+    /// A `tools/call` whose caller takes its result as a [`CallToolResult`]: the reader may parse it as it reads.
+    pub call: bool,
     /// The writer has put the request on the wire; abandoning it now means telling the server.
     pub written: bool,
     pub progress: Option<mpsc::Sender<ProgressParams>>,
@@ -69,6 +92,11 @@ impl PendingTable {
         }
         inner.map.insert(id, entry);
         Ok(())
+    }
+
+    /// Whether `id` is a pending `tools/call` whose caller takes a [`CallToolResult`].
+    pub fn wants_call_result(&self, id: i64) -> bool {
+        self.lock().map.get(&id).is_some_and(|e| e.call)
     }
 
     /// Called by the writer just before writing: false means the caller already left, so skip the request.
@@ -145,7 +173,7 @@ mod tests {
 
     fn entry() -> (Entry, oneshot::Receiver<Reply>) {
         let (tx, rx) = oneshot::channel();
-        (Entry { tx, written: false, progress: None, signal: Arc::default() }, rx)
+        (Entry { tx, call: false, written: false, progress: None, signal: Arc::default() }, rx)
     }
 
     #[test]
@@ -153,7 +181,7 @@ mod tests {
         let t = PendingTable::default();
         let (e, mut rx) = entry();
         t.register(1, e).unwrap();
-        let null = || Payload::from(serde_json::Value::Null);
+        let null = || Answer::Raw(Payload::from(serde_json::Value::Null));
         assert_eq!(t.complete(1, Ok(null())), Delivery::Delivered);
         assert_eq!(rx.try_recv().unwrap(), Ok(null()));
         assert_eq!(t.complete(1, Ok(null())), Delivery::NotPending);

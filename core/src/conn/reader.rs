@@ -8,13 +8,13 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::Shared;
-use super::pending::Delivery;
+use super::pending::{Answer, Delivery, Reply};
 use super::stats::Counters;
 use crate::error::{CallError, TransportError};
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, Response, ResponseBody};
-use crate::mcp::{ProgressParams, method};
+use crate::mcp::{CallToolResult, ProgressParams, call_frame, method};
 use crate::observe::Event;
-use crate::transport::{FrameError, MessageSource};
+use crate::transport::{FrameError, Incoming, MessageSource, QuickRead};
 
 pub(crate) async fn run<R: MessageSource>(
     shared: Arc<Shared>,
@@ -24,11 +24,12 @@ pub(crate) async fn run<R: MessageSource>(
     // Kept across frames: it is polled on every wake-up of this task.
     let shutdown = shared.shutdown.watch();
     tokio::pin!(shutdown);
+    let quick = CallResults(&shared);
     let reason = loop {
         let item = tokio::select! {
             biased;
             _ = &mut shutdown => break TransportError::Shutdown,
-            item = source.recv() => item,
+            item = source.recv_quick(&quick) => item,
         };
         let Some(item) = item else {
             break TransportError::Closed;
@@ -36,7 +37,8 @@ pub(crate) async fn run<R: MessageSource>(
         shared.last_rx.store(shared.nanos_since_epoch().max(1), Ordering::Relaxed);
         Counters::bump(&shared.counters.received);
         match item {
-            Ok(msg) => dispatch(&shared, msg, notifications.as_ref()),
+            Ok(Incoming::Quick((id, result))) => deliver(&shared, id, Ok(Answer::Call(result))),
+            Ok(Incoming::Message(msg)) => dispatch(&shared, msg, notifications.as_ref()),
             Err(FrameError::Io(e)) => break e,
             Err(FrameError::Exchange { id, error }) => {
                 shared.pending.complete(id, Err(*error));
@@ -62,6 +64,17 @@ pub(crate) async fn run<R: MessageSource>(
     shared.fail(reason);
 }
 
+/// The quick reader of this connection's frames: responses to the `tools/call`s its callers take parsed.
+struct CallResults<'a>(&'a Shared);
+
+impl QuickRead for CallResults<'_> {
+    type Read = (i64, CallToolResult);
+
+    fn read(&self, frame: &[u8]) -> Option<Self::Read> {
+        call_frame::read(frame, |id| self.0.pending.wants_call_result(id))
+    }
+}
+
 fn dispatch(shared: &Shared, msg: Message, notifications: Option<&mpsc::Sender<Notification>>) {
     match msg {
         Message::Response(r) => on_response(shared, r),
@@ -77,9 +90,14 @@ fn on_response(shared: &Shared, response: Response) {
         return;
     };
     let reply = match response.body {
-        ResponseBody::Result(v) => Ok(v),
+        ResponseBody::Result(v) => Ok(Answer::Raw(v)),
         ResponseBody::Error(e) => Err(CallError::Protocol(e)),
     };
+    deliver(shared, id, reply);
+}
+
+/// Completes the caller waiting for `id`, or tells the observer why nobody was.
+fn deliver(shared: &Shared, id: i64, reply: Reply) {
     if shared.pending.complete(id, reply) == Delivery::NotPending {
         if id > 0 && id < shared.next_id.load(Ordering::Relaxed) {
             shared.emit(&Event::LateResponseDropped { conn: shared.id });

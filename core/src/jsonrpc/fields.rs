@@ -34,7 +34,7 @@ pub(super) struct Fields {
 
 /// A frame's `jsonrpc` member: whether it is the string `"2.0"`, read without keeping the string. Any other value is
 /// parsed whole as a [`Value`] would be, so what is "not JSON" stays so.
-pub(super) struct Version(pub bool);
+pub(crate) struct Version(pub bool);
 
 impl<'de> Deserialize<'de> for Version {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -104,8 +104,8 @@ impl<'de> DeserializeSeed<'de> for ShapeSeed {
 
 struct ShapeVisitor;
 
-/// The member names we keep.
-enum Key {
+/// The member names of a JSON-RPC message (also what the quick reader of `tools/call` responses looks for).
+pub(crate) enum Key {
     Jsonrpc,
     Id,
     Method,

@@ -16,6 +16,7 @@ mod meta;
 mod payload;
 
 pub use codes::ErrorCode;
+pub(crate) use fields::{Key, Version};
 pub use id::RequestId;
 pub use message::{DecodeError, ErrorObject, Message, Notification, Request, Response, ResponseBody};
 pub use meta::{MetaLayer, MetaLayers, MetaRequest};

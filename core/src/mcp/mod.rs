@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::jsonrpc::{Payload, RequestId};
 
+pub(crate) mod call_frame;
 mod call_result;
 
 /// The revision we ask for first.

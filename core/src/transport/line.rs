@@ -5,7 +5,7 @@
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 
-use super::{FrameError, MessageSink, MessageSource};
+use super::{FrameError, Incoming, MessageSink, MessageSource, QuickRead};
 use crate::error::TransportError;
 use crate::jsonrpc::{Message, MetaRequest};
 
@@ -175,6 +175,20 @@ pub fn decode_frame(frame: &[u8]) -> Result<Message, FrameError> {
 impl<R: AsyncRead + Unpin + Send + 'static> MessageSource for LineSource<R> {
     async fn recv(&mut self) -> Option<Result<Message, FrameError>> {
         Some(self.next_frame().await?.and_then(|frame| decode_frame(&frame)))
+    }
+
+    async fn recv_quick<Q: QuickRead>(&mut self, quick: &Q) -> Option<Result<Incoming<Q::Read>, FrameError>> {
+        let frame = match self.next_frame().await? {
+            Ok(frame) => frame,
+            Err(e) => return Some(Err(e)),
+        };
+        // Only a frame the general path would read at all (UTF-8) is offered.
+        if std::str::from_utf8(&frame).is_ok()
+            && let Some(read) = quick.read(&frame)
+        {
+            return Some(Ok(Incoming::Quick(read)));
+        }
+        Some(decode_frame(&frame).map(Incoming::Message))
     }
 }
 
