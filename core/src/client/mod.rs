@@ -27,7 +27,7 @@ pub use snapshot::{ResumeError, SessionSnapshot};
 use crate::capabilities::{
     self, Capabilities, DriftCounters, DriftStats, FetchCtx, ListingLimits, SchemaCache, ToolCache,
 };
-use crate::conn::{CallOptions, Connection, ConnectionParts, Lane, NotificationHandler};
+use crate::conn::{CallOptions, Connection, ConnectionConfig, ConnectionParts, Lane, NotificationHandler};
 use crate::error::{CallError, LocalError, TransportError};
 use crate::history::{CallHistory, IdempotencyCache};
 use crate::mcp::{CallToolResult, Implementation, InitializeResult, Tool, method};
@@ -282,10 +282,10 @@ impl McpClient {
         let connect = self.config.connect_timeout;
         let tools = Arc::new(ToolCache::default());
         let id = ConnId(self.conn_seq.fetch_add(1, Ordering::Relaxed));
-        let parts = |guard| ConnectionParts {
+        let parts = |guard, config| ConnectionParts {
             id,
             server: self.server.clone(),
-            config: self.config.connection.clone(),
+            config,
             observer: self.observer.clone(),
             global: self.global.clone(),
             on_notification: Some(notification_handler(tools.clone())),
@@ -297,7 +297,7 @@ impl McpClient {
                     .await
                     .map_err(|_| TransportError::ConnectTimeout(connect))??;
                 let (sink, source) = line_transport(stream.reader, stream.writer, self.config.max_frame);
-                Connection::start(sink, source, parts(stream.guard))
+                Connection::start(sink, source, parts(stream.guard, self.config.connection.clone()))
             }
             Some(endpoint) => {
                 // Nothing is dialed yet: the transport's pool dials per connection, on the first request.
@@ -317,7 +317,11 @@ impl McpClient {
                 // Not ConnectFailed: a configuration that cannot be built is refused as it is, never retried.
                 let (sink, source) = http_transport(endpoint.clone(), cx)
                     .map_err(|e| TransportError::Config(format!("{}: {e}", endpoint.url())))?;
-                Connection::start(sink, source, parts(None))
+                // No early probe: each request is its own exchange on a pooled connection, so one lost exchange
+                // says nothing of the next, and a ping waits for a pool slot like any request: a slow server's full
+                // pool would look like a dead stream.
+                let config = ConnectionConfig { probe_after: None, ..self.config.connection.clone() };
+                Connection::start(sink, source, parts(None, config))
             }
         };
         match session::establish(&conn, &self.lifecycle, &self.eras, &self.server).await {

@@ -246,6 +246,9 @@ async fn run(
     // Phase: first response (the response itself, or a first progress event), then stream idle: once progress has
     // arrived, the call may stay silent for `stream_idle` after the latest progress event.
     let first = opts.first_response.unwrap_or(config.first_response);
+    // A tool call also looks at the stream `probe_after` into its wait (see below). Lifecycle requests do not: the
+    // probe is one of them, and a handshake talks to a peer that may not have spoken yet.
+    let mut look_at = config.probe_after.filter(|_| opts.lane == Lane::Normal).map(|after| sent_at + after);
     loop {
         let progress_at = match signal.last.load(Ordering::Relaxed) {
             0 => None,
@@ -255,7 +258,8 @@ async fn run(
             Some(at) => at + config.stream_idle,
             None => sent_at + first,
         };
-        timer.as_mut().reset(phase_end.min(deadline));
+        let wake = look_at.filter(|_| progress_at.is_none()).map_or(phase_end, |at| at.min(phase_end));
+        timer.as_mut().reset(wake.min(deadline));
         tokio::select! {
             biased;
             reply = &mut rx => return guard.delivered(reply.ok()),
@@ -281,6 +285,17 @@ async fn run(
                 spawn_stall_probe(shared.clone(), now.saturating_duration_since(heard_at));
             }
             return Err(guard.abandoned(LocalError::DeadlineExceeded.into()));
+        }
+        if look_at.is_some_and(|at| now >= at) {
+            look_at = None;
+            // A stream that answered before and has said nothing since this request was written is probed now, not
+            // at the end of the call's first-response phase: a stream that lost a request (a partition, a black hole)
+            // loses every later one too, and until it is found dead, every call sent on it waits out its whole
+            // timeout and holds its in-flight slots. A live server answers the ping at once, however slow its
+            // tools; a stream that never spoke is left to the phase's end (a child process may be slow to start).
+            if silent && last_rx != 0 {
+                spawn_stall_probe(shared.clone(), now.saturating_duration_since(heard_at));
+            }
         }
         if now < phase_end {
             continue;

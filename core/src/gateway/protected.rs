@@ -42,6 +42,7 @@ use crate::error::CallError;
 use crate::mcp::CallToolResult;
 use crate::observe::Event;
 use crate::resilience::breaker::{HealthVerdict, RejectReason};
+use crate::resilience::bulkhead::BulkheadScope;
 use crate::resilience::degraded::DegradedReason;
 use crate::resilience::retry::{RetryPlan, auto_retry_allowed};
 use crate::router::{ReplicaId, Requirement};
@@ -301,13 +302,29 @@ impl Gateway {
     }
 
     /// The in-flight cap of the client that carries calls to `route`'s replica: a bulkhead's cap when nothing else
-    /// sets one. When that cap is a limit the clients of several servers share, one replica's pool gets at most
-    /// half of it: the slots are shared even though the pools are not, and a server whose calls hang (a partition
-    /// that swallowed its requests, a hung process) would otherwise hold every slot, and the other servers' calls
-    /// would wait behind it until their own pools filled and they were declined.
+    /// sets one. When that cap is a limit the clients of several servers share, one server's pools get at most half
+    /// of it between them: the slots are shared even though the pools are not, and a server whose calls hang (a
+    /// partition that swallowed its requests, a hung process) would otherwise hold every slot, and the other
+    /// servers' calls would wait behind it until their own pools filled and they were declined. Split between the
+    /// replicas when each has its own pool: a partition cuts off every replica of a server at once, and two pools of
+    /// half the slots each are all of them.
     fn client_cap(&self, route: &Route) -> usize {
         let client = self.client(&route.server, &route.endpoint).1;
         let cap = client.in_flight_cap();
-        if client.shares_limit() && self.with_router(|r| r.server_count()) > 1 { (cap / 2).max(1) } else { cap }
+        if !client.shares_limit() {
+            return cap;
+        }
+        let (servers, replicas) = self.with_router(|r| {
+            let replicas = r.server_of(route.replica).map_or(1, |s| s.replicas.len());
+            (r.server_count(), replicas)
+        });
+        if servers <= 1 {
+            return cap;
+        }
+        let pools = match self.layers.config().bulkhead.as_ref().map(|b| b.scope) {
+            Some(BulkheadScope::Server) => 1,
+            _ => replicas.max(1),
+        };
+        (cap / 2 / pools).max(1)
     }
 }

@@ -197,6 +197,59 @@ async fn a_live_but_slow_server_is_not_declared_dead() {
     assert!(conn.is_open());
 }
 
+/// A stream that answered before and then says nothing for `probe_after` (1 s) after a tool call was written is
+/// probed at once, not at the end of the call's 5 s first-response phase: a stream that lost a request loses every
+/// later one, and each call sent on it would otherwise wait out its whole timeout. Unanswered within the 2 s stall
+/// probe, the stream is declared dead and the call fails then, with the connection's reason.
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_falls_silent_is_probed_early_and_closed_when_dead() {
+    let (conn, mut peer) = spoken_peer().await;
+    let started = Instant::now();
+    let call = tokio::spawn({
+        let conn = conn.clone();
+        async move { conn.request(method::TOOLS_CALL, Some(json!({})), CallOptions::default()).await }
+    });
+    peer.request().await;
+    let probe = peer.request().await;
+    assert_eq!((probe.method.as_str(), started.elapsed()), ("ping", Duration::from_secs(1)));
+    let err = call.await.unwrap().unwrap_err();
+    assert!(matches!(err, CallError::Transport(TransportError::Stalled(_))), "{err:?}");
+    assert_eq!(started.elapsed(), Duration::from_secs(3));
+}
+
+/// The same early probe on a live server with a slow tool: the ping is answered, the connection stays, and the call
+/// gets its answer when the tool finishes.
+#[tokio::test(start_paused = true)]
+async fn a_slow_tool_on_a_live_stream_survives_the_early_probe() {
+    let (conn, mut peer) = spoken_peer().await;
+    let call = tokio::spawn({
+        let conn = conn.clone();
+        async move { conn.request(method::TOOLS_CALL, Some(json!({})), CallOptions::default()).await }
+    });
+    let req = peer.request().await;
+    let probe = peer.request().await;
+    peer.respond(probe.id, json!({})).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    peer.respond(req.id, json!({"done": true})).await;
+    assert_eq!(call.await.unwrap().unwrap(), json!({"done": true}));
+    assert!(conn.is_open());
+}
+
+/// A connection whose peer has answered one call: the stream has spoken.
+async fn spoken_peer() -> (mcpstorm_core::Connection, peer::Peer) {
+    let (conn, mut peer) = peer::connect(config(), 1 << 16);
+    let first = tokio::spawn({
+        let conn = conn.clone();
+        async move { conn.request(method::TOOLS_CALL, Some(json!({})), CallOptions::default()).await }
+    });
+    let req = peer.request().await;
+    peer.respond(req.id, json!({})).await;
+    first.await.expect("the call task").expect("the first call is answered");
+    // Later than that answer: what is sent from now on has heard nothing since.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    (conn, peer)
+}
+
 #[tokio::test(start_paused = true)]
 async fn progress_keeps_a_long_call_alive_then_idle_timeout_applies() {
     let mut cfg = config();

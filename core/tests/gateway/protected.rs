@@ -174,9 +174,13 @@ async fn a_spent_budget_degrades_and_the_naive_gateway_just_fails() {
 }
 
 /// Warms the connection to `hung` with one `write`, hangs it, and parks `n` more `write`s on it.
-async fn park_on_hung(gw: &Arc<Gateway>, hung: &FakeServer, n: usize) -> Vec<tokio::task::JoinHandle<Routed>> {
-    gw.call(ToolCall::new("write", json!({}))).await.into_outcome().expect("the warm-up call is answered");
-    hung.control().set_hung(true);
+/// Warms one connection to each of `hung` (one call each: the router takes turns), hangs them all, then parks `n`
+/// calls on them.
+async fn park_on_hung(gw: &Arc<Gateway>, hung: &[FakeServer], n: usize) -> Vec<tokio::task::JoinHandle<Routed>> {
+    for _ in hung {
+        gw.call(ToolCall::new("write", json!({}))).await.into_outcome().expect("the warm-up call is answered");
+    }
+    hung.iter().for_each(|h| h.control().set_hung(true));
     let parked = (0..n)
         .map(|_| {
             let gw = gw.clone();
@@ -205,7 +209,7 @@ async fn a_hung_server_fills_only_its_own_bulkhead() {
     );
     let gw = Arc::new(gw);
     // Warm the hung server's connection, then hang it and park two calls on it: its whole quota.
-    let parked = park_on_hung(&gw, &hung, 2).await;
+    let parked = park_on_hung(&gw, std::slice::from_ref(&hung), 2).await;
     assert!(hung.control().stats().received >= 3, "the parked calls never reached the hung server");
     let r = gw.call(ToolCall::new("write", json!({}))).await;
     assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BulkheadFull), "{r:?}");
@@ -391,15 +395,39 @@ async fn every_call_gives_back_what_it_took_unless_the_planted_leak_is_on() {
     }
 }
 
-/// Clients sharing one in-flight limit: a hung server's pool may hold at most half of it, so the other server's calls
-/// still find slots and are answered, and the hung server's extra callers are declined instead of taking the rest.
+/// Clients sharing one in-flight limit: a hung server's pools may hold at most half of it between them, so the other
+/// server's calls still find slots and are answered, and the hung server's extra callers are declined instead of
+/// taking the rest. With two replicas (a partition cuts off both at once), each pool gets a quarter: two pools of
+/// half each would be every slot.
 #[tokio::test(start_paused = true)]
 async fn a_hung_server_cannot_hold_every_shared_slot() {
+    for replicas in [1, 2] {
+        let hung: Vec<FakeServer> = (0..replicas).map(|_| fake(failing_config())).collect();
+        let endpoints: Vec<String> = (0..replicas).map(|r| format!("h-{r}")).collect();
+        let gw = shared_slots_gateway(&endpoints, &hung);
+        let parked = park_on_hung(&gw, &hung, 8).await;
+        let per_pool = 4 / replicas;
+        let expected: Vec<_> = endpoints.iter().map(|e| (e.clone(), per_pool, per_pool)).collect();
+        assert_eq!(gw.bulkheads(), expected, "half of the eight shared slots, {replicas} replica(s)");
+        // At once (paused time: a call that had to wait for the hung calls' slots would wait for their timeouts).
+        for i in 0..5 {
+            let call = gw.call(ToolCall::new("echo", json!({"message": format!("m{i}")})));
+            let r =
+                tokio::time::timeout(Duration::from_millis(100), call).await.expect("not held up by the hung server");
+            assert_eq!(r.into_outcome().unwrap().joined_text(), format!("m{i}"), "{replicas} replica(s)");
+        }
+        parked.into_iter().for_each(|p| p.abort());
+    }
+}
+
+/// A gateway over a `hung` server (its replicas at `endpoints`) and an `ok` one, whose clients share 8 in-flight
+/// slots; bulkheads wait 50 ms for room.
+fn shared_slots_gateway(endpoints: &[String], hung: &[FakeServer]) -> Arc<Gateway> {
     use mcpstorm_core::resilience::{BulkheadConfig, InFlightLimit};
-    let hung = fake(failing_config());
     let bulkhead = BulkheadConfig { queue_wait: Duration::from_millis(50), ..Default::default() };
     let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
-    let fakes = BTreeMap::from([("h-0".into(), hung.clone()), ("o-0".into(), fake(failing_config()))]);
+    let mut fakes: BTreeMap<String, FakeServer> = endpoints.iter().cloned().zip(hung.iter().cloned()).collect();
+    fakes.insert("o-0".into(), fake(failing_config()));
     let router = Router::new(
         RouterConfig::default(),
         FormulaSpec::RoundRobin.build(),
@@ -407,20 +435,10 @@ async fn a_hung_server_cannot_hold_every_shared_slot() {
         tokio::time::Instant::now(),
     );
     let registry = Box::new(StaticRegistry::new(vec![
-        ServerEntry::new("hung", ["h-0"]).with_tools(["write"]),
+        ServerEntry::new("hung", endpoints.iter().map(String::as_str)).with_tools(["write"]),
         ServerEntry::new("ok", ["o-0"]).with_tools(["echo"]),
     ]));
-    let connector = Arc::new(SharedPipes(fakes, InFlightLimit::new(4)));
+    let connector = Arc::new(SharedPipes(fakes, InFlightLimit::new(8)));
     let config = GatewayConfig { resilience, ..GatewayConfig::default() };
-    let gw =
-        Arc::new(Gateway::new(router, registry, connector, Arc::new(TokioClock::new(0)), config, SeededRng::new(1)));
-    let parked = park_on_hung(&gw, &hung, 4).await;
-    assert_eq!(gw.bulkheads(), vec![("h-0".to_owned(), 2, 2)], "half of the four shared slots");
-    for i in 0..3 {
-        let r = gw.call(ToolCall::new("echo", json!({"message": format!("m{i}")}))).await;
-        assert_eq!(r.into_outcome().unwrap().joined_text(), format!("m{i}"));
-    }
-    for p in parked {
-        p.abort();
-    }
+    Arc::new(Gateway::new(router, registry, connector, Arc::new(TokioClock::new(0)), config, SeededRng::new(1)))
 }

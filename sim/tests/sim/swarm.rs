@@ -1,6 +1,6 @@
 //! Swarm testing: the planted defect is found and shrunk, and the example property test users copy.
 
-use mcpstorm_sim::scenario::{Scenario, SwarmSpec, load_str};
+use mcpstorm_sim::scenario::{Scenario, SwarmSpec, load_file, load_str};
 use mcpstorm_sim::swarm::shrink::shrink;
 use mcpstorm_sim::swarm::strategy::fault_timeline;
 use mcpstorm_sim::swarm::{Options, check, invariants, run_seed};
@@ -84,6 +84,19 @@ proptest! {
         let run = check(&scenario, Options { differential: false, checks: false });
         prop_assert!(run.passed(), "{:?} under {:?}", run.violations, scenario.faults);
     }
+}
+
+/// The timeline the property test above once failed on (a partition of both `api` replicas wedged their streams for
+/// 7 s, and `db` stalled behind their calls), kept as `scenarios/regressions/`: `small()` with its three faults. It
+/// is survived, and the default profile is not worse than naive on it.
+#[test]
+fn a_partition_of_every_replica_is_survived() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/regressions/partition_of_every_replica_wedges_the_server.toml");
+    let scenario = load_file(&path, &[]).expect("valid regression");
+    assert_eq!((scenario.servers.len(), scenario.faults.len()), (small().servers.len(), 3));
+    let run = check(&scenario, Options { differential: true, checks: false });
+    assert!(run.passed(), "{:?}", run.violations);
 }
 
 /// `run_seed` draws the seed's timeline and runs both profiles: the baseline is there for the differential checks.
