@@ -30,12 +30,22 @@ fn python() -> String {
 
 /// The Python `mcp` SDK 2.x server in `tests/peers/py_server.py`.
 pub fn python_server() -> Option<StdioDialer> {
+    python_peer("py_server.py")
+}
+
+/// The Python `mcp` SDK 2.x server in `tests/peers/py_blocking_server.py`, whose tool blocks the whole server.
+pub fn python_blocking_server() -> Option<StdioDialer> {
+    python_peer("py_blocking_server.py")
+}
+
+/// A Python `mcp` SDK 2.x server script of `tests/peers/`, over stdio.
+fn python_peer(script: &str) -> Option<StdioDialer> {
     let ok =
         Command::new(python()).args(["-c", "import mcp.server.mcpserver"]).output().is_ok_and(|o| o.status.success());
     if !ok {
         return missing("Python package mcp 2.x", "pip install 'mcp==2.3.0'");
     }
-    let script = repo_root().join("tests/peers/py_server.py");
+    let script = repo_root().join("tests/peers").join(script);
     Some(StdioDialer::new(python(), [script.to_string_lossy().into_owned()]))
 }
 

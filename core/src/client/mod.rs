@@ -297,7 +297,14 @@ impl McpClient {
                     .await
                     .map_err(|_| TransportError::ConnectTimeout(connect))??;
                 let (sink, source) = line_transport(stream.reader, stream.writer, self.config.max_frame);
-                Connection::start(sink, source, parts(stream.guard, self.config.connection.clone()))
+                let mut config = self.config.connection.clone();
+                if stream.guard.is_some() {
+                    // A child process over pipes (the guard owns it): pipes never lose bytes, so a silent child is
+                    // busy or hung, which its calls' own timeouts cover. An early probe would only queue behind a
+                    // server that runs one request at a time and kill the connection under its slow call.
+                    config.probe_after = None;
+                }
+                Connection::start(sink, source, parts(stream.guard, config))
             }
             Some(endpoint) => {
                 // Nothing is dialed yet: the transport's pool dials per connection, on the first request.

@@ -10,7 +10,7 @@ use mcpstorm_core::{
     CallError, CallOptions, CancelToken, ClientConfig, ConnId, Connection, ConnectionConfig, ConnectionParts,
     DEFAULT_MAX_FRAME, Dialer, LocalError, McpClient, NoopObserver, StdioDialer, line_transport,
 };
-use mcpstorm_tests::real_servers::{everything_server, python_server};
+use mcpstorm_tests::real_servers::{everything_server, python_blocking_server, python_server};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
@@ -41,6 +41,21 @@ async fn python_sdk_handshake_tools_echo_and_ping() {
     assert!(!r.is_error);
     assert_eq!(r.joined_text(), "héllo \"world\"\n");
     c.ping().await.unwrap();
+}
+
+/// A server that runs one request at a time answers nothing while its tool runs, pings included. Its pipes lose no
+/// bytes, so the client does not probe a child's silent stream early: a 3.5 s tool, within the 5 s first-response
+/// phase, is answered on the same connection (an early probe would have declared the stream dead at 3 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_blocked_by_its_own_slow_tool_keeps_its_connection() {
+    let mut config = ClientConfig::default();
+    config.discover_timeout = Duration::from_secs(20);
+    let dialer = peer_or_skip!(python_blocking_server());
+    let c = McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::SeededRng::new(0));
+    // Connected first, so the call's 5 s phase holds only the tool.
+    c.list_tools().await.expect("tools");
+    let r = c.call_tool("block_ms", json!({"ms": 3500}), CallOptions::default()).await.expect("answered");
+    assert_eq!(r.joined_text(), "blocked 3500ms");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
