@@ -48,8 +48,7 @@ async fn python_sdk_handshake_tools_echo_and_ping() {
 /// phase, is answered on the same connection (an early probe would have declared the stream dead at 3 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_blocked_by_its_own_slow_tool_keeps_its_connection() {
-    let mut config = ClientConfig::default();
-    config.discover_timeout = Duration::from_secs(20);
+    let config = ClientConfig { discover_timeout: Duration::from_secs(20), ..ClientConfig::default() };
     let dialer = peer_or_skip!(python_blocking_server());
     let c = McpClient::new(dialer.describe(), Arc::new(dialer), config, mcpstorm_core::SeededRng::new(0));
     // Connected first, so the call's 5 s phase holds only the tool.
