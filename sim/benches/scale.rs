@@ -187,8 +187,8 @@ fn compare(cases: &[Case]) -> Result<(), String> {
     println!("CPU and peak RSS: the median of {REPEATS} alternating runs of each engine; CPU ratios per call.");
     println!();
     println!(
-        "| case | calls | mcpstorm CPU | raw CPU | CPU per call ratio | fastest runs' ratio | mcpstorm peak RSS | raw peak \
-         RSS | RSS ratio |"
+        "| case | calls (mcpstorm / raw) | mcpstorm CPU | raw CPU | CPU per call ratio | fastest runs' ratio | mcpstorm \
+         peak RSS | raw peak RSS | RSS ratio |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for case in cases {
@@ -204,9 +204,10 @@ fn compare(cases: &[Case]) -> Result<(), String> {
         let fastest = per_call_ratio(&ours[0], &raw[0]);
         let (ours, raw) = (&ours[REPEATS / 2], &raw[REPEATS / 2]);
         println!(
-            "| {} | {} | {:.2} s | {:.2} s | {:.2}x | {:.2}x | {} MB | {} MB | {:.1}x |",
+            "| {} | {} / {} | {:.2} s | {:.2} s | {:.2}x | {:.2}x | {} MB | {} MB | {:.1}x |",
             case.label,
             ours.calls,
+            raw.calls,
             ours.cpu_s,
             raw.cpu_s,
             per_call_ratio(ours, raw),
