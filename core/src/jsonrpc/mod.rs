@@ -5,7 +5,9 @@
 //! [`DecodeError`], never a panic, so a peer's garbage costs one counted frame and not the connection.
 //!
 //! A frame is read in one pass (`fields.rs`); a response's `result` stays raw text ([`Payload`]) for its caller to
-//! parse into the shape it expects, so a tool result is parsed once, not into a `Value` tree and then again.
+//! parse into the shape it expects, so a tool result is parsed once, not into a `Value` tree and then again. (A
+//! connection's reader first offers each frame to the quick reader of `tools/call` responses, `mcp/call_frame.rs`,
+//! which parses such a result straight into its type when the frame has exactly the shape it knows.)
 
 mod codes;
 mod fields;
