@@ -23,30 +23,30 @@ pub enum HttpConfigError {
     Root(String),
 }
 
-/// Bounds on what one server may make this client hold or wait for. Defaults in brackets.
+/// Bounds on what one server may make this client hold or wait for, each with its default.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpLimits {
-    /// Largest JSON response body [16 MiB, as the NDJSON frame].
+    /// Largest JSON response body (default 16 MiB, as the NDJSON frame).
     pub max_body: usize,
-    /// Largest SSE line or event data [16 MiB].
+    /// Largest SSE line or event data (default 16 MiB).
     pub max_event: usize,
-    /// Most response headers [64].
+    /// Most response headers (default 64).
     pub max_headers: usize,
-    /// Largest response head, status line and headers together [64 KiB].
+    /// Largest response head, status line and headers together (default 64 KiB).
     pub max_head: usize,
-    /// Largest value of a header we keep (`Mcp-Session-Id`) [1 KiB].
+    /// Largest value of a header we keep (`Mcp-Session-Id`) (default 1 KiB).
     pub max_header_value: usize,
-    /// Longest one response stream may stay open, a `GET` listening stream before it is reopened [10 min].
+    /// Longest one response stream may stay open, a `GET` listening stream before it is reopened (default 10 min).
     pub max_stream_lifetime: Duration,
-    /// Same-origin 307/308 redirects followed per request [3].
+    /// Same-origin 307/308 redirects followed per request (default 3).
     pub max_redirects: u32,
-    /// Attempts to resume a cut SSE stream with `Last-Event-ID` [3].
+    /// Attempts to resume a cut SSE stream with `Last-Event-ID` (default 3).
     pub max_resumes: u32,
-    /// Cap on a stream's `retry:` wait before resuming [30 s].
+    /// Cap on a stream's `retry:` wait before resuming (default 30 s).
     pub max_retry_wait: Duration,
-    /// Cap on a `Retry-After` turned into `retryAfterMs` [10 min].
+    /// Cap on a `Retry-After` turned into `retryAfterMs` (default 10 min).
     pub max_retry_after: Duration,
-    /// Largest error body read to find a JSON-RPC error in it [64 KiB].
+    /// Largest error body read to find a JSON-RPC error in it (default 64 KiB).
     pub max_error_body: usize,
 }
 
