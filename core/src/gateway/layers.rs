@@ -17,9 +17,9 @@ use crate::resilience::breaker::{
     Breaker, BreakerConfig, BreakerTransition, Gate, HealthVerdict, Permit, RejectReason,
 };
 use crate::resilience::budget::{BudgetConfig, RetryBudget};
-use crate::resilience::bulkhead::{BulkheadConfig, Bulkheads, PoolKey};
+use crate::resilience::bulkhead::{BulkheadConfig, Bulkheads, ClientLimit, PoolKey};
 use crate::resilience::degraded::{DegradedReason, Fallbacks};
-use crate::resilience::limiter::{LimitPermit, PoolTimeout};
+use crate::resilience::limiter::{LimitPermit, PoolTimeout, SampleOutcome};
 use crate::resilience::retry::RetryPolicy;
 use crate::resilience::throttle::{AdaptiveThrottle, ThrottleConfig};
 use crate::rt::SeededRng;
@@ -62,7 +62,7 @@ impl ResilienceConfig {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Refusal {
     /// Its breaker for the tool is open (or forced open, or half-open with every probe slot taken).
-    Breaker { reason: RejectReason, retry_after: Option<Duration> },
+    Breaker { reason: RejectReason, retry_after: Option<Duration>, hold: Option<Duration> },
     /// Its bulkhead is at its limit: a permit may free soon.
     Full,
     /// Its throttle shed the call.
@@ -147,7 +147,7 @@ impl Layers {
         &self,
         route: Route,
         tool: &str,
-        client_cap: &(dyn Fn(&Route) -> usize + Sync),
+        client: &(dyn Fn(&Route) -> ClientLimit + Sync),
         permit: Option<LimitPermit>,
         now: Instant,
         observer: &dyn Observer,
@@ -159,17 +159,31 @@ impl Layers {
                 report(observer, &route, tool, admission.transition);
                 match admission.decision {
                     Ok(p) => Some(p),
-                    Err(r) => return Err((route, Refusal::Breaker { reason: r.reason, retry_after: r.retry_after })),
+                    Err(r) => {
+                        let refusal = Refusal::Breaker { reason: r.reason, retry_after: r.retry_after, hold: r.hold };
+                        return Err((route, refusal));
+                    }
                 }
             }
         };
         let bulkhead = match (permit, &self.bulkheads) {
             (Some(p), _) => Some(p),
             (None, None) => None,
-            (None, Some(b)) => match b.try_acquire(&pool_key(&route, &|| client_cap(&route))) {
-                Some(p) => Some(p),
-                None => return Err((route, Refusal::Full)),
-            },
+            // A breaker's probe goes over the pool's adaptive limit, up to its hard cap: the timeouts of the fault it
+            // probes shrank that limit, and behind it the probe would wait for the fault's own hung calls, so the end
+            // of the fault would be seen only when they time out. The breaker paces its probes itself.
+            (None, Some(b)) => {
+                let client = || client(&route);
+                let key = pool_key(&route, &client);
+                let acquired = match breaker.as_ref().is_some_and(Permit::is_probe) {
+                    true => b.try_acquire_probe(&key),
+                    false => b.try_acquire(&key),
+                };
+                match acquired {
+                    Some(p) => Some(p),
+                    None => return Err((route, Refusal::Full)),
+                }
+            }
         };
         if !self.throttle_admits(&route.endpoint, now) {
             return Err((route, Refusal::Throttled));
@@ -181,12 +195,12 @@ impl Layers {
     pub async fn wait_for_room(
         &self,
         route: &Route,
-        client_cap: &(dyn Fn(&Route) -> usize + Sync),
+        client: &(dyn Fn(&Route) -> ClientLimit + Sync),
         at_most: Duration,
     ) -> Result<Option<LimitPermit>, PoolTimeout> {
         match &self.bulkheads {
             None => Ok(None),
-            Some(b) => b.acquire(&pool_key(route, &|| client_cap(route)), at_most).await.map(Some),
+            Some(b) => b.acquire(&pool_key(route, &|| client(route)), at_most).await.map(Some),
         }
     }
 
@@ -246,13 +260,14 @@ impl Admitted {
         tool: &str,
         now: Instant,
         verdict: HealthVerdict,
+        sample: SampleOutcome,
         observer: &dyn Observer,
     ) -> Route {
         if let Some(p) = self.bulkhead {
             if verdict.replica_failed() && layers.bulkheads.as_ref().is_some_and(Bulkheads::leaks_on_replica_failure) {
                 p.leak();
             } else {
-                p.finish(now, verdict.limiter_sample());
+                p.finish(now, sample);
             }
         }
         if let Some(p) = self.breaker {
@@ -263,12 +278,12 @@ impl Admitted {
     }
 }
 
-fn pool_key<'a>(route: &'a Route, client_cap: &'a (dyn Fn() -> usize + Sync)) -> PoolKey<'a> {
+fn pool_key<'a>(route: &'a Route, client: &'a (dyn Fn() -> ClientLimit + Sync)) -> PoolKey<'a> {
     PoolKey {
         server: &route.server,
         endpoint: &route.endpoint,
         declared_max: route.hints.and_then(|h| h.max_concurrent_requests),
-        client_cap,
+        client,
     }
 }
 

@@ -8,7 +8,7 @@
 //!         ├▶ attempt: the replica's client (session, schema check, connection, phased timeouts)
 //!         └▶ settle:  classify once ─▶ bulkhead sample, breaker record, throttle count
 //!                     ─▶ ok, or not retryable: the answer
-//!                     ─▶ retryable (idempotent, one deadline, budget(server)) ─▶ backoff ─▶ admit again, avoiding
+//!                     ─▶ retryable (idempotent, one deadline, budget(server), a replica not tried yet) ─▶ backoff ─▶ admit again, avoiding
 //!                        the replicas tried
 //! ```
 //!
@@ -41,10 +41,11 @@ use crate::conn::CallOptions;
 use crate::error::CallError;
 use crate::mcp::CallToolResult;
 use crate::observe::Event;
-use crate::resilience::breaker::{HealthVerdict, RejectReason};
-use crate::resilience::bulkhead::BulkheadScope;
+use crate::resilience::breaker::{HealthVerdict, RejectReason, limiter_sample};
+use crate::resilience::bulkhead::ClientLimit;
 use crate::resilience::degraded::DegradedReason;
 use crate::resilience::retry::{RetryPlan, auto_retry_allowed};
+use crate::resilience::shared_slots::SlotShare;
 use crate::router::{ReplicaId, Requirement};
 
 /// How a protected call ended: the attempts it made, and its last word.
@@ -123,6 +124,32 @@ impl Declined {
     }
 }
 
+/// When an attempt ended, and what is left for a retry.
+struct AttemptEnd {
+    /// The call's one deadline.
+    deadline: Instant,
+    /// The attempt's end.
+    now: Instant,
+    /// Whether a replica the call has not tried yet serves the tool.
+    elsewhere: bool,
+}
+
+/// What one walk over the candidates found.
+enum Walk {
+    Admitted(Admitted),
+    /// No candidate took the call: the answer, and what the call may wait for instead of giving it now.
+    Declined(Declined, Option<Wait>),
+}
+
+/// What a call refused by every candidate may wait for.
+enum Wait {
+    /// Room in this replica's bulkhead.
+    Room(Route),
+    /// This replica's breaker, open on a latency fault, to let calls through: at most `hold` in all, walking again
+    /// at least every `recheck`.
+    Breaker { route: Route, hold: Duration, recheck: Duration },
+}
+
 /// What settling an attempt decided.
 enum Settled {
     /// The attempt's outcome is the answer.
@@ -169,7 +196,9 @@ impl Gateway {
             let replica = admitted.route.replica;
             let arguments = (call.arguments.as_ref().clone(), &prepare);
             let (attempt, verdict, now) = self.attempt(&admitted.route, call.tool, arguments, opts, now).await;
-            let settled = self.settle(admitted, call.tool, &attempt, verdict, &mut plan, (deadline, now));
+            let elsewhere = self.untried_replica(call.tool, &tried, replica);
+            let end = AttemptEnd { deadline, now, elsewhere };
+            let settled = self.settle(admitted, call.tool, &attempt, verdict, &mut plan, end);
             match settled {
                 Settled::Answer => return Routed { earlier, last: Last::Attempt(attempt) },
                 Settled::Declined(reason) => {
@@ -185,11 +214,11 @@ impl Gateway {
         }
     }
 
-    /// Finds a replica that takes the call: candidates in the router's order, each refusal avoided in the next
-    /// decision, so the walk ends (the router returns an avoided replica only when nothing else is left). When every
-    /// candidate refused and some only for want of room, waits for the router's first such choice — at most the
-    /// bulkhead's queue wait and the deadline; otherwise the first refusal's reason is the gateway's answer (a
-    /// breaker's `retry_after` is the soonest any candidate's breaker may admit again). Returns the time of admission.
+    /// Finds a replica that takes the call (see [`Gateway::walk`]). When every candidate refused and some only for
+    /// want of room, waits for the router's first such choice — at most the bulkhead's queue wait and the deadline.
+    /// When an open breaker on a latency fault refused (see `Rejected::hold`), holds for it to let calls through —
+    /// at most its hold and the deadline — walking again at each of its transitions. Otherwise the first refusal's
+    /// reason is the gateway's answer. Returns the time of admission.
     async fn admit(
         &self,
         tool: &str,
@@ -197,27 +226,71 @@ impl Gateway {
         tried: &[ReplicaId],
         deadline: Instant,
     ) -> Result<(Admitted, Instant), Declined> {
+        let cap = |route: &Route| self.client_limit(route);
+        let mut held_until: Option<Instant> = None;
+        loop {
+            // Nothing is awaited in a walk: one reading serves every decision of it.
+            let now = self.clock.now();
+            let (declined, wait) = match self.walk(tool, requirements, tried, now) {
+                Walk::Admitted(admitted) => return Ok((admitted, now)),
+                Walk::Declined(declined, wait) => (declined, wait),
+            };
+            match wait {
+                None => return Err(declined),
+                Some(Wait::Room(route)) => {
+                    let left = deadline.saturating_duration_since(now);
+                    // Boxed: waiting is the rare path, and its future would otherwise enlarge every call's.
+                    let Ok(permit) = Box::pin(self.layers.wait_for_room(&route, &cap, left)).await else {
+                        return Err(Declined::of(Refusal::Full));
+                    };
+                    let now = self.clock.now();
+                    return self
+                        .layers
+                        .admit(route, tool, &cap, permit, now, self.observer.as_ref())
+                        .map(|admitted| (admitted, now))
+                        .map_err(|(_, refusal)| Declined::of(refusal));
+                }
+                Some(Wait::Breaker { route, hold, recheck }) => {
+                    let until = *held_until.get_or_insert_with(|| deadline.min(now + hold));
+                    let Some(gate) = self.layers.breaker(&route.endpoint, tool).filter(|_| now < until) else {
+                        return Err(declined);
+                    };
+                    // A transition wakes the call at once; the re-check bounds a wake-up lost between the walk and
+                    // the wait. Boxed, as above.
+                    let _ = Box::pin(tokio::time::timeout_at(until.min(now + recheck), gate.changed())).await;
+                }
+            }
+        }
+    }
+
+    /// One pass over the candidates in the router's order, each refusal avoided in the next decision, so it ends
+    /// (the router returns an avoided replica only when nothing else is left). Declined: the first refusal's reason
+    /// (a breaker's `retry_after` is the soonest any candidate's breaker may admit again), and what the call may
+    /// wait for — room first, then a breaker that holds.
+    fn walk(&self, tool: &str, requirements: &[Requirement], tried: &[ReplicaId], now: Instant) -> Walk {
         let mut refused: Vec<ReplicaId> = Vec::new();
         let mut first_full: Option<Route> = None;
+        let mut first_hold: Option<Wait> = None;
         let mut first_refusal: Option<Refusal> = None;
         let mut soonest: Option<Duration> = None;
-        let cap = |route: &Route| self.client_cap(route);
-        // Nothing is awaited in the walk: one reading serves every decision of it.
-        let now = self.clock.now();
+        let cap = |route: &Route| self.client_limit(route);
         loop {
             let avoid: Vec<ReplicaId> = tried.iter().chain(&refused).copied().collect();
             let Ok(route) = self.route(tool, requirements, &avoid) else {
-                return Err(Declined { reason: DegradedReason::NoCandidate, retry_after: None });
+                return Walk::Declined(Declined { reason: DegradedReason::NoCandidate, retry_after: None }, None);
             };
             if refused.contains(&route.replica) {
                 break;
             }
             match self.layers.admit(route, tool, &cap, None, now, self.observer.as_ref()) {
-                Ok(admitted) => return Ok((admitted, now)),
+                Ok(admitted) => return Walk::Admitted(admitted),
                 Err((route, refusal)) => {
                     refused.push(route.replica);
-                    if let Refusal::Breaker { retry_after: Some(after), .. } = refusal {
+                    if let Refusal::Breaker { retry_after: Some(after), hold, .. } = refusal {
                         soonest = Some(soonest.map_or(after, |s| s.min(after)));
+                        if let (Some(hold), None) = (hold, &first_hold) {
+                            first_hold = Some(Wait::Breaker { route: route.clone(), hold, recheck: after });
+                        }
                     }
                     first_refusal.get_or_insert(refusal);
                     if refusal == Refusal::Full && first_full.is_none() {
@@ -226,28 +299,14 @@ impl Gateway {
                 }
             }
         }
-        if let Some(route) = first_full {
-            let left = deadline.saturating_duration_since(now);
-            // Boxed: waiting is the rare path, and its future would otherwise enlarge every call's.
-            let Ok(permit) = Box::pin(self.layers.wait_for_room(&route, &cap, left)).await else {
-                return Err(Declined::of(Refusal::Full));
-            };
-            let now = self.clock.now();
-            return self
-                .layers
-                .admit(route, tool, &cap, permit, now, self.observer.as_ref())
-                .map(|admitted| (admitted, now))
-                .map_err(|(_, refusal)| Declined::of(refusal));
-        }
         let mut declined = Declined::of(first_refusal.unwrap_or(Refusal::Full));
         if declined.reason == DegradedReason::BreakerOpen {
             declined.retry_after = soonest;
         }
-        Err(declined)
+        Walk::Declined(declined, first_full.map(Wait::Room).or(first_hold))
     }
 
-    /// Every layer learns how the attempt ended (classified once, by the caller), and the retry plan decides. `now`
-    /// is the time the attempt ended.
+    /// Every layer learns how the attempt ended (classified once, by the caller), and the retry plan decides.
     fn settle(
         &self,
         admitted: Admitted,
@@ -255,10 +314,16 @@ impl Gateway {
         attempt: &Attempt,
         verdict: HealthVerdict,
         plan: &mut Option<RetryPlan>,
-        (deadline, now): (Instant, Instant),
+        AttemptEnd { deadline, now, elsewhere }: AttemptEnd,
     ) -> Settled {
-        let route = admitted.settle(&self.layers, tool, now, verdict, self.observer.as_ref());
+        let sample = limiter_sample(&attempt.outcome, verdict);
+        let route = admitted.settle(&self.layers, tool, now, verdict, sample, self.observer.as_ref());
         let Err(error) = &attempt.outcome else { return Settled::Answer };
+        // The gateway retries on another replica or not at all: the same replica again, a few milliseconds later, is
+        // what the agent would do, and in an error burst it only adds latency to calls that fail anyway.
+        if !elsewhere {
+            return Settled::Answer;
+        }
         let Some(policy) = self.layers.config().retry.clone() else { return Settled::Answer };
         // The plan is made at the first failure: only then has the replica's client listed the tools, so only then
         // are the tool's annotations (is it idempotent?) known.
@@ -281,6 +346,11 @@ impl Gateway {
         }
     }
 
+    /// Whether a replica that serves `tool` is left that neither `tried` nor `this` attempt has called.
+    fn untried_replica(&self, tool: &str, tried: &[ReplicaId], this: ReplicaId) -> bool {
+        self.with_router(|r| r.replicas_for(tool).iter().any(|id| *id != this && !tried.contains(id)))
+    }
+
     fn declined(&self, tool: &str, earlier: Vec<Attempt>, d: Declined) -> Routed {
         self.observer.event(&Event::Degraded { tool, reason: d.reason });
         let result = self.layers.degraded(tool, d.reason, d.retry_after);
@@ -301,30 +371,19 @@ impl Gateway {
         auto_retry_allowed(crate::mcp::method::TOOLS_CALL, annotations.as_ref())
     }
 
-    /// The in-flight cap of the client that carries calls to `route`'s replica: a bulkhead's cap when nothing else
-    /// sets one. When that cap is a limit the clients of several servers share, one server's pools get at most half
-    /// of it between them: the slots are shared even though the pools are not, and a server whose calls hang (a
-    /// partition that swallowed its requests, a hung process) would otherwise hold every slot, and the other
-    /// servers' calls would wait behind it until their own pools filled and they were declined. Split between the
-    /// replicas when each has its own pool: a partition cuts off every replica of a server at once, and two pools of
-    /// half the slots each are all of them.
-    fn client_cap(&self, route: &Route) -> usize {
+    /// The in-flight limit of the client that carries calls to `route`'s replica: a bulkhead's cap when nothing else
+    /// sets one. When the clients of several servers share that limit, the slots are shared even though the pools
+    /// are not: a server whose calls hang (a partition that swallowed its requests, a hung process) would otherwise
+    /// hold every slot, and the other servers' calls would wait behind it. So each server keeps a floor of the slots
+    /// and borrows what the others leave idle (see `resilience/shared_slots.rs`): work-conserving, where a fixed split
+    /// shed calls a slow server would have answered.
+    fn client_limit(&self, route: &Route) -> ClientLimit {
         let client = self.client(&route.server, &route.endpoint).1;
         let cap = client.in_flight_cap();
-        if !client.shares_limit() {
-            return cap;
+        let servers = self.with_router(|r| r.server_count());
+        if !client.shares_limit() || servers <= 1 {
+            return ClientLimit::own(cap);
         }
-        let (servers, replicas) = self.with_router(|r| {
-            let replicas = r.server_of(route.replica).map_or(1, |s| s.replicas.len());
-            (r.server_count(), replicas)
-        });
-        if servers <= 1 {
-            return cap;
-        }
-        let pools = match self.layers.config().bulkhead.as_ref().map(|b| b.scope) {
-            Some(BulkheadScope::Server) => 1,
-            _ => replicas.max(1),
-        };
-        (cap / 2 / pools).max(1)
+        ClientLimit { cap, share: Some(SlotShare { slots: cap, servers }) }
     }
 }

@@ -8,6 +8,10 @@
 //! `default_max`, and — when that is unset, the default — the replica client's own in-flight cap, so that a healthy
 //! server reaches every concurrency the agents can offer through the client.
 //!
+//! When that in-flight cap is a limit the clients of several servers share, a permit also takes one of its slots
+//! through [`SharedSlots`]: each server keeps a floor, and borrows what the others leave idle. A hung server cannot
+//! take the others' floors; a slow one is not cut to a fixed split of slots it could have used.
+//!
 //! Inside the cap an adaptive [`Limiter`](super::limiter::Limiter) sets the limit. The default is AIMD starting at
 //! the cap: loss-based, it only moves down on evidence (timeouts, overload errors, calls slower than its timeout), so
 //! a server with flat or merely queueing latency is never throttled below what it was offered, and a replica whose
@@ -19,10 +23,13 @@
 //! upstream whose `max_concurrent_requests` is a budget for the whole service). Off by default.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::limiter::{AimdConfig, LimitPermit, LimitedPool, LimiterKind, PoolTimeout};
+use super::shared_slots::{SharedSlots, SlotShare};
 
 /// What one pool guards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -77,9 +84,33 @@ pub struct PoolKey<'a> {
     pub endpoint: &'a str,
     /// The replica's declared `max_concurrent_requests`, if it declared one.
     pub declared_max: Option<u32>,
-    /// The in-flight cap of the client that will carry the call: the cap when nothing else sets one. A function,
-    /// read only when a pool is made: finding the client costs a lock and a lookup the call path need not pay.
-    pub client_cap: &'a (dyn Fn() -> usize + Sync),
+    /// The in-flight limit of the client that will carry the call: the cap when nothing else sets one, and whether
+    /// it is shared. A function, read only when a pool is made: finding the client costs a lock and a lookup the call
+    /// path need not pay.
+    pub client: &'a (dyn Fn() -> ClientLimit + Sync),
+}
+
+/// The in-flight limit of the client that carries a pool's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientLimit {
+    /// The most calls it can have in flight.
+    pub cap: usize,
+    /// When the clients of several servers share that limit: how (see [`SharedSlots`]).
+    pub share: Option<SlotShare>,
+}
+
+impl ClientLimit {
+    /// A limit of the client's own.
+    pub fn own(cap: usize) -> Self {
+        ClientLimit { cap, share: None }
+    }
+}
+
+/// A pool, and whether its calls also take a slot of the shared limit.
+#[derive(Debug)]
+struct Pool {
+    pool: Arc<LimitedPool>,
+    shared: bool,
 }
 
 impl std::fmt::Debug for PoolKey<'_> {
@@ -95,12 +126,15 @@ impl std::fmt::Debug for PoolKey<'_> {
 #[derive(Debug)]
 pub struct Bulkheads {
     config: BulkheadConfig,
-    pools: Mutex<BTreeMap<String, Arc<LimitedPool>>>,
+    pools: Mutex<BTreeMap<String, Pool>>,
+    /// The shared limit's shares, made when the first pool whose client shares one is made. One gateway's clients
+    /// share one limit (or none), so one is enough.
+    shared: OnceLock<SharedSlots>,
 }
 
 impl Bulkheads {
     pub fn new(config: BulkheadConfig) -> Self {
-        Bulkheads { config, pools: Mutex::new(BTreeMap::new()) }
+        Bulkheads { config, pools: Mutex::new(BTreeMap::new()), shared: OnceLock::new() }
     }
 
     pub fn queue_wait(&self) -> Duration {
@@ -115,46 +149,82 @@ impl Bulkheads {
     /// Permits held right now, over every pool: 0 when no call is in flight.
     pub fn permits_held(&self) -> usize {
         let pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-        pools.values().map(|p| p.in_flight()).sum()
+        pools.values().map(|p| p.pool.in_flight()).sum()
     }
 
     /// The hard cap of a pool for `key`.
     pub fn cap(&self, key: &PoolKey<'_>) -> usize {
+        self.cap_of(key, (key.client)().cap)
+    }
+
+    fn cap_of(&self, key: &PoolKey<'_>, client_cap: usize) -> usize {
         let declared = key.declared_max.map(|n| n as usize);
         let c = &self.config;
-        c.per_server.get(key.server).copied().or(declared).or(c.default_max).unwrap_or_else(key.client_cap).max(1)
+        c.per_server.get(key.server).copied().or(declared).or(c.default_max).unwrap_or(client_cap).max(1)
     }
 
     /// The pool for `key` (its replica's, or its server's under [`BulkheadScope::Server`]); the first use fixes its
     /// cap (a later declaration does not resize a pool in use).
     pub fn pool(&self, key: &PoolKey<'_>) -> Arc<LimitedPool> {
+        self.entry(key).0
+    }
+
+    /// The pool for `key`, and the shared limit's shares when its client shares one.
+    fn entry(&self, key: &PoolKey<'_>) -> (Arc<LimitedPool>, Option<&SharedSlots>) {
         let name = match self.config.scope {
             BulkheadScope::Replica => key.endpoint,
             BulkheadScope::Server => key.server,
         };
         let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = pools.get(name) {
-            return p.clone();
+            return (p.pool.clone(), if p.shared { self.shared.get() } else { None });
         }
-        let pool = LimitedPool::new(self.config.limiter.build(self.cap(key)));
-        pools.insert(name.to_owned(), pool.clone());
-        pool
+        let client = (key.client)();
+        let pool = LimitedPool::new(self.config.limiter.build(self.cap_of(key, client.cap)));
+        let shared = client.share.map(|share| self.shared.get_or_init(|| SharedSlots::new(share)));
+        pools.insert(name.to_owned(), Pool { pool: pool.clone(), shared: shared.is_some() });
+        (pool, shared)
     }
 
-    /// A permit for one call now, or `None` when the pool is at its limit.
+    /// A permit for one call now, or `None` when the pool is at its limit (or its server has no slot of a shared
+    /// limit left).
     pub fn try_acquire(&self, key: &PoolKey<'_>) -> Option<LimitPermit> {
-        self.pool(key).try_acquire()
+        let (pool, shared) = self.entry(key);
+        Self::with_slot(key, pool.try_acquire()?, shared)
+    }
+
+    /// A permit for a breaker's probe: over the pool's adaptive limit, with at most the pool's hard cap of probes in
+    /// flight (see [`LimitedPool::try_acquire_probe`]); a shared limit's slots are never exceeded.
+    pub fn try_acquire_probe(&self, key: &PoolKey<'_>) -> Option<LimitPermit> {
+        let (pool, shared) = self.entry(key);
+        let cap = self.cap_of(key, (key.client)().cap);
+        Self::with_slot(key, pool.try_acquire_probe(cap)?, shared)
+    }
+
+    fn with_slot(key: &PoolKey<'_>, permit: LimitPermit, shared: Option<&SharedSlots>) -> Option<LimitPermit> {
+        match shared {
+            None => Some(permit),
+            Some(slots) => slots.try_acquire(key.server).map(|slot| permit.with_slot(slot)),
+        }
     }
 
     /// A permit for one call, waiting at most the configured queue wait or `at_most`, whichever is shorter.
     pub async fn acquire(&self, key: &PoolKey<'_>, at_most: Duration) -> Result<LimitPermit, PoolTimeout> {
-        self.pool(key).acquire(self.config.queue_wait.min(at_most)).await
+        let wait = self.config.queue_wait.min(at_most);
+        let deadline = Instant::now() + wait;
+        let (pool, shared) = self.entry(key);
+        let permit = pool.acquire(wait).await?;
+        let Some(slots) = shared else { return Ok(permit) };
+        match slots.acquire(key.server, deadline).await {
+            Some(slot) => Ok(permit.with_slot(slot)),
+            None => Err(PoolTimeout { waited: wait, limit: slots.share().slots }),
+        }
     }
 
     /// (pool, in flight, limit) for every pool, in name order: for the observer's time series.
     pub fn snapshot(&self) -> Vec<(String, usize, usize)> {
         let pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-        pools.iter().map(|(name, p)| (name.clone(), p.in_flight(), p.limit())).collect()
+        pools.iter().map(|(name, p)| (name.clone(), p.pool.in_flight(), p.pool.limit())).collect()
     }
 }
 
@@ -166,7 +236,7 @@ mod tests {
     use crate::resilience::limiter::SampleOutcome;
 
     fn key<'a>(server: &'a str, endpoint: &'a str, declared_max: Option<u32>) -> PoolKey<'a> {
-        PoolKey { server, endpoint, declared_max, client_cap: &|| 50 }
+        PoolKey { server, endpoint, declared_max, client: &|| ClientLimit::own(50) }
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! - `limiter/`: adaptive concurrency ([`Aimd`], [`Gradient2`]) and the limiter-backed permit pool ([`LimitedPool`]);
 //!   `bulkhead.rs`: one such pool per replica by default (per server on request), capped by what the replica
 //!   declares ([`Bulkheads`]).
-//! - `inflight.rs`: the fixed in-flight cap a client shares across all its connections ([`InFlightLimit`]).
+//! - `inflight.rs`: the fixed in-flight cap a client shares across all its connections ([`InFlightLimit`]);
+//!   `shared_slots.rs`: when the clients of several servers share one, each server's floor of it and the slots it
+//!   may borrow ([`SharedSlots`]).
 //! - `degraded.rs`: the `isError` tool result an agent gets instead of a call the gateway will not make
 //!   ([`degraded_result`]).
 //! - `ring.rs`: the time-bucketed sliding window the others count with.
@@ -27,6 +29,7 @@ pub(crate) mod inflight;
 pub(crate) mod limiter;
 pub(crate) mod retry;
 pub(crate) mod ring;
+pub(crate) mod shared_slots;
 pub(crate) mod throttle;
 
 pub use backoff::Backoff;
@@ -36,7 +39,7 @@ pub use breaker::{
     classify_error, classify_result, classify_rpc_error, retry_after,
 };
 pub use budget::{BudgetConfig, BudgetConfigError, RetryBudget};
-pub use bulkhead::{BulkheadConfig, BulkheadScope, Bulkheads, PoolKey};
+pub use bulkhead::{BulkheadConfig, BulkheadScope, Bulkheads, ClientLimit, PoolKey};
 pub use degraded::{DegradedReason, Fallbacks, degraded_result};
 pub use inflight::InFlightLimit;
 pub use limiter::{
@@ -44,4 +47,5 @@ pub use limiter::{
     Sample, SampleOutcome,
 };
 pub use retry::{GiveUp, RetryPlan, RetryPolicy, auto_retry_allowed};
+pub use shared_slots::{SharedSlots, SlotShare};
 pub use throttle::{AdaptiveThrottle, ThrottleConfig, rejection_probability};

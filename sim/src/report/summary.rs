@@ -1,6 +1,7 @@
 //! `summary.json` (for machines: deterministic, no wall clock) and `summary.md` (for people: the only file that
 //! also carries the wall-clock time, which differs from run to run).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -25,6 +26,17 @@ struct SummaryJson<'a> {
     totals: Totals,
     checks: Vec<CheckResult>,
     faults: Vec<FaultWindow>,
+    /// Logical calls by the server they were for: what "per server, against the naive profile" compares.
+    servers: BTreeMap<&'a str, ServerJson>,
+}
+
+/// One server's logical calls in `summary.json`.
+#[derive(Serialize)]
+struct ServerJson {
+    calls: u64,
+    ok: u64,
+    failed: u64,
+    p99_ms: f64,
 }
 
 /// A copy of `t` with every float finite (serde_json would write NaN and inf as `null`).
@@ -66,6 +78,15 @@ pub(crate) fn json(run: &RunData) -> Result<Vec<u8>, serde_json::Error> {
             .faults
             .iter()
             .map(|f| FaultWindow { start_s: finite(f.start_s), end_s: finite(f.end_s), ..f.clone() })
+            .collect(),
+        servers: run
+            .audit
+            .servers
+            .iter()
+            .map(|(name, s)| {
+                let ok = s.calls.saturating_sub(s.failed);
+                (name.as_str(), ServerJson { calls: s.calls, ok, failed: s.failed, p99_ms: finite(s.p99_ms) })
+            })
             .collect(),
     };
     let mut bytes = serde_json::to_vec_pretty(&doc)?;

@@ -192,6 +192,8 @@ fn gateway_durations(s: &Scenario, add: &mut impl FnMut(String, Duration, Upper)
             ("open", b.open),
             ("open_max", b.open_max),
             ("half_open_max_wait", b.half_open_max_wait),
+            ("probe_interval", b.probe_interval),
+            ("hold", b.hold),
         ] {
             week(&format!("breaker.{key}"), d.0);
         }

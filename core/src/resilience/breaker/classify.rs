@@ -35,17 +35,32 @@ impl HealthVerdict {
     pub fn replica_failed(self) -> bool {
         matches!(self, HealthVerdict::Failure | HealthVerdict::RetryAfter(_))
     }
+}
 
-    /// What the outcome tells an adaptive limiter: a failure the breaker counts is the limiter's loss signal; a
-    /// request-level error is no evidence either way.
-    pub fn limiter_sample(self) -> SampleOutcome {
-        match self {
-            HealthVerdict::Success => SampleOutcome::Ok,
-            HealthVerdict::Failure | HealthVerdict::RetryAfter(_) => SampleOutcome::Dropped,
-            HealthVerdict::Ignore => SampleOutcome::Ignored,
-        }
+/// What an attempt's outcome tells an adaptive limiter. Its loss signal is congestion only: a timeout, a stalled
+/// stream, an overload error (-32000) or a retry-after. A server that fails fast (an internal error, a closed
+/// connection) is not short of capacity, and shrinking its pool would only queue, then shed, calls it answers at
+/// once; such an outcome is no evidence either way, like a request-level error.
+pub fn limiter_sample(outcome: &Result<CallToolResult, CallError>, verdict: HealthVerdict) -> SampleOutcome {
+    match verdict {
+        HealthVerdict::Success => SampleOutcome::Ok,
+        HealthVerdict::RetryAfter(_) => SampleOutcome::Dropped,
+        HealthVerdict::Ignore => SampleOutcome::Ignored,
+        HealthVerdict::Failure => match outcome {
+            Err(
+                CallError::Local(
+                    LocalError::FirstResponseTimeout(_) | LocalError::IdleTimeout(_) | LocalError::DeadlineExceeded,
+                )
+                | CallError::Transport(TransportError::Stalled(_)),
+            ) => SampleOutcome::Dropped,
+            Err(CallError::Protocol(obj)) if obj.code == OVERLOADED => SampleOutcome::Dropped,
+            _ => SampleOutcome::Ignored,
+        },
     }
 }
+
+/// The server-error code servers (ours included) send when overloaded.
+const OVERLOADED: i64 = -32000;
 
 /// The JSON-RPC "server error" range; -32000 is what servers (ours included) send when overloaded.
 const SERVER_ERRORS: std::ops::RangeInclusive<i64> = -32099..=-32000;

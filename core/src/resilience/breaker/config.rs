@@ -26,6 +26,8 @@ pub enum WindowConfig {
 /// | `open_jitter`              | 0.2                     | the open period is scaled by a uniform factor in 1 ± this |
 /// | `half_open_probes`         | 3                       | probes in flight at once in half-open, and consecutive successes that close |
 /// | `half_open_max_wait`       | 10 s                    | half-open that has not decided by then re-opens       |
+/// | `hold`                     | 1 s                     | while open on a latency fault and probing, how long a call may wait for the breaker (never past its deadline) before it is declined |
+/// | `probe_interval`           | 50 ms                   | while open, one real call per interval is let through as a probe; its success in time (not slow) moves to half-open at once. `None`: no probe before the open period ends |
 /// | `retry_after_cap`          | 60 s                    | a server-dictated retry-after longer than this is cut |
 #[derive(Debug, Clone, PartialEq)]
 pub struct BreakerConfig {
@@ -41,6 +43,15 @@ pub struct BreakerConfig {
     pub half_open_probes: u32,
     pub half_open_max_wait: Duration,
     pub retry_after_cap: Duration,
+    /// Continuous low-rate probing while open (Finagle's failure accrual probes, the SRE book's "let a trickle
+    /// through"): the open period bounds how long a *failing* server is spared, while recovery is seen within one
+    /// interval plus a round trip. The cost is one call per interval per breaker that a still-sick server fails.
+    pub probe_interval: Option<Duration>,
+    /// While open on a latency fault (the calls that opened it, and the last failed probe, were slow) and probing,
+    /// a call may wait this long at most (and never past its deadline) for the breaker to let calls through again,
+    /// instead of being declined at once: a latency fault ends with the calls queued on it answered, and the gateway
+    /// serves them as the probes see the end. `None`: decline at once.
+    pub hold: Option<Duration>,
 }
 
 impl Default for BreakerConfig {
@@ -58,6 +69,8 @@ impl Default for BreakerConfig {
             half_open_probes: 3,
             half_open_max_wait: Duration::from_secs(10),
             retry_after_cap: Duration::from_secs(60),
+            probe_interval: Some(Duration::from_millis(50)),
+            hold: Some(Duration::from_secs(1)),
         }
     }
 }
@@ -109,6 +122,9 @@ impl BreakerConfig {
         }
         if self.half_open_max_wait.is_zero() {
             return err("half_open_max_wait", "must be positive");
+        }
+        if self.probe_interval.is_some_and(|d| d.is_zero()) {
+            return err("probe_interval", "must be positive (None switches probing off)");
         }
         Ok(())
     }

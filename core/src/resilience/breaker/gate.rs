@@ -11,6 +11,8 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use tokio::sync::Notify;
+use tokio::sync::futures::Notified;
 use tokio::time::Instant;
 
 use super::classify::HealthVerdict;
@@ -20,11 +22,32 @@ use super::window::BreakerCounts;
 #[derive(Debug)]
 pub struct Gate {
     breaker: Mutex<Breaker>,
+    /// Woken on every transition: for callers holding on an open breaker (see `Rejected::hold`).
+    changed: Notify,
 }
 
 impl Gate {
     pub fn new(breaker: Breaker) -> Arc<Self> {
-        Arc::new(Gate { breaker: Mutex::new(breaker) })
+        Arc::new(Gate { breaker: Mutex::new(breaker), changed: Notify::new() })
+    }
+
+    /// Wakes the callers holding for a transition, if there was one.
+    fn note(&self, transition: Option<BreakerTransition>) -> Option<BreakerTransition> {
+        if transition.is_some() {
+            self.changed.notify_waiters();
+        }
+        transition
+    }
+
+    /// Resolves at the next transition. Enable it (or poll it once) before checking [`Gate::epoch`], so that a
+    /// transition between the check and the wait is not missed.
+    pub fn changed(&self) -> Notified<'_> {
+        self.changed.notified()
+    }
+
+    /// The current state period: it changes with every transition.
+    pub fn epoch(&self) -> u64 {
+        self.lock().epoch()
     }
 
     fn lock(&self) -> MutexGuard<'_, Breaker> {
@@ -35,6 +58,7 @@ impl Gate {
     /// Admits a call or says why not. The permit records the outcome; see the module docs for drops.
     pub fn try_acquire(self: &Arc<Self>, now: Instant) -> Admission<Permit> {
         let Admission { decision, transition } = self.lock().try_acquire(now);
+        let transition = self.note(transition);
         let decision = decision.map(|ticket| Permit { gate: Some(self.clone()), ticket, admitted_at: now });
         Admission { decision, transition }
     }
@@ -53,19 +77,23 @@ impl Gate {
 
     /// Lets time pass without a call (for a periodic observer that wants open → half-open on time).
     pub fn advance(&self, now: Instant) -> Option<BreakerTransition> {
-        self.lock().advance(now)
+        let t = self.lock().advance(now);
+        self.note(t)
     }
 
     pub fn set_manual(&self, now: Instant, manual: ManualSwitch) -> Option<BreakerTransition> {
-        self.lock().set_manual(now, manual)
+        let t = self.lock().set_manual(now, manual);
+        self.note(t)
     }
 
     pub fn reset(&self, now: Instant) -> Option<BreakerTransition> {
-        self.lock().reset(now)
+        let t = self.lock().reset(now);
+        self.note(t)
     }
 
     pub fn follow_remote_open(&self, now: Instant, open_for: Duration) -> Option<BreakerTransition> {
-        self.lock().follow_remote_open(now, open_for)
+        let t = self.lock().follow_remote_open(now, open_for);
+        self.note(t)
     }
 }
 
@@ -87,11 +115,17 @@ impl Permit {
         self.ticket.is_probe()
     }
 
+    /// Whether this call is an open-state probe: one call per probe interval into a replica whose breaker is open.
+    pub fn is_open_probe(&self) -> bool {
+        self.ticket.is_open_probe()
+    }
+
     /// Reports the outcome at `now`; the call's duration is `now − admitted_at`.
     pub fn record(mut self, now: Instant, verdict: HealthVerdict) -> Option<BreakerTransition> {
         let gate = self.gate.take()?;
         let elapsed = now.saturating_duration_since(self.admitted_at);
-        gate.lock().on_outcome(now, self.ticket, verdict, elapsed)
+        let t = gate.lock().on_outcome(now, self.ticket, verdict, elapsed);
+        gate.note(t)
     }
 }
 

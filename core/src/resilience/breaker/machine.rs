@@ -51,6 +51,8 @@ pub enum TransitionReason {
     HalfOpenTimeout,
     /// Open → half-open: the open period elapsed.
     OpenElapsed,
+    /// Open → half-open: a probe admitted while open (one per `probe_interval`) succeeded in time.
+    ProbeRecovered,
     /// Half-open → closed: `half_open_probes` consecutive probe successes.
     ProbesSucceeded,
     /// Another gateway node reported this breaker open.
@@ -90,6 +92,11 @@ pub struct Rejected {
     /// When asking again could succeed: the rest of the open period. `None` when unknown (forced open) or when a
     /// probe slot may free at any moment (half-open).
     pub retry_after: Option<Duration>,
+    /// How long a caller may wait for this breaker to let calls through again, at most (`None`: decline now). Set
+    /// while open on a *latency* fault that probes are watching: such a fault ends with the calls queued on it
+    /// answered, and a caller whose deadline outlives it is served when the probes see the end (see
+    /// [`BreakerConfig::hold`]). A fault that fails fast is declined at once: waiting would only make it slow.
+    pub hold: Option<Duration>,
 }
 
 /// The right to report one outcome. Outcomes count only toward the state period (epoch) they were admitted in, so a
@@ -97,13 +104,28 @@ pub struct Rejected {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ticket {
     epoch: u64,
-    probe: bool,
+    probe: Probe,
+}
+
+/// Whether an admitted call is a probe, and of which state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    No,
+    /// Admitted while open, one per `probe_interval`: its success in time ends the open period at once.
+    Open,
+    /// One of half-open's `half_open_probes` slots.
+    HalfOpen,
 }
 
 impl Ticket {
-    /// Whether this call is a half-open probe.
+    /// Whether this call is a probe (of the open or the half-open state).
     pub fn is_probe(&self) -> bool {
-        self.probe
+        self.probe != Probe::No
+    }
+
+    /// Whether this call is an open-state probe.
+    pub fn is_open_probe(&self) -> bool {
+        self.probe == Probe::Open
     }
 }
 
@@ -117,8 +139,21 @@ pub struct Admission<T> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
     Closed,
-    Open { until: Instant },
-    HalfOpen { since: Instant, in_flight: u32, successes: u32 },
+    /// `probed`: when the last open-state probe was admitted (`None`: none yet this period, or the last one was
+    /// released unsent). Probes in flight are not capped here: into a server that hangs, a cap would be full of
+    /// hung probes when the server recovers, and the recovery would be seen only when they time out. The
+    /// bulkhead's hard cap bounds them. `slow`: the fault is one of latency (the calls that opened it, then the last
+    /// failed probe, were slow), so callers may hold for its end.
+    Open {
+        until: Instant,
+        probed: Option<Instant>,
+        slow: bool,
+    },
+    HalfOpen {
+        since: Instant,
+        in_flight: u32,
+        successes: u32,
+    },
     ForcedOpen,
     Disabled,
     MetricsOnly,
@@ -160,6 +195,11 @@ impl Breaker {
         }
     }
 
+    /// The current state period: every transition starts a new one.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     /// Probes admitted in half-open that have not reported (0 in any other state).
     pub fn probes_in_flight(&self) -> u32 {
         match self.phase {
@@ -177,7 +217,7 @@ impl Breaker {
     /// long for its probes.
     pub fn advance(&mut self, now: Instant) -> Option<BreakerTransition> {
         match self.phase {
-            Phase::Open { until } if now >= until => {
+            Phase::Open { until, .. } if now >= until => {
                 let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 0 };
                 Some(self.enter(now, phase, TransitionReason::OpenElapsed, None))
             }
@@ -192,17 +232,28 @@ impl Breaker {
         let transition = self.advance(now);
         let ticket = |probe| Ticket { epoch: self.epoch, probe };
         let decision = match &mut self.phase {
-            Phase::Closed | Phase::Disabled | Phase::MetricsOnly => Ok(ticket(false)),
-            Phase::Open { until } => {
-                Err(Rejected { reason: RejectReason::Open, retry_after: Some(until.saturating_duration_since(now)) })
-            }
-            Phase::ForcedOpen => Err(Rejected { reason: RejectReason::ForcedOpen, retry_after: None }),
+            Phase::Closed | Phase::Disabled | Phase::MetricsOnly => Ok(ticket(Probe::No)),
+            Phase::Open { until, probed, slow } => match self.config.probe_interval {
+                // Continuous low-rate probing: one real call per interval goes through, so the end of a fault is
+                // seen within an interval plus a round trip instead of at the end of the open period.
+                Some(every) if probed.is_none_or(|at| now.saturating_duration_since(at) >= every) => {
+                    *probed = Some(now);
+                    Ok(ticket(Probe::Open))
+                }
+                _ => {
+                    let retry_after = until.saturating_duration_since(now);
+                    let retry_after = self.config.probe_interval.map_or(retry_after, |every| retry_after.min(every));
+                    let hold = self.config.hold.filter(|_| *slow && self.config.probe_interval.is_some());
+                    Err(Rejected { reason: RejectReason::Open, retry_after: Some(retry_after), hold })
+                }
+            },
+            Phase::ForcedOpen => Err(Rejected { reason: RejectReason::ForcedOpen, retry_after: None, hold: None }),
             Phase::HalfOpen { in_flight, .. } => {
                 if *in_flight < self.config.half_open_probes {
                     *in_flight += 1;
-                    Ok(ticket(true))
+                    Ok(ticket(Probe::HalfOpen))
                 } else {
-                    Err(Rejected { reason: RejectReason::HalfOpenFull, retry_after: None })
+                    Err(Rejected { reason: RejectReason::HalfOpenFull, retry_after: None, hold: None })
                 }
             }
         };
@@ -226,10 +277,31 @@ impl Breaker {
         }
         let slow = elapsed >= self.config.slow_call_duration;
         match (&mut self.phase, verdict) {
-            (Phase::HalfOpen { in_flight, .. }, _) if ticket.probe => *in_flight = in_flight.saturating_sub(1),
+            (Phase::HalfOpen { in_flight, .. }, _) if ticket.probe == Probe::HalfOpen => {
+                *in_flight = in_flight.saturating_sub(1);
+            }
             _ => {}
         }
+        // A failed open-state probe says what kind of fault is still on: slow (hold callers) or fast (do not).
+        if let (Phase::Open { slow: kind, .. }, HealthVerdict::Failure | HealthVerdict::RetryAfter(_)) =
+            (&mut self.phase, verdict)
+            && ticket.probe == Probe::Open
+        {
+            *kind = slow;
+            return None;
+        }
         match (self.phase, verdict) {
+            // An open-state probe answered in time: the server is back. Half-open takes it from here, this probe
+            // counting as its first success.
+            (Phase::Open { .. }, HealthVerdict::Success) if ticket.probe == Probe::Open && !slow => {
+                let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 1 };
+                if self.config.half_open_probes <= 1 {
+                    self.reopens = 0;
+                    self.window.clear();
+                    return Some(self.enter(now, Phase::Closed, TransitionReason::ProbesSucceeded, None));
+                }
+                Some(self.enter(now, phase, TransitionReason::ProbeRecovered, None))
+            }
             (_, HealthVerdict::Ignore) | (Phase::Disabled | Phase::Open { .. } | Phase::ForcedOpen, _) => None,
             (Phase::MetricsOnly, v) => {
                 self.window.record(now, v != HealthVerdict::Success, slow);
@@ -264,13 +336,16 @@ impl Breaker {
         }
     }
 
-    /// Frees an admitted call's slot without an outcome (cancelled, dropped): counted as ignored.
+    /// Frees an admitted call's slot without an outcome (cancelled, dropped): counted as ignored. An open-state
+    /// probe released unsent (a later layer refused the call) leaves its turn to the next call.
     pub fn release(&mut self, ticket: Ticket) {
-        if let Phase::HalfOpen { in_flight, .. } = &mut self.phase
-            && ticket.probe
-            && ticket.epoch == self.epoch
-        {
-            *in_flight = in_flight.saturating_sub(1);
+        if ticket.epoch != self.epoch {
+            return;
+        }
+        match (&mut self.phase, ticket.probe) {
+            (Phase::HalfOpen { in_flight, .. }, Probe::HalfOpen) => *in_flight = in_flight.saturating_sub(1),
+            (Phase::Open { probed, .. }, Probe::Open) => *probed = None,
+            _ => {}
         }
     }
 
@@ -334,7 +409,10 @@ impl Breaker {
                 self.rng.jitter(self.open_period(self.reopens), self.config.open_jitter)
             }
         };
-        self.enter(now, Phase::Open { until: now + period }, reason, Some(period))
+        let counts = self.window.counts(now);
+        let slow = reason == TransitionReason::ProbeSlow
+            || counts.calls > 0 && counts.slow_rate() >= self.config.slow_call_rate_threshold;
+        self.enter(now, Phase::Open { until: now + period, probed: None, slow }, reason, Some(period))
     }
 
     /// `open_base × open_multiplier^(n − 1)`, capped at `open_max`, before jitter.

@@ -46,7 +46,9 @@ mod window;
 #[cfg(test)]
 mod tests;
 
-pub use classify::{HealthVerdict, classify, classify_error, classify_result, classify_rpc_error, retry_after};
+pub use classify::{
+    HealthVerdict, classify, classify_error, classify_result, classify_rpc_error, limiter_sample, retry_after,
+};
 pub use config::{BreakerConfig, BreakerConfigError, WindowConfig};
 pub use gate::{Gate, Permit};
 pub use machine::{

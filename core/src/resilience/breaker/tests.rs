@@ -24,6 +24,7 @@ fn count_config(size: u32, minimum: u32) -> BreakerConfig {
         half_open_probes: 2,
         half_open_max_wait: ms(5000),
         slow_call_duration: ms(500),
+        probe_interval: None,
         ..BreakerConfig::default()
     }
 }
@@ -62,7 +63,7 @@ fn opens_at_the_failure_threshold_inclusive_only_after_minimum_calls() {
     );
     assert_eq!(t.unwrap().open_for, Some(ms(1000)));
     let r = b.try_acquire(t0 + ms(400)).decision.unwrap_err();
-    assert_eq!(r, Rejected { reason: RejectReason::Open, retry_after: Some(ms(600)) });
+    assert_eq!(r, Rejected { reason: RejectReason::Open, retry_after: Some(ms(600)), hold: None });
 }
 
 #[test]
@@ -213,6 +214,42 @@ fn late_outcomes_from_an_earlier_period_do_not_count() {
 }
 
 #[test]
+fn open_state_probes_one_call_per_interval_and_a_timely_success_moves_to_half_open() {
+    let t0 = Instant::now();
+    let config = BreakerConfig { probe_interval: Some(ms(200)), ..count_config(4, 2) };
+    let mut b = breaker(config, t0);
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    let opened = call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    assert_eq!(to(&opened), Some((BreakerState::Closed, BreakerState::Open, TransitionReason::FailureRate)));
+    // The first call after opening is a probe; the next 200 ms reject, naming the interval as the retry-after.
+    let probe = b.try_acquire(t0).decision.expect("the period's first probe");
+    assert!(probe.is_probe());
+    let rejected = b.try_acquire(t0 + ms(199)).decision.unwrap_err();
+    assert_eq!((rejected.reason, rejected.retry_after), (RejectReason::Open, Some(ms(200))));
+    // A failed or slow probe changes nothing: the breaker stays open, the period keeps its end.
+    assert_eq!(b.on_outcome(t0 + ms(150), probe, HealthVerdict::Failure, ms(150)), None);
+    let slow = b.try_acquire(t0 + ms(200)).decision.expect("the next interval's probe");
+    assert_eq!(b.on_outcome(t0 + ms(900), slow, HealthVerdict::Success, ms(700)), None, "slow: not recovered");
+    assert_eq!(b.state(), BreakerState::Open);
+    // A timely success: half-open at once, counting as its first success; one more success closes (2 probes).
+    let good = b.try_acquire(t0 + ms(900)).decision.expect("probe");
+    let recovered = b.on_outcome(t0 + ms(910), good, HealthVerdict::Success, ms(10));
+    assert_eq!(to(&recovered), Some((BreakerState::Open, BreakerState::HalfOpen, TransitionReason::ProbeRecovered)));
+    let closed = call(&mut b, t0 + ms(920), HealthVerdict::Success, ms(10));
+    assert_eq!(to(&closed), Some((BreakerState::HalfOpen, BreakerState::Closed, TransitionReason::ProbesSucceeded)));
+}
+
+#[test]
+fn without_a_probe_interval_open_rejects_until_its_period_ends() {
+    let t0 = Instant::now();
+    let mut b = breaker(count_config(4, 2), t0);
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    let rejected = b.try_acquire(t0 + ms(10)).decision.unwrap_err();
+    assert_eq!((rejected.reason, rejected.retry_after), (RejectReason::Open, Some(ms(990))));
+}
+
+#[test]
 fn manual_switch_positions_and_reset() {
     let t0 = Instant::now();
     let mut b = breaker(count_config(1, 1), t0);
@@ -329,7 +366,12 @@ struct Model {
     half_since: Instant,
     probes: u32,
     successes: u32,
+    /// When the last open-state probe was admitted this open period.
+    probed: Option<Instant>,
 }
+
+/// A model ticket: (period, half-open probe, open-state probe).
+type MTicket = (u64, bool, bool);
 
 type Step = Option<(BreakerState, BreakerState, TransitionReason, Option<Duration>)>;
 
@@ -352,7 +394,7 @@ impl Model {
         self.state = to;
         self.period += 1;
         match to {
-            BreakerState::Open => self.open_until = now + open_for.unwrap(),
+            BreakerState::Open => (self.open_until, self.probed) = (now + open_for.unwrap(), None),
             BreakerState::HalfOpen => (self.half_since, self.probes, self.successes) = (now, 0, 0),
             _ => {}
         }
@@ -390,22 +432,34 @@ impl Model {
         None
     }
 
-    fn acquire(&mut self, now: Instant) -> (Step, Result<(u64, bool), RejectReason>) {
+    fn acquire(&mut self, now: Instant) -> (Step, Result<MTicket, RejectReason>) {
         let step = self.tick(now);
         let r = match self.state {
-            BreakerState::Open => Err(RejectReason::Open),
+            BreakerState::Open => match self.c.probe_interval {
+                Some(every) if self.probed.is_none_or(|at| now - at >= every) => {
+                    self.probed = Some(now);
+                    Ok((self.period, false, true))
+                }
+                _ => Err(RejectReason::Open),
+            },
             BreakerState::ForcedOpen => Err(RejectReason::ForcedOpen),
             BreakerState::HalfOpen if self.probes >= self.c.half_open_probes => Err(RejectReason::HalfOpenFull),
             BreakerState::HalfOpen => {
                 self.probes += 1;
-                Ok((self.period, true))
+                Ok((self.period, true, false))
             }
-            _ => Ok((self.period, false)),
+            _ => Ok((self.period, false, false)),
         };
         (step, r)
     }
 
-    fn report(&mut self, now: Instant, (period, probe): (u64, bool), v: HealthVerdict, elapsed: Duration) -> Step {
+    fn report(
+        &mut self,
+        now: Instant,
+        (period, probe, open_probe): MTicket,
+        v: HealthVerdict,
+        elapsed: Duration,
+    ) -> Step {
         if let Some(s) = self.tick(now) {
             return Some(s);
         }
@@ -420,6 +474,14 @@ impl Model {
             return None;
         }
         match self.state {
+            BreakerState::Open if open_probe && v == HealthVerdict::Success && !slow => {
+                if self.c.half_open_probes <= 1 {
+                    return self.close(now, TransitionReason::ProbesSucceeded);
+                }
+                let step = self.go(now, BreakerState::HalfOpen, TransitionReason::ProbeRecovered, None);
+                self.successes = 1;
+                step
+            }
             BreakerState::Closed | BreakerState::MetricsOnly => {
                 self.log.push((now, v != HealthVerdict::Success, slow));
                 if self.state == BreakerState::MetricsOnly {
@@ -459,7 +521,10 @@ impl Model {
         }
     }
 
-    fn release(&mut self, (period, probe): (u64, bool)) {
+    fn release(&mut self, (period, probe, open_probe): MTicket) {
+        if open_probe && period == self.period && self.state == BreakerState::Open {
+            self.probed = None;
+        }
         if probe && period == self.period && self.state == BreakerState::HalfOpen {
             self.probes -= 1;
         }
@@ -484,9 +549,10 @@ fn run_model(config: BreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
         half_since: t0,
         probes: 0,
         successes: 0,
+        probed: None,
     };
     let mut now = t0;
-    let mut out: Vec<(Ticket, (u64, bool))> = vec![];
+    let mut out: Vec<(Ticket, MTicket)> = vec![];
     for (i, op) in ops.into_iter().enumerate() {
         match op {
             Op::Wait(d) => now += ms(d),
@@ -496,13 +562,15 @@ fn run_model(config: BreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 prop_assert_eq!(step_of(a.transition), step, "op {}: transition on acquire", i);
                 match (a.decision, r) {
                     (Ok(t), Ok(m)) => {
-                        prop_assert_eq!(t.is_probe(), m.1);
+                        prop_assert_eq!(t.is_probe(), m.1 || m.2);
                         out.push((t, m));
                     }
                     (Err(rej), Err(reason)) => {
                         prop_assert_eq!(rej.reason, reason);
                         if reason == RejectReason::Open {
-                            prop_assert_eq!(rej.retry_after, Some(model.open_until - now));
+                            let rest = model.open_until - now;
+                            let expected = config.probe_interval.map_or(rest, |every| rest.min(every));
+                            prop_assert_eq!(rej.retry_after, Some(expected));
                         }
                     }
                     (a, b) => prop_assert!(false, "op {}: real {:?} vs model {:?}", i, a, b),
@@ -573,5 +641,16 @@ proptest! {
     #[test]
     fn breaker_matches_the_reference_model_time_window(ops in proptest::collection::vec(op(), 1..200)) {
         run_model(model_config(true), ops)?;
+    }
+
+    #[test]
+    fn breaker_matches_the_reference_model_with_open_state_probes(
+        ops in proptest::collection::vec(op(), 1..200),
+        every in 1u64..1200,
+        probes in 1u32..4,
+    ) {
+        let config =
+            BreakerConfig { probe_interval: Some(ms(every)), half_open_probes: probes, ..model_config(true) };
+        run_model(config, ops)?;
     }
 }

@@ -13,7 +13,7 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio::time::Instant;
 
 use super::{Limiter, Sample};
@@ -41,6 +41,8 @@ pub enum SampleOutcome {
 struct State {
     limiter: Box<dyn Limiter>,
     in_flight: usize,
+    /// Breakers' probes in flight, apart from `in_flight` (see [`LimitedPool::try_acquire_probe`]).
+    probes: usize,
 }
 
 #[derive(Debug)]
@@ -51,7 +53,7 @@ pub struct LimitedPool {
 
 impl LimitedPool {
     pub fn new(limiter: Box<dyn Limiter>) -> Arc<Self> {
-        Arc::new(LimitedPool { state: Mutex::new(State { limiter, in_flight: 0 }), freed: Notify::new() })
+        Arc::new(LimitedPool { state: Mutex::new(State { limiter, in_flight: 0, probes: 0 }), freed: Notify::new() })
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -63,8 +65,10 @@ impl LimitedPool {
         self.lock().limiter.limit()
     }
 
+    /// Permits held now, probes included.
     pub fn in_flight(&self) -> usize {
-        self.lock().in_flight
+        let s = self.lock();
+        s.in_flight + s.probes
     }
 
     /// A permit now, or `None` when every slot is taken.
@@ -76,7 +80,21 @@ impl LimitedPool {
         s.in_flight += 1;
         let in_flight = s.in_flight;
         drop(s);
-        Some(LimitPermit { pool: Some(self.clone()), started: Instant::now(), in_flight })
+        Some(LimitPermit { pool: Some(self.clone()), started: Instant::now(), in_flight, slot: None, probe: false })
+    }
+
+    /// A permit for a breaker's probe, while fewer than `cap` probes are in flight. Probes are counted apart from
+    /// the limit: a probe must not wait behind a limit that the failures it probes have shrunk, and the probes that
+    /// hang in a fault must not hold the slots of the calls that follow its end.
+    pub fn try_acquire_probe(self: &Arc<Self>, cap: usize) -> Option<LimitPermit> {
+        let mut s = self.lock();
+        if s.probes >= cap {
+            return None;
+        }
+        s.probes += 1;
+        let in_flight = s.in_flight + s.probes;
+        drop(s);
+        Some(LimitPermit { pool: Some(self.clone()), started: Instant::now(), in_flight, slot: None, probe: true })
     }
 
     /// Waits up to `queue_wait` for a permit. Cancel-safe: dropping the future takes nothing.
@@ -95,9 +113,13 @@ impl LimitedPool {
         }
     }
 
-    fn release(&self, sample: Option<Sample>) {
+    fn release(&self, sample: Option<Sample>, probe: bool) {
         let mut s = self.lock();
-        s.in_flight = s.in_flight.saturating_sub(1);
+        if probe {
+            s.probes = s.probes.saturating_sub(1);
+        } else {
+            s.in_flight = s.in_flight.saturating_sub(1);
+        }
         let before = s.limiter.limit();
         let after = sample.map_or(before, |sample| s.limiter.on_sample(sample));
         drop(s);
@@ -115,9 +137,20 @@ pub struct LimitPermit {
     pool: Option<Arc<LimitedPool>>,
     started: Instant,
     in_flight: usize,
+    /// A slot of an in-flight limit several servers share, held with the pool's own permit
+    /// (see [`SharedSlots`](crate::resilience::shared_slots::SharedSlots)); released with it.
+    slot: Option<OwnedSemaphorePermit>,
+    /// A breaker's probe, counted apart (see [`LimitedPool::try_acquire_probe`]).
+    probe: bool,
 }
 
 impl LimitPermit {
+    /// This permit, also holding `slot` until it is finished or dropped.
+    pub(crate) fn with_slot(mut self, slot: OwnedSemaphorePermit) -> Self {
+        self.slot = Some(slot);
+        self
+    }
+
     pub fn started(&self) -> Instant {
         self.started
     }
@@ -131,7 +164,7 @@ impl LimitPermit {
                 SampleOutcome::Dropped => Some(Sample { rtt, in_flight: self.in_flight, dropped: true }),
                 SampleOutcome::Ignored => None,
             };
-            pool.release(sample);
+            pool.release(sample, self.probe);
         }
     }
 
@@ -139,13 +172,16 @@ impl LimitPermit {
     /// [`BulkheadConfig::leak_permit_on_replica_failure`](crate::resilience::BulkheadConfig), nothing else.
     pub(crate) fn leak(mut self) {
         self.pool = None;
+        if let Some(slot) = self.slot.take() {
+            slot.forget();
+        }
     }
 }
 
 impl Drop for LimitPermit {
     fn drop(&mut self) {
         if let Some(pool) = self.pool.take() {
-            pool.release(None);
+            pool.release(None, self.probe);
         }
     }
 }

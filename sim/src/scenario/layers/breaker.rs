@@ -28,6 +28,8 @@ use crate::scenario::units::Dur;
 /// | `open_jitter`        | 0.2     | the open period is scaled by a uniform factor in 1 ± this        |
 /// | `half_open_probes`   | 3       | probes at once in half-open, and successes that close it         |
 /// | `half_open_max_wait` | `"10s"` | half-open that has not decided by then re-opens                  |
+/// | `hold`               | `"1s"`  | while open on a latency fault and probing, how long a call may wait for the breaker (never past its deadline); `"0s"`: decline at once |
+/// | `probe_interval`     | `"50ms"`  | while open, one call per interval goes through as a probe; `"0s"`: none before the open period ends |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerSpec {
@@ -74,6 +76,14 @@ pub struct BreakerSpec {
     /// Half-open that has not decided by then re-opens (a probe that never reports cannot wedge it).
     #[serde(default = "default_half_open_max_wait")]
     pub half_open_max_wait: Dur,
+    /// While open, one call per interval goes through as a probe, and its success in time ends the open period at
+    /// once; `"0s"`: no probe before the open period ends.
+    #[serde(default = "default_probe_interval")]
+    pub probe_interval: Dur,
+    /// While open on a latency fault and probing, a call may wait this long (never past its deadline) for the
+    /// breaker to let calls through again, instead of a degraded result at once; `"0s"`: decline at once.
+    #[serde(default = "default_hold")]
+    pub hold: Dur,
 }
 
 fn default_breaker_window() -> Dur {
@@ -112,6 +122,12 @@ fn default_probes() -> u32 {
 fn default_half_open_max_wait() -> Dur {
     Dur(BreakerConfig::default().half_open_max_wait)
 }
+fn default_hold() -> Dur {
+    Dur(BreakerConfig::default().hold.unwrap_or_default())
+}
+fn default_probe_interval() -> Dur {
+    Dur(BreakerConfig::default().probe_interval.unwrap_or_default())
+}
 
 impl BreakerSpec {
     pub fn to_core(&self) -> BreakerConfig {
@@ -131,6 +147,8 @@ impl BreakerSpec {
             open_jitter: self.open_jitter,
             half_open_probes: self.half_open_probes,
             half_open_max_wait: self.half_open_max_wait.0,
+            probe_interval: Some(self.probe_interval.0).filter(|d| !d.is_zero()),
+            hold: Some(self.hold.0).filter(|d| !d.is_zero()),
             ..BreakerConfig::default()
         }
     }
