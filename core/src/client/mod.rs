@@ -173,6 +173,11 @@ impl McpClient {
         self.global.as_ref().map_or(self.config.connection.max_in_flight, InFlightLimit::max)
     }
 
+    /// How long a call waits for one of the in-flight slots before it fails with a queue timeout.
+    pub fn queue_wait(&self) -> std::time::Duration {
+        self.config.connection.queue_wait
+    }
+
     /// Whether this client's in-flight cap is a limit shared with other clients ([`McpClient::with_global_limit`]).
     pub fn shares_limit(&self) -> bool {
         self.global.is_some()

@@ -379,11 +379,11 @@ impl Gateway {
     /// shed calls a slow server would have answered.
     fn client_limit(&self, route: &Route) -> ClientLimit {
         let client = self.client(&route.server, &route.endpoint).1;
-        let cap = client.in_flight_cap();
+        let (cap, queue_wait) = (client.in_flight_cap(), client.queue_wait());
         let servers = self.with_router(|r| r.server_count());
         if !client.shares_limit() || servers <= 1 {
-            return ClientLimit::own(cap);
+            return ClientLimit::own(cap, queue_wait);
         }
-        ClientLimit { cap, share: Some(SlotShare { slots: cap, servers }) }
+        ClientLimit { cap, share: Some(SlotShare { slots: cap, servers }), queue_wait }
     }
 }

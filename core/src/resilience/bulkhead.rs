@@ -48,14 +48,14 @@ pub enum BulkheadScope {
 /// | `default_max` | `None`: the client's in-flight cap | a pool's cap when neither an override nor a declaration gives one |
 /// | `per_server`  | none                    | caps by server name, overriding what the server declares         |
 /// | `limiter`     | AIMD from the cap       | the adaptive limit inside the cap ([`AimdConfig::from_ceiling`])  |
-/// | `queue_wait`  | 1 s                     | how long a call waits when no candidate has room (bounded by its deadline) |
+/// | `queue_wait`  | `None`: the client's    | how long a call waits when no candidate has room (bounded by its deadline); by default as long as the client waits for an in-flight slot, so the bulkhead sheds nothing the unprotected path would have queued and served |
 /// | `scope`       | replica                 | see [`BulkheadScope`]                                            |
 #[derive(Debug, Clone, PartialEq)]
 pub struct BulkheadConfig {
     pub default_max: Option<usize>,
     pub per_server: BTreeMap<String, usize>,
     pub limiter: LimiterKind,
-    pub queue_wait: Duration,
+    pub queue_wait: Option<Duration>,
     pub scope: BulkheadScope,
     /// A deliberate defect for testing the tests: when set, a permit whose call failed on the replica is never
     /// given back, so the pool leaks a slot per failure. Off by default and unreachable from any configuration
@@ -70,7 +70,7 @@ impl Default for BulkheadConfig {
             default_max: None,
             per_server: BTreeMap::new(),
             limiter: LimiterKind::Aimd(AimdConfig::from_ceiling()),
-            queue_wait: Duration::from_secs(1),
+            queue_wait: None,
             scope: BulkheadScope::Replica,
             leak_permit_on_replica_failure: false,
         }
@@ -97,12 +97,14 @@ pub struct ClientLimit {
     pub cap: usize,
     /// When the clients of several servers share that limit: how (see [`SharedSlots`]).
     pub share: Option<SlotShare>,
+    /// How long the client waits for one of its in-flight slots: the bulkhead's queue wait unless set.
+    pub queue_wait: Duration,
 }
 
 impl ClientLimit {
     /// A limit of the client's own.
-    pub fn own(cap: usize) -> Self {
-        ClientLimit { cap, share: None }
+    pub fn own(cap: usize, queue_wait: Duration) -> Self {
+        ClientLimit { cap, share: None, queue_wait }
     }
 }
 
@@ -129,16 +131,12 @@ pub struct Bulkheads {
     pools: Mutex<BTreeMap<String, Pool>>,
     /// The shared limit's shares, made when the first pool whose client shares one is made. One gateway's clients
     /// share one limit (or none), so one is enough.
-    shared: OnceLock<SharedSlots>,
+    shared: OnceLock<Arc<SharedSlots>>,
 }
 
 impl Bulkheads {
     pub fn new(config: BulkheadConfig) -> Self {
         Bulkheads { config, pools: Mutex::new(BTreeMap::new()), shared: OnceLock::new() }
-    }
-
-    pub fn queue_wait(&self) -> Duration {
-        self.config.queue_wait
     }
 
     /// Whether the planted defect is on (see [`BulkheadConfig::leak_permit_on_replica_failure`]).
@@ -170,7 +168,7 @@ impl Bulkheads {
     }
 
     /// The pool for `key`, and the shared limit's shares when its client shares one.
-    fn entry(&self, key: &PoolKey<'_>) -> (Arc<LimitedPool>, Option<&SharedSlots>) {
+    fn entry(&self, key: &PoolKey<'_>) -> (Arc<LimitedPool>, Option<&Arc<SharedSlots>>) {
         let name = match self.config.scope {
             BulkheadScope::Replica => key.endpoint,
             BulkheadScope::Server => key.server,
@@ -181,7 +179,7 @@ impl Bulkheads {
         }
         let client = (key.client)();
         let pool = LimitedPool::new(self.config.limiter.build(self.cap_of(key, client.cap)));
-        let shared = client.share.map(|share| self.shared.get_or_init(|| SharedSlots::new(share)));
+        let shared = client.share.map(|share| self.shared.get_or_init(|| SharedSlots::new(share, Instant::now())));
         pools.insert(name.to_owned(), Pool { pool: pool.clone(), shared: shared.is_some() });
         (pool, shared)
     }
@@ -201,16 +199,16 @@ impl Bulkheads {
         Self::with_slot(key, pool.try_acquire_probe(cap)?, shared)
     }
 
-    fn with_slot(key: &PoolKey<'_>, permit: LimitPermit, shared: Option<&SharedSlots>) -> Option<LimitPermit> {
+    fn with_slot(key: &PoolKey<'_>, permit: LimitPermit, shared: Option<&Arc<SharedSlots>>) -> Option<LimitPermit> {
         match shared {
             None => Some(permit),
-            Some(slots) => slots.try_acquire(key.server).map(|slot| permit.with_slot(slot)),
+            Some(slots) => slots.try_acquire(key.server, Instant::now()).map(|slot| permit.with_slot(slot)),
         }
     }
 
     /// A permit for one call, waiting at most the configured queue wait or `at_most`, whichever is shorter.
     pub async fn acquire(&self, key: &PoolKey<'_>, at_most: Duration) -> Result<LimitPermit, PoolTimeout> {
-        let wait = self.config.queue_wait.min(at_most);
+        let wait = self.config.queue_wait.unwrap_or_else(|| (key.client)().queue_wait).min(at_most);
         let deadline = Instant::now() + wait;
         let (pool, shared) = self.entry(key);
         let permit = pool.acquire(wait).await?;
@@ -236,7 +234,7 @@ mod tests {
     use crate::resilience::limiter::SampleOutcome;
 
     fn key<'a>(server: &'a str, endpoint: &'a str, declared_max: Option<u32>) -> PoolKey<'a> {
-        PoolKey { server, endpoint, declared_max, client: &|| ClientLimit::own(50) }
+        PoolKey { server, endpoint, declared_max, client: &|| ClientLimit::own(50, Duration::from_secs(1)) }
     }
 
     #[test]
@@ -273,7 +271,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_hung_replica_cannot_take_permits_from_a_healthy_one() {
         let config =
-            BulkheadConfig { default_max: Some(3), queue_wait: Duration::from_millis(50), ..Default::default() };
+            BulkheadConfig { default_max: Some(3), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
         let b = Bulkheads::new(config);
         let hung = key("inv", "inv-0", None);
         // Three calls to the hung replica never return: its pool is full and its callers time out in the queue.

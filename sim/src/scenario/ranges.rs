@@ -210,8 +210,8 @@ fn gateway_durations(s: &Scenario, add: &mut impl FnMut(String, Duration, Upper)
     if let Some(t) = &g.throttle {
         week("throttle.window", t.window.0);
     }
-    if let Some(b) = &g.bulkhead {
-        week("bulkhead.queue_wait", b.queue_wait.0);
+    if let Some(wait) = g.bulkhead.as_ref().and_then(|b| b.queue_wait) {
+        week("bulkhead.queue_wait", wait.0);
     }
     if let Some(timeout) = g.limiter.as_ref().and_then(|l| l.timeout) {
         week("limiter.timeout", timeout.0);

@@ -13,10 +13,11 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::{Notify, OwnedSemaphorePermit};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::{Limiter, Sample};
+use crate::resilience::shared_slots::SlotPermit;
 
 /// No permit within the queue wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -139,14 +140,14 @@ pub struct LimitPermit {
     in_flight: usize,
     /// A slot of an in-flight limit several servers share, held with the pool's own permit
     /// (see [`SharedSlots`](crate::resilience::shared_slots::SharedSlots)); released with it.
-    slot: Option<OwnedSemaphorePermit>,
+    slot: Option<SlotPermit>,
     /// A breaker's probe, counted apart (see [`LimitedPool::try_acquire_probe`]).
     probe: bool,
 }
 
 impl LimitPermit {
     /// This permit, also holding `slot` until it is finished or dropped.
-    pub(crate) fn with_slot(mut self, slot: OwnedSemaphorePermit) -> Self {
+    pub(crate) fn with_slot(mut self, slot: SlotPermit) -> Self {
         self.slot = Some(slot);
         self
     }

@@ -21,7 +21,7 @@ use crate::scenario::units::Dur;
 /// | `enabled`        | true        | false: no bulkheads                                               |
 /// | `max_concurrent` | none        | a pool's cap when its server declares no `max_concurrent_requests`; none: the load host's in-flight cap (`client.max_in_flight`) |
 /// | `per_server`     | none        | `{ db = 8 }`: caps that override the declaration                  |
-/// | `queue_wait`     | `"1s"`      | how long a call waits when no candidate replica has room, before a degraded `bulkhead_full` |
+/// | `queue_wait`     | `[client] queue_wait` | how long a call waits when no candidate replica has room, before a degraded `bulkhead_full` |
 /// | `scope`          | `"replica"` | `"server"`: one pool per server shared by its replicas (a server-wide budget) |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -37,9 +37,11 @@ pub struct BulkheadSpec {
     /// Caps by server name, overriding what the server declares.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub per_server: BTreeMap<String, usize>,
-    /// How long a call waits for a permit when no candidate replica has room.
-    #[serde(default = "default_queue_wait")]
-    pub queue_wait: Dur,
+    /// How long a call waits for a permit when no candidate replica has room (bounded by its deadline). Absent: as
+    /// long as the client waits for an in-flight slot (`[client] queue_wait`), so that the bulkhead sheds no call the
+    /// unprotected path would have queued and served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_wait: Option<Dur>,
     /// What one pool guards: `"replica"` (each replica endpoint) or `"server"` (all of a server's replicas).
     #[serde(default)]
     pub scope: ScopeName,
@@ -110,10 +112,6 @@ pub enum LimiterName {
     #[default]
     Aimd,
     Gradient2,
-}
-
-fn default_queue_wait() -> Dur {
-    Dur(BulkheadConfig::default().queue_wait)
 }
 
 impl LimiterSpec {
@@ -199,7 +197,7 @@ impl BulkheadSpec {
             default_max: self.max_concurrent,
             per_server: self.per_server.clone(),
             limiter: limiter.map_or_else(|| BulkheadConfig::default().limiter, LimiterSpec::to_core),
-            queue_wait: self.queue_wait.0,
+            queue_wait: self.queue_wait.map(|d| d.0),
             scope: match self.scope {
                 ScopeName::Replica => BulkheadScope::Replica,
                 ScopeName::Server => BulkheadScope::Server,
@@ -218,7 +216,7 @@ impl BulkheadSpec {
                 fail(&format!("bulkhead.per_server.{server}"), "must be at least 1".to_owned());
             }
         }
-        if self.queue_wait.0.is_zero() {
+        if self.queue_wait.is_some_and(|d| d.0.is_zero()) {
             fail("bulkhead.queue_wait", "must be longer than 0".to_owned());
         }
     }
