@@ -9,7 +9,7 @@
 //! | `leaked`      | safety       | after its drain, every load host's gateway holds no bulkhead permit, routed call, pending request or in-flight slot |
 //! | `panic`       | safety       | the run finished without a panic or a simulation error                        |
 //! | `memory`      | safety       | what the run measurably held stays within the run-cost estimate (see [`memory`]) |
-//! | `recovery`    | liveness     | goodput over 3 s is back to ≥ 95% of its pre-fault level within `swarm.recovery_within` of the last fault's end (see [`liveness`]) |
+//! | `recovery`    | liveness     | goodput over 3 s is back to ≥ 95% of its pre-fault level within `swarm.recovery_within` of the last fault's end (the run's own recovery figure, see [`liveness`]) |
 //! | `failures`    | differential | for a server with a replica no fault touched, the default profile fails at most naive's failures + `error_slack` × calls + `error_slack_calls` |
 //! | `healthy_p99` | differential | for a server no fault touched, the default profile's P99 ≤ `p99_ratio` × naive's + `p99_slack` |
 //! | `checks`      | the scenario's | the scenario's own `[checks]` pass (only when asked for)                  |
@@ -19,10 +19,9 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::run::memory::Seconds;
-use crate::run::{RunData, SecondRow, ServerTotals};
+use crate::run::{CheckResult, NOT_RECOVERED, Recovery, RunData, ServerTotals};
 use crate::scenario::cost::{self, CALL_BYTES, PROCESS_BYTES};
-use crate::scenario::{LoadMode, Scenario, SwarmSpec, resolve_target};
-use crate::world::{RECOVERED_SECONDS, RECOVERED_SHARE};
+use crate::scenario::{Scenario, SwarmSpec, resolve_target};
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -91,52 +90,20 @@ pub fn memory(run: &RunData) -> f64 {
         + events as f64
 }
 
-/// Liveness: goodput back within `swarm.recovery_within` of the last fault window's end. Goodput is judged over
-/// [`RECOVERED_SECONDS`] seconds at a time against its mean before the first fault (second 0, the warm-up, left
-/// out): an open loop's ok calls as a share of the calls offered in those seconds (its arrivals are Poisson, so raw
-/// ok/s swings by about √rate from second to second, and a 95% bar on it fails on noise alone), a closed loop's ok
-/// calls per second (its offered load follows its own latency). Runs without fault windows, or with no ok call
-/// before the first fault (nothing to recover to), hold it trivially.
+/// Liveness: goodput back within `swarm.recovery_within` of the last fault window's end, as the run measured it
+/// ([`crate::world::Phases::recovery`], the figure the console and `[checks] recovery_s` read too). Runs without
+/// fault windows, or with no ok call before the first fault (nothing to recover to), hold it trivially.
 pub fn liveness(scenario: &Scenario, run: &RunData) -> Vec<Violation> {
     let within = spec(scenario).recovery_within.0.as_secs_f64();
-    match recovery_s(scenario, &run.seconds) {
-        Some(took) if took > within => vec![Violation::new(
-            "recovery",
-            format!("goodput not back to 95% of its pre-fault level within {within} s of the last fault ({took} s)"),
-        )],
+    let late = |took: String| {
+        let detail = format!("goodput not back to 95% of its pre-fault level within {within} s of the last fault");
+        vec![Violation::new("recovery", format!("{detail} ({took})"))]
+    };
+    match run.totals.recovery {
+        Recovery::After(took) if took > within => late(format!("{took} s")),
+        Recovery::Never => late(NOT_RECOVERED.to_owned()),
         _ => Vec::new(),
     }
-}
-
-/// Seconds from the last fault window's end (rounded up) to the start of the first good stretch (see
-/// [`liveness`]); past the load's end without one: the seconds to the load's end, plus one. `None` when there is
-/// nothing to judge.
-pub fn recovery_s(scenario: &Scenario, rows: &[SecondRow]) -> Option<f64> {
-    let windows = scenario.faults.iter().filter(|f| !f.kind.instant() && !f.duration.0.is_zero());
-    let first = windows.clone().map(|f| f.start.0.as_secs()).min()?;
-    let last = windows.map(|f| (f.start.0 + f.duration.0).as_secs_f64().ceil() as u64).max()?;
-    let open = scenario.load.mode == LoadMode::Open;
-    let sum = |from: u64, to: u64| {
-        let rows = rows.iter().filter(|r| r.t >= from && r.t < to);
-        rows.fold((0u64, 0u64), |(ok, offered), r| (ok.saturating_add(r.ok), offered.saturating_add(r.offered)))
-    };
-    let (ok, offered) = sum(1, first);
-    if ok == 0 {
-        return None;
-    }
-    // The pre-fault level: a share of the offered calls (open loop) or ok calls per second (closed loop).
-    let level = |ok: u64, offered: u64, seconds: u64| {
-        if open { ok as f64 / offered.max(1) as f64 } else { ok as f64 / seconds.max(1) as f64 }
-    };
-    let baseline = level(ok, offered, first.saturating_sub(1));
-    let span = RECOVERED_SECONDS as u64;
-    let end = scenario.duration.0.as_secs();
-    let good = |t: u64| {
-        let (ok, offered) = sum(t, t + span);
-        (open && offered == 0) || level(ok, offered, span) >= RECOVERED_SHARE * baseline
-    };
-    let found = (last..end.saturating_sub(span - 1)).find(|&t| good(t));
-    Some(found.map_or((end.saturating_sub(last) + 1) as f64, |t| (t - last) as f64))
 }
 
 /// The differential invariants: `run` (the default profile) against `naive` (the same scenario and seed under the
@@ -174,7 +141,8 @@ pub fn differential(scenario: &Scenario, run: &RunData, naive: &RunData) -> Vec<
 /// The scenario's own `[checks]` that failed.
 pub fn checks(run: &RunData) -> Vec<Violation> {
     let failed = run.checks.iter().filter(|c| !c.passed);
-    failed.map(|c| Violation::new("checks", format!("{}: {} > {}", c.name, c.actual, c.limit))).collect()
+    let actual = |c: &CheckResult| c.actual.map_or_else(|| c.missing_actual().to_owned(), |a| a.to_string());
+    failed.map(|c| Violation::new("checks", format!("{}: {} > {}", c.name, actual(c), c.limit))).collect()
 }
 
 /// The replicas of `server` some fault targets (all of them for a fault on the whole server).
@@ -208,7 +176,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::run::{RunAudit, SecondRow};
+    use crate::run::{RunAudit, Totals};
     use crate::scenario::{Dur, FaultKind};
     use crate::swarm::draw::bare;
 
@@ -226,52 +194,16 @@ mod tests {
         s
     }
 
-    fn rows(ok_offered: &[(u64, u64)]) -> Vec<SecondRow> {
-        let row =
-            |(t, &(ok, offered)): (usize, &(u64, u64))| SecondRow { t: t as u64, ok, offered, ..Default::default() };
-        ok_offered.iter().enumerate().map(row).collect()
-    }
-
     #[test]
-    fn recovery_is_judged_against_the_offered_load_over_three_seconds() {
+    fn liveness_reads_the_runs_own_recovery() {
         let s = scenario(&[("a", 3, 2)]);
-        // Before: 90% served; fault 3-5; from 5 on, 3-second windows at 90% (a noisy second inside is fine).
-        let good = rows(&[
-            (0, 10),
-            (9, 10),
-            (18, 20),
-            (0, 10),
-            (0, 10),
-            (9, 10),
-            (4, 5),
-            (14, 15),
-            (9, 10),
-            (9, 10),
-            (9, 10),
-            (9, 10),
-        ]);
-        assert_eq!(recovery_s(&s, &good), Some(0.0));
-        // Only the last window recovers: 4 s after the fault, more than `recovery_within` (3 s).
-        let late = rows(&[
-            (0, 10),
-            (9, 10),
-            (9, 10),
-            (0, 10),
-            (0, 10),
-            (1, 10),
-            (1, 10),
-            (1, 10),
-            (1, 10),
-            (9, 10),
-            (9, 10),
-            (9, 10),
-        ]);
-        assert_eq!(recovery_s(&s, &late), Some(4.0));
-        let mut run = RunData { seconds: late, ..blank() };
-        run.totals.offered = 120;
-        assert_eq!(liveness(&s, &run)[0].invariant, "recovery");
-        // No fault window: nothing to judge.
-        assert_eq!(recovery_s(&scenario(&[]), &rows(&[(1, 1); 12])), None);
+        let with = |recovery: Recovery| RunData { totals: Totals { recovery, ..Totals::default() }, ..blank() };
+        assert!(liveness(&s, &with(Recovery::After(3.0))).is_empty());
+        assert!(liveness(&s, &with(Recovery::NotJudged)).is_empty());
+        let late = liveness(&s, &with(Recovery::After(4.0)));
+        assert_eq!((late[0].invariant.as_str(), late[0].detail.ends_with("(4 s)")), ("recovery", true), "{late:?}");
+        let never = liveness(&s, &with(Recovery::Never));
+        assert!(never[0].detail.ends_with("(not recovered within the run)"), "{never:?}");
     }
 
     #[test]

@@ -447,9 +447,14 @@ impl Recorder {
         totals.p999_ms = ms(h, 0.999);
         totals.max_ms = if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 };
         totals.ok_per_s = if sim.is_zero() { 0.0 } else { totals.ok as f64 / sim.as_secs_f64() };
-        totals.healthy_p99_before_ms = ms(&inner.healthy_before, 0.99);
-        totals.healthy_p99_during_ms = ms(&inner.healthy_during, 0.99);
-        totals.healthy_p99_ratio = ratio_f(totals.healthy_p99_during_ms, totals.healthy_p99_before_ms);
+        // No healthy call in a phase: nothing to compare (`None`, not a 0 that looks measured).
+        let p99 = |h: &Histogram<u64>| (!h.is_empty()).then(|| ms(h, 0.99));
+        totals.healthy_p99_before_ms = p99(&inner.healthy_before);
+        totals.healthy_p99_during_ms = p99(&inner.healthy_during);
+        totals.healthy_p99_ratio = match (totals.healthy_p99_during_ms, totals.healthy_p99_before_ms) {
+            (Some(during), Some(before)) if before > 0.0 => Some(during / before),
+            _ => None,
+        };
         (rows, std::mem::take(&mut inner.events), totals)
     }
 
@@ -461,11 +466,6 @@ impl Recorder {
 
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
-}
-
-/// `a / b`, 0 when either side has no data (no healthy calls in a phase: nothing to compare).
-fn ratio_f(a: f64, b: f64) -> f64 {
-    if a == 0.0 || b == 0.0 { 0.0 } else { a / b }
 }
 
 /// The core's observer on a load host, for its client of one server replica: connection lifecycle and session
