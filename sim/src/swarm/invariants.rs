@@ -12,12 +12,14 @@
 //! | `recovery`    | liveness     | goodput over 3 s is back to ≥ 95% of its pre-fault level within `swarm.recovery_within` of the last fault's end (the run's own recovery figure, see [`liveness`]) |
 //! | `failures`    | differential | for a server with a replica no fault touched, the default profile fails at most naive's failures + `error_slack` × calls + `error_slack_calls` |
 //! | `healthy_p99` | differential | for a server no fault touched, the default profile's P99 ≤ `p99_ratio` × naive's + `p99_slack` |
+//! | `ok_calls`    | differential | for every server, the default profile's ok calls ≥ naive's − naive's waited-out calls − (0.5% of naive's ok + 5) (see [`ok_calls`]) |
 //! | `checks`      | the scenario's | the scenario's own `[checks]` pass (only when asked for)                  |
 
 use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+use crate::report::num::grouped;
 use crate::run::memory::Seconds;
 use crate::run::{CheckResult, NOT_RECOVERED, Recovery, RunData, ServerTotals};
 use crate::scenario::cost::{self, CALL_BYTES, PROCESS_BYTES};
@@ -112,11 +114,12 @@ pub fn differential(scenario: &Scenario, run: &RunData, naive: &RunData) -> Vec<
     let spec = spec(scenario);
     let mut out = Vec::new();
     for server in &scenario.servers {
+        let (mine, theirs) = (totals(run, &server.name), totals(naive, &server.name));
+        out.extend(ok_calls(&server.name, &mine, &theirs));
         let touched = touched_replicas(scenario, &server.name, server.replicas);
         if touched.len() == server.replicas {
             continue;
         }
-        let (mine, theirs) = (totals(run, &server.name), totals(naive, &server.name));
         let allowed = theirs.failed as f64 + spec.error_slack * mine.calls as f64 + spec.error_slack_calls as f64;
         if mine.failed as f64 > allowed {
             out.push(Violation::new(
@@ -136,6 +139,31 @@ pub fn differential(scenario: &Scenario, run: &RunData, naive: &RunData) -> Vec<
         }
     }
     out
+}
+
+/// Slack of the `ok_calls` invariant: this share of naive's ok calls, plus [`OK_SLACK_CALLS`] (the two runs see
+/// the same arrivals and faults, but retries and routing draw differently).
+pub const OK_SLACK: f64 = 0.005;
+pub const OK_SLACK_CALLS: f64 = 5.0;
+
+/// `ok_calls`, for every server (those with every replica touched too): the default profile serves at least as
+/// many ok calls as naive, less naive's waited-out ones (served only because the fault ended while they waited,
+/// which no causal gateway can know) and the slack. `mine` and `theirs` are the server's totals under the default
+/// and the naive profile.
+pub fn ok_calls(server: &str, mine: &ServerTotals, theirs: &ServerTotals) -> Option<Violation> {
+    let naive_ok = theirs.ok();
+    let allowed = naive_ok.saturating_sub(theirs.waited_out) as f64 - (OK_SLACK * naive_ok as f64 + OK_SLACK_CALLS);
+    if mine.ok() as f64 >= allowed {
+        return None;
+    }
+    let detail = format!(
+        "{server}: {} ok, naive {} ok of which {} waited out (allowed ≥ {})",
+        grouped(mine.ok()),
+        grouped(naive_ok),
+        grouped(theirs.waited_out),
+        grouped(allowed.ceil() as u64)
+    );
+    Some(Violation::new("ok_calls", detail))
 }
 
 /// The scenario's own `[checks]` that failed.
@@ -210,10 +238,12 @@ mod tests {
     fn differential_spares_servers_whose_every_replica_was_touched() {
         let s = scenario(&[("a#0", 3, 2)]);
         assert_eq!(touched_replicas(&s, "a", 2), BTreeSet::from([0]));
+        // Naive's 30 waited-out calls keep `ok_calls` out of these cases (see the next test).
         let with = |failed: u64, p99_ms: f64| {
             let mut run = blank();
-            run.audit.servers.insert("a".into(), ServerTotals { calls: 1000, failed, p99_ms: 10.0 });
-            run.audit.servers.insert("b".into(), ServerTotals { calls: 1000, failed: 0, p99_ms });
+            let a = ServerTotals { calls: 1000, failed, waited_out: 30, p99_ms: 10.0 };
+            run.audit.servers.insert("a".into(), a);
+            run.audit.servers.insert("b".into(), ServerTotals { calls: 1000, p99_ms, ..ServerTotals::default() });
             run
         };
         // a: 30 allowed over naive's 10 (2% of 1000 + 5); b untouched: P99 ≤ 1.5 × 10 + 20 ms.
@@ -223,7 +253,36 @@ mod tests {
         assert_eq!(names, ["failures", "healthy_p99"]);
         // Both replicas of `a` touched: its failures are not compared.
         let whole = scenario(&[("a", 3, 2)]);
-        assert!(differential(&whole, &with(500, 10.0), &with(10, 10.0)).is_empty());
+        assert!(differential(&whole, &with(40, 10.0), &with(10, 10.0)).is_empty());
+    }
+
+    #[test]
+    fn ok_calls_holds_the_default_to_naives_ok_calls_less_the_waited_out_ones_and_the_slack() {
+        let server = |calls: u64, failed: u64, waited_out: u64| ServerTotals { calls, failed, waited_out, p99_ms: 1.0 };
+        // issue 24's retry_storm row: 34,264 − 4,066 − (171.32 + 5) = 30,021.68.
+        let naive = server(40_000, 5_736, 4_066);
+        let v = ok_calls("db", &server(40_000, 10_591, 0), &naive).expect("a shortfall");
+        assert_eq!(v.invariant, "ok_calls");
+        assert_eq!(v.detail, "db: 29,409 ok, naive 34,264 ok of which 4,066 waited out (allowed ≥ 30,022)");
+        assert!(ok_calls("db", &server(40_000, 9_978, 0), &naive).is_none(), "30,022 ok is enough");
+        assert!(ok_calls("db", &server(40_000, 9_979, 0), &naive).is_some(), "30,021 is not");
+        // The default's own waited-out calls count for it; a tiny server has the 5 calls of slack.
+        assert!(ok_calls("db", &server(10, 5, 5), &server(10, 0, 0)).is_none());
+        assert!(ok_calls("db", &server(10, 6, 0), &server(10, 0, 0)).is_some());
+        // Nothing served by either: nothing to compare.
+        assert!(ok_calls("db", &ServerTotals::default(), &ServerTotals::default()).is_none());
+
+        // Every server is compared, those with every replica touched too.
+        let whole = scenario(&[("a", 3, 2)]);
+        let with = |failed: u64, waited_out: u64| {
+            let mut run = blank();
+            run.audit.servers.insert("a".into(), server(1000, failed, waited_out));
+            run
+        };
+        let v = differential(&whole, &with(500, 0), &with(10, 400));
+        assert_eq!((v.len(), v[0].invariant.as_str()), (1, "ok_calls"), "{v:?}");
+        assert!(v[0].detail.starts_with("a: 500 ok, naive 990 ok of which 400 waited out (allowed ≥ 581)"), "{v:?}");
+        assert!(differential(&whole, &with(400, 0), &with(10, 400)).is_empty());
     }
 
     #[test]

@@ -5,11 +5,11 @@
 //! Only faults with a duration make windows (an instant schema drift or session purge has none). Per-second
 //! figures use the seconds a window touches: `[floor(start), ceil(end))`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::run::{Recovery, SecondRow};
-use crate::scenario::{Scenario, resolve_target};
+use crate::scenario::{Scenario, resolve_target, server_host};
 
 /// Share of the pre-fault goodput that counts as recovered.
 pub const RECOVERED_SHARE: f64 = 0.95;
@@ -22,21 +22,37 @@ pub struct Phases {
     windows: Vec<(Duration, Duration)>,
     /// Servers some fault targets (a replica target marks its whole server: its calls are not "healthy").
     targeted: BTreeSet<String>,
+    /// The fault windows on each replica host (a fault on a whole server is on each of its replicas).
+    on_replica: BTreeMap<String, Vec<(Duration, Duration)>>,
 }
 
 impl Phases {
     pub fn of(scenario: &Scenario) -> Phases {
-        let mut windows = Vec::new();
-        let mut targeted = BTreeSet::new();
+        let mut phases = Phases::default();
         for f in &scenario.faults {
-            if let Ok((s, _)) = resolve_target(&f.target, &scenario.servers) {
-                targeted.insert(scenario.servers[s].name.clone());
+            let window = (f.start.0, f.start.0.saturating_add(f.duration.0));
+            let lasting = !f.kind.instant() && !f.duration.0.is_zero();
+            if lasting {
+                phases.windows.push(window);
             }
-            if !f.kind.instant() && !f.duration.0.is_zero() {
-                windows.push((f.start.0, f.start.0.saturating_add(f.duration.0)));
+            let Ok((s, replica)) = resolve_target(&f.target, &scenario.servers) else { continue };
+            let server = &scenario.servers[s];
+            phases.targeted.insert(server.name.clone());
+            let replicas = replica.map_or(0..server.replicas, |r| r..r + 1);
+            for r in replicas.filter(|_| lasting) {
+                phases.on_replica.entry(server_host(&server.name, r)).or_default().push(window);
             }
         }
-        Phases { windows, targeted }
+        phases
+    }
+
+    /// Whether an ok attempt on replica host `replica`, sent at `sent` and answered at `answered`, was *waited
+    /// out*: sent inside a fault window on that replica (or its whole server) and answered once the window had
+    /// ended. Such a call was served only because the fault happened to end while it waited, which a causal
+    /// gateway cannot know; the swarm's `ok_calls` oracle does not count them.
+    pub fn waited_out(&self, replica: &str, sent: Duration, answered: Duration) -> bool {
+        let windows = self.on_replica.get(replica).map_or(&[][..], Vec::as_slice);
+        windows.iter().any(|&(start, end)| start <= sent && sent < end && end <= answered)
     }
 
     pub fn has_windows(&self) -> bool {
@@ -130,6 +146,7 @@ mod tests {
         Phases {
             windows: vec![(Duration::from_secs(start), Duration::from_secs(end))],
             targeted: BTreeSet::from(["db".to_owned()]),
+            ..Phases::default()
         }
     }
 
@@ -196,6 +213,29 @@ mod tests {
         let none = Phases::default();
         assert_eq!(none.recovery(&rows(&[100; 9]), true, Duration::from_secs(9)), Recovery::NotJudged);
         assert_eq!(none.amplification_during(&rows(&[100; 9])), None);
+    }
+
+    #[test]
+    fn waited_out_calls_started_inside_a_window_on_their_replica_and_were_answered_after_it() {
+        let text = "name = \"t\"\nduration = \"20s\"\n[[servers]]\nname = \"db\"\nreplicas = 2\n[[servers.tools]]\n\
+                    name = \"q\"\n[[servers]]\nname = \"api\"\nreplicas = 2\n[[servers.tools]]\nname = \"x\"\n[load]\n\
+                    mode = \"open\"\nrate = 10.0\n[[load.mix]]\nserver = \"db\"\ntool = \"q\"\n\
+                    [[faults]]\nkind = \"error_burst\"\ntarget = \"db\"\nstart = \"10s\"\nduration = \"2s\"\nrate = 1.0\n\
+                    [[faults]]\nkind = \"error_burst\"\ntarget = \"api#1\"\nstart = \"4s\"\nduration = \"1s\"\nrate = 1.0\n\
+                    [[faults]]\nkind = \"session_expiry\"\ntarget = \"api#0\"\nstart = \"4s\"\n";
+        let mut scenario = crate::scenario::load_str(text, "t.toml", &[]).expect("valid");
+        // An instant fault has no window, whatever its duration says.
+        scenario.faults[2].duration = crate::scenario::Dur(Duration::from_secs(5));
+        let p = Phases::of(&scenario);
+        let ms = Duration::from_millis;
+        // A whole-server fault is on each replica: sent at 11 s, answered at 12 s (the window's end) or later.
+        assert!(p.waited_out("db-0", ms(11_000), ms(12_000)) && p.waited_out("db-1", ms(10_000), ms(15_000)));
+        // Answered inside the window, sent before it, or sent after it: not waited out.
+        assert!(!p.waited_out("db-0", ms(11_000), ms(11_999)));
+        assert!(!p.waited_out("db-0", ms(9_999), ms(12_500)) && !p.waited_out("db-0", ms(12_000), ms(12_500)));
+        // A replica fault is on that replica only; an instant fault has no window.
+        assert!(p.waited_out("api-1", ms(4_500), ms(5_100)) && !p.waited_out("api-0", ms(4_500), ms(5_100)));
+        assert!(!p.waited_out("nowhere", ms(4_500), ms(5_100)));
     }
 
     #[test]

@@ -19,7 +19,7 @@ use mcpstorm_core::resilience::{BreakerState, BreakerTransition, DegradedReason,
 use mcpstorm_core::session::is_session_not_found;
 use mcpstorm_core::{CallError, Event, Observer, SessionEvent};
 
-use super::audit::AuditLog;
+use super::audit::{AuditLog, Settled};
 use super::call_log::CallLog;
 use super::phases::Phases;
 use crate::run::memory::{Seconds, latency_histogram, ms};
@@ -328,8 +328,10 @@ impl Recorder {
         }
     }
 
-    /// A logical call reached its outcome at `at`; `server` is where its last attempt went (none: no attempt), and
-    /// `audited` the server the run's audit files it under (see [`RunAudit::servers`](crate::run::RunAudit)).
+    /// A logical call reached its outcome at `at`; `server` is where its last attempt went (none: no attempt),
+    /// `audited` the server the run's audit files it under (see [`RunAudit::servers`](crate::run::RunAudit)), and
+    /// `answered_by` the replica host of its last attempt and when that attempt was sent (for an ok call, to tell
+    /// whether it was waited out: [`Phases::waited_out`]).
     pub fn logical_done(
         &self,
         at: Duration,
@@ -337,9 +339,15 @@ impl Recorder {
         outcome: Outcome,
         server: Option<&str>,
         audited: Option<&str>,
+        answered_by: Option<(&str, Duration)>,
     ) {
         let mut inner = self.lock();
-        inner.audit.call(audited, latency, outcome == Outcome::Ok);
+        let settled = match (outcome, answered_by) {
+            (Outcome::Ok, Some((replica, sent))) if inner.phases.waited_out(replica, sent, at) => Settled::WaitedOut,
+            (Outcome::Ok, _) => Settled::Ok,
+            _ => Settled::Failed,
+        };
+        inner.audit.call(audited, latency, settled);
         let micros = (latency.as_micros() as u64).clamp(1, 3_600_000_000);
         if server.is_some_and(|s| inner.phases.healthy(s)) {
             if inner.phases.before(at) {
