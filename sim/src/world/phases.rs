@@ -104,8 +104,10 @@ impl Phases {
     /// the first stretch at ≥ [`RECOVERED_SHARE`] of it. An open loop's (`open`) level is its ok calls as a share of
     /// the calls offered in those seconds: its arrivals are Poisson, so raw ok/s swings by about √rate from second
     /// to second, and a 95% bar on it fails on noise alone. A closed loop's is ok calls per second (its offered load
-    /// follows its own latency). Stretches reaching past `load_end` (when the load stopped) are not judged.
-    /// [`Recovery::NotJudged`] without windows or without an ok call before the first fault.
+    /// follows its own latency). Stretches reaching past `load_end` (when the load stopped) are not judged; a load
+    /// that stopped less than [`RECOVERED_SECONDS`] after the last fault is judged over the seconds left.
+    /// [`Recovery::NotJudged`] without windows, without an ok call before the first fault, or without a whole second
+    /// of load after the last fault.
     pub fn recovery(&self, rows: &[SecondRow], open: bool, load_end: Duration) -> Recovery {
         let (Some(first), Some(last)) = (self.first_start(), self.last_end()) else { return Recovery::NotJudged };
         let (first, last) = (first.as_secs(), last.as_secs_f64().ceil() as u64);
@@ -121,13 +123,17 @@ impl Phases {
             if open { ok as f64 / offered.max(1) as f64 } else { ok as f64 / seconds.max(1) as f64 }
         };
         let baseline = level(ok, offered, first.saturating_sub(1));
-        let span = RECOVERED_SECONDS as u64;
+        // A load that stops less than a stretch after the last fault is judged over what is left of it.
+        let end = load_end.as_secs();
+        let span = (RECOVERED_SECONDS as u64).min(end.saturating_sub(last));
+        if span == 0 {
+            return Recovery::NotJudged;
+        }
         let good = |t: u64| {
             let (ok, offered) = sum(t, t + span);
             (open && offered == 0) || level(ok, offered, span) >= RECOVERED_SHARE * baseline
         };
-        let end = load_end.as_secs();
-        match (last..end.saturating_sub(span - 1)).find(|&t| good(t)) {
+        match (last..=end - span).find(|&t| good(t)) {
             Some(t) => Recovery::After((t - last) as f64),
             None => Recovery::Never,
         }
@@ -168,6 +174,10 @@ mod tests {
         assert_eq!(window(3, 5).recovery(&offered(&late), true, Duration::from_secs(12)), Recovery::After(4.0));
         // The same rows when the load stopped at 11 s: the good stretch is never judged.
         assert_eq!(window(3, 5).recovery(&offered(&late), true, Duration::from_secs(11)), Recovery::Never);
+        // A load that stops 2 s after the fault is judged over those 2 s; one that stops with it, not at all.
+        assert_eq!(window(3, 5).recovery(&offered(&good), true, Duration::from_secs(7)), Recovery::After(0.0));
+        assert_eq!(window(3, 5).recovery(&offered(&late), true, Duration::from_secs(7)), Recovery::Never);
+        assert_eq!(window(3, 5).recovery(&offered(&good), true, Duration::from_secs(5)), Recovery::NotJudged);
     }
 
     #[test]
