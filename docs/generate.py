@@ -105,13 +105,20 @@ def short(x: float, decimals: int) -> str:
     return s.rstrip("0").rstrip(".") if "." in s else s
 
 
-def times(x: float) -> str:
-    """A ratio: `0.54x`, `11.05x`."""
-    return f"{fixed(x, 2)}x"
+def times(x: float | None) -> str:
+    """A ratio: `0.54x`, `11.05x`; `n/a` for a figure with nothing to judge (`null` in summary.json)."""
+    return "n/a" if x is None else f"{fixed(x, 2)}x"
 
 
 def secs(x: float) -> str:
     return f"{short(x, 3)} s"
+
+
+def recovery(totals: dict) -> str:
+    """A run's recovery as the console prints it: `2 s`, `not recovered within the run` or `n/a`."""
+    if totals["recovery_s"] is not None:
+        return secs(totals["recovery_s"])
+    return "not recovered within the run" if totals["recovered"] is False else "n/a"
 
 
 def sim_s(x: float) -> str:
@@ -343,8 +350,8 @@ def block_retry_storm_table(ctx: Context) -> str:
         ),
         (
             f"goodput back to ≥ 95% of before, after the spike (`recovery_s`, check ≤ {check_limit(d, 'recovery_s')})",
-            f"**{secs(dt['recovery_s'])}**",
-            secs(nt["recovery_s"]),
+            f"**{recovery(dt)}**",
+            recovery(nt),
         ),
         (
             "whole-run attempts / calls, P99",
@@ -412,7 +419,7 @@ def story_cascading(ctx: Context, run: Run) -> str:
     return (
         f"900 calls/s, `orders` 20x slower for 10 s: naive retries ({times(n['amplification_during_fault'])}) spread it "
         f"to `catalog` (P99 {times(n['healthy_p99_ratio'])}); the default gateway does not "
-        f"({times(d['amplification_during_fault'])}, {times(d['healthy_p99_ratio'])}, back in {secs(d['recovery_s'])})"
+        f"({times(d['amplification_during_fault'])}, {times(d['healthy_p99_ratio'])}, back in {recovery(d)})"
     )
 
 

@@ -5,7 +5,9 @@ use std::path::Path;
 
 use super::num::{finite, grouped, ms, pct, short};
 use super::plot;
-use super::summary::{clean_totals, convergence, degraded_by_reason, healthy_ms, healthy_ratio, timing, verdict};
+use super::summary::{
+    actual, clean_totals, convergence, degraded_by_reason, healthy_ms, recovery, times, timing, verdict,
+};
 use crate::run::{RunData, WallClock};
 
 /// Totals, checks, where the report went, how fast the simulation ran, and the command that reproduces the run.
@@ -61,13 +63,13 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
     if !t.convergence.is_empty() {
         let _ = writeln!(s, "  gateways   breaker convergence across gateways: {}", convergence(&t));
     }
-    if t.amplification_during_fault > 0.0 || t.breaker_opens > 0 || !t.degraded.is_empty() {
+    if t.amplification_during_fault.is_some() || t.breaker_opens > 0 || !t.degraded.is_empty() {
         let _ = writeln!(
             s,
-            "  resilience amplification during faults {}x  {}  recovery {} s  breaker opens {}  degraded {}",
-            short(t.amplification_during_fault, 3),
+            "  resilience amplification during faults {}  {}  recovery {}  breaker opens {}  degraded {}",
+            times(t.amplification_during_fault),
             healthy_p99(&t),
-            short(t.recovery_s, 3),
+            recovery(t.recovery),
             grouped(t.breaker_opens),
             degraded_by_reason(&t)
         );
@@ -79,14 +81,8 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
     }
     for (i, c) in run.checks.iter().enumerate() {
         let lead = if i == 0 { "  checks   " } else { "           " };
-        let _ = writeln!(
-            s,
-            "{lead} {}  {}: actual {}, limit {}",
-            verdict(c.passed),
-            c.name,
-            short(c.actual, 4),
-            short(c.limit, 4)
-        );
+        let _ =
+            writeln!(s, "{lead} {}  {}: actual {}, limit {}", verdict(c.passed), c.name, actual(c), short(c.limit, 4));
     }
     for (i, f) in run.faults.iter().enumerate() {
         let lead = if i == 0 { "  faults   " } else { "           " };
@@ -103,10 +99,12 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
 /// without calls to them is `n/a`, and a run without any says so.
 fn healthy_p99(t: &crate::run::Totals) -> String {
     let (before, during) = (t.healthy_p99_before_ms, t.healthy_p99_during_ms);
-    match healthy_ratio(t) {
-        Some(ratio) => format!("healthy P99 {} -> {} ({}x)", ms(before), ms(during), short(ratio, 3)),
-        None if before > 0.0 || during > 0.0 => format!("healthy P99 {} -> {}", healthy_ms(before), healthy_ms(during)),
-        None => "healthy P99 n/a (no call reached a server outside the faults)".to_owned(),
+    match (t.healthy_p99_ratio, before, during) {
+        (Some(ratio), _, _) => {
+            format!("healthy P99 {} -> {} ({}x)", healthy_ms(before), healthy_ms(during), short(ratio, 3))
+        }
+        (None, None, None) => "healthy P99 n/a (no call reached a server outside the faults)".to_owned(),
+        (None, _, _) => format!("healthy P99 {} -> {}", healthy_ms(before), healthy_ms(during)),
     }
 }
 
@@ -129,10 +127,11 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::run::Totals;
+    use crate::report::summary::{json, markdown};
+    use crate::run::{CheckResult, Recovery, Totals};
 
-    fn resilience_line(totals: Totals) -> String {
-        let run = RunData {
+    fn run_with(totals: Totals) -> RunData {
+        RunData {
             scenario: "s".into(),
             description: String::new(),
             seed: 1,
@@ -142,28 +141,72 @@ mod tests {
             seconds: Vec::new(),
             events: Vec::new(),
             faults: Vec::new(),
-            totals: Totals { amplification_during_fault: 1.0, ..totals },
+            totals: Totals { amplification_during_fault: Some(1.0), ..totals },
             checks: Vec::new(),
             reproduce: "mcpstorm sim s.toml".into(),
             audit: Default::default(),
-        };
-        let wall = WallClock { wall: Duration::from_secs(1), sim: Duration::from_secs(10) };
-        let text = console_summary(&run, &wall, Path::new("out"));
-        text.lines().find(|l| l.trim_start().starts_with("resilience")).unwrap_or_default().to_owned()
+        }
+    }
+
+    const WALL: WallClock = WallClock { wall: Duration::from_secs(1), sim: Duration::from_secs(10) };
+
+    fn line(run: &RunData, lead: &str) -> String {
+        let text = console_summary(run, &WALL, Path::new("out"));
+        text.lines().find(|l| l.trim_start().starts_with(lead)).unwrap_or_default().to_owned()
+    }
+
+    fn resilience_line(totals: Totals) -> String {
+        line(&run_with(totals), "resilience")
+    }
+
+    fn json_totals(run: &RunData) -> serde_json::Value {
+        let doc: serde_json::Value = serde_json::from_slice(&json(run).expect("serializes")).expect("parses");
+        doc["totals"].clone()
     }
 
     #[test]
     fn healthy_p99_is_not_made_up_when_no_call_reached_a_healthy_server() {
         let line = resilience_line(Totals::default());
         assert!(line.contains("healthy P99 n/a (no call reached a server outside the faults)"), "{line}");
-        let before_only = Totals { healthy_p99_before_ms: 7.99, ..Totals::default() };
+        let before_only = Totals { healthy_p99_before_ms: Some(7.99), ..Totals::default() };
         assert!(resilience_line(before_only).contains("healthy P99 7.99 ms -> n/a  recovery"));
         let both = Totals {
-            healthy_p99_before_ms: 8.0,
-            healthy_p99_during_ms: 9.0,
-            healthy_p99_ratio: 1.125,
+            healthy_p99_before_ms: Some(8.0),
+            healthy_p99_during_ms: Some(9.0),
+            healthy_p99_ratio: Some(1.125),
             ..Totals::default()
         };
         assert!(resilience_line(both).contains("healthy P99 8.00 ms -> 9.00 ms (1.125x)"));
+        // summary.json: n/a is null, not a 0 that reads as a measurement.
+        let t = json_totals(&run_with(Totals { amplification_during_fault: None, ..Totals::default() }));
+        for key in ["healthy_p99_before_ms", "healthy_p99_during_ms", "healthy_p99_ratio", "recovery_s", "recovered"] {
+            assert!(t[key].is_null(), "{key}: {t}");
+        }
+        let mut no_window = run_with(Totals::default());
+        no_window.totals.amplification_during_fault = None;
+        assert!(json_totals(&no_window)["amplification_during_fault"].is_null());
+    }
+
+    #[test]
+    fn a_recovery_that_never_came_is_a_phrase_and_null_not_a_number() {
+        let mut never = run_with(Totals { recovery: Recovery::Never, ..Totals::default() });
+        never.checks = vec![CheckResult { name: "recovery_s".into(), limit: 10.0, actual: None, passed: false }];
+        assert!(resilience_line(never.totals.clone()).contains("recovery not recovered within the run  breaker"));
+        let md = markdown(&never, &WALL);
+        assert!(md.contains("| recovery after the last fault | not recovered within the run |"), "{md}");
+        assert!(md.contains("| recovery_s | 10 | not recovered within the run | **FAIL** |"), "{md}");
+        let check = line(&never, "checks");
+        assert!(check.contains("FAIL  recovery_s: actual not recovered within the run, limit 10"), "{check}");
+        let t = json_totals(&never);
+        assert!(t["recovery_s"].is_null() && t["recovered"] == false, "{t}");
+        // Nothing to judge: n/a, and null in both fields.
+        let na = run_with(Totals::default());
+        assert!(resilience_line(na.totals.clone()).contains("recovery n/a  breaker"));
+        assert!(markdown(&na, &WALL).contains("| recovery after the last fault | n/a |"));
+        // Recovered: the seconds.
+        let back = run_with(Totals { recovery: Recovery::After(1.0), ..Totals::default() });
+        assert!(resilience_line(back.totals.clone()).contains("recovery 1 s  breaker"));
+        let t = json_totals(&back);
+        assert!(t["recovery_s"] == 1.0 && t["recovered"] == true, "{t}");
     }
 }

@@ -5,9 +5,9 @@
 
 use std::fmt::Write as _;
 
-use super::num::{finite, grouped, ms, pct, short};
+use super::num::{finite, grouped, ms, pct};
 use super::overlay::{AMPLIFICATION, ERROR_RATE, GOODPUT, Metric, Overlay, P99, STALE_SENDS, Series};
-use super::summary::{healthy_ratio, verdict};
+use super::summary::{clean_totals, recovery, times, verdict};
 use crate::run::RunData;
 
 pub(crate) const CONTRAST: &str = "contrast";
@@ -73,7 +73,7 @@ pub fn contrast_table(primary: &RunData, other: &RunData) -> String {
         "recovery"
     );
     for run in [primary, other] {
-        let t = &run.totals;
+        let t = &clean_totals(&run.totals);
         let _ = writeln!(
             s,
             "  {:<8} {:>6} {:>10} {:>8} {:>10} {:>12} {:>12} {:>14} {:>13} {:>9} {:>12} {:>12} {:>9}",
@@ -87,9 +87,9 @@ pub fn contrast_table(primary: &RunData, other: &RunData) -> String {
             grouped(t.session_errors),
             grouped(t.rehandshakes),
             grouped(t.renewals),
-            format!("{}x", short(finite(t.amplification_during_fault), 3)),
-            healthy_ratio(t).map_or_else(|| "n/a".to_owned(), |r| format!("{}x", short(finite(r), 3))),
-            format!("{} s", short(finite(t.recovery_s), 3))
+            times(t.amplification_during_fault),
+            times(t.healthy_p99_ratio),
+            recovery(t.recovery)
         );
     }
     s

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::num::{finite, grouped, md_cell, ms, pct, short};
 use super::plot;
-use crate::run::{CheckResult, FaultWindow, RunData, Totals, WallClock};
+use crate::run::{CheckResult, FaultWindow, NOT_JUDGED, NOT_RECOVERED, Recovery, RunData, Totals, WallClock};
 
 pub(crate) const SUMMARY_JSON: &str = "summary.json";
 pub(crate) const SUMMARY_MD: &str = "summary.md";
@@ -39,8 +39,10 @@ struct ServerJson {
     p99_ms: f64,
 }
 
-/// A copy of `t` with every float finite (serde_json would write NaN and inf as `null`).
+/// A copy of `t` with every float finite (serde_json would write NaN and inf as `null`, which here means only "n/a":
+/// a figure with nothing to judge is `None`).
 pub(crate) fn clean_totals(t: &Totals) -> Totals {
+    let known = |x: Option<f64>| x.map(finite);
     Totals {
         amplification: finite(t.amplification),
         error_rate: finite(t.error_rate),
@@ -50,11 +52,14 @@ pub(crate) fn clean_totals(t: &Totals) -> Totals {
         p999_ms: finite(t.p999_ms),
         max_ms: finite(t.max_ms),
         ok_per_s: finite(t.ok_per_s),
-        amplification_during_fault: finite(t.amplification_during_fault),
-        healthy_p99_before_ms: finite(t.healthy_p99_before_ms),
-        healthy_p99_during_ms: finite(t.healthy_p99_during_ms),
-        healthy_p99_ratio: finite(t.healthy_p99_ratio),
-        recovery_s: finite(t.recovery_s),
+        amplification_during_fault: known(t.amplification_during_fault),
+        healthy_p99_before_ms: known(t.healthy_p99_before_ms),
+        healthy_p99_during_ms: known(t.healthy_p99_during_ms),
+        healthy_p99_ratio: known(t.healthy_p99_ratio),
+        recovery: match t.recovery {
+            Recovery::After(s) => Recovery::After(finite(s)),
+            r => r,
+        },
         ..t.clone()
     }
 }
@@ -72,7 +77,7 @@ pub(crate) fn json(run: &RunData) -> Result<Vec<u8>, serde_json::Error> {
         checks: run
             .checks
             .iter()
-            .map(|c| CheckResult { limit: finite(c.limit), actual: finite(c.actual), ..c.clone() })
+            .map(|c| CheckResult { limit: finite(c.limit), actual: c.actual.map(finite), ..c.clone() })
             .collect(),
         faults: run
             .faults
@@ -149,11 +154,14 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
         ("auth errors", grouped(t.auth_errors)),
         ("re-handshakes", grouped(t.rehandshakes)),
         ("renewals", grouped(t.renewals)),
-        ("amplification during faults", format!("{}x", short(t.amplification_during_fault, 3))),
+        ("amplification during faults", times(t.amplification_during_fault)),
         ("healthy servers' P99 before faults", healthy_ms(t.healthy_p99_before_ms)),
         ("healthy servers' P99 during faults", healthy_ms(t.healthy_p99_during_ms)),
-        ("healthy P99 ratio (during / before)", healthy_ratio(&t).map_or_else(|| "n/a".to_owned(), |r| short(r, 3))),
-        ("recovery after the last fault", format!("{} s", short(t.recovery_s, 3))),
+        (
+            "healthy P99 ratio (during / before)",
+            t.healthy_p99_ratio.map_or_else(|| NOT_JUDGED.to_owned(), |r| short(r, 3)),
+        ),
+        ("recovery after the last fault", recovery(t.recovery)),
         ("breaker openings", grouped(t.breaker_opens)),
         ("degraded results", degraded_by_reason(&t)),
         ("routing formula", run.formula.clone()),
@@ -171,7 +179,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
         s.push_str("| check | limit | actual | result |\n|---|---:|---:|:---:|\n");
         for c in &run.checks {
             let mark = if c.passed { "PASS" } else { "**FAIL**" };
-            let _ = writeln!(s, "| {} | {} | {} | {mark} |", md_cell(&c.name), short(c.limit, 4), short(c.actual, 4));
+            let _ = writeln!(s, "| {} | {} | {} | {mark} |", md_cell(&c.name), short(c.limit, 4), actual(c));
         }
     }
 
@@ -213,14 +221,28 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
 }
 
 /// A P99 of calls to healthy servers (those no fault targets), or `n/a` for a phase in which no call reached one:
-/// every server was a fault target, or no call went to the others. (`Totals` holds 0 then.)
-pub(crate) fn healthy_ms(p99_ms: f64) -> String {
-    if p99_ms > 0.0 { ms(p99_ms) } else { "n/a".to_owned() }
+/// every server was a fault target, or no call went to the others.
+pub(crate) fn healthy_ms(p99_ms: Option<f64>) -> String {
+    p99_ms.map_or_else(|| NOT_JUDGED.to_owned(), ms)
 }
 
-/// The healthy servers' P99 ratio (during / before the faults), when both phases had calls to them.
-pub(crate) fn healthy_ratio(t: &Totals) -> Option<f64> {
-    (t.healthy_p99_before_ms > 0.0 && t.healthy_p99_during_ms > 0.0).then_some(t.healthy_p99_ratio)
+/// `1.2x`, or `n/a`.
+pub(crate) fn times(x: Option<f64>) -> String {
+    x.map_or_else(|| NOT_JUDGED.to_owned(), |x| format!("{}x", short(x, 3)))
+}
+
+/// `2 s`, `not recovered within the run`, or `n/a` (no fault window, or no ok call before the first fault).
+pub(crate) fn recovery(r: Recovery) -> String {
+    match r {
+        Recovery::After(s) => format!("{} s", short(s, 3)),
+        Recovery::Never => NOT_RECOVERED.to_owned(),
+        Recovery::NotJudged => NOT_JUDGED.to_owned(),
+    }
+}
+
+/// A check's actual figure: the number, or why it has none.
+pub(crate) fn actual(c: &CheckResult) -> String {
+    c.actual.map_or_else(|| c.missing_actual().to_owned(), |a| short(a, 4))
 }
 
 /// `12 (breaker_open 10, retry_budget_exhausted 2)`, or `0`.

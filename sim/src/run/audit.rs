@@ -29,5 +29,15 @@ pub struct ServerTotals {
     pub calls: u64,
     /// Calls whose outcome was not ok (an error, an `isError` result or a degraded result).
     pub failed: u64,
+    /// Ok calls *waited out*: their answering attempt was sent inside a fault window on its replica (or its whole
+    /// server) and answered after the window ended (see `world::Phases::waited_out`).
+    pub waited_out: u64,
     pub p99_ms: f64,
+}
+
+impl ServerTotals {
+    /// Calls whose outcome was ok.
+    pub fn ok(&self) -> u64 {
+        self.calls.saturating_sub(self.failed)
+    }
 }

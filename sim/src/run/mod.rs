@@ -100,8 +100,75 @@ pub struct FaultWindow {
 pub struct CheckResult {
     pub name: String,
     pub limit: f64,
-    pub actual: f64,
+    /// The run's figure; `None` (`null` in JSON) when it has no value: nothing to judge (the check passes), or a
+    /// recovery that never came within the run (it fails).
+    pub actual: Option<f64>,
     pub passed: bool,
+}
+
+impl CheckResult {
+    /// The actual figure for people when it has none: [`NOT_RECOVERED`] for a failed check, `n/a` for a passed one.
+    pub fn missing_actual(&self) -> &'static str {
+        if self.passed { NOT_JUDGED } else { NOT_RECOVERED }
+    }
+}
+
+/// What the console and `summary.md` print for a recovery that never came before the run ended.
+pub const NOT_RECOVERED: &str = "not recovered within the run";
+/// What they print for a figure with nothing to judge.
+pub const NOT_JUDGED: &str = "n/a";
+
+/// How goodput came back after the last fault window (measured by `world::phases::Phases::recovery`).
+///
+/// In JSON it is two fields: `recovery_s` (the seconds, `null` unless it recovered) and `recovered` (`true`,
+/// `false` when it never did within the run, `null` when there was nothing to judge).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "RecoveryFields", into = "RecoveryFields")]
+pub enum Recovery {
+    /// No fault window, or no ok call before the first fault: nothing to recover to.
+    #[default]
+    NotJudged,
+    /// Not back by the end of the load.
+    Never,
+    /// Back this many seconds after the last fault window's end (rounded up to a whole second).
+    After(f64),
+}
+
+impl Recovery {
+    /// The seconds it took, when it recovered.
+    pub fn seconds(self) -> Option<f64> {
+        match self {
+            Recovery::After(s) => Some(s),
+            Recovery::NotJudged | Recovery::Never => None,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct RecoveryFields {
+    recovery_s: Option<f64>,
+    recovered: Option<bool>,
+}
+
+impl From<Recovery> for RecoveryFields {
+    fn from(r: Recovery) -> RecoveryFields {
+        let recovered = match r {
+            Recovery::NotJudged => None,
+            Recovery::Never => Some(false),
+            Recovery::After(_) => Some(true),
+        };
+        RecoveryFields { recovery_s: r.seconds(), recovered }
+    }
+}
+
+impl From<RecoveryFields> for Recovery {
+    fn from(f: RecoveryFields) -> Recovery {
+        match (f.recovery_s, f.recovered) {
+            (Some(s), _) => Recovery::After(s),
+            (None, Some(false)) => Recovery::Never,
+            (None, _) => Recovery::NotJudged,
+        }
+    }
 }
 
 /// Whole-run totals.
@@ -143,16 +210,18 @@ pub struct Totals {
     /// One-second buckets from the first fault's start (from 0 without faults) whose share of failed logical calls
     /// exceeds 1%: how long the faults visibly hurt.
     pub error_window_s: u64,
-    /// Attempts per logical call over the seconds the fault windows touch (the gateway's own retries included).
-    pub amplification_during_fault: f64,
+    /// Attempts per logical call over the seconds the fault windows touch (the gateway's own retries included);
+    /// `None` without fault windows, or without calls offered in them.
+    pub amplification_during_fault: Option<f64>,
     /// P99 of logical calls to servers no fault targets, before the first fault and during the faults, and their
-    /// ratio (0 when a phase had no such calls).
-    pub healthy_p99_before_ms: f64,
-    pub healthy_p99_during_ms: f64,
-    pub healthy_p99_ratio: f64,
-    /// Seconds after the last fault until goodput held ≥ 95% of its pre-fault level for 3 s (see
-    /// `world::phases`).
-    pub recovery_s: f64,
+    /// ratio (`None` when a phase had no such calls).
+    pub healthy_p99_before_ms: Option<f64>,
+    pub healthy_p99_during_ms: Option<f64>,
+    pub healthy_p99_ratio: Option<f64>,
+    /// How long after the last fault goodput was back to ≥ 95% of its pre-fault level over 3 s (see
+    /// `world::phases`); `recovery_s` and `recovered` in JSON.
+    #[serde(flatten)]
+    pub recovery: Recovery,
     /// Breaker transitions to open, over every load host's gateway.
     pub breaker_opens: u64,
     /// Degraded results by reason (`breaker_open`, `retry_budget_exhausted`, ...).
@@ -244,4 +313,20 @@ pub struct SweepData {
     pub seed: u64,
     pub rows: Vec<SweepRow>,
     pub reproduce: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_survive_json_with_each_kind_of_recovery() {
+        for recovery in [Recovery::NotJudged, Recovery::Never, Recovery::After(2.0)] {
+            let t = Totals { recovery, healthy_p99_ratio: Some(1.5), ..Totals::default() };
+            let text = serde_json::to_string(&t).expect("serializes");
+            assert_eq!(serde_json::from_str::<Totals>(&text).expect("parses"), t, "{text}");
+        }
+        let text = serde_json::to_string(&Totals { recovery: Recovery::Never, ..Totals::default() }).expect("ok");
+        assert!(text.contains(r#""recovery_s":null,"recovered":false"#), "{text}");
+    }
 }

@@ -36,8 +36,8 @@ pub struct Checks {
     /// fault: whether a sick server hurt the healthy ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub healthy_p99_ratio: Option<f64>,
-    /// Seconds after the last fault ends until goodput is back to ≥ 95% of its pre-fault level for 3 seconds in a
-    /// row (never back: the rest of the run).
+    /// Seconds after the last fault ends until goodput over 3 seconds is back to ≥ 95% of its pre-fault level (an
+    /// open loop's: the share of offered calls served ok). A run that never gets back fails it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_s: Option<f64>,
     /// Attempts served by a replica whose server does not meet the call's needs (judged from the server tables:

@@ -9,20 +9,21 @@
 //! | `leaked`      | safety       | after its drain, every load host's gateway holds no bulkhead permit, routed call, pending request or in-flight slot |
 //! | `panic`       | safety       | the run finished without a panic or a simulation error                        |
 //! | `memory`      | safety       | what the run measurably held stays within the run-cost estimate (see [`memory`]) |
-//! | `recovery`    | liveness     | goodput over 3 s is back to ≥ 95% of its pre-fault level within `swarm.recovery_within` of the last fault's end (see [`liveness`]) |
+//! | `recovery`    | liveness     | goodput over 3 s is back to ≥ 95% of its pre-fault level within `swarm.recovery_within` of the last fault's end (the run's own recovery figure, see [`liveness`]) |
 //! | `failures`    | differential | for a server with a replica no fault touched, the default profile fails at most naive's failures + `error_slack` × calls + `error_slack_calls` |
 //! | `healthy_p99` | differential | for a server no fault touched, the default profile's P99 ≤ `p99_ratio` × naive's + `p99_slack` |
+//! | `ok_calls`    | differential | for every server, the default profile's ok calls ≥ naive's − naive's waited-out calls − (0.5% of naive's ok + 5) (see [`ok_calls`]) |
 //! | `checks`      | the scenario's | the scenario's own `[checks]` pass (only when asked for)                  |
 
 use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+use crate::report::num::grouped;
 use crate::run::memory::Seconds;
-use crate::run::{RunData, SecondRow, ServerTotals};
+use crate::run::{CheckResult, NOT_RECOVERED, Recovery, RunData, ServerTotals};
 use crate::scenario::cost::{self, CALL_BYTES, PROCESS_BYTES};
-use crate::scenario::{LoadMode, Scenario, SwarmSpec, resolve_target};
-use crate::world::{RECOVERED_SECONDS, RECOVERED_SHARE};
+use crate::scenario::{Scenario, SwarmSpec, resolve_target};
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -91,52 +92,20 @@ pub fn memory(run: &RunData) -> f64 {
         + events as f64
 }
 
-/// Liveness: goodput back within `swarm.recovery_within` of the last fault window's end. Goodput is judged over
-/// [`RECOVERED_SECONDS`] seconds at a time against its mean before the first fault (second 0, the warm-up, left
-/// out): an open loop's ok calls as a share of the calls offered in those seconds (its arrivals are Poisson, so raw
-/// ok/s swings by about √rate from second to second, and a 95% bar on it fails on noise alone), a closed loop's ok
-/// calls per second (its offered load follows its own latency). Runs without fault windows, or with no ok call
-/// before the first fault (nothing to recover to), hold it trivially.
+/// Liveness: goodput back within `swarm.recovery_within` of the last fault window's end, as the run measured it
+/// ([`crate::world::Phases::recovery`], the figure the console and `[checks] recovery_s` read too). Runs without
+/// fault windows, or with no ok call before the first fault (nothing to recover to), hold it trivially.
 pub fn liveness(scenario: &Scenario, run: &RunData) -> Vec<Violation> {
     let within = spec(scenario).recovery_within.0.as_secs_f64();
-    match recovery_s(scenario, &run.seconds) {
-        Some(took) if took > within => vec![Violation::new(
-            "recovery",
-            format!("goodput not back to 95% of its pre-fault level within {within} s of the last fault ({took} s)"),
-        )],
+    let late = |took: String| {
+        let detail = format!("goodput not back to 95% of its pre-fault level within {within} s of the last fault");
+        vec![Violation::new("recovery", format!("{detail} ({took})"))]
+    };
+    match run.totals.recovery {
+        Recovery::After(took) if took > within => late(format!("{took} s")),
+        Recovery::Never => late(NOT_RECOVERED.to_owned()),
         _ => Vec::new(),
     }
-}
-
-/// Seconds from the last fault window's end (rounded up) to the start of the first good stretch (see
-/// [`liveness`]); past the load's end without one: the seconds to the load's end, plus one. `None` when there is
-/// nothing to judge.
-pub fn recovery_s(scenario: &Scenario, rows: &[SecondRow]) -> Option<f64> {
-    let windows = scenario.faults.iter().filter(|f| !f.kind.instant() && !f.duration.0.is_zero());
-    let first = windows.clone().map(|f| f.start.0.as_secs()).min()?;
-    let last = windows.map(|f| (f.start.0 + f.duration.0).as_secs_f64().ceil() as u64).max()?;
-    let open = scenario.load.mode == LoadMode::Open;
-    let sum = |from: u64, to: u64| {
-        let rows = rows.iter().filter(|r| r.t >= from && r.t < to);
-        rows.fold((0u64, 0u64), |(ok, offered), r| (ok.saturating_add(r.ok), offered.saturating_add(r.offered)))
-    };
-    let (ok, offered) = sum(1, first);
-    if ok == 0 {
-        return None;
-    }
-    // The pre-fault level: a share of the offered calls (open loop) or ok calls per second (closed loop).
-    let level = |ok: u64, offered: u64, seconds: u64| {
-        if open { ok as f64 / offered.max(1) as f64 } else { ok as f64 / seconds.max(1) as f64 }
-    };
-    let baseline = level(ok, offered, first.saturating_sub(1));
-    let span = RECOVERED_SECONDS as u64;
-    let end = scenario.duration.0.as_secs();
-    let good = |t: u64| {
-        let (ok, offered) = sum(t, t + span);
-        (open && offered == 0) || level(ok, offered, span) >= RECOVERED_SHARE * baseline
-    };
-    let found = (last..end.saturating_sub(span - 1)).find(|&t| good(t));
-    Some(found.map_or((end.saturating_sub(last) + 1) as f64, |t| (t - last) as f64))
 }
 
 /// The differential invariants: `run` (the default profile) against `naive` (the same scenario and seed under the
@@ -145,11 +114,12 @@ pub fn differential(scenario: &Scenario, run: &RunData, naive: &RunData) -> Vec<
     let spec = spec(scenario);
     let mut out = Vec::new();
     for server in &scenario.servers {
+        let (mine, theirs) = (totals(run, &server.name), totals(naive, &server.name));
+        out.extend(ok_calls(&server.name, &mine, &theirs));
         let touched = touched_replicas(scenario, &server.name, server.replicas);
         if touched.len() == server.replicas {
             continue;
         }
-        let (mine, theirs) = (totals(run, &server.name), totals(naive, &server.name));
         let allowed = theirs.failed as f64 + spec.error_slack * mine.calls as f64 + spec.error_slack_calls as f64;
         if mine.failed as f64 > allowed {
             out.push(Violation::new(
@@ -171,10 +141,36 @@ pub fn differential(scenario: &Scenario, run: &RunData, naive: &RunData) -> Vec<
     out
 }
 
+/// Slack of the `ok_calls` invariant: this share of naive's ok calls, plus [`OK_SLACK_CALLS`] (the two runs see
+/// the same arrivals and faults, but retries and routing draw differently).
+pub const OK_SLACK: f64 = 0.005;
+pub const OK_SLACK_CALLS: f64 = 5.0;
+
+/// `ok_calls`, for every server (those with every replica touched too): the default profile serves at least as
+/// many ok calls as naive, less naive's waited-out ones (served only because the fault ended while they waited,
+/// which no causal gateway can know) and the slack. `mine` and `theirs` are the server's totals under the default
+/// and the naive profile.
+pub fn ok_calls(server: &str, mine: &ServerTotals, theirs: &ServerTotals) -> Option<Violation> {
+    let naive_ok = theirs.ok();
+    let allowed = naive_ok.saturating_sub(theirs.waited_out) as f64 - (OK_SLACK * naive_ok as f64 + OK_SLACK_CALLS);
+    if mine.ok() as f64 >= allowed {
+        return None;
+    }
+    let detail = format!(
+        "{server}: {} ok, naive {} ok of which {} waited out (allowed ≥ {})",
+        grouped(mine.ok()),
+        grouped(naive_ok),
+        grouped(theirs.waited_out),
+        grouped(allowed.ceil() as u64)
+    );
+    Some(Violation::new("ok_calls", detail))
+}
+
 /// The scenario's own `[checks]` that failed.
 pub fn checks(run: &RunData) -> Vec<Violation> {
     let failed = run.checks.iter().filter(|c| !c.passed);
-    failed.map(|c| Violation::new("checks", format!("{}: {} > {}", c.name, c.actual, c.limit))).collect()
+    let actual = |c: &CheckResult| c.actual.map_or_else(|| c.missing_actual().to_owned(), |a| a.to_string());
+    failed.map(|c| Violation::new("checks", format!("{}: {} > {}", c.name, actual(c), c.limit))).collect()
 }
 
 /// The replicas of `server` some fault targets (all of them for a fault on the whole server).
@@ -208,7 +204,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::run::{RunAudit, SecondRow};
+    use crate::run::{RunAudit, Totals};
     use crate::scenario::{Dur, FaultKind};
     use crate::swarm::draw::bare;
 
@@ -226,62 +222,28 @@ mod tests {
         s
     }
 
-    fn rows(ok_offered: &[(u64, u64)]) -> Vec<SecondRow> {
-        let row =
-            |(t, &(ok, offered)): (usize, &(u64, u64))| SecondRow { t: t as u64, ok, offered, ..Default::default() };
-        ok_offered.iter().enumerate().map(row).collect()
-    }
-
     #[test]
-    fn recovery_is_judged_against_the_offered_load_over_three_seconds() {
+    fn liveness_reads_the_runs_own_recovery() {
         let s = scenario(&[("a", 3, 2)]);
-        // Before: 90% served; fault 3-5; from 5 on, 3-second windows at 90% (a noisy second inside is fine).
-        let good = rows(&[
-            (0, 10),
-            (9, 10),
-            (18, 20),
-            (0, 10),
-            (0, 10),
-            (9, 10),
-            (4, 5),
-            (14, 15),
-            (9, 10),
-            (9, 10),
-            (9, 10),
-            (9, 10),
-        ]);
-        assert_eq!(recovery_s(&s, &good), Some(0.0));
-        // Only the last window recovers: 4 s after the fault, more than `recovery_within` (3 s).
-        let late = rows(&[
-            (0, 10),
-            (9, 10),
-            (9, 10),
-            (0, 10),
-            (0, 10),
-            (1, 10),
-            (1, 10),
-            (1, 10),
-            (1, 10),
-            (9, 10),
-            (9, 10),
-            (9, 10),
-        ]);
-        assert_eq!(recovery_s(&s, &late), Some(4.0));
-        let mut run = RunData { seconds: late, ..blank() };
-        run.totals.offered = 120;
-        assert_eq!(liveness(&s, &run)[0].invariant, "recovery");
-        // No fault window: nothing to judge.
-        assert_eq!(recovery_s(&scenario(&[]), &rows(&[(1, 1); 12])), None);
+        let with = |recovery: Recovery| RunData { totals: Totals { recovery, ..Totals::default() }, ..blank() };
+        assert!(liveness(&s, &with(Recovery::After(3.0))).is_empty());
+        assert!(liveness(&s, &with(Recovery::NotJudged)).is_empty());
+        let late = liveness(&s, &with(Recovery::After(4.0)));
+        assert_eq!((late[0].invariant.as_str(), late[0].detail.ends_with("(4 s)")), ("recovery", true), "{late:?}");
+        let never = liveness(&s, &with(Recovery::Never));
+        assert!(never[0].detail.ends_with("(not recovered within the run)"), "{never:?}");
     }
 
     #[test]
     fn differential_spares_servers_whose_every_replica_was_touched() {
         let s = scenario(&[("a#0", 3, 2)]);
         assert_eq!(touched_replicas(&s, "a", 2), BTreeSet::from([0]));
+        // Naive's 30 waited-out calls keep `ok_calls` out of these cases (see the next test).
         let with = |failed: u64, p99_ms: f64| {
             let mut run = blank();
-            run.audit.servers.insert("a".into(), ServerTotals { calls: 1000, failed, p99_ms: 10.0 });
-            run.audit.servers.insert("b".into(), ServerTotals { calls: 1000, failed: 0, p99_ms });
+            let a = ServerTotals { calls: 1000, failed, waited_out: 30, p99_ms: 10.0 };
+            run.audit.servers.insert("a".into(), a);
+            run.audit.servers.insert("b".into(), ServerTotals { calls: 1000, p99_ms, ..ServerTotals::default() });
             run
         };
         // a: 30 allowed over naive's 10 (2% of 1000 + 5); b untouched: P99 ≤ 1.5 × 10 + 20 ms.
@@ -291,7 +253,36 @@ mod tests {
         assert_eq!(names, ["failures", "healthy_p99"]);
         // Both replicas of `a` touched: its failures are not compared.
         let whole = scenario(&[("a", 3, 2)]);
-        assert!(differential(&whole, &with(500, 10.0), &with(10, 10.0)).is_empty());
+        assert!(differential(&whole, &with(40, 10.0), &with(10, 10.0)).is_empty());
+    }
+
+    #[test]
+    fn ok_calls_holds_the_default_to_naives_ok_calls_less_the_waited_out_ones_and_the_slack() {
+        let server = |calls: u64, failed: u64, waited_out: u64| ServerTotals { calls, failed, waited_out, p99_ms: 1.0 };
+        // issue 24's retry_storm row: 34,264 − 4,066 − (171.32 + 5) = 30,021.68.
+        let naive = server(40_000, 5_736, 4_066);
+        let v = ok_calls("db", &server(40_000, 10_591, 0), &naive).expect("a shortfall");
+        assert_eq!(v.invariant, "ok_calls");
+        assert_eq!(v.detail, "db: 29,409 ok, naive 34,264 ok of which 4,066 waited out (allowed ≥ 30,022)");
+        assert!(ok_calls("db", &server(40_000, 9_978, 0), &naive).is_none(), "30,022 ok is enough");
+        assert!(ok_calls("db", &server(40_000, 9_979, 0), &naive).is_some(), "30,021 is not");
+        // The default's own waited-out calls count for it; a tiny server has the 5 calls of slack.
+        assert!(ok_calls("db", &server(10, 5, 5), &server(10, 0, 0)).is_none());
+        assert!(ok_calls("db", &server(10, 6, 0), &server(10, 0, 0)).is_some());
+        // Nothing served by either: nothing to compare.
+        assert!(ok_calls("db", &ServerTotals::default(), &ServerTotals::default()).is_none());
+
+        // Every server is compared, those with every replica touched too.
+        let whole = scenario(&[("a", 3, 2)]);
+        let with = |failed: u64, waited_out: u64| {
+            let mut run = blank();
+            run.audit.servers.insert("a".into(), server(1000, failed, waited_out));
+            run
+        };
+        let v = differential(&whole, &with(500, 0), &with(10, 400));
+        assert_eq!((v.len(), v[0].invariant.as_str()), (1, "ok_calls"), "{v:?}");
+        assert!(v[0].detail.starts_with("a: 500 ok, naive 990 ok of which 400 waited out (allowed ≥ 581)"), "{v:?}");
+        assert!(differential(&whole, &with(400, 0), &with(10, 400)).is_empty());
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub fn shrink(failing: &Scenario, violation: &Violation, options: Options, budge
 }
 
 fn is_differential(invariant: &str) -> bool {
-    matches!(invariant, "failures" | "healthy_p99")
+    matches!(invariant, "failures" | "healthy_p99" | "ok_calls")
 }
 
 /// Every smaller neighbour of `s`, the biggest reductions first.

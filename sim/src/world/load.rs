@@ -400,6 +400,8 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     let mut outcome = Outcome::Error("local");
     let mut tried = Vec::new();
     let mut served_by = None;
+    // The last attempt's replica and send time (the one that answered the call).
+    let mut answered_by: Option<(Arc<str>, Duration)> = None;
     // Attempts sent so far for this logical call: the agent's and the gateway's own retries alike.
     let mut sent = 0u32;
     let mut finished = intended;
@@ -432,6 +434,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
                 .get(i)
                 .copied()
                 .unwrap_or_else(|| CallStart::new(host.clock.wall_ms_at(now), now, Instant::now()));
+            answered_by = Some((Arc::clone(&a.endpoint), start.offset));
             // The in-flight gauge counts a gateway retry's earlier attempts finished when the call returns.
             let end = AttemptEnd {
                 load_host: &host.host,
@@ -466,7 +469,8 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     // Nothing awaited since the last attempt returned, so that is the call's end.
     let now = finished;
     let audited = plan.scenario.load.mix[target.entry].server.as_deref().or(served_by);
-    recorder.logical_done(now, now.saturating_sub(intended), outcome, served_by, audited);
+    let answered_by = answered_by.as_ref().map(|(replica, sent)| (&**replica, *sent));
+    recorder.logical_done(now, now.saturating_sub(intended), outcome, served_by, audited, answered_by);
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
 
 use crate::check::{error_window, evaluate_checks};
 use crate::run::{CallSink, CallSinkError, RunData, WallClock};
-use crate::scenario::{FaultKind, profile_name};
+use crate::scenario::{FaultKind, LoadMode, profile_name};
 use crate::scenario::{Placement, Scenario};
 use crate::seed::Seed;
 use faults::{Handles, NetAction, Timeline};
@@ -165,7 +165,8 @@ pub fn run(
     totals.schema_refusals =
         handles.controls.values().map(|c| c.stats().schema_rejections).fold(0, u64::saturating_add);
     totals.amplification_during_fault = phases.amplification_during(&seconds);
-    totals.recovery_s = phases.recovery_s(&seconds, scenario.duration.0.min(finished_at));
+    let open = scenario.load.mode == LoadMode::Open;
+    totals.recovery = phases.recovery(&seconds, open, scenario.duration.0.min(finished_at));
     recorder.finish_calls().map_err(SimError::Calls)?;
     let checks = evaluate_checks(scenario, &totals);
     let audit = recorder.audit(&seconds);

@@ -19,7 +19,7 @@ use mcpstorm_core::resilience::{BreakerState, BreakerTransition, DegradedReason,
 use mcpstorm_core::session::is_session_not_found;
 use mcpstorm_core::{CallError, Event, Observer, SessionEvent};
 
-use super::audit::AuditLog;
+use super::audit::{AuditLog, Settled};
 use super::call_log::CallLog;
 use super::phases::Phases;
 use crate::run::memory::{Seconds, latency_histogram, ms};
@@ -328,8 +328,10 @@ impl Recorder {
         }
     }
 
-    /// A logical call reached its outcome at `at`; `server` is where its last attempt went (none: no attempt), and
-    /// `audited` the server the run's audit files it under (see [`RunAudit::servers`](crate::run::RunAudit)).
+    /// A logical call reached its outcome at `at`; `server` is where its last attempt went (none: no attempt),
+    /// `audited` the server the run's audit files it under (see [`RunAudit::servers`](crate::run::RunAudit)), and
+    /// `answered_by` the replica host of its last attempt and when that attempt was sent (for an ok call, to tell
+    /// whether it was waited out: [`Phases::waited_out`]).
     pub fn logical_done(
         &self,
         at: Duration,
@@ -337,9 +339,15 @@ impl Recorder {
         outcome: Outcome,
         server: Option<&str>,
         audited: Option<&str>,
+        answered_by: Option<(&str, Duration)>,
     ) {
         let mut inner = self.lock();
-        inner.audit.call(audited, latency, outcome == Outcome::Ok);
+        let settled = match (outcome, answered_by) {
+            (Outcome::Ok, Some((replica, sent))) if inner.phases.waited_out(replica, sent, at) => Settled::WaitedOut,
+            (Outcome::Ok, _) => Settled::Ok,
+            _ => Settled::Failed,
+        };
+        inner.audit.call(audited, latency, settled);
         let micros = (latency.as_micros() as u64).clamp(1, 3_600_000_000);
         if server.is_some_and(|s| inner.phases.healthy(s)) {
             if inner.phases.before(at) {
@@ -447,9 +455,14 @@ impl Recorder {
         totals.p999_ms = ms(h, 0.999);
         totals.max_ms = if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 };
         totals.ok_per_s = if sim.is_zero() { 0.0 } else { totals.ok as f64 / sim.as_secs_f64() };
-        totals.healthy_p99_before_ms = ms(&inner.healthy_before, 0.99);
-        totals.healthy_p99_during_ms = ms(&inner.healthy_during, 0.99);
-        totals.healthy_p99_ratio = ratio_f(totals.healthy_p99_during_ms, totals.healthy_p99_before_ms);
+        // No healthy call in a phase: nothing to compare (`None`, not a 0 that looks measured).
+        let p99 = |h: &Histogram<u64>| (!h.is_empty()).then(|| ms(h, 0.99));
+        totals.healthy_p99_before_ms = p99(&inner.healthy_before);
+        totals.healthy_p99_during_ms = p99(&inner.healthy_during);
+        totals.healthy_p99_ratio = match (totals.healthy_p99_during_ms, totals.healthy_p99_before_ms) {
+            (Some(during), Some(before)) if before > 0.0 => Some(during / before),
+            _ => None,
+        };
         (rows, std::mem::take(&mut inner.events), totals)
     }
 
@@ -461,11 +474,6 @@ impl Recorder {
 
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
-}
-
-/// `a / b`, 0 when either side has no data (no healthy calls in a phase: nothing to compare).
-fn ratio_f(a: f64, b: f64) -> f64 {
-    if a == 0.0 || b == 0.0 { 0.0 } else { a / b }
 }
 
 /// The core's observer on a load host, for its client of one server replica: connection lifecycle and session

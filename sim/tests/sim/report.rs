@@ -114,8 +114,8 @@ fn storm_run() -> RunData {
         ],
         totals,
         checks: vec![
-            CheckResult { name: "p99_ms".into(), limit: 500.0, actual: 1480.125, passed: false },
-            CheckResult { name: "lost".into(), limit: 0.0, actual: 0.0, passed: true },
+            CheckResult { name: "p99_ms".into(), limit: 500.0, actual: Some(1480.125), passed: false },
+            CheckResult { name: "lost".into(), limit: 0.0, actual: Some(0.0), passed: true },
         ],
         reproduce: "mcpstorm sim scenarios/retry_storm.toml --seed 42".into(),
         audit: Default::default(),
@@ -412,7 +412,7 @@ fn non_finite_values_are_never_written() {
     let mut run = quiet_run(rows);
     run.sim_seconds = f64::NAN;
     run.totals = Totals { amplification: f64::NAN, error_rate: f64::INFINITY, p99_ms: f64::NAN, ..Totals::default() };
-    run.checks = vec![CheckResult { name: "p99_ms".into(), limit: 100.0, actual: f64::NAN, passed: false }];
+    run.checks = vec![CheckResult { name: "p99_ms".into(), limit: 100.0, actual: Some(f64::NAN), passed: false }];
     run.faults = vec![FaultWindow { label: "weird".into(), start_s: f64::NAN, end_s: f64::INFINITY }];
     write_run(&dir, &run, &wall(1)).unwrap();
     write_sweep(
@@ -435,11 +435,20 @@ fn non_finite_values_are_never_written() {
     for name in ["timeseries.csv", "summary.json", "summary.md", "sweep.csv", "sweep.md", "report.svg", "sweep_p99.svg"]
     {
         let text = read_text(&dir, name).to_lowercase();
-        for bad in ["nan", "inf", "null"] {
+        // `null` in summary.json means n/a, and only the figures that can be n/a may hold it.
+        let bad: &[&str] = if name == "summary.json" { &["nan", "inf"] } else { &["nan", "inf", "null"] };
+        for bad in bad {
             // "inf" would also match words like "info"; none of these files contain such words.
             assert!(!text.contains(bad), "{name} contains {bad}");
         }
     }
+    let v: serde_json::Value = serde_json::from_str(&read_text(&dir, "summary.json")).unwrap();
+    let may_be_na = ["amplification_during_fault", "healthy_p99_before_ms", "healthy_p99_during_ms"];
+    let may_be_na = [&may_be_na[..], &["healthy_p99_ratio", "recovery_s", "recovered"]].concat();
+    for (key, value) in v["totals"].as_object().unwrap() {
+        assert!(!value.is_null() || may_be_na.contains(&key.as_str()), "{key} is null");
+    }
+    assert_eq!((v["sim_seconds"].as_f64(), v["checks"][0]["actual"].as_f64()), (Some(0.0), Some(0.0)));
 }
 
 #[test]
