@@ -58,6 +58,18 @@ impl ResilienceConfig {
     }
 }
 
+/// How a call comes to one replica's admission.
+#[derive(Debug)]
+pub(super) enum Entry {
+    /// On the first walk over the candidates: an open breaker declines (its probes are for calls nothing else can
+    /// serve, so one sick replica among healthy ones costs nothing).
+    First,
+    /// Every candidate refused: an open breaker may take the call as its probe.
+    LastResort,
+    /// After waiting for room, with the bulkhead permit already held.
+    Room(LimitPermit),
+}
+
 /// Why one replica did not take a call.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Refusal {
@@ -148,14 +160,19 @@ impl Layers {
         route: Route,
         tool: &str,
         client: &(dyn Fn(&Route) -> ClientLimit + Sync),
-        permit: Option<LimitPermit>,
+        entry: Entry,
         now: Instant,
         observer: &dyn Observer,
     ) -> Result<Admitted, (Route, Refusal)> {
+        let (permit, may_probe) = match entry {
+            Entry::First => (None, false),
+            Entry::LastResort => (None, true),
+            Entry::Room(permit) => (Some(permit), false),
+        };
         let breaker = match self.breaker(&route.endpoint, tool) {
             None => None,
             Some(gate) => {
-                let admission = gate.try_acquire(now);
+                let admission = if may_probe { gate.try_acquire(now) } else { gate.try_acquire_no_probe(now) };
                 report(observer, &route, tool, admission.transition);
                 match admission.decision {
                     Ok(p) => Some(p),

@@ -34,7 +34,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::layers::{Admitted, Refusal};
+use super::layers::{Admitted, Entry, Refusal};
 use super::{Attempt, Gateway, Route, ToolCall};
 use crate::client::McpClient;
 use crate::conn::CallOptions;
@@ -134,6 +134,9 @@ struct AttemptEnd {
     elsewhere: bool,
 }
 
+/// How often a call holding on a half-open breaker walks again, at least: a bound on a lost wake-up.
+const HOLD_RECHECK: Duration = Duration::from_millis(50);
+
 /// What one walk over the candidates found.
 enum Walk {
     Admitted(Admitted),
@@ -231,7 +234,12 @@ impl Gateway {
         loop {
             // Nothing is awaited in a walk: one reading serves every decision of it.
             let now = self.clock.now();
-            let (declined, wait) = match self.walk(tool, requirements, tried, now) {
+            // Open breakers' probes only for a call that no candidate would take otherwise.
+            let walk = match self.walk(tool, requirements, tried, now, Entry::First) {
+                Walk::Declined(..) => self.walk(tool, requirements, tried, now, Entry::LastResort),
+                admitted => admitted,
+            };
+            let (declined, wait) = match walk {
                 Walk::Admitted(admitted) => return Ok((admitted, now)),
                 Walk::Declined(declined, wait) => (declined, wait),
             };
@@ -244,9 +252,10 @@ impl Gateway {
                         return Err(Declined::of(Refusal::Full));
                     };
                     let now = self.clock.now();
+                    let entry = permit.map_or(Entry::LastResort, Entry::Room);
                     return self
                         .layers
-                        .admit(route, tool, &cap, permit, now, self.observer.as_ref())
+                        .admit(route, tool, &cap, entry, now, self.observer.as_ref())
                         .map(|admitted| (admitted, now))
                         .map_err(|(_, refusal)| Declined::of(refusal));
                 }
@@ -267,7 +276,8 @@ impl Gateway {
     /// (the router returns an avoided replica only when nothing else is left). Declined: the first refusal's reason
     /// (a breaker's `retry_after` is the soonest any candidate's breaker may admit again), and what the call may
     /// wait for — room first, then a breaker that holds.
-    fn walk(&self, tool: &str, requirements: &[Requirement], tried: &[ReplicaId], now: Instant) -> Walk {
+    fn walk(&self, tool: &str, requirements: &[Requirement], tried: &[ReplicaId], now: Instant, entry: Entry) -> Walk {
+        let probe = matches!(entry, Entry::LastResort);
         let mut refused: Vec<ReplicaId> = Vec::new();
         let mut first_full: Option<Route> = None;
         let mut first_hold: Option<Wait> = None;
@@ -282,14 +292,18 @@ impl Gateway {
             if refused.contains(&route.replica) {
                 break;
             }
-            match self.layers.admit(route, tool, &cap, None, now, self.observer.as_ref()) {
+            let entry = if probe { Entry::LastResort } else { Entry::First };
+            match self.layers.admit(route, tool, &cap, entry, now, self.observer.as_ref()) {
                 Ok(admitted) => return Walk::Admitted(admitted),
                 Err((route, refusal)) => {
                     refused.push(route.replica);
-                    if let Refusal::Breaker { retry_after: Some(after), hold, .. } = refusal {
-                        soonest = Some(soonest.map_or(after, |s| s.min(after)));
+                    if let Refusal::Breaker { retry_after, hold, .. } = refusal {
+                        if let Some(after) = retry_after {
+                            soonest = Some(soonest.map_or(after, |s| s.min(after)));
+                        }
                         if let (Some(hold), None) = (hold, &first_hold) {
-                            first_hold = Some(Wait::Breaker { route: route.clone(), hold, recheck: after });
+                            let recheck = retry_after.unwrap_or(HOLD_RECHECK);
+                            first_hold = Some(Wait::Breaker { route: route.clone(), hold, recheck });
                         }
                     }
                     first_refusal.get_or_insert(refusal);

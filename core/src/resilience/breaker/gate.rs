@@ -57,7 +57,19 @@ impl Gate {
 
     /// Admits a call or says why not. The permit records the outcome; see the module docs for drops.
     pub fn try_acquire(self: &Arc<Self>, now: Instant) -> Admission<Permit> {
-        let Admission { decision, transition } = self.lock().try_acquire(now);
+        self.acquire(now, true)
+    }
+
+    /// [`Gate::try_acquire`], but never as an open-state probe (see [`Breaker::try_acquire_no_probe`]).
+    pub fn try_acquire_no_probe(self: &Arc<Self>, now: Instant) -> Admission<Permit> {
+        self.acquire(now, false)
+    }
+
+    fn acquire(self: &Arc<Self>, now: Instant, may_probe: bool) -> Admission<Permit> {
+        let mut breaker = self.lock();
+        let admission = if may_probe { breaker.try_acquire(now) } else { breaker.try_acquire_no_probe(now) };
+        drop(breaker);
+        let Admission { decision, transition } = admission;
         let transition = self.note(transition);
         let decision = decision.map(|ticket| Permit { gate: Some(self.clone()), ticket, admitted_at: now });
         Admission { decision, transition }

@@ -95,7 +95,8 @@ pub struct Rejected {
     /// How long a caller may wait for this breaker to let calls through again, at most (`None`: decline now). Set
     /// while open on a *latency* fault that probes are watching: such a fault ends with the calls queued on it
     /// answered, and a caller whose deadline outlives it is served when the probes see the end (see
-    /// [`BreakerConfig::hold`]). A fault that fails fast is declined at once: waiting would only make it slow.
+    /// [`BreakerConfig::hold`]). A fault that fails fast is declined at once: waiting would only make it slow. Set in
+    /// half-open too, whose probes decide within a round trip.
     pub hold: Option<Duration>,
 }
 
@@ -228,7 +229,18 @@ impl Breaker {
         }
     }
 
+    /// Admits a call, as an open-state probe when open and the probe interval has passed.
     pub fn try_acquire(&mut self, now: Instant) -> Admission<Ticket> {
+        self.acquire(now, true)
+    }
+
+    /// Admits a call, but never as an open-state probe: for a caller that still has healthy replicas to try, so that
+    /// probes go only to calls nothing else could serve (one sick replica among healthy ones costs nothing).
+    pub fn try_acquire_no_probe(&mut self, now: Instant) -> Admission<Ticket> {
+        self.acquire(now, false)
+    }
+
+    fn acquire(&mut self, now: Instant, may_probe: bool) -> Admission<Ticket> {
         let transition = self.advance(now);
         let ticket = |probe| Ticket { epoch: self.epoch, probe };
         let decision = match &mut self.phase {
@@ -236,7 +248,7 @@ impl Breaker {
             Phase::Open { until, probed, slow } => match self.config.probe_interval {
                 // Continuous low-rate probing: one real call per interval goes through, so the end of a fault is
                 // seen within an interval plus a round trip instead of at the end of the open period.
-                Some(every) if probed.is_none_or(|at| now.saturating_duration_since(at) >= every) => {
+                Some(every) if may_probe && probed.is_none_or(|at| now.saturating_duration_since(at) >= every) => {
                     *probed = Some(now);
                     Ok(ticket(Probe::Open))
                 }
@@ -253,7 +265,9 @@ impl Breaker {
                     *in_flight += 1;
                     Ok(ticket(Probe::HalfOpen))
                 } else {
-                    Err(Rejected { reason: RejectReason::HalfOpenFull, retry_after: None, hold: None })
+                    // Its probes decide within a round trip: a caller may hold for the close (or the re-open, which
+                    // declines it then unless the fault is one of latency).
+                    Err(Rejected { reason: RejectReason::HalfOpenFull, retry_after: None, hold: self.config.hold })
                 }
             }
         };

@@ -240,6 +240,17 @@ fn open_state_probes_one_call_per_interval_and_a_timely_success_moves_to_half_op
 }
 
 #[test]
+fn a_caller_with_other_replicas_is_never_taken_as_a_probe() {
+    let t0 = Instant::now();
+    let config = BreakerConfig { probe_interval: Some(ms(200)), ..count_config(4, 2) };
+    let mut b = breaker(config, t0);
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    call(&mut b, t0, HealthVerdict::Failure, ms(1));
+    assert_eq!(b.try_acquire_no_probe(t0).decision.unwrap_err().reason, RejectReason::Open);
+    assert!(b.try_acquire(t0).decision.expect("the probe is still there for a caller with nothing else").is_probe());
+}
+
+#[test]
 fn without_a_probe_interval_open_rejects_until_its_period_ends() {
     let t0 = Instant::now();
     let mut b = breaker(count_config(4, 2), t0);
