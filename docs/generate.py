@@ -759,6 +759,60 @@ def block_http_pool(ctx: Context) -> str:
     return contrast_block(ctx, HTTP_POOL, "default gateway against naive over Streamable HTTP")
 
 
+
+# Issue 24's rule, per server: the default profile serves at least naive's ok calls less those naive served only
+# because the fault ended while they waited (waited-out), with a slack of 0.5% + 5 calls; and unless it serves over
+# 1% more, its P99 is no worse than naive's x 1.10 + 10 ms.
+DOMINANCE_SCENARIOS = [name for name, _ in SHIPPED if name != "concurrency_knee"] + [
+    "regressions/every_replica_slow_pool_cap",
+    "regressions/spike_on_two_replicas_p99",
+]
+
+
+def dominance_row(name: str, server: str, mine: dict, naive: dict) -> tuple[str, bool]:
+    waited = naive.get("waited_out", 0)
+    floor = naive["ok"] - waited - (0.005 * naive["ok"] + 5)
+    enough = mine["ok"] >= floor
+    more = mine["ok"] > 1.01 * naive["ok"]
+    fast = more or mine["p99_ms"] <= 1.10 * naive["p99_ms"] + 10
+    shortfall = max(0, round_half_up(naive["ok"] - waited - mine["ok"]))
+    verdict = "PASS" if enough and fast else "FAIL: " + ("fewer ok calls" if not enough else "slower")
+    row = (f"| `{name}` | {server} | {grouped(mine['ok'])} | {grouped(naive['ok'])} | {grouped(waited)} | "
+           f"{grouped(shortfall) if shortfall else 'none'} | {ms(mine['p99_ms'])} | {ms(naive['p99_ms'])} | {verdict} |")
+    return row, enough and fast
+
+
+def block_dominance(ctx: Context) -> str:
+    """Every shipped scenario (and issue 24's two regressions), default against naive per server. Fails `just docs`
+    (and so CI) when a row breaks the rule: the default profile must dominate the naive one."""
+    rows = [
+        "| scenario | server | ok, default | ok, naive | naive's waited-out | shortfall | P99, default | P99, naive | rule |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    amplification = []
+    failed = []
+    for name in DOMINANCE_SCENARIOS:
+        sets = ("report={}", "checks={}")
+        default = ctx.sim.sim(name, f"dominance/{name}-default", sets=("gateway.profile=default", *sets)).summary()
+        naive = ctx.sim.sim(name, f"dominance/{name}-naive", sets=("gateway.profile=naive", *sets)).summary()
+        for server, mine in default["servers"].items():
+            row, ok = dominance_row(name, server, mine, naive["servers"][server])
+            rows.append(row)
+            if not ok:
+                failed.append(f"{name}/{server}")
+        d, n = default["totals"]["amplification_during_fault"], naive["totals"]["amplification_during_fault"]
+        if d is not None:
+            amplification.append(f"`{name}` {times(d)} (naive {times(n)})")
+    if failed:
+        raise DocsError(f"dominance: the default profile does not dominate naive on {', '.join(failed)}")
+    intro = para(
+        "Each scenario's own seed, `mcpstorm sim scenarios/<scenario>.toml --set gateway.profile=default|naive "
+        "--set 'report={}' --set 'checks={}'`; per server from `summary.json` (`servers`). Attempts per call during "
+        "the faults, default (naive): " + "; ".join(amplification) + "."
+    )
+    return intro + "\n\n" + "\n".join(rows)
+
+
 BLOCKS = {
     "retry_storm_console": block_retry_storm_console,
     "retry_storm_table": block_retry_storm_table,
@@ -771,6 +825,7 @@ BLOCKS = {
     "protection_latency_spike": block_protection_latency_spike,
     "protection_replica_crash": block_protection_replica_crash,
     "http_pool": block_http_pool,
+    "dominance": block_dominance,
 }
 
 
