@@ -90,7 +90,8 @@ fn endpoints(r: &Routed) -> Vec<String> {
 }
 
 /// A failing server trips its (replica, tool) breaker after the minimum number of calls; from then on the gateway
-/// answers with a degraded result naming the reason, without sending anything.
+/// answers with a degraded result naming the reason, without sending anything (probing switched off: see the next
+/// test for what probes do).
 #[tokio::test(start_paused = true)]
 async fn an_open_breaker_answers_degraded_without_calling() {
     let server = fake(failing_config());
@@ -99,6 +100,7 @@ async fn an_open_breaker_answers_degraded_without_calling() {
         window: WindowConfig::Count { size: 10 },
         minimum_calls: 4,
         open_base: Duration::from_secs(30),
+        probe_interval: None,
         ..BreakerConfig::default()
     };
     let resilience = ResilienceConfig { breaker: Some(breaker), ..ResilienceConfig::default() };
@@ -124,6 +126,57 @@ async fn an_open_breaker_answers_degraded_without_calling() {
     assert_eq!(gw.breakers()[0].1.state(), BreakerState::Open);
     let seen = seen.0.lock().unwrap().clone();
     assert_eq!(seen, ["breaker s-0/echo Closed->Open", "degraded echo breaker_open"]);
+}
+
+/// An open breaker lets one call through per probe interval, and only that one: the rest are degraded without being
+/// sent. Once the server answers again, the first probe after that moves the breaker to half-open and the next
+/// successes close it, long before its 30 s open period ends.
+#[tokio::test(start_paused = true)]
+async fn an_open_breaker_probes_once_per_interval_and_closes_when_the_server_answers() {
+    let server = fake(failing_config());
+    server.control().set_error_rate(Some(1.0));
+    let breaker = BreakerConfig {
+        window: WindowConfig::Count { size: 10 },
+        minimum_calls: 4,
+        open_base: Duration::from_secs(30),
+        probe_interval: Some(Duration::from_millis(50)),
+        half_open_probes: 2,
+        ..BreakerConfig::default()
+    };
+    let resilience = ResilienceConfig { breaker: Some(breaker), ..ResilienceConfig::default() };
+    let (gw, seen) = protected(
+        vec![ServerEntry::new("s", ["s-0"]).with_tools(["echo"])],
+        BTreeMap::from([("s-0".into(), server.clone())]),
+        resilience,
+    );
+    for _ in 0..4 {
+        let _ = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
+    }
+    assert_eq!(gw.breakers()[0].1.state(), BreakerState::Open);
+    // Within one interval: one probe is sent (and fails), the other calls are degraded unsent.
+    let received = server.control().stats().received;
+    let rounds: Vec<_> = calls_now(&gw, 5).await;
+    assert_eq!(rounds.iter().filter(|r| r.degraded().is_none()).count(), 1, "one probe per interval");
+    assert_eq!(server.control().stats().received, received + 1);
+    // The server is well again; the next interval's probe succeeds and closes the breaker (2 probes: it and one more).
+    server.control().set_error_rate(None);
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    for _ in 0..2 {
+        let r = gw.call(ToolCall::new("echo", json!({"message": "y"}))).await;
+        assert!(r.degraded().is_none() && r.outcome().is_ok_and(|r| !r.is_error), "{r:?}");
+    }
+    assert_eq!(gw.breakers()[0].1.state(), BreakerState::Closed);
+    let seen = seen.0.lock().unwrap().clone();
+    assert!(seen.contains(&"breaker s-0/echo Open->HalfOpen".to_owned()), "{seen:?}");
+}
+
+/// `n` calls one after the other (no simulated time passes between them: the fake answers at once).
+async fn calls_now(gw: &Gateway, n: usize) -> Vec<Routed> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(gw.call(ToolCall::new("echo", json!({"message": "x"}))).await);
+    }
+    out
 }
 
 /// An idempotent tool that fails on one replica is retried on the other; a tool without idempotency annotations is
@@ -155,8 +208,9 @@ async fn idempotent_calls_retry_on_another_replica_and_others_do_not() {
 async fn a_spent_budget_degrades_and_the_naive_gateway_just_fails() {
     let server = fake(failing_config());
     server.control().set_error_rate(Some(1.0));
-    let spec = || vec![ServerEntry::new("s", ["s-0"]).with_tools(["echo"])];
-    let fakes = || BTreeMap::from([("s-0".into(), server.clone())]);
+    // Two replicas, both failing: a retry on the other would be possible, but the budget is spent.
+    let spec = || vec![ServerEntry::new("s", ["s-0", "s-1"]).with_tools(["echo"])];
+    let fakes = || BTreeMap::from([("s-0".into(), server.clone()), ("s-1".into(), server.clone())]);
     let empty = BudgetConfig { ratio: 0.0, min_per_sec: 0.0, ..BudgetConfig::default() };
     let resilience =
         ResilienceConfig { retry: Some(fast_retries(5)), budget: Some(empty), ..ResilienceConfig::default() };
@@ -197,7 +251,8 @@ async fn park_on_hung(gw: &Arc<Gateway>, hung: &[FakeServer], n: usize) -> Vec<t
 async fn a_hung_server_fills_only_its_own_bulkhead() {
     use mcpstorm_core::resilience::BulkheadConfig;
     let hung = fake(failing_config());
-    let bulkhead = BulkheadConfig { default_max: Some(2), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
+    let bulkhead =
+        BulkheadConfig { default_max: Some(2), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
     let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
     let (gw, seen) = protected(
         vec![
@@ -232,7 +287,9 @@ async fn a_remote_open_is_followed_without_local_failures() {
     let server = fake(failing_config());
     let spec = || vec![ServerEntry::new("s", ["s-0"]).with_tools(["echo"])];
     let fakes = || BTreeMap::from([("s-0".into(), server.clone())]);
-    let resilience = ResilienceConfig { breaker: Some(BreakerConfig::default()), ..ResilienceConfig::default() };
+    // Probing off: the first call after the remote open would otherwise be this node's probe.
+    let breaker = BreakerConfig { probe_interval: None, ..BreakerConfig::default() };
+    let resilience = ResilienceConfig { breaker: Some(breaker), ..ResilienceConfig::default() };
     let (gw, seen) = protected(spec(), fakes(), resilience);
     let t = gw.follow_remote_open("s-0", "echo", Duration::from_secs(30)).expect("a transition");
     assert_eq!((t.to, t.reason), (BreakerState::Open, TransitionReason::Remote));
@@ -281,11 +338,15 @@ async fn an_open_breaker_on_one_replica_sends_calls_to_its_sibling() {
     good.control().set_error_rate(Some(1.0));
     let mut sent = 0;
     let r = loop {
+        // Once both are open, the first call is the server's probe (to either replica); before, `bad` gets none.
+        let both_open = gw.breakers().iter().all(|(_, g)| g.state() == BreakerState::Open);
         let r = gw.call(ToolCall::new("write", json!({}))).await;
         if r.degraded().is_some() || sent == 10 {
             break r;
         }
-        assert_eq!(endpoints(&r), ["good"], "{r:?}");
+        if !both_open {
+            assert_eq!(endpoints(&r), ["good"], "{r:?}");
+        }
         sent += 1;
     };
     assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BreakerOpen), "{r:?}");
@@ -300,7 +361,8 @@ async fn a_full_replica_sends_calls_to_its_sibling_before_anything_is_degraded()
     use mcpstorm_core::resilience::BulkheadConfig;
     let hung = fake(failing_config());
     let ok = fake(failing_config());
-    let bulkhead = BulkheadConfig { default_max: Some(2), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
+    let bulkhead =
+        BulkheadConfig { default_max: Some(2), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
     let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
     let (gw, seen) = protected(
         vec![ServerEntry::new("s", ["h-0", "o-0"]).with_tools(["write"])],
@@ -395,10 +457,11 @@ async fn every_call_gives_back_what_it_took_unless_the_planted_leak_is_on() {
     }
 }
 
-/// Clients sharing one in-flight limit: a hung server's pools may hold at most half of it between them, so the other
-/// server's calls still find slots and are answered, and the hung server's extra callers are declined instead of
-/// taking the rest. With two replicas (a partition cuts off both at once), each pool gets a quarter: two pools of
-/// half each would be every slot.
+/// Clients sharing one in-flight limit: a hung server may borrow every slot but the other server's floor (a quarter
+/// of the slots: half of them split between the two servers, kept whole for a server that has not called yet), so
+/// the other server's calls still find slots and are answered, and the hung server's extra callers are declined
+/// instead of taking the rest. With two replicas (a partition cuts off both at once), their pools share the same
+/// borrowed slots.
 #[tokio::test(start_paused = true)]
 async fn a_hung_server_cannot_hold_every_shared_slot() {
     for replicas in [1, 2] {
@@ -406,9 +469,11 @@ async fn a_hung_server_cannot_hold_every_shared_slot() {
         let endpoints: Vec<String> = (0..replicas).map(|r| format!("h-{r}")).collect();
         let gw = shared_slots_gateway(&endpoints, &hung);
         let parked = park_on_hung(&gw, &hung, 8).await;
-        let per_pool = 4 / replicas;
-        let expected: Vec<_> = endpoints.iter().map(|e| (e.clone(), per_pool, per_pool)).collect();
-        assert_eq!(gw.bulkheads(), expected, "half of the eight shared slots, {replicas} replica(s)");
+        // The parked calls that found no slot wait the 50 ms queue wait, then are declined.
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let per_pool = 6 / replicas;
+        let expected: Vec<_> = endpoints.iter().map(|e| (e.clone(), per_pool, 8)).collect();
+        assert_eq!(gw.bulkheads(), expected, "all but the other server's floor of two, {replicas} replica(s)");
         // At once (paused time: a call that had to wait for the hung calls' slots would wait for their timeouts).
         for i in 0..5 {
             let call = gw.call(ToolCall::new("echo", json!({"message": format!("m{i}")})));
