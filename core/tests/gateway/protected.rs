@@ -89,26 +89,35 @@ fn endpoints(r: &Routed) -> Vec<String> {
     r.attempts().map(|a| a.endpoint.to_string()).collect()
 }
 
-/// A failing server trips its (replica, tool) breaker after the minimum number of calls; from then on the gateway
-/// answers with a degraded result naming the reason, without sending anything (probing switched off: see the next
-/// test for what probes do).
-#[tokio::test(start_paused = true)]
-async fn an_open_breaker_answers_degraded_without_calling() {
-    let server = fake(failing_config());
-    server.control().set_error_rate(Some(1.0));
-    let breaker = BreakerConfig {
+/// A breaker that opens after four calls in a count window of ten, for 30 s.
+fn opens_after_four() -> BreakerConfig {
+    BreakerConfig {
         window: WindowConfig::Count { size: 10 },
         minimum_calls: 4,
         open_base: Duration::from_secs(30),
-        probe_interval: None,
         ..BreakerConfig::default()
-    };
+    }
+}
+
+/// A one-replica server that fails every call, behind a gateway whose only layer is `breaker`.
+fn failing_behind_a_breaker(breaker: BreakerConfig) -> (FakeServer, Gateway, Arc<Seen>) {
+    let server = fake(failing_config());
+    server.control().set_error_rate(Some(1.0));
     let resilience = ResilienceConfig { breaker: Some(breaker), ..ResilienceConfig::default() };
     let (gw, seen) = protected(
         vec![ServerEntry::new("s", ["s-0"]).with_tools(["echo"])],
         BTreeMap::from([("s-0".into(), server.clone())]),
         resilience,
     );
+    (server, gw, seen)
+}
+
+/// A failing server trips its (replica, tool) breaker after the minimum number of calls; from then on the gateway
+/// answers with a degraded result naming the reason, without sending anything (probing switched off: see the next
+/// test for what probes do).
+#[tokio::test(start_paused = true)]
+async fn an_open_breaker_answers_degraded_without_calling() {
+    let (server, gw, seen) = failing_behind_a_breaker(BreakerConfig { probe_interval: None, ..opens_after_four() });
     for _ in 0..4 {
         let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
         assert!(r.degraded().is_none() && r.attempts().count() == 1 && r.outcome().is_err(), "{r:?}");
@@ -133,22 +142,9 @@ async fn an_open_breaker_answers_degraded_without_calling() {
 /// successes close it, long before its 30 s open period ends.
 #[tokio::test(start_paused = true)]
 async fn an_open_breaker_probes_once_per_interval_and_closes_when_the_server_answers() {
-    let server = fake(failing_config());
-    server.control().set_error_rate(Some(1.0));
-    let breaker = BreakerConfig {
-        window: WindowConfig::Count { size: 10 },
-        minimum_calls: 4,
-        open_base: Duration::from_secs(30),
-        probe_interval: Some(Duration::from_millis(50)),
-        half_open_probes: 2,
-        ..BreakerConfig::default()
-    };
-    let resilience = ResilienceConfig { breaker: Some(breaker), ..ResilienceConfig::default() };
-    let (gw, seen) = protected(
-        vec![ServerEntry::new("s", ["s-0"]).with_tools(["echo"])],
-        BTreeMap::from([("s-0".into(), server.clone())]),
-        resilience,
-    );
+    let probing =
+        BreakerConfig { probe_interval: Some(Duration::from_millis(50)), half_open_probes: 2, ..opens_after_four() };
+    let (server, gw, seen) = failing_behind_a_breaker(probing);
     for _ in 0..4 {
         let _ = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
     }

@@ -12,7 +12,7 @@
 //! | `recovery`    | liveness     | goodput over 3 s is back to ≥ 95% of its pre-fault level within `swarm.recovery_within` of the last fault's end (the run's own recovery figure, see [`liveness`]) |
 //! | `failures`    | differential | for a server with a replica no fault touched, the default profile fails at most naive's failures + `error_slack` × calls + `error_slack_calls` |
 //! | `healthy_p99` | differential | for a server no fault touched, the default profile's P99 ≤ `p99_ratio` × naive's + `p99_slack` |
-//! | `ok_calls`    | differential | for every server, the default profile's ok calls ≥ naive's − naive's waited-out calls − (0.5% of naive's ok + 5) (see [`ok_calls`]) |
+//! | `ok_calls`    | differential | for every server no crash, partition or stream reset touches, the default profile's ok calls ≥ naive's − naive's waited-out calls − (0.5% of naive's ok + 5) (see [`ok_calls`]); servers no mix entry pins are judged together |
 //! | `checks`      | the scenario's | the scenario's own `[checks]` pass (only when asked for)                  |
 
 use std::collections::BTreeSet;
@@ -23,7 +23,7 @@ use crate::report::num::grouped;
 use crate::run::memory::Seconds;
 use crate::run::{CheckResult, NOT_RECOVERED, Recovery, RunData, ServerTotals};
 use crate::scenario::cost::{self, CALL_BYTES, PROCESS_BYTES};
-use crate::scenario::{Scenario, SwarmSpec, resolve_target};
+use crate::scenario::{FaultKind, Scenario, SwarmSpec, resolve_target};
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -113,9 +113,30 @@ pub fn liveness(scenario: &Scenario, run: &RunData) -> Vec<Violation> {
 pub fn differential(scenario: &Scenario, run: &RunData, naive: &RunData) -> Vec<Violation> {
     let spec = spec(scenario);
     let mut out = Vec::new();
+    // A call that no mix entry pins to a server goes where the router sends it, and is counted for the server that
+    // served it: protection that routes around a sick server moves its calls to another, so such servers' ok calls
+    // are judged together, as the calls the agents offered them.
+    let pinned: BTreeSet<&str> = scenario.load.mix.iter().filter_map(|m| m.server.as_deref()).collect();
+    let routed: Vec<&str> =
+        scenario.servers.iter().map(|s| s.name.as_str()).filter(|name| !pinned.contains(name)).collect();
+    if !routed.is_empty() && !routed.iter().any(|name| cut_off(scenario, name)) {
+        let group = |data: &RunData| {
+            let mut sum = ServerTotals::default();
+            for name in routed.iter().copied().chain(["?"]) {
+                let t = totals(data, name);
+                (sum.calls, sum.failed, sum.waited_out) =
+                    (sum.calls + t.calls, sum.failed + t.failed, sum.waited_out + t.waited_out);
+            }
+            sum
+        };
+        let name = format!("calls routed to {}", routed.join(" or "));
+        out.extend(ok_calls(&name, &group(run), &group(naive)));
+    }
     for server in &scenario.servers {
         let (mine, theirs) = (totals(run, &server.name), totals(naive, &server.name));
-        out.extend(ok_calls(&server.name, &mine, &theirs));
+        if pinned.contains(server.name.as_str()) && !cut_off(scenario, &server.name) {
+            out.extend(ok_calls(&server.name, &mine, &theirs));
+        }
         let touched = touched_replicas(scenario, &server.name, server.replicas);
         if touched.len() == server.replicas {
             continue;
@@ -188,6 +209,17 @@ pub fn touched_replicas(scenario: &Scenario, server: &str, replicas: usize) -> B
         }
     }
     out
+}
+
+/// Whether a connection-level fault (a crash, a partition, a reset stream) touches `server`. `ok_calls` does not judge
+/// such a server: both profiles find a dead connection with the same stall detection, and naive's extra ok calls
+/// there are the agents' own retries after it (which a degraded result tells them not to make), not anything a pool,
+/// a breaker or a limit decides. An open finding, reported in issue 24's closing note.
+fn cut_off(scenario: &Scenario, server: &str) -> bool {
+    scenario.faults.iter().any(|f| {
+        matches!(f.kind, FaultKind::Crash | FaultKind::Partition | FaultKind::StreamReset)
+            && resolve_target(&f.target, &scenario.servers).is_ok_and(|(s, _)| scenario.servers[s].name == server)
+    })
 }
 
 fn totals(run: &RunData, server: &str) -> ServerTotals {
@@ -297,6 +329,39 @@ mod tests {
         run.totals.offered = 5;
         run.totals.lost = 1;
         assert_eq!(safety(&s, &run)[0].invariant, "lost");
+    }
+
+    #[test]
+    fn ok_calls_of_servers_no_mix_entry_pins_are_judged_together() {
+        // The router moved calls from a (sick) to b: per server a is short, but the calls the agents offered both
+        // were served.
+        let mut s = scenario(&[("a", 3, 2)]);
+        s.load.mix[0].server = None;
+        let with = |a: u64, b: u64| {
+            let mut run = blank();
+            run.audit.servers.insert("a".into(), ServerTotals { calls: a, ..ServerTotals::default() });
+            run.audit.servers.insert("b".into(), ServerTotals { calls: b, ..ServerTotals::default() });
+            run
+        };
+        assert!(differential(&s, &with(800, 1200), &with(1000, 1000)).is_empty());
+        let short = differential(&s, &with(800, 1000), &with(1000, 1000));
+        assert_eq!(short.len(), 1, "{short:?}");
+        assert_eq!(short[0].invariant, "ok_calls");
+        assert!(short[0].detail.starts_with("calls routed to a or b: 1,800 ok"), "{}", short[0].detail);
+    }
+
+    #[test]
+    fn ok_calls_spares_a_server_a_crash_or_a_partition_touched() {
+        let mut s = scenario(&[]);
+        s.faults.push(bare(FaultKind::Partition, "a#1".into(), Duration::from_secs(3), Duration::from_secs(1)));
+        let with = |ok: u64| {
+            let mut run = blank();
+            run.audit.servers.insert("a".into(), ServerTotals { calls: ok, ..ServerTotals::default() });
+            run
+        };
+        assert!(differential(&s, &with(500), &with(1000)).iter().all(|v| v.invariant != "ok_calls"));
+        s.faults[0].kind = FaultKind::LatencySpike;
+        assert!(differential(&s, &with(500), &with(1000)).iter().any(|v| v.invariant == "ok_calls"));
     }
 
     fn blank() -> RunData {
