@@ -252,6 +252,12 @@ impl Gateway {
                         return Err(Declined::of(Refusal::Full));
                     };
                     let now = self.clock.now();
+                    // Room came too late: the call cannot finish in time, so it is not sent. Sent, it would fail at
+                    // once on its deadline, and the pool's limiter would read that as one more timeout and shrink,
+                    // making the next callers wait longer still.
+                    if now >= deadline {
+                        return Err(Declined::of(Refusal::Full));
+                    }
                     let entry = permit.map_or(Entry::LastResort, Entry::Room);
                     return self
                         .layers

@@ -29,8 +29,9 @@ pub struct ServerTotals {
     pub calls: u64,
     /// Calls whose outcome was not ok (an error, an `isError` result or a degraded result).
     pub failed: u64,
-    /// Ok calls *waited out*: their answering attempt was sent inside a fault window on its replica (or its whole
-    /// server) and answered after the window ended (see `world::Phases::waited_out`).
+    /// Ok calls *waited out*: the call (or its answering attempt) started inside a fault window on the answering
+    /// replica (or its whole server) and was answered after the window ended, having waited or been retried by its
+    /// agent until then (see `world::Phases::waited_out`).
     pub waited_out: u64,
     pub p99_ms: f64,
 }

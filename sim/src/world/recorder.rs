@@ -342,8 +342,15 @@ impl Recorder {
         answered_by: Option<(&str, Duration)>,
     ) {
         let mut inner = self.lock();
+        // Waited out by its ok attempt, or by the logical call: started inside the window, and still being retried by
+        // its agent when the fault ended (a storm's own retries, which a degraded result tells the agent not to make).
+        let started = at.saturating_sub(latency);
         let settled = match (outcome, answered_by) {
-            (Outcome::Ok, Some((replica, sent))) if inner.phases.waited_out(replica, sent, at) => Settled::WaitedOut,
+            (Outcome::Ok, Some((replica, sent)))
+                if inner.phases.waited_out(replica, sent, at) || inner.phases.waited_out(replica, started, at) =>
+            {
+                Settled::WaitedOut
+            }
             (Outcome::Ok, _) => Settled::Ok,
             _ => Settled::Failed,
         };

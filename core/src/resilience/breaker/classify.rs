@@ -37,10 +37,13 @@ impl HealthVerdict {
     }
 }
 
-/// What an attempt's outcome tells an adaptive limiter. Its loss signal is congestion only: a timeout, a stalled
-/// stream, an overload error (-32000) or a retry-after. A server that fails fast (an internal error, a closed
-/// connection) is not short of capacity, and shrinking its pool would only queue, then shed, calls it answers at
-/// once; such an outcome is no evidence either way, like a request-level error.
+/// What an attempt's outcome tells an adaptive limiter. Its loss signal is congestion only: a phase timeout (first
+/// response, stream idle), a stalled stream, an overload error (-32000) or a retry-after. A server that fails fast
+/// (an internal error, a closed connection) is not short of capacity, and shrinking its pool would only queue, then
+/// shed, calls it answers at once; such an outcome is no evidence either way, like a request-level error. Nor is the
+/// call's own deadline running out: it is the caller's budget, often spent waiting in the gateway before the attempt
+/// was sent, and counted as a loss it shrank the pool further with every queued call (the swarm found a pool held
+/// near one permit for 2 s after a hang had ended).
 pub fn limiter_sample(outcome: &Result<CallToolResult, CallError>, verdict: HealthVerdict) -> SampleOutcome {
     match verdict {
         HealthVerdict::Success => SampleOutcome::Ok,
@@ -48,9 +51,7 @@ pub fn limiter_sample(outcome: &Result<CallToolResult, CallError>, verdict: Heal
         HealthVerdict::Ignore => SampleOutcome::Ignored,
         HealthVerdict::Failure => match outcome {
             Err(
-                CallError::Local(
-                    LocalError::FirstResponseTimeout(_) | LocalError::IdleTimeout(_) | LocalError::DeadlineExceeded,
-                )
+                CallError::Local(LocalError::FirstResponseTimeout(_) | LocalError::IdleTimeout(_))
                 | CallError::Transport(TransportError::Stalled(_)),
             ) => SampleOutcome::Dropped,
             Err(CallError::Protocol(obj)) if obj.code == OVERLOADED => SampleOutcome::Dropped,
