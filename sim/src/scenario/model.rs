@@ -81,8 +81,9 @@ pub struct Scenario {
 pub struct ReportSpec {
     /// Run the same scenario and seed again with this gateway profile (the other one, if it is the primary's),
     /// into `contrast-<profile>/`, and draw `contrast.png` with both side by side. The exit code follows the
-    /// primary run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// primary run. `"none"` (the same as leaving it out) runs no contrast: `--set report.contrast=none` switches a
+    /// file's contrast off.
+    #[serde(default, deserialize_with = "contrast_or_none", skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "optional_profile_schema")]
     pub contrast: Option<GatewayProfile>,
     /// Which attempts go to `calls.csv`, streamed to disk as they finish: `"all"` (the default), `"sample"` (every
@@ -117,7 +118,19 @@ impl CallsMode {
 pub const CALLS_SAMPLE_EVERY: u64 = 100;
 
 fn optional_profile_schema(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "enum": ["default", "naive"] })
+    json_schema!({ "enum": ["default", "naive", "none"] })
+}
+
+/// `[report] contrast`: a gateway profile's name, or `"none"` for no contrast run.
+fn contrast_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<GatewayProfile>, D::Error> {
+    use serde::de::{Error, Unexpected, value::StrDeserializer};
+    let name = String::deserialize(d)?;
+    if name == "none" {
+        return Ok(None);
+    }
+    GatewayProfile::deserialize(StrDeserializer::<D::Error>::new(&name))
+        .map(Some)
+        .map_err(|_| D::Error::invalid_value(Unexpected::Str(&name), &"\"default\", \"naive\" or \"none\""))
 }
 
 fn default_seed() -> u64 {

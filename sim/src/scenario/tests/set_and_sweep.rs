@@ -18,6 +18,25 @@ fn set_changes_values() {
     assert_eq!(s.servers[0].tools[0].latency, mcpstorm_fake::LatencyDist::Fixed { ms: 3.0 });
 }
 
+/// `[report] contrast` can be switched off from the command line: `"none"` is no contrast run, and only the profile
+/// names and `"none"` are accepted.
+#[test]
+fn contrast_none_switches_it_off() {
+    let with = format!("{BASE}\n[report]\ncontrast = \"naive\"\n");
+    assert_eq!(load(&with, &[]).expect("valid").report.contrast, Some(GatewayProfile::Naive));
+    assert_eq!(load(&with, &["report.contrast=\"none\""]).expect("valid").report.contrast, None);
+    assert_eq!(load(&with, &["report.contrast=none"]).expect("valid").report.contrast, None);
+    let found = problems(&with, &["report.contrast=off"]);
+    let shown: Vec<String> = found.iter().map(|p| p.to_string()).collect();
+    assert_eq!(
+        shown,
+        [
+            "--set report.contrast=off: report.contrast: invalid value: string \"off\", expected \"default\", \"naive\" or \
+          \"none\""
+        ]
+    );
+}
+
 #[test]
 fn bad_set_arguments_name_the_argument() {
     let one = |sets: &[&str], fragment: &str| {
