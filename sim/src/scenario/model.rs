@@ -2,7 +2,7 @@
 //! `[report]`, `[sweep]`). Each larger table has its own module (`units`, `gateway`, `servers`, `workload`,
 //! `client`, `faults`, `checks`), all re-exported from [`scenario`](super).
 //!
-//! Every table rejects unknown keys. Durations are strings with a unit (`"250ms"`, `"2s"`, `"1m"`).
+//! Every table rejects unknown keys. Durations are strings with a unit (`"250ms"`, `"2s"`, `"1m30s"`: see `units`).
 
 use std::time::Duration;
 

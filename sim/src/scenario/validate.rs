@@ -124,8 +124,8 @@ fn check_top(c: &mut Checker, s: &Scenario) {
             "network.max_latency",
             format!(
                 "must be at least network.latency ({}), got {}",
-                humantime::format_duration(s.network.latency.0),
-                humantime::format_duration(max.0)
+                super::units::format_duration(s.network.latency.0),
+                super::units::format_duration(max.0)
             ),
         );
     }
@@ -515,7 +515,7 @@ fn owner_of(field: &str) -> Option<&'static str> {
 }
 
 fn fmt(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
+    super::units::format_duration(d)
 }
 
 fn check_checks_and_sweep(c: &mut Checker, s: &Scenario) {

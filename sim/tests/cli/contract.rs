@@ -84,7 +84,7 @@ fn durations_beyond_their_range_exit_2_naming_the_key_without_a_panic() {
     let o = mcpstorm(&["sim", "scenarios/smoke.toml", "--out", &out, "--set", &deadline, "--set", &refresh]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{}", crate::common::text(&o));
-    assert!(stderr.contains("client.deadline: must be at most 7days") && stderr.contains("refresh_every"), "{stderr}");
+    assert!(stderr.contains("client.deadline: must be at most 7d") && stderr.contains("refresh_every"), "{stderr}");
     assert!(!PathBuf::from(&out).join("summary.json").exists(), "nothing ran");
 }
 
