@@ -46,7 +46,7 @@ fn bad_set_arguments_name_the_argument() {
         assert!(shown.starts_with(&format!("--set {}: ", sets[0])), "{shown}");
         assert!(shown.contains(fragment), "{shown}\ndoes not contain {fragment:?}");
     };
-    one(&["load.sesions=3"], "load.sesions: unknown key; expected one of `mode`");
+    one(&["load.sesions=3"], "load.sesions: unknown key; did you mean `sessions`? expected one of `mode`");
     one(&["bogus=3"], "bogus: unknown key");
     one(&["servers[5].name=x"], "servers[5]: index 5 is out of range: the array has 2 entries (0 to 1)");
     one(&["load.sessions[0]=1"], "load.sessions: is an integer, not an array");
