@@ -18,7 +18,7 @@ use crate::scenario;
 use crate::shard::Shard;
 
 #[derive(Debug, Args)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = EXIT_CODES, mut_arg("shard", |a| a.help(super::seeds::COMPARE_SHARD)))]
 pub struct CompareArgs {
     /// The scenario file (TOML).
     pub scenario: PathBuf,

@@ -16,7 +16,13 @@ use crate::run::{CallSink, RunData, SweepData, SweepRow, WallClock};
 use crate::scenario::{self, CallsMode, Scenario};
 use crate::world;
 
+/// `sim --help`: what the exit code says.
+const EXIT_CODES: &str = "Exit codes: 0 when the scenario's [checks] pass (with [report] contrast, the primary run's; \
+with a [sweep], every row's); 1 when any fails, or the run fails; 2 for bad input (arguments, the scenario file, a \
+--set).";
+
 #[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES)]
 pub struct SimArgs {
     /// The scenario file (TOML).
     pub scenario: PathBuf,

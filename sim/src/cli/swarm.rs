@@ -18,6 +18,7 @@ use crate::swarm::shrink::{Shrunk, shrink};
 use crate::swarm::{self, Options, SwarmRun};
 
 #[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES, mut_arg("shard", |a| a.help(super::seeds::SWARM_SHARD)))]
 pub struct SwarmArgs {
     /// The scenario file (TOML): its servers, load and `[swarm]` bounds; its own faults are replaced by drawn ones.
     pub scenario: PathBuf,
@@ -49,6 +50,11 @@ pub struct SwarmArgs {
     #[arg(long)]
     pub allow_large: bool,
 }
+
+/// `swarm --help`: what the exit code says.
+const EXIT_CODES: &str = "Exit codes: 0 when every invariant holds on every seed (with --replay: on the scenario as \
+it is); 1 when any breaks (with --replay: while the failure stands); 2 for bad input, a scenario too short to \
+swarm included.";
 
 /// One seed's outcome, and its shrunk failure.
 struct Outcome {
