@@ -561,9 +561,17 @@ fn check_checks_and_sweep(c: &mut Checker, s: &Scenario) {
         ("checks.contrast_extra_errors", s.checks.contrast_extra_errors.is_some()),
     ];
     for (key, set) in contrasted {
-        if set && s.report.contrast.is_none() {
-            c.fail(key, "needs `[report] contrast`: it compares this run with the other gateway profile's");
-        } else if set && s.sweep.is_some() {
+        // Switched off (`contrast = "none"`): not judged, so nothing to refuse.
+        if !set || s.report.contrast == Some(super::model::Contrast::Off) {
+            continue;
+        }
+        if s.report.contrast.is_none() {
+            c.fail(
+                key,
+                "needs `[report] contrast`: it compares this run with the other gateway profile's (with contrast = \
+                 \"none\" it is not judged)",
+            );
+        } else if s.sweep.is_some() {
             c.fail(key, "is not evaluated in a sweep (its rows run without a contrast run)");
         }
     }
