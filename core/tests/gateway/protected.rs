@@ -197,8 +197,7 @@ async fn park_on_hung(gw: &Arc<Gateway>, hung: &[FakeServer], n: usize) -> Vec<t
 async fn a_hung_server_fills_only_its_own_bulkhead() {
     use mcpstorm_core::resilience::BulkheadConfig;
     let hung = fake(failing_config());
-    let bulkhead =
-        BulkheadConfig { default_max: Some(2), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
+    let bulkhead = BulkheadConfig { default_max: Some(2), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
     let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
     let (gw, seen) = protected(
         vec![
@@ -301,8 +300,7 @@ async fn a_full_replica_sends_calls_to_its_sibling_before_anything_is_degraded()
     use mcpstorm_core::resilience::BulkheadConfig;
     let hung = fake(failing_config());
     let ok = fake(failing_config());
-    let bulkhead =
-        BulkheadConfig { default_max: Some(2), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
+    let bulkhead = BulkheadConfig { default_max: Some(2), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
     let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
     let (gw, seen) = protected(
         vec![ServerEntry::new("s", ["h-0", "o-0"]).with_tools(["write"])],
