@@ -50,7 +50,7 @@ tools *ARGS:
 call *ARGS:
     cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- call {{ARGS}}
 
-# Run the built-in fake MCP server (or one from a config file) on loopback TCP.
+# Run the built-in fake MCP server (or one from a config file): ndjson or --transport http, loopback unless --listen.
 serve-fake *ARGS:
     cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- serve-fake {{ARGS}}
 

@@ -257,7 +257,8 @@ class Sim:
             for s in sets:
                 args += ["--set", s]
             out = SCRATCH / tag
-            stdout, code = self._exec(args, out, " ".join(args), ok_codes=(0,))
+            # Exit 1 (a variant failed the scenario's checks on some seed) is a result too, as for `sim`.
+            stdout, code = self._exec(args, out, " ".join(args))
             self.cache[key] = Run(out, stdout, code)
         return self.cache[key]
 

@@ -18,6 +18,7 @@ use crate::scenario;
 use crate::shard::Shard;
 
 #[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES, mut_arg("shard", |a| a.help(super::seeds::COMPARE_SHARD)))]
 pub struct CompareArgs {
     /// The scenario file (TOML).
     pub scenario: PathBuf,
@@ -104,16 +105,36 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     print_tables(&data, &out)
 }
 
-/// The console's view of a finished comparison: the headline metrics and where the rest is.
+/// The console's view of a finished comparison: the headline metrics, the checks that failed, and where the rest
+/// is. The exit code follows [`EXIT_CODES`]: 1 when any variant failed any of the scenario's `[checks]` on any seed.
 pub(super) fn print_tables(data: &CompareData, out: &Path) -> Result<(), Failure> {
     for m in METRICS.iter().filter(|m| matches!(m.name, "p99_ms" | "success_rate" | "amplification")) {
         outln!("\n{}:\n{}", m.name, report::compare_table(data, m))?;
     }
+    let failed = data.failed_checks();
+    if !failed.is_empty() {
+        outln!("\nchecks failed:")?;
+        for line in &failed {
+            outln!("  {line}")?;
+        }
+    }
     outln!("full tables: {}", out.join("compare.md").display())?;
     outln!("overlay plot: {}", out.join("compare.png").display())?;
     outln!("reproduce: {}", data.reproduce)?;
-    Ok(())
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::Failed(format!(
+        "{} of {} variants failed the scenario's checks on some seed (see above)",
+        failed.len(),
+        data.labels.len()
+    )))
 }
+
+/// `compare --help` and `merge --help`: what the exit code says.
+pub(super) const EXIT_CODES: &str = "Exit codes: 0 when every variant passed the scenario's [checks] on every seed; \
+1 when any variant failed any check on any seed (the failed checks are listed on the console), or the run failed; \
+2 for bad input. A shard (--shard) only writes its share and judges nothing: `mcpstorm merge` does.";
 
 /// One shard's runs, written as `shard-K-of-N.json` in `out` for `mcpstorm merge`.
 fn run_shard(plan: &Plan, shard: Shard, jobs: usize, reproduce: &str, out: &Path) -> Result<(), Failure> {

@@ -47,6 +47,8 @@ use super::out::outln;
 use super::peer::{Route, ServerArgs};
 
 #[derive(Debug, Args)]
+#[command(after_help = "Exit codes: 0 when every layer passes (or is skipped); 1 when any check fails; 2 for bad \
+input (arguments, a --stdio command that does not parse, an --http URL, a missing --auth variable).")]
 pub struct DiagnoseArgs {
     #[command(flatten)]
     pub server: ServerArgs,

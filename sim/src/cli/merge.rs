@@ -12,6 +12,7 @@ use crate::compare::partial::Partial;
 use crate::report;
 
 #[derive(Debug, Args)]
+#[command(after_help = super::compare::EXIT_CODES)]
 pub struct MergeArgs {
     /// Shard results: `shard-K-of-N.json` files, or directories holding them.
     #[arg(required = true, value_name = "SHARD")]

@@ -23,11 +23,16 @@ pub use serve_fake::ServeFakeArgs;
 pub use sim::SimArgs;
 
 #[derive(Debug, Parser)]
-#[command(name = "mcpstorm", version, about = "MCP gateway core and deterministic chaos simulator")]
+#[command(name = "mcpstorm", version, about = "MCP gateway core and deterministic chaos simulator", after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The top-level `--help`: the exit codes every command shares (each command's `--help` says what they mean for it).
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 a failed check, invariant or call (sim, compare, merge, swarm, \
+diagnose: the checks or invariants failed; tools, call: the server or the tool failed); 2 bad input (arguments, \
+scenario or config files, tool arguments). A command's --help says what they mean for it.";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -49,7 +54,8 @@ pub enum Command {
     /// Draw a fault timeline per seed over a scenario's servers, check safety, liveness and differential invariants,
     /// and shrink every failure into a scenario that replays it.
     Swarm(swarm::SwarmArgs),
-    /// Run a scripted fake MCP server on loopback TCP.
+    /// Run a scripted fake MCP server (newline-delimited JSON-RPC or Streamable HTTP) on a TCP address: loopback by
+    /// default, any with --listen.
     ServeFake(ServeFakeArgs),
     /// Check a scenario file (with any --set overrides) without running it.
     Validate(validate::ValidateArgs),

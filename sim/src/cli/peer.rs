@@ -53,9 +53,9 @@ pub struct ServerArgs {
     // `requires = "http"` is not enforced when a conflicting member of the group is present: name the conflicts.
     #[arg(long = "header", value_name = "NAME=ENV_VAR", conflicts_with_all = ["stdio", "tcp"])]
     pub headers: Vec<String>,
-    /// Seed of the client's random stream (reconnect backoff jitter). Default: drawn from the OS and logged at debug
-    /// level (`RUST_LOG=debug`), so a run can be replayed with the same draws.
-    #[arg(long)]
+    /// With --retries: seeds the jitter of the reconnect backoff, the only random draw these commands make. Default:
+    /// drawn from the OS and logged at debug level (`RUST_LOG=debug`), so a run can be replayed with the same draws.
+    #[arg(long, requires = "retries")]
     pub seed: Option<u64>,
     /// The most tools a server's listing may hold (default 10,000); more is refused naming this flag.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
@@ -66,12 +66,17 @@ pub struct ServerArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Exit codes: 0 when the tools are listed; 1 when the server cannot be reached or fails; 2 for \
+bad input (arguments, a --stdio command that does not parse, an --http URL, a missing --auth variable).")]
 pub struct ToolsArgs {
     #[command(flatten)]
     pub server: ServerArgs,
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Exit codes: 0 when the tool returns a result; 1 when it returns an error result, or the \
+server cannot be reached or fails; 2 for bad input (arguments that are not a JSON object or fail the tool's \
+inputSchema, an unknown tool, a --stdio command that does not parse, an --http URL).")]
 pub struct CallArgs {
     #[command(flatten)]
     pub server: ServerArgs,

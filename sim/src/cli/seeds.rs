@@ -18,14 +18,26 @@ pub struct SeedRuns {
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_JOBS))]
     pub jobs: Option<usize>,
     /// Run only shard K of N: the seeds whose index i has i % N == K - 1. Default: from JOB_COMPLETION_INDEX (a
-    /// Kubernetes Indexed Job's, from 0) when a shard count is given. `compare` writes `shard-K-of-N.json` for
-    /// `mcpstorm merge`; `swarm` shards' report directories combine by copying.
+    /// Kubernetes Indexed Job's, from 0) when a shard count is given. What a shard writes is each command's own:
+    /// see [`COMPARE_SHARD`] and [`SWARM_SHARD`], which replace this text in their `--help`.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<Shard>,
     /// The shard count N for a shard taken from JOB_COMPLETION_INDEX. Default: MCPSTORM_SHARD_COUNT.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub shard_count: Option<u32>,
 }
+
+/// `compare --shard`'s help: a shard writes its share of the runs for `mcpstorm merge`.
+pub const COMPARE_SHARD: &str = "Run only shard K of N: the seeds whose index i has i % N == K - 1. Default: from \
+JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's, from 0) when a shard count is given. A shard writes only \
+`shard-K-of-N.json` (no tables, no plots, no verdict); `mcpstorm merge` combines all N into the report an unsharded \
+run writes";
+
+/// `swarm --shard`'s help: a shard's report is complete, and shards combine by copying.
+pub const SWARM_SHARD: &str = "Run only shard K of N: the seeds whose index i has i % N == K - 1. Default: from \
+JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's, from 0) when a shard count is given. Each shard writes its own \
+`swarm.md` and failure files named by seed, and exits 1 on its own failures; the shards' report directories combine \
+by copying";
 
 impl SeedRuns {
     /// The shard to run, from the flags or the environment (`None`: every seed).

@@ -8,10 +8,13 @@ use super::out::{self, outln};
 use mcpstorm_fake::{FakeServerConfig, Transport, live_server};
 
 #[derive(Debug, Args)]
+#[command(after_help = "Runs until killed. Exit codes: 1 when a valid address cannot be bound; 2 for bad input (the \
+config file, an address that does not parse or resolve).")]
 pub struct ServeFakeArgs {
     /// Fake server configuration (TOML). Without it, the built-in server (`sleep_ms`, `echo`, `slow_progress`).
     pub config: Option<PathBuf>,
-    /// Address to listen on; port 0 picks a free port, printed as `listening on <addr>`.
+    /// Address to listen on; port 0 picks a free port, printed as `listening on <addr>`. Loopback by default; any
+    /// other address (e.g. 0.0.0.0:8080) serves everyone who can reach it, with a warning on stderr.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: String,
     /// The wire, overriding the config's `transport`: `ndjson` (newline-delimited JSON-RPC) or `http` (MCP
@@ -44,6 +47,13 @@ pub async fn run(args: ServeFakeArgs) -> Result<(), Failure> {
         .await
         .map_err(|e| Failure::Failed(format!("serve-fake cannot listen on {}: {e}", args.listen)))?;
     let addr = listener.local_addr().map_err(|e| Failure::Failed(format!("serve-fake on {}: {e}", args.listen)))?;
+    // Before the address line, so that whoever reads that line has the warning already.
+    if !addr.ip().is_loopback() {
+        out::errln!(
+            "mcpstorm: warning: serve-fake listens on {addr}, which is not loopback: anyone who can reach it can call \
+             the fake's tools"
+        );
+    }
     outln!("listening on {addr}")?;
     out::flush()?;
     server.serve(listener).await;

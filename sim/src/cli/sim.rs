@@ -16,7 +16,13 @@ use crate::run::{CallSink, RunData, SweepData, SweepRow, WallClock};
 use crate::scenario::{self, CallsMode, Scenario};
 use crate::world;
 
+/// `sim --help`: what the exit code says.
+const EXIT_CODES: &str = "Exit codes: 0 when the scenario's [checks] pass (with [report] contrast, the primary run's; \
+with a [sweep], every row's); 1 when any fails, or the run fails; 2 for bad input (arguments, the scenario file, a \
+--set).";
+
 #[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES)]
 pub struct SimArgs {
     /// The scenario file (TOML).
     pub scenario: PathBuf,
@@ -87,7 +93,8 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
 }
 
 fn run_one(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(), Failure> {
-    let Some(asked) = scenario.report.contrast else {
+    // With `contrast = "none"` the contrast checks are not judged: they are evaluated only beside a contrast run.
+    let Some(asked) = scenario.report.contrast_profile() else {
         let (_, passed) = simulate(scenario, out, reproduce)?;
         return if passed { Ok(()) } else { Err(Failure::Failed("checks failed (see the summary above)".into())) };
     };

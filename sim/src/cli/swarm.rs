@@ -18,6 +18,7 @@ use crate::swarm::shrink::{Shrunk, shrink};
 use crate::swarm::{self, Options, SwarmRun};
 
 #[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES, mut_arg("shard", |a| a.help(super::seeds::SWARM_SHARD)))]
 pub struct SwarmArgs {
     /// The scenario file (TOML): its servers, load and `[swarm]` bounds; its own faults are replaced by drawn ones.
     pub scenario: PathBuf,
@@ -49,6 +50,11 @@ pub struct SwarmArgs {
     #[arg(long)]
     pub allow_large: bool,
 }
+
+/// `swarm --help`: what the exit code says.
+const EXIT_CODES: &str = "Exit codes: 0 when every invariant holds on every seed (with --replay: on the scenario as \
+it is); 1 when any breaks (with --replay: while the failure stands); 2 for bad input, a scenario too short to \
+swarm included.";
 
 /// One seed's outcome, and its shrunk failure.
 struct Outcome {
@@ -97,10 +103,11 @@ pub fn run(args: SwarmArgs) -> Result<(), Failure> {
     });
     bar.finish_and_clear();
     let command = reproduce(&args, first);
+    let mut replays = Vec::new();
     for o in outcomes.iter().filter(|o| !o.run.passed()) {
-        write_failure(&out, o, &command)?;
+        replays.extend(write_failure(&out, o, &command, options)?);
     }
-    let table = summary(&base, &outcomes, shard, &command);
+    let table = summary(&base, &outcomes, shard, &command, &replays);
     std::fs::write(out.join("swarm.md"), &table).map_err(|e| Failure::Failed(format!("{}: {e}", out.display())))?;
     outln!("{table}")?;
     let failed = outcomes.iter().filter(|o| !o.run.passed()).count();
@@ -148,10 +155,10 @@ fn replay(s: &Scenario, options: Options) -> Result<(), Failure> {
 }
 
 /// `failures/<seed>-<invariant>.toml`: the shrunk scenario (the original when shrinking was off), with a header
-/// naming the invariant, the seed and the commands that find and replay it.
-fn write_failure(out: &Path, o: &Outcome, command: &str) -> Result<(), Failure> {
+/// naming the invariant, the seed and the commands that find and replay it. Returns the seed and its replay line.
+fn write_failure(out: &Path, o: &Outcome, command: &str, options: Options) -> Result<Option<(u64, String)>, Failure> {
     let failed = |e: &dyn std::fmt::Display| Failure::Failed(e.to_string());
-    let Some(first) = o.run.first() else { return Ok(()) };
+    let Some(first) = o.run.first() else { return Ok(None) };
     let dir = out.join("failures");
     std::fs::create_dir_all(&dir).map_err(|e| failed(&e))?;
     let path = dir.join(format!("{}-{}.toml", o.seed, first.invariant));
@@ -160,20 +167,36 @@ fn write_failure(out: &Path, o: &Outcome, command: &str) -> Result<(), Failure> 
         None => (&o.run.scenario, first, "not shrunk".to_owned()),
     };
     let text = toml::to_string(scenario).map_err(|e| failed(&e))?;
+    let replay = replay_command(&path, options);
     let head = format!(
         "# swarm failure: invariant `{}` broken on seed {}: {}\n# {} faults drawn, {} kept; {runs}.\n\
-         # found by: {command}\n# replay:   mcpstorm swarm {} --replay   (exit 1 while the failure stands)\n",
+         # found by: {command}\n# replay:   {replay}   (exit 1 while the failure stands)\n",
         violation.invariant,
         o.seed,
         violation.detail.replace('\n', " "),
         o.run.scenario.faults.len(),
         scenario.faults.len(),
-        path.display()
     );
-    std::fs::write(&path, head + &text).map_err(|e| failed(&e))
+    std::fs::write(&path, head + &text).map_err(|e| failed(&e))?;
+    Ok(Some((o.seed, replay)))
 }
 
-fn summary(base: &Scenario, outcomes: &[Outcome], shard: Shard, command: &str) -> String {
+/// The command that replays a failure file with the options that found it: the scenario's own checks are judged
+/// only with `--checks` (a `checks` failure passes without it), and a run without the naive baseline is replayed
+/// without it (a differential failure is found only with the baseline, so `--no-differential` never hides one).
+/// Shrinking keeps the same invariant under these options, so the line reproduces the failure as written.
+fn replay_command(path: &Path, options: Options) -> String {
+    let mut cmd = format!("mcpstorm swarm {} --replay", path.display());
+    if options.checks {
+        cmd.push_str(" --checks");
+    }
+    if !options.differential {
+        cmd.push_str(" --no-differential");
+    }
+    cmd
+}
+
+fn summary(base: &Scenario, outcomes: &[Outcome], shard: Shard, command: &str, replays: &[(u64, String)]) -> String {
     let failed = outcomes.iter().filter(|o| !o.run.passed()).count();
     let simulations: usize =
         outcomes.iter().map(|o| o.run.simulations + o.shrunk.as_ref().map_or(0, |s| s.simulations)).sum();
@@ -198,6 +221,9 @@ fn summary(base: &Scenario, outcomes: &[Outcome], shard: Shard, command: &str) -
         );
     }
     let _ = writeln!(s, "\nreproduce: {command}");
+    for (seed, replay) in replays {
+        let _ = writeln!(s, "replay seed {seed}: {replay}");
+    }
     s
 }
 
@@ -219,6 +245,9 @@ fn reproduce(args: &SwarmArgs, first: u64) -> String {
     );
     if args.checks {
         cmd.push_str(" --checks");
+    }
+    if args.no_differential {
+        cmd.push_str(" --no-differential");
     }
     cmd
 }

@@ -10,6 +10,8 @@ use super::out::{errln, outln};
 use crate::scenario::{Limits, cost, expand_sweep, load_file_with};
 
 #[derive(Debug, Args)]
+#[command(after_help = "Exit codes: 0 when the scenario (with its --set overrides) is valid; 2 when it is not, every \
+problem listed.")]
 pub struct ValidateArgs {
     /// The scenario file.
     pub scenario: PathBuf,

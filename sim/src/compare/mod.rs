@@ -121,6 +121,9 @@ pub struct RunSummary {
     pub totals: Totals,
     pub seconds: Vec<SecondRow>,
     pub passed: bool,
+    /// The names of the `[checks]` that failed, in the scenario's order (empty when `passed`).
+    #[serde(default)]
+    pub failed: Vec<String>,
 }
 
 /// A finished comparison.
@@ -186,7 +189,8 @@ pub fn run_seeds(plan: &Plan, seed_indices: &[usize], jobs: usize, done: &(dyn F
             faults = run.faults.clone();
         }
         let passed = run.passed();
-        runs[i / seeds].push(RunSummary { seed: run.seed, totals: run.totals, seconds: run.seconds, passed });
+        let failed = run.checks.iter().filter(|c| !c.passed).map(|c| c.name.clone()).collect();
+        runs[i / seeds].push(RunSummary { seed: run.seed, totals: run.totals, seconds: run.seconds, passed, failed });
     }
     Ok(Runs { runs, faults })
 }
@@ -240,10 +244,45 @@ impl CompareData {
         }
     }
 
+    /// One line per variant that failed any of its `[checks]` on any seed: how many seeds, and which check failed on
+    /// which seeds (the first few). Empty when every run passed: the rule `compare`'s exit code follows.
+    pub fn failed_checks(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (label, runs) in self.labels.iter().zip(&self.runs) {
+            let failing = runs.iter().filter(|r| !r.passed).count();
+            if failing == 0 {
+                continue;
+            }
+            // Check name -> the seeds it failed on, in the order the checks first failed.
+            let mut by_check: Vec<(&str, Vec<u64>)> = Vec::new();
+            for r in runs {
+                for name in &r.failed {
+                    match by_check.iter_mut().find(|(n, _)| n == name) {
+                        Some((_, seeds)) => seeds.push(r.seed),
+                        None => by_check.push((name, vec![r.seed])),
+                    }
+                }
+            }
+            let checks: Vec<String> =
+                by_check.iter().map(|(name, seeds)| format!("{name} ({})", seed_list(seeds))).collect();
+            let checks = if checks.is_empty() { String::new() } else { format!(": {}", checks.join(", ")) };
+            lines.push(format!("{label}: failed on {failing} of {} seeds{checks}", runs.len()));
+        }
+        lines
+    }
+
     /// Share of each variant's runs whose `[checks]` passed.
     pub fn pass_rates(&self) -> Vec<f64> {
         self.runs.iter().map(|r| r.iter().filter(|r| r.passed).count() as f64 / r.len().max(1) as f64).collect()
     }
+}
+
+/// `seed 3` or `seeds 1, 2, 5`, the first five and then how many more.
+fn seed_list(seeds: &[u64]) -> String {
+    const SHOWN: usize = 5;
+    let shown: Vec<String> = seeds.iter().take(SHOWN).map(u64::to_string).collect();
+    let more = if seeds.len() > SHOWN { format!(" and {} more", seeds.len() - SHOWN) } else { String::new() };
+    format!("seed{} {}{more}", if seeds.len() == 1 { "" } else { "s" }, shown.join(", "))
 }
 
 #[cfg(test)]

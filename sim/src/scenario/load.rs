@@ -207,7 +207,10 @@ fn friendly(message: &str) -> String {
     }
     if let Some(rest) = message.strip_prefix("unknown field ") {
         return match rest.split_once(", expected ") {
-            Some((_, expected)) => format!("unknown key; expected {expected}"),
+            Some((key, expected)) => match nearest(key.trim_matches('`'), expected) {
+                Some(name) => format!("unknown key; did you mean `{name}`? expected {expected}"),
+                None => format!("unknown key; expected {expected}"),
+            },
             None if rest.contains("there are no fields") => "unknown key: this table takes no keys".to_owned(),
             None => "unknown key".to_owned(),
         };
@@ -225,6 +228,16 @@ fn friendly(message: &str) -> String {
         e => e,
     };
     format!("{}, expected {expected}", what.replace(" as i128", ""))
+}
+
+/// The valid key of `expected` (serde's "`a`, `b` or `c`" list) nearest to the unknown `key`, when it is near
+/// enough to be a typo: at most a third of its letters changed (one at least), swaps counted as one change.
+fn nearest<'e>(key: &str, expected: &'e str) -> Option<&'e str> {
+    let names = expected.split('`').skip(1).step_by(2);
+    let limit = (key.chars().count() / 3).max(1);
+    let scored = names.map(|name| (strsim::damerau_levenshtein(&key.to_lowercase(), name), name));
+    // The first of the nearest names, in the order serde lists them: the same suggestion every time.
+    scored.filter(|(d, _)| *d <= limit).min_by_key(|(d, _)| *d).map(|(_, name)| name)
 }
 
 /// Validation issues as problems: each at the value its path names, or the nearest enclosing key that exists in the

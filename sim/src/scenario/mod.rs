@@ -43,7 +43,7 @@ pub use gateway::{
     CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, RequirementRule, RouterSpec, profile_name,
 };
 pub use load::{load_file, load_file_with, load_str, load_str_with};
-pub use model::{CALLS_SAMPLE_EVERY, CallsMode, HostsMode, Network, ReportSpec, Scenario, Sweep};
+pub use model::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, HostsMode, Network, ReportSpec, Scenario, Sweep};
 pub use overrides::{expand_sweep, label as sweep_label};
 pub use placement::{Placement, load_host, server_host};
 pub use servers::{HealthCheckSpec, ServerSpec};

@@ -2,7 +2,7 @@
 //! `[report]`, `[sweep]`). Each larger table has its own module (`units`, `gateway`, `servers`, `workload`,
 //! `client`, `faults`, `checks`), all re-exported from [`scenario`](super).
 //!
-//! Every table rejects unknown keys. Durations are strings with a unit (`"250ms"`, `"2s"`, `"1m"`).
+//! Every table rejects unknown keys. Durations are strings with a unit (`"250ms"`, `"2s"`, `"1m30s"`: see `units`).
 
 use std::time::Duration;
 
@@ -81,10 +81,11 @@ pub struct Scenario {
 pub struct ReportSpec {
     /// Run the same scenario and seed again with this gateway profile (the other one, if it is the primary's),
     /// into `contrast-<profile>/`, and draw `contrast.png` with both side by side. The exit code follows the
-    /// primary run.
+    /// primary run. `"none"` runs no contrast, and the contrast checks (`contrast_p99_ratio`,
+    /// `contrast_extra_errors`) are then not judged: `--set report.contrast=none` switches a file's contrast off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "optional_profile_schema")]
-    pub contrast: Option<GatewayProfile>,
+    pub contrast: Option<Contrast>,
     /// Which attempts go to `calls.csv`, streamed to disk as they finish: `"all"` (the default), `"sample"` (every
     /// attempt of one logical call in 100) or `"off"` (no file, and no hashing of results).
     #[serde(default, skip_serializing_if = "CallsMode::is_default")]
@@ -117,7 +118,47 @@ impl CallsMode {
 pub const CALLS_SAMPLE_EVERY: u64 = 100;
 
 fn optional_profile_schema(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "enum": ["default", "naive"] })
+    json_schema!({ "enum": ["default", "naive", "none"] })
+}
+
+/// `[report] contrast` when given: a gateway profile to run beside the primary, or `"none"` (switched off, e.g. by
+/// `--set report.contrast=none`), which also lets the file's contrast checks go unjudged rather than be refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contrast {
+    Off,
+    Profile(GatewayProfile),
+}
+
+impl ReportSpec {
+    /// The profile of the contrast run, if there is one.
+    pub fn contrast_profile(&self) -> Option<GatewayProfile> {
+        match self.contrast {
+            Some(Contrast::Profile(p)) => Some(p),
+            Some(Contrast::Off) | None => None,
+        }
+    }
+}
+
+impl Serialize for Contrast {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Contrast::Off => s.serialize_str("none"),
+            Contrast::Profile(p) => p.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Contrast {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, Unexpected, value::StrDeserializer};
+        let name = String::deserialize(d)?;
+        if name == "none" {
+            return Ok(Contrast::Off);
+        }
+        GatewayProfile::deserialize(StrDeserializer::<D::Error>::new(&name))
+            .map(Contrast::Profile)
+            .map_err(|_| D::Error::invalid_value(Unexpected::Str(&name), &"\"default\", \"naive\" or \"none\""))
+    }
 }
 
 fn default_seed() -> u64 {

@@ -94,12 +94,12 @@ impl Upper {
 
     /// How the bound reads in a message.
     pub fn describe(self, s: &Scenario) -> String {
-        let d = humantime::format_duration(self.of(s));
+        let d = super::units::format_duration(self.of(s));
         match self {
             Upper::Week => format!("{d} (a week)"),
             Upper::Run | Upper::RunByOwnRule => format!("the run's duration ({d})"),
             Upper::Tick if self.of(s) < MAX_TICK => format!("the run's duration ({d})"),
-            Upper::Tick => format!("{d}"),
+            Upper::Tick => d,
         }
     }
 }
@@ -323,11 +323,7 @@ fn gateway_counts(s: &Scenario, add: &mut impl FnMut(String, f64, f64)) {
 /// from a year on (`18446744073709551615s` reads better as the number the user typed than as 584 billion years).
 pub fn shown(d: Duration) -> String {
     const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
-    if d < YEAR || d.subsec_nanos() != 0 {
-        humantime::format_duration(d).to_string()
-    } else {
-        format!("{}s", d.as_secs())
-    }
+    if d < YEAR || d.subsec_nanos() != 0 { super::units::format_duration(d) } else { format!("{}s", d.as_secs()) }
 }
 
 /// A number as messages print it: integers grouped by thousands (`1,000,000`), fractions as Rust prints them, and

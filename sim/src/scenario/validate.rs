@@ -124,8 +124,8 @@ fn check_top(c: &mut Checker, s: &Scenario) {
             "network.max_latency",
             format!(
                 "must be at least network.latency ({}), got {}",
-                humantime::format_duration(s.network.latency.0),
-                humantime::format_duration(max.0)
+                super::units::format_duration(s.network.latency.0),
+                super::units::format_duration(max.0)
             ),
         );
     }
@@ -515,7 +515,7 @@ fn owner_of(field: &str) -> Option<&'static str> {
 }
 
 fn fmt(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
+    super::units::format_duration(d)
 }
 
 fn check_checks_and_sweep(c: &mut Checker, s: &Scenario) {
@@ -561,9 +561,17 @@ fn check_checks_and_sweep(c: &mut Checker, s: &Scenario) {
         ("checks.contrast_extra_errors", s.checks.contrast_extra_errors.is_some()),
     ];
     for (key, set) in contrasted {
-        if set && s.report.contrast.is_none() {
-            c.fail(key, "needs `[report] contrast`: it compares this run with the other gateway profile's");
-        } else if set && s.sweep.is_some() {
+        // Switched off (`contrast = "none"`): not judged, so nothing to refuse.
+        if !set || s.report.contrast == Some(super::model::Contrast::Off) {
+            continue;
+        }
+        if s.report.contrast.is_none() {
+            c.fail(
+                key,
+                "needs `[report] contrast`: it compares this run with the other gateway profile's (with contrast = \
+                 \"none\" it is not judged)",
+            );
+        } else if s.sweep.is_some() {
             c.fail(key, "is not evaluated in a sweep (its rows run without a contrast run)");
         }
     }

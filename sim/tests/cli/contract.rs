@@ -84,7 +84,7 @@ fn durations_beyond_their_range_exit_2_naming_the_key_without_a_panic() {
     let o = mcpstorm(&["sim", "scenarios/smoke.toml", "--out", &out, "--set", &deadline, "--set", &refresh]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{}", crate::common::text(&o));
-    assert!(stderr.contains("client.deadline: must be at most 7days") && stderr.contains("refresh_every"), "{stderr}");
+    assert!(stderr.contains("client.deadline: must be at most 7d") && stderr.contains("refresh_every"), "{stderr}");
     assert!(!PathBuf::from(&out).join("summary.json").exists(), "nothing ran");
 }
 
@@ -371,6 +371,17 @@ fn swarm_exits_2_on_bad_input_and_1_on_a_broken_invariant_that_replays() {
     let failure = PathBuf::from(&out).join("failures").join("1-checks.toml");
     let text = std::fs::read_to_string(&failure).expect("the shrunk failure");
     assert!(text.starts_with("# swarm failure: invariant `checks` broken on seed 1"), "{text}");
-    let replay = mcpstorm(&["swarm", &failure.to_string_lossy(), "--replay", "--checks", "--no-differential"]);
-    assert_eq!(replay.status.code(), Some(1), "{}", crate::common::text(&replay));
+    // The replay line, in the file and on the console, run exactly as printed, reproduces the failure.
+    let in_file = text.lines().find_map(|l| l.strip_prefix("# replay:")).expect("a replay line");
+    let in_file = in_file.split("(exit 1").next().unwrap_or_default();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let on_console = stdout.lines().find_map(|l| l.strip_prefix("replay seed 1:")).expect("a replay line");
+    for line in [in_file, on_console] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(args.first(), Some(&"mcpstorm"), "{line}");
+        assert!(args.contains(&"--checks"), "{line}");
+        let replay = mcpstorm(&args[1..]);
+        assert_eq!(replay.status.code(), Some(1), "{line}: {}", crate::common::text(&replay));
+        assert!(String::from_utf8_lossy(&replay.stdout).contains("checks: p99_ms"), "{}", crate::common::text(&replay));
+    }
 }

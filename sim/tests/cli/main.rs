@@ -1,6 +1,6 @@
 //! The `mcpstorm` command as a user meets it: its exit codes and messages (`contract`), `call` and `tools` against
-//! the fake and against hostile servers (`call`), `diagnose` layer by layer (`diagnose`), and all three over
-//! Streamable HTTP (`http`).
+//! the fake and against hostile servers (`call`), `diagnose` layer by layer (`diagnose`), all three over
+//! Streamable HTTP (`http`), and what `--help` promises (`help`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -9,4 +9,5 @@ mod servers;
 mod call;
 mod contract;
 mod diagnose;
+mod help;
 mod http;

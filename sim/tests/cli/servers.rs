@@ -1,7 +1,7 @@
 //! Servers for the command to talk to over loopback TCP: `mcpstorm serve-fake` as a child process, and hand-scripted
 //! servers (one of them hostile in every string it controls).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -34,7 +34,27 @@ impl Fake {
         format!("http://{}/mcp", self.addr)
     }
 
+    /// The built-in fake on `listen`, its stderr kept for [`Fake::stop`] to return.
+    pub fn listening(listen: &str) -> Fake {
+        Fake::spawn_on(None, "ndjson", listen, Stdio::piped())
+    }
+
+    /// Kills the fake and returns what it wrote on stderr (nothing unless started by [`Fake::listening`]).
+    pub fn stop(&mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut stderr = String::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
+            pipe.read_to_string(&mut stderr).expect("read stderr");
+        }
+        stderr
+    }
+
     fn spawn(config: Option<&str>, transport: &str) -> Fake {
+        Fake::spawn_on(config, transport, "127.0.0.1:0", Stdio::null())
+    }
+
+    fn spawn_on(config: Option<&str>, transport: &str, listen: &str, stderr: Stdio) -> Fake {
         let mut cmd = Command::new(BIN);
         cmd.arg("serve-fake");
         if let Some(toml) = config {
@@ -46,9 +66,9 @@ impl Fake {
             cmd.arg(path);
         }
         let mut child = cmd
-            .args(["--listen", "127.0.0.1:0", "--transport", transport])
+            .args(["--listen", listen, "--transport", transport])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("start serve-fake");
         let mut line = String::new();

@@ -63,6 +63,22 @@ fn a_repeated_comparison_is_identical_and_shows_the_difference() {
     assert!(stdout.contains("reproduce: mcpstorm compare scenarios/smoke.toml --vary load.sessions --values 5,40"));
 }
 
+/// A variant that fails the scenario's checks makes `compare` exit 1 and name the failed checks on the console (the
+/// rule `compare --help` states), as `sim` exits 1 when its checks fail.
+#[test]
+fn failed_checks_exit_1_and_are_named() {
+    let out = scratch("failing");
+    let _ = std::fs::remove_dir_all(&out);
+    let o = smoke_compare("5,40", &out, &["--set", "checks.p99_ms=0.001"], &[]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("checks failed:\n  5: failed on 5 of 5 seeds: p99_ms (seeds "), "{stdout}");
+    assert!(stdout.contains("  40: failed on 5 of 5 seeds: p99_ms (seeds "), "{stdout}");
+    assert!(stderr.contains("2 of 2 variants failed the scenario's checks on some seed"), "{stderr}");
+    let help = mcpstorm(&["compare", "--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("1 when any variant failed any check on any seed"));
+}
+
 #[test]
 fn bad_input_exits_2_before_running() {
     let out = scratch("bad").to_string_lossy().into_owned();

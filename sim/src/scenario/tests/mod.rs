@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use mcpstorm_core::session::GatewayProfile;
+
 use super::*;
 
 mod key_ranges;

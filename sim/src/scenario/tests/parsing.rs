@@ -45,6 +45,33 @@ fn unknown_keys_nested_in_servers_tools_latency_faults_and_mix() {
     }
 }
 
+/// An unknown key near a valid one (a typo) names it, still at the key's file:line:column and with every valid key
+/// listed; one near none gets no guess.
+#[test]
+fn unknown_key_suggests_the_nearest_valid_one() {
+    let text = edit(BASE, "replicas = 2", "replcas = 2");
+    expect_one(
+        &text,
+        &[],
+        "servers[0].replcas",
+        "|replcas",
+        "unknown key; did you mean `replicas`? expected one of `name`",
+    );
+    let shown = problems(&text, &[])[0].to_string();
+    assert!(shown.starts_with("t.toml:6:1: servers[0].replcas: unknown key; did you mean `replicas`?"), "{shown}");
+    let cases = [
+        (edit(BASE, "name = \"b\"", "name = \"b\"\nwrkers = 3"), "servers[1].wrkers", "|wrkers", "`workers`"),
+        (edit(BASE, "extra = \"100ms\"", "extra = \"100ms\"\nrat = 1"), "faults[0].rat", "|rat = 1", "`rate`"),
+        (format!("{BASE}\n[checks]\np999_ms = 3\n"), "checks.p999_ms", "|p999_ms", "`p99_ms`"),
+        (format!("{BASE}\n[agent]\nmax_retires = 3\n"), "agent.max_retires", "|max_retires", "`max_retries`"),
+    ];
+    for (text, key, at, name) in cases {
+        expect_one(&text, &[], key, at, &format!("unknown key; did you mean {name}? expected one of"));
+    }
+    let text = edit(BASE, "name = \"get\"", "name = \"get\"\ncolour = \"red\"");
+    expect_one(&text, &[], "servers[1].tools[0].colour", "|colour", "unknown key; expected one of");
+}
+
 #[test]
 fn wrong_types_and_bad_values() {
     let cases = [

@@ -18,6 +18,35 @@ fn set_changes_values() {
     assert_eq!(s.servers[0].tools[0].latency, mcpstorm_fake::LatencyDist::Fixed { ms: 3.0 });
 }
 
+/// `[report] contrast` can be switched off from the command line: `"none"` is no contrast run, and the contrast
+/// checks, which only a contrast run can judge, are then not judged (without any contrast they are refused). Only
+/// the profile names and `"none"` are accepted.
+#[test]
+fn contrast_none_switches_it_off() {
+    let with = format!("{BASE}\n[report]\ncontrast = \"naive\"\n\n[checks]\ncontrast_p99_ratio = 1.0\n");
+    let on = load(&with, &[]).expect("valid");
+    assert_eq!(on.report.contrast, Some(Contrast::Profile(GatewayProfile::Naive)));
+    assert_eq!(on.report.contrast_profile(), Some(GatewayProfile::Naive));
+    for off in ["report.contrast=\"none\"", "report.contrast=none"] {
+        let s = load(&with, &[off]).expect("valid");
+        assert_eq!((s.report.contrast, s.report.contrast_profile()), (Some(Contrast::Off), None), "{off}");
+        let written = toml::to_string(&s).expect("serialize");
+        assert!(written.contains("contrast = \"none\""), "{written}");
+    }
+    let without = edit(&with, "[report]\ncontrast = \"naive\"\n", "");
+    let found: Vec<String> = problems(&without, &[]).iter().map(|p| p.to_string()).collect();
+    assert!(found.len() == 1 && found[0].contains("needs `[report] contrast`"), "{found:?}");
+    let found = problems(&with, &["report.contrast=off"]);
+    let shown: Vec<String> = found.iter().map(|p| p.to_string()).collect();
+    assert_eq!(
+        shown,
+        [
+            "--set report.contrast=off: report.contrast: invalid value: string \"off\", expected \"default\", \"naive\" or \
+          \"none\""
+        ]
+    );
+}
+
 #[test]
 fn bad_set_arguments_name_the_argument() {
     let one = |sets: &[&str], fragment: &str| {
@@ -27,7 +56,7 @@ fn bad_set_arguments_name_the_argument() {
         assert!(shown.starts_with(&format!("--set {}: ", sets[0])), "{shown}");
         assert!(shown.contains(fragment), "{shown}\ndoes not contain {fragment:?}");
     };
-    one(&["load.sesions=3"], "load.sesions: unknown key; expected one of `mode`");
+    one(&["load.sesions=3"], "load.sesions: unknown key; did you mean `sessions`? expected one of `mode`");
     one(&["bogus=3"], "bogus: unknown key");
     one(&["servers[5].name=x"], "servers[5]: index 5 is out of range: the array has 2 entries (0 to 1)");
     one(&["load.sessions[0]=1"], "load.sessions: is an integer, not an array");
