@@ -269,7 +269,7 @@ def compare_vary(sim: "Sim", scenario: str, tag: str, key: str, values: list[str
     if cache_key not in sim.cache:
         args = ["compare", f"scenarios/{scenario}.toml", "--vary", key, "--values", ",".join(values), "--seeds", str(seeds)]
         out = SCRATCH / tag
-        stdout, code = sim._exec(args, out, " ".join(args), ok_codes=(0,))
+        stdout, code = sim._exec(args, out, " ".join(args), ok_codes=(0, 1))
         sim.cache[cache_key] = Run(out, stdout, code)
     return sim.cache[cache_key]
 
