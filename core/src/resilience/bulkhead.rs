@@ -108,11 +108,20 @@ impl ClientLimit {
     }
 }
 
+/// A pool as one call finds it: the pool, the shared limit's shares if its calls take one, and its hard cap.
+struct Entry<'a> {
+    pool: Arc<LimitedPool>,
+    shared: Option<&'a Arc<SharedSlots>>,
+    cap: usize,
+}
+
 /// A pool, and whether its calls also take a slot of the shared limit.
 #[derive(Debug)]
 struct Pool {
     pool: Arc<LimitedPool>,
     shared: bool,
+    /// Its hard cap, fixed when it was made: what bounds breakers' probes (see [`Bulkheads::try_acquire_probe`]).
+    cap: usize,
 }
 
 impl std::fmt::Debug for PoolKey<'_> {
@@ -164,38 +173,39 @@ impl Bulkheads {
     /// The pool for `key` (its replica's, or its server's under [`BulkheadScope::Server`]); the first use fixes its
     /// cap (a later declaration does not resize a pool in use).
     pub fn pool(&self, key: &PoolKey<'_>) -> Arc<LimitedPool> {
-        self.entry(key).0
+        self.entry(key).pool
     }
 
     /// The pool for `key`, and the shared limit's shares when its client shares one.
-    fn entry(&self, key: &PoolKey<'_>) -> (Arc<LimitedPool>, Option<&Arc<SharedSlots>>) {
+    fn entry(&self, key: &PoolKey<'_>) -> Entry<'_> {
         let name = match self.config.scope {
             BulkheadScope::Replica => key.endpoint,
             BulkheadScope::Server => key.server,
         };
         let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = pools.get(name) {
-            return (p.pool.clone(), if p.shared { self.shared.get() } else { None });
+            let shared = if p.shared { self.shared.get() } else { None };
+            return Entry { pool: p.pool.clone(), shared, cap: p.cap };
         }
         let client = (key.client)();
-        let pool = LimitedPool::new(self.config.limiter.build(self.cap_of(key, client.cap)));
+        let cap = self.cap_of(key, client.cap);
+        let pool = LimitedPool::new(self.config.limiter.build(cap));
         let shared = client.share.map(|share| self.shared.get_or_init(|| SharedSlots::new(share, Instant::now())));
-        pools.insert(name.to_owned(), Pool { pool: pool.clone(), shared: shared.is_some() });
-        (pool, shared)
+        pools.insert(name.to_owned(), Pool { pool: pool.clone(), shared: shared.is_some(), cap });
+        Entry { pool, shared, cap }
     }
 
     /// A permit for one call now, or `None` when the pool is at its limit (or its server has no slot of a shared
     /// limit left).
     pub fn try_acquire(&self, key: &PoolKey<'_>) -> Option<LimitPermit> {
-        let (pool, shared) = self.entry(key);
+        let Entry { pool, shared, .. } = self.entry(key);
         Self::with_slot(key, pool.try_acquire()?, shared)
     }
 
     /// A permit for a breaker's probe: over the pool's adaptive limit, with at most the pool's hard cap of probes in
     /// flight (see [`LimitedPool::try_acquire_probe`]); a shared limit's slots are never exceeded.
     pub fn try_acquire_probe(&self, key: &PoolKey<'_>) -> Option<LimitPermit> {
-        let (pool, shared) = self.entry(key);
-        let cap = self.cap_of(key, (key.client)().cap);
+        let Entry { pool, shared, cap } = self.entry(key);
         Self::with_slot(key, pool.try_acquire_probe(cap)?, shared)
     }
 
@@ -210,7 +220,7 @@ impl Bulkheads {
     pub async fn acquire(&self, key: &PoolKey<'_>, at_most: Duration) -> Result<LimitPermit, PoolTimeout> {
         let wait = self.config.queue_wait.unwrap_or_else(|| (key.client)().queue_wait).min(at_most);
         let deadline = Instant::now() + wait;
-        let (pool, shared) = self.entry(key);
+        let Entry { pool, shared, .. } = self.entry(key);
         let permit = pool.acquire(wait).await?;
         let Some(slots) = shared else { return Ok(permit) };
         match slots.acquire(key.server, deadline).await {

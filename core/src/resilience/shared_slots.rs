@@ -69,6 +69,8 @@ struct State {
     index: BTreeMap<String, usize>,
     uses: Vec<Use>,
     held: usize,
+    /// The demand bucket the uses were last rolled to: they are rolled only when it changes, not on every call.
+    bucket: u64,
 }
 
 /// The shares of one limit.
@@ -104,7 +106,7 @@ impl Drop for SlotPermit {
 
 impl SharedSlots {
     pub fn new(share: SlotShare, origin: Instant) -> Arc<Self> {
-        let state = State { index: BTreeMap::new(), uses: Vec::new(), held: 0 };
+        let state = State { index: BTreeMap::new(), uses: Vec::new(), held: 0, bucket: 0 };
         Arc::new(SharedSlots { share, origin, state: Mutex::new(state), freed: Notify::new() })
     }
 
@@ -131,8 +133,11 @@ impl SharedSlots {
                 i
             }
         };
-        for u in &mut s.uses {
-            u.roll(bucket);
+        if bucket != s.bucket {
+            s.bucket = bucket;
+            for u in &mut s.uses {
+                u.roll(bucket);
+            }
         }
         // Servers that have not called yet keep their floor: they may wake up at any moment.
         let unseen = self.share.servers.saturating_sub(s.uses.len()) * floor;
