@@ -5,7 +5,11 @@
    sim/src/world, sim/src/report, ...). An edge A -> B is any `crate::B` path written in a file under A
    (in `use` lines and in expressions alike). A cycle means two concepts cannot be read, tested or moved
    apart; the report names the edges that close each cycle.
-2. No Rust source file over MAX_LINES lines: a file that long holds more than one concept.
+2. No import cycle between the files of any one folder (core/src/router/score.rs and stats.rs, or the files and
+   subfolders of sim/src/scenario/). A file reaches a sibling through `super::x`, `self::x` or its full
+   `crate::...::x` path; the folder's own mod.rs is not a node (it declares and re-exports its children, and they
+   may name what it defines). The tests folders are nodes like any other: they import, nothing imports them.
+3. No Rust source file over MAX_LINES lines: a file that long holds more than one concept.
 
 Prints the module graph (`--graph`) in words for the closing notes. Exit 1 on a violation.
 Run by .ci/run and `just lint`.
@@ -61,6 +65,65 @@ def edges_of(src: Path) -> dict[str, dict[str, str]]:
             line = stripped.count("\n", 0, pos) + 1
             graph[here].setdefault(name, f"{file.relative_to(ROOT)}:{line}")
     return graph
+
+
+# A module path written from a file: `crate::a::b`, `super::super::c`, `self::d`, with an optional `::{x, y::z}` group.
+MODULE_PATH = re.compile(r"\b((?:crate|super|self)(?:::[a-z_][a-z0-9_]*)+)(?:::\{([^}]*)\})?")
+
+
+def module_of(src: Path, file: Path) -> list[str]:
+    """The module path of a file: core/src/router/score.rs -> [router, score]; a mod.rs is its folder's module."""
+    parts = list(file.relative_to(src).with_suffix("").parts)
+    if parts[-1] in ("mod", "lib", "main"):
+        parts = parts[:-1]
+    return parts
+
+
+def resolve(here: list[str], path: str) -> list[str]:
+    comps = path.split("::")
+    if comps[0] == "crate":
+        return comps[1:]
+    base = list(here)
+    while comps and comps[0] in ("super", "self"):
+        if comps[0] == "super":
+            base = base[:-1]
+        comps = comps[1:]
+    return base + comps
+
+
+def folder_edges(src: Path) -> dict[tuple[str, ...], dict[str, dict[str, str]]]:
+    """folder -> {child: {sibling child it imports: first file that does}}, for every folder of a crate."""
+    out: dict[tuple[str, ...], dict[str, dict[str, str]]] = {}
+    for file in sorted(src.rglob("*.rs")):
+        here = module_of(src, file)
+        text = file.read_text(encoding="utf-8")
+        stripped = "\n".join(LINE_COMMENT.sub("", line) for line in text.splitlines())
+        for m in MODULE_PATH.finditer(stripped):
+            target = resolve(here, m.group(1))
+            targets = [target]
+            for item in (m.group(2) or "").split(","):
+                name = item.strip().split("::")[0].strip()
+                if name and name != "self":
+                    targets.append(target + [name])
+            line = stripped.count("\n", 0, m.start()) + 1
+            for t in targets:
+                # Every folder both paths lie in, below which they part: `here` is in child a, `t` names child b.
+                for k in range(len(here)):
+                    if len(t) <= k or t[:k] != here[:k] or here[k] == t[k]:
+                        continue
+                    kids = out.setdefault(tuple(here[:k]), {})
+                    kids.setdefault(here[k], {}).setdefault(t[k], f"{file.relative_to(ROOT)}:{line}")
+    for folder, graph in out.items():
+        d = src.joinpath(*folder)
+        children = {p.stem for p in d.glob("*.rs")} | {p.name for p in d.iterdir() if p.is_dir()}
+        children -= {"mod", "lib", "main"}
+        out[folder] = {
+            a: {b: w for b, w in bs.items() if b in children} for a, bs in graph.items() if a in children
+        }
+        for a in list(out[folder]):
+            for b in out[folder][a]:
+                out[folder].setdefault(b, {})
+    return out
 
 
 def cycles(graph: dict[str, dict[str, str]]) -> list[list[str]]:
@@ -141,6 +204,17 @@ def main() -> int:
                 for b, where in sorted(graph[a].items()):
                     if b in comp:
                         print(f"  {a} -> {b}  ({where})")
+        for folder, fgraph in sorted(folder_edges(src).items()):
+            if not folder:
+                continue  # the crate root's children are the top-level modules, checked above
+            for comp in cycles(fgraph):
+                failed = True
+                where = "/".join((crate,) + folder)
+                print(f"{where}/: import cycle between the files {', '.join(comp)}:")
+                for a in comp:
+                    for b, at in sorted(fgraph[a].items()):
+                        if b in comp:
+                            print(f"  {a} -> {b}  ({at})")
     for base in SOURCE_DIRS:
         for file in sorted((ROOT / base).rglob("*.rs")):
             if "target" in file.relative_to(ROOT).parts:
@@ -151,7 +225,7 @@ def main() -> int:
                 print(f"{file.relative_to(ROOT)}: {n} lines (at most {MAX_LINES}: split it by concept)")
     if failed:
         return 1
-    print("layout: no import cycles, no file over", MAX_LINES, "lines")
+    print("layout: no import cycles between modules or within a folder, no file over", MAX_LINES, "lines")
     return 0
 
 
