@@ -1,5 +1,7 @@
 //! What every multi-seed command (`compare`, `swarm`) takes besides its own options: the first seed, how many runs
-//! at once, and which shard of the seeds to run; and what it does with them, in one place.
+//! at once, and which shard of the seeds to run; and what it does with them, in one place. Also the seed that
+//! `MCPSTORM_SEED` gives `sim`, `compare` and `swarm` when no flag names one (madsim's `MADSIM_TEST_SEED` habit: one
+//! variable re-runs a whole script of commands on another seed).
 
 use clap::Args;
 
@@ -11,7 +13,7 @@ const MAX_JOBS: u64 = 256;
 
 #[derive(Debug, Args)]
 pub struct SeedRuns {
-    /// The first seed (then +1, +2, ...). Default: the scenario's own seed.
+    /// The first seed (then +1, +2, ...). Default: MCPSTORM_SEED, else the scenario's own seed.
     #[arg(long)]
     pub first_seed: Option<u64>,
     /// Runs at once, 1 to 256. Default: the number of cores.
@@ -46,10 +48,13 @@ impl SeedRuns {
             .map_err(|e| Failure::BadInput(e.to_string()))
     }
 
-    /// The first of `count` seeds (the scenario's own seed unless `--first-seed`); the seeds run first, first + 1,
-    /// ..., so they must not pass the largest u64 (clap keeps `count` at 1 or more).
+    /// The first of `count` seeds (`--first-seed`, else `MCPSTORM_SEED`, else the scenario's own seed); the seeds run
+    /// first, first + 1, ..., so they must not pass the largest u64 (clap keeps `count` at 1 or more).
     pub fn first(&self, scenario_seed: u64, count: u64) -> Result<u64, Failure> {
-        let first = self.first_seed.unwrap_or(scenario_seed);
+        let first = match self.first_seed {
+            Some(seed) => seed,
+            None => env_seed()?.unwrap_or(scenario_seed),
+        };
         match first.checked_add(count.saturating_sub(1)) {
             Some(_) => Ok(first),
             None => Err(Failure::BadInput(format!(
@@ -65,10 +70,45 @@ impl SeedRuns {
     }
 }
 
+/// The variable that sets the seed of `sim`, `compare` and `swarm` when no `--seed` or `--first-seed` does. Every
+/// reproduce line these commands print names its seed as a flag, so it replays with the variable set or not.
+pub const SEED_ENV: &str = "MCPSTORM_SEED";
+
+/// `MCPSTORM_SEED`'s seed, `None` when it is unset or empty; bad input when it is not a seed.
+pub fn env_seed() -> Result<Option<u64>, Failure> {
+    parse_env_seed(std::env::var_os(SEED_ENV).map(|v| v.to_string_lossy().into_owned()))
+}
+
+fn parse_env_seed(value: Option<String>) -> Result<Option<u64>, Failure> {
+    let Some(text) = value.filter(|v| !v.trim().is_empty()) else { return Ok(None) };
+    text.trim().parse::<u64>().map(Some).map_err(|_| {
+        Failure::BadInput(format!("{SEED_ENV}={text:?} is not a seed: give an integer from 0 to {}", u64::MAX))
+    })
+}
+
 /// `cmd` with each `--set` appended, quoted, as a reproduce line shows them.
 pub fn with_sets(mut cmd: String, sets: &[String]) -> String {
     for s in sets {
         cmd.push_str(&format!(" --set '{s}'"));
     }
     cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_seed_is_an_integer_or_nothing() {
+        assert!(matches!(parse_env_seed(None), Ok(None)));
+        assert!(matches!(parse_env_seed(Some("  ".into())), Ok(None)));
+        assert!(matches!(parse_env_seed(Some(" 42 ".into())), Ok(Some(42))));
+        assert!(matches!(parse_env_seed(Some(u64::MAX.to_string())), Ok(Some(u64::MAX))));
+        for bad in ["-1", "seven", "1e3", "18446744073709551616"] {
+            match parse_env_seed(Some(bad.into())) {
+                Err(Failure::BadInput(m)) => assert!(m.starts_with("MCPSTORM_SEED=") && m.contains(bad), "{m}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
 }

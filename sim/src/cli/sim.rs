@@ -26,7 +26,7 @@ with a [sweep], every row's); 1 when any fails, or the run fails; 2 for bad inpu
 pub struct SimArgs {
     /// The scenario file (TOML).
     pub scenario: PathBuf,
-    /// Override the scenario's seed.
+    /// Override the scenario's seed. Default: MCPSTORM_SEED, else the scenario's own.
     #[arg(long)]
     pub seed: Option<u64>,
     /// Report directory. Default: reports/<scenario>/seed-<seed>[ _<overrides>].
@@ -43,7 +43,11 @@ pub struct SimArgs {
 
 pub fn run(args: SimArgs) -> Result<(), Failure> {
     let mut sets = args.sets.clone();
-    if let Some(seed) = args.seed {
+    let seed = match args.seed {
+        Some(seed) => Some(seed),
+        None => super::seeds::env_seed()?,
+    };
+    if let Some(seed) = seed {
         sets.push(format!("seed={seed}"));
     }
     let limits = scenario::Limits::allowing_large(args.allow_large);

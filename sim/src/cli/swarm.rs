@@ -39,8 +39,8 @@ pub struct SwarmArgs {
     /// Skip the naive baseline run and the differential invariants (half the simulations).
     #[arg(long)]
     pub no_differential: bool,
-    /// Run the scenario as it is (its own seed and faults, nothing drawn) and check the invariants: how a shrunk
-    /// failure is replayed. Exit 1 while the failure stands.
+    /// Run the scenario as it is (its own seed and faults, nothing drawn; MCPSTORM_SEED is ignored) and check the
+    /// invariants: how a shrunk failure is replayed. Exit 1 while the failure stands.
     #[arg(long)]
     pub replay: bool,
     /// The most candidate runs a failure's shrinking may take (0: do not shrink).

@@ -11,3 +11,4 @@ mod contract;
 mod diagnose;
 mod help;
 mod http;
+mod seed_env;
