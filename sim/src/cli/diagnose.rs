@@ -10,7 +10,8 @@
 //! | `auth`      | version            | the schemes the server declares, and whether a configured credential fits |
 //! | `ping`      | version            | a few `ping`s (modern: `server/discover`): min/median/max round trip    |
 //! | `call`      | tools              | the `--call` sample: arguments checked locally first, then sent         |
-//! | `renewal`   | tools              | a forced session renewal (servers granting sessions), then close, reconnect, detect the era again; era and tool list hash unchanged |
+//! | `renewal`   | tools              | a forced session renewal, for servers that grant sessions (skipped for the others: nothing to renew) |
+//! | `reconnect` | tools              | close, reconnect, detect the era again: era and tool list hash unchanged |
 //!
 //! A layer whose prerequisite failed is skipped; independent layers still run. The exit code is 0 when nothing
 //! failed, 1 when a check failed and 2 on bad input (an unparseable `--stdio`, `--call` arguments that are not a JSON
@@ -132,11 +133,17 @@ impl Diagnosis<'_> {
             Some(caps) => {
                 checks.push(self.call(caps, sample).await);
                 let seen = session.conn.stats();
-                checks.push(self.renewal(session.era, caps).await);
+                let renewal = self.renewal().await;
+                let renewed = renewal.status != Status::Fail;
+                checks.push(renewal);
+                checks.push(match renewed {
+                    true => self.reconnect(session.era, caps).await,
+                    false => Check::skip("reconnect", "renewal failed"),
+                });
                 seen
             }
             None => {
-                checks.extend(skip_all(&["call", "renewal"], "tools failed"));
+                checks.extend(skip_all(&["call", "renewal", "reconnect"], "tools failed"));
                 session.conn.stats()
             }
         };
@@ -145,4 +152,5 @@ impl Diagnosis<'_> {
     }
 }
 
-const LAYERS: [&str; 9] = ["connect", "handshake", "version", "tools", "auth", "ping", "call", "renewal", "anomalies"];
+const LAYERS: [&str; 10] =
+    ["connect", "handshake", "version", "tools", "auth", "ping", "call", "renewal", "reconnect", "anomalies"];

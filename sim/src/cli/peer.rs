@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::Args;
 use mcpstorm_core::{
-    AuthScheme, CallError, CallOptions, ClientConfig, Credential, Dialer, HttpEndpoint, LocalError, McpClient,
-    Observer, Secret, SeededRng, StdioDialer, TcpDialer, TracingObserver, TransportError,
+    AuthScheme, CallError, CallOptions, ClientConfig, Credential, Dialer, HttpEndpoint, LifecycleError, LocalError,
+    McpClient, Observer, Secret, SeededRng, StdioDialer, TcpDialer, TracingObserver, TransportError,
 };
 use serde_json::Value;
 
@@ -224,9 +224,31 @@ pub async fn tools(args: ToolsArgs) -> Result<(), Failure> {
         // The first line of the description: a summary, as `--help` shows.
         let desc = name(t.description.as_deref().unwrap_or("").lines().next().unwrap_or(""));
         let hints = if hints.is_empty() { String::new() } else { format!(" [{}]", hints.join(", ")) };
-        outln!("  {:<32} {desc}{hints}", name(&t.name))?;
+        let signature = format!("{}({})", t.name, arguments(&t.input_schema));
+        outln!("  {:<32} {desc}{hints}", name(&signature))?;
     }
     Ok(())
+}
+
+/// Most argument names a tool's line shows; the rest are counted (`tools --json` has the schema whole).
+const MAX_ARGUMENTS: usize = 8;
+
+/// A tool's argument names from its inputSchema's `properties`, optional ones marked `?`: `message, count?`.
+fn arguments(schema: &Value) -> String {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return String::new() };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map_or(vec![], |r| r.iter().filter_map(Value::as_str).collect());
+    let mut names: Vec<String> = props
+        .keys()
+        .take(MAX_ARGUMENTS)
+        .map(|k| if required.contains(&k.as_str()) { k.clone() } else { format!("{k}?") })
+        .collect();
+    if props.len() > MAX_ARGUMENTS {
+        names.push(format!("… {} more", props.len() - MAX_ARGUMENTS));
+    }
+    names.join(", ")
 }
 
 pub async fn call(args: CallArgs) -> Result<(), Failure> {
@@ -267,12 +289,59 @@ pub async fn call(args: CallArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The HTTP status a refused request carried (the transport turns a 4xx into a JSON-RPC error with `httpStatus`).
+fn http_status(e: &CallError) -> Option<u64> {
+    let obj = match e {
+        CallError::Protocol(obj) | CallError::Lifecycle(LifecycleError::InitializeRefused(obj)) => obj,
+        _ => return None,
+    };
+    obj.data.as_ref()?.get("httpStatus")?.as_u64()
+}
+
+/// What a 404 from an --http endpoint most often means: the URL lacks the endpoint's path.
+fn not_found_hint(url: &str) -> String {
+    let path = url.split_once("://").map_or("", |(_, rest)| rest.find('/').map_or("", |i| &rest[i..]));
+    if path.is_empty() || path == "/" {
+        let base = url.trim_end_matches('/');
+        format!(" (nothing is served at the root: MCP servers usually serve Streamable HTTP at /mcp; try {base}/mcp)")
+    } else {
+        format!(" (nothing is served at {path}: check the endpoint's path; MCP servers usually use /mcp)")
+    }
+}
+
 /// A call's failure as one line; the error may quote the server (its message, its data). A transport that cannot
 /// be configured is bad input: nothing was sent, and running the command again cannot help.
 fn failed(client: &McpClient, e: &CallError) -> Failure {
-    let line = show(&format!("{}: {} error: {e}", client.server(), e.class()), Bound::ERROR);
+    let mut line = show(&format!("{}: {} error: {e}", client.server(), e.class()), Bound::ERROR);
+    if http_status(e) == Some(404) {
+        line.push_str(&not_found_hint(client.server()));
+    }
     match e {
         CallError::Transport(TransportError::Config(_)) => Failure::BadInput(line),
         _ => Failure::Failed(line),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn argument_names_mark_the_optional_ones() {
+        let schema = json!({"type": "object", "properties": {"message": {}, "count": {}}, "required": ["message"]});
+        let shown = arguments(&schema);
+        assert!(shown.contains("message") && !shown.contains("message?") && shown.contains("count?"), "{shown}");
+        assert_eq!(arguments(&json!({"type": "object"})), "");
+        let many: serde_json::Map<String, Value> = (0..10).map(|i| (format!("a{i}"), json!({}))).collect();
+        assert!(arguments(&json!({"properties": many})).ends_with("… 2 more"));
+    }
+
+    #[test]
+    fn a_404_at_the_root_suggests_the_mcp_path() {
+        assert!(not_found_hint("http://127.0.0.1:8000").contains("try http://127.0.0.1:8000/mcp"));
+        assert!(not_found_hint("http://127.0.0.1:8000/").contains("try http://127.0.0.1:8000/mcp"));
+        let deeper = not_found_hint("https://example.com/api/v1");
+        assert!(deeper.contains("nothing is served at /api/v1") && !deeper.contains("try"), "{deeper}");
     }
 }

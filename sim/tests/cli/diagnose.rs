@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 use crate::common::BIN;
 use crate::servers::{Fake, hostile, hostile_server, scripted_server};
-const LAYERS: [&str; 9] = ["connect", "handshake", "version", "tools", "auth", "ping", "call", "renewal", "anomalies"];
+const LAYERS: [&str; 10] =
+    ["connect", "handshake", "version", "tools", "auth", "ping", "call", "renewal", "reconnect", "anomalies"];
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -131,8 +132,9 @@ fn python_peer_passes_every_check() {
     r.expect("auth", "SKIP", "server declares no auth schemes");
     r.expect("ping", "PASS", "5 server/discover round trips (the modern era has no ping): min ");
     r.expect("call", "PASS", "echo returned: hi");
-    r.expect("renewal", "PASS", "era re-detected (modern); tool list hash unchanged");
-    assert!(r.stdout.ends_with("ok: 8 passed, 0 failed, 1 skipped\n"), "{r:#?}");
+    r.expect("renewal", "SKIP", "no session granted (plain MCP): nothing to renew");
+    r.expect("reconnect", "PASS", "era re-detected (modern); tool list hash unchanged");
+    assert!(r.stdout.ends_with("ok: 8 passed, 0 failed, 2 skipped\n"), "{r:#?}");
 }
 
 #[test]
@@ -140,7 +142,7 @@ fn everything_server_passes_every_check() {
     let Some(cmd) = everything_peer() else { return };
     let r = diagnose(&["--stdio", &cmd, "--call", "echo", r#"{"message": "hi"}"#]);
     assert_eq!(r.code, Some(0), "{r:#?}");
-    for layer in LAYERS.iter().filter(|l| **l != "auth") {
+    for layer in LAYERS.iter().filter(|l| !["auth", "renewal"].contains(*l)) {
         assert_eq!(r.status(layer), "PASS", "{layer}: {r:#?}");
     }
     r.expect("handshake", "PASS", "mcp-servers/everything");
@@ -148,7 +150,7 @@ fn everything_server_passes_every_check() {
     r.expect("version", "PASS", "2025-11-25, the version we asked for");
     r.expect("tools", "PASS", "every schema compiles");
     r.expect("ping", "PASS", "5 pings: min ");
-    r.expect("renewal", "PASS", "era re-detected (legacy); tool list hash unchanged");
+    r.expect("reconnect", "PASS", "era re-detected (legacy); tool list hash unchanged");
     r.expect("auth", "SKIP", "server declares no auth schemes");
     r.expect("call", "PASS", "echo returned: Echo: hi");
 }
@@ -195,7 +197,7 @@ fn invalid_sample_arguments_fail_locally_naming_the_pointer() {
     r.expect("call", "FAIL", r#"arguments do not match the inputSchema of "echo"; not sent"#);
     assert!(r.stdout.contains(r#"        /message: 3 is not of type "string""#), "{r:#?}");
     // The failure is confined to the call: every other layer passed.
-    for layer in ["connect", "handshake", "version", "tools", "ping", "renewal"] {
+    for layer in ["connect", "handshake", "version", "tools", "ping", "reconnect"] {
         assert_eq!(r.status(layer), "PASS", "{layer}: {r:#?}");
     }
 
@@ -219,7 +221,8 @@ fn json_report_parses_and_lists_every_layer() {
     let names: Vec<&str> = checks.iter().filter_map(|c| c["name"].as_str()).collect();
     assert_eq!(names, LAYERS);
     let statuses: Vec<&str> = checks.iter().filter_map(|c| c["status"].as_str()).collect();
-    assert_eq!(statuses, ["pass", "pass", "pass", "pass", "skip", "pass", "pass", "pass", "pass"], "{v:#}");
+    // auth and renewal skipped: the fake declares no auth schemes and grants no session.
+    assert_eq!(statuses, ["pass", "pass", "pass", "pass", "skip", "pass", "pass", "skip", "pass", "pass"], "{v:#}");
     assert!(checks[0]["ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{v:#}");
     assert_eq!(checks[1]["data"]["era"], "modern", "{v:#}");
     assert_eq!(checks[2]["data"]["asked"], "2026-07-28", "{v:#}");
@@ -229,8 +232,8 @@ fn json_report_parses_and_lists_every_layer() {
     assert!(
         ping["min_ms"].as_f64() <= ping["median_ms"].as_f64() && ping["median_ms"].as_f64() <= ping["max_ms"].as_f64()
     );
-    assert_eq!(checks[7]["data"]["hash_before"], checks[7]["data"]["hash_after"]);
-    assert_eq!(checks[7]["data"]["hash_before"], checks[3]["data"]["hash"]);
+    assert_eq!(checks[8]["data"]["hash_before"], checks[8]["data"]["hash_after"]);
+    assert_eq!(checks[8]["data"]["hash_before"], checks[3]["data"]["hash"]);
 }
 
 #[test]
@@ -251,7 +254,7 @@ fn a_legacy_only_server_is_diagnosed_in_the_legacy_era() {
     assert_eq!(r.code, Some(0), "{r:#?}");
     r.expect("handshake", "PASS", "protocol 2025-11-25, era legacy (initialize)");
     r.expect("ping", "PASS", "5 pings: min ");
-    r.expect("renewal", "PASS", "era re-detected (legacy); tool list hash unchanged");
+    r.expect("reconnect", "PASS", "era re-detected (legacy); tool list hash unchanged");
 }
 
 #[test]
@@ -283,8 +286,8 @@ input_schema = { type = "object", properties = { n = { "$ref" = "https://example
     r.expect("call", "FAIL", "has an unusable inputSchema");
     r.expect("call", "FAIL", "not sent");
     r.expect("ping", "PASS", "5 server/discover round trips");
-    r.expect("renewal", "PASS", "hash unchanged");
-    assert!(r.stdout.ends_with("FAILED: 6 passed, 2 failed, 1 skipped\n"), "{r:#?}");
+    r.expect("reconnect", "PASS", "hash unchanged");
+    assert!(r.stdout.ends_with("FAILED: 6 passed, 2 failed, 2 skipped\n"), "{r:#?}");
 }
 
 #[test]
@@ -315,14 +318,14 @@ fn declared_auth_schemes_are_reported() {
 }
 
 #[test]
-fn a_tool_list_that_changes_across_sessions_fails_renewal() {
+fn a_tool_list_that_changes_across_sessions_fails_reconnect() {
     fn per_connection(n: usize) -> Value {
         json!([{"name": format!("tool{n}"), "inputSchema": {"type": "object"}}])
     }
     let r = diagnose(&["--tcp", &scripted("2025-11-25", json!({"tools": {}}), per_connection)]);
     assert_eq!(r.code, Some(1), "{r:#?}");
     r.expect("tools", "PASS", "1 tool in 1 page");
-    r.expect("renewal", "FAIL", "the tool list changed across sessions");
+    r.expect("reconnect", "FAIL", "the tool list changed across sessions");
     assert!(r.stdout.contains("        added: tool1\n        removed: tool0\n"), "{r:#?}");
 }
 
@@ -375,6 +378,7 @@ reply = "{arg:message}"
     assert_eq!(ok.code, Some(0), "{ok:#?}");
     ok.expect("auth", "PASS", "server accepts mcp-jwt; using a mcp-jwt credential");
     ok.expect("renewal", "PASS", "session renewed in place (60 s TTL)");
+    ok.expect("reconnect", "PASS", "tool list hash unchanged");
     ok.expect("call", "PASS", "");
 
     let missing = run(&[]);
@@ -406,8 +410,8 @@ fn a_hostile_server_can_neither_paint_nor_flood_the_report() {
     r.expect("call", "FAIL", " more bytes cut; --json prints it whole]");
     assert!(r.line("call").chars().count() < 1_100, "{}", r.line("call"));
     // One line per check, a hint under the failed one, the verdict: nothing of the server's own.
-    assert_eq!(r.stdout.lines().count(), 11, "{r:#?}");
-    assert!(r.stdout.ends_with("FAILED: 7 passed, 1 failed, 1 skipped\n"), "{r:#?}");
+    assert_eq!(r.stdout.lines().count(), 12, "{r:#?}");
+    assert!(r.stdout.ends_with("FAILED: 7 passed, 1 failed, 2 skipped\n"), "{r:#?}");
 
     let r = diagnose(&["--tcp", &addr, "--call", hostile::FAIL, "{}", "--json"]);
     let v: Value = serde_json::from_str(&r.stdout).expect("JSON report");

@@ -26,7 +26,8 @@ fn tools_and_call_speak_streamable_http_in_both_eras() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.starts_with("mcpstorm-fake 1.0.0 (protocol 2026-07-28): 3 tools"), "{stdout}");
-    assert!(stdout.contains("  echo "), "{stdout}");
+    // Each tool with its argument names, optional ones marked.
+    assert!(stdout.contains("  echo(message) "), "{stdout}");
 
     let o = mcpstorm(&["call", "--http", &url, "echo", r#"{"message": "over http"}"#], &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

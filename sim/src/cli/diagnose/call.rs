@@ -45,13 +45,13 @@ impl Diagnosis<'_> {
         let took = Some(started.elapsed());
         match result {
             Ok(r) if !r.is_error => {
-                Check::pass("call", took, format!("{tool} returned: {}", first_line(&r.joined_text())))
+                Check::pass("call", took, format!("{tool} returned: {}", summary(&r.joined_text())))
                     .data(json!({"sent": true, "result": r}))
             }
             Ok(r) => Check::fail(
                 "call",
                 took,
-                format!("{tool} returned an error result: {}", first_line(&r.joined_text())),
+                format!("{tool} returned an error result: {}", summary(&r.joined_text())),
                 "the tool itself reported the failure (isError: true): check the arguments and the server's logs",
             )
             .data(json!({"sent": true, "result": r})),
@@ -101,14 +101,34 @@ impl Diagnosis<'_> {
     }
 }
 
-/// A result's first line, for a summary (the report bounds it when it is shown; `data.result` has it all).
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or("")
+/// A result's text on one line, for a summary (the report bounds it when it is shown; `data.result` has it all). A
+/// JSON text (often pretty-printed, its first line a bare `{`) is shown compact, whole; other text by its first line
+/// and a count of the lines left out.
+fn summary(text: &str) -> String {
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+        return value.to_string();
+    }
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("");
+    match lines.count() {
+        0 => first.to_owned(),
+        1 => format!("{first} [1 more line; --json prints it whole]"),
+        more => format!("{first} [{more} more lines; --json prints them whole]"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_is_summed_up_on_one_line() {
+        assert_eq!(summary("Echo: hi"), "Echo: hi");
+        assert_eq!(summary("{\n  \"a\": [1,\n 2]\n}"), r#"{"a":[1,2]}"#);
+        assert_eq!(summary("first\nsecond\nthird"), "first [2 more lines; --json prints them whole]");
+        assert_eq!(summary("first\nsecond"), "first [1 more line; --json prints it whole]");
+        assert_eq!(summary(""), "");
+    }
 
     #[test]
     fn call_arguments_must_be_a_json_object() {

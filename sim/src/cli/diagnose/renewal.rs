@@ -1,4 +1,5 @@
-//! Layer 8: session renewal, then a fresh connection that must settle on the same era and tool list.
+//! Layers 8 and 9: session renewal (skipped when the server grants no session: there is nothing to renew), then a
+//! fresh connection that must settle on the same era and tool list.
 
 use mcpstorm_core::Capabilities;
 use mcpstorm_core::session::Era;
@@ -9,32 +10,30 @@ use super::Diagnosis;
 use super::report::Check;
 
 impl Diagnosis<'_> {
-    /// Layer 8: renew the session in place (when the server grants sessions), then close the connection, reconnect
-    /// with a fresh handshake and re-list: the hash must not change. The era cache is cleared too, so the new
-    /// connection settles its era from scratch (a `server/discover` probe, and `initialize` for a legacy server)
-    /// instead of reusing the first connection's answer.
-    pub(super) async fn renewal(&self, era: Era, before: &Capabilities) -> Check {
+    /// Layer 8: renew the session in place, when the server grants sessions.
+    pub(super) async fn renewal(&self) -> Check {
         let started = Instant::now();
-        let renewed = match self.client.renew_session().await {
-            Ok(None) => "no session granted (plain MCP): nothing to renew".to_owned(),
-            Ok(Some(grant)) => format!("session renewed in place ({} s TTL)", grant.ttl_ms / 1000),
-            Err(e) => {
-                return Check::fail(
-                    "renewal",
-                    Some(started.elapsed()),
-                    format!("the server granted a session but refused to renew it: {e}"),
-                    "the client replaces such sessions with new ones (a full handshake each time): implement \
-                     mcpstorm/session/renew or grant longer TTLs",
-                );
-            }
-        };
-        let mut check = self.reconnect(era, before).await;
-        check.summary = format!("{renewed}; {}", check.summary);
-        check
+        match self.client.renew_session().await {
+            Ok(None) => Check::skip("renewal", "no session granted (plain MCP): nothing to renew"),
+            Ok(Some(grant)) => Check::pass(
+                "renewal",
+                Some(started.elapsed()),
+                format!("session renewed in place ({} s TTL)", grant.ttl_ms / 1000),
+            ),
+            Err(e) => Check::fail(
+                "renewal",
+                Some(started.elapsed()),
+                format!("the server granted a session but refused to renew it: {e}"),
+                "the client replaces such sessions with new ones (a full handshake each time): implement \
+                 mcpstorm/session/renew or grant longer TTLs",
+            ),
+        }
     }
 
-    /// The second half of layer 8: a fresh connection must settle on the same era and tool list.
-    async fn reconnect(&self, era: Era, before: &Capabilities) -> Check {
+    /// Layer 9: close the connection, reconnect with a fresh handshake and re-list: the hash must not change. The
+    /// era cache is cleared too, so the new connection settles its era from scratch (a `server/discover` probe, and
+    /// `initialize` for a legacy server) instead of reusing the first connection's answer.
+    pub(super) async fn reconnect(&self, era: Era, before: &Capabilities) -> Check {
         let old_conn = self.client.session().await.ok().map(|s| s.conn.id());
         let compiled = self.client.schema_compilations();
         let started = Instant::now();
@@ -44,7 +43,7 @@ impl Diagnosis<'_> {
             Ok(s) => s,
             Err(e) => {
                 return Check::fail(
-                    "renewal",
+                    "reconnect",
                     Some(started.elapsed()),
                     format!("could not reconnect: {e}"),
                     "the server accepted one session but not a second: does it serve a single connection, or exit \
@@ -58,7 +57,7 @@ impl Diagnosis<'_> {
             Ok(caps) => caps,
             Err(e) => {
                 return Check::fail(
-                    "renewal",
+                    "reconnect",
                     took,
                     format!("reconnected, but tools/list failed: {e}"),
                     "the second session behaves differently from the first: check the server's stderr",
@@ -78,7 +77,7 @@ impl Diagnosis<'_> {
         let short = |caps: &Capabilities| caps.hash().to_hex()[..12].to_owned();
         if !fresh {
             return Check::fail(
-                "renewal",
+                "reconnect",
                 took,
                 "close() did not replace the connection",
                 "mcpstorm bug: the session survived close(); please report it",
@@ -87,7 +86,7 @@ impl Diagnosis<'_> {
         }
         if session.era != era {
             return Check::fail(
-                "renewal",
+                "reconnect",
                 took,
                 format!("the era changed across sessions: {era} first, {} after reconnecting", session.era),
                 "the server answers server/discover differently on a new connection: is it decided per connection \
@@ -97,7 +96,7 @@ impl Diagnosis<'_> {
         }
         if before.hash() == after.hash() {
             return Check::pass(
-                "renewal",
+                "reconnect",
                 took,
                 format!(
                     "new connection, era re-detected ({era}); tool list hash unchanged ({}…), {recompiled} schemas \
@@ -122,7 +121,7 @@ impl Diagnosis<'_> {
             details.push("same tool names: a description, schema or annotation differs".into());
         }
         Check::fail(
-            "renewal",
+            "reconnect",
             took,
             "the tool list changed across sessions",
             "the server lists different tools per session (generated descriptions, ordering, ids?): every renewal \

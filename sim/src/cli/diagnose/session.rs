@@ -124,12 +124,7 @@ fn connect_hint(server: &ServerArgs, error: &CallError) -> Option<String> {
     match e {
         TransportError::SpawnFailed(_) => {
             let program = server.target.stdio.as_deref().and_then(shlex::split).and_then(|w| w.into_iter().next());
-            let program = program.unwrap_or_default();
-            Some(if on_path(&program) {
-                format!("{program:?} was found but could not be started: is it executable?")
-            } else {
-                format!("is {program:?} on PATH? It was not found; give its full path or check the spelling")
-            })
+            Some(spawn_hint(&program.unwrap_or_default()))
         }
         TransportError::ConnectFailed(_) if network.is_some() => {
             Some(format!("is the server listening on {addr}? (\"connection refused\" means nothing is)"))
@@ -145,6 +140,18 @@ fn connect_hint(server: &ServerArgs, error: &CallError) -> Option<String> {
     }
 }
 
+/// Why `program` could not be started, as far as the file system tells.
+fn spawn_hint(program: &str) -> String {
+    if on_path(program) {
+        format!("{program:?} was found but could not be started: is it executable?")
+    } else if is_path(program) {
+        // A path is run as written, never looked up on PATH: asking about PATH would send the user the wrong way.
+        format!("{program:?} does not exist (or is not a file): check the path")
+    } else {
+        format!("is {program:?} on PATH? It was not found; give its full path or check the spelling")
+    }
+}
+
 fn handshake_hint(config: &ClientConfig, error: &CallError) -> String {
     match error {
         CallError::Transport(TransportError::Closed) => "the server closed the connection before answering \
@@ -156,7 +163,7 @@ fn handshake_hint(config: &ClientConfig, error: &CallError) -> String {
             config.handshake_timeout
         ),
         CallError::Lifecycle(LifecycleError::InitializeRefused(_)) => {
-            "the server refused initialize: its error message says why (a capability or version it requires?)".into()
+            "the server refused initialize: its error message above says why".into()
         }
         CallError::Lifecycle(LifecycleError::MalformedInitialize(_)) => {
             "the initialize result is not valid MCP (it needs protocolVersion and serverInfo)".into()
@@ -170,10 +177,15 @@ fn on_path(program: &str) -> bool {
     if program.is_empty() {
         return false;
     }
-    if program.contains(std::path::MAIN_SEPARATOR) || program.contains('/') {
+    if is_path(program) {
         return std::path::Path::new(program).is_file();
     }
     std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|dir| dir.join(program).is_file()))
+}
+
+/// Whether `program` is a path (run as written) rather than a name looked up on PATH.
+fn is_path(program: &str) -> bool {
+    program.contains(std::path::MAIN_SEPARATOR) || program.contains('/')
 }
 
 #[cfg(test)]
@@ -186,5 +198,14 @@ mod tests {
         assert!(!on_path("mcpstorm-no-such-program-xyz"));
         assert!(!on_path("/nonexistent/dir/prog"));
         assert!(!on_path(""));
+    }
+
+    #[test]
+    fn a_missing_path_is_not_asked_about_path() {
+        let hint = spawn_hint("/nonexistent/dir/prog");
+        assert!(hint.contains("does not exist") && !hint.contains("PATH"), "{hint}");
+        assert!(spawn_hint("./no-such-prog").contains("check the path"));
+        assert!(spawn_hint("mcpstorm-no-such-program-xyz").contains("on PATH"));
+        assert!(spawn_hint("/").contains("does not exist"), "a directory is not a program");
     }
 }
