@@ -9,4 +9,5 @@ mod rng;
 
 pub use clock::{Clock, TokioClock};
 pub use dial::{ByteStream, DialFuture, Dialer, StdioDialer, TcpDialer};
-pub use rng::{SeededRng, scale};
+pub use rng::SeededRng;
+pub(crate) use rng::scale;

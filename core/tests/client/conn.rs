@@ -5,7 +5,7 @@ use std::time::Duration;
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Message, RequestId};
 use mcpstorm_core::mcp::method;
 use mcpstorm_core::{CallError, CancelToken, LocalError, TransportError};
-use mcpstorm_core::{CallOptions, ConnectionConfig, Lane};
+use mcpstorm_core::{CallOptions, ConnectionConfig, conn::Lane};
 use mcpstorm_fake::doubles::peer;
 use serde_json::json;
 use tokio::time::Instant;
@@ -434,7 +434,7 @@ async fn notifications_are_bounded_and_dropped_when_the_handler_is_slow() {
     cfg.notification_concurrency = 1;
     let (gate_tx, gate_rx) = tokio::sync::watch::channel(false);
     let handled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let handler: mcpstorm_core::NotificationHandler = {
+    let handler: mcpstorm_core::conn::NotificationHandler = {
         let handled = handled.clone();
         std::sync::Arc::new(move |_n| {
             let (handled, mut gate) = (handled.clone(), gate_rx.clone());

@@ -9,13 +9,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use mcpstorm_core::CallOptions;
-use mcpstorm_core::RefetchReason;
 use mcpstorm_core::mcp::CallToolResult;
+use mcpstorm_core::observe::RefetchReason;
 use mcpstorm_core::session::EraMode;
 use mcpstorm_core::session::GatewayProfile;
 use mcpstorm_core::{ByteStream, DialFuture, Dialer, TcpDialer};
 use mcpstorm_core::{CallError, LocalError};
-use mcpstorm_core::{ClientConfig, DriftStats, McpClient};
+use mcpstorm_core::{ClientConfig, McpClient, capabilities::DriftStats};
 use mcpstorm_fake::doubles::line_server::serve_lines;
 use proptest::prelude::*;
 use serde_json::{Value, json};

@@ -10,7 +10,7 @@ use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
 use mcpstorm_core::mcp::method;
 use mcpstorm_core::session::{Era, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use mcpstorm_core::{ByteStream, DialFuture, Dialer};
-use mcpstorm_core::{CallError, LifecycleError};
+use mcpstorm_core::{CallError, error::LifecycleError};
 use mcpstorm_core::{ClientConfig, McpClient};
 use mcpstorm_fake::doubles::peer::Peer;
 use serde_json::{Value, json};

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use mcpstorm_core::ArgumentError;
 use mcpstorm_core::CallOptions;
 use mcpstorm_core::TcpDialer;
+use mcpstorm_core::schema::ArgumentError;
 use mcpstorm_core::{CallError, LocalError};
 use mcpstorm_core::{ClientConfig, McpClient};
 use mcpstorm_fake::doubles::line_server::{LineDialer, serve_lines};

@@ -5,9 +5,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpstorm_core::AuthError;
 use mcpstorm_core::CallOptions;
 use mcpstorm_core::TokioClock;
+use mcpstorm_core::error::AuthError;
 use mcpstorm_core::history::{CallCode, CallStatus, IdempotencyConfig};
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::{CallToolResult, method};
@@ -16,7 +16,7 @@ use mcpstorm_core::session::{DISCOVER, Era, EraMode};
 use mcpstorm_core::session::{GatewayProfile, RENEW};
 use mcpstorm_core::{AuthScheme, Credential, Secret};
 use mcpstorm_core::{CallError, ErrorClass};
-use mcpstorm_core::{ClientConfig, McpClient, SessionSnapshot};
+use mcpstorm_core::{ClientConfig, McpClient, client::SessionSnapshot};
 use mcpstorm_core::{Event, Observer};
 use mcpstorm_fake::doubles::session_server::{Seen, ServerConfig, SessionServer, Verdict, steady_wall};
 use serde_json::json;

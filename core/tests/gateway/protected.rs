@@ -432,7 +432,7 @@ async fn the_default_layers_do_not_throttle_a_healthy_server() {
 /// planted defect (a test-only switch) keeps a permit per failed call, and the snapshot shows it.
 #[tokio::test(start_paused = true)]
 async fn every_call_gives_back_what_it_took_unless_the_planted_leak_is_on() {
-    use mcpstorm_core::InFlightSnapshot;
+    use mcpstorm_core::gateway::InFlightSnapshot;
     use mcpstorm_core::resilience::BulkheadConfig;
     for leak in [false, true] {
         let server = fake(failing_config());

@@ -1,7 +1,7 @@
 //! The JSON-RPC codec round-trips every message and always fits the newline framing.
 
 use mcpstorm_core::jsonrpc::{ErrorObject, Message, RequestId};
-use mcpstorm_core::{LineSink, LineSource, MessageSink, MessageSource};
+use mcpstorm_core::{MessageSink, MessageSource, transport::LineSink, transport::LineSource};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::Value;

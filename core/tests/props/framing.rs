@@ -2,7 +2,7 @@
 //! message sequence intact whatever the read splits.
 
 use mcpstorm_core::jsonrpc::{Message, RequestId};
-use mcpstorm_core::{FrameError, LineSource, MessageSource};
+use mcpstorm_core::{MessageSource, transport::FrameError, transport::LineSource};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::json;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use mcpstorm_core::jsonrpc::Message;
 use mcpstorm_core::mcp::method;
 use mcpstorm_core::{CallError, CancelToken, LocalError, TransportError};
-use mcpstorm_core::{CallOptions, Connection, ConnectionConfig, Lane};
+use mcpstorm_core::{CallOptions, Connection, ConnectionConfig, conn::Lane};
 use mcpstorm_fake::doubles::peer::{self};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -99,8 +99,8 @@ fn writer_blocked_in_a_write_stops_at_shutdown_and_releases_the_guard() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use mcpstorm_core::ConnectionParts;
-    use mcpstorm_core::{ConnId, NoopObserver};
+    use mcpstorm_core::conn::ConnectionParts;
+    use mcpstorm_core::{NoopObserver, observe::ConnId};
 
     /// Stands in for what `ConnectionParts::guard` really holds, e.g. a stdio server's child process.
     struct Guard(Arc<AtomicBool>);
@@ -113,7 +113,7 @@ fn writer_blocked_in_a_write_stops_at_shutdown_and_releases_the_guard() {
         let released = Arc::new(AtomicBool::new(false));
         let (ours, _theirs) = tokio::io::duplex(64);
         let (read, write) = tokio::io::split(ours);
-        let (sink, source) = mcpstorm_core::line_transport(read, write, 1 << 20);
+        let (sink, source) = mcpstorm_core::transport::line_transport(read, write, 1 << 20);
         let parts = ConnectionParts {
             id: ConnId(0),
             server: "peer".into(),

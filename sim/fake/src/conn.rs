@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpstorm_core::jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message, RequestId};
-use mcpstorm_core::{FrameError, MessageSink, decode_frame, line_transport};
+use mcpstorm_core::{MessageSink, transport::FrameError, transport::decode_frame, transport::line_transport};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpstorm_core::DEFAULT_MAX_FRAME;
+use mcpstorm_core::transport::DEFAULT_MAX_FRAME;
 use mcpstorm_core::{Clock, TokioClock};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinSet;

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::Args;
 use mcpstorm_core::{
-    AuthScheme, CallError, CallOptions, ClientConfig, Credential, Dialer, HttpEndpoint, LifecycleError, LocalError,
-    McpClient, Observer, Secret, SeededRng, StdioDialer, TcpDialer, TracingObserver, TransportError,
+    AuthScheme, CallError, CallOptions, ClientConfig, Credential, Dialer, HttpEndpoint, LocalError, McpClient,
+    Observer, Secret, SeededRng, StdioDialer, TcpDialer, TracingObserver, TransportError, error::LifecycleError,
 };
 use serde_json::Value;
 

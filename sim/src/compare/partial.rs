@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use mcpstorm_core::ContentHash;
+use mcpstorm_core::schema::ContentHash;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 

@@ -99,8 +99,8 @@ fn exact_ms(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpstorm_core::ContentHash;
     use mcpstorm_core::history::{CallCode, CallStatus};
+    use mcpstorm_core::schema::ContentHash;
     use serde_json::json;
 
     #[test]

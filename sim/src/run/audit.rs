@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use mcpstorm_core::InFlightSnapshot;
+use mcpstorm_core::gateway::InFlightSnapshot;
 
 /// The audit of one run.
 #[derive(Debug, Clone, Default, PartialEq)]

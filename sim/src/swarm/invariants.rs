@@ -56,7 +56,7 @@ pub fn safety(scenario: &Scenario, run: &RunData) -> Vec<Violation> {
     for (host, end) in run.audit.end.iter().enumerate() {
         match end {
             None => out.push(Violation::new("leaked", format!("load host {host} never finished its drain"))),
-            Some(e) if *e != mcpstorm_core::InFlightSnapshot::default() => out.push(Violation::new(
+            Some(e) if *e != mcpstorm_core::gateway::InFlightSnapshot::default() => out.push(Violation::new(
                 "leaked",
                 format!(
                     "load host {host} after its drain: {} bulkhead permits, {} routed calls, {} pending requests, \
@@ -321,7 +321,7 @@ mod tests {
     fn safety_names_what_a_gateway_still_holds_and_a_drain_that_never_ended() {
         let s = scenario(&[]);
         let mut run = blank();
-        let held = mcpstorm_core::InFlightSnapshot { bulkhead_permits: 3, ..Default::default() };
+        let held = mcpstorm_core::gateway::InFlightSnapshot { bulkhead_permits: 3, ..Default::default() };
         run.audit.end = vec![Some(held), None, Some(Default::default())];
         let v = safety(&s, &run);
         assert_eq!(v.len(), 2, "{v:?}");

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use mcpstorm_core::InFlightSnapshot;
+use mcpstorm_core::gateway::InFlightSnapshot;
 
 use crate::run::memory::latency_histogram;
 use crate::run::{RunAudit, ServerTotals};

@@ -61,8 +61,8 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
-    use mcpstorm_core::ContentHash;
     use mcpstorm_core::history::CallStatus;
+    use mcpstorm_core::schema::ContentHash;
     use serde_json::json;
 
     use super::*;

@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcpstorm_core::CancelToken;
-use mcpstorm_core::ContentHash;
 use mcpstorm_core::history::{CallKey, CallStart, ServerCallRecord};
 use mcpstorm_core::resilience::InFlightLimit;
 use mcpstorm_core::router::{FormulaSpec, Requirement, Router};
-use mcpstorm_core::{ClientConfig, HttpEndpoint, McpClient, PoolConfig};
+use mcpstorm_core::schema::ContentHash;
+use mcpstorm_core::{ClientConfig, HttpEndpoint, McpClient, transport::PoolConfig};
 use mcpstorm_core::{Connector, Gateway, GatewayConfig, ToolCall};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

@@ -17,7 +17,7 @@ use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::CallToolResult;
 use mcpstorm_core::resilience::{BreakerState, BreakerTransition, DegradedReason, TransitionReason};
 use mcpstorm_core::session::is_session_not_found;
-use mcpstorm_core::{CallError, Event, Observer, SessionEvent};
+use mcpstorm_core::{CallError, Event, Observer, observe::SessionEvent};
 
 use super::audit::{AuditLog, Settled};
 use super::call_log::CallLog;
@@ -248,7 +248,7 @@ impl Recorder {
     }
 
     /// Load host `host`'s gateway after its drain: what it still holds.
-    pub fn gateway_ended(&self, host: usize, snapshot: mcpstorm_core::InFlightSnapshot) {
+    pub fn gateway_ended(&self, host: usize, snapshot: mcpstorm_core::gateway::InFlightSnapshot) {
         self.lock().audit.ended(host, snapshot);
     }
 

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use mcpstorm_core::RouterHints;
+use mcpstorm_core::capabilities::RouterHints;
 use mcpstorm_core::router::{HealthCheck, RegistryEvent, Requirement, ScheduledRegistry, ServerEntry};
 
 use crate::scenario::server_host;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use mcpstorm_core::ContentHash;
+use mcpstorm_core::schema::ContentHash;
 use mcpstorm_sim::world::EPOCH_SECS;
 use serde_json::{Value, json};
 

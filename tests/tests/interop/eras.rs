@@ -10,8 +10,8 @@ use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::{Implementation, method};
 use mcpstorm_core::session::{CachedEra, DiscoverResult, Era, EraCache, EraMode, envelope};
 use mcpstorm_core::{
-    CallError, CallOptions, ClientConfig, ConnId, Connection, ConnectionConfig, ConnectionParts, DEFAULT_MAX_FRAME,
-    Dialer, McpClient, NoopObserver, StdioDialer, line_transport,
+    CallError, CallOptions, ClientConfig, Connection, ConnectionConfig, Dialer, McpClient, NoopObserver, StdioDialer,
+    conn::ConnectionParts, observe::ConnId, transport::DEFAULT_MAX_FRAME, transport::line_transport,
 };
 use mcpstorm_tests::real_servers::{everything_server, python_mcp1_server, python_server};
 use serde_json::json;

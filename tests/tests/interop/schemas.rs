@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpstorm_core::CallOptions;
-use mcpstorm_core::{ArgumentError, Dialect};
 use mcpstorm_core::{CallError, LocalError};
 use mcpstorm_core::{ClientConfig, McpClient};
 use mcpstorm_core::{Dialer, StdioDialer};
 use mcpstorm_core::{Event, Observer};
+use mcpstorm_core::{schema::ArgumentError, schema::Dialect};
 use mcpstorm_tests::real_servers::{everything_server, python_server};
 use serde_json::json;
 

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use mcpstorm_core::mcp::{CallToolResult, method};
 use mcpstorm_core::{
-    CallError, CallOptions, CancelToken, ClientConfig, ConnId, Connection, ConnectionConfig, ConnectionParts,
-    DEFAULT_MAX_FRAME, Dialer, LocalError, McpClient, NoopObserver, StdioDialer, line_transport,
+    CallError, CallOptions, CancelToken, ClientConfig, Connection, ConnectionConfig, Dialer, LocalError, McpClient,
+    NoopObserver, StdioDialer, conn::ConnectionParts, observe::ConnId, transport::DEFAULT_MAX_FRAME,
+    transport::line_transport,
 };
 use mcpstorm_tests::real_servers::{everything_server, python_blocking_server, python_server};
 use serde_json::json;

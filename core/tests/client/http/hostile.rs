@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpstorm_core::{CallError, CallOptions, HttpEndpoint, HttpError, LocalError, McpClient, TransportError};
+use mcpstorm_core::{CallError, CallOptions, HttpEndpoint, LocalError, McpClient, TransportError, error::HttpError};
 use serde_json::json;
 
 use super::client_of;

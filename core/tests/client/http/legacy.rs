@@ -196,7 +196,9 @@ async fn a_503_without_retry_after_is_a_transport_failure_of_that_call() {
     let err = c.call_tool("echo", json!({}), CallOptions::default()).await.unwrap_err();
     assert_eq!(
         err,
-        CallError::Transport(mcpstorm_core::TransportError::Http(mcpstorm_core::HttpError::Status { status: 503 }))
+        CallError::Transport(mcpstorm_core::TransportError::Http(mcpstorm_core::error::HttpError::Status {
+            status: 503
+        }))
     );
 }
 

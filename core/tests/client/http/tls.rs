@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use mcpstorm_core::{
-    CallError, CallOptions, ClientConfig, HttpEndpoint, HttpError, McpClient, SeededRng, TokioClock, TransportError,
+    CallError, CallOptions, ClientConfig, HttpEndpoint, McpClient, SeededRng, TokioClock, TransportError,
+    error::HttpError,
 };
 use rustls::pki_types::PrivateKeyDer;
 use serde_json::json;

@@ -3,11 +3,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use mcpstorm_core::FrameError;
 use mcpstorm_core::jsonrpc::{ErrorObject, Message, RequestId, Response};
 use mcpstorm_core::mcp::{ProgressParams, method};
+use mcpstorm_core::transport::FrameError;
 use mcpstorm_core::{CallError, CancelToken, LocalError};
-use mcpstorm_core::{CallOptions, Connection, Lane};
+use mcpstorm_core::{CallOptions, Connection, conn::Lane};
 use mcpstorm_fake::doubles::peer::{self, Peer};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;

@@ -3,9 +3,12 @@
 use std::sync::Arc;
 
 use mcpstorm_core::jsonrpc::{Message, Notification, Request, RequestId};
-use mcpstorm_core::{ConnId, NoopObserver};
-use mcpstorm_core::{Connection, ConnectionConfig, ConnectionParts, NotificationHandler};
-use mcpstorm_core::{DEFAULT_MAX_FRAME, FrameError, LineSink, LineSource, MessageSink, MessageSource};
+use mcpstorm_core::{Connection, ConnectionConfig, conn::ConnectionParts, conn::NotificationHandler};
+use mcpstorm_core::{
+    MessageSink, MessageSource, transport::DEFAULT_MAX_FRAME, transport::FrameError, transport::LineSink,
+    transport::LineSource,
+};
+use mcpstorm_core::{NoopObserver, observe::ConnId};
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
 
@@ -28,7 +31,7 @@ pub fn connect_with(
 ) -> (Connection, Peer) {
     let (ours, theirs) = tokio::io::duplex(pipe_bytes);
     let (our_read, our_write) = tokio::io::split(ours);
-    let (sink, source) = mcpstorm_core::line_transport(our_read, our_write, max_frame);
+    let (sink, source) = mcpstorm_core::transport::line_transport(our_read, our_write, max_frame);
     let conn = Connection::start(
         sink,
         source,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::session::{CachedEra, DiscoverResult, Era, EraCache, MODERN_PROTOCOL_VERSIONS};
 use mcpstorm_core::{DialFuture, Dialer};
-use mcpstorm_core::{LifecycleError, TransportError};
+use mcpstorm_core::{TransportError, error::LifecycleError};
 
 use tokio::time::sleep;
 

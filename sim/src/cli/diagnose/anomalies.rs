@@ -1,6 +1,6 @@
 //! The last check: what the server sent that the protocol does not allow.
 
-use mcpstorm_core::ConnectionStats;
+use mcpstorm_core::conn::ConnectionStats;
 use serde_json::json;
 
 use super::report::Check;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcpstorm_core::Dialer;
 use mcpstorm_core::session::Era;
-use mcpstorm_core::{CallError, LifecycleError, TransportError};
+use mcpstorm_core::{CallError, TransportError, error::LifecycleError};
 use mcpstorm_core::{ClientConfig, Session};
 use serde_json::{Value, json};
 use tokio::time::Instant;

@@ -4,7 +4,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use mcpstorm_core::HttpResponseHead;
+use mcpstorm_core::transport::HttpResponseHead;
 use serde::Serialize;
 use serde_json::json;
 
