@@ -7,6 +7,7 @@ mod diagnose;
 mod merge;
 mod out;
 mod peer;
+mod scenarios;
 mod seeds;
 mod serve_fake;
 mod sim;
@@ -59,6 +60,8 @@ pub enum Command {
     ServeFake(ServeFakeArgs),
     /// Check a scenario file (with any --set overrides) without running it.
     Validate(validate::ValidateArgs),
+    /// List the scenarios that ship with mcpstorm, or print one (they are built into the binary).
+    Scenarios(scenarios::ScenariosArgs),
 }
 
 /// How a command failed, mapped to the process exit code.
@@ -97,6 +100,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Diagnose(args) => live(diagnose::run(args)),
         Command::ServeFake(args) => live(serve_fake::run(args)),
         Command::Validate(args) => validate::run(args),
+        Command::Scenarios(args) => scenarios::run(args),
     };
     // The command's own failure comes first; a closed stdout found only now still ends quietly.
     result.and(out::flush())

@@ -11,4 +11,5 @@ mod contract;
 mod diagnose;
 mod help;
 mod http;
+mod scenarios;
 mod seed_env;
