@@ -187,10 +187,11 @@ async fn run(shared: &Arc<Shared>, ask: Ask<'_>, opts: Bounded, start: Instant) 
     await_answer(call, sent_at, timer).await
 }
 
-/// The in-flight permits a call holds until it ends, and whether it had to wait for one.
+/// The in-flight permits a call holds until it ends, and whether it had to wait for one. Fields drop in order: the
+/// connection's permit is given back before the client-wide one, as the reverse of taking them.
 struct Permits {
-    _global: Option<OwnedSemaphorePermit>,
     _local: Option<OwnedSemaphorePermit>,
+    _global: Option<OwnedSemaphorePermit>,
     waited: bool,
 }
 
@@ -202,7 +203,7 @@ struct Permits {
 /// must get through exactly when tool calls have used every permit. A free permit is taken at once, as the phase
 /// would on its first poll, without setting up the phase's timer.
 async fn acquire(shared: &Shared, opts: &Bounded, start: Instant) -> Result<Permits, CallError> {
-    let mut permits = Permits { _global: None, _local: None, waited: false };
+    let mut permits = Permits { _local: None, _global: None, waited: false };
     if opts.lane != Lane::Normal {
         return Ok(permits);
     }
