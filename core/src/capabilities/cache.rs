@@ -27,13 +27,15 @@ pub(crate) struct ListingLimits {
     pub max_bytes: usize,
 }
 
-/// What a fetch needs: the session's connection and identity, and the client's schema cache and listing limits.
+/// What a fetch needs: the session's connection and identity, the client's schema cache and listing limits, and the
+/// deadline of the call the fetch serves (every page's request shares it).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FetchCtx<'a> {
     pub conn: &'a Connection,
     pub init: &'a InitializeResult,
     pub schemas: &'a SchemaCache,
     pub limits: &'a ListingLimits,
+    pub deadline: Instant,
 }
 
 #[derive(Debug, Default)]
@@ -147,7 +149,7 @@ impl ToolCache {
     /// Lists the tools and installs the new record (the caller holds `state`, so fetches never overlap).
     async fn fetch_into(&self, state: &mut State, ctx: FetchCtx<'_>) -> Result<Arc<Capabilities>, CallError> {
         let _fetching = Fetching::start(&self.fetching);
-        let (tools, ttl) = fetch_all(ctx.conn, ctx.limits).await?;
+        let (tools, ttl) = fetch_all(ctx.conn, ctx.limits, ctx.deadline).await?;
         let server = state.server.clone().unwrap_or_else(|| ctx.init.server_info.clone());
         let fresh = Arc::new(ctx.schemas.record(server, ctx.init.extra.get("_meta"), tools));
         let expires = ttl.map(|ms| Instant::now() + Duration::from_millis(ms));
@@ -177,15 +179,19 @@ impl Drop for Fetching<'_> {
 /// one that lists more than `max_tools` tools or `max_tool_list_bytes` of them gets an error naming the limit: the
 /// listing is refused whole, since a silently truncated tool list would make calls to the missing tools look like
 /// the server's fault.
-async fn fetch_all(conn: &Connection, limits: &ListingLimits) -> Result<(Vec<Tool>, Option<u64>), CallError> {
+async fn fetch_all(
+    conn: &Connection,
+    limits: &ListingLimits,
+    deadline: Instant,
+) -> Result<(Vec<Tool>, Option<u64>), CallError> {
     let mut all = Vec::new();
     let mut bytes = 0usize;
     let mut ttl: Option<u64> = None;
     let mut cursor: Option<String> = None;
     for _ in 0..limits.max_pages {
         let params = cursor.as_ref().map(|c| json!({"cursor": c}));
-        let opts = CallOptions { lane: Lane::Priority, ..CallOptions::default() };
-        let raw = conn.request(method::TOOLS_LIST, params, opts).await?;
+        let opts = CallOptions { lane: Lane::Priority, ..CallOptions::default() }.until(deadline);
+        let raw = conn.request_bounded(method::TOOLS_LIST, params, opts, Instant::now()).await?;
         bytes = bytes.saturating_add(json_size(&raw));
         if bytes > limits.max_bytes {
             return Err(too_large(format!(
@@ -282,7 +288,9 @@ mod tests {
         .unwrap();
         let (schemas, limits) = (SchemaCache::default(), ListingLimits { max_pages: 1, max_tools: 1, max_bytes: 1 });
         let fast = cache.ready(Instant::now);
-        let slow = cache.get_or_fetch(FetchCtx { conn, init: &init, schemas: &schemas, limits: &limits }).await;
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let ctx = FetchCtx { conn, init: &init, schemas: &schemas, limits: &limits, deadline };
+        let slow = cache.get_or_fetch(ctx).await;
         match (&fast, slow) {
             (Some(fast), Ok((slow, None))) => assert!(Arc::ptr_eq(fast, &slow)),
             (None, Err(_)) => {}

@@ -45,17 +45,28 @@ const VALIDATION_PHRASES: &[&str] = &[
     "tool not found",
 ];
 
+/// A drift signal: why the tool list is fetched again, and the newer `serverInfo` a result was stamped with (for
+/// [`RefetchReason::ServerVersion`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Signal {
+    pub reason: RefetchReason,
+    pub server: Option<Implementation>,
+}
+
+impl Signal {
+    fn of(reason: RefetchReason) -> Signal {
+        Signal { reason, server: None }
+    }
+}
+
 /// The drift signal in a `tools/call` outcome, if any. `known` is the record the call was checked against.
-pub(crate) fn signal(
-    outcome: &Result<CallToolResult, CallError>,
-    known: &Capabilities,
-) -> Option<(RefetchReason, Option<Implementation>)> {
+pub(crate) fn signal(outcome: &Result<CallToolResult, CallError>, known: &Capabilities) -> Option<Signal> {
     match outcome {
         Err(CallError::Protocol(e)) if e.code() == ErrorCode::INVALID_PARAMS => {
-            Some((RefetchReason::InvalidParams, None))
+            Some(Signal::of(RefetchReason::InvalidParams))
         }
-        Ok(r) if r.is_error && reads_as_validation(&r.joined_text()) => Some((RefetchReason::ToolErrorText, None)),
-        Ok(r) => stamp_signal(r, known).map(|s| (RefetchReason::ServerVersion, Some(s))),
+        Ok(r) if r.is_error && reads_as_validation(&r.joined_text()) => Some(Signal::of(RefetchReason::ToolErrorText)),
+        Ok(r) => stamp_signal(r, known).map(|s| Signal { reason: RefetchReason::ServerVersion, server: Some(s) }),
         Err(_) => None,
     }
 }
@@ -193,10 +204,10 @@ mod tests {
     fn classifies_outcomes() {
         let known = caps("1.0");
         let invalid = Err(CallError::Protocol(ErrorObject::new(ErrorCode::INVALID_PARAMS, "Invalid arguments")));
-        assert_eq!(signal(&invalid, &known).map(|s| s.0), Some(RefetchReason::InvalidParams));
+        assert_eq!(signal(&invalid, &known).map(|s| s.reason), Some(RefetchReason::InvalidParams));
         let text = result(json!({"isError": true, "content": [{"type": "text",
             "text": "Input validation error: 'region' is a required property"}]}));
-        assert_eq!(signal(&text, &known).map(|s| s.0), Some(RefetchReason::ToolErrorText));
+        assert_eq!(signal(&text, &known).map(|s| s.reason), Some(RefetchReason::ToolErrorText));
         let business = result(json!({"isError": true, "content": [{"type": "text", "text": "disk full"}]}));
         assert_eq!(signal(&business, &known), None);
         let other = Err(CallError::Protocol(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "Invalid arguments")));
@@ -208,7 +219,7 @@ mod tests {
         let known = caps("1.0");
         let stamped =
             |v: &str| result(json!({"content": [], "_meta": {META_SERVER_INFO: {"name": "s", "version": v}}}));
-        let (reason, server) = signal(&stamped("1.1"), &known).unwrap();
+        let Signal { reason, server } = signal(&stamped("1.1"), &known).unwrap();
         assert_eq!((reason, server.unwrap().version.as_str()), (RefetchReason::ServerVersion, "1.1"));
         assert_eq!(signal(&stamped("1.0"), &known), None);
         assert!(!RefetchReason::ServerVersion.rejected_call());
@@ -218,7 +229,7 @@ mod tests {
             assert_eq!(signal(&odd, &known), None, "{info}");
         }
         let extended = result(json!({"_meta": {META_SERVER_INFO: {"name": "s", "version": "2", "title": "S"}}}));
-        let server = signal(&extended, &known).and_then(|s| s.1).unwrap();
+        let server = signal(&extended, &known).and_then(|s| s.server).unwrap();
         assert_eq!(server.extra.get("title"), Some(&json!("S")), "the whole stamp is read once it differs");
     }
 
@@ -230,7 +241,7 @@ mod tests {
         assert_eq!(signal(&stamped("1.0"), &known), None);
         assert!(known.clone().quiet_stamp().get().is_some(), "the quiet stamp is remembered, for the clones too");
         assert_eq!(signal(&stamped("1.0"), &known), None);
-        let (_, server) = signal(&stamped("1.1"), &known).unwrap();
+        let Signal { server, .. } = signal(&stamped("1.1"), &known).unwrap();
         assert_eq!(server.unwrap().version, "1.1", "other bytes are parsed");
         assert_eq!(signal(&stamped("1.1"), &caps("1.1")), None, "a record of its own remembers its own stamp");
     }

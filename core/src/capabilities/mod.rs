@@ -15,7 +15,7 @@ mod record;
 
 pub(crate) use cache::{FetchCtx, ListingLimits, ToolCache};
 pub use drift::DriftStats;
-pub(crate) use drift::{DriftCounters, signal};
+pub(crate) use drift::{DriftCounters, Signal, signal};
 pub use hints::RouterHints;
 pub use record::{Capabilities, SchemaCache, ToolEntry};
 

@@ -1,11 +1,13 @@
-//! One request's life: queue wait for permits, the write, the first-response phase, the streaming (idle) phase, all
-//! under one overall deadline, with cancellation at every step. Each phase computes its end from the remaining
+//! One request's life, in phases: queue wait for permits ([`acquire`]), registration ([`register`]), the hand-off
+//! to the writer's lane ([`enqueue`]), then the first-response and streaming (idle) phase ([`await_answer`]), all
+//! under the call's one deadline, with cancellation at every step. Each phase computes its end from the remaining
 //! deadline when it starts, so no phase outlives the call.
 //!
 //! Every exit path releases the permits (RAII) and removes the pending entry ([`PendingGuard`]); a call whose request
 //! already reached the server also sends `notifications/cancelled` on the priority lane.
 
-use std::pin::pin;
+use std::ops::ControlFlow;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -13,39 +15,33 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::oneshot::error::TryRecvError;
-use tokio::sync::{TryAcquireError, mpsc, oneshot};
-use tokio::time::{Instant, sleep_until};
+use tokio::sync::{OwnedSemaphorePermit, TryAcquireError, mpsc, oneshot};
+use tokio::time::{Instant, Sleep, sleep_until};
 
+use super::options::{Bounded, CallOptions, Lane};
 use super::pending::{Answer, Entry, ProgressSignal, Reply};
 use super::stats::Counters;
 use super::{Connection, Outbound, Outgoing, Shared};
 use crate::cancel::CancelToken;
 use crate::error::{CallError, LocalError, TransportError};
 use crate::jsonrpc::{DecodeError, ErrorCode, Message, MetaLayers, MetaRequest, Payload, Request};
-use crate::mcp::{CallToolResult, CancelledParams, ProgressParams, method};
+use crate::mcp::{CallToolResult, CancelledParams, method};
 use crate::observe::Event;
 
-/// Which writer lane a request takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Lane {
-    /// Lifecycle, ping, list calls: ahead of tool calls.
-    Priority,
-    #[default]
-    Normal,
+/// One request as a caller hands it to the connection.
+struct Ask<'a> {
+    method: &'a str,
+    params: Option<Value>,
+    form: Form,
 }
 
-/// Per-call options. All optional; the connection's config supplies the phases.
-#[derive(Debug, Clone, Default)]
-pub struct CallOptions {
-    /// Overall deadline covering every phase. Default: now + `call_deadline`.
-    pub deadline: Option<Instant>,
-    pub cancel: Option<CancelToken>,
-    pub lane: Lane,
-    /// Receives the call's progress notifications (lossy when full). Progress also resets the idle timer whether
-    /// or not anyone listens.
-    pub progress: Option<mpsc::Sender<ProgressParams>>,
-    /// Overrides the connection's first-response timeout for this call.
-    pub first_response: Option<Duration>,
+/// How the caller takes the result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// Raw, for the caller to parse into the shape it expects.
+    Raw,
+    /// A `tools/call` result as a [`CallToolResult`]: the reader may parse it as it reads the frame.
+    ToolResult,
 }
 
 impl Connection {
@@ -53,7 +49,21 @@ impl Connection {
     ///
     /// `tools/call` requests get a progress token (the request id) so progress can keep a long call alive.
     pub async fn request(&self, method: &str, params: Option<Value>, opts: CallOptions) -> Result<Value, CallError> {
-        let result = self.request_payload(method, params, opts).await?;
+        let started = Instant::now();
+        let opts = opts.bounded(|| started, self.shared().config.call_deadline);
+        self.request_bounded(method, params, opts, started).await
+    }
+
+    /// [`Connection::request`] of a call whose deadline is resolved already. `started` is when it was made.
+    pub(crate) async fn request_bounded(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        opts: Bounded,
+        started: Instant,
+    ) -> Result<Value, CallError> {
+        let ask = Ask { method, params, form: Form::Raw };
+        let result = self.exchange(ask, opts, started).await?.into_payload()?;
         result.to_value().map_err(|e| CallError::MalformedResponse(DecodeError::NotJson(e.to_string()).to_string()))
     }
 
@@ -65,14 +75,29 @@ impl Connection {
         params: Option<Value>,
         opts: CallOptions,
     ) -> Result<Payload, CallError> {
-        self.exchange(method, params, opts, false).await?.into_payload()
+        let started = Instant::now();
+        let opts = opts.bounded(|| started, self.shared().config.call_deadline);
+        self.exchange(Ask { method, params, form: Form::Raw }, opts, started).await?.into_payload()
     }
 
     /// A `tools/call` with these params, its result parsed as a [`CallToolResult`]: on a newline-delimited stream,
     /// usually as the reader reads the frame (`mcp/call_frame.rs`), so the result is read once rather than scanned
     /// for its end and then parsed.
     pub async fn call_tool_result(&self, params: Value, opts: CallOptions) -> Result<CallToolResult, CallError> {
-        match self.exchange(method::TOOLS_CALL, Some(params), opts, true).await? {
+        let started = Instant::now();
+        let opts = opts.bounded(|| started, self.shared().config.call_deadline);
+        self.call_tool_result_bounded(params, opts, started).await
+    }
+
+    /// [`Connection::call_tool_result`] of a call whose deadline is resolved already (a client's tool call).
+    pub(crate) async fn call_tool_result_bounded(
+        &self,
+        params: Value,
+        opts: Bounded,
+        started: Instant,
+    ) -> Result<CallToolResult, CallError> {
+        let ask = Ask { method: method::TOOLS_CALL, params: Some(params), form: Form::ToolResult };
+        match self.exchange(ask, opts, started).await? {
             Answer::Call(result) => Ok(result),
             Answer::Raw(payload) => {
                 payload.parse().map_err(|e| CallError::MalformedResponse(format!("tools/call result: {e}")))
@@ -80,18 +105,12 @@ impl Connection {
         }
     }
 
-    /// One request's exchange (`call`: a `tools/call` whose result may come parsed), then what every request's end
-    /// tells the connection and its observer.
-    async fn exchange(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        opts: CallOptions,
-        call: bool,
-    ) -> Result<Answer, CallError> {
+    /// One request's exchange, then what every request's end tells the connection and its observer. `started` is
+    /// the clock read in the same poll that made the request (nothing is awaited before it is run).
+    async fn exchange(&self, ask: Ask<'_>, opts: Bounded, started: Instant) -> Result<Answer, CallError> {
         let shared = self.shared().clone();
-        let started = Instant::now();
-        let result = run(&shared, (method, params, call), opts, started).await;
+        let method = ask.method;
+        let result = run(&shared, ask, opts, started).await;
         if let Err(CallError::Protocol(e)) = &result
             && matches!(e.code(), ErrorCode::UNSUPPORTED_PROTOCOL_VERSION | ErrorCode::HEADER_MISMATCH)
             && meta_layers(&shared).layers()[ENVELOPE].is_some()
@@ -146,111 +165,191 @@ fn set_layer(shared: &Shared, index: usize, meta: Option<Map<String, Value>>) {
     *layers = Arc::new(layers.with(index, layer));
 }
 
-async fn run(
-    shared: &Arc<Shared>,
-    (method, params, call): (&str, Option<Value>, bool),
-    opts: CallOptions,
-    start: Instant,
-) -> Result<Answer, CallError> {
-    let config = &shared.config;
-    let deadline = opts.deadline.unwrap_or(start + config.call_deadline);
-    // No token: nothing can cancel the call, and nothing is allocated or locked to watch for it.
-    let cancel = opts.cancel.as_ref();
+/// A request's phases, in order. `start` is when the request was made; `opts.deadline` bounds every phase.
+async fn run(shared: &Arc<Shared>, ask: Ask<'_>, opts: Bounded, start: Instant) -> Result<Answer, CallError> {
     if let Some(e) = shared.pending.closed() {
         return Err(e.into());
     }
-
-    // Phase: queue wait for the global permit, then this connection's (always in that order: no deadlock).
-    // Priority-lane requests (lifecycle, ping) skip the permits: they are bounded by their lane's capacity, and a
-    // ping must get through exactly when tool calls have used every permit. A free permit is taken at once, as the
-    // phase would on its first poll, without setting up the phase's timer.
-    let queue_end = start + config.queue_wait;
-    let queue_timeout = || CallError::Local(LocalError::QueueTimeout(config.queue_wait));
-    let (mut _global, mut _local) = (None, None);
-    let mut waited = false;
-    if opts.lane == Lane::Normal {
-        if let Some(limit) = &shared.global {
-            _global = Some(match limit.try_acquire() {
-                Some(permit) => permit,
-                None => {
-                    waited = true;
-                    Box::pin(phase(cancel, deadline, queue_end, queue_timeout(), limit.acquire())).await?
-                }
-            });
-        }
-        let local = match shared.permits.clone().try_acquire_owned() {
-            Err(TryAcquireError::NoPermits) => {
-                waited = true;
-                let acquire = shared.permits.clone().acquire_owned();
-                Box::pin(phase(cancel, deadline, queue_end, queue_timeout(), acquire)).await?.map_err(|_| ())
-            }
-            taken => taken.map_err(|_| ()),
-        };
-        _local = Some(local.map_err(|_| CallError::Transport(TransportError::Shutdown))?);
-    }
-
-    // Register, then hand to the writer.
-    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    let (tx, mut rx) = oneshot::channel();
-    let signal = Arc::new(ProgressSignal::default());
-    let entry = Entry { tx, call, written: false, progress: opts.progress, signal: signal.clone() };
-    shared.pending.register(id, entry)?;
-    let mut guard = PendingGuard { shared, id, armed: true };
-    let token = (method == method::TOOLS_CALL).then_some(id);
-    // The sink merges the connection's `_meta` layers into the params as it encodes them (`MetaRequest`).
-    let request = Request { id: id.into(), method: method.to_owned(), params };
-    let meta = meta_layers(shared);
-    let out = Outgoing { msg: Outbound::Request(MetaRequest { request, progress_token: token, meta }), call: Some(id) };
+    let _permits = acquire(shared, &opts, start).await?;
     let lane = match opts.lane {
         Lane::Priority => &shared.priority,
         Lane::Normal => &shared.normal,
     };
+    let deadline = opts.deadline;
+    let (mut call, out) = register(shared, ask, opts)?;
     // Nothing awaited since `start` unless a permit was waited for: the clock still reads `start`.
-    let sent_at = if waited { Instant::now() } else { start };
+    let sent_at = if _permits.waited { Instant::now() } else { start };
     // One timer for the whole call, moved from phase to phase.
     let mut timer = pin!(sleep_until(deadline));
-    // The lane has room (the usual case): the same outcome as the select below on its first poll, which would see
-    // no reply, no cancellation and no deadline yet, then a send that completes at once; without its timer.
-    let unsent = match rx.try_recv() {
-        Ok(reply) => return guard.delivered(Some(reply)),
-        Err(TryRecvError::Closed) => return guard.delivered(None),
-        Err(TryRecvError::Empty) if cancel.is_some_and(CancelToken::is_cancelled) || sent_at >= deadline => Some(out),
-        Err(TryRecvError::Empty) => match lane.try_send(out) {
-            Ok(()) => None,
-            Err(TrySendError::Closed(_)) => return Err(guard.abandoned(closed_reason(shared).into())),
-            Err(TrySendError::Full(out)) => Some(out),
-        },
-    };
-    if let Some(out) = unsent {
-        // Waiting for lane space (the writer may be blocked on a stalled stream) still watches the reply channel, so
-        // a connection failure reaches this call at once, with the connection's own reason. Boxed: this wait is
-        // rare, and its send future would otherwise enlarge every call's future.
-        let waited = Box::pin(async {
-            tokio::select! {
-                biased;
-                reply = &mut rx => LaneWait::Reply(reply.ok()),
-                _ = cancelled(cancel) => LaneWait::Cancelled,
-                _ = &mut timer => LaneWait::Deadline,
-                sent = lane.send(out) => LaneWait::Sent(sent.is_ok()),
+    if let ControlFlow::Break(end) = enqueue(&mut call, lane, out, sent_at, timer.as_mut()).await {
+        return end;
+    }
+    await_answer(call, sent_at, timer).await
+}
+
+/// The in-flight permits a call holds until it ends, and whether it had to wait for one. Fields drop in order: the
+/// connection's permit is given back before the client-wide one, as the reverse of taking them.
+struct Permits {
+    _local: Option<OwnedSemaphorePermit>,
+    _global: Option<OwnedSemaphorePermit>,
+    waited: bool,
+}
+
+/// Phase: queue wait for the global permit, then this connection's (always in that order: no deadlock). Why it
+/// exists: a server is sent at most its `max_in_flight` (and the client at most its shared limit), and a caller waits
+/// for room at most `queue_wait`.
+///
+/// Priority-lane requests (lifecycle, ping) skip the permits: they are bounded by their lane's capacity, and a ping
+/// must get through exactly when tool calls have used every permit. A free permit is taken at once, as the phase
+/// would on its first poll, without setting up the phase's timer.
+async fn acquire(shared: &Shared, opts: &Bounded, start: Instant) -> Result<Permits, CallError> {
+    let mut permits = Permits { _local: None, _global: None, waited: false };
+    if opts.lane != Lane::Normal {
+        return Ok(permits);
+    }
+    let config = &shared.config;
+    // No token: nothing can cancel the call, and nothing is allocated or locked to watch for it.
+    let cancel = opts.cancel.as_ref();
+    let queue_end = start + config.queue_wait;
+    let queue_timeout = || CallError::Local(LocalError::QueueTimeout(config.queue_wait));
+    if let Some(limit) = &shared.global {
+        permits._global = Some(match limit.try_acquire() {
+            Some(permit) => permit,
+            None => {
+                permits.waited = true;
+                Box::pin(phase(cancel, opts.deadline, queue_end, queue_timeout(), limit.acquire())).await?
             }
         });
-        match waited.await {
-            LaneWait::Reply(reply) => return guard.delivered(reply),
-            LaneWait::Cancelled => return Err(guard.cancelled(cancel)),
-            LaneWait::Deadline => return Err(guard.abandoned(LocalError::DeadlineExceeded.into())),
-            LaneWait::Sent(false) => return Err(guard.abandoned(closed_reason(shared).into())),
-            LaneWait::Sent(true) => {}
-        }
     }
+    let local = match shared.permits.clone().try_acquire_owned() {
+        Err(TryAcquireError::NoPermits) => {
+            permits.waited = true;
+            let acquire = shared.permits.clone().acquire_owned();
+            Box::pin(phase(cancel, opts.deadline, queue_end, queue_timeout(), acquire)).await?.map_err(|_| ())
+        }
+        taken => taken.map_err(|_| ()),
+    };
+    permits._local = Some(local.map_err(|_| CallError::Transport(TransportError::Shutdown))?);
+    Ok(permits)
+}
 
-    // Phase: first response (the response itself, or a first progress event), then stream idle: once progress has
-    // arrived, the call may stay silent for `stream_idle` after the latest progress event.
-    let first = opts.first_response.unwrap_or(config.first_response);
-    // A tool call also looks at the stream `probe_after` into its wait (see below). Lifecycle requests do not: the
-    // probe is one of them, and a handshake talks to a peer that may not have spoken yet.
-    let mut look_at = config.probe_after.filter(|_| opts.lane == Lane::Normal).map(|after| sent_at + after);
+/// A registered call: what its later phases watch, and the guard that takes it out of the pending table on every
+/// exit but a delivered reply.
+struct Registered<'a> {
+    shared: &'a Arc<Shared>,
+    guard: PendingGuard<'a>,
+    rx: oneshot::Receiver<Reply>,
+    signal: Arc<ProgressSignal>,
+    opts: Bounded,
+}
+
+/// Phase: the call gets its id and its place in the pending table, where the reader finds it, and its request is
+/// built for the writer. Why before the hand-off: a reply can only be matched to a call the table already holds.
+fn register<'a>(
+    shared: &'a Arc<Shared>,
+    ask: Ask<'_>,
+    mut opts: Bounded,
+) -> Result<(Registered<'a>, Outgoing), CallError> {
+    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let (tx, rx) = oneshot::channel();
+    let signal = Arc::new(ProgressSignal::default());
+    let call = ask.form == Form::ToolResult;
+    // The progress sender lives in the entry, which the reader feeds.
+    let entry = Entry { tx, call, written: false, progress: opts.progress.take(), signal: signal.clone() };
+    shared.pending.register(id, entry)?;
+    let guard = PendingGuard { shared, id, armed: true };
+    let token = (ask.method == method::TOOLS_CALL).then_some(id);
+    // The sink merges the connection's `_meta` layers into the params as it encodes them (`MetaRequest`).
+    let request = Request { id: id.into(), method: ask.method.to_owned(), params: ask.params };
+    let meta = meta_layers(shared);
+    let out = Outgoing { msg: Outbound::Request(MetaRequest { request, progress_token: token, meta }), call: Some(id) };
+    Ok((Registered { shared, guard, rx, signal, opts }, out))
+}
+
+/// How the hand-off of a request to its lane ended.
+enum LaneWait {
+    Reply(Option<Reply>),
+    Cancelled,
+    Deadline,
+    /// The request went into the lane (`false`: the lane is closed).
+    Sent(bool),
+}
+
+/// Phase: the request goes into its lane for the writer. Why a phase: the writer may be blocked on a stalled stream
+/// and the lane full, and that wait must still end with the call (a reply, a cancellation, the deadline).
+///
+/// The usual case is decided without waiting: nothing has answered, cancelled or timed the call out, and the lane has
+/// room. That is what [`wait_for_lane`]'s select would decide on its first poll, without its timer and its boxed
+/// future; every other case is left to the select itself.
+async fn enqueue(
+    call: &mut Registered<'_>,
+    lane: &mpsc::Sender<Outgoing>,
+    out: Outgoing,
+    sent_at: Instant,
+    timer: Pin<&mut Sleep>,
+) -> ControlFlow<Result<Answer, CallError>> {
+    let undecided = !call.opts.cancel.as_ref().is_some_and(CancelToken::is_cancelled) && sent_at < call.opts.deadline;
+    let handed = match call.rx.try_recv() {
+        Ok(reply) => LaneWait::Reply(Some(reply)),
+        Err(TryRecvError::Closed) => LaneWait::Reply(None),
+        Err(TryRecvError::Empty) if undecided => match lane.try_send(out) {
+            Ok(()) => LaneWait::Sent(true),
+            Err(TrySendError::Closed(_)) => LaneWait::Sent(false),
+            Err(TrySendError::Full(out)) => wait_for_lane(call, lane, out, timer).await,
+        },
+        Err(TryRecvError::Empty) => wait_for_lane(call, lane, out, timer).await,
+    };
+    let shared = call.shared;
+    let cancel = call.opts.cancel.as_ref();
+    ControlFlow::Break(match handed {
+        LaneWait::Sent(true) => return ControlFlow::Continue(()),
+        LaneWait::Reply(reply) => call.guard.delivered(reply),
+        LaneWait::Cancelled => Err(call.guard.cancelled(cancel)),
+        LaneWait::Deadline => Err(call.guard.abandoned(LocalError::DeadlineExceeded.into())),
+        LaneWait::Sent(false) => Err(call.guard.abandoned(closed_reason(shared).into())),
+    })
+}
+
+/// The wait for room in a full lane (or the select's first poll when the call was decided before the hand-off). It
+/// still watches the reply channel, so a connection failure reaches this call at once, with the connection's own
+/// reason. Boxed: this wait is rare, and its send future would otherwise enlarge every call's future.
+async fn wait_for_lane(
+    call: &mut Registered<'_>,
+    lane: &mpsc::Sender<Outgoing>,
+    out: Outgoing,
+    mut timer: Pin<&mut Sleep>,
+) -> LaneWait {
+    let cancel = call.opts.cancel.as_ref();
+    let rx = &mut call.rx;
+    Box::pin(async {
+        tokio::select! {
+            biased;
+            reply = rx => LaneWait::Reply(reply.ok()),
+            _ = cancelled(cancel) => LaneWait::Cancelled,
+            _ = &mut timer => LaneWait::Deadline,
+            sent = lane.send(out) => LaneWait::Sent(sent.is_ok()),
+        }
+    })
+    .await
+}
+
+/// Phase: first response (the response itself, or a first progress event), then stream idle: once progress has
+/// arrived, the call may stay silent for `stream_idle` after the latest progress event. Why the phases differ: a
+/// server that has shown progress is working, and may take long; one that has said nothing may be dead.
+async fn await_answer(
+    mut call: Registered<'_>,
+    sent_at: Instant,
+    mut timer: Pin<&mut Sleep>,
+) -> Result<Answer, CallError> {
+    let shared = call.shared;
+    let config = &shared.config;
+    let (deadline, cancel) = (call.opts.deadline, call.opts.cancel.as_ref());
+    let first = call.opts.first_response.unwrap_or(config.first_response);
+    // A tool call also looks at the stream `probe_after` into its wait (see `look_at_stream`). Lifecycle requests do
+    // not: the probe is one of them, and a handshake talks to a peer that may not have spoken yet.
+    let mut look_at = config.probe_after.filter(|_| call.opts.lane == Lane::Normal).map(|after| sent_at + after);
     loop {
-        let progress_at = match signal.last.load(Ordering::Relaxed) {
+        let progress_at = match call.signal.last.load(Ordering::Relaxed) {
             0 => None,
             n => Some(shared.epoch + Duration::from_nanos(n)),
         };
@@ -262,10 +361,10 @@ async fn run(
         timer.as_mut().reset(wake.min(deadline));
         tokio::select! {
             biased;
-            reply = &mut rx => return guard.delivered(reply.ok()),
-            _ = cancelled(cancel) => return Err(guard.cancelled(cancel)),
+            reply = &mut call.rx => return call.guard.delivered(reply.ok()),
+            _ = cancelled(cancel) => return Err(call.guard.cancelled(cancel)),
             // Progress moves the phase end: recompute it.
-            _ = signal.notify.notified() => continue,
+            _ = call.signal.notify.notified() => continue,
             _ = &mut timer => {}
         }
         let now = Instant::now();
@@ -284,39 +383,34 @@ async fn run(
             if silent && now.saturating_duration_since(heard_at) >= config.first_response {
                 spawn_stall_probe(shared.clone(), now.saturating_duration_since(heard_at));
             }
-            return Err(guard.abandoned(LocalError::DeadlineExceeded.into()));
+            return Err(call.guard.abandoned(LocalError::DeadlineExceeded.into()));
         }
         if look_at.is_some_and(|at| now >= at) {
             look_at = None;
-            // A stream that answered before and has said nothing since this request was written is probed now, not
-            // at the end of the call's first-response phase: a stream that lost a request (a partition, a black hole)
-            // loses every later one too, and until it is found dead, every call sent on it waits out its whole
-            // timeout and holds its in-flight slots. A live server answers the ping at once, however slow its
-            // tools; a stream that never spoke is left to the phase's end (a child process may be slow to start).
-            if silent && last_rx != 0 {
-                spawn_stall_probe(shared.clone(), now.saturating_duration_since(heard_at));
-            }
+            look_at_stream(shared, silent && last_rx != 0, now.saturating_duration_since(heard_at));
         }
         if now < phase_end {
             continue;
         }
         if progress_at.is_some() {
-            return Err(guard.abandoned(LocalError::IdleTimeout(config.stream_idle).into()));
+            return Err(call.guard.abandoned(LocalError::IdleTimeout(config.stream_idle).into()));
         }
         if silent {
             spawn_stall_probe(shared.clone(), first);
         }
-        return Err(guard.abandoned(LocalError::FirstResponseTimeout(first).into()));
+        return Err(call.guard.abandoned(LocalError::FirstResponseTimeout(first).into()));
     }
 }
 
-/// How a wait for room in a full lane ended.
-enum LaneWait {
-    Reply(Option<Reply>),
-    Cancelled,
-    Deadline,
-    /// The request went into the lane (`false`: the lane is closed).
-    Sent(bool),
+/// A stream that answered before and has said nothing since this request was written (`suspect`) is probed now,
+/// `probe_after` into the call's wait, not at the end of its first-response phase: a stream that lost a request (a
+/// partition, a black hole) loses every later one too, and until it is found dead, every call sent on it waits out
+/// its whole timeout and holds its in-flight slots. A live server answers the ping at once, however slow its tools;
+/// a stream that never spoke is left to the phase's end (a child process may be slow to start).
+fn look_at_stream(shared: &Arc<Shared>, suspect: bool, silent_for: Duration) {
+    if suspect {
+        spawn_stall_probe(shared.clone(), silent_for);
+    }
 }
 
 /// Resolves when `cancel` is cancelled; never without a token.
@@ -362,14 +456,11 @@ fn spawn_stall_probe(shared: Arc<Shared>, silent_for: Duration) {
     }
     tokio::spawn(async move {
         let now = Instant::now();
-        let opts = CallOptions {
-            lane: Lane::Priority,
-            first_response: Some(shared.config.stall_probe),
-            deadline: Some(now + shared.config.stall_probe),
-            ..CallOptions::default()
-        };
+        let probe = shared.config.stall_probe;
+        let opts = CallOptions { lane: Lane::Priority, first_response: Some(probe), ..CallOptions::default() };
+        let ask = Ask { method: method::PING, params: None, form: Form::Raw };
         // Go through `run` directly: a probe must not spawn probes of its own, which the `probing` flag ensures.
-        let outcome = run(&shared, (method::PING, None, false), opts, now).await;
+        let outcome = run(&shared, ask, opts.until(now + probe), now).await;
         if matches!(outcome, Err(CallError::Local(_))) {
             shared.fail(TransportError::Stalled(silent_for + shared.config.stall_probe));
         }

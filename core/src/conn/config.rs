@@ -8,7 +8,7 @@ use std::time::Duration;
 /// | `queue_wait`               | 10 s    | longest wait for an in-flight permit                           |
 /// | `first_response`           | 5 s     | from sending to the response or the first progress event       |
 /// | `stream_idle`              | 120 s   | longest gap between progress events once a call is streaming   |
-/// | `call_deadline`            | 300 s   | overall deadline when the caller gives none                    |
+/// | `call_deadline`            | 300 s   | overall deadline of a client's or a connection's call when the caller gives none |
 /// | `probe_after`              | 1 s     | a tool call unanswered this long on a stream that spoke before and has been silent since it was written: the stream is probed (one `ping`) without waiting for the call's own timeout; `None`: only then. The client turns it off for a child's pipes and for Streamable HTTP |
 /// | `stall_probe`              | 2 s     | how long that `ping` (or one after a silent timeout) may take before the stream is declared dead |
 /// | `priority_lane_capacity`   | 256     | queued lifecycle/ping/cancel messages                          |

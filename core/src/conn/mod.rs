@@ -14,6 +14,7 @@
 mod call;
 mod config;
 mod notify;
+mod options;
 mod pending;
 mod reader;
 mod stats;
@@ -25,9 +26,10 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
-pub use call::{CallOptions, Lane};
 pub use config::ConnectionConfig;
 pub use notify::NotificationHandler;
+pub(crate) use options::Bounded;
+pub use options::{CallOptions, Lane};
 pub use stats::ConnectionStats;
 
 use crate::cancel::CancelToken;

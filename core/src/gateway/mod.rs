@@ -37,15 +37,15 @@ use crate::conn::CallOptions;
 use crate::error::CallError;
 use crate::mcp::CallToolResult;
 use crate::observe::{NoopObserver, Observer};
-use crate::resilience::breaker::{BreakerTransition, Gate, HealthVerdict, classify};
+use crate::resilience::breaker::{BreakerTransition, Gate};
 use crate::router::{Registry, ReplicaId, Requirement, RouteError, RouteRequest, Router, run_health_checks};
 use crate::rt::{Clock, SeededRng};
 use checker::ClientChecker;
 use layers::Layers;
 pub use layers::ResilienceConfig;
 pub use outcome::RouterVerdict;
+use protected::Arguments;
 pub use protected::{Degraded, Last, Routed};
-use tokio::time::Instant;
 
 /// Makes the client for one replica endpoint. Called once per endpoint, on first use.
 pub trait Connector: Send + Sync + std::fmt::Debug + 'static {
@@ -58,7 +58,7 @@ pub trait Connector: Send + Sync + std::fmt::Debug + 'static {
 /// |---------------------|---------|----------------------------------------------------------------------------|
 /// | `refresh_every`     | 1 s     | how often the background task folds statistics and starts due health checks |
 /// | `requirement_rules` | none    | `(argument, matrix attribute)`: a string argument `language: "rust"` requires `language_support ∋ rust` |
-/// | `call_deadline`     | 300 s   | one deadline for all the attempts of a [`Gateway::call`] when the caller gives none |
+/// | `call_deadline`     | 300 s   | a gateway call's one deadline (all the attempts of a [`Gateway::call`]) when the caller gives none |
 /// | `resilience`        | all off | breakers, retries, budgets, throttling, bulkheads (see [`ResilienceConfig`]) |
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
@@ -281,7 +281,10 @@ impl Gateway {
         let requirements = self.call_requirements(&call);
         let route = self.route(call.tool, &requirements, call.tried)?;
         let started = self.clock.now();
-        Ok(self.attempt(&route, call.tool, (call.arguments.into_owned(), prepare), call.opts, started).await.0)
+        // A gateway call enters here: its one deadline is resolved now (nothing was awaited since `started`).
+        let opts = call.opts.bounded(|| started, self.config.call_deadline);
+        let arguments = Arguments { value: call.arguments.into_owned(), prepare };
+        Ok(self.attempt(&route, call.tool, arguments, opts, started).await.0)
     }
 
     /// The requirements of one call: its arguments' under the rules, and its own extra ones.
@@ -312,41 +315,6 @@ impl Gateway {
             endpoint: Arc::from(router.endpoint(replica).unwrap_or_default()),
             hints: server.map(|s| s.hints),
         }
-    }
-
-    /// One call on a chosen replica, with the router's in-flight count and statistics kept. The arguments are
-    /// finished by `prepare` on the replica's client (see [`Gateway::call_unprotected_prepared`]). The outcome is
-    /// classified here, once: the breaker's verdict comes back with the attempt for the protected path's layers, and
-    /// the time it ended. `started` is the clock read in the same poll that calls this (nothing is awaited before the
-    /// call is made, so the clock has not moved).
-    async fn attempt<F, Fut>(
-        &self,
-        route: &Route,
-        tool: &str,
-        (arguments, prepare): (Value, F),
-        opts: CallOptions,
-        started: Instant,
-    ) -> (Attempt, HealthVerdict, Instant)
-    where
-        F: FnOnce(Arc<McpClient>, Value) -> Fut,
-        Fut: Future<Output = Value>,
-    {
-        let replica = route.replica;
-        self.router().call_started(replica);
-        // From here the in-flight count is held: the guard gives it back even if this future is dropped.
-        let mut pending = InFlight { gateway: self, replica, done: false };
-        let (endpoint, client) = self.client(&route.server, &route.endpoint);
-        let arguments = prepare(client.clone(), arguments).await;
-        let outcome = client.call_tool(tool, arguments, opts).await;
-        let now = self.clock.now();
-        pending.done = true;
-        let verdict = classify(&outcome);
-        let mut router = self.router();
-        match RouterVerdict::of(&outcome, verdict) {
-            RouterVerdict::NoVerdict => router.call_abandoned(replica),
-            v => router.call_finished(replica, v == RouterVerdict::Ok, now.saturating_duration_since(started), now),
-        }
-        (Attempt { replica, endpoint, outcome }, verdict, now)
     }
 
     /// The background work of one gateway, until `cancel`: registry changes, statistics refresh and active health
@@ -383,22 +351,6 @@ impl Gateway {
         };
         for c in clients {
             c.close().await;
-        }
-    }
-}
-
-/// Holds one in-flight slot of a replica in the router; a call future dropped mid-way (cancelled by its caller)
-/// gives it back as abandoned.
-struct InFlight<'a> {
-    gateway: &'a Gateway,
-    replica: ReplicaId,
-    done: bool,
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        if !self.done {
-            self.gateway.router().call_abandoned(self.replica);
         }
     }
 }

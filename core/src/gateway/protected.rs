@@ -1,4 +1,5 @@
-//! The protected call path, [`Gateway::call`]: the resilience layers around single attempts, in three named steps.
+//! The protected call path, [`Gateway::call`]: the resilience layers around single attempts, in three named steps
+//! (`admit`, `attempt`, `settle`), all three here. [`Gateway::call_unprotected`] is the `attempt` step alone.
 //!
 //! ```text
 //! call ─▶ admit:  route ─▶ the replica's breaker(replica, tool) ─▶ its bulkhead (no wait) ─▶ its throttle
@@ -32,16 +33,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::time::Instant;
+use tokio::time::{Instant, timeout_at};
 
 use super::layers::{Admitted, Entry, Refusal};
-use super::{Attempt, Gateway, Route, ToolCall};
+use super::{Attempt, Gateway, Route, RouterVerdict, ToolCall};
 use crate::client::McpClient;
-use crate::conn::CallOptions;
-use crate::error::CallError;
+use crate::conn::Bounded;
+use crate::error::{CallError, LocalError};
 use crate::mcp::CallToolResult;
 use crate::observe::Event;
-use crate::resilience::breaker::{HealthVerdict, RejectReason, limiter_sample};
+use crate::resilience::breaker::{HealthVerdict, RejectReason, classify, limiter_sample};
 use crate::resilience::bulkhead::ClientLimit;
 use crate::resilience::degraded::DegradedReason;
 use crate::resilience::retry::{RetryPlan, auto_retry_allowed};
@@ -124,6 +125,13 @@ impl Declined {
     }
 }
 
+/// An attempt's arguments as the call gives them, and the embedder's hook that finishes them on the chosen replica's
+/// client just before they are sent.
+pub(super) struct Arguments<F> {
+    pub value: Value,
+    pub prepare: F,
+}
+
 /// When an attempt ended, and what is left for a retry.
 struct AttemptEnd {
     /// The call's one deadline.
@@ -178,7 +186,10 @@ impl Gateway {
         F: Fn(Arc<McpClient>, Value) -> Fut,
         Fut: Future<Output = Value>,
     {
-        let deadline = call.opts.deadline.unwrap_or_else(|| self.clock.now() + self.config.call_deadline);
+        // A gateway call enters here: its one deadline is resolved now, and every admission wait, attempt, backoff and
+        // retry of the call shares it.
+        let opts = call.opts.clone().bounded(|| self.clock.now(), self.config.call_deadline);
+        let deadline = opts.deadline;
         let requirements = self.call_requirements(&call);
         let mut tried: Vec<ReplicaId> = call.tried.to_vec();
         let mut earlier: Vec<Attempt> = Vec::new();
@@ -195,10 +206,9 @@ impl Gateway {
             if let Some(plan) = plan.as_mut() {
                 plan.start_attempt();
             }
-            let opts = CallOptions { deadline: Some(deadline), ..call.opts.clone() };
             let replica = admitted.route.replica;
-            let arguments = (call.arguments.as_ref().clone(), &prepare);
-            let (attempt, verdict, now) = self.attempt(&admitted.route, call.tool, arguments, opts, now).await;
+            let arguments = Arguments { value: call.arguments.as_ref().clone(), prepare: &prepare };
+            let (attempt, verdict, now) = self.attempt(&admitted.route, call.tool, arguments, opts.clone(), now).await;
             let elsewhere = self.untried_replica(call.tool, &tried, replica);
             let end = AttemptEnd { deadline, now, elsewhere };
             let settled = self.settle(admitted, call.tool, &attempt, verdict, &mut plan, end);
@@ -276,6 +286,46 @@ impl Gateway {
                 }
             }
         }
+    }
+
+    /// One call on a chosen replica, with the router's in-flight count and statistics kept: the step both entries
+    /// share ([`Gateway::call_unprotected_prepared`] makes only this one). The arguments are finished by `prepare` on
+    /// the replica's client, within what is left of the call's deadline: a `prepare` that reads the client's
+    /// capability record may wait for a fetch, and that wait is the call's (an attempt whose `prepare` runs the
+    /// deadline out ends with it, unsent). The outcome is
+    /// classified here, once: the breaker's verdict comes back with the attempt for the protected path's layers, and
+    /// the time it ended. `started` is the clock read in the same poll that calls this (nothing is awaited before the
+    /// call is made, so the clock has not moved).
+    pub(super) async fn attempt<F, Fut>(
+        &self,
+        route: &Route,
+        tool: &str,
+        arguments: Arguments<F>,
+        opts: Bounded,
+        started: Instant,
+    ) -> (Attempt, HealthVerdict, Instant)
+    where
+        F: FnOnce(Arc<McpClient>, Value) -> Fut,
+        Fut: Future<Output = Value>,
+    {
+        let replica = route.replica;
+        self.router().call_started(replica);
+        // From here the in-flight count is held: the guard gives it back even if this future is dropped.
+        let mut pending = InFlight { gateway: self, replica, done: false };
+        let (endpoint, client) = self.client(&route.server, &route.endpoint);
+        let outcome = match timeout_at(opts.deadline, (arguments.prepare)(client.clone(), arguments.value)).await {
+            Ok(arguments) => client.call_bounded(tool, arguments, opts).await,
+            Err(_) => Err(LocalError::DeadlineExceeded.into()),
+        };
+        let now = self.clock.now();
+        pending.done = true;
+        let verdict = classify(&outcome);
+        let mut router = self.router();
+        match RouterVerdict::of(&outcome, verdict) {
+            RouterVerdict::NoVerdict => router.call_abandoned(replica),
+            v => router.call_finished(replica, v == RouterVerdict::Ok, now.saturating_duration_since(started), now),
+        }
+        (Attempt { replica, endpoint, outcome }, verdict, now)
     }
 
     /// One pass over the candidates in the router's order, each refusal avoided in the next decision, so it ends
@@ -405,5 +455,21 @@ impl Gateway {
             return ClientLimit::own(cap, queue_wait);
         }
         ClientLimit { cap, share: Some(SlotShare { slots: cap, servers }), queue_wait }
+    }
+}
+
+/// Holds one in-flight slot of a replica in the router; a call future dropped mid-way (cancelled by its caller)
+/// gives it back as abandoned.
+struct InFlight<'a> {
+    gateway: &'a Gateway,
+    replica: ReplicaId,
+    done: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.gateway.router().call_abandoned(self.replica);
+        }
     }
 }

@@ -260,7 +260,7 @@ mod tests {
     }
 
     /// The same view of the quick read.
-    fn quick((id, params): (RequestId, CallParams<'_>)) -> View {
+    fn quick(id: RequestId, params: CallParams<'_>) -> View {
         let meta = params.meta.map(|m| {
             let view = |k: &'static str| {
                 let v = match k {
@@ -317,8 +317,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ü","arguments":{"k":"\u00fc"}}}"#.to_owned(),
         ];
         for frame in &frames {
-            let read = read(frame.as_bytes()).unwrap_or_else(|| panic!("not read: {frame}"));
-            assert_eq!(Some(quick(read)), general(frame), "{frame}");
+            let (id, params) = read(frame.as_bytes()).unwrap_or_else(|| panic!("not read: {frame}"));
+            assert_eq!(Some(quick(id, params)), general(frame), "{frame}");
         }
     }
 

@@ -1,38 +1,27 @@
-//! One HTTP exchange: the request's headers (both eras' "request metadata"), the pooled send with same-origin
-//! redirects, and what a `POST` of a request or a notification makes of the answer.
+//! One HTTP exchange: the request's headers (both eras' "request metadata"), and what a `POST` of a request or a
+//! notification makes of the answer (sent through the pool by `send.rs`).
 
 use std::sync::Arc;
 
 use base64::Engine;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, StatusCode};
 use tokio::time::timeout;
 
-use super::head::{Body, HttpResponseHead};
-use super::pool::Lease;
+use super::head::{Body, HttpResponseHead, PROTOCOL_VERSION, SESSION_ID};
+use super::send::{read_body, send};
 use super::stream::{self, StreamCtx};
-use super::{Http, HttpLimits, status};
+use super::{Http, status};
 use crate::error::{CallError, HttpError, TransportError};
 use crate::jsonrpc::Message;
 use crate::mcp::envelope_version;
 use crate::mcp::method;
 use crate::transport::FrameError;
 
-pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
-pub(super) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
-pub(super) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 const ACCEPT_POST: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
-pub(super) const ACCEPT_SSE: HeaderValue = HeaderValue::from_static("text/event-stream");
-
-/// What a response's `Content-Type` says it carries.
-pub(super) fn body_kind(headers: &HeaderMap) -> Body {
-    Body::of(headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or(""))
-}
 
 impl Http {
     /// Headers every request carries: the endpoint's own, then the session's (2025-11-25) unless `modern`.
@@ -125,108 +114,6 @@ fn name_value(name: &str) -> HeaderValue {
     HeaderValue::from_str(&format!("=?base64?{encoded}?=")).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// A hyper failure as a transport error: a cut connection is [`TransportError::Closed`] (whether hyper noticed it
-/// itself or its IO reported it), a refused head [`HttpError::Head`].
-pub(super) fn hyper_error(e: &hyper::Error) -> CallError {
-    if let Some(io) = std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>()) {
-        return TransportError::io("read", io).into();
-    }
-    if e.is_parse() {
-        return TransportError::Http(HttpError::Head(e.to_string())).into();
-    }
-    if e.is_incomplete_message() || e.is_closed() || e.is_canceled() {
-        return TransportError::Closed.into();
-    }
-    TransportError::Http(HttpError::Exchange(e.to_string())).into()
-}
-
-/// Sends one request through the pool, following same-origin 307/308 redirects (they keep the method and body)
-/// up to `max_redirects`. A reused connection that turns out closed before the request was written is replaced
-/// once by a fresh one. `dedicated` takes a connection outside the pool's bounds (the `GET` stream).
-pub(super) async fn send(
-    http: &Http,
-    method: Method,
-    headers: &HeaderMap,
-    body: Bytes,
-    dedicated: bool,
-) -> Result<(Response<Incoming>, Lease), CallError> {
-    let url = http.endpoint.parts();
-    let limits = http.limits();
-    let mut target = url.target.clone();
-    let (mut redirects, mut fresh) = (0, false);
-    loop {
-        let mut lease = if dedicated || fresh { http.pool.dedicated().await? } else { http.pool.acquire().await? };
-        let mut builder = Request::builder().method(method.clone()).uri(target.as_str());
-        if let Some(h) = builder.headers_mut() {
-            h.clone_from(headers);
-            h.insert(header::HOST, url.authority.clone());
-        }
-        let request = builder
-            .body(Full::new(body.clone()))
-            .map_err(|e| TransportError::Http(HttpError::Exchange(e.to_string())))?;
-        let Some(sender) = lease.sender() else { return Err(TransportError::Closed.into()) };
-        let response = match sender.try_send_request(request).await {
-            Ok(r) => r,
-            Err(e) if lease.reused && !fresh && e.message().is_some() => {
-                fresh = true;
-                continue;
-            }
-            Err(e) => return Err(hyper_error(e.error())),
-        };
-        check_head(response.headers(), limits)?;
-        let status = response.status();
-        if !status.is_redirection() {
-            return Ok((response, lease));
-        }
-        if !matches!(status, StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT) {
-            return Err(TransportError::Http(HttpError::Redirect(format!("HTTP {status}"))).into());
-        }
-        redirects += 1;
-        if redirects > limits.max_redirects {
-            return Err(TransportError::Http(HttpError::TooManyRedirects { max: limits.max_redirects }).into());
-        }
-        let location = response.headers().get(header::LOCATION).and_then(|l| l.to_str().ok()).unwrap_or("");
-        target = same_origin_target(location, url)
-            .ok_or_else(|| TransportError::Http(HttpError::Redirect(format!("to {location:?}"))))?;
-    }
-}
-
-/// The origin-form target of a redirect that stays on our origin (a path, or an absolute URL with our scheme and
-/// authority): the dialer reaches one host only.
-fn same_origin_target(location: &str, url: &super::endpoint::Url) -> Option<String> {
-    if location.starts_with('/') && !location.starts_with("//") {
-        return Some(location.to_owned());
-    }
-    let uri: hyper::Uri = location.parse().ok()?;
-    let scheme = if url.tls { "https" } else { "http" };
-    let same = uri.scheme_str() == Some(scheme) && uri.authority().map(|a| a.as_str()) == url.authority.to_str().ok();
-    same.then(|| uri.path_and_query().map_or("/", |p| p.as_str()).to_owned())
-}
-
-/// Bounds every header value (the count and the head's size are hyper's, configured on the pool's connections).
-fn check_head(headers: &HeaderMap, limits: &HttpLimits) -> Result<(), CallError> {
-    match headers.iter().find(|(_, v)| v.len() > limits.max_header_value) {
-        Some((name, v)) => Err(TransportError::Http(HttpError::Head(format!(
-            "header {name} has {} bytes, over the {}-byte limit",
-            v.len(),
-            limits.max_header_value
-        )))
-        .into()),
-        None => Ok(()),
-    }
-}
-
-/// Reads a whole body of at most `max` bytes.
-pub(super) async fn read_body(body: Incoming, max: usize) -> Result<Bytes, CallError> {
-    match Limited::new(body, max).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) => match e.downcast::<hyper::Error>() {
-            Ok(e) => Err(hyper_error(&e)),
-            Err(_) => Err(TransportError::FrameTooLarge { max }.into()),
-        },
-    }
-}
-
 /// One request's exchange, spawned by the sink. Bounded by the stream lifetime; a failure fails this call only.
 pub(super) async fn request(http: Arc<Http>, msg: Message, id: i64, modern: bool) {
     let lifetime = http.limits().max_stream_lifetime;
@@ -268,7 +155,7 @@ async fn post_request(http: &Arc<Http>, msg: &Message, id: i64, modern: bool) ->
     if initialize {
         http.adopt_session(response.headers()).map_err(TransportError::Http)?;
     }
-    match body_kind(response.headers()) {
+    match Body::of_head(response.headers()) {
         Body::Json => {
             let bytes = read_body(response.into_body(), http.limits().max_body).await?;
             lease.release();

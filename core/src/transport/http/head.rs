@@ -4,9 +4,12 @@
 
 use std::sync::Arc;
 
-use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use super::exchange::{PROTOCOL_VERSION, SESSION_ID};
+/// The session a 2025-11-25 server grants in an `initialize` response's head, sent back on every request after it.
+pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// The protocol version a request speaks, and the one a response names.
+pub(super) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 /// The head of the response to one `POST`ed request (after any redirects were followed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +39,11 @@ pub(super) enum Body {
 }
 
 impl Body {
+    /// What a response's `Content-Type` says it carries.
+    pub(super) fn of_head(headers: &HeaderMap) -> Body {
+        Body::of(text(headers.get(header::CONTENT_TYPE)).unwrap_or(""))
+    }
+
     pub(super) fn of(content_type: &str) -> Body {
         let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
         match essence.as_str() {

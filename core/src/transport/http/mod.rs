@@ -24,6 +24,7 @@ mod exchange;
 mod head;
 mod listen;
 mod pool;
+mod send;
 mod sse;
 mod status;
 mod stream;

@@ -16,7 +16,7 @@ use hyper::{Response, StatusCode};
 use serde_json::json;
 
 use super::Http;
-use super::exchange::read_body;
+use super::send::read_body;
 use crate::error::{CallError, HttpError, TransportError};
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, RequestId, ResponseBody};
 

@@ -11,18 +11,22 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{self, HeaderValue};
+use hyper::header::{self, HeaderName, HeaderValue};
 use hyper::{Method, StatusCode};
 use tokio::time::{sleep, timeout};
 
 use super::Http;
-use super::exchange::{ACCEPT_SSE, LAST_EVENT_ID, body_kind, hyper_error, send};
 use super::head::Body;
 use super::pool::Lease;
+use super::send::{hyper_error, send};
 use super::sse::SseParser;
 use crate::error::{CallError, HttpError, TransportError};
 use crate::jsonrpc::Message;
 use crate::transport::FrameError;
+
+/// The last event a resumed stream saw ("Resumability and Redelivery").
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+const ACCEPT_SSE: HeaderValue = HeaderValue::from_static("text/event-stream");
 
 /// The wait before resuming when the stream named none.
 pub(super) const DEFAULT_RETRY: Duration = Duration::from_secs(1);
@@ -166,7 +170,7 @@ pub(super) async fn open_get(
     let (response, lease) = send(http, Method::GET, &headers, Bytes::new(), dedicated).await?;
     match response.status() {
         StatusCode::METHOD_NOT_ALLOWED => Ok(None),
-        StatusCode::OK => match body_kind(response.headers()) {
+        StatusCode::OK => match Body::of_head(response.headers()) {
             Body::Sse => Ok(Some((response.into_body(), lease))),
             Body::Json => Err(TransportError::Http(HttpError::ContentType("application/json".into())).into()),
             Body::Other(ct) => Err(TransportError::Http(HttpError::ContentType(ct)).into()),

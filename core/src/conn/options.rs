@@ -1,0 +1,66 @@
+//! What a caller says about one request besides the request itself: its deadline, cancellation, lane, progress
+//! channel and first-response timeout; and the same once the deadline is resolved.
+//!
+//! A call has one deadline, resolved where the call enters: the gateway's entry for a gateway call, the client's
+//! public call for a direct client call, the connection's public request for a request made straight on a
+//! connection. Each layer below an entry takes a [`Bounded`], which has a deadline and no way to make one, so no
+//! layer below can add a `call_deadline` of its own.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::cancel::CancelToken;
+use crate::mcp::ProgressParams;
+
+/// Which writer lane a request takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lane {
+    /// Lifecycle, ping, list calls: ahead of tool calls.
+    Priority,
+    #[default]
+    Normal,
+}
+
+/// Per-call options. All optional; the connection's config supplies the phases.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Overall deadline covering every phase (and, for a gateway call, every attempt). Default: the entry's
+    /// `call_deadline` from when the call entered (the gateway's, or the connection config's for a client or
+    /// connection call).
+    pub deadline: Option<Instant>,
+    pub cancel: Option<CancelToken>,
+    pub lane: Lane,
+    /// Receives the call's progress notifications (lossy when full). Progress also resets the idle timer whether
+    /// or not anyone listens.
+    pub progress: Option<mpsc::Sender<ProgressParams>>,
+    /// Overrides the connection's first-response timeout for this call.
+    pub first_response: Option<Duration>,
+}
+
+impl CallOptions {
+    /// The options of a call entering now: its deadline is the caller's own, else `limit` after `now()` (read only
+    /// then, so an entry whose caller set a deadline reads no clock).
+    pub(crate) fn bounded(self, now: impl FnOnce() -> Instant, limit: Duration) -> Bounded {
+        let deadline = self.deadline.unwrap_or_else(|| now() + limit);
+        self.until(deadline)
+    }
+
+    /// The options of a call whose deadline is already resolved (a layer's own request under a call, such as the
+    /// tool listing a call needs, shares that call's deadline).
+    pub(crate) fn until(self, deadline: Instant) -> Bounded {
+        let CallOptions { deadline: _, cancel, lane, progress, first_response } = self;
+        Bounded { deadline, cancel, lane, progress, first_response }
+    }
+}
+
+/// A call's options below its entry: [`CallOptions`] with the deadline resolved.
+#[derive(Debug, Clone)]
+pub(crate) struct Bounded {
+    pub deadline: Instant,
+    pub cancel: Option<CancelToken>,
+    pub lane: Lane,
+    pub progress: Option<mpsc::Sender<ProgressParams>>,
+    pub first_response: Option<Duration>,
+}
