@@ -7,10 +7,7 @@ use tokio::sync::mpsc;
 
 use super::stats::Counters;
 use super::{Outbound, Outgoing, Shared};
-use crate::transport::MessageSink;
-
-/// Most messages written between two flushes: bounds how long the first of a burst waits for its flush.
-const MAX_BATCH: usize = 128;
+use crate::transport::{Burst, MessageSink};
 
 pub(crate) async fn run<S: MessageSink>(
     shared: Arc<Shared>,
@@ -47,14 +44,10 @@ async fn drain<S: MessageSink>(
             Some(out) = normal.recv() => out,
             else => return Ok(()),
         };
-        let mut next = Some(first);
-        let mut written = 0;
+        let (mut next, mut burst) = (Some(first), Burst::default());
         while let Some(out) = next.take() {
             write_one(shared, sink, out).await?;
-            written += 1;
-            if written < MAX_BATCH {
-                next = priority.try_recv().or_else(|_| normal.try_recv()).ok();
-            }
+            next = burst.after_write(|| priority.try_recv().or_else(|_| normal.try_recv()).ok());
         }
         sink.flush().await?;
     }

@@ -162,6 +162,22 @@ impl<R: AsyncRead + Unpin> LineSource<R> {
     }
 }
 
+/// A frame read by `quick` when it takes it, else by [`decode_frame`]: what [`MessageSource::recv_quick`] does with
+/// each frame, shared with readers that take frames themselves (the fake server's), so the two fast paths cannot
+/// drift apart.
+pub fn decode_frame_with<'f, T>(
+    frame: &'f [u8],
+    quick: impl FnOnce(&'f [u8]) -> Option<T>,
+) -> Result<Incoming<T>, FrameError> {
+    // Only a frame the general path would read at all (UTF-8) is offered to the quick reader.
+    if std::str::from_utf8(frame).is_ok()
+        && let Some(read) = quick(frame)
+    {
+        return Ok(Incoming::Quick(read));
+    }
+    decode_frame(frame).map(Incoming::Message)
+}
+
 /// A frame as a message: it must be UTF-8, then a JSON-RPC message. What [`MessageSource::recv`] does with each
 /// frame, for a reader that takes frames itself ([`LineSource::next_frame_into`]) and decodes the ones its own quick
 /// reader does not take.
@@ -182,13 +198,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> MessageSource for LineSource<R> {
             Ok(frame) => frame,
             Err(e) => return Some(Err(e)),
         };
-        // Only a frame the general path would read at all (UTF-8) is offered.
-        if std::str::from_utf8(&frame).is_ok()
-            && let Some(read) = quick.read(&frame)
-        {
-            return Some(Ok(Incoming::Quick(read)));
-        }
-        Some(decode_frame(&frame).map(Incoming::Message))
+        Some(decode_frame_with(&frame, |f| quick.read(f)))
     }
 }
 

@@ -3,16 +3,18 @@
 //! `Connection` only sees [`MessageSink`] and [`MessageSource`], so a Streamable HTTP transport can slot in beside the
 //! newline-delimited one ([`line`]) without touching the pending table or the writer lanes.
 
+mod burst;
 mod http;
 mod line;
 
 use std::future::Future;
 
+pub use burst::{Burst, MAX_BATCH};
 pub use http::{
     HttpConfigError, HttpContext, HttpEndpoint, HttpLimits, HttpResponseHead, HttpSink, HttpSource, PoolConfig,
     PoolGauge, PoolState, ResponseHook, http_transport,
 };
-pub use line::{DEFAULT_MAX_FRAME, LineSink, LineSource, decode_frame, line_transport};
+pub use line::{DEFAULT_MAX_FRAME, LineSink, LineSource, decode_frame, decode_frame_with, line_transport};
 
 use crate::error::{CallError, TransportError};
 use crate::jsonrpc::{DecodeError, Message, MetaRequest};

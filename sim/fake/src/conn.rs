@@ -18,8 +18,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpstorm_core::MessageSink;
 use mcpstorm_core::jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message, RequestId};
-use mcpstorm_core::{MessageSink, transport::FrameError, transport::decode_frame, transport::line_transport};
+use mcpstorm_core::transport::{Burst, FrameError, Incoming, decode_frame_with, line_transport};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -34,8 +35,6 @@ use crate::stats::Counters;
 /// Answers queued for the writer. When full, request tasks (and the reader, for frame errors) wait: a client that
 /// stops reading slows the server down instead of growing its memory.
 const OUTBOX: usize = 256;
-/// Most messages written between two flushes.
-const MAX_BATCH: usize = 128;
 /// How long answers already queued may take to drain after the client closed its side.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -84,7 +83,7 @@ where
     while let Some(next) = source.next_frame_into(&mut frame).await {
         let item = next.and_then(|()| read(&frame));
         match item {
-            Ok(Incoming::Call(id, params)) => {
+            Ok(Incoming::Quick((id, params))) => {
                 let Some(prepared) = dispatch::prepare_call(&shared, &mut era, id, params) else { continue };
                 start(&shared, &table, prepared, &out).await;
             }
@@ -125,20 +124,11 @@ where
     }
 }
 
-/// A frame as the reader takes it.
-enum Incoming<'a> {
-    /// A plain `tools/call`, read by the quick reader.
-    Call(RequestId, CallParams<'a>),
-    Message(Message),
-}
-
 /// Plain `tools/call` frames, nearly all of a busy server's, are read without building the envelope they carry;
-/// every other frame as [`LineSource::recv`](mcpstorm_core::MessageSource::recv) reads it.
-fn read(frame: &[u8]) -> Result<Incoming<'_>, FrameError> {
-    if let Some((id, params)) = call_frame::read(frame) {
-        return Ok(Incoming::Call(id, params));
-    }
-    decode_frame(frame).map(Incoming::Message)
+/// every other frame as [`LineSource::recv`](mcpstorm_core::MessageSource::recv) reads it. The rule is the core's
+/// own (`decode_frame_with`), so the client's quick reader and this one cannot drift apart.
+fn read(frame: &[u8]) -> Result<Incoming<(RequestId, CallParams<'_>)>, FrameError> {
+    decode_frame_with(frame, call_frame::read)
 }
 
 /// Answers a prepared request on its own task, or at once with the refusal of a full or duplicate slot.
@@ -169,16 +159,12 @@ fn frame_error_reply(e: &FrameError) -> Message {
 /// The only writer: flushes once per burst, so many concurrent answers cost one syscall.
 async fn write_loop<S: MessageSink>(mut sink: S, mut outbox: mpsc::Receiver<Message>) {
     while let Some(first) = outbox.recv().await {
-        let mut next = Some(first);
-        let mut written = 0;
+        let (mut next, mut burst) = (Some(first), Burst::default());
         while let Some(msg) = next.take() {
             if sink.feed(&msg).await.is_err() {
                 return;
             }
-            written += 1;
-            if written < MAX_BATCH {
-                next = outbox.try_recv().ok();
-            }
+            next = burst.after_write(|| outbox.try_recv().ok());
         }
         if sink.flush().await.is_err() {
             return;
