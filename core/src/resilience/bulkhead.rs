@@ -61,6 +61,7 @@ pub struct BulkheadConfig {
     /// given back, so the pool leaks a slot per failure. Off by default and unreachable from any configuration
     /// file; only code that builds this struct can set it (the simulator's swarm tests prove they find it). It exists
     /// only under the `testing` feature, which the crates' own tests turn on and no release binary does.
+    #[doc(hidden)]
     #[cfg(feature = "testing")]
     pub leak_permit_on_replica_failure: bool,
 }
@@ -156,7 +157,8 @@ impl Bulkheads {
     pub(crate) fn finish(&self, permit: LimitPermit, now: Instant, sample: SampleOutcome, replica_failed: bool) {
         #[cfg(feature = "testing")]
         if replica_failed && self.config.leak_permit_on_replica_failure {
-            return permit.leak();
+            permit.leak();
+            return;
         }
         #[cfg(not(feature = "testing"))]
         let _ = replica_failed;
