@@ -28,7 +28,7 @@ lint:
     cargo clippy --workspace --all-targets -- -D warnings
     python3 .ci/layout.py
 
-# Every benchmark: seed 002's concurrency experiment live over loopback TCP, a routing decision, breaker overhead.
+# Every benchmark: the concurrent-client design's experiment live over loopback TCP, a routing decision, breaker overhead.
 bench:
     cargo bench -p mcpstorm-sim --bench knee
     cargo bench -p mcpstorm-core --bench route

@@ -450,7 +450,7 @@ SHIPPED: list[tuple[str, object]] = [
     ("bulkhead", story_bulkhead),
     ("breaker_gossip", story_breaker_gossip),
     ("cascading_failure", story_cascading),
-    ("concurrency_knee", "seed 002's experiment as a sweep of six runs (below)"),
+    ("concurrency_knee", "the concurrent-client design's experiment as a sweep of six runs (below)"),
     ("latency_spike", "10 replicas at 200 calls/s, one +2 s for 30 s: the routing formulas compared, default and naive gateway (below)"),
     ("replica_crash", "3 replicas at 300 calls/s, one crashes for 20 s: default and naive gateway (below)"),
     ("capability_routing", story_capability),
@@ -523,8 +523,9 @@ def block_sessions_table(ctx: Context) -> str:
     return lead + "\n\n" + "\n".join(rows)
 
 
-# Seed 002's measurements (its design document), per concurrency: QPS and P99 in ms. Constants, not runs.
-SEED_002 = {1: (5, 202), 10: (48, 342), 50: (208, 481), 100: (333, 793), 200: (417, 1420), 500: (312, 3548)}
+# The concurrent-client design's measurements (its design document), per concurrency: QPS and P99 in ms. Constants,
+# not runs.
+CLIENT_DESIGN = {1: (5, 202), 10: (48, 342), 50: (208, 481), 100: (333, 793), 200: (417, 1420), 500: (312, 3548)}
 UNLIMITED = "servers[0].workers=100000"
 
 
@@ -532,7 +533,7 @@ def block_knee_table(ctx: Context) -> str:
     sim = {r["value"]: r for r in ctx.sim.sim("concurrency_knee", "concurrency_knee-unlimited", None, (UNLIMITED,)).sweep()}
     knee_rows = ctx.sim.sim("concurrency_knee", "concurrency_knee").sweep()
     out = [
-        "| concurrency | seed QPS | sim QPS | seed P99 | sim P99 | sim errors | knee QPS | knee P99 | knee errors |",
+        "| concurrency | design QPS | sim QPS | design P99 | sim P99 | sim errors | knee QPS | knee P99 | knee errors |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for k in knee_rows:
@@ -540,10 +541,10 @@ def block_knee_table(ctx: Context) -> str:
         if c not in sim:
             raise DocsError(f"concurrency_knee: the unlimited sweep has no row {c}")
         u = sim[c]
-        seed_qps, seed_p99 = SEED_002.get(int(float(c)), (None, None))
+        design_qps, design_p99 = CLIENT_DESIGN.get(int(float(c)), (None, None))
         out.append(
-            f"| {c} | {seed_qps if seed_qps is not None else '—'} | {qps(float(u['ok_per_s']))} "
-            f"| {f'{seed_p99} ms' if seed_p99 is not None else '—'} | {ms(float(u['p99_ms']))} "
+            f"| {c} | {design_qps if design_qps is not None else '—'} | {qps(float(u['ok_per_s']))} "
+            f"| {f'{design_p99} ms' if design_p99 is not None else '—'} | {ms(float(u['p99_ms']))} "
             f"| {pct(float(u['error_rate']))} | {qps(float(k['ok_per_s']))} | {ms(float(k['p99_ms']))} "
             f"| {pct(float(k['error_rate']))} |"
         )
@@ -576,7 +577,7 @@ def block_knee_table(ctx: Context) -> str:
 
 
 LATENCY_SPIKE = "latency_spike"
-FORMULAS = ["round_robin", "seed_weighted", "p2c_peak_ewma"]
+FORMULAS = ["round_robin", "health_weighted", "p2c_peak_ewma"]
 COMPARE_SEEDS = 5
 # The formulas compared on their own: no breaker or bulkhead steering calls away from the slow replica.
 ROUTING_ALONE = ("gateway.profile=naive",)
@@ -653,7 +654,7 @@ def spike_share(run: Run, replica: str, start_s: float, end_s: float) -> tuple[i
 
 def block_latency_spike_shares(ctx: Context) -> str:
     doc = scenario_doc(LATENCY_SPIKE)
-    own = doc.get("gateway", {}).get("formula", "seed_weighted")
+    own = doc.get("gateway", {}).get("formula", "health_weighted")
     spike = next(f for f in doc["faults"] if f["kind"] == "latency_spike")
     replica = spike["target"].replace("#", "-")  # calls.csv names replicas api-3, scenarios api#3
 
@@ -697,7 +698,7 @@ def block_capability_misroutes(ctx: Context) -> str:
 
 
 # Every built-in formula (core/src/router/formula: FormulaSpec::BUILT_IN), for the per-replica protection table.
-ALL_FORMULAS = ["seed_weighted", "round_robin", "random", "least_outstanding", "p2c_peak_ewma", "best_score"]
+ALL_FORMULAS = ["health_weighted", "round_robin", "random", "least_outstanding", "p2c_peak_ewma", "best_score"]
 
 
 def degraded_total(t: dict) -> int:
@@ -713,7 +714,7 @@ def block_protection_latency_spike(ctx: Context) -> str:
     ]
     failing = []
     for formula in ALL_FORMULAS:
-        own = scenario_doc(LATENCY_SPIKE).get("gateway", {}).get("formula", "seed_weighted")
+        own = scenario_doc(LATENCY_SPIKE).get("gateway", {}).get("formula", "health_weighted")
         if formula == own:
             run = ctx.sim.sim(LATENCY_SPIKE, LATENCY_SPIKE)
         else:

@@ -135,11 +135,11 @@ fn main() {
     for name in FormulaSpec::BUILT_IN.into_iter().chain([CUSTOM]) {
         rows.push(measure(label(name), &parse(name), &[], false, decisions));
     }
-    for name in ["seed_weighted", "p2c_peak_ewma", CUSTOM] {
+    for name in ["health_weighted", "p2c_peak_ewma", CUSTOM] {
         let row = format!("{}, a call starts or ends between decisions", label(name));
         rows.push(measure(&row, &parse(name), &[], true, decisions));
     }
-    for name in ["seed_weighted", "p2c_peak_ewma"] {
+    for name in ["health_weighted", "p2c_peak_ewma"] {
         let label = format!("{name} + language requirement (50 of 100 pass)");
         rows.push(measure(&label, &parse(name), &rust, false, decisions));
     }

@@ -1,7 +1,7 @@
-//! `just bench`: seed 002's experiment, live. One 200 ms tool on a fake MCP server, one client connection, closed
-//! loop at rising concurrency, over tokio TCP on loopback. Prints a markdown table (paste it into the README) beside
-//! the seed's measured table, and the issue's targets marked PASS/MISS. Targets are printed, never asserted: a
-//! loaded machine must not fail a build.
+//! `just bench`: the concurrent-client design's experiment, live. One 200 ms tool on a fake MCP server, one client
+//! connection, closed loop at rising concurrency, over tokio TCP on loopback. Prints a markdown table (paste it into
+//! the README) beside the design's measured table, and the issue's targets marked PASS/MISS. Targets are printed,
+//! never asserted: a loaded machine must not fail a build.
 //!
 //! The server is a separate process (`mcpstorm serve-fake`), so the RSS read from `/proc/self/status` is the
 //! client's alone.
@@ -35,7 +35,7 @@ use tokio::time::Instant;
 #[path = "common/proc_stats.rs"]
 mod proc_stats;
 
-/// The tool's latency: seed 002's "one 200 ms tool".
+/// The tool's latency: the concurrent-client design's "one 200 ms tool".
 const TOOL_MS: u64 = 200;
 const FULL_ROWS: &[usize] = &[1, 10, 50, 100, 200, 500, 1000];
 const QUICK_ROWS: &[usize] = &[1, 10, 100, 200, 500, 1000];
@@ -43,8 +43,8 @@ const SMOKE_ROWS: &[usize] = &[1, 10];
 /// How often the RSS sampler reads `/proc/self/status`.
 const RSS_PERIOD: Duration = Duration::from_millis(10);
 
-/// Seed 002's measured table: (concurrency, QPS, P99 ms, client MB).
-const SEED: &[(usize, f64, f64, f64)] = &[
+/// The concurrent-client design's measured table: (concurrency, QPS, P99 ms, client MB).
+const DESIGN: &[(usize, f64, f64, f64)] = &[
     (1, 5.0, 202.0, 82.0),
     (10, 48.0, 342.0, 86.0),
     (50, 208.0, 481.0, 101.0),
@@ -167,7 +167,7 @@ async fn run() -> Result<(), String> {
 
     let workers = tokio::runtime::Handle::current().metrics().num_workers();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    println!("## mcpstorm knee: seed 002's experiment, live\n");
+    println!("## mcpstorm knee: the concurrent-client design's experiment, live\n");
     println!(
         "One `sleep_ms` tool ({TOOL_MS} ms) on a fake MCP server in its own process (`mcpstorm serve-fake`, \
          {addr}), tokio TCP over loopback, one connection (one `McpClient`), closed loop: `concurrency` tasks each \
@@ -177,7 +177,7 @@ async fn run() -> Result<(), String> {
     );
     println!(
         "Limits raised for the bench: `connection.max_in_flight` = {max_concurrency} and a global in-flight limit of \
-         {max_concurrency}. The seed's default global limit ({}) would cap QPS at {} / {:.1} s = {:.0}.\n",
+         {max_concurrency}. The design's default global limit ({}) would cap QPS at {} / {:.1} s = {:.0}.\n",
         InFlightLimit::DEFAULT,
         InFlightLimit::DEFAULT,
         TOOL_MS as f64 / 1000.0,
@@ -407,15 +407,15 @@ async fn run_row(
 }
 
 fn print_comparison(rows: &[Row]) {
-    println!("\nBeside the seed's table (seed: one 200 ms tool, 500 requests per row):\n");
+    println!("\nBeside the design's table (the design: one 200 ms tool, 500 requests per row):\n");
     println!(
-        "| Concurrency | Seed QPS | Our QPS | Ideal QPS | Seed P99 (ms) | Our P99 (ms) | Seed client (MB) | Our client \
-         (MB) |"
+        "| Concurrency | Design QPS | Our QPS | Ideal QPS | Design P99 (ms) | Our P99 (ms) | Design client (MB) | Our \
+         client (MB) |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in rows {
-        let seed = SEED.iter().find(|s| s.0 == row.concurrency);
-        let cell = |f: fn(&(usize, f64, f64, f64)) -> f64| seed.map_or("—".to_owned(), |s| format!("{:.0}", f(s)));
+        let design = DESIGN.iter().find(|s| s.0 == row.concurrency);
+        let cell = |f: fn(&(usize, f64, f64, f64)) -> f64| design.map_or("—".to_owned(), |s| format!("{:.0}", f(s)));
         println!(
             "| {} | {} | {:.0} | {:.0} | {} | {:.1} | {} | {:.1} |",
             row.concurrency,

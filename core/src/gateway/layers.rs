@@ -280,12 +280,8 @@ impl Admitted {
         sample: SampleOutcome,
         observer: &dyn Observer,
     ) -> Route {
-        if let Some(p) = self.bulkhead {
-            if verdict.replica_failed() && layers.bulkheads.as_ref().is_some_and(Bulkheads::leaks_on_replica_failure) {
-                p.leak();
-            } else {
-                p.finish(now, sample);
-            }
+        if let (Some(p), Some(bulkheads)) = (self.bulkhead, &layers.bulkheads) {
+            bulkheads.finish(p, now, sample, verdict.replica_failed());
         }
         if let Some(p) = self.breaker {
             report(observer, &self.route, tool, p.record(now, verdict));

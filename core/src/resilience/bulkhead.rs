@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::limiter::{AimdConfig, LimitPermit, LimitedPool, LimiterKind, PoolTimeout};
+use super::limiter::{AimdConfig, LimitPermit, LimitedPool, LimiterKind, PoolTimeout, SampleOutcome};
 use super::shared_slots::{SharedSlots, SlotShare};
 
 /// What one pool guards.
@@ -59,8 +59,10 @@ pub struct BulkheadConfig {
     pub scope: BulkheadScope,
     /// A deliberate defect for testing the tests: when set, a permit whose call failed on the replica is never
     /// given back, so the pool leaks a slot per failure. Off by default and unreachable from any configuration
-    /// file; only code that builds this struct can set it (the simulator's swarm tests prove they find it).
+    /// file; only code that builds this struct can set it (the simulator's swarm tests prove they find it). It exists
+    /// only under the `testing` feature, which the crates' own tests turn on and no release binary does.
     #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub leak_permit_on_replica_failure: bool,
 }
 
@@ -72,6 +74,7 @@ impl Default for BulkheadConfig {
             limiter: LimiterKind::Aimd(AimdConfig::from_ceiling()),
             queue_wait: None,
             scope: BulkheadScope::Replica,
+            #[cfg(feature = "testing")]
             leak_permit_on_replica_failure: false,
         }
     }
@@ -148,9 +151,18 @@ impl Bulkheads {
         Bulkheads { config, pools: Mutex::new(BTreeMap::new()), shared: OnceLock::new() }
     }
 
-    /// Whether the planted defect is on (see [`BulkheadConfig::leak_permit_on_replica_failure`]).
-    pub(crate) fn leaks_on_replica_failure(&self) -> bool {
-        self.config.leak_permit_on_replica_failure
+    /// Gives back the permit of a call that ended at `now`, with the limiter's sample. `replica_failed` is read only by
+    /// the planted defect (`BulkheadConfig::leak_permit_on_replica_failure`, under the `testing` feature), which keeps
+    /// such a call's permit for good.
+    pub(crate) fn finish(&self, permit: LimitPermit, now: Instant, sample: SampleOutcome, replica_failed: bool) {
+        #[cfg(feature = "testing")]
+        if replica_failed && self.config.leak_permit_on_replica_failure {
+            permit.leak();
+            return;
+        }
+        #[cfg(not(feature = "testing"))]
+        let _ = replica_failed;
+        permit.finish(now, sample);
     }
 
     /// Permits held right now, over every pool: 0 when no call is in flight.

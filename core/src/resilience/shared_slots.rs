@@ -91,6 +91,7 @@ pub struct SlotPermit {
 
 impl SlotPermit {
     /// Keeps the slot for good: the planted defect of a leaking bulkhead, nothing else.
+    #[cfg(feature = "testing")]
     pub(crate) fn forget(mut self) {
         self.slots = None;
     }

@@ -28,6 +28,7 @@
 //! [`Router::call_started`] and [`Router::call_finished`]; [`run_health_checks`] runs as a task on tokio time;
 //! membership changes arrive through [`Router::sync`]. All time is passed in as `tokio::time::Instant`.
 
+mod candidate_stats;
 mod candidates;
 mod config;
 mod ewma;
@@ -47,6 +48,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+pub use candidate_stats::CandidateStats;
 pub use candidates::{Exclusion, ExclusionReason, Requirement, RouteError};
 pub use config::RouterConfig;
 pub use formula::{
@@ -60,7 +62,6 @@ pub use registry::{
 };
 pub use score::health_score;
 pub use select::weighted_index;
-pub use stats::CandidateStats;
 use stats::LatencyMerge;
 
 use crate::rt::SeededRng;

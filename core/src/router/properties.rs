@@ -14,7 +14,7 @@ use super::*;
 
 /// The formulas under test: every built-in and one custom expression that weighs a failing replica zero.
 const FORMULAS: [&str; 7] = [
-    "seed_weighted",
+    "health_weighted",
     "round_robin",
     "random",
     "least_outstanding",

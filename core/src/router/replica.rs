@@ -4,12 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::candidate_stats::CandidateStats;
 use super::candidates::{Exclusion, ExclusionReason, Requirement};
 use super::config::RouterConfig;
 use super::penalty::DriftPenalty;
 use super::probe::CheckState;
 use super::registry::{HealthCheck, ServerEntry};
-use super::stats::{CandidateStats, LatencyMerge, Passive};
+use super::stats::{LatencyMerge, Passive};
 
 #[derive(Debug, Clone)]
 pub struct Replica {

@@ -1,7 +1,7 @@
-//! The linear health score of one replica: what the `seed_weighted` formula weights by, what `best_score` picks
+//! The linear health score of one replica: what the `health_weighted` formula weights by, what `best_score` picks
 //! the highest of, and what the drift penalty watches.
 
-use super::stats::CandidateStats;
+use super::candidate_stats::CandidateStats;
 
 /// The linear health score: `0.4·(1−error_rate) + 0.3·(1−latency_ratio) + 0.2·capacity + 0.1·uptime`, each input
 /// clamped to [0, 1] first (a latency ratio of 3 must not make the score negative, nor NaN make it anything).

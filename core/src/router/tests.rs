@@ -33,7 +33,7 @@ fn requirements_route_only_to_capable_servers() {
 
 #[test]
 fn an_empty_set_is_a_typed_error_naming_the_exclusions() {
-    let (mut r, _) = router("seed_weighted", review_servers());
+    let (mut r, _) = router("health_weighted", review_servers());
     let go = [Requirement::supports("language_support", "go")];
     let err = r.route(&RouteRequest { tool: "review", requirements: &go, tried: &[] }).unwrap_err();
     let RouteError::NoCandidate { tool, excluded } = &err else { panic!("{err:?}") };

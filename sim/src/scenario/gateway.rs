@@ -23,7 +23,7 @@ use super::units::Dur;
 /// |----------------|-------------------|----------------------------------------------------------------------------|
 /// | `profile`      | `"default"`       | `"naive"`: expiry from the server's wall clock, no renewal, schemas cached forever, every resilience layer off |
 /// | `credentials`  | none              | `[{ scheme = "bearer", secret = "..." }]`, offered to servers declaring schemes; the secret never reaches any output |
-/// | `formula`      | `"seed_weighted"` | the routing formula: `seed_weighted`, `round_robin`, `random`, `least_outstanding`, `p2c_peak_ewma`, `best_score` or `expr:<expression>` |
+/// | `formula`      | `"health_weighted"` | the routing formula: `health_weighted`, `round_robin`, `random`, `least_outstanding`, `p2c_peak_ewma`, `best_score` or `expr:<expression>` |
 /// | `requirements` | none              | `[{ argument = "language", attribute = "language_support" }]`: a string argument `language = "rust"` routes only to servers whose `capabilities.language_support` holds `"rust"` |
 /// | `[gateway.router]` | see [`RouterSpec`] | health checks, statistics windows, drift penalty                      |
 /// | `[gateway.breaker]`  | on (default profile) | a circuit breaker per (replica, tool)                     |
@@ -71,7 +71,7 @@ pub struct GatewaySpec {
     pub fallbacks: BTreeMap<String, String>,
     /// The routing formula: a built-in name or `expr:<expression>` over the router's statistics (`error_rate`,
     /// `latency_ratio`, `capacity`, `uptime`, `in_flight`, `peak_ewma_ms`, `score`, ...). The linear
-    /// health score, `seed_weighted`, by default.
+    /// health score, `health_weighted` (once `seed_weighted`, still accepted), by default.
     #[serde(default)]
     pub formula: FormulaName,
     /// The rules that turn call arguments into capability requirements.
@@ -82,6 +82,7 @@ pub struct GatewaySpec {
     /// The core's planted defect (a bulkhead permit leaked per replica failure), for proving that the swarm finds
     /// and shrinks a real leak. Never read from or written to a file: only code can set it.
     #[doc(hidden)]
+    #[cfg(feature = "testing")]
     #[serde(skip)]
     #[schemars(skip)]
     pub planted_leak: bool,
@@ -104,7 +105,7 @@ impl GatewaySpec {
 }
 
 /// The formula every gateway routes with unless the scenario says otherwise: the linear health score.
-pub const DEFAULT_FORMULA: &str = "seed_weighted";
+pub const DEFAULT_FORMULA: &str = "health_weighted";
 
 /// A routing formula as the scenario spells it (checked by validation, parsed by each gateway).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,7 +145,9 @@ fn formula_schema(_: &mut SchemaGenerator) -> Schema {
         "type": "string",
         "default": DEFAULT_FORMULA,
         "anyOf": [
-            { "enum": ["seed_weighted", "round_robin", "random", "least_outstanding", "p2c_peak_ewma", "best_score"] },
+            { "enum": ["health_weighted", "round_robin", "random", "least_outstanding", "p2c_peak_ewma", "best_score"] },
+            // The formula's name before issue 25, still accepted (core/src/router/formula).
+            { "const": "seed_weighted", "deprecated": true },
             { "pattern": "^\\s*expr:" }
         ]
     })

@@ -89,7 +89,11 @@ pub fn check(scenario: &Scenario, options: Options) -> SwarmRun {
         if options.differential && scenario.gateway.profile != GatewayProfile::Naive {
             let mut baseline = scenario.clone();
             baseline.gateway.profile = GatewayProfile::Naive;
-            baseline.gateway.planted_leak = false;
+            // The naive baseline runs the core as shipped: without the planted defect the scenario may carry.
+            #[cfg(feature = "testing")]
+            {
+                baseline.gateway.planted_leak = false;
+            }
             simulations += 1;
             naive = simulate(&baseline, &mut Vec::new());
             if let Some(naive) = &naive {

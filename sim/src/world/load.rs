@@ -166,6 +166,7 @@ impl Host {
         let formula: FormulaSpec =
             gateway.formula.parse().map_err(|e| format!("gateway.formula {:?}: {e}", &*gateway.formula))?;
         let router = Router::new(gateway.router.to_core(), formula.build(), router_rng, Instant::now());
+        #[cfg_attr(not(feature = "testing"), allow(unused_mut))]
         let mut config = GatewayConfig {
             refresh_every: gateway.router.refresh_every.0,
             requirement_rules: rules(scenario),
@@ -173,6 +174,7 @@ impl Host {
             call_deadline: spec.deadline.0,
             resilience: gateway.layers().to_core(),
         };
+        #[cfg(feature = "testing")]
         if let Some(bulkhead) = config.resilience.bulkhead.as_mut() {
             bulkhead.leak_permit_on_replica_failure = gateway.planted_leak;
         }

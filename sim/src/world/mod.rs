@@ -38,6 +38,7 @@ use crate::scenario::{Placement, Scenario};
 use crate::seed::Seed;
 use faults::{Handles, NetAction, Timeline};
 use load::LoadPlan;
+use mcpstorm_core::router::FormulaSpec;
 use mcpstorm_fake::FakeServer;
 
 /// turmoil's simulated clock starts here: pinned so runs never depend on when they happen (2025-01-01T00:00:00Z).
@@ -175,7 +176,7 @@ pub fn run(
         description: scenario.description.clone(),
         seed: scenario.seed,
         profile: profile_name(scenario.gateway.profile).to_owned(),
-        formula: scenario.gateway.formula.trim().to_owned(),
+        formula: formula_name(&scenario.gateway.formula),
         sim_seconds: finished_at.as_secs_f64(),
         seconds,
         events,
@@ -229,4 +230,11 @@ fn apply_net(sim: &mut turmoil::Sim<'_>, load_hosts: &[String], recorder: &Recor
         }
         NetAction::Log(h, kind, detail) => recorder.event(now, kind, &h, detail),
     }
+}
+
+/// The routing formula as reports name it: the core's canonical name, so a file that spells `health_weighted` by its
+/// old name `seed_weighted` reports the new one. A name the core refuses (validation stops it first) is shown as
+/// written.
+fn formula_name(written: &str) -> String {
+    written.parse::<FormulaSpec>().map_or_else(|_| written.trim().to_owned(), |f| f.name().to_owned())
 }

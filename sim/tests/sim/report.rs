@@ -89,7 +89,7 @@ fn storm_run() -> RunData {
         description: "Agents retry immediately on every error; one server's tool suffers a latency spike.".into(),
         seed: 42,
         profile: "default".into(),
-        formula: "seed_weighted".into(),
+        formula: "health_weighted".into(),
         sim_seconds: 60.0,
         seconds,
         events: vec![
@@ -346,7 +346,7 @@ fn quiet_run(seconds: Vec<SecondRow>) -> RunData {
         description: String::new(),
         seed: 7,
         profile: "default".into(),
-        formula: "seed_weighted".into(),
+        formula: "health_weighted".into(),
         sim_seconds: seconds.len() as f64,
         seconds,
         events: vec![],

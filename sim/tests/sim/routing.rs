@@ -41,7 +41,7 @@ fn capability_routing_has_no_misroutes_and_a_gateway_without_the_rule_fails_its_
     let (code, good) = sim("scenarios/capability_routing.toml", "capability", &[]);
     assert_eq!(code, Some(0), "{good}");
     assert_eq!(good["totals"]["misroutes"], 0, "{good}");
-    assert_eq!(good["formula"], "seed_weighted");
+    assert_eq!(good["formula"], "health_weighted");
     let calls = good["totals"]["replica_calls"].as_object().expect("per-replica counts");
     // Every server served (go-review after it joined, poly-review before it left), all six replicas.
     for replica in ["py-review-0", "py-review-1", "rust-review-0", "rust-review-1", "poly-review-0", "go-review-0"] {
@@ -103,14 +103,16 @@ fn p2c_holds_the_p99_that_round_robin_loses_to_a_slow_replica() {
 /// Protection per replica: under the default gateway, the formulas that send the slow replica its share anyway
 /// (round robin, and the linear health score) answer nothing degraded and keep the P99 no higher than the naive
 /// gateway's on the same seed: the scenario's own checks (`degraded = 0`, `contrast_p99_ratio = 1.0`, against its
-/// `[report] contrast = "naive"` run) pass.
+/// `[report] contrast = "naive"` run) pass. The health score is asked for by its old name, which still loads and is
+/// reported under the canonical one.
 #[test]
 fn the_default_gateway_never_does_worse_than_naive_on_one_slow_replica() {
-    for formula in ["round_robin", "seed_weighted"] {
+    for (formula, reported) in [("round_robin", "round_robin"), ("seed_weighted", "health_weighted")] {
         let set = format!("gateway.formula={formula}");
         let sets: Vec<&str> = SHORT_SPIKE.iter().copied().chain([set.as_str()]).collect();
         let (code, s) = sim("scenarios/latency_spike.toml", &format!("protected-{formula}"), &sets);
         assert_eq!(code, Some(0), "{formula}: {s}");
+        assert_eq!(s["formula"], reported);
         let checks: Vec<&str> = s["checks"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
         assert_eq!(checks, ["lost", "degraded", "contrast_p99_ratio"], "{formula}");
         assert!(s["totals"]["breaker_opens"].as_u64().unwrap() >= 1, "{formula}: api-3's breaker opened: {s}");

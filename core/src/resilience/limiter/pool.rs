@@ -171,6 +171,7 @@ impl LimitPermit {
 
     /// Drops the permit without giving its slot back: the planted defect of
     /// [`BulkheadConfig::leak_permit_on_replica_failure`](crate::resilience::BulkheadConfig), nothing else.
+    #[cfg(feature = "testing")]
     pub(crate) fn leak(mut self) {
         self.pool = None;
         if let Some(slot) = self.slot.take() {

@@ -10,7 +10,7 @@ pub struct HealthWeighted;
 
 impl Formula for HealthWeighted {
     fn name(&self) -> &str {
-        "seed_weighted"
+        "health_weighted"
     }
 
     fn decide(&mut self, candidates: &Candidates<'_>, _rng: &SeededRng, weights: &mut [f64]) -> Choice {

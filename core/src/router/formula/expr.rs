@@ -21,8 +21,8 @@ use std::fmt;
 use exmex::{Express, FlatEx};
 
 use super::{Candidates, Choice, Formula};
+use crate::router::candidate_stats::CandidateStats;
 use crate::router::score::health_score;
-use crate::router::stats::CandidateStats;
 use crate::rt::SeededRng;
 
 /// The statistics an expression may name: (name, meaning). See [`CandidateStats`] for definitions.
@@ -31,7 +31,7 @@ pub const STATISTICS: [(&str, &str); 11] = [
     ("latency_ratio", "windowed P95 / declared latency_p95_ms"),
     ("capacity", "(max_concurrent - in_flight) / max_concurrent, 0..1"),
     ("uptime", "share of successful health checks over 24 h, 0..1"),
-    ("score", "the seed_weighted score, 0..1"),
+    ("score", "the linear health score (health_weighted's weight), 0..1"),
     ("p95_ms", "windowed P95 latency (ms)"),
     ("declared_p95_ms", "declared latency_p95_ms"),
     ("in_flight", "calls in flight"),
@@ -72,7 +72,7 @@ fn read(s: &CandidateStats, stat: usize) -> f64 {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FormulaError {
     #[error(
-        "unknown formula `{0}`: expected one of seed_weighted, round_robin, random, least_outstanding, \
+        "unknown formula `{0}`: expected one of health_weighted, round_robin, random, least_outstanding, \
          p2c_peak_ewma, best_score, or expr:<expression>"
     )]
     UnknownFormula(String),

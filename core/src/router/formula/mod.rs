@@ -7,15 +7,15 @@
 //!
 //! | name                | kind     | arithmetic                                                                          |
 //! |---------------------|----------|-------------------------------------------------------------------------------------|
-//! | `seed_weighted`     | weights  | `0.4·(1−error_rate) + 0.3·(1−latency_ratio) + 0.2·capacity + 0.1·uptime`, inputs clamped to [0, 1] |
+//! | `health_weighted`   | weights  | `0.4·(1−error_rate) + 0.3·(1−latency_ratio) + 0.2·capacity + 0.1·uptime`, inputs clamped to [0, 1] |
 //! | `round_robin`       | choice   | the next candidate in order, one cursor per tool                                    |
 //! | `random`            | choice   | uniform                                                                             |
 //! | `least_outstanding` | choice   | fewest in-flight calls; ties broken uniformly at random                             |
 //! | `p2c_peak_ewma`     | choice   | two distinct uniform picks; the lower `peak_ewma_ms · (in_flight + 1)` wins, ties the first |
-//! | `best_score`        | choice   | the highest `seed_weighted` score; ties the first                                   |
+//! | `best_score`        | choice   | the highest `health_weighted` score; ties the first                                 |
 //! | `expr:<expression>` | weights  | the expression over the [statistics](STATISTICS), see [`Expression`]                |
 //!
-//! Why these: `seed_weighted` is the linear health score, kept exact so the comparison with it is honest. Round robin
+//! Why these: `health_weighted` is the linear health score, kept exact so the comparison with it is honest. Round robin
 //! and random are the baselines every balancer paper starts from. Least outstanding reacts to load but not to
 //! latency. `p2c_peak_ewma` is what Finagle, Linkerd and tower ship: two random choices avoid the herd that "best of
 //! all" causes (every router sends to the same best server until its statistics catch up), and Peak-EWMA × pending
@@ -31,7 +31,7 @@ use std::str::FromStr;
 pub use builtin::{BestScore, HealthWeighted, LeastOutstanding, P2cPeakEwma, RandomChoice, RoundRobin};
 pub use expr::{Custom, Expression, FormulaError, STATISTICS};
 
-use super::stats::CandidateStats;
+use super::candidate_stats::CandidateStats;
 use crate::rt::SeededRng;
 
 /// The eligible candidates of one decision.
@@ -80,7 +80,7 @@ pub enum FormulaSpec {
 impl FormulaSpec {
     /// The built-in names, in the order the table above lists them.
     pub const BUILT_IN: [&'static str; 6] =
-        ["seed_weighted", "round_robin", "random", "least_outstanding", "p2c_peak_ewma", "best_score"];
+        ["health_weighted", "round_robin", "random", "least_outstanding", "p2c_peak_ewma", "best_score"];
 
     /// A custom formula reported as `name`.
     pub fn custom(name: impl Into<String>, expression: &str) -> Result<Self, FormulaError> {
@@ -123,7 +123,9 @@ impl FromStr for FormulaSpec {
             return FormulaSpec::custom(s, text);
         }
         let spec = match s {
-            "seed_weighted" => FormulaSpec::HealthWeighted,
+            // `seed_weighted` was this formula's name before issue 25 ("seed" now only ever means an RNG seed):
+            // files that spell it so still load, and report the canonical name.
+            "health_weighted" | "seed_weighted" => FormulaSpec::HealthWeighted,
             "round_robin" => FormulaSpec::RoundRobin,
             "random" => FormulaSpec::Random,
             "least_outstanding" => FormulaSpec::LeastOutstanding,
@@ -170,6 +172,16 @@ mod tests {
             assert_eq!(spec.name(), name);
             assert_eq!(spec.build().name(), name);
         }
+    }
+
+    #[test]
+    fn the_old_name_seed_weighted_is_an_alias_reported_under_the_canonical_name() {
+        let spec: FormulaSpec = "seed_weighted".parse().unwrap();
+        assert_eq!(spec, FormulaSpec::HealthWeighted);
+        assert_eq!((spec.name(), spec.build().name()), ("health_weighted", "health_weighted"));
+        assert!(!FormulaSpec::BUILT_IN.contains(&"seed_weighted"), "the alias is accepted, never listed");
+        let err = "fastest".parse::<FormulaSpec>().unwrap_err().to_string();
+        assert!(err.contains("health_weighted") && !err.contains("seed_weighted"), "{err}");
     }
 
     #[test]

@@ -202,6 +202,7 @@ impl BulkheadSpec {
                 ScopeName::Replica => BulkheadScope::Replica,
                 ScopeName::Server => BulkheadScope::Server,
             },
+            #[cfg(feature = "testing")]
             leak_permit_on_replica_failure: false,
         }
     }
