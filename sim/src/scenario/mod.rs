@@ -4,7 +4,7 @@
 //!
 //! Map: `model` (the top table, `[network]`, `[report]`, `[sweep]`; defaults in their doc tables) · `units` (`Dur`,
 //! `SignedDur`) · `gateway` · `servers` · `workload` (`[load]`, `[agent]`) · `client` · `faults` · `checks` ·
-//! `layers` (the gateway's resilience tables) · `swarm` (`[swarm]`) · `target` (what a fault's `target` names) · `load` (the pipeline) ·
+//! `layers` (the gateway's resilience tables) · `swarm` (`[swarm]`) · `target` (what a fault's `target` names) · `read` (reading a file: the pipeline) ·
 //! `doc` (the spanned TOML tree: spans to key paths and back) · `path` (key paths) · `overrides` (`--set`, sweeps) ·
 //! `validate` (semantic rules) · `ranges` (every duration's and count's bounds) · `cost` (a run's estimated cost and
 //! its limits) · `error` (what the CLI prints) · `schema`.
@@ -17,14 +17,17 @@ mod error;
 mod faults;
 mod gateway;
 pub mod layers;
-mod load;
 pub mod model;
 mod overrides;
 mod path;
 pub mod placement;
 pub mod ranges;
+mod read;
+mod report;
+mod rules;
 pub mod schema;
 mod servers;
+mod shared;
 pub mod swarm;
 mod target;
 mod units;
@@ -42,10 +45,12 @@ pub use faults::{DriftKind, Fault, FaultKind};
 pub use gateway::{
     CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, RequirementRule, RouterSpec, profile_name,
 };
-pub use load::{load_file, load_file_with, load_str, load_str_with};
-pub use model::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, HostsMode, Network, ReportSpec, Scenario, Sweep};
-pub use overrides::{expand_sweep, label as sweep_label};
+pub use model::label as sweep_label;
+pub use model::{HostsMode, Network, Scenario, Sweep};
+pub use overrides::expand_sweep;
 pub use placement::{Placement, load_host, server_host};
+pub use read::{load_file, load_file_with, load_str, load_str_with};
+pub use report::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, ReportSpec};
 pub use servers::{HealthCheckSpec, ServerSpec};
 pub use swarm::SwarmSpec;
 pub use target::{GATEWAY, GOSSIP, resolve_target};

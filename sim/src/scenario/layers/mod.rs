@@ -22,6 +22,8 @@ use mcpstorm_core::ResilienceConfig;
 use mcpstorm_core::resilience::Fallbacks;
 use mcpstorm_core::session::GatewayProfile;
 
+use super::ranges::Ranges;
+
 pub use breaker::BreakerSpec;
 pub use bulkhead::{BulkheadSpec, LimiterName, LimiterSpec, ScopeName};
 pub use retry::{BackoffKind, BudgetSpec, RetrySpec};
@@ -31,9 +33,7 @@ pub use throttle::ThrottleSpec;
 /// window forgets in steps of 10%.
 const WINDOW_BUCKETS: u32 = 10;
 
-fn yes() -> bool {
-    true
-}
+use super::shared::yes;
 
 /// An empty table: every key at its default.
 macro_rules! defaults_from_empty_table {
@@ -87,6 +87,16 @@ impl LayerSpecs<'_> {
             bulkhead: on(self.bulkhead, |s| s.enabled, |s| s.to_core(self.limiter)),
             fallbacks,
         }
+    }
+
+    /// The present tables' durations and counts with their bounds.
+    pub fn ranges(&self, out: &mut Ranges) {
+        self.breaker.inspect(|t| t.ranges(out));
+        self.retry.inspect(|t| t.ranges(out));
+        self.budget.inspect(|t| t.ranges(out));
+        self.throttle.inspect(|t| t.ranges(out));
+        self.bulkhead.inspect(|t| t.ranges(out));
+        self.limiter.inspect(|t| t.ranges(out));
     }
 
     /// Problems with the tables' values, as (key path, message): every present table is checked, whatever the
@@ -182,7 +192,7 @@ mod tests {
                 .to_core();
         let b = c.breaker.unwrap_or_default();
         assert_eq!(b.window, WindowConfig::Count { size: 20 });
-        assert_eq!(b.open_base, Duration::from_secs(2));
+        assert_eq!(b.open, Duration::from_secs(2));
         assert!(c.retry.is_none());
         assert!(c.budget.is_some());
         assert_eq!(c.fallbacks.get("inventory_lookup"), Some("query_cached_inventory"));

@@ -19,7 +19,8 @@ use super::error::{Location, Problem, ScenarioError};
 use super::model::Scenario;
 use super::overrides;
 use super::path::KeyPath;
-use super::validate::{self, Issue};
+use super::rules::Issue;
+use super::validate;
 
 /// At most this many problems from deserialization (each one costs a retry).
 const MAX_SERDE_PROBLEMS: usize = 32;
@@ -284,7 +285,7 @@ fn expand(
     let mut runs = Vec::new();
     let mut problems: Vec<Problem> = Vec::new();
     for (i, value) in sweep.values.iter().enumerate() {
-        let label = overrides::label(value);
+        let label = super::model::label(value);
         let value_path = KeyPath::root().key("sweep").key("values").index(i);
         let Some(node) = doc::get(root, &value_path) else { continue };
         let mut run = base.clone();
