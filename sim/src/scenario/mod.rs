@@ -29,6 +29,7 @@ pub mod schema;
 mod servers;
 mod shared;
 pub mod swarm;
+pub mod tables;
 mod target;
 mod units;
 mod validate;

@@ -31,6 +31,8 @@
 
 use std::time::Duration;
 
+use super::rules::Rules;
+
 /// The longest duration any key may hold: a week.
 pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The finest tick.
@@ -139,6 +141,24 @@ impl Ranges {
     /// the rules of each key.
     pub fn count(&mut self, path: impl Into<String>, value: f64, max: f64) {
         self.counts.push(CountKey { path: path.into(), value, max });
+    }
+}
+
+impl Ranges {
+    /// Fails every key above its bound, in a run of length `run`: what keeps the run's arithmetic far from
+    /// overflow. The keys bounded by their own rule are left to it.
+    pub(crate) fn check(self, run: Duration, rules: &mut Rules) {
+        for key in self.durations {
+            if key.upper != Upper::RunByOwnRule && key.value > key.upper.of(run) {
+                let message = format!("must be at most {}, got {}", key.upper.describe(run), shown(key.value));
+                rules.fail(key.path, message);
+            }
+        }
+        for key in self.counts {
+            if key.value > key.max {
+                rules.fail(key.path, format!("must be at most {}, got {}", number(key.max), number(key.value)));
+            }
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 
 use super::error::{Location, Problem, ScenarioError};
 use super::model::Scenario;
-use super::ranges::{self, Ranges, Upper};
+use super::ranges::{self, Ranges};
 use super::rules::{Issue, Rules};
 use super::servers::ServerSpec;
 
@@ -49,7 +49,7 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
     if let Some(sweep) = &s.sweep {
         sweep.problems(&mut rules);
     }
-    check_ranges(&mut rules, s);
+    ranges(s).check(s.duration.0, &mut rules);
     for (path, message) in s.swarm.as_ref().map(|swarm| swarm.problems()).unwrap_or_default() {
         rules.fail(path, message);
     }
@@ -77,22 +77,4 @@ pub(crate) fn ranges(s: &Scenario) -> Ranges {
         swarm.ranges(&mut out);
     }
     out
-}
-
-/// The upper bounds of every duration and count ([`ranges`]): what keeps the run's arithmetic far from overflow.
-fn check_ranges(rules: &mut Rules, s: &Scenario) {
-    let run = s.duration.0;
-    let Ranges { durations, counts } = ranges(s);
-    for key in durations {
-        if key.upper != Upper::RunByOwnRule && key.value > key.upper.of(run) {
-            let message = format!("must be at most {}, got {}", key.upper.describe(run), ranges::shown(key.value));
-            rules.fail(key.path, message);
-        }
-    }
-    for key in counts {
-        if key.value > key.max {
-            let message = format!("must be at most {}, got {}", ranges::number(key.max), ranges::number(key.value));
-            rules.fail(key.path, message);
-        }
-    }
 }
