@@ -2,12 +2,16 @@
 //! `file:line:column` errors ([`load_file`]), `--set` overrides and sweeps ([`expand_sweep`]), and the format's JSON
 //! Schema for editors ([`schema`]).
 //!
-//! Map: `model` (the top table, `[network]`, `[report]`, `[sweep]`; defaults in their doc tables) · `units` (`Dur`,
-//! `SignedDur`) · `gateway` · `servers` · `workload` (`[load]`, `[agent]`) · `client` · `faults` · `checks` ·
-//! `layers` (the gateway's resilience tables) · `swarm` (`[swarm]`) · `target` (what a fault's `target` names) · `read` (reading a file: the pipeline) ·
-//! `doc` (the spanned TOML tree: spans to key paths and back) · `path` (key paths) · `overrides` (`--set`, sweeps) ·
-//! `validate` (semantic rules) · `ranges` (every duration's and count's bounds) · `cost` (a run's estimated cost and
-//! its limits) · `error` (what the CLI prints) · `schema`.
+//! Every table's module holds its keys (spec and defaults), its rules (`problems`), its bounded keys (`ranges`) and
+//! its conversion to the core's type (`to_core`): `model` (the top table, `[network]`, `[sweep]`) · `report` ·
+//! `gateway` · `layers` (the gateway's resilience tables) · `client` · `servers` · `workload` (`[load]`, `[agent]`)
+//! · `faults` · `checks` · `swarm`. `tables` reads the gateway's tables as a file of their own.
+//!
+//! What the tables share: `units` (`Dur`, `SignedDur`) · `shared` (defaults, schemas, reserved target names) ·
+//! `rules` (the issues a rule gives) · `ranges` (the bounds and the list of bounded keys) · `target` (what a fault's
+//! `target` names). The walk and the pipeline: `validate` (asks every table for its problems and ranges) · `read`
+//! (reading a file) · `doc` (the spanned TOML tree: spans to key paths and back) · `path` (key paths) · `overrides`
+//! (`--set`, sweeps) · `cost` (a run's estimated cost and its limits) · `error` (what the CLI prints) · `schema`.
 
 mod checks;
 mod client;

@@ -6,8 +6,9 @@
 //! gateway.profile=naive` on any scenario gives the unprotected gateway), `default` switches every layer on with the
 //! core's defaults, each table overriding some of them. A table with `enabled = false` switches one layer off.
 //!
-//! Defaults here are the core's (each `Default` impl documents its choice); the tables only rename fields to the
-//! scenario format's vocabulary (durations with units, `window = "10s"` rather than buckets × width).
+//! Defaults here are the core's (each `Default` impl documents its choice), and each key has the name of the core's
+//! field, so a problem the core finds names the key; the tables only change the form of some values (durations with
+//! units, `window = "10s"` rather than buckets × width).
 //!
 //! One module per table: `breaker`, `retry` (with the retry budget), `throttle`, `bulkhead` (with the limiter).
 
