@@ -4,12 +4,12 @@
 //! **Rule.** Over the window (`ttl`, as ring buckets), a retry is allowed iff
 //!
 //! ```text
-//! withdrawals + 1 ≤ ratio × deposits + min_per_sec × ttl_secs
+//! withdrawals + 1 ≤ ratio × deposits + min_per_second × ttl_secs
 //! ```
 //!
 //! where every original request deposits one token and every retry withdraws one. So at steady state retries are at
 //! most `ratio` (default 20%) of requests — amplification ≤ 1 + ratio however many agents retry naively — and the
-//! reserve (`min_per_sec × ttl`) lets a quiet client still retry now and then. Deposits expire with the window: a
+//! reserve (`min_per_second × ttl`) lets a quiet client still retry now and then. Deposits expire with the window: a
 //! burst of traffic an hour ago buys no retries now, which is what stops a storm that outlives the traffic that
 //! paid for it.
 //!
@@ -27,18 +27,18 @@ use tokio::time::Instant;
 
 use super::ring::{TimeRing, counter_bucket};
 
-/// Defaults: `ratio` 0.2, `min_per_sec` 10 (Finagle's and tower's), `ttl` 10 s in 10 buckets.
+/// Defaults: `ratio` 0.2, `min_per_second` 10 (Finagle's and tower's), `ttl` 10 s in 10 buckets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BudgetConfig {
     pub ratio: f64,
-    pub min_per_sec: f64,
+    pub min_per_second: f64,
     pub ttl: Duration,
     pub buckets: u32,
 }
 
 impl Default for BudgetConfig {
     fn default() -> Self {
-        BudgetConfig { ratio: 0.2, min_per_sec: 10.0, ttl: Duration::from_secs(10), buckets: 10 }
+        BudgetConfig { ratio: 0.2, min_per_second: 10.0, ttl: Duration::from_secs(10), buckets: 10 }
     }
 }
 
@@ -52,8 +52,8 @@ impl BudgetConfig {
         if !(self.ratio.is_finite() && self.ratio >= 0.0) {
             return Err(BudgetConfigError("ratio must be a finite number ≥ 0"));
         }
-        if !(self.min_per_sec.is_finite() && self.min_per_sec >= 0.0) {
-            return Err(BudgetConfigError("min_per_sec must be a finite number ≥ 0"));
+        if !(self.min_per_second.is_finite() && self.min_per_second >= 0.0) {
+            return Err(BudgetConfigError("min_per_second must be a finite number ≥ 0"));
         }
         if self.ttl.is_zero() || self.buckets == 0 {
             return Err(BudgetConfigError("ttl and buckets must be positive"));
@@ -61,9 +61,9 @@ impl BudgetConfig {
         Ok(())
     }
 
-    /// Retries the floor allows per window: `min_per_sec × ttl`.
+    /// Retries the floor allows per window: `min_per_second × ttl`.
     pub fn reserve(&self) -> f64 {
-        self.min_per_sec * self.ttl.as_secs_f64()
+        self.min_per_second * self.ttl.as_secs_f64()
     }
 }
 
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn retries_are_a_fifth_of_requests_plus_the_reserve() {
         let t0 = Instant::now();
-        let config = BudgetConfig { min_per_sec: 0.5, ttl: Duration::from_secs(4), ..BudgetConfig::default() };
+        let config = BudgetConfig { min_per_second: 0.5, ttl: Duration::from_secs(4), ..BudgetConfig::default() };
         let mut b = RetryBudget::new(config, t0).unwrap();
         assert_eq!(b.balance(t0), 2.0, "the reserve alone: 0.5/s × 4 s");
         for _ in 0..10 {
@@ -145,7 +145,7 @@ mod tests {
     fn a_naive_storm_is_held_to_the_ratio() {
         // 100 requests per second for a minute, every one failing and retried up to five times at once.
         let t0 = Instant::now();
-        let config = BudgetConfig { min_per_sec: 1.0, ..BudgetConfig::default() };
+        let config = BudgetConfig { min_per_second: 1.0, ..BudgetConfig::default() };
         let mut b = RetryBudget::new(config, t0).unwrap();
         let (mut requests, mut retries) = (0u32, 0u32);
         for i in 0..6000u64 {
@@ -177,11 +177,11 @@ mod tests {
         #[test]
         fn never_exceeds_ratio_times_requests_plus_minimum(
             ratio in 0.0f64..1.0,
-            min_per_sec in 0.0f64..3.0,
+            min_per_second in 0.0f64..3.0,
             ops in proptest::collection::vec((0u64..400, any::<bool>()), 1..400),
         ) {
             let t0 = Instant::now();
-            let config = BudgetConfig { ratio, min_per_sec, ttl: Duration::from_secs(2), buckets: 4 };
+            let config = BudgetConfig { ratio, min_per_second, ttl: Duration::from_secs(2), buckets: 4 };
             let reserve = config.reserve();
             let mut b = RetryBudget::new(config, t0).unwrap();
             let mut now = t0;

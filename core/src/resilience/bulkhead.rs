@@ -5,7 +5,7 @@
 //!
 //! A pool's hard cap, first found wins: the configuration's per-server override, the server's declared
 //! `max_concurrent_requests` (a router hint, which each replica declares for itself), the configuration's
-//! `default_max`, and — when that is unset, the default — the replica client's own in-flight cap, so that a healthy
+//! `max_concurrent`, and — when that is unset, the default — the replica client's own in-flight cap, so that a healthy
 //! server reaches every concurrency the agents can offer through the client.
 //!
 //! When that in-flight cap is a limit the clients of several servers share, a permit also takes one of its slots
@@ -45,14 +45,14 @@ pub enum BulkheadScope {
 ///
 /// | field         | default                 | meaning                                                          |
 /// |---------------|-------------------------|------------------------------------------------------------------|
-/// | `default_max` | `None`: the client's in-flight cap | a pool's cap when neither an override nor a declaration gives one |
+/// | `max_concurrent` | `None`: the client's in-flight cap | a pool's cap when neither an override nor a declaration gives one |
 /// | `per_server`  | none                    | caps by server name, overriding what the server declares         |
 /// | `limiter`     | AIMD from the cap       | the adaptive limit inside the cap ([`AimdConfig::from_ceiling`])  |
 /// | `queue_wait`  | `None`: the client's    | how long a call waits when no candidate has room (bounded by its deadline); by default as long as the client waits for an in-flight slot, so the bulkhead sheds nothing the unprotected path would have queued and served |
 /// | `scope`       | replica                 | see [`BulkheadScope`]                                            |
 #[derive(Debug, Clone, PartialEq)]
 pub struct BulkheadConfig {
-    pub default_max: Option<usize>,
+    pub max_concurrent: Option<usize>,
     pub per_server: BTreeMap<String, usize>,
     pub limiter: LimiterKind,
     pub queue_wait: Option<Duration>,
@@ -69,7 +69,7 @@ pub struct BulkheadConfig {
 impl Default for BulkheadConfig {
     fn default() -> Self {
         BulkheadConfig {
-            default_max: None,
+            max_concurrent: None,
             per_server: BTreeMap::new(),
             limiter: LimiterKind::Aimd(AimdConfig::from_ceiling()),
             queue_wait: None,
@@ -179,7 +179,7 @@ impl Bulkheads {
     fn cap_of(&self, key: &PoolKey<'_>, client_cap: usize) -> usize {
         let declared = key.declared_max.map(|n| n as usize);
         let c = &self.config;
-        c.per_server.get(key.server).copied().or(declared).or(c.default_max).unwrap_or(client_cap).max(1)
+        c.per_server.get(key.server).copied().or(declared).or(c.max_concurrent).unwrap_or(client_cap).max(1)
     }
 
     /// The pool for `key` (its replica's, or its server's under [`BulkheadScope::Server`]); the first use fixes its
@@ -262,7 +262,7 @@ mod tests {
     #[test]
     fn cap_comes_from_override_then_declaration_then_default_then_the_client() {
         let config = BulkheadConfig {
-            default_max: Some(16),
+            max_concurrent: Some(16),
             per_server: BTreeMap::from([("db".to_owned(), 4)]),
             ..BulkheadConfig::default()
         };
@@ -292,8 +292,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_hung_replica_cannot_take_permits_from_a_healthy_one() {
-        let config =
-            BulkheadConfig { default_max: Some(3), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
+        let config = BulkheadConfig {
+            max_concurrent: Some(3),
+            queue_wait: Some(Duration::from_millis(50)),
+            ..Default::default()
+        };
         let b = Bulkheads::new(config);
         let hung = key("inv", "inv-0", None);
         // Three calls to the hung replica never return: its pool is full and its callers time out in the queue.
@@ -314,7 +317,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_wait_is_bounded_by_the_callers_deadline() {
-        let b = Bulkheads::new(BulkheadConfig { default_max: Some(1), ..Default::default() });
+        let b = Bulkheads::new(BulkheadConfig { max_concurrent: Some(1), ..Default::default() });
         let k = key("s", "s-0", None);
         let _held = b.try_acquire(&k).unwrap();
         let start = Instant::now();

@@ -178,7 +178,7 @@ mod tests {
         late.start_attempt();
         assert_eq!(late.next(&closed, t0 + Duration::from_secs(1), &rng, Some(&mut budget)), Err(GiveUp::Deadline));
 
-        let empty = BudgetConfig { min_per_sec: 0.0, ..BudgetConfig::default() };
+        let empty = BudgetConfig { min_per_second: 0.0, ..BudgetConfig::default() };
         let mut broke = RetryBudget::new(empty, t0).unwrap();
         let mut plan = RetryPlan::new(policy, t0 + Duration::from_secs(60), true);
         plan.start_attempt();

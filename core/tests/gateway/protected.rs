@@ -94,7 +94,7 @@ fn opens_after_four() -> BreakerConfig {
     BreakerConfig {
         window: WindowConfig::Count { size: 10 },
         minimum_calls: 4,
-        open_base: Duration::from_secs(30),
+        open: Duration::from_secs(30),
         ..BreakerConfig::default()
     }
 }
@@ -207,7 +207,7 @@ async fn a_spent_budget_degrades_and_the_naive_gateway_just_fails() {
     // Two replicas, both failing: a retry on the other would be possible, but the budget is spent.
     let spec = || vec![ServerEntry::new("s", ["s-0", "s-1"]).with_tools(["echo"])];
     let fakes = || BTreeMap::from([("s-0".into(), server.clone()), ("s-1".into(), server.clone())]);
-    let empty = BudgetConfig { ratio: 0.0, min_per_sec: 0.0, ..BudgetConfig::default() };
+    let empty = BudgetConfig { ratio: 0.0, min_per_second: 0.0, ..BudgetConfig::default() };
     let resilience =
         ResilienceConfig { retry: Some(fast_retries(5)), budget: Some(empty), ..ResilienceConfig::default() };
     let (gw, _) = protected(spec(), fakes(), resilience);
@@ -248,7 +248,7 @@ async fn a_hung_server_fills_only_its_own_bulkhead() {
     use mcpstorm_core::resilience::BulkheadConfig;
     let hung = fake(failing_config());
     let bulkhead =
-        BulkheadConfig { default_max: Some(2), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
+        BulkheadConfig { max_concurrent: Some(2), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
     let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
     let (gw, seen) = protected(
         vec![
@@ -308,7 +308,7 @@ async fn an_open_breaker_on_one_replica_sends_calls_to_its_sibling() {
     let breaker = BreakerConfig {
         window: WindowConfig::Count { size: 10 },
         minimum_calls: 2,
-        open_base: Duration::from_secs(30),
+        open: Duration::from_secs(30),
         ..BreakerConfig::default()
     };
     let resilience = ResilienceConfig { breaker: Some(breaker), ..ResilienceConfig::default() };
@@ -358,7 +358,7 @@ async fn a_full_replica_sends_calls_to_its_sibling_before_anything_is_degraded()
     let hung = fake(failing_config());
     let ok = fake(failing_config());
     let bulkhead =
-        BulkheadConfig { default_max: Some(2), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
+        BulkheadConfig { max_concurrent: Some(2), queue_wait: Some(Duration::from_millis(50)), ..Default::default() };
     let resilience = ResilienceConfig { bulkhead: Some(bulkhead), ..ResilienceConfig::default() };
     let (gw, seen) = protected(
         vec![ServerEntry::new("s", ["h-0", "o-0"]).with_tools(["write"])],

@@ -1,7 +1,13 @@
 //! The `[checks]` table: the thresholds a run must meet (judged in `crate::check`).
 
+use std::time::Duration;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use super::faults::Fault;
+use super::report::{Contrast, ReportSpec};
+use super::rules::{Rules, fmt};
 
 /// Thresholds whose failure makes the run exit 1. Absent = not checked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -78,6 +84,69 @@ impl Default for Checks {
             degraded: None,
             contrast_p99_ratio: None,
             contrast_extra_errors: None,
+        }
+    }
+}
+
+impl Checks {
+    /// The thresholds' rules. A check measured over fault windows needs a fault with a duration among `faults`; a
+    /// contrast check needs the `[report]` contrast (`report`), and is not judged in a sweep (`sweeping`).
+    pub(super) fn problems(&self, run: Duration, faults: &[Fault], report: &ReportSpec, sweeping: bool, c: &mut Rules) {
+        if let Some(p99) = self.p99_ms
+            && !(p99.is_finite() && p99 >= 0.0)
+        {
+            c.fail("checks.p99_ms", format!("must be a number of milliseconds >= 0, got {p99}"));
+        }
+        if let Some(rate) = self.error_rate {
+            c.probability("checks.error_rate", rate);
+        }
+        if let Some(window) = self.error_window_s
+            && window > run.as_secs()
+        {
+            let run = fmt(run);
+            c.fail("checks.error_window_s", format!("{window} s is longer than the run ({run}): it could never fail"));
+        }
+        let ratios = [
+            ("checks.amplification_during_fault", self.amplification_during_fault),
+            ("checks.healthy_p99_ratio", self.healthy_p99_ratio),
+            ("checks.recovery_s", self.recovery_s),
+            ("checks.contrast_p99_ratio", self.contrast_p99_ratio),
+        ];
+        for (key, limit) in ratios {
+            if let Some(v) = limit
+                && !(v.is_finite() && v >= 0.0)
+            {
+                c.fail(key, format!("must be a finite number >= 0, got {v}"));
+            }
+        }
+        let windowed = [
+            ("checks.amplification_during_fault", self.amplification_during_fault.is_some()),
+            ("checks.healthy_p99_ratio", self.healthy_p99_ratio.is_some()),
+            ("checks.recovery_s", self.recovery_s.is_some()),
+        ];
+        for (key, set) in windowed {
+            if set && !faults.iter().any(|f| !f.kind.instant()) {
+                c.fail(key, "needs a fault with a duration: it is measured over the fault windows");
+            }
+        }
+        let contrasted = [
+            ("checks.contrast_p99_ratio", self.contrast_p99_ratio.is_some()),
+            ("checks.contrast_extra_errors", self.contrast_extra_errors.is_some()),
+        ];
+        for (key, set) in contrasted {
+            // Switched off (`contrast = "none"`): not judged, so nothing to refuse.
+            if !set || report.contrast == Some(Contrast::Off) {
+                continue;
+            }
+            if report.contrast.is_none() {
+                c.fail(
+                    key,
+                    "needs `[report] contrast`: it compares this run with the other gateway profile's (with contrast = \
+                     \"none\" it is not judged)",
+                );
+            } else if sweeping {
+                c.fail(key, "is not evaluated in a sweep (its rows run without a contrast run)");
+            }
         }
     }
 }

@@ -5,7 +5,11 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::ranges;
+use mcpstorm_core::{ClientConfig, transport::PoolConfig};
+
+use super::gateway::{CredentialSpec, GatewaySpec};
+use super::ranges::{self, MAX_CONCURRENCY, Ranges, Upper};
+use super::rules::Rules;
 use super::units::Dur;
 
 /// The gateway core's settings on each load host.
@@ -79,5 +83,72 @@ impl Default for ClientSpec {
             connect_timeout: default_connect_timeout(),
             deadline: default_deadline(),
         }
+    }
+}
+
+impl ClientSpec {
+    /// Every duration of the table, by key.
+    fn durations(&self) -> [(&'static str, Dur); 4] {
+        [
+            ("queue_wait", self.queue_wait),
+            ("first_response", self.first_response),
+            ("connect_timeout", self.connect_timeout),
+            ("deadline", self.deadline),
+        ]
+    }
+
+    /// Every count of the table, by key.
+    fn counts(&self) -> [(&'static str, usize); 4] {
+        [
+            ("max_in_flight", self.max_in_flight),
+            ("per_connection", self.per_connection),
+            ("http_connections", self.http_connections),
+            ("http_queue", self.http_queue),
+        ]
+    }
+
+    /// Values below their ranges (the upper bounds are in [`ranges`](Self::ranges)).
+    pub(super) fn problems(&self, rules: &mut Rules) {
+        for (key, n) in self.counts() {
+            // An empty HTTP queue is allowed: every request beyond the pool's connections is refused at once.
+            if key != "http_queue" {
+                rules.at_least_one(&format!("client.{key}"), n);
+            }
+        }
+        for (key, d) in self.durations() {
+            rules.positive(&format!("client.{key}"), d.0);
+        }
+    }
+
+    /// The table's durations and counts with their bounds.
+    pub(super) fn ranges(&self, out: &mut Ranges) {
+        for (key, d) in self.durations() {
+            out.duration(format!("client.{key}"), d.0, Upper::Week);
+        }
+        for (key, n) in self.counts() {
+            out.count(format!("client.{key}"), n as f64, MAX_CONCURRENCY as f64);
+        }
+    }
+
+    /// The core's client settings of each replica's client: this table's timeouts and limits, with the gateway's
+    /// profile and credentials. The global limit (`max_in_flight`) is one per load host, and the HTTP pool is
+    /// [`pool`](Self::pool): both are shared, so they are not per-client settings.
+    pub fn to_core(&self, gateway: &GatewaySpec) -> ClientConfig {
+        let mut config = ClientConfig {
+            connect_timeout: self.connect_timeout.0,
+            profile: gateway.profile,
+            credentials: gateway.credentials.iter().map(CredentialSpec::to_core).collect(),
+            ..ClientConfig::default()
+        };
+        config.connection.max_in_flight = self.per_connection;
+        config.connection.queue_wait = self.queue_wait.0;
+        config.connection.first_response = self.first_response.0;
+        config.connection.call_deadline = self.deadline.0;
+        config
+    }
+
+    /// The keep-alive pool each replica's client keeps to a Streamable HTTP server.
+    pub fn pool(&self) -> PoolConfig {
+        PoolConfig { max_connections: self.http_connections, max_waiting: self.http_queue, max_wait: self.queue_wait.0 }
     }
 }

@@ -7,9 +7,14 @@ use strum::{AsRefStr, Display};
 
 use mcpstorm_core::AuthScheme;
 
-use super::ranges;
-use super::servers::auth_schemes_schema;
+use std::time::Duration;
+
+use super::ranges::{self, MAX_MULTIPLIER, Ranges, Upper};
+use super::rules::{Rules, fmt};
+use super::servers::{ServerSpec, auth_schemes_schema};
+use super::target::{GATEWAY, GOSSIP, resolve_target};
 use super::units::{Dur, SignedDur};
+use mcpstorm_fake::Transport;
 
 /// One fault on the timeline: active from `start` for `duration`. Which of the optional keys apply depends on
 /// `kind` (validation rejects the others):
@@ -155,6 +160,264 @@ impl FaultKind {
     /// Whether the fault happens at one instant (no `duration`).
     pub fn instant(self) -> bool {
         matches!(self, FaultKind::SchemaDrift | FaultKind::SessionExpiry | FaultKind::AuthRotation)
+    }
+}
+
+impl Fault {
+    /// Fault `k`'s rules: a target that exists (and speaks HTTP for the HTTP faults), a window inside the run, and
+    /// exactly the keys its kind takes, each in range. `gossip` says whether the gossip host runs.
+    pub(super) fn problems(&self, k: usize, run: Duration, servers: &[ServerSpec], gossip: bool, c: &mut Rules) {
+        let fault = self;
+        let at = |field: &str| format!("faults[{k}].{field}");
+        let gateway = (fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY)
+            || (fault.kind == FaultKind::Partition && fault.target == GOSSIP);
+        if fault.target == GOSSIP && !gossip {
+            c.fail(at("target"), "\"gossip\" needs [gateway] gossip = true and load.hosts > 1");
+        }
+        if !gateway && let Err(message) = resolve_target(&fault.target, servers) {
+            c.fail(at("target"), message);
+        }
+        check_window(c, run, k, fault);
+        let kind: &str = fault.kind.as_ref();
+        let allowed = allowed_keys(fault.kind);
+        for (field, present) in present_keys(fault) {
+            if present && !allowed.contains(&field) {
+                let hint = owner_of(field).map(|o| format!(" (it belongs to {o})")).unwrap_or_default();
+                c.fail(at(field), format!("does not apply to kind = {kind:?}{hint}"));
+            }
+        }
+        match fault.kind {
+            FaultKind::LatencySpike => {
+                if fault.extra.is_none() && fault.multiplier.is_none() {
+                    c.fail(at("kind"), "latency_spike needs `extra` (a duration), `multiplier` (>= 1), or both");
+                }
+                if let Some(extra) = fault.extra
+                    && extra.0.is_zero()
+                    && fault.multiplier.is_none()
+                {
+                    c.fail(at("extra"), "must be longer than 0 (or give a multiplier)");
+                }
+                if let Some(m) = fault.multiplier
+                    && !(m.is_finite() && m >= 1.0)
+                {
+                    c.fail(at("multiplier"), format!("must be a finite number >= 1, got {m}"));
+                }
+            }
+            FaultKind::ErrorBurst => match fault.rate {
+                None => c.fail(at("kind"), "error_burst needs `rate`, the probability in [0, 1] a call fails"),
+                Some(r) => c.probability(&at("rate"), r),
+            },
+            FaultKind::SchemaDrift => check_drift(c, servers, k, fault),
+            FaultKind::ClockSkew => {
+                if fault.offset.is_none() && fault.drift.is_none() && fault.jump.is_none() {
+                    c.fail(at("kind"), "clock_skew needs `offset`, `drift` or `jump` (or several)");
+                }
+                if let Some(d) = fault.drift
+                    && !(d.is_finite() && d > -1.0 && d <= 10.0)
+                {
+                    c.fail(at("drift"), format!("must be a rate in (-1, 10] (0.02 = 2% fast), got {d}"));
+                }
+                if fault.reset && fault.duration.0.is_zero() {
+                    c.fail(at("reset"), "needs a `duration`: the clock is reset when the fault ends");
+                }
+            }
+            FaultKind::AuthRotation => match &fault.schemes {
+                None => c.fail(at("kind"), "auth_rotation needs `schemes`, the schemes accepted from then on"),
+                Some(list) if list.is_empty() => c.fail(at("schemes"), "must name at least one scheme"),
+                Some(_) => {}
+            },
+            FaultKind::HttpStatus | FaultKind::StreamReset | FaultKind::SlowHeaders => {
+                check_http_fault(c, servers, k, fault)
+            }
+            FaultKind::Hang | FaultKind::Crash | FaultKind::Partition | FaultKind::SessionExpiry => {}
+        }
+    }
+
+    /// Fault `k`'s durations and counts with their bounds.
+    pub(super) fn ranges(&self, k: usize, out: &mut Ranges) {
+        let at = |key: &str| format!("faults[{k}].{key}");
+        out.duration(at("start"), self.start.0, Upper::RunByOwnRule);
+        out.duration(at("duration"), self.duration.0, Upper::RunByOwnRule);
+        for (key, d) in [("extra", self.extra), ("retry_after", self.retry_after)] {
+            if let Some(d) = d {
+                out.duration(at(key), d.0, Upper::Week);
+            }
+        }
+        for (key, signed) in [("offset", self.offset), ("jump", self.jump)] {
+            if let Some(d) = signed {
+                out.duration(at(key), d.magnitude, Upper::Week);
+            }
+        }
+        if let Some(m) = self.multiplier {
+            out.count(at("multiplier"), m, MAX_MULTIPLIER);
+        }
+        // Checked to be 400 to 599 by the fault's own rule; listed so that every integer key has a range.
+        if let Some(status) = self.status {
+            out.count(at("status"), f64::from(status), 599.0);
+        }
+    }
+}
+
+/// The HTTP faults act on the Streamable HTTP layer, so their target must speak it.
+fn check_http_fault(c: &mut Rules, servers: &[ServerSpec], k: usize, fault: &Fault) {
+    let at = |field: &str| format!("faults[{k}].{field}");
+    if let Ok((server, _)) = resolve_target(&fault.target, servers)
+        && servers[server].transport != Transport::Http
+    {
+        let name = &servers[server].name;
+        c.fail(at("target"), format!("{} needs an HTTP server: give {name:?} transport = \"http\"", fault.kind));
+    }
+    match fault.kind {
+        FaultKind::HttpStatus => {
+            match fault.status {
+                None => c.fail(at("kind"), "http_status needs `status`, the HTTP status answered (400 to 599)"),
+                Some(code) if !(400..=599).contains(&code) => {
+                    c.fail(at("status"), format!("must be an error status, 400 to 599, got {code}"))
+                }
+                Some(_) => {}
+            }
+            if let Some(r) = fault.rate {
+                c.probability(&at("rate"), r);
+            }
+        }
+        FaultKind::StreamReset => match fault.rate {
+            None => c.fail(at("kind"), "stream_reset needs `rate`, the probability in [0, 1] a stream is cut"),
+            Some(r) => c.probability(&at("rate"), r),
+        },
+        _ => match fault.extra {
+            Some(d) if !d.0.is_zero() => {}
+            _ => c.fail(at("kind"), "slow_headers needs `extra`, how long each status line waits (longer than 0)"),
+        },
+    }
+}
+
+/// The fault's window: a positive duration that ends inside the run, or none at all for an instant fault.
+fn check_window(c: &mut Rules, run: Duration, k: usize, fault: &Fault) {
+    let at = |field: &str| format!("faults[{k}].{field}");
+    if fault.kind.instant() {
+        if !fault.duration.0.is_zero() {
+            c.fail(at("duration"), format!("{} happens at an instant: give no duration", fault.kind));
+        }
+    } else if fault.kind != FaultKind::ClockSkew {
+        c.positive(&at("duration"), fault.duration.0);
+    }
+    match fault.start.0.checked_add(fault.duration.0) {
+        Some(end) if end <= run && (!fault.kind.instant() || end < run) => {}
+        // A zero-length run is reported once, at `duration`.
+        _ if run.is_zero() => {}
+        _ if fault.kind.instant() => {
+            c.fail(at("start"), format!("the fault happens at or after the end of the run ({})", fmt(run)))
+        }
+        _ => c.fail(
+            at("duration"),
+            format!(
+                "the fault ends at {} (start + duration), after the run ends ({})",
+                fault.start.0.checked_add(fault.duration.0).map_or("never".into(), fmt),
+                fmt(run)
+            ),
+        ),
+    }
+}
+
+fn check_drift(c: &mut Rules, servers: &[ServerSpec], k: usize, fault: &Fault) {
+    let at = |field: &str| format!("faults[{k}].{field}");
+    let Some(what) = fault.what else {
+        c.fail(at("kind"), "schema_drift needs `what`: \"add_required\", \"replace\", \"rename\" or \"version\"");
+        return;
+    };
+    let require = |c: &mut Rules, field: &str, present: bool, meaning: &str| {
+        if !present {
+            c.fail(at("what"), format!("what = {:?} needs `{field}` ({meaning})", what.as_ref()));
+        }
+    };
+    let needs_tool = what != DriftKind::Version;
+    require(c, "tool", fault.tool.is_some() || !needs_tool, "the tool that changes");
+    match what {
+        DriftKind::AddRequired => {
+            require(c, "param", fault.param.as_deref().is_some_and(|p| !p.is_empty()), "the new parameter's name");
+            require(c, "schema", fault.schema.is_some(), "its property schema, with a `default`");
+        }
+        DriftKind::Replace => {
+            require(c, "schema", fault.schema.is_some(), "the tool's new input schema");
+            if let Some(schema) = &fault.schema
+                && schema.get("type").and_then(Value::as_str) != Some("object")
+            {
+                c.fail(at("schema"), format!("must be a JSON Schema with \"type\": \"object\", got {schema}"));
+            }
+        }
+        DriftKind::Rename => require(c, "to", fault.to.as_deref().is_some_and(|t| !t.is_empty()), "the new name"),
+        DriftKind::Version => require(c, "version", fault.version.is_some(), "the new serverInfo.version"),
+    }
+    for (field, present, applies) in [
+        ("param", fault.param.is_some(), what == DriftKind::AddRequired),
+        ("schema", fault.schema.is_some(), matches!(what, DriftKind::AddRequired | DriftKind::Replace)),
+        ("to", fault.to.is_some(), what == DriftKind::Rename),
+        ("version", fault.version.is_some(), what == DriftKind::Version),
+        ("tool", fault.tool.is_some(), needs_tool),
+    ] {
+        if present && !applies {
+            c.fail(at(field), format!("does not apply to what = {:?}", what.as_ref()));
+        }
+    }
+    // The tool must exist on the target server as configured (drifts in one run do not chain renames).
+    if let (Some(tool), Ok((server, _))) = (&fault.tool, resolve_target(&fault.target, servers))
+        && !servers[server].tools.iter().any(|t| &t.name == tool)
+    {
+        c.fail(at("tool"), format!("server {:?} has no tool {tool:?}", servers[server].name));
+    }
+}
+
+/// Each optional fault key and whether it is given.
+fn present_keys(f: &Fault) -> [(&'static str, bool); 17] {
+    [
+        ("status", f.status.is_some()),
+        ("retry_after", f.retry_after.is_some()),
+        ("extra", f.extra.is_some()),
+        ("multiplier", f.multiplier.is_some()),
+        ("rate", f.rate.is_some()),
+        ("tool", f.tool.is_some()),
+        ("what", f.what.is_some()),
+        ("param", f.param.is_some()),
+        ("schema", f.schema.is_some()),
+        ("to", f.to.is_some()),
+        ("version", f.version.is_some()),
+        ("notify", f.notify),
+        ("offset", f.offset.is_some()),
+        ("drift", f.drift.is_some()),
+        ("jump", f.jump.is_some()),
+        ("reset", f.reset),
+        ("schemes", f.schemes.is_some()),
+    ]
+}
+
+const DRIFT_KEYS: [&str; 7] = ["tool", "what", "param", "schema", "to", "version", "notify"];
+const SKEW_KEYS: [&str; 4] = ["offset", "drift", "jump", "reset"];
+
+fn allowed_keys(kind: FaultKind) -> &'static [&'static str] {
+    match kind {
+        FaultKind::LatencySpike => &["extra", "multiplier"],
+        FaultKind::ErrorBurst => &["rate"],
+        FaultKind::SchemaDrift => &DRIFT_KEYS,
+        FaultKind::ClockSkew => &SKEW_KEYS,
+        FaultKind::AuthRotation => &["schemes"],
+        FaultKind::HttpStatus => &["status", "rate", "retry_after"],
+        FaultKind::StreamReset => &["rate"],
+        FaultKind::SlowHeaders => &["extra"],
+        FaultKind::Hang | FaultKind::Crash | FaultKind::Partition | FaultKind::SessionExpiry => &[],
+    }
+}
+
+/// The kind a key belongs to, for the error message.
+fn owner_of(field: &str) -> Option<&'static str> {
+    match field {
+        "extra" => Some("latency_spike, slow_headers"),
+        "multiplier" => Some("latency_spike"),
+        "rate" => Some("error_burst, http_status, stream_reset"),
+        "status" | "retry_after" => Some("http_status"),
+        "schemes" => Some("auth_rotation"),
+        f if DRIFT_KEYS.contains(&f) => Some("schema_drift"),
+        f if SKEW_KEYS.contains(&f) => Some("clock_skew"),
+        _ => None,
     }
 }
 

@@ -7,12 +7,13 @@ use std::collections::BTreeMap;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use mcpstorm_core::router::RouterConfig;
+use mcpstorm_core::router::{FormulaSpec, RouterConfig};
 use mcpstorm_core::session::GatewayProfile;
 use mcpstorm_core::{AuthScheme, Credential, GatewayConfig, Secret};
 
 use super::layers::{BreakerSpec, BudgetSpec, BulkheadSpec, LayerSpecs, LimiterSpec, RetrySpec, ThrottleSpec};
-use super::ranges;
+use super::ranges::{self, MAX_THRESHOLD, Ranges, Upper};
+use super::rules::Rules;
 use super::units::Dur;
 
 /// The gateway on every load host: its session and schema behaviour, credentials, routing and resilience layers
@@ -89,6 +90,31 @@ pub struct GatewaySpec {
 }
 
 impl GatewaySpec {
+    /// The table's rules: the resilience tables', the formula's, the requirements', the router's.
+    pub(super) fn problems(&self, rules: &mut Rules) {
+        for (key, message) in self.layers().problems() {
+            rules.fail(key, message);
+        }
+        if let Err(e) = self.formula.parse::<FormulaSpec>() {
+            rules.fail("gateway.formula", e.to_string());
+        }
+        for (i, rule) in self.requirements.iter().enumerate() {
+            if rule.argument.is_empty() {
+                rules.fail(format!("gateway.requirements[{i}].argument"), "must name a call argument");
+            }
+            if rule.attribute.is_empty() {
+                rules.fail(format!("gateway.requirements[{i}].attribute"), "must name a server capability");
+            }
+        }
+        self.router.problems(rules);
+    }
+
+    /// The table's durations and counts with their bounds.
+    pub(super) fn ranges(&self, out: &mut Ranges) {
+        self.router.ranges(out);
+        self.layers().ranges(out);
+    }
+
     /// The resilience layers' specs as one view.
     pub fn layers(&self) -> LayerSpecs<'_> {
         LayerSpecs {
@@ -241,6 +267,25 @@ impl RouterSpec {
             ("drift_penalty", self.drift_penalty),
             ("refresh_every", self.refresh_every),
         ]
+    }
+
+    fn problems(&self, rules: &mut Rules) {
+        for (key, d) in self.durations() {
+            rules.positive(&format!("gateway.router.{key}"), d.0);
+        }
+        if self.failure_threshold == 0 {
+            rules.fail("gateway.router.failure_threshold", "must be at least 1");
+        }
+        if !(self.drift_drop.is_finite() && self.drift_drop > 0.0 && self.drift_drop <= 1.0) {
+            rules.fail("gateway.router.drift_drop", format!("must be a share in (0, 1], got {}", self.drift_drop));
+        }
+    }
+
+    fn ranges(&self, out: &mut Ranges) {
+        for (key, d) in self.durations() {
+            out.duration(format!("gateway.router.{key}"), d.0, Upper::Week);
+        }
+        out.count("gateway.router.failure_threshold", f64::from(self.failure_threshold), MAX_THRESHOLD as f64);
     }
 
     /// The core's configuration with these values.

@@ -2,12 +2,16 @@
 //! `file:line:column` errors ([`load_file`]), `--set` overrides and sweeps ([`expand_sweep`]), and the format's JSON
 //! Schema for editors ([`schema`]).
 //!
-//! Map: `model` (the top table, `[network]`, `[report]`, `[sweep]`; defaults in their doc tables) · `units` (`Dur`,
-//! `SignedDur`) · `gateway` · `servers` · `workload` (`[load]`, `[agent]`) · `client` · `faults` · `checks` ·
-//! `layers` (the gateway's resilience tables) · `swarm` (`[swarm]`) · `target` (what a fault's `target` names) · `load` (the pipeline) ·
-//! `doc` (the spanned TOML tree: spans to key paths and back) · `path` (key paths) · `overrides` (`--set`, sweeps) ·
-//! `validate` (semantic rules) · `ranges` (every duration's and count's bounds) · `cost` (a run's estimated cost and
-//! its limits) · `error` (what the CLI prints) · `schema`.
+//! Every table's module holds its keys (spec and defaults), its rules (`problems`), its bounded keys (`ranges`) and
+//! its conversion to the core's type (`to_core`): `model` (the top table, `[network]`, `[sweep]`) · `report` ·
+//! `gateway` · `layers` (the gateway's resilience tables) · `client` · `servers` · `workload` (`[load]`, `[agent]`)
+//! · `faults` · `checks` · `swarm`. `tables` reads the gateway's tables as a file of their own.
+//!
+//! What the tables share: `units` (`Dur`, `SignedDur`) · `shared` (defaults, schemas, reserved target names) ·
+//! `rules` (the issues a rule gives) · `ranges` (the bounds and the list of bounded keys) · `target` (what a fault's
+//! `target` names). The walk and the pipeline: `validate` (asks every table for its problems and ranges) · `read`
+//! (reading a file) · `doc` (the spanned TOML tree: spans to key paths and back) · `path` (key paths) · `overrides`
+//! (`--set`, sweeps) · `cost` (a run's estimated cost and its limits) · `error` (what the CLI prints) · `schema`.
 
 mod checks;
 mod client;
@@ -17,15 +21,19 @@ mod error;
 mod faults;
 mod gateway;
 pub mod layers;
-mod load;
 pub mod model;
 mod overrides;
 mod path;
 pub mod placement;
 pub mod ranges;
+mod read;
+mod report;
+mod rules;
 pub mod schema;
 mod servers;
+mod shared;
 pub mod swarm;
+pub mod tables;
 mod target;
 mod units;
 mod validate;
@@ -42,10 +50,12 @@ pub use faults::{DriftKind, Fault, FaultKind};
 pub use gateway::{
     CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, RequirementRule, RouterSpec, profile_name,
 };
-pub use load::{load_file, load_file_with, load_str, load_str_with};
-pub use model::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, HostsMode, Network, ReportSpec, Scenario, Sweep};
-pub use overrides::{expand_sweep, label as sweep_label};
+pub use model::label as sweep_label;
+pub use model::{HostsMode, Network, Scenario, Sweep};
+pub use overrides::expand_sweep;
 pub use placement::{Placement, load_host, server_host};
+pub use read::{load_file, load_file_with, load_str, load_str_with};
+pub use report::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, ReportSpec};
 pub use servers::{HealthCheckSpec, ServerSpec};
 pub use swarm::SwarmSpec;
 pub use target::{GATEWAY, GOSSIP, resolve_target};

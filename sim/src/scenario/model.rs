@@ -4,19 +4,20 @@
 //!
 //! Every table rejects unknown keys. Durations are strings with a unit (`"250ms"`, `"2s"`, `"1m30s"`: see `units`).
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use mcpstorm_core::session::GatewayProfile;
 
 use super::checks::Checks;
 use super::client::ClientSpec;
 use super::faults::Fault;
 use super::gateway::GatewaySpec;
-use super::ranges;
+use super::path::KeyPath;
+use super::ranges::{self, MAX_SWEEP_VALUES, MIN_TICK, Ranges, Upper};
+use super::report::ReportSpec;
+use super::rules::{Rules, fmt};
 use super::servers::ServerSpec;
 use super::swarm::SwarmSpec;
 use super::units::Dur;
@@ -75,89 +76,49 @@ pub struct Scenario {
     pub swarm: Option<SwarmSpec>,
 }
 
-/// What the report adds to the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct ReportSpec {
-    /// Run the same scenario and seed again with this gateway profile (the other one, if it is the primary's),
-    /// into `contrast-<profile>/`, and draw `contrast.png` with both side by side. The exit code follows the
-    /// primary run. `"none"` runs no contrast, and the contrast checks (`contrast_p99_ratio`,
-    /// `contrast_extra_errors`) are then not judged: `--set report.contrast=none` switches a file's contrast off.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "optional_profile_schema")]
-    pub contrast: Option<Contrast>,
-    /// Which attempts go to `calls.csv`, streamed to disk as they finish: `"all"` (the default), `"sample"` (every
-    /// attempt of one logical call in 100) or `"off"` (no file, and no hashing of results).
-    #[serde(default, skip_serializing_if = "CallsMode::is_default")]
-    pub calls: CallsMode,
-}
-
-/// Which attempts a run writes to `calls.csv`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum CallsMode {
-    /// Every attempt.
-    #[default]
-    All,
-    /// Every attempt of one logical call in 100 (`CALLS_SAMPLE_EVERY`), counted in the order calls are offered.
-    Sample,
-    /// No `calls.csv`.
-    Off,
-}
-
-impl CallsMode {
-    fn is_default(&self) -> bool {
-        *self == CallsMode::default()
-    }
-}
-
-/// With `calls = "sample"`, one logical call in this many is written. A constant rather than a key: a sample is for
-/// reading the shape of a run's calls (statuses, codes, retry chains) when all of them would be too many to keep,
-/// and 1% does that for every shipped scenario (a full `retry_storm` keeps about 1,500 of 155,000 rows); a reader
-/// who needs another rate can write `"all"` and thin it.
-pub const CALLS_SAMPLE_EVERY: u64 = 100;
-
-fn optional_profile_schema(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "enum": ["default", "naive", "none"] })
-}
-
-/// `[report] contrast` when given: a gateway profile to run beside the primary, or `"none"` (switched off, e.g. by
-/// `--set report.contrast=none`), which also lets the file's contrast checks go unjudged rather than be refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Contrast {
-    Off,
-    Profile(GatewayProfile),
-}
-
-impl ReportSpec {
-    /// The profile of the contrast run, if there is one.
-    pub fn contrast_profile(&self) -> Option<GatewayProfile> {
-        match self.contrast {
-            Some(Contrast::Profile(p)) => Some(p),
-            Some(Contrast::Off) | None => None,
+impl Scenario {
+    /// The top table's rules (`name`, `duration`, `tick`) and `[network]`'s.
+    pub(super) fn own_problems(&self, c: &mut Rules) {
+        let s = self;
+        if s.name.is_empty() {
+            c.fail("name", "must not be empty");
+        } else if s.name.starts_with('.') || !s.name.chars().all(|ch| ch.is_ascii_alphanumeric() || "_-.".contains(ch))
+        {
+            c.fail(
+                "name",
+                format!(
+                    "{:?} names the report directory: use only letters, digits, `_`, `-` and `.` (not first)",
+                    s.name
+                ),
+            );
+        }
+        c.positive("duration", s.duration.0);
+        c.positive("tick", s.tick.0);
+        if !s.tick.0.is_zero() && s.tick.0 < MIN_TICK {
+            c.fail(
+                "tick",
+                format!("must be at least {} (every tick is executed), got {}", fmt(MIN_TICK), fmt(s.tick.0)),
+            );
+        }
+        c.probability("network.fail_rate", s.network.fail_rate);
+        if let Some(max) = s.network.max_latency
+            && max < s.network.latency
+        {
+            c.fail(
+                "network.max_latency",
+                format!("must be at least network.latency ({}), got {}", fmt(s.network.latency.0), fmt(max.0)),
+            );
         }
     }
-}
 
-impl Serialize for Contrast {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Contrast::Off => s.serialize_str("none"),
-            Contrast::Profile(p) => p.serialize(s),
+    /// The top table's and `[network]`'s durations with their bounds.
+    pub(super) fn own_ranges(&self, out: &mut Ranges) {
+        out.duration("duration", self.duration.0, Upper::Week);
+        out.duration("tick", self.tick.0, Upper::Tick);
+        out.duration("network.latency", self.network.latency.0, Upper::Run);
+        if let Some(max) = self.network.max_latency {
+            out.duration("network.max_latency", max.0, Upper::Run);
         }
-    }
-}
-
-impl<'de> Deserialize<'de> for Contrast {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::{Error, Unexpected, value::StrDeserializer};
-        let name = String::deserialize(d)?;
-        if name == "none" {
-            return Ok(Contrast::Off);
-        }
-        GatewayProfile::deserialize(StrDeserializer::<D::Error>::new(&name))
-            .map(Contrast::Profile)
-            .map_err(|_| D::Error::invalid_value(Unexpected::Str(&name), &"\"default\", \"naive\" or \"none\""))
     }
 }
 
@@ -233,6 +194,46 @@ pub struct Sweep {
     pub(crate) rows: Vec<(String, Scenario)>,
 }
 
+impl Sweep {
+    /// The sweep's own rules: a parameter that is a key path (not into the sweep), and distinct single values. Each
+    /// value's run is checked when the file is read (see [`read`](super::read)).
+    pub(super) fn problems(&self, c: &mut Rules) {
+        let sweep = self;
+        match KeyPath::parse(&sweep.param) {
+            Err(e) => c.fail("sweep.param", e),
+            Ok(path) if path.first_key() == Some("sweep") => c.fail("sweep.param", "a sweep cannot sweep itself"),
+            Ok(_) => {}
+        }
+        if sweep.values.is_empty() {
+            c.fail("sweep.values", "needs at least one value");
+        }
+        let mut seen = BTreeSet::new();
+        for (i, value) in sweep.values.iter().enumerate() {
+            let at = format!("sweep.values[{i}]");
+            if matches!(value, toml::Value::Array(_) | toml::Value::Table(_)) {
+                c.fail(at, format!("must be a single value (string, number or boolean), got {value}"));
+            } else if !seen.insert(label(value)) {
+                c.fail(at, format!("repeats {value}: each value is one run, labelled by the value"));
+            }
+        }
+    }
+}
+
+/// How a sweep value labels its run: strings as they are (`50ms`), everything else as TOML writes it (`10`, `0.5`).
+pub fn label(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl Sweep {
+    /// The sweep's count with its bound.
+    pub(super) fn ranges(&self, out: &mut Ranges) {
+        out.count("sweep.values", self.values.len() as f64, MAX_SWEEP_VALUES as f64);
+    }
+}
+
 /// Two sweeps are the same when they sweep the same key over the same values: the rows follow from those.
 impl PartialEq for Sweep {
     fn eq(&self, other: &Self) -> bool {
@@ -247,18 +248,4 @@ fn scalar_values_schema(_: &mut SchemaGenerator) -> Schema {
         "maxItems": ranges::MAX_SWEEP_VALUES,
         "items": { "type": ["string", "number", "integer", "boolean"] }
     })
-}
-
-// Defaults and schemas that more than one table's keys use.
-
-pub(super) fn one() -> usize {
-    1
-}
-
-pub(super) fn object_schema(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "type": "object" })
-}
-
-pub(super) fn empty_args() -> Value {
-    Value::Object(Default::default())
 }

@@ -17,7 +17,7 @@ use toml::de::DeValue;
 
 use super::doc::{self, Node, Source};
 use super::error::{Location, Problem, ScenarioError};
-use super::model::Scenario;
+use super::model::{Scenario, label};
 use super::path::KeyPath;
 
 /// Applies every `--set` argument of `src` to `root`, in order (a later one wins). Every bad argument is reported.
@@ -65,14 +65,6 @@ fn parse_value(text: &str) -> Result<Node<'_>, String> {
             Err(format!("not a TOML value: {}", e.message().trim_end()))
         }
         Err(_) => Ok(Spanned::new(0..text.len(), DeValue::String(Cow::Borrowed(text)))),
-    }
-}
-
-/// How a sweep value labels its run: strings as they are (`50ms`), everything else as TOML writes it (`10`, `0.5`).
-pub fn label(value: &toml::Value) -> String {
-    match value {
-        toml::Value::String(s) => s.clone(),
-        other => other.to_string(),
     }
 }
 

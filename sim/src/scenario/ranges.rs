@@ -24,12 +24,14 @@
 //! | `swarm.max_faults`, `swarm.max_at_once`          | up to [`MAX_SWARM_FAULTS`] (20)          | each fault is a window to shrink; `swarm.error_slack_calls` up to [`MAX_CALLS`] |
 //! | `sweep.values`                                    | 1 to [`MAX_SWEEP_VALUES`] (100) values   | one run each |
 //!
-//! [`durations`] and [`counts`] list every such key of a scenario with its value and bound: validation checks them,
-//! and the tests check that the list covers every duration and integer key of the format's JSON Schema.
+//! Each table lists its own keys with their values and bounds into a [`Ranges`] (its `ranges` method), and
+//! [`validate`](super::validate) walks the tables and checks them; the tests check that the list covers every
+//! duration and integer key of the format's JSON Schema. This module holds only what the tables share: the bounds
+//! and the list.
 
 use std::time::Duration;
 
-use super::model::Scenario;
+use super::rules::Rules;
 
 /// The longest duration any key may hold: a week.
 pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -80,25 +82,25 @@ pub enum Upper {
 }
 
 impl Upper {
-    /// The bound for scenario `s`.
-    pub fn of(self, s: &Scenario) -> Duration {
+    /// The bound in a run of length `run` (the scenario's `duration`).
+    pub fn of(self, run: Duration) -> Duration {
         match self {
             Upper::Week => MAX_DURATION,
             // A zero-length run is reported once, at `duration`: keys bounded by it are then held to a week.
-            Upper::Run | Upper::RunByOwnRule if s.duration.0.is_zero() => MAX_DURATION,
-            Upper::Run | Upper::RunByOwnRule => s.duration.0.min(MAX_DURATION),
-            Upper::Tick if s.duration.0.is_zero() => MAX_TICK,
-            Upper::Tick => MAX_TICK.min(s.duration.0),
+            Upper::Run | Upper::RunByOwnRule if run.is_zero() => MAX_DURATION,
+            Upper::Run | Upper::RunByOwnRule => run.min(MAX_DURATION),
+            Upper::Tick if run.is_zero() => MAX_TICK,
+            Upper::Tick => MAX_TICK.min(run),
         }
     }
 
     /// How the bound reads in a message.
-    pub fn describe(self, s: &Scenario) -> String {
-        let d = super::units::format_duration(self.of(s));
+    pub fn describe(self, run: Duration) -> String {
+        let d = super::units::format_duration(self.of(run));
         match self {
             Upper::Week => format!("{d} (a week)"),
             Upper::Run | Upper::RunByOwnRule => format!("the run's duration ({d})"),
-            Upper::Tick if self.of(s) < MAX_TICK => format!("the run's duration ({d})"),
+            Upper::Tick if self.of(run) < MAX_TICK => format!("the run's duration ({d})"),
             Upper::Tick => d,
         }
     }
@@ -121,199 +123,40 @@ pub struct CountKey {
     pub max: f64,
 }
 
-/// Every duration key the scenario holds, optional tables and array entries included when present.
-pub fn durations(s: &Scenario) -> Vec<DurationKey> {
-    let mut out = Vec::new();
-    let mut add = |path: String, value: Duration, upper: Upper| out.push(DurationKey { path, value, upper });
-    add("duration".into(), s.duration.0, Upper::Week);
-    add("tick".into(), s.tick.0, Upper::Tick);
-    add("network.latency".into(), s.network.latency.0, Upper::Run);
-    if let Some(max) = s.network.max_latency {
-        add("network.max_latency".into(), max.0, Upper::Run);
-    }
-    for (i, server) in s.servers.iter().enumerate() {
-        let at = |key: &str| format!("servers[{i}].{key}");
-        if let Some(ttl) = server.session_ttl {
-            add(at("session_ttl"), ttl.0, Upper::Week);
-        }
-        if let Some(join) = server.join_at {
-            add(at("join_at"), join.0, Upper::RunByOwnRule);
-        }
-        if let Some(leave) = server.leave_at {
-            add(at("leave_at"), leave.0, Upper::RunByOwnRule);
-        }
-    }
-    add("load.think_time".into(), s.load.think_time.0, Upper::Run);
-    add("agent.backoff".into(), s.agent.backoff.0, Upper::Week);
-    add("agent.backoff_cap".into(), s.agent.backoff_cap.0, Upper::Week);
-    let c = &s.client;
-    for (key, d) in [
-        ("queue_wait", c.queue_wait),
-        ("first_response", c.first_response),
-        ("connect_timeout", c.connect_timeout),
-        ("deadline", c.deadline),
-    ] {
-        add(format!("client.{key}"), d.0, Upper::Week);
-    }
-    for (k, f) in s.faults.iter().enumerate() {
-        let at = |key: &str| format!("faults[{k}].{key}");
-        add(at("start"), f.start.0, Upper::RunByOwnRule);
-        add(at("duration"), f.duration.0, Upper::RunByOwnRule);
-        for (key, d) in [("extra", f.extra), ("retry_after", f.retry_after)] {
-            if let Some(d) = d {
-                add(at(key), d.0, Upper::Week);
-            }
-        }
-        for (key, signed) in [("offset", f.offset), ("jump", f.jump)] {
-            if let Some(d) = signed {
-                add(at(key), d.magnitude, Upper::Week);
-            }
-        }
-    }
-    gateway_durations(s, &mut add);
-    if let Some(swarm) = &s.swarm {
-        for (key, d) in swarm.durations() {
-            add(format!("swarm.{key}"), d.0, Upper::Week);
-        }
-    }
-    out
+/// The bounded keys of a scenario, as its tables list them (optional tables and array entries included when
+/// present).
+#[derive(Debug, Default)]
+pub struct Ranges {
+    pub durations: Vec<DurationKey>,
+    pub counts: Vec<CountKey>,
 }
 
-fn gateway_durations(s: &Scenario, add: &mut impl FnMut(String, Duration, Upper)) {
-    let g = &s.gateway;
-    let mut week = |key: &str, d: Duration| add(format!("gateway.{key}"), d, Upper::Week);
-    for (key, d) in g.router.durations() {
-        week(&format!("router.{key}"), d.0);
+impl Ranges {
+    /// A duration key and its upper bound.
+    pub fn duration(&mut self, path: impl Into<String>, value: Duration, upper: Upper) {
+        self.durations.push(DurationKey { path: path.into(), value, upper });
     }
-    if let Some(b) = &g.breaker {
-        for (key, d) in [
-            ("window", b.window),
-            ("slow_call", b.slow_call),
-            ("open", b.open),
-            ("open_max", b.open_max),
-            ("half_open_max_wait", b.half_open_max_wait),
-            ("probe_interval", b.probe_interval),
-            ("hold", b.hold),
-        ] {
-            week(&format!("breaker.{key}"), d.0);
-        }
-    }
-    if let Some(r) = &g.retry {
-        if let Some(base) = r.base {
-            week("retry.base", base.0);
-        }
-        week("retry.cap", r.cap.0);
-    }
-    if let Some(b) = &g.budget {
-        week("budget.ttl", b.ttl.0);
-    }
-    if let Some(t) = &g.throttle {
-        week("throttle.window", t.window.0);
-    }
-    if let Some(wait) = g.bulkhead.as_ref().and_then(|b| b.queue_wait) {
-        week("bulkhead.queue_wait", wait.0);
-    }
-    if let Some(timeout) = g.limiter.as_ref().and_then(|l| l.timeout) {
-        week("limiter.timeout", timeout.0);
+
+    /// A count (or bounded number) and its largest allowed value. Lower bounds (at least 1, above 0) are checked by
+    /// the rules of each key.
+    pub fn count(&mut self, path: impl Into<String>, value: f64, max: f64) {
+        self.counts.push(CountKey { path: path.into(), value, max });
     }
 }
 
-/// Every count (and bounded number) the scenario holds, with its largest allowed value. Lower bounds (at least 1,
-/// above 0) are checked by the rules of each key.
-pub fn counts(s: &Scenario) -> Vec<CountKey> {
-    let mut out = Vec::new();
-    let mut add = |path: String, value: f64, max: f64| out.push(CountKey { path, value, max });
-    let hosts = MAX_HOSTS as f64;
-    let concurrency = MAX_CONCURRENCY as f64;
-    for (i, server) in s.servers.iter().enumerate() {
-        let at = |key: &str| format!("servers[{i}].{key}");
-        add(at("replicas"), server.replicas as f64, hosts);
-        for (key, n) in [("workers", server.workers), ("page_size", server.page_size)] {
-            if let Some(n) = n {
-                add(at(key), n as f64, concurrency);
+impl Ranges {
+    /// Fails every key above its bound, in a run of length `run`: what keeps the run's arithmetic far from
+    /// overflow. The keys bounded by their own rule are left to it.
+    pub(crate) fn check(self, run: Duration, rules: &mut Rules) {
+        for key in self.durations {
+            if key.upper != Upper::RunByOwnRule && key.value > key.upper.of(run) {
+                let message = format!("must be at most {}, got {}", key.upper.describe(run), shown(key.value));
+                rules.fail(key.path, message);
             }
         }
-        if let Some(n) = server.max_concurrent_requests {
-            add(at("max_concurrent_requests"), f64::from(n), concurrency);
-        }
-        add(at("max_in_flight_per_connection"), server.max_in_flight_per_connection as f64, concurrency);
-        if let Some(ms) = server.latency_p95_ms {
-            add(at("latency_p95_ms"), ms, MAX_DURATION_MS as f64);
-        }
-        add(at("cache_ttl_ms"), server.cache_ttl_ms as f64, MAX_DURATION_MS as f64);
-    }
-    let load = &s.load;
-    if let Some(n) = load.sessions {
-        add("load.sessions".into(), n as f64, MAX_SESSIONS as f64);
-    }
-    if let Some(rate) = load.rate {
-        add("load.rate".into(), rate, MAX_RATE);
-    }
-    if let Some(n) = load.calls {
-        add("load.calls".into(), n as f64, MAX_CALLS as f64);
-    }
-    add("load.hosts".into(), load.hosts as f64, hosts);
-    for (j, entry) in load.mix.iter().enumerate() {
-        add(format!("load.mix[{j}].weight"), entry.weight, MAX_WEIGHT);
-    }
-    add("agent.max_retries".into(), f64::from(s.agent.max_retries), MAX_ATTEMPTS as f64);
-    add("client.max_in_flight".into(), s.client.max_in_flight as f64, concurrency);
-    add("client.per_connection".into(), s.client.per_connection as f64, concurrency);
-    add("client.http_connections".into(), s.client.http_connections as f64, concurrency);
-    add("client.http_queue".into(), s.client.http_queue as f64, concurrency);
-    for (k, f) in s.faults.iter().enumerate() {
-        if let Some(m) = f.multiplier {
-            add(format!("faults[{k}].multiplier"), m, MAX_MULTIPLIER);
-        }
-        // Checked to be 400 to 599 by the fault's own rule; listed so that every integer key has a range.
-        if let Some(status) = f.status {
-            add(format!("faults[{k}].status"), f64::from(status), 599.0);
-        }
-    }
-    gateway_counts(s, &mut add);
-    if let Some(sweep) = &s.sweep {
-        add("sweep.values".into(), sweep.values.len() as f64, MAX_SWEEP_VALUES as f64);
-    }
-    if let Some(swarm) = &s.swarm {
-        add("swarm.max_faults".into(), f64::from(swarm.max_faults), MAX_SWARM_FAULTS as f64);
-        add("swarm.max_at_once".into(), f64::from(swarm.max_at_once), MAX_SWARM_FAULTS as f64);
-        add("swarm.error_slack_calls".into(), swarm.error_slack_calls as f64, MAX_CALLS as f64);
-        add("swarm.max_multiplier".into(), swarm.max_multiplier, MAX_MULTIPLIER);
-    }
-    out
-}
-
-fn gateway_counts(s: &Scenario, add: &mut impl FnMut(String, f64, f64)) {
-    let g = &s.gateway;
-    let mut add = |key: &str, value: f64, max: u64| add(format!("gateway.{key}"), value, max as f64);
-    add("router.failure_threshold", f64::from(g.router.failure_threshold), MAX_THRESHOLD);
-    if let Some(b) = &g.breaker {
-        if let Some(n) = b.window_calls {
-            add("breaker.window_calls", f64::from(n), MAX_WINDOW_CALLS);
-        }
-        add("breaker.minimum_calls", f64::from(b.minimum_calls), MAX_WINDOW_CALLS);
-        add("breaker.half_open_probes", f64::from(b.half_open_probes), MAX_THRESHOLD);
-    }
-    if let Some(r) = &g.retry {
-        add("retry.max_attempts", f64::from(r.max_attempts), MAX_ATTEMPTS);
-    }
-    if let Some(b) = &g.bulkhead {
-        if let Some(n) = b.max_concurrent {
-            add("bulkhead.max_concurrent", n as f64, MAX_CONCURRENCY);
-        }
-        for (server, n) in &b.per_server {
-            add(&format!("bulkhead.per_server.{server}"), *n as f64, MAX_CONCURRENCY);
-        }
-    }
-    if let Some(l) = &g.limiter {
-        for (key, n) in [("initial", l.initial), ("min", l.min), ("max", l.max)] {
-            if let Some(n) = n {
-                add(&format!("limiter.{key}"), n as f64, MAX_CONCURRENCY);
-            }
-        }
-        for (key, n) in [("long_window", l.long_window), ("warmup", l.warmup)] {
-            if let Some(n) = n {
-                add(&format!("limiter.{key}"), f64::from(n), MAX_CONCURRENCY);
+        for key in self.counts {
+            if key.value > key.max {
+                rules.fail(key.path, format!("must be at most {}, got {}", number(key.max), number(key.value)));
             }
         }
     }

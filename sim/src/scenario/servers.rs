@@ -2,6 +2,7 @@
 //! fake server's configuration.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
@@ -9,10 +10,12 @@ use serde_json::Value;
 
 use mcpstorm_core::AuthScheme;
 
-use super::model::{empty_args, object_schema, one};
-use super::ranges;
+use super::ranges::{self, MAX_CONCURRENCY, MAX_DURATION_MS, MAX_HOSTS, Ranges, Upper};
+use super::rules::{Rules, fmt};
+use super::shared::{GATEWAY, empty_args, object_schema, one, yes};
 use super::units::Dur;
 use crate::seed::Seed;
+use mcpstorm_fake::{ConfigError, DEFAULT_MAX_IN_FLIGHT};
 use mcpstorm_fake::{FakeServerConfig, LegacyDiscover, ProtocolEra, ToolConfig, Transport, ValidationError, both_eras};
 
 /// A fake MCP server, possibly replicated (its replicas' hosts: see `network.hosts`).
@@ -116,10 +119,6 @@ pub struct HealthCheckSpec {
     pub arguments: Value,
 }
 
-fn yes() -> bool {
-    true
-}
-
 fn is_ndjson(t: &Transport) -> bool {
     *t == Transport::Ndjson
 }
@@ -175,6 +174,165 @@ impl ServerSpec {
             meta.insert("max_concurrent_requests".to_owned(), Value::from(n));
         }
         (!meta.is_empty()).then_some(meta)
+    }
+
+    /// The rules of the `[[servers]]` array: at least one server, unique names, and each server's own rules
+    /// (`run` is the scenario's duration, which `join_at` and `leave_at` fall inside).
+    pub(super) fn problems_of(servers: &[ServerSpec], run: Duration, rules: &mut Rules) {
+        if servers.is_empty() {
+            rules.fail("servers", "at least one server is needed");
+        }
+        let mut first_index: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, server) in servers.iter().enumerate() {
+            let at = |field: &str| format!("servers[{i}].{field}");
+            if server.name.is_empty() {
+                rules.fail(at("name"), "must not be empty");
+            } else if server.name == GATEWAY {
+                rules.fail(
+                    at("name"),
+                    format!("{GATEWAY:?} is reserved: a clock_skew fault targets every load host by it"),
+                );
+            } else if server.name.contains('#') {
+                rules.fail(at("name"), "must not contain `#` (faults use `name#i` for replica i)");
+            } else if let Some(first) = first_index.get(server.name.as_str()) {
+                rules.fail(at("name"), format!("duplicate server name {:?} (also servers[{first}])", server.name));
+            } else {
+                first_index.insert(&server.name, i);
+            }
+            rules.at_least_one(&at("replicas"), server.replicas);
+            // The fake server's own checks, one tool at a time so that every bad tool is reported.
+            // The fake's checks stop at the first problem, so each part is checked on its own: the server's fields
+            // without tools, then every tool on a server with nothing else to complain about.
+            let mut server_only = server.fake_config(0, 0);
+            server_only.tools.clear();
+            if server_only.name.is_empty() {
+                server_only.name = "_".to_owned();
+            }
+            if let Err(ConfigError::Invalid { field, message }) = server_only.validate() {
+                rules.fail(at(&field), message);
+            }
+            let tool_base = FakeServerConfig {
+                workers: None,
+                max_in_flight_per_connection: DEFAULT_MAX_IN_FLIGHT,
+                page_size: None,
+                ..server_only
+            };
+            let mut tool_index: BTreeMap<&str, usize> = BTreeMap::new();
+            for (t, tool) in server.tools.iter().enumerate() {
+                let tool_at = |field: &str| format!("servers[{i}].tools[{t}].{field}");
+                if let Some(first) = tool_index.get(tool.name.as_str()) {
+                    rules.fail(tool_at("name"), format!("duplicate tool name {:?} (also tools[{first}])", tool.name));
+                } else {
+                    tool_index.insert(&tool.name, t);
+                }
+                let one = FakeServerConfig { tools: vec![tool.clone()], ..tool_base.clone() };
+                if let Err(ConfigError::Invalid { field, message }) = one.validate() {
+                    // The fake names fields `tools[0] "query": latency.p99_ms` (or `tools[0].name`).
+                    let prefix = format!("tools[0] {:?}: ", tool.name);
+                    let field = field
+                        .strip_prefix(&prefix)
+                        .or_else(|| field.strip_prefix("tools[0]."))
+                        .map(str::to_owned)
+                        .unwrap_or(field);
+                    // The fake stops at the tool's first problem; the latency is checked last, so check it here too.
+                    if !field.starts_with("latency.")
+                        && let Err((latency_field, latency_message)) = tool.latency.validate()
+                    {
+                        rules.fail(tool_at(&field), message);
+                        rules.fail(tool_at(&format!("latency.{latency_field}")), latency_message);
+                    } else {
+                        rules.fail(tool_at(&field), message);
+                    }
+                }
+            }
+            server.routing_problems(i, run, rules);
+        }
+    }
+
+    /// What the server declares for routing, and when it joins and leaves.
+    fn routing_problems(&self, i: usize, run: Duration, rules: &mut Rules) {
+        let at = |field: &str| format!("servers[{i}].{field}");
+        for tag in &self.tags {
+            if tag.is_empty() {
+                rules.fail(at("tags"), "a tag must not be empty");
+            } else if tag.starts_with("server:") {
+                rules.fail(
+                    at("tags"),
+                    format!("{tag:?}: `server:` tags are automatic (every server has `server:<name>`)"),
+                );
+            }
+        }
+        for (attribute, values) in &self.capabilities {
+            if !attribute.ends_with("_support") || attribute.len() == "_support".len() {
+                rules.fail(
+                    at(&format!("capabilities.{attribute}")),
+                    "a capability is named `<attribute>_support` (e.g. language_support), as servers declare it in _meta",
+                );
+            }
+            if values.iter().any(String::is_empty) {
+                rules.fail(at(&format!("capabilities.{attribute}")), "values must not be empty strings");
+            }
+        }
+        if let Some(ms) = self.latency_p95_ms
+            && !(ms.is_finite() && ms > 0.0)
+        {
+            rules.fail(at("latency_p95_ms"), format!("must be a number of milliseconds > 0, got {ms}"));
+        }
+        if self.max_concurrent_requests == Some(0) {
+            rules.fail(at("max_concurrent_requests"), "must be at least 1");
+        }
+        if let Some(check) = &self.health_check {
+            if !self.tools.iter().any(|t| t.name == check.tool) {
+                rules.fail(at("health_check.tool"), format!("server {:?} has no tool {:?}", self.name, check.tool));
+            }
+            if !check.arguments.is_object() {
+                rules.fail(at("health_check.arguments"), "must be a table of arguments");
+            }
+        }
+        let end = run;
+        if let Some(join) = self.join_at
+            && !end.is_zero()
+            && join.0 >= end
+        {
+            rules.fail(at("join_at"), format!("must be before the end of the run ({})", fmt(end)));
+        }
+        if let Some(leave) = self.leave_at {
+            if !end.is_zero() && leave.0 > end {
+                rules.fail(at("leave_at"), format!("must not be after the end of the run ({})", fmt(end)));
+            }
+            if leave.0 <= self.join_at.unwrap_or_default().0 {
+                rules.fail(at("leave_at"), "must be after join_at (and after the start)");
+            }
+        }
+    }
+
+    /// The server's durations and counts with their bounds.
+    pub(super) fn ranges(&self, i: usize, out: &mut Ranges) {
+        let at = |key: &str| format!("servers[{i}].{key}");
+        if let Some(ttl) = self.session_ttl {
+            out.duration(at("session_ttl"), ttl.0, Upper::Week);
+        }
+        if let Some(join) = self.join_at {
+            out.duration(at("join_at"), join.0, Upper::RunByOwnRule);
+        }
+        if let Some(leave) = self.leave_at {
+            out.duration(at("leave_at"), leave.0, Upper::RunByOwnRule);
+        }
+        let concurrency = MAX_CONCURRENCY as f64;
+        out.count(at("replicas"), self.replicas as f64, MAX_HOSTS as f64);
+        for (key, n) in [("workers", self.workers), ("page_size", self.page_size)] {
+            if let Some(n) = n {
+                out.count(at(key), n as f64, concurrency);
+            }
+        }
+        if let Some(n) = self.max_concurrent_requests {
+            out.count(at("max_concurrent_requests"), f64::from(n), concurrency);
+        }
+        out.count(at("max_in_flight_per_connection"), self.max_in_flight_per_connection as f64, concurrency);
+        if let Some(ms) = self.latency_p95_ms {
+            out.count(at("latency_p95_ms"), ms, MAX_DURATION_MS as f64);
+        }
+        out.count(at("cache_ttl_ms"), self.cache_ttl_ms as f64, MAX_DURATION_MS as f64);
     }
 
     /// The tag every server carries and a `[[load.mix]]` entry naming it requires.

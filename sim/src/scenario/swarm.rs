@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::faults::FaultKind;
-use super::ranges;
+use super::ranges::{self, MAX_CALLS, MAX_MULTIPLIER, MAX_SWARM_FAULTS, Ranges, Upper};
 use super::units::Dur;
 
 /// How `mcpstorm swarm` draws faults for this scenario and judges the runs.
@@ -118,6 +118,17 @@ impl SwarmSpec {
             ("recovery_within", self.recovery_within),
             ("p99_slack", self.p99_slack),
         ]
+    }
+
+    /// The table's durations and counts with their bounds.
+    pub(super) fn ranges(&self, out: &mut Ranges) {
+        for (key, d) in self.durations() {
+            out.duration(format!("swarm.{key}"), d.0, Upper::Week);
+        }
+        out.count("swarm.max_faults", f64::from(self.max_faults), MAX_SWARM_FAULTS as f64);
+        out.count("swarm.max_at_once", f64::from(self.max_at_once), MAX_SWARM_FAULTS as f64);
+        out.count("swarm.error_slack_calls", self.error_slack_calls as f64, MAX_CALLS as f64);
+        out.count("swarm.max_multiplier", self.max_multiplier, MAX_MULTIPLIER);
     }
 
     /// The kinds a swarm draws (the table's, or every kind whose effect ends with its window).

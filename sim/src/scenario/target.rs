@@ -3,11 +3,8 @@
 
 use super::servers::ServerSpec;
 
-/// The `target` of a `partition` that cuts the gossip hub off from every load host.
-pub const GOSSIP: &str = "gossip";
-
-/// The `target` of a `clock_skew` on every load host (the gateway) rather than a server.
-pub const GATEWAY: &str = "gateway";
+// The two names that are not servers live with the defaults every table shares: the servers table reserves them.
+pub use super::shared::{GATEWAY, GOSSIP};
 
 /// A fault target: `(server index, Some(replica))` for `name#i`, `(server index, None)` for every replica.
 pub fn resolve_target(target: &str, servers: &[ServerSpec]) -> Result<(usize, Option<usize>), String> {

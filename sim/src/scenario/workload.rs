@@ -6,8 +6,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::model::{empty_args, object_schema, one};
-use super::ranges;
+use super::ranges::{self, MAX_ATTEMPTS, MAX_CALLS, MAX_HOSTS, MAX_RATE, MAX_SESSIONS, MAX_WEIGHT, Ranges, Upper};
+use super::rules::Rules;
+use super::servers::ServerSpec;
+use super::shared::{empty_args, object_schema, one};
+use super::target::names;
 use super::units::Dur;
 
 /// The offered load: many agent sessions multiplexed on a few load-generator hosts.
@@ -139,5 +142,121 @@ impl RetryMode {
     /// Whether the mode retries at all.
     pub fn retries(self) -> bool {
         self != RetryMode::None
+    }
+}
+
+impl Load {
+    /// The table's rules; `servers` are what the mix may name.
+    pub(super) fn problems(&self, servers: &[ServerSpec], rules: &mut Rules) {
+        match self.mode {
+            LoadMode::Closed => {
+                match self.sessions {
+                    None => rules.fail("load.sessions", "is required when mode = \"closed\""),
+                    Some(n) => rules.at_least_one("load.sessions", n),
+                }
+                if self.rate.is_some() {
+                    rules.fail(
+                        "load.rate",
+                        "applies only to mode = \"open\" (a closed loop's rate follows from sessions)",
+                    );
+                }
+            }
+            LoadMode::Open => {
+                match self.rate {
+                    None => rules.fail("load.rate", "is required when mode = \"open\" (calls per second)"),
+                    Some(r) if !(r.is_finite() && r > 0.0) => {
+                        rules.fail("load.rate", format!("must be a number of calls per second > 0, got {r}"))
+                    }
+                    Some(_) => {}
+                }
+                if self.sessions.is_some() {
+                    rules.fail("load.sessions", "applies only to mode = \"closed\" (an open loop has no sessions)");
+                }
+            }
+        }
+        if self.calls == Some(0) {
+            rules.fail("load.calls", "must be at least 1 (omit it to call until the end of the run)");
+        }
+        rules.at_least_one("load.hosts", self.hosts);
+        if self.mix.is_empty() {
+            rules.fail("load.mix", "needs at least one entry: what the agents call");
+        }
+        for (j, entry) in self.mix.iter().enumerate() {
+            entry.problems(j, servers, rules);
+        }
+    }
+
+    /// The table's durations and counts with their bounds.
+    pub(super) fn ranges(&self, out: &mut Ranges) {
+        out.duration("load.think_time", self.think_time.0, Upper::Run);
+        if let Some(n) = self.sessions {
+            out.count("load.sessions", n as f64, MAX_SESSIONS as f64);
+        }
+        if let Some(rate) = self.rate {
+            out.count("load.rate", rate, MAX_RATE);
+        }
+        if let Some(n) = self.calls {
+            out.count("load.calls", n as f64, MAX_CALLS as f64);
+        }
+        out.count("load.hosts", self.hosts as f64, MAX_HOSTS as f64);
+        for (j, entry) in self.mix.iter().enumerate() {
+            out.count(format!("load.mix[{j}].weight"), entry.weight, MAX_WEIGHT);
+        }
+    }
+}
+
+impl MixEntry {
+    /// Entry `j`'s rules: a positive weight, a table of arguments, and a tool that a named server (or any) offers.
+    fn problems(&self, j: usize, servers: &[ServerSpec], rules: &mut Rules) {
+        let at = |field: &str| format!("load.mix[{j}].{field}");
+        if !(self.weight.is_finite() && self.weight > 0.0) {
+            rules.fail(at("weight"), format!("must be a finite number > 0, got {}", self.weight));
+        }
+        if !self.args.is_object() {
+            rules.fail(at("args"), "must be a table of arguments, e.g. { message = \"hi\" }");
+        }
+        let Some(name) = &self.server else {
+            if !servers.iter().any(|srv| srv.tools.iter().any(|t| t.name == self.tool)) {
+                rules.fail(at("tool"), format!("no server offers a tool {:?}", self.tool));
+            }
+            return;
+        };
+        match servers.iter().find(|srv| &srv.name == name) {
+            None => rules.fail(at("server"), format!("no server is named {name:?}{}", names(servers))),
+            Some(server) => {
+                if !server.tools.iter().any(|t| t.name == self.tool) {
+                    let tools: Vec<String> = server.tools.iter().map(|t| format!("{:?}", t.name)).collect();
+                    rules.fail(
+                        at("tool"),
+                        format!(
+                            "server {:?} has no tool {:?} (it has {})",
+                            server.name,
+                            self.tool,
+                            if tools.is_empty() { "none".to_owned() } else { tools.join(", ") }
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+impl Agent {
+    /// The table's rules.
+    pub(super) fn problems(&self, rules: &mut Rules) {
+        if self.retry.retries() && self.max_retries == 0 {
+            let mode = serde_json::to_value(self.retry).ok().and_then(|v| v.as_str().map(str::to_owned));
+            rules.fail("agent.max_retries", format!("must be at least 1 with retry = {:?}", mode.unwrap_or_default()));
+        }
+        if self.backoff.0 > self.backoff_cap.0 {
+            rules.fail("agent.backoff", "must not exceed agent.backoff_cap");
+        }
+    }
+
+    /// The table's durations and counts with their bounds.
+    pub(super) fn ranges(&self, out: &mut Ranges) {
+        out.duration("agent.backoff", self.backoff.0, Upper::Week);
+        out.duration("agent.backoff_cap", self.backoff_cap.0, Upper::Week);
+        out.count("agent.max_retries", f64::from(self.max_retries), MAX_ATTEMPTS as f64);
     }
 }

@@ -15,11 +15,11 @@ mod call_log;
 mod clock;
 mod faults;
 mod gossip;
-mod load;
 mod net;
 mod phases;
 mod recorder;
 mod routing;
+mod traffic;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -37,9 +37,9 @@ use crate::scenario::{FaultKind, LoadMode, profile_name};
 use crate::scenario::{Placement, Scenario};
 use crate::seed::Seed;
 use faults::{Handles, NetAction, Timeline};
-use load::LoadPlan;
 use mcpstorm_core::router::FormulaSpec;
 use mcpstorm_fake::FakeServer;
+use traffic::LoadPlan;
 
 /// turmoil's simulated clock starts here: pinned so runs never depend on when they happen (2025-01-01T00:00:00Z).
 pub const EPOCH_SECS: u64 = 1_735_689_600;
@@ -123,7 +123,7 @@ pub fn run(
         placement,
     });
     for (i, host) in load_hosts.iter().enumerate() {
-        sim.client(host.clone(), load::run_host(plan.clone(), i, host.clone()));
+        sim.client(host.clone(), traffic::run_host(plan.clone(), i, host.clone()));
     }
 
     let mut timeline = Timeline::new(scenario);

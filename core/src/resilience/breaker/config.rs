@@ -16,12 +16,12 @@ pub enum WindowConfig {
 /// | field                      | default                 | meaning                                               |
 /// |----------------------------|-------------------------|-------------------------------------------------------|
 /// | `window`                   | time, 10 × 1 s          | what the rates are computed over (10 s)               |
-/// | `failure_rate_threshold`   | 0.5                     | open when failures / calls ≥ this (inclusive)         |
-/// | `slow_call_rate_threshold` | 0.6                     | open when slow calls / calls ≥ this (inclusive)       |
-/// | `slow_call_duration`       | 2 s                     | a call taking at least this long is slow              |
+/// | `failure_rate`   | 0.5                     | open when failures / calls ≥ this (inclusive)         |
+/// | `slow_call_rate` | 0.6                     | open when slow calls / calls ≥ this (inclusive)       |
+/// | `slow_call`       | 2 s                     | a call taking at least this long is slow              |
 /// | `minimum_calls`            | 10                      | no verdict before this many calls are in the window (capped at a count window's size) |
-/// | `open_base`                | 5 s                     | the first open period                                 |
-/// | `open_multiplier`          | 2.0                     | each re-open without a successful close in between multiplies it |
+/// | `open`                | 5 s                     | the first open period                                 |
+/// | `open_growth`          | 2.0                     | each re-open without a successful close in between multiplies it |
 /// | `open_max`                 | 60 s                    | the open period's cap (before jitter)                 |
 /// | `open_jitter`              | 0.2                     | the open period is scaled by a uniform factor in 1 ± this |
 /// | `half_open_probes`         | 3                       | probes in flight at once in half-open, and consecutive successes that close |
@@ -32,12 +32,12 @@ pub enum WindowConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BreakerConfig {
     pub window: WindowConfig,
-    pub failure_rate_threshold: f64,
-    pub slow_call_rate_threshold: f64,
-    pub slow_call_duration: Duration,
+    pub failure_rate: f64,
+    pub slow_call_rate: f64,
+    pub slow_call: Duration,
     pub minimum_calls: u32,
-    pub open_base: Duration,
-    pub open_multiplier: f64,
+    pub open: Duration,
+    pub open_growth: f64,
     pub open_max: Duration,
     pub open_jitter: f64,
     pub half_open_probes: u32,
@@ -58,12 +58,12 @@ impl Default for BreakerConfig {
     fn default() -> Self {
         BreakerConfig {
             window: WindowConfig::Time { buckets: 10, bucket_width: Duration::from_secs(1) },
-            failure_rate_threshold: 0.5,
-            slow_call_rate_threshold: 0.6,
-            slow_call_duration: Duration::from_secs(2),
+            failure_rate: 0.5,
+            slow_call_rate: 0.6,
+            slow_call: Duration::from_secs(2),
             minimum_calls: 10,
-            open_base: Duration::from_secs(5),
-            open_multiplier: 2.0,
+            open: Duration::from_secs(5),
+            open_growth: 2.0,
             open_max: Duration::from_secs(60),
             open_jitter: 0.2,
             half_open_probes: 3,
@@ -96,23 +96,23 @@ impl BreakerConfig {
             _ => {}
         }
         let rate = |r: f64| r.is_finite() && r > 0.0 && r <= 1.0;
-        if !rate(self.failure_rate_threshold) {
-            return err("failure_rate_threshold", "must be in (0, 1]");
+        if !rate(self.failure_rate) {
+            return err("failure_rate", "must be in (0, 1]");
         }
-        if !rate(self.slow_call_rate_threshold) {
-            return err("slow_call_rate_threshold", "must be in (0, 1]");
+        if !rate(self.slow_call_rate) {
+            return err("slow_call_rate", "must be in (0, 1]");
         }
         if self.minimum_calls == 0 {
             return err("minimum_calls", "must be at least 1");
         }
-        if self.open_base.is_zero() {
-            return err("open_base", "must be positive");
+        if self.open.is_zero() {
+            return err("open", "must be positive");
         }
-        if !(self.open_multiplier.is_finite() && self.open_multiplier >= 1.0) {
-            return err("open_multiplier", "must be a finite number ≥ 1");
+        if !(self.open_growth.is_finite() && self.open_growth >= 1.0) {
+            return err("open_growth", "must be a finite number ≥ 1");
         }
-        if self.open_max < self.open_base {
-            return err("open_max", "must be at least open_base");
+        if self.open_max < self.open {
+            return err("open_max", "must be at least open");
         }
         if !(self.open_jitter.is_finite() && (0.0..1.0).contains(&self.open_jitter)) {
             return err("open_jitter", "must be in [0, 1)");
@@ -137,10 +137,10 @@ mod tests {
     #[test]
     fn defaults_validate_and_bad_fields_are_named() {
         assert_eq!(BreakerConfig::default().validate(), Ok(()));
-        let bad = BreakerConfig { failure_rate_threshold: 1.5, ..BreakerConfig::default() };
+        let bad = BreakerConfig { failure_rate: 1.5, ..BreakerConfig::default() };
         assert_eq!(
             bad.validate().unwrap_err().to_string(),
-            "invalid breaker configuration: failure_rate_threshold must be in (0, 1]"
+            "invalid breaker configuration: failure_rate must be in (0, 1]"
         );
         let bad = BreakerConfig { window: WindowConfig::Count { size: 0 }, ..BreakerConfig::default() };
         assert_eq!(bad.validate().unwrap_err().field, "window.size");

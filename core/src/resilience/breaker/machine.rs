@@ -289,7 +289,7 @@ impl Breaker {
         if ticket.epoch != self.epoch {
             return None;
         }
-        let slow = elapsed >= self.config.slow_call_duration;
+        let slow = elapsed >= self.config.slow_call;
         match (&mut self.phase, verdict) {
             (Phase::HalfOpen { in_flight, .. }, _) if ticket.probe == Probe::HalfOpen => {
                 *in_flight = in_flight.saturating_sub(1);
@@ -404,9 +404,9 @@ impl Breaker {
         };
         if counts.calls < minimum {
             None
-        } else if counts.failure_rate() >= self.config.failure_rate_threshold {
+        } else if counts.failure_rate() >= self.config.failure_rate {
             Some(TransitionReason::FailureRate)
-        } else if counts.slow_rate() >= self.config.slow_call_rate_threshold {
+        } else if counts.slow_rate() >= self.config.slow_call_rate {
             Some(TransitionReason::SlowCallRate)
         } else {
             None
@@ -425,15 +425,15 @@ impl Breaker {
         };
         let counts = self.window.counts(now);
         let slow = reason == TransitionReason::ProbeSlow
-            || counts.calls > 0 && counts.slow_rate() >= self.config.slow_call_rate_threshold;
+            || counts.calls > 0 && counts.slow_rate() >= self.config.slow_call_rate;
         self.enter(now, Phase::Open { until: now + period, probed: None, slow }, reason, Some(period))
     }
 
-    /// `open_base × open_multiplier^(n − 1)`, capped at `open_max`, before jitter.
+    /// `open × open_growth^(n − 1)`, capped at `open_max`, before jitter.
     pub fn open_period(&self, n: u32) -> Duration {
         let c = &self.config;
         let exp = i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX);
-        let secs = c.open_base.as_secs_f64() * c.open_multiplier.powi(exp);
+        let secs = c.open.as_secs_f64() * c.open_growth.powi(exp);
         if secs >= c.open_max.as_secs_f64() { c.open_max } else { Duration::from_secs_f64(secs) }
     }
 

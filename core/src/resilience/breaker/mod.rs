@@ -22,9 +22,9 @@
 //!   nothing about the server after it.
 //! - **Thresholds** are inclusive (`rate ≥ threshold` trips, as resilience4j) and need `minimum_calls` in the window
 //!   (capped at a count window's size), so three failures out of three calls at startup do not open a breaker whose
-//!   minimum is ten. A call is slow when it takes at least `slow_call_duration`, whether it succeeded or failed.
-//! - **Open period** grows on each re-open without a successful close in between: `open_base ×
-//!   open_multiplier^(n−1)`, capped at `open_max`, then scaled by a uniform factor in `1 ± open_jitter` so breakers
+//!   minimum is ten. A call is slow when it takes at least `slow_call`, whether it succeeded or failed.
+//! - **Open period** grows on each re-open without a successful close in between: `open ×
+//!   open_growth^(n−1)`, capped at `open_max`, then scaled by a uniform factor in `1 ± open_jitter` so breakers
 //!   opened together by one incident do not probe in lockstep. A successful close resets the growth. A server's
 //!   retry-after (see [`classify`]) opens for exactly that long (capped at `retry_after_cap`), without growth.
 //! - **Half-open** admits at most `half_open_probes` calls in flight (letting everything through turns recovery into a

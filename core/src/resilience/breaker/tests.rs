@@ -18,12 +18,12 @@ fn count_config(size: u32, minimum: u32) -> BreakerConfig {
     BreakerConfig {
         window: WindowConfig::Count { size },
         minimum_calls: minimum,
-        open_base: ms(1000),
+        open: ms(1000),
         open_max: ms(8000),
         open_jitter: 0.0,
         half_open_probes: 2,
         half_open_max_wait: ms(5000),
-        slow_call_duration: ms(500),
+        slow_call: ms(500),
         probe_interval: None,
         ..BreakerConfig::default()
     }
@@ -69,7 +69,7 @@ fn opens_at_the_failure_threshold_inclusive_only_after_minimum_calls() {
 #[test]
 fn slow_calls_trip_on_their_own_rate() {
     let t0 = Instant::now();
-    let config = BreakerConfig { slow_call_rate_threshold: 0.6, ..count_config(5, 5) };
+    let config = BreakerConfig { slow_call_rate: 0.6, ..count_config(5, 5) };
     let mut b = breaker(config, t0);
     for elapsed in [ms(499), ms(500), ms(900), ms(10)] {
         assert_eq!(call(&mut b, t0, HealthVerdict::Success, elapsed), None);
@@ -417,7 +417,7 @@ impl Model {
             Some(d) => d.min(self.c.retry_after_cap),
             None => {
                 self.reopens += 1;
-                let mut d = self.c.open_base;
+                let mut d = self.c.open;
                 for _ in 1..self.reopens {
                     d = (d * 2).min(self.c.open_max);
                 }
@@ -480,7 +480,7 @@ impl Model {
         if probe {
             self.probes -= 1;
         }
-        let slow = elapsed >= self.c.slow_call_duration;
+        let slow = elapsed >= self.c.slow_call;
         if v == HealthVerdict::Ignore {
             return None;
         }
@@ -507,9 +507,9 @@ impl Model {
                     WindowConfig::Time { .. } => self.c.minimum_calls,
                 };
                 let rate = |n: u32| f64::from(n) / f64::from(calls);
-                if calls >= minimum && rate(failures) >= self.c.failure_rate_threshold {
+                if calls >= minimum && rate(failures) >= self.c.failure_rate {
                     self.open(now, TransitionReason::FailureRate, None)
-                } else if calls >= minimum && rate(slows) >= self.c.slow_call_rate_threshold {
+                } else if calls >= minimum && rate(slows) >= self.c.slow_call_rate {
                     self.open(now, TransitionReason::SlowCallRate, None)
                 } else {
                     None

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use mcpstorm_core::resilience::{BreakerConfig, WindowConfig};
 
 use super::{WINDOW_BUCKETS, yes};
-use crate::scenario::ranges;
+use crate::scenario::ranges::{self, MAX_THRESHOLD, MAX_WINDOW_CALLS, Ranges, Upper};
 use crate::scenario::units::Dur;
 
 /// `[gateway.breaker]`: a circuit breaker per (replica, tool).
@@ -93,22 +93,22 @@ fn default_breaker_window() -> Dur {
     }
 }
 fn default_failure_rate() -> f64 {
-    BreakerConfig::default().failure_rate_threshold
+    BreakerConfig::default().failure_rate
 }
 fn default_slow_call_rate() -> f64 {
-    BreakerConfig::default().slow_call_rate_threshold
+    BreakerConfig::default().slow_call_rate
 }
 fn default_slow_call() -> Dur {
-    Dur(BreakerConfig::default().slow_call_duration)
+    Dur(BreakerConfig::default().slow_call)
 }
 fn default_minimum_calls() -> u32 {
     BreakerConfig::default().minimum_calls
 }
 fn default_open() -> Dur {
-    Dur(BreakerConfig::default().open_base)
+    Dur(BreakerConfig::default().open)
 }
 fn default_open_growth() -> f64 {
-    BreakerConfig::default().open_multiplier
+    BreakerConfig::default().open_growth
 }
 fn default_open_max() -> Dur {
     Dur(BreakerConfig::default().open_max)
@@ -137,12 +137,12 @@ impl BreakerSpec {
         };
         BreakerConfig {
             window,
-            failure_rate_threshold: self.failure_rate,
-            slow_call_rate_threshold: self.slow_call_rate,
-            slow_call_duration: self.slow_call.0,
+            failure_rate: self.failure_rate,
+            slow_call_rate: self.slow_call_rate,
+            slow_call: self.slow_call.0,
             minimum_calls: self.minimum_calls,
-            open_base: self.open.0,
-            open_multiplier: self.open_growth,
+            open: self.open.0,
+            open_growth: self.open_growth,
             open_max: self.open_max.0,
             open_jitter: self.open_jitter,
             half_open_probes: self.half_open_probes,
@@ -153,14 +153,31 @@ impl BreakerSpec {
         }
     }
 
-    /// Values out of range, at their keys (`breaker.failure_rate`, ...).
+    /// The table's durations and counts with their bounds.
+    pub(super) fn ranges(&self, out: &mut Ranges) {
+        for (key, d) in [
+            ("window", self.window),
+            ("slow_call", self.slow_call),
+            ("open", self.open),
+            ("open_max", self.open_max),
+            ("half_open_max_wait", self.half_open_max_wait),
+            ("probe_interval", self.probe_interval),
+            ("hold", self.hold),
+        ] {
+            out.duration(format!("gateway.breaker.{key}"), d.0, Upper::Week);
+        }
+        if let Some(n) = self.window_calls {
+            out.count("gateway.breaker.window_calls", f64::from(n), MAX_WINDOW_CALLS as f64);
+        }
+        out.count("gateway.breaker.minimum_calls", f64::from(self.minimum_calls), MAX_WINDOW_CALLS as f64);
+        out.count("gateway.breaker.half_open_probes", f64::from(self.half_open_probes), MAX_THRESHOLD as f64);
+    }
+
+    /// Values out of range, at their keys (`breaker.failure_rate`, ...): the core's fields are named as the table's
+    /// keys, except the window, which the table gives as a duration or a count.
     pub(super) fn problems(&self, fail: &mut impl FnMut(&str, String)) {
         if let Err(e) = self.to_core().validate() {
             let key = match e.field {
-                "failure_rate_threshold" => "failure_rate",
-                "slow_call_rate_threshold" => "slow_call_rate",
-                "open_base" => "open",
-                "open_multiplier" => "open_growth",
                 "window.size" => "window_calls",
                 "window.buckets" | "window.bucket_width" => "window",
                 other => other,

@@ -10,7 +10,7 @@ use mcpstorm_core::resilience::{AimdConfig, Gradient2Config, LimiterKind};
 use mcpstorm_core::resilience::{BulkheadConfig, BulkheadScope};
 
 use super::yes;
-use crate::scenario::ranges;
+use crate::scenario::ranges::{self, MAX_CONCURRENCY, Ranges, Upper};
 use crate::scenario::units::Dur;
 
 /// `[gateway.bulkhead]`: a permit pool per replica, so a hung or slow replica holds at most its own permits and its
@@ -145,6 +145,23 @@ impl LimiterSpec {
         }
     }
 
+    /// The table's durations and counts with their bounds.
+    pub(super) fn ranges(&self, out: &mut Ranges) {
+        if let Some(timeout) = self.timeout {
+            out.duration("gateway.limiter.timeout", timeout.0, Upper::Week);
+        }
+        for (key, n) in [("initial", self.initial), ("min", self.min), ("max", self.max)] {
+            if let Some(n) = n {
+                out.count(format!("gateway.limiter.{key}"), n as f64, MAX_CONCURRENCY as f64);
+            }
+        }
+        for (key, n) in [("long_window", self.long_window), ("warmup", self.warmup)] {
+            if let Some(n) = n {
+                out.count(format!("gateway.limiter.{key}"), f64::from(n), MAX_CONCURRENCY as f64);
+            }
+        }
+    }
+
     /// Keys given that the chosen kind does not read, and values out of range.
     pub(super) fn problems(&self, fail: &mut impl FnMut(&str, String)) {
         let aimd = [("backoff_ratio", self.backoff_ratio.is_some()), ("timeout", self.timeout.is_some())];
@@ -194,7 +211,7 @@ impl LimiterSpec {
 impl BulkheadSpec {
     pub fn to_core(&self, limiter: Option<&LimiterSpec>) -> BulkheadConfig {
         BulkheadConfig {
-            default_max: self.max_concurrent,
+            max_concurrent: self.max_concurrent,
             per_server: self.per_server.clone(),
             limiter: limiter.map_or_else(|| BulkheadConfig::default().limiter, LimiterSpec::to_core),
             queue_wait: self.queue_wait.map(|d| d.0),
@@ -204,6 +221,19 @@ impl BulkheadSpec {
             },
             #[cfg(feature = "testing")]
             leak_permit_on_replica_failure: false,
+        }
+    }
+
+    /// The table's durations and counts with their bounds.
+    pub(super) fn ranges(&self, out: &mut Ranges) {
+        if let Some(wait) = self.queue_wait {
+            out.duration("gateway.bulkhead.queue_wait", wait.0, Upper::Week);
+        }
+        if let Some(n) = self.max_concurrent {
+            out.count("gateway.bulkhead.max_concurrent", n as f64, MAX_CONCURRENCY as f64);
+        }
+        for (server, n) in &self.per_server {
+            out.count(format!("gateway.bulkhead.per_server.{server}"), *n as f64, MAX_CONCURRENCY as f64);
         }
     }
 

@@ -6,8 +6,9 @@
 //! gateway.profile=naive` on any scenario gives the unprotected gateway), `default` switches every layer on with the
 //! core's defaults, each table overriding some of them. A table with `enabled = false` switches one layer off.
 //!
-//! Defaults here are the core's (each `Default` impl documents its choice); the tables only rename fields to the
-//! scenario format's vocabulary (durations with units, `window = "10s"` rather than buckets × width).
+//! Defaults here are the core's (each `Default` impl documents its choice), and each key has the name of the core's
+//! field, so a problem the core finds names the key; the tables only change the form of some values (durations with
+//! units, `window = "10s"` rather than buckets × width).
 //!
 //! One module per table: `breaker`, `retry` (with the retry budget), `throttle`, `bulkhead` (with the limiter).
 
@@ -22,6 +23,8 @@ use mcpstorm_core::ResilienceConfig;
 use mcpstorm_core::resilience::Fallbacks;
 use mcpstorm_core::session::GatewayProfile;
 
+use super::ranges::Ranges;
+
 pub use breaker::BreakerSpec;
 pub use bulkhead::{BulkheadSpec, LimiterName, LimiterSpec, ScopeName};
 pub use retry::{BackoffKind, BudgetSpec, RetrySpec};
@@ -31,9 +34,7 @@ pub use throttle::ThrottleSpec;
 /// window forgets in steps of 10%.
 const WINDOW_BUCKETS: u32 = 10;
 
-fn yes() -> bool {
-    true
-}
+use super::shared::yes;
 
 /// An empty table: every key at its default.
 macro_rules! defaults_from_empty_table {
@@ -87,6 +88,16 @@ impl LayerSpecs<'_> {
             bulkhead: on(self.bulkhead, |s| s.enabled, |s| s.to_core(self.limiter)),
             fallbacks,
         }
+    }
+
+    /// The present tables' durations and counts with their bounds.
+    pub fn ranges(&self, out: &mut Ranges) {
+        self.breaker.inspect(|t| t.ranges(out));
+        self.retry.inspect(|t| t.ranges(out));
+        self.budget.inspect(|t| t.ranges(out));
+        self.throttle.inspect(|t| t.ranges(out));
+        self.bulkhead.inspect(|t| t.ranges(out));
+        self.limiter.inspect(|t| t.ranges(out));
     }
 
     /// Problems with the tables' values, as (key path, message): every present table is checked, whatever the
@@ -182,7 +193,7 @@ mod tests {
                 .to_core();
         let b = c.breaker.unwrap_or_default();
         assert_eq!(b.window, WindowConfig::Count { size: 20 });
-        assert_eq!(b.open_base, Duration::from_secs(2));
+        assert_eq!(b.open, Duration::from_secs(2));
         assert!(c.retry.is_none());
         assert!(c.budget.is_some());
         assert_eq!(c.fallbacks.get("inventory_lookup"), Some("query_cached_inventory"));

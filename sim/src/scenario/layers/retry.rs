@@ -10,7 +10,7 @@ use mcpstorm_core::resilience::BudgetConfig;
 use mcpstorm_core::resilience::RetryPolicy;
 
 use super::{WINDOW_BUCKETS, yes};
-use crate::scenario::ranges;
+use crate::scenario::ranges::{self, MAX_ATTEMPTS, Ranges, Upper};
 use crate::scenario::units::Dur;
 
 /// `[gateway.retry]`: the gateway's own retries of idempotent tools, on another replica, under one deadline.
@@ -19,10 +19,10 @@ use crate::scenario::units::Dur;
 /// |----------------|-----------------|---------------------------------------------------------------|
 /// | `enabled`      | true            | false: one attempt per call, the agent decides                |
 /// | `max_attempts` | 3               | attempts in all, the first included                           |
-/// | `backoff`      | `"full_jitter"` | `"full_jitter"`: uniform in [0, min(cap, base × 2ⁿ)]; `"seed"`: base × 2ⁿ capped, ± `jitter` |
-/// | `base`         | `"100ms"`       | (`"1s"` for `seed`)                                           |
+/// | `backoff`      | `"full_jitter"` | `"full_jitter"`: uniform in [0, min(cap, base × 2ⁿ)]; `"proportional"`: base × 2ⁿ capped, ± `jitter` (`"seed"` is an old spelling of it) |
+/// | `base`         | `"100ms"`       | (`"1s"` for `proportional`)                                   |
 /// | `cap`          | `"10s"`         | the longest wait                                              |
-/// | `jitter`       | 0.2             | `seed` only: ± this fraction                                  |
+/// | `jitter`       | 0.2             | `proportional` only: ± this fraction                          |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetrySpec {
@@ -33,16 +33,17 @@ pub struct RetrySpec {
     #[serde(default = "default_max_attempts")]
     #[schemars(range(min = 1, max = ranges::MAX_ATTEMPTS))]
     pub max_attempts: u32,
-    /// `"full_jitter"` or `"seed"` (the measured client's 1, 2, 4, 8, 10 s ± 20%).
+    /// `"full_jitter"` or `"proportional"` (the measured client's 1, 2, 4, 8, 10 s ± 20%; `"seed"` is accepted too).
     #[serde(default)]
     pub backoff: BackoffKind,
-    /// The first wait's ceiling (full jitter) or the first wait (seed); default 100 ms (full jitter), 1 s (seed).
+    /// The first wait's ceiling (full jitter) or the first wait (proportional); default 100 ms (full jitter), 1 s
+    /// (proportional).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<Dur>,
     /// The longest wait.
     #[serde(default = "default_backoff_cap")]
     pub cap: Dur,
-    /// `seed` backoff only: each wait is scaled by a uniform factor in 1 ± this, in [0, 1).
+    /// `proportional` backoff only: each wait is scaled by a uniform factor in 1 ± this, in [0, 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter: Option<f64>,
 }
@@ -52,8 +53,8 @@ pub struct RetrySpec {
 pub enum BackoffKind {
     #[default]
     FullJitter,
-    // Written "seed" in scenario files: the measured client's schedule.
-    #[serde(rename = "seed")]
+    // The measured client's schedule: base × 2ⁿ capped, ± `jitter`. Once spelled "seed", still accepted.
+    #[serde(alias = "seed")]
     Proportional,
 }
 
@@ -92,7 +93,7 @@ fn default_ratio() -> f64 {
     BudgetConfig::default().ratio
 }
 fn default_min_per_second() -> f64 {
-    BudgetConfig::default().min_per_sec
+    BudgetConfig::default().min_per_second
 }
 fn default_ttl() -> Dur {
     Dur(BudgetConfig::default().ttl)
@@ -113,13 +114,22 @@ impl RetrySpec {
         RetryPolicy { max_attempts: self.max_attempts, backoff }
     }
 
+    /// The table's durations and counts with their bounds.
+    pub(super) fn ranges(&self, out: &mut Ranges) {
+        if let Some(base) = self.base {
+            out.duration("gateway.retry.base", base.0, Upper::Week);
+        }
+        out.duration("gateway.retry.cap", self.cap.0, Upper::Week);
+        out.count("gateway.retry.max_attempts", f64::from(self.max_attempts), MAX_ATTEMPTS as f64);
+    }
+
     /// Values out of range and keys the chosen backoff does not read, at their keys (`retry.max_attempts`, ...).
     pub(super) fn problems(&self, fail: &mut impl FnMut(&str, String)) {
         if self.max_attempts == 0 {
             fail("retry.max_attempts", "must be at least 1 (the first attempt counts)".to_owned());
         }
         if self.jitter.is_some() && self.backoff != BackoffKind::Proportional {
-            fail("retry.jitter", "applies only to backoff = \"seed\" (full jitter is all jitter)".to_owned());
+            fail("retry.jitter", "applies only to backoff = \"proportional\" (full jitter is all jitter)".to_owned());
         }
         if let Some(j) = self.jitter
             && !(j.is_finite() && (0.0..1.0).contains(&j))
@@ -134,20 +144,26 @@ impl RetrySpec {
 
 impl BudgetSpec {
     pub fn to_core(&self) -> BudgetConfig {
-        BudgetConfig { ratio: self.ratio, min_per_sec: self.min_per_second, ttl: self.ttl.0, buckets: WINDOW_BUCKETS }
+        BudgetConfig {
+            ratio: self.ratio,
+            min_per_second: self.min_per_second,
+            ttl: self.ttl.0,
+            buckets: WINDOW_BUCKETS,
+        }
+    }
+
+    /// The table's durations with their bounds.
+    pub(super) fn ranges(&self, out: &mut Ranges) {
+        out.duration("gateway.budget.ttl", self.ttl.0, Upper::Week);
     }
 
     /// Values out of range, at their keys (`budget.ratio`, ...).
     pub(super) fn problems(&self, fail: &mut impl FnMut(&str, String)) {
         if let Err(e) = self.to_core().validate() {
-            let key = if e.to_string().contains("min_per_sec") {
-                "min_per_second"
-            } else if e.to_string().contains("ratio") {
-                "ratio"
-            } else {
-                "ttl"
-            };
-            fail(&format!("budget.{key}"), e.to_string());
+            // The core names the field first, as the table's key (`min_per_second must be ...`).
+            let message = e.to_string();
+            let key = message.split(": ").nth(1).and_then(|m| m.split(' ').next()).unwrap_or("ttl");
+            fail(&format!("budget.{key}"), message);
         }
     }
 }

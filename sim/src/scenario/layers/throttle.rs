@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use mcpstorm_core::resilience::ThrottleConfig;
 
 use super::yes;
+use crate::scenario::ranges::{Ranges, Upper};
 use crate::scenario::units::Dur;
 
 /// `[gateway.throttle]`: Google SRE client-side adaptive throttling per replica: shed with probability
@@ -42,6 +43,11 @@ fn default_throttle_window() -> Dur {
 impl ThrottleSpec {
     pub fn to_core(&self) -> ThrottleConfig {
         ThrottleConfig { k: self.k, window: self.window.0, ..ThrottleConfig::default() }
+    }
+
+    /// The table's durations with their bounds.
+    pub(super) fn ranges(&self, out: &mut Ranges) {
+        out.duration("gateway.throttle.window", self.window.0, Upper::Week);
     }
 
     /// Values out of range, at their keys (`throttle.k`, `throttle.window`).

@@ -224,12 +224,12 @@ fn every_duration_key_of_the_schema_has_a_range() {
     let s = full(&[]);
     let schema: BTreeSet<String> =
         schema_leaves().into_iter().filter(|(_, node)| is_duration(node)).map(|(path, _)| path).collect();
-    let ranged: BTreeSet<String> = ranges::durations(&s).iter().map(|k| first_entries(&k.path)).collect();
+    let ranged: BTreeSet<String> = validate::ranges(&s).durations.iter().map(|k| first_entries(&k.path)).collect();
     assert!(schema.len() >= 35, "the walk found the durations: {schema:?}");
-    assert_eq!(ranged, schema, "every duration key has a range (ranges::durations) and nothing else does");
-    for key in ranges::durations(&s) {
-        assert!(key.value <= key.upper.of(&s), "FULL is in range: {key:?}");
-        assert!(key.upper.of(&s) <= ranges::MAX_DURATION, "{key:?}");
+    assert_eq!(ranged, schema, "every duration key has a range (validate::ranges) and nothing else does");
+    for key in validate::ranges(&s).durations {
+        assert!(key.value <= key.upper.of(s.duration.0), "FULL is in range: {key:?}");
+        assert!(key.upper.of(s.duration.0) <= ranges::MAX_DURATION, "{key:?}");
     }
 }
 
@@ -323,9 +323,9 @@ fn set_duration(key: &ranges::DurationKey, value: &str) -> Result<(), TestCaseEr
     let parsed = super::super::units::parse_duration(value.trim_start_matches(['+', '-'])).ok();
     match load_str(FULL, "full.toml", &sets) {
         Ok(s) => {
-            let now = ranges::durations(&s).into_iter().find(|k| k.path == key.path);
+            let now = validate::ranges(&s).durations.into_iter().find(|k| k.path == key.path);
             let now = now.ok_or_else(|| TestCaseError::fail(format!("{} vanished", key.path)))?;
-            prop_assert!(now.value <= now.upper.of(&s), "{} = {value} accepted out of range", key.path);
+            prop_assert!(now.value <= now.upper.of(s.duration.0), "{} = {value} accepted out of range", key.path);
             prop_assert!(now.value <= ranges::MAX_DURATION);
         }
         Err(e) => {
@@ -376,14 +376,14 @@ proptest! {
         index in any::<prop::sample::Index>(),
         value in duration_text(),
     ) {
-        let keys = ranges::durations(&full(&[]));
+        let keys = validate::ranges(&full(&[])).durations;
         set_duration(&keys[index.index(keys.len())], &value)?;
     }
 }
 
 #[test]
 fn every_duration_key_refuses_the_largest_duration() {
-    for key in ranges::durations(&full(&[])) {
+    for key in validate::ranges(&full(&[])).durations {
         set_duration(&key, "18446744073709551615s").unwrap_or_else(|e| panic!("{}: {e}", key.path));
         set_duration(&key, "7d").unwrap_or_else(|e| panic!("{}: {e}", key.path));
     }

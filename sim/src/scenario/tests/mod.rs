@@ -8,6 +8,7 @@ use mcpstorm_core::session::GatewayProfile;
 
 use super::*;
 
+mod gateway_file;
 mod key_ranges;
 mod no_panic;
 mod parsing;

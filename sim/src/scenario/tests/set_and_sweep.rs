@@ -184,7 +184,7 @@ fn gateway_layer_tables_load_set_and_report_bad_values_at_their_keys() {
     assert_eq!(found[0].location, Location::Set { arg: "gateway.retry.max_attempts=0".into() }, "{}", found[0]);
     let s = set(&["gateway.breaker.open=\"2s\"", "gateway.budget.ratio=0.1", "gateway.fallbacks.echo=\"echo_cached\""]);
     let c = s.gateway.layers().to_core();
-    assert_eq!(c.breaker.map(|b| b.open_base), Some(std::time::Duration::from_secs(2)));
+    assert_eq!(c.breaker.map(|b| b.open), Some(std::time::Duration::from_secs(2)));
     assert_eq!(c.budget.map(|b| b.ratio), Some(0.1));
     assert_eq!(c.fallbacks.get("echo"), Some("echo_cached"));
     let naive = set(&["gateway.breaker.open=\"2s\"", "gateway.profile=naive"]).gateway.layers().to_core();

@@ -9,7 +9,7 @@
 use std::ops::Range;
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
@@ -19,7 +19,8 @@ use super::error::{Location, Problem, ScenarioError};
 use super::model::Scenario;
 use super::overrides;
 use super::path::KeyPath;
-use super::validate::{self, Issue};
+use super::rules::Issue;
+use super::validate;
 
 /// At most this many problems from deserialization (each one costs a retry).
 const MAX_SERDE_PROBLEMS: usize = 32;
@@ -37,6 +38,34 @@ pub fn load_file_with(path: &Path, sets: &[String], limits: &Limits) -> Result<S
         std::fs::read(path).map_err(|e| ScenarioError::Read { path: origin.clone(), message: e.to_string() })?;
     let text = String::from_utf8(bytes).map_err(|e| not_utf8(&origin, &e))?;
     load_str_with(&text, &origin, sets, limits)
+}
+
+/// Reads, parses, deserializes and checks a file that is not a scenario (`T`, e.g. the gateway's tables) by the same
+/// strict path as a scenario, so that its problems read the same, at the same `file:line:column`. `check` gives the
+/// file's semantic issues. No `--set`, sweep or run cost applies.
+pub(crate) fn read_other<T: DeserializeOwned>(
+    path: &Path,
+    check: impl Fn(&T) -> Vec<Issue>,
+) -> Result<T, ScenarioError> {
+    let origin = path.display().to_string();
+    let bytes =
+        std::fs::read(path).map_err(|e| ScenarioError::Read { path: origin.clone(), message: e.to_string() })?;
+    let text = String::from_utf8(bytes).map_err(|e| not_utf8(&origin, &e))?;
+    read_other_str(&text, &origin, check)
+}
+
+/// [`read_other`] of text; `origin` names it in errors.
+pub(crate) fn read_other_str<T: DeserializeOwned>(
+    text: &str,
+    origin: &str,
+    check: impl Fn(&T) -> Vec<Issue>,
+) -> Result<T, ScenarioError> {
+    let src = Source { origin, text, sets: &[] };
+    let table = DeTable::parse(text).map_err(|e| ScenarioError::Invalid(vec![syntax_problem(&src, &e)]))?;
+    let root: Node<'_> = Spanned::new(table.span(), DeValue::Table(table.into_inner()));
+    let value = deserialize(&root, &src).map_err(|found| invalid(found, &src))?;
+    fail_if_any(locate(check(&value), &root, &src), &src)?;
+    Ok(value)
 }
 
 /// Where a file stops being UTF-8: the byte offset, line and column (in characters) of its first invalid byte.
@@ -72,7 +101,7 @@ pub fn load_str_with(text: &str, origin: &str, sets: &[String], limits: &Limits)
 
     // A `--set` that cannot be applied is left out, so that serde still reports everything else.
     let mut problems = overrides::apply_sets(&mut root, &src);
-    let mut scenario = match deserialize(&root, &src) {
+    let mut scenario = match deserialize::<Scenario>(&root, &src) {
         Ok(scenario) if problems.is_empty() => scenario,
         Ok(_) => return Err(invalid(problems, &src)),
         Err(found) => {
@@ -143,13 +172,13 @@ fn as_table<'i>(root: &Node<'i>) -> Spanned<DeTable<'i>> {
 
 /// serde, strictly, reporting every error it can reach: after each one the offending key is removed and serde runs
 /// again. A "missing key" caused by such a removal is not reported (and ends the search).
-fn deserialize(root: &Node<'_>, src: &Source<'_>) -> Result<Scenario, Vec<Problem>> {
+fn deserialize<T: DeserializeOwned>(root: &Node<'_>, src: &Source<'_>) -> Result<T, Vec<Problem>> {
     let mut root = root.clone();
     let mut problems = Vec::new();
     let mut removed: Vec<KeyPath> = Vec::new();
     while problems.len() < MAX_SERDE_PROBLEMS {
-        let error = match Scenario::deserialize(toml::de::Deserializer::from(as_table(&root))) {
-            Ok(scenario) if problems.is_empty() => return Ok(scenario),
+        let error = match T::deserialize(toml::de::Deserializer::from(as_table(&root))) {
+            Ok(value) if problems.is_empty() => return Ok(value),
             Ok(_) => break,
             Err(e) => e,
         };
@@ -284,14 +313,14 @@ fn expand(
     let mut runs = Vec::new();
     let mut problems: Vec<Problem> = Vec::new();
     for (i, value) in sweep.values.iter().enumerate() {
-        let label = overrides::label(value);
+        let label = super::model::label(value);
         let value_path = KeyPath::root().key("sweep").key("values").index(i);
         let Some(node) = doc::get(root, &value_path) else { continue };
         let mut run = base.clone();
         if let Err((at, message)) = doc::insert(&mut run, &param, param_span.clone(), node.clone()) {
             return Err(ScenarioError::Invalid(vec![at_param(format!("`{at}` {message}"))]));
         }
-        let found = match deserialize(&run, src) {
+        let found = match deserialize::<Scenario>(&run, src) {
             Ok(scenario) => {
                 let issues = locate(checked(&scenario, true, limits), &run, src);
                 if issues.is_empty() {

@@ -35,7 +35,7 @@ use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Reco
 /// Where a gateway's own breaker openings go to be gossiped.
 type Outbox = tokio::sync::mpsc::UnboundedSender<super::gossip::Opened>;
 use super::routing::{Needs, pin, registry, rules};
-use crate::scenario::{CredentialSpec, LoadMode, Placement, Scenario};
+use crate::scenario::{LoadMode, Placement, Scenario};
 use crate::seed::Seed;
 use mcpstorm_fake::Transport;
 
@@ -135,21 +135,11 @@ impl Host {
         let spec = &scenario.client;
         let clock = plan.clocks.get(host_index).cloned().unwrap_or_default();
         let gateway = &scenario.gateway;
-        let mut config = ClientConfig {
-            connect_timeout: spec.connect_timeout.0,
-            profile: gateway.profile,
-            credentials: gateway.credentials.iter().map(CredentialSpec::to_core).collect(),
-            ..ClientConfig::default()
-        };
-        config.connection.max_in_flight = spec.per_connection;
-        config.connection.queue_wait = spec.queue_wait.0;
-        config.connection.first_response = spec.first_response.0;
-        config.connection.call_deadline = spec.deadline.0;
         let router_rng = seed.fork("router").seeded_rng();
         // The resilience layers' jitter (the gateway's retry backoff).
         let layers_rng = seed.fork("resilience").seeded_rng();
         let connector = SimConnector {
-            config,
+            config: spec.to_core(gateway),
             limit: InFlightLimit::new(spec.max_in_flight),
             clock: clock.clone(),
             seed: seed.fork("client"),
@@ -157,11 +147,7 @@ impl Host {
             host: host.to_owned(),
             placement: plan.placement.clone(),
             http: scenario.servers.iter().filter(|s| s.transport == Transport::Http).map(|s| s.name.clone()).collect(),
-            pool: PoolConfig {
-                max_connections: spec.http_connections,
-                max_waiting: spec.http_queue,
-                max_wait: spec.queue_wait.0,
-            },
+            pool: spec.pool(),
         };
         let formula: FormulaSpec =
             gateway.formula.parse().map_err(|e| format!("gateway.formula {:?}: {e}", &*gateway.formula))?;
@@ -240,12 +226,13 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
     } else {
         (None, None)
     };
-    let clients = Arc::new(Host::new(&plan, host_index, &host, seed, outbox)?);
+    let load_host = Arc::new(Host::new(&plan, host_index, &host, seed, outbox)?);
     // The gateway's background work (registry changes, statistics, health checks) and its gossip with the other
     // gateways run until the load is done.
     let cancel = CancelToken::new();
-    let background = tokio::spawn(clients.gateway.clone().run_background(cancel.clone()));
-    let gossiping = published.map(|rx| tokio::spawn(super::gossip::node(clients.gateway.clone(), rx, cancel.clone())));
+    let background = tokio::spawn(load_host.gateway.clone().run_background(cancel.clone()));
+    let gossiping =
+        published.map(|rx| tokio::spawn(super::gossip::node(load_host.gateway.clone(), rx, cancel.clone())));
     let (targets, weights) = targets(&plan.scenario);
     let targets = Arc::new(targets);
     let hosts = plan.scenario.load.hosts;
@@ -259,7 +246,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             // Sessions are dealt to hosts round-robin: host h runs sessions h, h + hosts, ...
             for session in (host_index..sessions).step_by(hosts) {
                 let rng = run.fork("session").fork(&session.to_string()).rng();
-                let ctx = (plan.clone(), clients.clone(), targets.clone(), weights.clone());
+                let ctx = (plan.clone(), load_host.clone(), targets.clone(), weights.clone());
                 spawn_live(&live, move || closed_session(ctx, rng));
             }
         }
@@ -276,7 +263,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             let arrival = sleep_until(next);
             tokio::pin!(arrival);
             // Nothing is awaited between a spawn and the next claim, so one reading of the time serves both.
-            let mut now = clients.time.now();
+            let mut now = load_host.time.now();
             while plan.claim_at(now) {
                 // A gap no instant can hold (a rate so low that the next call would come after the end of time)
                 // ends the arrivals: the load ends long before it.
@@ -286,15 +273,15 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                 arrival.as_mut().reset(next);
                 arrival.as_mut().await;
                 let instant = Instant::now();
-                now = clients.time.at(instant);
+                now = load_host.time.at(instant);
                 if now >= plan.scenario.duration.0 {
                     break;
                 }
                 let index = pick_weighted(&mut rng, &weights);
-                let (plan, clients, target) = (plan.clone(), clients.clone(), targets[index].clone());
+                let (plan, load_host, target) = (plan.clone(), load_host.clone(), targets[index].clone());
                 // The intended send time is `next`, whether or not this host got to it on time.
                 let intended = now.saturating_sub(instant.saturating_duration_since(next));
-                spawn_live(&live, move || async move { logical_call(&plan, &clients, &target, intended).await });
+                spawn_live(&live, move || async move { logical_call(&plan, &load_host, &target, intended).await });
             }
         }
     }
@@ -305,8 +292,8 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
     if let Some(g) = gossiping {
         let _ = g.await;
     }
-    plan.recorder.gateway_ended(host_index, clients.gateway.in_flight_snapshot());
-    clients.gateway.close().await;
+    plan.recorder.gateway_ended(host_index, load_host.gateway.in_flight_snapshot());
+    load_host.gateway.close().await;
     Ok(())
 }
 
@@ -329,11 +316,11 @@ fn spawn_live<F: Future<Output = ()> + Send + 'static>(
 
 type SessionCtx = (Arc<LoadPlan>, Arc<Host>, Arc<Vec<Arc<Target>>>, Vec<f64>);
 
-async fn closed_session((plan, clients, targets, weights): SessionCtx, mut rng: ChaCha8Rng) {
+async fn closed_session((plan, load_host, targets, weights): SessionCtx, mut rng: ChaCha8Rng) {
     let think = plan.scenario.load.think_time.0;
-    while plan.claim_at(clients.time.now()) {
+    while plan.claim_at(load_host.time.now()) {
         let target = &targets[pick_weighted(&mut rng, &weights)];
-        logical_call(&plan, &clients, target, clients.time.now()).await;
+        logical_call(&plan, &load_host, target, load_host.time.now()).await;
         if !think.is_zero() {
             sleep(think).await;
         }

@@ -1,0 +1,92 @@
+//! The `[report]` table: what the report adds to the run (a contrast run, which attempts go to `calls.csv`).
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+
+use mcpstorm_core::session::GatewayProfile;
+
+/// What the report adds to the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSpec {
+    /// Run the same scenario and seed again with this gateway profile (the other one, if it is the primary's),
+    /// into `contrast-<profile>/`, and draw `contrast.png` with both side by side. The exit code follows the
+    /// primary run. `"none"` runs no contrast, and the contrast checks (`contrast_p99_ratio`,
+    /// `contrast_extra_errors`) are then not judged: `--set report.contrast=none` switches a file's contrast off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "optional_profile_schema")]
+    pub contrast: Option<Contrast>,
+    /// Which attempts go to `calls.csv`, streamed to disk as they finish: `"all"` (the default), `"sample"` (every
+    /// attempt of one logical call in 100) or `"off"` (no file, and no hashing of results).
+    #[serde(default, skip_serializing_if = "CallsMode::is_default")]
+    pub calls: CallsMode,
+}
+
+/// Which attempts a run writes to `calls.csv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CallsMode {
+    /// Every attempt.
+    #[default]
+    All,
+    /// Every attempt of one logical call in 100 (`CALLS_SAMPLE_EVERY`), counted in the order calls are offered.
+    Sample,
+    /// No `calls.csv`.
+    Off,
+}
+
+impl CallsMode {
+    fn is_default(&self) -> bool {
+        *self == CallsMode::default()
+    }
+}
+
+/// With `calls = "sample"`, one logical call in this many is written. A constant rather than a key: a sample is for
+/// reading the shape of a run's calls (statuses, codes, retry chains) when all of them would be too many to keep,
+/// and 1% does that for every shipped scenario (a full `retry_storm` keeps about 1,500 of 155,000 rows); a reader
+/// who needs another rate can write `"all"` and thin it.
+pub const CALLS_SAMPLE_EVERY: u64 = 100;
+
+fn optional_profile_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "enum": ["default", "naive", "none"] })
+}
+
+/// `[report] contrast` when given: a gateway profile to run beside the primary, or `"none"` (switched off, e.g. by
+/// `--set report.contrast=none`), which also lets the file's contrast checks go unjudged rather than be refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contrast {
+    Off,
+    Profile(GatewayProfile),
+}
+
+impl ReportSpec {
+    /// The profile of the contrast run, if there is one.
+    pub fn contrast_profile(&self) -> Option<GatewayProfile> {
+        match self.contrast {
+            Some(Contrast::Profile(p)) => Some(p),
+            Some(Contrast::Off) | None => None,
+        }
+    }
+}
+
+impl Serialize for Contrast {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Contrast::Off => s.serialize_str("none"),
+            Contrast::Profile(p) => p.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Contrast {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, Unexpected, value::StrDeserializer};
+        let name = String::deserialize(d)?;
+        if name == "none" {
+            return Ok(Contrast::Off);
+        }
+        GatewayProfile::deserialize(StrDeserializer::<D::Error>::new(&name))
+            .map(Contrast::Profile)
+            .map_err(|_| D::Error::invalid_value(Unexpected::Str(&name), &"\"default\", \"naive\" or \"none\""))
+    }
+}
