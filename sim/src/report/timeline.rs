@@ -401,3 +401,17 @@ where
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::shorten;
+
+    #[test]
+    fn a_long_description_is_cut_at_a_word_with_an_ellipsis() {
+        assert_eq!(shorten("  short\n  enough ", 20), "short enough");
+        assert_eq!(shorten("the default gateway contains the storm", 30), "the default gateway contains…");
+        assert_eq!(shorten("a 3 s spike; the naive one does not", 16), "a 3 s spike…", "no dangling punctuation");
+        assert_eq!(shorten("unbreakable_identifier_here", 10), "unbreakab…", "one long word is cut inside it");
+        assert!(shorten(&"word ".repeat(100), 150).chars().count() <= 150);
+    }
+}

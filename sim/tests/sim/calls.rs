@@ -236,7 +236,6 @@ fn a_large_run_writes_a_sample_unless_asked() {
     assert!(run(&flag, &["--calls", "all"]).contains("(calls.csv: every attempt)"));
     run(&set, &["--set", "report.calls=\"all\""]);
     let (sample, every) = (Calls::read(&default), Calls::read(&flag));
-    assert!(u(&totals(&flag)["offered"]) > 20_000, "{}", totals(&flag));
     assert!(sample.rows.len() * 50 < every.rows.len(), "{} of {}", sample.rows.len(), every.rows.len());
     assert!(text(&set, "calls.csv") == text(&flag, "calls.csv"), "report.calls = \"all\" is asked, not defaulted");
     assert!(text(&default, "summary.md").contains("the full history: --calls all"));
