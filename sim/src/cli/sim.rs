@@ -42,7 +42,7 @@ pub struct SimArgs {
     pub allow_large: bool,
     /// Which attempts go to calls.csv, the call history: `all`, `sample` (every attempt of one logical call in
     /// 100) or `off`. Default: the scenario's [report] calls when it names one; else `all` for a run of up to
-    /// 20,000 logical calls and `sample` beyond (a full retry_storm history is 25 MB). Every figure, plot and check
+    /// 20,000 logical calls and `sample` beyond (retry_storm's full history is 39 MB). Every figure, plot and check
     /// is computed from all the calls either way; `--calls all` writes the full history.
     #[arg(long, value_name = "all|sample|off", value_parser = ["all", "sample", "off"])]
     pub calls: Option<String>,
