@@ -659,8 +659,10 @@ def block_latency_spike_shares(ctx: Context) -> str:
     replica = spike["target"].replace("#", "-")  # calls.csv names replicas api-3, scenarios api#3
 
     def run_of(formula: str) -> Run:
-        tag = f"{LATENCY_SPIKE}-naive-{re.sub(r'[^A-Za-z0-9_.-]', '_', formula)}"
-        return ctx.sim.sim(LATENCY_SPIKE, tag, None, (f"gateway.formula={json.dumps(formula)}", *ROUTING_ALONE))
+        # Every attempt in calls.csv: a run this long writes a sample unless asked.
+        tag = f"{LATENCY_SPIKE}-naive-calls-{re.sub(r'[^A-Za-z0-9_.-]', '_', formula)}"
+        sets = (f"gateway.formula={json.dumps(formula)}", *ROUTING_ALONE, 'report.calls="all"')
+        return ctx.sim.sim(LATENCY_SPIKE, tag, None, sets)
 
     def share(formula: str) -> tuple[str, str, Run]:
         run = run_of(formula)

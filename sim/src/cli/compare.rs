@@ -12,8 +12,9 @@ use super::Failure;
 use super::out::outln;
 use super::seeds::{SeedRuns, with_sets};
 use crate::compare::partial::{Partial, PlanId};
-use crate::compare::{self, CompareData, METRICS, Plan, Variant};
+use crate::compare::{self, CompareData, Plan, Variant};
 use crate::report;
+use crate::report::dir::Command;
 use crate::scenario;
 use crate::shard::Shard;
 
@@ -82,7 +83,7 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     let variants = Variant::of_key(&key, &values);
     let plan = Plan::load(&args.scenario, &args.sets, variants, seeds, &limits).map_err(|e| bad(&e))?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&base.name, &key, &values, args.seeds));
-    super::sim::check_out(&out)?;
+    super::sim::check_out(&out, Command::Compare)?;
     let jobs = args.runs.jobs();
 
     let reproduce = reproduce(&args, first);
@@ -108,8 +109,10 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
 /// The console's view of a finished comparison: the headline metrics, the checks that failed, and where the rest
 /// is. The exit code follows [`EXIT_CODES`]: 1 when any variant failed any of the scenario's `[checks]` on any seed.
 pub(super) fn print_tables(data: &CompareData, out: &Path) -> Result<(), Failure> {
-    for m in METRICS.iter().filter(|m| matches!(m.name, "p99_ms" | "success_rate" | "amplification")) {
-        outln!("\n{}:\n{}", m.name, report::compare_table(data, m))?;
+    let shown = ["p99_ms", "success_rate", "amplification", "fault_p99_ms", "fault_error_rate"];
+    for m in data.metrics().filter(|m| shown.contains(&m.name)) {
+        let within = if m.in_faults() { " (calls completed inside the fault windows)" } else { "" };
+        outln!("\n{}{within}:\n{}", m.name, report::compare_table(data, m))?;
     }
     let failed = data.failed_checks();
     if !failed.is_empty() {

@@ -30,7 +30,7 @@ pub fn run(args: MergeArgs) -> Result<(), Failure> {
     }
     let shards = parts.len();
     let data = merge(parts).map_err(|e| bad(&e))?;
-    super::sim::check_out(&args.out)?;
+    super::sim::check_out(&args.out, crate::report::dir::Command::Compare)?;
     report::write_compare(&args.out, &data).map_err(|e| Failure::Failed(e.to_string()))?;
     outln!(
         "{}: {} shards of {} variants × {} seeds (paired) → {}",

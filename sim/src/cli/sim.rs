@@ -11,6 +11,7 @@ use mcpstorm_core::session::GatewayProfile;
 use super::Failure;
 use super::out::{errln, outln};
 use crate::check;
+use crate::report::dir::Command;
 use crate::report::{self, console_summary};
 use crate::run::{CallSink, RunData, SweepData, SweepRow, WallClock};
 use crate::scenario::{self, CallsMode, Scenario};
@@ -39,7 +40,16 @@ pub struct SimArgs {
     /// apply.
     #[arg(long)]
     pub allow_large: bool,
+    /// Which attempts go to calls.csv, the call history: `all`, `sample` (every attempt of one logical call in
+    /// 100) or `off`. Default: the scenario's [report] calls when it names one; else `all` for a run of up to
+    /// 20,000 logical calls and `sample` beyond (retry_storm's full history is 39 MB). Every figure, plot and check
+    /// is computed from all the calls either way; `--calls all` writes the full history.
+    #[arg(long, value_name = "all|sample|off", value_parser = ["all", "sample", "off"])]
+    pub calls: Option<String>,
 }
+
+/// Above this many logical calls (estimated), a run whose scenario does not name `[report] calls` writes a sample.
+const FULL_HISTORY_CALLS: f64 = 20_000.0;
 
 pub fn run(args: SimArgs) -> Result<(), Failure> {
     let mut sets = args.sets.clone();
@@ -51,10 +61,11 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
         sets.push(format!("seed={seed}"));
     }
     let limits = scenario::Limits::allowing_large(args.allow_large);
-    let base =
+    let mut base =
         scenario::load_file_with(&args.scenario, &sets, &limits).map_err(|e| Failure::BadInput(e.to_string()))?;
+    base.report.calls = calls_mode(&args, &base);
     let out = args.out.clone().unwrap_or_else(|| default_out(&base, &args.sets));
-    check_out(&out)?;
+    check_out(&out, Command::Sim)?;
     let reproduce = reproduce_command(&args.scenario, base.seed, &args.sets);
     match &base.sweep {
         None => run_one(&base, &out, reproduce),
@@ -62,7 +73,8 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
             let runs = scenario::expand_sweep(&base).map_err(|e| Failure::BadInput(e.to_string()))?;
             let mut rows = Vec::new();
             let mut all_passed = true;
-            for (label, scenario) in runs {
+            for (label, mut scenario) in runs {
+                scenario.report.calls = calls_mode(&args, &scenario);
                 let dir = out.join(format!("{}={label}", sweep.param));
                 let cmd = format!("{reproduce} --set {}={label}", sweep.param);
                 errln!("== {} = {label}", sweep.param);
@@ -171,22 +183,42 @@ fn execute(scenario: &Scenario, out: &Path) -> Result<Executed, Failure> {
 /// Writes a run's report into `out` and prints its one-screen summary.
 fn publish(scenario: &Scenario, out: &Path, reproduce: String, (mut run, wall): Executed) -> Result<RunData, Failure> {
     run.reproduce = reproduce;
-    report::write_run(out, &run, &wall).map_err(|e| Failure::Failed(e.to_string()))?;
+    report::write_run(out, &run, &wall, scenario.report.calls).map_err(|e| Failure::Failed(e.to_string()))?;
     write_resolved(scenario, out)?;
-    outln!("{}", console_summary(&run, &wall, out))?;
+    outln!("{}", console_summary(&run, &wall, out, scenario.report.calls))?;
     Ok(run)
 }
 
-/// Makes sure the report can be written to `out` (created if need be) before anything runs: a bad `--out` is bad
-/// input, found at once rather than after the whole simulation.
-pub(super) fn check_out(out: &Path) -> Result<(), Failure> {
-    let bad = |e: std::io::Error| Failure::BadInput(format!("cannot write the report to {}: {e}", out.display()));
-    std::fs::create_dir_all(out).map_err(bad)?;
-    // A directory can exist and still refuse files (permissions, a read-only mount): try one.
-    let probe = out.join(".mcpstorm-write-check");
-    std::fs::write(&probe, b"").map_err(bad)?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
+/// Makes `out` ready for `command`'s report before anything runs (see [`report::dir`]): a bad `--out` — one that
+/// cannot be written, or holds something other than an earlier report of the same command — is bad input, found
+/// at once rather than after the whole simulation.
+pub(super) fn check_out(out: &Path, command: Command) -> Result<(), Failure> {
+    report::dir::prepare(out, command).map_err(|e| Failure::BadInput(e.to_string()))
+}
+
+/// Which attempts the run writes to `calls.csv`: `--calls`; else the scenario's `[report] calls` when the file or a
+/// `--set` names it; else every attempt unless the run is large (see [`FULL_HISTORY_CALLS`]).
+fn calls_mode(args: &SimArgs, scenario: &Scenario) -> CallsMode {
+    match args.calls.as_deref() {
+        Some("all") => return CallsMode::All,
+        Some("sample") => return CallsMode::Sample,
+        Some(_) => return CallsMode::Off,
+        None => {}
+    }
+    if names_calls(&args.scenario, &args.sets) || scenario::cost::estimate(scenario).calls <= FULL_HISTORY_CALLS {
+        scenario.report.calls
+    } else {
+        CallsMode::Sample
+    }
+}
+
+/// Whether the scenario file or a `--set` names `[report] calls`: then even the format's default, `"all"`, is the
+/// user's choice rather than a default to bound.
+fn names_calls(path: &Path, sets: &[String]) -> bool {
+    let set = sets.iter().any(|s| s.split_once('=').is_some_and(|(key, _)| key.trim() == "report.calls"));
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let table = text.parse::<toml::Table>().ok();
+    set || table.is_some_and(|t| t.get("report").and_then(|r| r.get("calls")).is_some())
 }
 
 /// `scenario.toml` in the run directory: the scenario exactly as run (every `--set` applied), so the run can be read
@@ -204,12 +236,9 @@ fn write_resolved(scenario: &Scenario, out: &Path) -> Result<(), Failure> {
         scenario.seed,
         if fits { "" } else { " (too large for TOML: `seed = 0` below)" }
     );
-    let path = out.join(SCENARIO_COPY);
+    let path = out.join(report::dir::SCENARIO_COPY);
     std::fs::write(&path, head + &text).map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))
 }
-
-/// The resolved scenario's file name in a run directory.
-const SCENARIO_COPY: &str = "scenario.toml";
 
 fn default_out(scenario: &Scenario, sets: &[String]) -> PathBuf {
     let mut leaf = format!("seed-{}", scenario.seed);

@@ -88,7 +88,7 @@ pub fn run(args: SwarmArgs) -> Result<(), Failure> {
     // Every seed's draw first: a scenario too short for its bounds is bad input, found before anything runs.
     let cases = seeds.iter().map(|s| swarm::case(&base, *s)).collect::<Result<Vec<_>, _>>().map_err(|e| bad(&e))?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&base.name).join("swarm"));
-    super::sim::check_out(&out)?;
+    super::sim::check_out(&out, crate::report::dir::Command::Swarm)?;
     let jobs = args.runs.jobs();
 
     let bar = progress(cases.len());

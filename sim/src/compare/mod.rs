@@ -195,7 +195,8 @@ pub fn run_seeds(plan: &Plan, seed_indices: &[usize], jobs: usize, done: &(dyn F
     Ok(Runs { runs, faults })
 }
 
-/// A whole-run figure the comparison tabulates.
+/// A figure of a run the comparison tabulates: over the whole run, or over the calls that completed inside the
+/// fault windows (NaN for a run without them).
 #[derive(Debug, Clone, Copy)]
 pub struct Metric {
     pub name: &'static str,
@@ -203,13 +204,25 @@ pub struct Metric {
     pub get: fn(&Totals) -> f64,
 }
 
-pub const METRICS: [Metric; 5] = [
+pub const METRICS: [Metric; 8] = [
     Metric { name: "p99_ms", lower_is_better: true, get: |t| t.p99_ms },
     Metric { name: "success_rate", lower_is_better: false, get: success_rate },
     Metric { name: "error_rate", lower_is_better: true, get: |t| t.error_rate },
     Metric { name: "amplification", lower_is_better: true, get: |t| t.amplification },
     Metric { name: "goodput", lower_is_better: false, get: |t| t.ok_per_s },
+    // The whole run averages a fault away over its calm seconds: a variant that spikes to 700 ms whenever a
+    // fault is on can have a whole-run P99 level with one that never does. These do not.
+    Metric { name: "fault_ok", lower_is_better: false, get: |t| t.ok_during_fault.map_or(f64::NAN, |n| n as f64) },
+    Metric { name: "fault_p99_ms", lower_is_better: true, get: |t| t.p99_during_fault_ms.unwrap_or(f64::NAN) },
+    Metric { name: "fault_error_rate", lower_is_better: true, get: |t| t.error_rate_during_fault.unwrap_or(f64::NAN) },
 ];
+
+impl Metric {
+    /// Whether the metric is over the fault windows only.
+    pub fn in_faults(&self) -> bool {
+        self.name.starts_with("fault_")
+    }
+}
 
 /// Ok logical calls over offered ones (a lost call counts against it, unlike the error rate).
 pub fn success_rate(t: &Totals) -> f64 {
@@ -225,7 +238,9 @@ pub struct MetricTable {
     pub estimates: Vec<Estimate>,
     /// `None` for the first variant (the baseline).
     pub vs_first: Vec<Option<Estimate>>,
+    /// Each variant's share of seeds on which it was best alone, and tied for best (see [`stats::win_shares`]).
     pub wins: Vec<f64>,
+    pub ties: Vec<f64>,
 }
 
 impl CompareData {
@@ -235,13 +250,22 @@ impl CompareData {
 
     pub fn table(&self, metric: &Metric) -> MetricTable {
         let values = self.values(metric);
+        let wins = win_shares(&values, metric.lower_is_better);
         MetricTable {
             metric: metric.name,
             lower_is_better: metric.lower_is_better,
             estimates: values.iter().map(|v| Estimate::of(v)).collect(),
             vs_first: values.iter().enumerate().map(|(i, v)| (i > 0).then(|| paired(&values[0], v))).collect(),
-            wins: win_shares(&values, metric.lower_is_better),
+            wins: wins.won,
+            ties: wins.tied,
         }
+    }
+
+    /// The metrics this comparison has values for: the fault-window ones only when some run had a fault window
+    /// with calls completed in it.
+    pub fn metrics(&self) -> impl Iterator<Item = &'static Metric> + '_ {
+        let any = |m: &Metric| self.runs.iter().flatten().any(|r| (m.get)(&r.totals).is_finite());
+        METRICS.iter().filter(move |m| !m.in_faults() || any(m))
     }
 
     /// One line per variant that failed any of its `[checks]` on any seed: how many seeds, and which check failed on

@@ -58,12 +58,20 @@ pub fn paired(a: &[f64], b: &[f64]) -> Estimate {
     Estimate::of(&d)
 }
 
-/// Each variant's share of seeds on which it scored best (`lower_is_better` says which way). A tie splits the seed
-/// evenly between the tied variants; a seed where a variant's value is not finite is won by the others.
-/// `by_variant[v][s]` is variant `v`'s value on seed `s`.
-pub fn win_shares(by_variant: &[Vec<f64>], lower_is_better: bool) -> Vec<f64> {
+/// Each variant's shares of seeds on which it scored best alone (`won`) and on which it tied for best with others
+/// (`tied`); `lower_is_better` says which way. A tie is no one's win: when every variant scores the same on every
+/// seed, each has won 0% and tied 100%, not 25% each. A seed where a variant's value is not finite is won by the
+/// others; a seed nobody finishes is a tie of all. `by_variant[v][s]` is variant `v`'s value on seed `s`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wins {
+    pub won: Vec<f64>,
+    pub tied: Vec<f64>,
+}
+
+pub fn win_shares(by_variant: &[Vec<f64>], lower_is_better: bool) -> Wins {
     let seeds = by_variant.iter().map(Vec::len).min().unwrap_or(0);
-    let mut wins = vec![0.0; by_variant.len()];
+    let mut won = vec![0.0; by_variant.len()];
+    let mut tied = vec![0.0; by_variant.len()];
     let score = |x: f64| {
         if !x.is_finite() {
             f64::INFINITY
@@ -76,14 +84,16 @@ pub fn win_shares(by_variant: &[Vec<f64>], lower_is_better: bool) -> Vec<f64> {
     for s in 0..seeds {
         let keys: Vec<f64> = by_variant.iter().map(|v| score(v[s])).collect();
         let best = keys.iter().copied().fold(f64::INFINITY, f64::min);
-        let winners = keys.iter().filter(|k| **k == best).count() as f64;
-        for (w, k) in wins.iter_mut().zip(&keys) {
+        let alone = keys.iter().filter(|k| **k == best).count() == 1;
+        for (v, k) in keys.iter().enumerate() {
             if *k == best {
-                *w += 1.0 / winners;
+                let count = if alone { &mut won[v] } else { &mut tied[v] };
+                *count += 1.0;
             }
         }
     }
-    wins.iter().map(|w| if seeds == 0 { 0.0 } else { w / seeds as f64 }).collect()
+    let share = |counts: Vec<f64>| counts.iter().map(|w| if seeds == 0 { 0.0 } else { w / seeds as f64 }).collect();
+    Wins { won: share(won), tied: share(tied) }
 }
 
 #[cfg(test)]
@@ -122,10 +132,15 @@ mod tests {
     }
 
     #[test]
-    fn wins_split_ties_and_skip_non_finite() {
+    fn ties_are_counted_as_ties_and_non_finite_values_lose() {
         let v = vec![vec![1.0, 5.0, 2.0, f64::NAN], vec![2.0, 4.0, 2.0, 3.0]];
         let w = win_shares(&v, true);
-        assert_eq!(w, vec![1.5 / 4.0, 2.5 / 4.0]);
-        assert_eq!(win_shares(&v[..1], false), vec![1.0], "a seed nobody finishes is a tie");
+        assert_eq!(w.won, vec![1.0 / 4.0, 2.0 / 4.0]);
+        assert_eq!(w.tied, vec![1.0 / 4.0, 1.0 / 4.0]);
+        assert_eq!(win_shares(&v[..1], false).won, vec![1.0], "one variant wins alone");
+        // Four variants level on every seed: no one won anything.
+        let level = vec![vec![7.0, 3.0]; 4];
+        let w = win_shares(&level, true);
+        assert_eq!((w.won, w.tied), (vec![0.0; 4], vec![1.0; 4]));
     }
 }

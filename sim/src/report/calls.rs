@@ -27,8 +27,21 @@ use mcpstorm_core::history::ServerCallRecord;
 
 use super::error::ReportError;
 use crate::run::{CallSink, CallSinkError};
+use crate::scenario::CallsMode;
 
 pub(crate) const CALLS: &str = "calls.csv";
+
+/// What `calls.csv` holds under `mode`, and how to get every attempt when it does not hold them all: for the
+/// console and `summary.md`.
+pub(crate) fn kept(mode: CallsMode) -> &'static str {
+    match mode {
+        CallsMode::All => "calls.csv: every attempt",
+        CallsMode::Sample => {
+            "calls.csv: a sample, every attempt of one logical call in 100 (the full history: --calls all)"
+        }
+        CallsMode::Off => "no calls.csv (the full history: --calls all)",
+    }
+}
 
 pub(crate) const CALLS_HEADER: [&str; 11] = [
     "seq",

@@ -9,13 +9,13 @@ use serde::Serialize;
 use super::num::{fixed, md_cell, short};
 use super::overlay::{ERROR_RATE, GOODPUT, Metric, Overlay, P99, Series};
 use crate::compare::stats::Estimate;
-use crate::compare::{CompareData, METRICS, MetricTable, success_rate};
+use crate::compare::{CompareData, MetricTable, success_rate};
 
 pub(crate) const COMPARE_CSV: &str = "compare.csv";
 pub(crate) const COMPARE_MD: &str = "compare.md";
 pub(crate) const COMPARE_JSON: &str = "compare.json";
 
-const CSV_HEADER: [&str; 15] = [
+const CSV_HEADER: [&str; 18] = [
     "variant",
     "seed",
     "offered",
@@ -30,6 +30,9 @@ const CSV_HEADER: [&str; 15] = [
     "p95_ms",
     "p99_ms",
     "ok_per_s",
+    "fault_ok",
+    "fault_error_rate",
+    "fault_p99_ms",
     "passed",
 ];
 
@@ -54,6 +57,9 @@ pub(crate) fn csv(data: &CompareData) -> Result<Vec<u8>, csv::Error> {
                 fixed(t.p95_ms, 3),
                 fixed(t.p99_ms, 3),
                 fixed(t.ok_per_s, 3),
+                t.ok_during_fault.map_or_else(String::new, |n| n.to_string()),
+                t.error_rate_during_fault.map_or_else(String::new, |x| fixed(x, 4)),
+                t.p99_during_fault_ms.map_or_else(String::new, |x| fixed(x, 3)),
                 r.passed.to_string(),
             ])?;
         }
@@ -64,8 +70,8 @@ pub(crate) fn csv(data: &CompareData) -> Result<Vec<u8>, csv::Error> {
 /// How a metric's values read: latency in ms, rates in percent, the rest as plain numbers.
 fn show(metric: &str, x: f64) -> String {
     match metric {
-        "success_rate" | "error_rate" => format!("{}%", fixed(x * 100.0, 2)),
-        "p99_ms" => format!("{} ms", fixed(x, 1)),
+        "success_rate" | "error_rate" | "fault_error_rate" => format!("{}%", fixed(x * 100.0, 2)),
+        "p99_ms" | "fault_p99_ms" => format!("{} ms", fixed(x, 1)),
         _ => short(x, 3),
     }
 }
@@ -81,6 +87,9 @@ fn heading(metric: &str, lower_is_better: bool) -> String {
         "error_rate" => "Error rate (failed / completed)",
         "amplification" => "Retry amplification (attempts / logical calls)",
         "goodput" => "Goodput (ok calls per simulated second)",
+        "fault_ok" => "During the faults: ok calls (completed inside a fault window)",
+        "fault_p99_ms" => "During the faults: P99 latency of the calls completed inside a fault window",
+        "fault_error_rate" => "During the faults: error rate (failed / completed inside a fault window)",
         other => other,
     };
     format!("{name} — {} is better", if lower_is_better { "lower" } else { "higher" })
@@ -90,8 +99,12 @@ fn heading(metric: &str, lower_is_better: bool) -> String {
 pub(crate) fn metric_table(data: &CompareData, t: &MetricTable) -> String {
     let mut s = String::new();
     let base = md_cell(&data.labels[0]);
-    let _ = writeln!(s, "| variant | mean | 95% CI | Δ vs {base} (paired) | 95% CI of Δ | seeds won |");
-    s.push_str("|---|---:|---:|---:|---:|---:|\n");
+    let better = if t.lower_is_better { "lower" } else { "higher" };
+    let _ = writeln!(
+        s,
+        "| variant | mean ({better} is better) | 95% CI | Δ vs {base} (paired) | 95% CI of Δ | seeds won | seeds tied |"
+    );
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|\n");
     for (i, label) in data.labels.iter().enumerate() {
         let e = &t.estimates[i];
         let (delta, delta_ci) = match &t.vs_first[i] {
@@ -104,11 +117,12 @@ pub(crate) fn metric_table(data: &CompareData, t: &MetricTable) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {delta} | {delta_ci} | {}% |",
+            "| {} | {} | {} | {delta} | {delta_ci} | {}% | {}% |",
             md_cell(label),
             show(t.metric, e.mean),
             show_ci(t.metric, e),
-            fixed(t.wins[i] * 100.0, 0)
+            fixed(t.wins[i] * 100.0, 0),
+            fixed(t.ties[i] * 100.0, 0)
         );
     }
     s
@@ -131,8 +145,15 @@ pub(crate) fn markdown(data: &CompareData) -> String {
     s.push_str(
         "- Δ is the mean of the per-seed differences from the first variant; ✓ marks a 95% interval that excludes 0\n",
     );
+    s.push_str(
+        "- seeds won: the seeds on which the variant was best alone; seeds tied: best level with another variant\n",
+    );
+    s.push_str(
+        "- \"during the faults\": the calls that completed inside a fault window, which the whole-run figures average \
+         over the calm seconds\n",
+    );
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", data.reproduce);
-    for m in &METRICS {
+    for m in data.metrics() {
         let t = data.table(m);
         let _ = writeln!(s, "## {}\n", heading(m.name, m.lower_is_better));
         s.push_str(&metric_table(data, &t));
@@ -160,7 +181,7 @@ pub(crate) fn json(data: &CompareData) -> Result<Vec<u8>, serde_json::Error> {
         scenario: &data.scenario,
         variants: &data.labels,
         seeds: &data.seeds,
-        metrics: METRICS.iter().map(|m| data.table(m)).collect(),
+        metrics: data.metrics().map(|m| data.table(m)).collect(),
         pass_rates: data.pass_rates(),
         reproduce: &data.reproduce,
     };
@@ -181,12 +202,16 @@ pub(crate) fn series(data: &CompareData) -> Vec<Series> {
         .collect()
 }
 
+/// The overlay figures' file stems (each written as `.svg` and `.png`): all panels stacked, then each alone.
+pub(crate) const STEMS: [&str; 4] = ["compare", "compare_goodput", "compare_p99", "compare_errors"];
+
 /// The overlay figures with their file stems: all panels stacked, then each alone.
 pub(crate) fn figures<'a>(data: &'a CompareData, series: &'a [Series]) -> Vec<(&'static str, Overlay<'a>)> {
     let title = format!("mcpstorm compare · {} · {} seeds", data.scenario, data.seeds.len());
     let subtitle = "one line per variant: mean over seeds per simulated second; shaded bands: fault windows".to_owned();
-    [("compare", None), ("compare_goodput", Some(0)), ("compare_p99", Some(1)), ("compare_errors", Some(2))]
+    STEMS
         .into_iter()
+        .zip([None, Some(0), Some(1), Some(2)])
         .map(|(stem, panel)| {
             let fig = Overlay {
                 title: title.clone(),

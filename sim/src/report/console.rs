@@ -6,23 +6,26 @@ use std::path::Path;
 use super::num::{finite, grouped, ms, pct, short};
 use super::plot;
 use super::summary::{
-    actual, clean_totals, convergence, degraded_by_reason, healthy_ms, recovery, times, timing, verdict,
+    actual, clean_totals, convergence, degraded_by_reason, during_fault, errors_by_class, healthy_ms, recovery, times,
+    timing, verdict,
 };
 use crate::run::{RunData, WallClock};
+use crate::scenario::CallsMode;
 
 /// Totals, checks, where the report went, how fast the simulation ran, and the command that reproduces the run.
-pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
+pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path, calls: CallsMode) -> String {
     let t = clean_totals(&run.totals);
     let mut s = String::new();
     // `write!` into a String cannot fail; the results are ignored on purpose.
     let _ = writeln!(s, "mcpstorm sim: {} (seed {}) {}", run.scenario, run.seed, verdict(run.passed()));
     let _ = writeln!(
         s,
-        "  calls      offered {}  ok {}  errors {} ({})  lost {}",
+        "  calls      offered {}  ok {}  errors {} ({}{})  lost {}",
         grouped(t.offered),
         grouped(t.ok),
         grouped(t.errors),
         pct(t.error_rate),
+        if t.errors > 0 { format!(": {}", errors_by_class(&t)) } else { String::new() },
         grouped(t.lost)
     );
     let _ = writeln!(
@@ -66,8 +69,9 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
     if t.amplification_during_fault.is_some() || t.breaker_opens > 0 || !t.degraded.is_empty() {
         let _ = writeln!(
             s,
-            "  resilience amplification during faults {}  {}  recovery {}  breaker opens {}  degraded {}",
+            "  resilience during faults: amplification {}, {}  {}  recovery {}  breaker opens {}  degraded {}",
             times(t.amplification_during_fault),
+            during_fault(&t),
             healthy_p99(&t),
             recovery(t.recovery),
             grouped(t.breaker_opens),
@@ -89,7 +93,7 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path) -> String {
         let _ = writeln!(s, "{lead} {} {}-{} s", f.label, short(finite(f.start_s), 3), short(finite(f.end_s), 3));
     }
     let _ = writeln!(s, "  time       {}", timing(wall));
-    let _ = writeln!(s, "  report     {}", dir.display());
+    let _ = writeln!(s, "  report     {}  ({})", dir.display(), super::calls::kept(calls));
     let _ = writeln!(s, "  plot       {}", dir.join(format!("{}.png", plot::REPORT)).display());
     let _ = writeln!(s, "reproduce: {}", run.reproduce);
     s
@@ -151,7 +155,7 @@ mod tests {
     const WALL: WallClock = WallClock { wall: Duration::from_secs(1), sim: Duration::from_secs(10) };
 
     fn line(run: &RunData, lead: &str) -> String {
-        let text = console_summary(run, &WALL, Path::new("out"));
+        let text = console_summary(run, &WALL, Path::new("out"), CallsMode::All);
         text.lines().find(|l| l.trim_start().starts_with(lead)).unwrap_or_default().to_owned()
     }
 
@@ -192,7 +196,7 @@ mod tests {
         let mut never = run_with(Totals { recovery: Recovery::Never, ..Totals::default() });
         never.checks = vec![CheckResult { name: "recovery_s".into(), limit: 10.0, actual: None, passed: false }];
         assert!(resilience_line(never.totals.clone()).contains("recovery not recovered within the run  breaker"));
-        let md = markdown(&never, &WALL);
+        let md = markdown(&never, &WALL, CallsMode::All);
         assert!(md.contains("| recovery after the last fault | not recovered within the run |"), "{md}");
         assert!(md.contains("| recovery_s | 10 | not recovered within the run | **FAIL** |"), "{md}");
         let check = line(&never, "checks");
@@ -202,7 +206,7 @@ mod tests {
         // Nothing to judge: n/a, and null in both fields.
         let na = run_with(Totals::default());
         assert!(resilience_line(na.totals.clone()).contains("recovery n/a  breaker"));
-        assert!(markdown(&na, &WALL).contains("| recovery after the last fault | n/a |"));
+        assert!(markdown(&na, &WALL, CallsMode::All).contains("| recovery after the last fault | n/a |"));
         // Recovered: the seconds.
         let back = run_with(Totals { recovery: Recovery::After(1.0), ..Totals::default() });
         assert!(resilience_line(back.totals.clone()).contains("recovery 1 s  breaker"));

@@ -29,6 +29,7 @@ struct TimeseriesRow {
     err_transport: u64,
     err_local: u64,
     err_tool: u64,
+    err_degraded: u64,
     err_auth: u64,
     #[serde(serialize_with = "latency")]
     p50_ms: f64,
@@ -66,6 +67,7 @@ impl From<&SecondRow> for TimeseriesRow {
             err_transport: r.err_transport,
             err_local: r.err_local,
             err_tool: r.err_tool,
+            err_degraded: r.err_degraded,
             err_auth: r.err_auth,
             p50_ms: r.p50_ms,
             p95_ms: r.p95_ms,
@@ -147,7 +149,7 @@ mod tests {
         let mut expected = header(w.into_inner().unwrap());
         expected.extend(["errors", "error_rate", "amplification"].map(str::to_owned));
         assert_eq!(header(timeseries(&[SecondRow::default()]).unwrap()), expected);
-        assert_eq!(expected.len(), 27);
+        assert_eq!(expected.len(), 28);
     }
 
     #[test]
@@ -167,12 +169,14 @@ mod tests {
             completed: 3,
             ok: 2,
             err_tool: 1,
+            err_degraded: 2,
             p99_ms: 0.1 + 0.2,
             ..SecondRow::default()
         };
         let text = String::from_utf8(timeseries(&[row]).unwrap()).unwrap();
         let line = text.lines().nth(1).unwrap();
-        assert_eq!(line, "3,4,3,2,0,0,0,0,1,0,0.000,0.000,0.300,0,6,0,0,0,0,0,0,0,0,0,1,0.3333,1.5000");
+        // err_tool 1 and err_degraded 2: three failed calls, each in its own column.
+        assert_eq!(line, "3,4,3,2,0,0,0,0,1,2,0,0.000,0.000,0.300,0,6,0,0,0,0,0,0,0,0,0,3,1.0000,1.5000");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `timeseries.csv` | one row per simulated second ([`SecondRow`](crate::run::SecondRow) plus `errors`, `error_rate`) | yes |
 //! | `events.csv` | faults and state changes ([`EventRow`](crate::run::EventRow)) | yes |
-//! | `calls.csv` | the call history, one row per attempt, streamed as the run goes ([`CallsCsv`], given to the run) | yes |
+//! | `calls.csv` | the call history, one row per attempt (or a sample: `sim --calls`), streamed as the run goes ([`CallsCsv`], given to the run) | yes |
 //! | `summary.json` | totals, checks, faults, seed, reproduce command | yes |
 //! | `scenario.toml` | the scenario as run, every `--set` applied, secrets redacted (written by the CLI) | yes |
 //! | `summary.md` | the same for people, plus wall-clock time and links to the plots | no (wall clock) |
@@ -23,6 +23,8 @@ mod compare;
 mod console;
 mod contrast;
 mod csv_out;
+pub mod dir;
+mod drain;
 mod error;
 mod font;
 pub(crate) mod num;
@@ -40,10 +42,12 @@ pub use contrast::contrast_table;
 pub use error::ReportError;
 
 use crate::run::{RunData, SweepData, WallClock};
+use crate::scenario::CallsMode;
 use plot::{Figure, RenderError};
 
 /// Writes a run's report into `dir` (created if missing) and returns the paths written, in order.
-pub fn write_run(dir: &Path, run: &RunData, wall: &WallClock) -> Result<Vec<PathBuf>, ReportError> {
+/// `calls` says what the run's `calls.csv` (written as it ran) holds, for `summary.md`.
+pub fn write_run(dir: &Path, run: &RunData, wall: &WallClock, calls: CallsMode) -> Result<Vec<PathBuf>, ReportError> {
     let mut out = Out::new(dir)?;
     let path = dir.join(csv_out::TIMESERIES);
     out.write(
@@ -57,7 +61,7 @@ pub fn write_run(dir: &Path, run: &RunData, wall: &WallClock) -> Result<Vec<Path
     for (stem, fig) in timeline::figures(run) {
         out.figure(stem, &fig)?;
     }
-    out.write(summary::markdown(run, wall).into_bytes(), summary::SUMMARY_MD)?;
+    out.write(summary::markdown(run, wall, calls).into_bytes(), summary::SUMMARY_MD)?;
     Ok(out.paths)
 }
 

@@ -6,9 +6,13 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::drain::Drain;
 use super::num::{finite, grouped, md_cell, ms, pct, short};
 use super::plot;
-use crate::run::{CheckResult, FaultWindow, NOT_JUDGED, NOT_RECOVERED, Recovery, RunData, Totals, WallClock};
+use crate::run::{
+    CheckResult, FailureClass, FaultWindow, NOT_JUDGED, NOT_RECOVERED, Recovery, RunData, Totals, WallClock,
+};
+use crate::scenario::CallsMode;
 
 pub(crate) const SUMMARY_JSON: &str = "summary.json";
 pub(crate) const SUMMARY_MD: &str = "summary.md";
@@ -56,6 +60,8 @@ pub(crate) fn clean_totals(t: &Totals) -> Totals {
         max_ms: finite(t.max_ms),
         ok_per_s: finite(t.ok_per_s),
         amplification_during_fault: known(t.amplification_during_fault),
+        error_rate_during_fault: known(t.error_rate_during_fault),
+        p99_during_fault_ms: known(t.p99_during_fault_ms),
         healthy_p99_before_ms: known(t.healthy_p99_before_ms),
         healthy_p99_during_ms: known(t.healthy_p99_during_ms),
         healthy_p99_ratio: known(t.healthy_p99_ratio),
@@ -122,7 +128,7 @@ pub(crate) fn timing(wall: &WallClock) -> String {
     )
 }
 
-pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
+pub(crate) fn markdown(run: &RunData, wall: &WallClock, calls: CallsMode) -> String {
     let t = clean_totals(&run.totals);
     let mut s = String::new();
     // `write!` into a String cannot fail; the results are ignored on purpose.
@@ -138,11 +144,12 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", run.reproduce);
 
     s.push_str("## Totals\n\n| metric | value |\n|---|---:|\n");
-    let rows: [(&str, String); 34] = [
+    let rows: [(&str, String); 36] = [
         ("offered (logical calls)", grouped(t.offered)),
         ("completed", grouped(t.completed)),
         ("ok", grouped(t.ok)),
         ("errors", grouped(t.errors)),
+        ("errors by class", errors_by_class(&t)),
         ("lost", grouped(t.lost)),
         ("attempts", grouped(t.attempts)),
         ("retries", grouped(t.retries)),
@@ -164,6 +171,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
         ("re-handshakes", grouped(t.rehandshakes)),
         ("renewals", grouped(t.renewals)),
         ("amplification during faults", times(t.amplification_during_fault)),
+        ("calls completed during faults", during_fault(&t)),
         ("healthy servers' P99 before faults", healthy_ms(t.healthy_p99_before_ms)),
         ("healthy servers' P99 during faults", healthy_ms(t.healthy_p99_during_ms)),
         (
@@ -223,10 +231,47 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock) -> String {
     s.push_str("\nShaded bands are fault windows. Data: [timeseries.csv](timeseries.csv) (one row per simulated ");
     let _ = writeln!(
         s,
-        "second), [events.csv](events.csv) ({} events), [summary.json](summary.json).",
-        grouped(run.events.len() as u64)
+        "second), [events.csv](events.csv) ({} events), [summary.json](summary.json); {}.",
+        grouped(run.events.len() as u64),
+        super::calls::kept(calls)
     );
+    s.push_str(
+        "\nA row's `offered` counts the calls started in that second and `completed` those that ended in it, so a \
+         second can complete more than it offered: calls started earlier finishing.",
+    );
+    match Drain::of(&run.seconds) {
+        Some(d) => {
+            let _ = writeln!(
+                s,
+                " From {} s on, the load had stopped: those seconds are the drain, {} calls in flight finishing, and \
+                 the plots shade them rather than draw them as a rate.",
+                d.from,
+                grouped(d.completed)
+            );
+        }
+        None => s.push('\n'),
+    }
     s
+}
+
+/// `degraded 1,200, transport 34` in the error panel's order, or `-` without errors.
+pub(crate) fn errors_by_class(t: &Totals) -> String {
+    let parts: Vec<String> = FailureClass::ALL
+        .iter()
+        .filter_map(|c| {
+            t.errors_by_class.get(c.label()).filter(|n| **n > 0).map(|n| format!("{} {}", c.label(), grouped(*n)))
+        })
+        .collect();
+    if parts.is_empty() { "-".to_owned() } else { parts.join(", ") }
+}
+
+/// `ok 1,234, errors 5.1%, P99 812 ms` for the calls completed inside the fault windows, or `n/a`.
+pub(crate) fn during_fault(t: &Totals) -> String {
+    match (t.ok_during_fault, t.error_rate_during_fault, t.p99_during_fault_ms) {
+        (Some(ok), Some(rate), Some(p99)) => format!("ok {}, errors {}, P99 {}", grouped(ok), pct(rate), ms(p99)),
+        (Some(_), _, _) => "none".to_owned(),
+        _ => NOT_JUDGED.to_owned(),
+    }
 }
 
 /// A P99 of calls to healthy servers (those no fault targets), or `n/a` for a phase in which no call reached one:

@@ -2,7 +2,8 @@
 //!
 //! Rates are per simulated second; row `t` covers `[t, t+1)`, so lines put its value at `t + 0.5` and the stacked
 //! error areas span the whole second. Seconds in which no call completed have no latency and no error rate: those
-//! lines break there instead of dropping to zero.
+//! lines break there instead of dropping to zero. The per-second rates stop where the drain starts (see
+//! [`Drain`]); latencies and the error rate, which are not rates, go on through it.
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
@@ -10,6 +11,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::csv_out::error_rate;
+use super::drain::{self, Drain};
 use super::num::{finite, grouped, ms, pct, short};
 use super::plot::palette::{ATTEMPTS, COMPLETED, OFFERED, OK, P50, P95, P99};
 use super::plot::{
@@ -18,25 +20,32 @@ use super::plot::{
     time_axis, value_axis,
 };
 use super::summary::verdict;
-use crate::run::{RunData, SecondRow};
+use crate::run::{FailureClass, RunData, SecondRow};
 
 const RATE: RGBColor = RGBColor(33, 37, 41);
 const PASS_INK: RGBColor = RGBColor(30, 130, 50);
 const FAIL_INK: RGBColor = RGBColor(200, 30, 30);
 
-/// Error classes, bottom of the stack first.
 /// Reads one count or one latency from a row.
 type Count = fn(&SecondRow) -> u64;
 type Millis = fn(&SecondRow) -> f64;
 
-const CLASSES: [(&str, RGBColor, Count); 6] = [
-    ("transport", RGBColor(214, 39, 40), |r| r.err_transport),
-    ("protocol", RGBColor(148, 103, 189), |r| r.err_protocol),
-    ("lifecycle", RGBColor(140, 86, 75), |r| r.err_lifecycle),
-    ("local", RGBColor(127, 127, 127), |r| r.err_local),
-    ("tool", RGBColor(227, 119, 194), |r| r.err_tool),
-    ("auth", RGBColor(188, 189, 34), |r| r.err_auth),
-];
+/// Each failure class's colour in the error panel (stacked in [`FailureClass::ALL`]'s order, bottom first).
+fn class_color(class: FailureClass) -> RGBColor {
+    match class {
+        FailureClass::Transport => RGBColor(214, 39, 40),
+        FailureClass::Protocol => RGBColor(148, 103, 189),
+        FailureClass::Lifecycle => RGBColor(140, 86, 75),
+        FailureClass::Local => RGBColor(127, 127, 127),
+        FailureClass::Tool => RGBColor(227, 119, 194),
+        // Orange: the gateway's own answer, a contained failure rather than a broken one.
+        FailureClass::Degraded => RGBColor(255, 127, 14),
+        FailureClass::Auth => RGBColor(188, 189, 34),
+    }
+}
+
+/// The longest description the report's title block shows, in characters.
+const DESC_MAX: usize = 150;
 
 pub(crate) const TIME_DESC: &str = "simulated time (s)";
 /// Height of the report figure's title block.
@@ -56,6 +65,7 @@ pub(crate) struct RunFigure<'a> {
     run: &'a RunData,
     panel: Panel,
     time: Axis,
+    drain: Option<Drain>,
 }
 
 /// The figures a run writes, with their file stems.
@@ -70,7 +80,7 @@ pub(crate) fn figures(run: &RunData) -> Vec<(&'static str, RunFigure<'_>)> {
 impl<'a> RunFigure<'a> {
     pub(crate) fn new(run: &'a RunData, panel: Panel) -> Self {
         let end = run.seconds.iter().map(|r| r.t + 1).max().unwrap_or(0) as f64;
-        RunFigure { run, panel, time: time_axis(finite(run.sim_seconds).max(end)) }
+        RunFigure { run, panel, time: time_axis(finite(run.sim_seconds).max(end)), drain: Drain::of(&run.seconds) }
     }
 
     /// The fault labels' layout for a chart on `body` (see [`build`] for where the plot sits).
@@ -96,14 +106,15 @@ impl<'a> RunFigure<'a> {
             Key::new("ok", OK, Swatch::Line),
         ];
         let body = header(area, &self.title("Calls per second"), &keys)?;
-        let rows = &self.run.seconds;
+        let rows: Vec<&SecondRow> = self.rates().collect();
         let max = rows.iter().map(|r| r.offered.max(r.attempts).max(r.completed).max(r.ok)).max().unwrap_or(0);
         let y = linear_axis(max as f64, 5);
         let lane = self.lane(&body)?;
         let mut chart = build(&body, &self.time, y.lin(), &lane, false)?;
         mesh(&mut chart, TIME_DESC, "calls / s", &|v| tick(*v))?;
         shade_faults(&chart, &self.run.faults, self.time.hi)?;
-        let pts = |f: Count| rows.iter().map(move |r| (mid(r), f(r) as f64)).collect::<Vec<_>>();
+        drain::shade(&chart, self.drain, self.time.hi)?;
+        let pts = |f: Count| rows.iter().map(|r| (mid(r), f(r) as f64)).collect::<Vec<_>>();
         // Widest first and offered (dashed) last, so that lines which coincide (ok = completed, attempts = offered
         // when nothing fails) all stay visible.
         let lines: [(Count, RGBColor, u32); 3] = [
@@ -151,6 +162,7 @@ impl<'a> RunFigure<'a> {
         let mut chart = build(body, &self.time, y_spec, &lane, false)?;
         mesh(&mut chart, TIME_DESC, y_desc, &|v| tick(*v))?;
         shade_faults(&chart, &self.run.faults, self.time.hi)?;
+        drain::shade(&chart, self.drain, self.time.hi)?;
         // On a log axis a 0 cannot be drawn; such seconds break the line.
         let floor = if y.log { y.lo } else { f64::NEG_INFINITY };
         let lines: [(Millis, RGBColor); 3] =
@@ -166,20 +178,27 @@ impl<'a> RunFigure<'a> {
         label_faults(body, &chart, &self.run.faults, self.time.hi, &lane)
     }
 
+    /// The rows drawn as per-second rates: every second before the drain.
+    fn rates(&self) -> impl Iterator<Item = &SecondRow> {
+        self.run.seconds.iter().filter(|r| Drain::before(self.drain, r.t))
+    }
+
     fn errors<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> PlotResult<()> {
-        let rows = &self.run.seconds;
-        let present: Vec<usize> = (0..CLASSES.len()).filter(|&k| rows.iter().any(|r| (CLASSES[k].2)(r) > 0)).collect();
-        let mut keys: Vec<Key> =
-            present.iter().map(|&k| Key::new(CLASSES[k].0, lighten(CLASSES[k].1, 0.2), Swatch::Block)).collect();
-        if present.is_empty() {
-            keys.push(Key::new("no errors", lighten(OK, 0.2), Swatch::Block));
+        let all = &self.run.seconds;
+        if all.iter().all(|r| r.errors() == 0) {
+            return self.no_errors(area);
         }
+        let rows: Vec<&SecondRow> = self.rates().collect();
+        let present: Vec<FailureClass> =
+            FailureClass::ALL.into_iter().filter(|&c| all.iter().any(|r| r.failed(c) > 0)).collect();
+        let mut keys: Vec<Key> =
+            present.iter().map(|&c| Key::new(c.label(), lighten(class_color(c), 0.2), Swatch::Block)).collect();
         keys.push(Key::new("error rate (right axis)", RATE, Swatch::Line));
         let body = header(area, &self.title("Errors by class and error rate"), &keys)?;
 
-        let max = rows.iter().map(SecondRow::errors).max().unwrap_or(0);
+        let max = rows.iter().map(|r| r.errors()).max().unwrap_or(0);
         let y = linear_axis(max as f64, 5);
-        let done: Vec<&SecondRow> = rows.iter().filter(|r| r.completed > 0).collect();
+        let done: Vec<&SecondRow> = all.iter().filter(|r| r.completed > 0).collect();
         let max_rate = done.iter().map(|r| error_rate(r) * 100.0).fold(0.0, f64::max);
         let mut rate = linear_axis(max_rate.max(1.0), 5);
         if rate.hi > 100.0 {
@@ -199,13 +218,14 @@ impl<'a> RunFigure<'a> {
             .draw()
             .map_err(err)?;
         shade_faults(&chart, &self.run.faults, self.time.hi)?;
+        drain::shade(&chart, self.drain, self.time.hi)?;
 
         // Stacked step areas: draw the tallest (all classes) first, each lower sum over it.
         for top in (0..present.len()).rev() {
-            let sum = |r: &SecondRow| present[..=top].iter().map(|&k| (CLASSES[k].2)(r)).sum::<u64>() as f64;
+            let sum = |r: &SecondRow| present[..=top].iter().map(|&c| r.failed(c)).sum::<u64>() as f64;
             let pts: Vec<(f64, f64)> =
                 rows.iter().flat_map(|r| [(r.t as f64, sum(r)), (r.t as f64 + 1.0, sum(r))]).collect();
-            let color = CLASSES[present[top]].1;
+            let color = class_color(present[top]);
             chart
                 .draw_series(
                     AreaSeries::new(pts, 0.0, lighten(color, 0.2).filled()).border_style(color.stroke_width(1)),
@@ -223,6 +243,17 @@ impl<'a> RunFigure<'a> {
         label_faults(&body, &chart, &self.run.faults, self.time.hi, &lane)
     }
 
+    /// The error panel of a run without a failed call: its header and one line saying so, in the panel's usual
+    /// size (the report figure keeps its height).
+    fn no_errors<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> PlotResult<()> {
+        let keys = [Key::new("no errors", lighten(OK, 0.2), Swatch::Block)];
+        let body = header(area, &self.title("Errors by class and error rate"), &keys)?;
+        let (w, h) = body.dim_in_pixel();
+        let line = format!("No failed calls: all {} completed calls were ok.", grouped(self.run.totals.completed));
+        let style = text(18.0).color(&MUTED).pos(Pos::new(HPos::Center, VPos::Center));
+        body.draw_text(&line, &style, (w as i32 / 2, h as i32 / 2)).map_err(err)
+    }
+
     fn report<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> PlotResult<()> {
         let (head, rest) = root.split_vertically(REPORT_HEAD_H);
         let run = self.run;
@@ -238,9 +269,18 @@ impl<'a> RunFigure<'a> {
         let note = "shaded bands: fault windows";
         let note_style = text(14.0).color(&MUTED).pos(Pos::new(HPos::Right, VPos::Top));
         head.draw_text(note, &note_style, (FIG_W as i32 - 24, 16)).map_err(err)?;
-        let mut desc = run.description.split_whitespace().collect::<Vec<_>>().join(" ");
-        if desc.chars().count() > 150 {
-            desc = desc.chars().take(147).collect::<String>() + "...";
+        let mut desc = shorten(&run.description, DESC_MAX);
+        if let Some(d) = self.drain {
+            // The drain's note takes the description's line end: the description gives way to it.
+            let note = d.note();
+            let (nw, _) = head.estimate_text_size(&note, &note_style).map_err(err)?;
+            head.draw_text(&note, &note_style, (FIG_W as i32 - 24, 44)).map_err(err)?;
+            let room = FIG_W.saturating_sub(nw + 16 + 24 + 32);
+            let desc_style = text(15.0);
+            while !desc.is_empty() && head.estimate_text_size(&desc, &desc_style).map_err(err)?.0 > room {
+                let n = desc.chars().count();
+                desc = shorten(&desc, n.saturating_sub(8));
+            }
         }
         head.draw_text(&desc, &text(15.0).color(&MUTED).pos(left), (16, 44)).map_err(err)?;
         let line = format!(
@@ -281,6 +321,21 @@ impl Figure for RunFigure<'_> {
             Panel::Report => self.report(root),
         }
     }
+}
+
+/// `text` on one line of at most `max` characters, cut at a word boundary with an ellipsis when it is longer.
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= max {
+        return line;
+    }
+    // Room for the ellipsis; then back to the last space, unless the first word alone is longer than the room.
+    let head: String = line.chars().take(max.saturating_sub(1)).collect();
+    let cut = match head.rfind(' ') {
+        Some(i) if i > 0 => &head[..i],
+        _ => head.as_str(),
+    };
+    format!("{}…", cut.trim_end_matches([',', ';', ':', '.', ' ']))
 }
 
 /// The middle of the second a row covers.
@@ -345,4 +400,18 @@ where
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shorten;
+
+    #[test]
+    fn a_long_description_is_cut_at_a_word_with_an_ellipsis() {
+        assert_eq!(shorten("  short\n  enough ", 20), "short enough");
+        assert_eq!(shorten("the default gateway contains the storm", 30), "the default gateway contains…");
+        assert_eq!(shorten("a 3 s spike; the naive one does not", 16), "a 3 s spike…", "no dangling punctuation");
+        assert_eq!(shorten("unbreakable_identifier_here", 10), "unbreakab…", "one long word is cut inside it");
+        assert!(shorten(&"word ".repeat(100), 150).chars().count() <= 150);
+    }
 }

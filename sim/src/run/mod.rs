@@ -8,10 +8,12 @@
 
 pub mod audit;
 pub mod calls;
+pub mod failure;
 pub mod memory;
 
 pub use audit::{RunAudit, ServerTotals};
 pub use calls::{CallSink, CallSinkError};
+pub use failure::FailureClass;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,13 +29,16 @@ pub struct SecondRow {
     /// Logical calls that reached an outcome this second.
     pub completed: u64,
     pub ok: u64,
-    /// Failed logical calls by class of their final error: `protocol`, `lifecycle`, `transport`, `local`, and
-    /// `tool` for results with `isError: true`.
+    /// Failed logical calls by [`FailureClass`] of their final answer.
     pub err_protocol: u64,
     pub err_lifecycle: u64,
     pub err_transport: u64,
     pub err_local: u64,
+    /// A server's result with `isError: true`.
     pub err_tool: u64,
+    /// The gateway's degraded result ("do not retry"), given instead of calling a sick replica.
+    #[serde(default)]
+    pub err_degraded: u64,
     /// Failed on an auth mismatch (no configured credential of a scheme the server accepts).
     pub err_auth: u64,
     /// Latency percentiles of the logical calls completed this second, ms (0 when none completed).
@@ -71,7 +76,33 @@ impl SecondRow {
     }
 
     pub fn errors(&self) -> u64 {
-        self.err_protocol + self.err_lifecycle + self.err_transport + self.err_local + self.err_tool + self.err_auth
+        FailureClass::ALL.iter().map(|c| self.failed(*c)).fold(0, u64::saturating_add)
+    }
+
+    /// Failed logical calls of one class this second.
+    pub fn failed(&self, class: FailureClass) -> u64 {
+        match class {
+            FailureClass::Transport => self.err_transport,
+            FailureClass::Protocol => self.err_protocol,
+            FailureClass::Lifecycle => self.err_lifecycle,
+            FailureClass::Local => self.err_local,
+            FailureClass::Tool => self.err_tool,
+            FailureClass::Degraded => self.err_degraded,
+            FailureClass::Auth => self.err_auth,
+        }
+    }
+
+    /// The counter of `class`.
+    pub fn failed_mut(&mut self, class: FailureClass) -> &mut u64 {
+        match class {
+            FailureClass::Transport => &mut self.err_transport,
+            FailureClass::Protocol => &mut self.err_protocol,
+            FailureClass::Lifecycle => &mut self.err_lifecycle,
+            FailureClass::Local => &mut self.err_local,
+            FailureClass::Tool => &mut self.err_tool,
+            FailureClass::Degraded => &mut self.err_degraded,
+            FailureClass::Auth => &mut self.err_auth,
+        }
     }
 }
 
@@ -179,6 +210,9 @@ pub struct Totals {
     pub completed: u64,
     pub ok: u64,
     pub errors: u64,
+    /// Failed logical calls by [`FailureClass`] label (classes with none left out).
+    #[serde(default)]
+    pub errors_by_class: BTreeMap<String, u64>,
     /// Issued but never reached an outcome by the end of the run (must be 0).
     pub lost: u64,
     pub attempts: u64,
@@ -213,6 +247,15 @@ pub struct Totals {
     /// Attempts per logical call over the seconds the fault windows touch (the gateway's own retries included);
     /// `None` without fault windows, or without calls offered in them.
     pub amplification_during_fault: Option<f64>,
+    /// Logical calls that completed inside a fault window: how many were ok, the share that failed, and their P99
+    /// (`None` without fault windows, or without calls completed in them). The whole-run figures average a fault
+    /// away over the calm seconds; these do not.
+    #[serde(default)]
+    pub ok_during_fault: Option<u64>,
+    #[serde(default)]
+    pub error_rate_during_fault: Option<f64>,
+    #[serde(default)]
+    pub p99_during_fault_ms: Option<f64>,
     /// P99 of logical calls to servers no fault targets, before the first fault and during the faults, and their
     /// ratio (`None` when a phase had no such calls).
     pub healthy_p99_before_ms: Option<f64>,

@@ -23,17 +23,32 @@ use super::audit::{AuditLog, Settled};
 use super::call_log::CallLog;
 use super::phases::Phases;
 use crate::run::memory::{Seconds, latency_histogram, ms};
-use crate::run::{CallSink, CallSinkError, Convergence, EventRow, SecondRow, Totals};
+use crate::run::{CallSink, CallSinkError, Convergence, EventRow, FailureClass, SecondRow, Totals};
 use crate::scenario::CallsMode;
 
 /// How a logical call (all its attempts) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Ok,
-    /// A tool result with `isError: true`.
+    /// A tool result with `isError: true`. The recorder files it as [`Outcome::Degraded`] when it was the gateway's
+    /// degraded result (see [`Recorder::logical_done`]).
     Tool,
+    /// The gateway's degraded result: it declined to call (or to retry) and answered "do not retry".
+    Degraded,
     /// A `CallError`, by its class label.
     Error(&'static str),
+}
+
+impl Outcome {
+    /// The class a failed call is counted under; `None` for an ok call.
+    pub fn failure(self) -> Option<FailureClass> {
+        match self {
+            Outcome::Ok => None,
+            Outcome::Tool => Some(FailureClass::Tool),
+            Outcome::Degraded => Some(FailureClass::Degraded),
+            Outcome::Error(label) => Some(FailureClass::of_error(label)),
+        }
+    }
 }
 
 /// What one finished attempt says about sessions, auth and schemas (the agent's view of it).
@@ -101,6 +116,15 @@ struct Inner {
     /// Logical-call latency to servers no fault targets: before the first fault, and during the faults.
     healthy_before: Histogram<u64>,
     healthy_during: Histogram<u64>,
+    /// Logical calls completed inside a fault window: their latency, and how many were ok and how many failed.
+    during_fault: Histogram<u64>,
+    ok_during_fault: u64,
+    failed_during_fault: u64,
+    /// The tasks (each runs one logical call at a time) whose last answer from their gateway was a degraded result.
+    /// The gateway tells its observer ([`Recorder::degraded`]) from inside the calling task, and that task then
+    /// reports the call's end ([`Recorder::logical_done`]) as a tool result with `isError: true`: the task says
+    /// which of those were degraded. A task leaves the set when it sends an attempt or its call ends.
+    declined: BTreeSet<tokio::task::Id>,
     /// Breakers open now, by (load host, replica, tool): each load host's gateway has its own.
     open_breakers: BTreeSet<(String, String, String)>,
     /// Load hosts (gateways) in the run, and the breaker incident under way per (replica, tool).
@@ -133,6 +157,10 @@ impl Default for Recorder {
                 phases: Phases::default(),
                 healthy_before: latency_histogram(RUN_SIGFIG),
                 healthy_during: latency_histogram(RUN_SIGFIG),
+                during_fault: latency_histogram(RUN_SIGFIG),
+                ok_during_fault: 0,
+                failed_during_fault: 0,
+                declined: BTreeSet::new(),
                 open_breakers: BTreeSet::new(),
                 gateways: 1,
                 incidents: BTreeMap::new(),
@@ -182,6 +210,24 @@ impl Inner {
 
     fn bucket(&mut self, at: Duration) -> &mut SecondRow {
         self.seconds.row(at)
+    }
+
+    /// The current task sends an attempt (or starts a call): its next answer is not a degraded one, unless the
+    /// gateway declines again.
+    fn answered_by_call(&mut self) {
+        if let Some(task) = tokio::task::try_id() {
+            self.declined.remove(&task);
+        }
+    }
+
+    /// The current task's call ended as `outcome`: a tool error is the gateway's degraded result when the task's
+    /// last answer was one (see `declined`).
+    fn resolve(&mut self, outcome: Outcome) -> Outcome {
+        let declined = tokio::task::try_id().is_some_and(|task| self.declined.remove(&task));
+        match outcome {
+            Outcome::Tool if declined => Outcome::Degraded,
+            other => other,
+        }
     }
 }
 
@@ -275,6 +321,7 @@ impl Recorder {
     /// A logical call was offered at `at`; returns its number, counting from 0 in the order calls are offered.
     pub fn offered(&self, at: Duration) -> u64 {
         let mut inner = self.lock();
+        inner.answered_by_call();
         inner.bucket(at).offered += 1;
         let n = inner.totals.offered;
         inner.totals.offered += 1;
@@ -283,6 +330,7 @@ impl Recorder {
 
     pub fn attempt_started(&self, at: Duration, retry: bool) {
         let mut inner = self.lock();
+        inner.answered_by_call();
         let row = inner.bucket(at);
         row.attempts += 1;
         row.retries += u64::from(retry);
@@ -342,6 +390,7 @@ impl Recorder {
         answered_by: Option<(&str, Duration)>,
     ) {
         let mut inner = self.lock();
+        let outcome = inner.resolve(outcome);
         // Waited out by its ok attempt, or by the logical call: started inside the window, and still being retried by
         // its agent when the fault ended (a storm's own retries, which a degraded result tells the agent not to make).
         let started = at.saturating_sub(latency);
@@ -363,24 +412,29 @@ impl Recorder {
                 let _ = inner.healthy_during.record(micros);
             }
         }
+        let failure = outcome.failure();
+        if inner.phases.during(at) {
+            let _ = inner.during_fault.record(micros);
+            match failure {
+                None => inner.ok_during_fault += 1,
+                Some(_) => inner.failed_during_fault += 1,
+            }
+        }
         let row = inner.bucket(at);
         row.completed += 1;
-        match outcome {
-            Outcome::Ok => row.ok += 1,
-            Outcome::Tool => row.err_tool += 1,
-            Outcome::Error("protocol") => row.err_protocol += 1,
-            Outcome::Error("lifecycle") => row.err_lifecycle += 1,
-            Outcome::Error("transport") => row.err_transport += 1,
-            Outcome::Error("auth") => row.err_auth += 1,
-            Outcome::Error(_) => row.err_local += 1,
+        match failure {
+            None => row.ok += 1,
+            Some(class) => *row.failed_mut(class) += 1,
         }
         inner.seconds.latency(at, micros);
         let _ = inner.total.record(micros);
         inner.totals.completed += 1;
-        if outcome == Outcome::Ok {
-            inner.totals.ok += 1;
-        } else {
-            inner.totals.errors += 1;
+        match failure {
+            None => inner.totals.ok += 1,
+            Some(class) => {
+                inner.totals.errors += 1;
+                *inner.totals.errors_by_class.entry(class.label().to_owned()).or_default() += 1;
+            }
         }
     }
 
@@ -422,8 +476,12 @@ impl Recorder {
     }
 
     /// The gateway answered a call with a degraded result instead of making it (or instead of retrying it).
+    /// Called from inside the task that made the call, which the call's end then names (see `declined`).
     pub fn degraded(&self, at: Duration, reason: DegradedReason) {
         let mut inner = self.lock();
+        if let Some(task) = tokio::task::try_id() {
+            inner.declined.insert(task);
+        }
         inner.bucket(at).degraded += 1;
         *inner.totals.degraded.entry(<&str>::from(reason).to_owned()).or_default() += 1;
     }
@@ -470,6 +528,14 @@ impl Recorder {
             (Some(during), Some(before)) if before > 0.0 => Some(during / before),
             _ => None,
         };
+        let in_fault = inner.ok_during_fault + inner.failed_during_fault;
+        if in_fault > 0 {
+            totals.ok_during_fault = Some(inner.ok_during_fault);
+            totals.error_rate_during_fault = Some(ratio(inner.failed_during_fault, in_fault));
+            totals.p99_during_fault_ms = Some(ms(&inner.during_fault, 0.99));
+        } else if inner.phases.has_windows() {
+            totals.ok_during_fault = Some(0);
+        }
         (rows, std::mem::take(&mut inner.events), totals)
     }
 
@@ -563,5 +629,43 @@ impl Observer for GatewayObserver {
             Event::Degraded { reason, .. } => self.recorder.degraded(now(), *reason),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tool error ends a call as `degraded` only in the task the gateway answered with a degraded result, and only
+    /// if that task sent no attempt since: another task's tool error at the same moment stays `tool`.
+    #[test]
+    fn a_degraded_result_is_filed_under_its_own_class_not_tool() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+        let recorder = Recorder::default();
+        let at = Duration::from_millis(500);
+        let done = move |r: &Recorder| r.logical_done(at, Duration::from_millis(1), Outcome::Tool, None, None, None);
+        rt.block_on(async {
+            let (a, b) = (recorder.clone(), recorder.clone());
+            // Declined: the degraded result is the call's end.
+            let declined = tokio::spawn(async move {
+                a.offered(at);
+                a.degraded(at, DegradedReason::BreakerOpen);
+                done(&a);
+            });
+            // A real isError result, after an earlier degraded answer that the agent retried.
+            let retried = tokio::spawn(async move {
+                b.offered(at);
+                b.degraded(at, DegradedReason::BreakerOpen);
+                b.attempt_started(at, true);
+                done(&b);
+            });
+            let _ = (declined.await, retried.await);
+        });
+        // Outside any task: a plain tool error.
+        done(&recorder);
+        let (rows, _, totals) = recorder.finish(Duration::from_secs(1));
+        assert_eq!((rows[0].err_degraded, rows[0].err_tool, rows[0].errors()), (1, 2, 3));
+        let by_class: Vec<(&str, u64)> = totals.errors_by_class.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(by_class, [("degraded", 1), ("tool", 2)]);
     }
 }

@@ -210,3 +210,36 @@ fn calls_sample_writes_every_attempt_of_one_call_in_a_hundred() {
     let at = |k: u32| sample.count("retries", |r| r == k.to_string());
     assert!(at(1) > 0 && at(1) <= at(0) && at(2) <= at(1), "retries 0/1/2: {}/{}/{}", at(0), at(1), at(2));
 }
+
+/// A run estimated above 20,000 logical calls writes a sample unless the scenario or `--calls` asks for every
+/// attempt, and says on the console what calls.csv holds and how to get all of it. Nothing else changes: every
+/// figure is computed from all the calls either way.
+#[test]
+fn a_large_run_writes_a_sample_unless_asked() {
+    let big: &[&str] = &["load.sessions=100", "duration=\"4s\""];
+    let run = |out: &Path, extra: &[&str]| {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpstorm"));
+        cmd.current_dir(&root).args(["sim", "scenarios/smoke.toml", "--out"]).arg(out).args(extra);
+        for s in big {
+            cmd.arg("--set").arg(s);
+        }
+        let o = cmd.output().expect("run mcpstorm");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let (default, flag, set) = (scratch("large-default"), scratch("large-flag"), scratch("large-set"));
+    let said = run(&default, &[]);
+    assert!(
+        said.contains("calls.csv: a sample, every attempt of one logical call in 100 (the full history: --calls all)")
+    );
+    assert!(run(&flag, &["--calls", "all"]).contains("(calls.csv: every attempt)"));
+    run(&set, &["--set", "report.calls=\"all\""]);
+    let (sample, every) = (Calls::read(&default), Calls::read(&flag));
+    assert!(sample.rows.len() * 50 < every.rows.len(), "{} of {}", sample.rows.len(), every.rows.len());
+    assert!(text(&set, "calls.csv") == text(&flag, "calls.csv"), "report.calls = \"all\" is asked, not defaulted");
+    assert!(text(&default, "summary.md").contains("the full history: --calls all"));
+    for file in ["timeseries.csv", "summary.json"] {
+        assert!(text(&default, file) == text(&flag, file), "{file} depends on what calls.csv keeps");
+    }
+}

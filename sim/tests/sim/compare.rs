@@ -252,3 +252,48 @@ fn bad_shards_exit_2() {
     }
     assert!(!out.exists(), "a bad shard still wrote a report");
 }
+
+/// Variants that change nothing the run does tie on every seed: a tie is no one's win (seeds won 0%, seeds tied
+/// 100%, not a share each). The calls that completed inside the fault windows have their own paired tables, and
+/// every table says which way is better.
+#[test]
+fn ties_are_ties_and_the_fault_windows_have_their_own_figures() {
+    let out = scratch("ties");
+    let _ = std::fs::remove_dir_all(&out);
+    let o = std::process::Command::new(crate::common::BIN)
+        .args(["compare", "scenarios/smoke.toml", "--vary", "report.calls", "--values", "all,off", "--seeds", "3"])
+        .args(["--set", "duration=3s", "--jobs", "2", "--out"])
+        .arg(&out)
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .output()
+        .expect("run mcpstorm");
+    let stdout = ok(o);
+    let md = std::fs::read_to_string(out.join("compare.md")).expect("compare.md");
+    // The metric tables' rows (eight cells), not the checks table's.
+    let variant = |l: &&str| l.starts_with("| all |") || l.starts_with("| off |");
+    let rows: Vec<&str> = md.lines().filter(variant).filter(|l| l.matches('|').count() == 8).collect();
+    assert_eq!(rows.len(), 2 * 8, "two rows in each of the 8 tables (the fault-window ones included):\n{md}");
+    for row in rows {
+        assert!(row.ends_with("| 0% | 100% |"), "a tie counted as a win: {row}");
+    }
+    for heading in [
+        "## P99 latency — lower is better",
+        "## Goodput (ok calls per simulated second) — higher is better",
+        "## During the faults: ok calls (completed inside a fault window) — higher is better",
+        "## During the faults: P99 latency of the calls completed inside a fault window — lower is better",
+        "## During the faults: error rate (failed / completed inside a fault window) — lower is better",
+    ] {
+        assert!(md.contains(heading), "no {heading:?}:\n{md}");
+    }
+    assert!(stdout.contains("fault_p99_ms (calls completed inside the fault windows):"), "{stdout}");
+    assert!(stdout.contains("| mean (lower is better) |"), "{stdout}");
+    let csv = std::fs::read_to_string(out.join("compare.csv")).expect("compare.csv");
+    assert!(csv.starts_with("variant,seed,") && csv.lines().next().is_some_and(|h| h.contains(",fault_p99_ms,")));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).expect("json")).expect("parses");
+    let fault_p99 = json["metrics"].as_array().and_then(|m| m.iter().find(|m| m["metric"] == "fault_p99_ms"));
+    let whole_p99 = json["metrics"].as_array().and_then(|m| m.iter().find(|m| m["metric"] == "p99_ms"));
+    // The spike (100 ms more for 1 s) is diluted over the whole run, not inside its window.
+    let mean = |m: Option<&serde_json::Value>| m.and_then(|m| m["estimates"][0]["mean"].as_f64()).unwrap_or(0.0);
+    assert!(mean(fault_p99) > 100.0 && mean(fault_p99) >= mean(whole_p99), "{fault_p99:?} vs {whole_p99:?}");
+}

@@ -144,3 +144,32 @@ contrast = "naive"
     assert_eq!(s["totals"]["auth_errors"], 0, "{s}");
     assert!(s["totals"]["ok"].as_u64().is_some_and(|ok| ok > 0), "{s}");
 }
+
+/// `--out` takes a new directory or an earlier report of the same command, whose files go first: a plain run into
+/// a contrast run's directory leaves no `contrast-naive/` or `contrast.png` to read as its own. Anything else in
+/// the directory is refused with exit 2, by name, and left alone.
+#[test]
+fn out_reuses_an_earlier_report_whole_and_refuses_anything_else() {
+    let smoke = Path::new("scenarios/smoke.toml");
+    let out = scratch("reused-out");
+    let o = sim(smoke, &out, &["duration=\"3s\"", "report.contrast=\"naive\""]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(out.join("contrast-naive").is_dir() && out.join("contrast.png").exists());
+    let o = sim(smoke, &out, &["duration=\"3s\""]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!out.join("contrast-naive").exists() && !out.join("contrast.png").exists(), "stale contrast files");
+    assert!(out.join("summary.json").exists());
+
+    std::fs::write(out.join("notes.txt"), "mine").expect("write");
+    let o = sim(smoke, &out, &["duration=\"3s\""]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&out.display().to_string()) && err.contains("holds notes.txt;"), "{err}");
+    assert!(out.join("notes.txt").exists() && out.join("summary.json").exists(), "a refused run removed files");
+    // Another command's report directory is not sim's either.
+    let out = out.to_string_lossy();
+    let swarm = ["swarm", "scenarios/smoke.toml", "--seeds", "1", "--set", "duration=\"40s\"", "--out", &out];
+    let o = crate::common::mcpstorm(&swarm);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not an earlier `swarm` report"), "{}", text(&o));
+}

@@ -8,6 +8,7 @@ use mcpstorm_sim::report::{ReportError, console_summary, write_run, write_sweep}
 use mcpstorm_sim::run::{
     CheckResult, EventRow, FaultWindow, RunData, SecondRow, SweepData, SweepRow, Totals, WallClock,
 };
+use mcpstorm_sim::scenario::CallsMode;
 
 /// A fresh, empty directory under cargo's per-test-target temp dir.
 fn fresh_dir(name: &str) -> PathBuf {
@@ -152,7 +153,7 @@ const RUN_FILES: [&str; 12] = [
 #[test]
 fn run_writes_every_file() {
     let dir = fresh_dir("every_file");
-    let paths = write_run(&dir, &storm_run(), &wall(210)).unwrap();
+    let paths = write_run(&dir, &storm_run(), &wall(210), CallsMode::All).unwrap();
     let names: Vec<String> = paths.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
     assert_eq!(names, RUN_FILES);
     for p in &paths {
@@ -164,12 +165,12 @@ fn run_writes_every_file() {
 #[test]
 fn timeseries_header_and_known_row() {
     let dir = fresh_dir("timeseries");
-    write_run(&dir, &storm_run(), &wall(210)).unwrap();
+    write_run(&dir, &storm_run(), &wall(210), CallsMode::All).unwrap();
     let csv = read_text(&dir, "timeseries.csv");
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "t,offered,completed,ok,err_protocol,err_lifecycle,err_transport,err_local,err_tool,err_auth,p50_ms,p95_ms,\
+        "t,offered,completed,ok,err_protocol,err_lifecycle,err_transport,err_local,err_tool,err_degraded,err_auth,p50_ms,p95_ms,\
          p99_ms,in_flight,attempts,retries,stale_sends,session_errors,auth_errors,rehandshakes,renewals,open_breakers,\
          degraded,misroutes,errors,error_rate,amplification"
     );
@@ -178,7 +179,7 @@ fn timeseries_header_and_known_row() {
     // Second 31: spike, burst and the one protocol error; values recomputed from the fixture, formatted by hand.
     let errors = r.err_transport + r.err_tool + 1;
     let expected = format!(
-        "31,{},{},{},1,0,{},0,{},0,{:.3},{:.3},{:.3},60,{},{},0,0,0,0,0,0,0,0,{},{:.4},{:.4}",
+        "31,{},{},{},1,0,{},0,{},0,0,{:.3},{:.3},{:.3},60,{},{},0,0,0,0,0,0,0,0,{},{:.4},{:.4}",
         r.offered,
         r.completed,
         r.ok,
@@ -210,7 +211,7 @@ fn timeseries_header_and_known_row() {
 #[test]
 fn summary_json_parses_back_without_wall_clock() {
     let dir = fresh_dir("json");
-    write_run(&dir, &storm_run(), &wall(210)).unwrap();
+    write_run(&dir, &storm_run(), &wall(210), CallsMode::All).unwrap();
     let text = read_text(&dir, "summary.json");
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
@@ -238,7 +239,7 @@ fn summary_json_parses_back_without_wall_clock() {
 fn summary_md_and_console() {
     let dir = fresh_dir("md");
     let run = storm_run();
-    write_run(&dir, &run, &wall(200)).unwrap();
+    write_run(&dir, &run, &wall(200), CallsMode::All).unwrap();
     let md = read_text(&dir, "summary.md");
     assert!(md.starts_with("# retry_storm — FAIL\n"));
     assert!(md.contains("| p99_ms | 500 | 1480.125 | **FAIL** |"), "{md}");
@@ -252,7 +253,7 @@ fn summary_md_and_console() {
         assert!(md.contains(&format!("({f})")), "no link to {f}");
     }
 
-    let console = console_summary(&run, &wall(200), &dir);
+    let console = console_summary(&run, &wall(200), &dir, CallsMode::All);
     assert!(console.lines().count() <= 24, "one screen:\n{console}");
     assert!(console.contains("retry_storm (seed 42) FAIL"));
     assert!(console.contains("FAIL  p99_ms: actual 1480.125, limit 500"));
@@ -267,8 +268,8 @@ fn summary_md_and_console() {
 fn writing_twice_is_byte_identical() {
     let (a, b) = (fresh_dir("twice_a"), fresh_dir("twice_b"));
     // Different wall clocks: only summary.md may differ.
-    write_run(&a, &storm_run(), &wall(210)).unwrap();
-    write_run(&b, &storm_run(), &wall(999)).unwrap();
+    write_run(&a, &storm_run(), &wall(210), CallsMode::All).unwrap();
+    write_run(&b, &storm_run(), &wall(999), CallsMode::All).unwrap();
     for name in RUN_FILES {
         if name == "summary.md" {
             assert_ne!(read(&a, name), read(&b, name));
@@ -316,7 +317,7 @@ fn decode(bytes: &[u8]) -> Image {
 #[test]
 fn png_has_text_and_shaded_faults() {
     let dir = fresh_dir("png");
-    write_run(&dir, &storm_run(), &wall(210)).unwrap();
+    write_run(&dir, &storm_run(), &wall(210), CallsMode::All).unwrap();
     let report = decode(&read(&dir, "report.png"));
     assert_eq!((report.w, report.h), (1200, 96 + 3 * 420));
     // The title block is text only: dark pixels there mean glyphs were drawn from the embedded font.
@@ -363,7 +364,7 @@ fn zero_rows() {
     let dir = fresh_dir("zero_rows");
     let mut run = quiet_run(vec![]);
     run.sim_seconds = 0.0;
-    let paths = write_run(&dir, &run, &wall(1)).unwrap();
+    let paths = write_run(&dir, &run, &wall(1), CallsMode::All).unwrap();
     assert_eq!(paths.len(), RUN_FILES.len());
     let csv = read_text(&dir, "timeseries.csv");
     assert_eq!(csv.lines().count(), 1, "header only");
@@ -383,11 +384,11 @@ fn no_completed_calls() {
     let mut run = quiet_run(rows);
     run.totals = Totals { offered: 500, lost: 500, attempts: 500, amplification: 1.0, ..Totals::default() };
     run.faults = vec![FaultWindow { label: "hang api".into(), start_s: 0.0, end_s: 10.0 }];
-    write_run(&dir, &run, &wall(1)).unwrap();
+    write_run(&dir, &run, &wall(1), CallsMode::All).unwrap();
     let csv = read_text(&dir, "timeseries.csv");
     assert_eq!(
         csv.lines().nth(1).unwrap(),
-        "0,50,0,0,0,0,0,0,0,0,0.000,0.000,0.000,50,50,0,0,0,0,0,0,0,0,0,0,0.0000,1.0000"
+        "0,50,0,0,0,0,0,0,0,0,0,0.000,0.000,0.000,50,50,0,0,0,0,0,0,0,0,0,0,0.0000,1.0000"
     );
     decode(&read(&dir, "p99.png"));
     decode(&read(&dir, "errors.png"));
@@ -414,7 +415,7 @@ fn non_finite_values_are_never_written() {
     run.totals = Totals { amplification: f64::NAN, error_rate: f64::INFINITY, p99_ms: f64::NAN, ..Totals::default() };
     run.checks = vec![CheckResult { name: "p99_ms".into(), limit: 100.0, actual: Some(f64::NAN), passed: false }];
     run.faults = vec![FaultWindow { label: "weird".into(), start_s: f64::NAN, end_s: f64::INFINITY }];
-    write_run(&dir, &run, &wall(1)).unwrap();
+    write_run(&dir, &run, &wall(1), CallsMode::All).unwrap();
     write_sweep(
         &dir,
         &SweepData {
@@ -444,7 +445,8 @@ fn non_finite_values_are_never_written() {
     }
     let v: serde_json::Value = serde_json::from_str(&read_text(&dir, "summary.json")).unwrap();
     let may_be_na = ["amplification_during_fault", "healthy_p99_before_ms", "healthy_p99_during_ms"];
-    let may_be_na = [&may_be_na[..], &["healthy_p99_ratio", "recovery_s", "recovered"]].concat();
+    let in_faults = ["ok_during_fault", "error_rate_during_fault", "p99_during_fault_ms"];
+    let may_be_na = [&may_be_na[..], &["healthy_p99_ratio", "recovery_s", "recovered"], &in_faults[..]].concat();
     for (key, value) in v["totals"].as_object().unwrap() {
         assert!(!value.is_null() || may_be_na.contains(&key.as_str()), "{key} is null");
     }
@@ -459,7 +461,7 @@ fn fault_windows_outside_the_run() {
     run.faults.push(FaultWindow { label: "before the start".into(), start_s: -10.0, end_s: -1.0 });
     run.faults.push(FaultWindow { label: "backwards".into(), start_s: 30.0, end_s: 20.0 });
     run.faults.push(FaultWindow { label: "instant crash".into(), start_s: 45.0, end_s: 45.0 });
-    write_run(&dir, &run, &wall(1)).unwrap();
+    write_run(&dir, &run, &wall(1), CallsMode::All).unwrap();
     let svg = read_text(&dir, "qps.svg");
     assert!(svg.contains("partition api-2") && svg.contains("instant crash"));
     assert!(!svg.contains("after the end") && !svg.contains("before the start"));
@@ -470,7 +472,7 @@ fn unwritable_directory_names_the_path() {
     let dir = fresh_dir("unwritable");
     std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
     std::fs::write(&dir, b"a file, not a directory").unwrap();
-    let err = write_run(&dir, &storm_run(), &wall(1)).unwrap_err();
+    let err = write_run(&dir, &storm_run(), &wall(1), CallsMode::All).unwrap_err();
     assert!(matches!(err, ReportError::Io { .. }));
     assert_eq!(err.path(), dir);
     assert!(err.to_string().contains(&dir.display().to_string()));
@@ -568,7 +570,7 @@ fn empty_sweep() {
 #[test]
 fn sample_report() {
     let dir = fresh_dir("sample");
-    write_run(&dir, &storm_run(), &wall(210)).unwrap();
+    write_run(&dir, &storm_run(), &wall(210), CallsMode::All).unwrap();
     write_sweep(&dir, &knee_sweep(true)).unwrap();
-    println!("{}", console_summary(&storm_run(), &wall(210), &dir));
+    println!("{}", console_summary(&storm_run(), &wall(210), &dir, CallsMode::All));
 }

@@ -43,20 +43,23 @@ fn retry_storm_is_contained_by_the_default_gateway_and_not_by_the_naive_one() {
     assert_eq!(s["totals"]["breaker_opens"], 0);
 }
 
-/// Each logical call ends once, so an agent that stops at a degraded result sees at most one per call: degraded
-/// results never outnumber the calls that ended in a tool error. A stubborn agent retries them, up to six per call.
+/// Each logical call ends once, so an agent that stops at a degraded result ends exactly one call with each: the
+/// calls counted under `err_degraded` (their own class, not `tool`) are the degraded results. A stubborn agent
+/// retries them, up to six per call.
 #[test]
 fn only_stubborn_agents_retry_degraded_results() {
     let degraded =
         |s: &Value| s["totals"]["degraded"].as_object().map_or(0, |m| m.values().filter_map(Value::as_u64).sum());
     for (mode, stubborn) in [("naive", false), ("reflective", false), ("polite", false), ("stubborn", true)] {
         let (_, s, out, dir) = storm(&format!("storm-{mode}"), &[&format!("agent.retry={mode}")]);
-        let (d, e) = (degraded(&s), column_sum(&dir, "err_tool"));
+        let (d, e) = (degraded(&s), column_sum(&dir, "err_degraded"));
         assert!(d > 0, "{mode}: no degraded results\n{out}");
+        assert_eq!(s["totals"]["errors_by_class"]["degraded"].as_u64(), Some(e), "{mode}: {}", s["totals"]);
         if stubborn {
-            assert!(d > 2 * e, "{mode}: {d} degraded results for {e} calls ending in tool errors");
+            assert!(d > 2 * e && e > 0, "{mode}: {d} degraded results for {e} calls ending in one");
         } else {
-            assert!(d <= e, "{mode}: {d} degraded results for {e} calls ending in tool errors: some were retried");
+            assert_eq!(d, e, "{mode}: {d} degraded results, {e} calls ending in one: some were retried or misfiled");
+            assert_eq!(column_sum(&dir, "err_tool"), 0, "{mode}: a degraded result filed under tool\n{out}");
         }
     }
 }
