@@ -59,12 +59,16 @@ fn varied(args: &CompareArgs) -> Result<(String, Vec<String>), Failure> {
     match &args.vary {
         Some(key) => Ok((key.clone(), args.values.clone())),
         None => {
+            // Each variant is labelled by the formula's own name: an alias (`seed_weighted`) reads as the formula it
+            // names (`health_weighted`), as in a single run's report.
+            let mut names = Vec::with_capacity(args.formulas.len());
             for name in &args.formulas {
-                if let Err(e) = name.parse::<FormulaSpec>() {
-                    return Err(Failure::BadInput(format!("--formulas {name:?}: {e}")));
+                match name.parse::<FormulaSpec>() {
+                    Ok(formula) => names.push(formula.name().to_owned()),
+                    Err(e) => return Err(Failure::BadInput(format!("--formulas {name:?}: {e}"))),
                 }
             }
-            Ok((FORMULA_KEY.to_owned(), args.formulas.iter().map(|f| f.trim().to_owned()).collect()))
+            Ok((FORMULA_KEY.to_owned(), names))
         }
     }
 }

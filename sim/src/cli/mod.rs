@@ -4,6 +4,7 @@
 
 mod compare;
 mod diagnose;
+mod formulas;
 mod merge;
 mod out;
 mod peer;
@@ -60,6 +61,8 @@ pub enum Command {
     ServeFake(ServeFakeArgs),
     /// Check a scenario file (with any --set overrides) without running it.
     Validate(validate::ValidateArgs),
+    /// List the routing formulas, one line each, and what a custom `expr:` formula may use.
+    Formulas(formulas::FormulasArgs),
     /// List the scenarios that ship with mcpstorm, or print one (they are built into the binary).
     Scenarios(scenarios::ScenariosArgs),
 }
@@ -101,6 +104,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::ServeFake(args) => live(serve_fake::run(args)),
         Command::Validate(args) => validate::run(args),
         Command::Scenarios(args) => scenarios::run(args),
+        Command::Formulas(args) => formulas::run(args),
     };
     // The command's own failure comes first; a closed stdout found only now still ends quietly.
     result.and(out::flush())

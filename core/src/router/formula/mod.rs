@@ -82,6 +82,16 @@ impl FormulaSpec {
     pub const BUILT_IN: [&'static str; 6] =
         ["health_weighted", "round_robin", "random", "least_outstanding", "p2c_peak_ewma", "best_score"];
 
+    /// One line on each built-in formula, in [`BUILT_IN`](Self::BUILT_IN)'s order: what `mcpstorm formulas` prints.
+    pub const SUMMARIES: [&'static str; 6] = [
+        "weights by the linear health score 0.4(1-error_rate) + 0.3(1-latency_ratio) + 0.2 capacity + 0.1 uptime",
+        "the next replica in turn, one cursor per tool",
+        "uniformly at random",
+        "the replica with the fewest calls in flight (ties at random)",
+        "two random replicas, the lower Peak-EWMA latency x (in flight + 1) wins: avoids both slow replicas and herds",
+        "always the highest health score: herds onto one replica until its statistics catch up (kept to show it)",
+    ];
+
     /// A custom formula reported as `name`.
     pub fn custom(name: impl Into<String>, expression: &str) -> Result<Self, FormulaError> {
         Ok(FormulaSpec::Custom { name: name.into(), expression: Box::new(Expression::parse(expression)?) })

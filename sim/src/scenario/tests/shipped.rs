@@ -32,7 +32,7 @@ fn shipped_scenarios_load_validate_and_survive_a_round_trip() {
 }
 
 #[test]
-fn concurrency_knee_is_seed_002s_experiment() {
+fn concurrency_knee_is_the_concurrent_client_designs_experiment() {
     let s = load_file(&workspace().join("scenarios/concurrency_knee.toml"), &[]).expect("valid");
     let runs = expand_sweep(&s).expect("expands");
     let rows: Vec<_> = runs.iter().map(|(label, run)| (label.as_str(), run.load.sessions)).collect();
