@@ -41,15 +41,12 @@ pub struct SimArgs {
     #[arg(long)]
     pub allow_large: bool,
     /// Which attempts go to calls.csv, the call history: `all`, `sample` (every attempt of one logical call in
-    /// 100) or `off`. Default: the scenario's [report] calls when it names one; else `all` for a run of up to
-    /// 20,000 logical calls and `sample` beyond (retry_storm's full history is 39 MB). Every figure, plot and check
-    /// is computed from all the calls either way; `--calls all` writes the full history.
-    #[arg(long, value_name = "all|sample|off", value_parser = ["all", "sample", "off"])]
-    pub calls: Option<String>,
+    /// 100), `off`, or `auto`: `all` for a run of up to 20,000 logical calls and `sample` beyond (retry_storm's full
+    /// history is 39 MB). Default: the scenario's [report] calls, itself `auto` by default. Every figure, plot and
+    /// check is computed from all the calls either way; `--calls all` writes the full history.
+    #[arg(long, value_enum)]
+    pub calls: Option<CallsMode>,
 }
-
-/// Above this many logical calls (estimated), a run whose scenario does not name `[report] calls` writes a sample.
-const FULL_HISTORY_CALLS: f64 = 20_000.0;
 
 pub fn run(args: SimArgs) -> Result<(), Failure> {
     let mut sets = args.sets.clone();
@@ -162,7 +159,7 @@ fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(RunDa
 fn execute(scenario: &Scenario, out: &Path) -> Result<Executed, Failure> {
     let calls: Option<Box<dyn CallSink>> = match scenario.report.calls {
         CallsMode::Off => None,
-        CallsMode::All | CallsMode::Sample => {
+        CallsMode::All | CallsMode::Sample | CallsMode::Auto => {
             Some(Box::new(report::CallsCsv::create(out).map_err(|e| Failure::Failed(e.to_string()))?))
         }
     };
@@ -196,29 +193,10 @@ pub(super) fn check_out(out: &Path, command: Command) -> Result<(), Failure> {
     report::dir::prepare(out, command).map_err(|e| Failure::BadInput(e.to_string()))
 }
 
-/// Which attempts the run writes to `calls.csv`: `--calls`; else the scenario's `[report] calls` when the file or a
-/// `--set` names it; else every attempt unless the run is large (see [`FULL_HISTORY_CALLS`]).
+/// Which attempts the run writes to `calls.csv`: `--calls`, else the scenario's `[report] calls`, `auto` resolved
+/// for this run's estimated size.
 fn calls_mode(args: &SimArgs, scenario: &Scenario) -> CallsMode {
-    match args.calls.as_deref() {
-        Some("all") => return CallsMode::All,
-        Some("sample") => return CallsMode::Sample,
-        Some(_) => return CallsMode::Off,
-        None => {}
-    }
-    if names_calls(&args.scenario, &args.sets) || scenario::cost::estimate(scenario).calls <= FULL_HISTORY_CALLS {
-        scenario.report.calls
-    } else {
-        CallsMode::Sample
-    }
-}
-
-/// Whether the scenario file or a `--set` names `[report] calls`: then even the format's default, `"all"`, is the
-/// user's choice rather than a default to bound.
-fn names_calls(path: &Path, sets: &[String]) -> bool {
-    let set = sets.iter().any(|s| s.split_once('=').is_some_and(|(key, _)| key.trim() == "report.calls"));
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let table = text.parse::<toml::Table>().ok();
-    set || table.is_some_and(|t| t.get("report").and_then(|r| r.get("calls")).is_some())
+    args.calls.unwrap_or(scenario.report.calls).resolve(scenario::cost::estimate(scenario).calls)
 }
 
 /// `scenario.toml` in the run directory: the scenario exactly as run (every `--set` applied), so the run can be read

@@ -35,7 +35,7 @@ pub(crate) const CALLS: &str = "calls.csv";
 /// console and `summary.md`.
 pub(crate) fn kept(mode: CallsMode) -> &'static str {
     match mode {
-        CallsMode::All => "calls.csv: every attempt",
+        CallsMode::All | CallsMode::Auto => "calls.csv: every attempt",
         CallsMode::Sample => {
             "calls.csv: a sample, every attempt of one logical call in 100 (the full history: --calls all)"
         }

@@ -191,7 +191,7 @@ pub fn estimate(s: &Scenario) -> Cost {
         ticks,
         work: ticks * hosts.powi(3),
         memory,
-        disk: (calls * (1.0 + retries)) * ROW_BYTES / calls_share(s.report.calls),
+        disk: (calls * (1.0 + retries)) * ROW_BYTES / calls_share(s.report.calls.resolve(calls)),
         drivers: [calls_keys, hosts_keys, ticks_keys, memory_keys],
     }
 }
@@ -199,7 +199,7 @@ pub fn estimate(s: &Scenario) -> Cost {
 /// One logical call in how many `calls.csv` takes (infinite: none).
 fn calls_share(mode: CallsMode) -> f64 {
     match mode {
-        CallsMode::All => 1.0,
+        CallsMode::All | CallsMode::Auto => 1.0,
         CallsMode::Sample => CALLS_SAMPLE_EVERY as f64,
         CallsMode::Off => f64::INFINITY,
     }

@@ -16,18 +16,23 @@ pub struct ReportSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "optional_profile_schema")]
     pub contrast: Option<Contrast>,
-    /// Which attempts go to `calls.csv`, streamed to disk as they finish: `"all"` (the default), `"sample"` (every
-    /// attempt of one logical call in 100) or `"off"` (no file, and no hashing of results).
+    /// Which attempts go to `calls.csv`, streamed to disk as they finish: `"auto"` (the default: `"all"` for a run of
+    /// up to 20,000 logical calls, `"sample"` beyond), `"all"`, `"sample"` (every attempt of one logical call in
+    /// 100) or `"off"` (no file, and no hashing of results).
     #[serde(default, skip_serializing_if = "CallsMode::is_default")]
     pub calls: CallsMode,
 }
 
 /// Which attempts a run writes to `calls.csv`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum CallsMode {
-    /// Every attempt.
+    /// `All` for a run of up to [`FULL_HISTORY_CALLS`] logical calls (estimated), `Sample` beyond: the default
+    /// bounds the disk a long run takes (retry_storm's full history is 39 MB), while every figure, plot and check is
+    /// computed from all the calls either way.
     #[default]
+    Auto,
+    /// Every attempt.
     All,
     /// Every attempt of one logical call in 100 (`CALLS_SAMPLE_EVERY`), counted in the order calls are offered.
     Sample,
@@ -35,9 +40,21 @@ pub enum CallsMode {
     Off,
 }
 
+/// Above this many logical calls (estimated), `"auto"` writes a sample.
+pub const FULL_HISTORY_CALLS: f64 = 20_000.0;
+
 impl CallsMode {
     fn is_default(&self) -> bool {
         *self == CallsMode::default()
+    }
+
+    /// The mode a run of about `estimated_calls` logical calls writes: `Auto` decided, the others as they are.
+    pub fn resolve(self, estimated_calls: f64) -> CallsMode {
+        match self {
+            CallsMode::Auto if estimated_calls <= FULL_HISTORY_CALLS => CallsMode::All,
+            CallsMode::Auto => CallsMode::Sample,
+            mode => mode,
+        }
     }
 }
 

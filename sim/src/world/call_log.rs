@@ -22,7 +22,8 @@ pub(super) struct CallLog {
 impl CallLog {
     pub(super) fn new(sink: Option<Box<dyn CallSink>>, mode: CallsMode) -> CallLog {
         let (sink, every) = match mode {
-            CallsMode::All => (sink, 1),
+            // `Auto` is resolved (`CallsMode::resolve`) by the command that hands over a sink; unresolved, every attempt.
+            CallsMode::All | CallsMode::Auto => (sink, 1),
             CallsMode::Sample => (sink, CALLS_SAMPLE_EVERY),
             CallsMode::Off => (None, 1),
         };
