@@ -2,9 +2,9 @@
 //! negotiation), discovers tools (following `nextCursor`), and transparently rebuilds its connection when the old one
 //! has failed.
 //!
-//! Sessions of the mcpstorm session extension ([`crate::session::ext`]) ride on that: a server that grants one gets
+//! Sessions of the mcpstorm session extension (its wire names are in [`crate::session`]) ride on that: a server that grants one gets
 //! its id (and the negotiated credential) on every request, the lease is renewed in the background and replaced
-//! before it runs out ([`SessionLease`]), and a call the server refuses with session-not-found or an auth mismatch is sent
+//! before it runs out (the lease's own module, `session/lease.rs`), and a call the server refuses with session-not-found or an auth mismatch is sent
 //! once more on a new session. See [`McpClient::call_tool`].
 
 //!

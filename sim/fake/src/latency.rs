@@ -171,7 +171,7 @@ impl LatencyDist {
         PreparedLatency { dist: self.clone(), lognormal }
     }
 
-    /// [`PreparedLatency::sample`], preparing for this one draw (a caller drawing many should prepare once).
+    /// `PreparedLatency::sample`, preparing for this one draw (a caller drawing many should prepare once).
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R, args: &Map<String, Value>) -> Result<LatencyDraw, String> {
         self.prepare().sample(rng, args)
     }

@@ -1,4 +1,18 @@
-//! The `[client]` table: the gateway core's connection settings on each load host.
+//! The `[client]` table: the gateway core's connection settings on each load host (and in `mcpstorm gateway`).
+//!
+//! The table is flat and the core's settings are not, so four keys carry a qualifier the core's nesting gives its
+//! field. This module is the one place that maps them ([`ClientSpec::to_core`], [`ClientSpec::pool`]):
+//!
+//! | key                | core setting                                   |
+//! |--------------------|------------------------------------------------|
+//! | `max_in_flight`    | `InFlightLimit` (one per load host or process) |
+//! | `per_connection`   | `ConnectionConfig::max_in_flight`              |
+//! | `http_connections` | `PoolConfig::max_connections`                  |
+//! | `http_queue`       | `PoolConfig::max_waiting`                      |
+//! | `queue_wait`       | `ConnectionConfig::queue_wait`, `PoolConfig::max_wait` |
+//! | `first_response`   | `ConnectionConfig::first_response`             |
+//! | `connect_timeout`  | `ClientConfig::connect_timeout`                |
+//! | `deadline`         | `ConnectionConfig::call_deadline`, `GatewayConfig::call_deadline` |
 
 use std::time::Duration;
 

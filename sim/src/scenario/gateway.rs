@@ -3,13 +3,14 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use tokio::time::Instant;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use mcpstorm_core::router::{FormulaSpec, RouterConfig};
+use mcpstorm_core::router::{FormulaSpec, Router, RouterConfig};
 use mcpstorm_core::session::GatewayProfile;
-use mcpstorm_core::{AuthScheme, Credential, GatewayConfig, Secret};
+use mcpstorm_core::{AuthScheme, Credential, GatewayConfig, Secret, SeededRng};
 
 use super::layers::{BreakerSpec, BudgetSpec, BulkheadSpec, LayerSpecs, LimiterSpec, RetrySpec, ThrottleSpec};
 use super::ranges::{self, MAX_THRESHOLD, Ranges, Upper};
@@ -113,6 +114,14 @@ impl GatewaySpec {
     pub(super) fn ranges(&self, out: &mut Ranges) {
         self.router.ranges(out);
         self.layers().ranges(out);
+    }
+
+    /// The router this table configures: its formula, its settings and the random stream of its weighted choice.
+    /// The formula was checked by [`problems`](Self::problems); the error names it for a table that was not.
+    pub fn router(&self, rng: SeededRng, start: Instant) -> Result<Router, String> {
+        let formula: FormulaSpec =
+            self.formula.parse().map_err(|e| format!("gateway.formula {:?}: {e}", &*self.formula))?;
+        Ok(Router::new(self.router.to_core(), formula.build(), rng, start))
     }
 
     /// The resilience layers' specs as one view.

@@ -139,25 +139,67 @@ impl ServerSpec {
     /// The fake server configuration of one replica. `seed` is the run's seed: each replica's RNG seed is forked from
     /// it by the server's name and the replica index, so replicas draw differently and the same run draws the same.
     pub fn fake_config(&self, replica: usize, seed: u64) -> FakeServerConfig {
+        // Both sides are spelled out with no `..` rest pattern on purpose: a field added to either struct fails to
+        // compile here until this one conversion says where it goes. (serde's `flatten` would share the fields, but
+        // it cannot be combined with `deny_unknown_fields` and loses the file:line:column of a wrong value.)
+        let ServerSpec {
+            name,
+            replicas: _,
+            version,
+            workers,
+            max_in_flight_per_connection,
+            page_size,
+            tools,
+            eras,
+            cache_ttl_ms,
+            legacy_discover,
+            session_ttl,
+            renew,
+            auth_schemes,
+            validation_error,
+            transport,
+            // Read by the router (tags, capabilities and hints through `router_meta`) and the registry.
+            tags: _,
+            capabilities: _,
+            latency_p95_ms: _,
+            max_concurrent_requests: _,
+            health_check: _,
+            join_at: _,
+            leave_at: _,
+        } = self;
+        // The HTTP transport as real servers ship it: SSE answers, sessions, GET streams, the default bounds.
+        let FakeServerConfig {
+            http_response,
+            http_get,
+            http_sessions,
+            http_session_ttl_ms,
+            http_max_sessions,
+            http_max_body,
+            ..
+        } = FakeServerConfig::named(name);
         FakeServerConfig {
-            name: self.name.clone(),
-            version: self.version.clone(),
-            workers: self.workers,
-            max_in_flight_per_connection: self.max_in_flight_per_connection,
-            page_size: self.page_size,
-            seed: Seed::new(seed).fork("replica").fork(&self.name).fork(&replica.to_string()).value(),
-            tools: self.tools.clone(),
-            eras: self.eras.clone(),
-            cache_ttl_ms: self.cache_ttl_ms,
-            legacy_discover: self.legacy_discover,
-            session_ttl_ms: self.session_ttl.map(|d| u64::try_from(d.0.as_millis()).unwrap_or(u64::MAX)),
-            renew: self.renew,
-            auth_schemes: self.auth_schemes.clone(),
-            validation_error: self.validation_error,
+            name: name.clone(),
+            version: version.clone(),
+            workers: *workers,
+            max_in_flight_per_connection: *max_in_flight_per_connection,
+            page_size: *page_size,
+            seed: Seed::new(seed).fork("replica").fork(name).fork(&replica.to_string()).value(),
+            tools: tools.clone(),
+            eras: eras.clone(),
+            cache_ttl_ms: *cache_ttl_ms,
+            legacy_discover: *legacy_discover,
+            session_ttl_ms: session_ttl.map(|d| u64::try_from(d.0.as_millis()).unwrap_or(u64::MAX)),
+            renew: *renew,
+            auth_schemes: auth_schemes.clone(),
+            validation_error: *validation_error,
             meta: self.router_meta(),
-            transport: self.transport,
-            // The HTTP transport as real servers ship it: SSE answers, sessions, GET streams, the default bounds.
-            ..FakeServerConfig::named(&self.name)
+            transport: *transport,
+            http_response,
+            http_get,
+            http_sessions,
+            http_session_ttl_ms,
+            http_max_sessions,
+            http_max_body,
         }
     }
 

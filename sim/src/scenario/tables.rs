@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use mcpstorm_core::GatewayConfig;
 use serde::{Deserialize, Serialize};
 
 use super::client::ClientSpec;
@@ -53,5 +54,18 @@ impl GatewayFile {
         self.gateway.ranges(&mut ranges);
         ranges.check(Duration::ZERO, &mut rules);
         rules.issues
+    }
+}
+
+/// `[gateway]` with `[client]`: the settings of the core's [`Gateway`](mcpstorm_core::Gateway), as a simulated load
+/// host and the `mcpstorm gateway` process both build them, so what was tuned is what runs. (The router is
+/// [`GatewaySpec::router`], each replica's client [`ClientSpec::to_core`] and its HTTP pool [`ClientSpec::pool`].)
+pub fn gateway_config(gateway: &GatewaySpec, client: &ClientSpec) -> GatewayConfig {
+    GatewayConfig {
+        refresh_every: gateway.router.refresh_every.0,
+        requirement_rules: gateway.requirements.iter().map(|r| (r.argument.clone(), r.attribute.clone())).collect(),
+        // The agent's deadline for a call covers all the gateway's attempts of it.
+        call_deadline: client.deadline.0,
+        resilience: gateway.layers().to_core(),
     }
 }

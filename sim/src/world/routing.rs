@@ -130,11 +130,6 @@ impl Needs {
     }
 }
 
-/// The requirement rules of the gateway, as the core takes them.
-pub fn rules(scenario: &Scenario) -> Vec<(String, String)> {
-    scenario.gateway.requirements.iter().map(|r| (r.argument.clone(), r.attribute.clone())).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use mcpstorm_core::router::Registry;

@@ -17,10 +17,10 @@ use std::time::Duration;
 use mcpstorm_core::CancelToken;
 use mcpstorm_core::history::{CallKey, CallStart, ServerCallRecord};
 use mcpstorm_core::resilience::InFlightLimit;
-use mcpstorm_core::router::{FormulaSpec, Requirement, Router};
+use mcpstorm_core::router::Requirement;
 use mcpstorm_core::schema::ContentHash;
 use mcpstorm_core::{ClientConfig, HttpEndpoint, McpClient, transport::PoolConfig};
-use mcpstorm_core::{Connector, Gateway, GatewayConfig, ToolCall};
+use mcpstorm_core::{Connector, Gateway, ToolCall};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
@@ -34,8 +34,8 @@ use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Reco
 
 /// Where a gateway's own breaker openings go to be gossiped.
 type Outbox = tokio::sync::mpsc::UnboundedSender<super::gossip::Opened>;
-use super::routing::{Needs, pin, registry, rules};
-use crate::scenario::{LoadMode, Placement, Scenario};
+use super::routing::{Needs, pin, registry};
+use crate::scenario::{LoadMode, Placement, Scenario, tables};
 use crate::seed::Seed;
 use mcpstorm_fake::Transport;
 
@@ -149,17 +149,9 @@ impl Host {
             http: scenario.servers.iter().filter(|s| s.transport == Transport::Http).map(|s| s.name.clone()).collect(),
             pool: spec.pool(),
         };
-        let formula: FormulaSpec =
-            gateway.formula.parse().map_err(|e| format!("gateway.formula {:?}: {e}", &*gateway.formula))?;
-        let router = Router::new(gateway.router.to_core(), formula.build(), router_rng, Instant::now());
+        let router = gateway.router(router_rng, Instant::now())?;
         #[cfg_attr(not(feature = "testing"), allow(unused_mut))]
-        let mut config = GatewayConfig {
-            refresh_every: gateway.router.refresh_every.0,
-            requirement_rules: rules(scenario),
-            // The agent's deadline for a call covers all the gateway's attempts of it.
-            call_deadline: spec.deadline.0,
-            resilience: gateway.layers().to_core(),
-        };
+        let mut config = tables::gateway_config(gateway, spec);
         #[cfg(feature = "testing")]
         if let Some(bulkhead) = config.resilience.bulkhead.as_mut() {
             bulkhead.leak_permit_on_replica_failure = gateway.planted_leak;
