@@ -20,6 +20,8 @@
 //! - [`history`]: call records, the idempotency cache, failure attribution and resume.
 //! - [`transport`]: newline-delimited frames and Streamable HTTP, their limits and pools.
 //! - [`observe`]: events, anomalies and the observers that receive them.
+//! - [`serve`]: the server side: the MCP front a gateway serves agents with (Streamable HTTP, stdio), its signed
+//!   session ids and its limits.
 //! - [`rt`]: the runtime seams: clock, dialers, the seeded random stream.
 //! - [`error`]: every error type, by layer.
 //!
@@ -40,6 +42,7 @@ pub mod resilience;
 pub mod router;
 pub mod rt;
 pub mod schema;
+pub mod serve;
 pub mod session;
 pub mod transport;
 

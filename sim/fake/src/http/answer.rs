@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use hyper::StatusCode;
 use hyper::header::HeaderMap;
-use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
+use mcpstorm_core::jsonrpc::{Message, Request};
+use mcpstorm_core::serve::headers::modern_status;
 use tokio::sync::mpsc;
 
 use super::accepts;
@@ -93,17 +94,4 @@ async fn pump(shared: Arc<Shared>, log: Arc<StreamLog>, mut answers: mpsc::Recei
         }
     }
     log.finish();
-}
-
-/// 2026-07-28's statuses for errors: 404 for an unknown method, 400 for a bad request, a header mismatch or an
-/// unsupported version; every other JSON-RPC error is a 200 carrying it.
-fn modern_status(e: &ErrorObject) -> StatusCode {
-    match e.code() {
-        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
-        ErrorCode::HEADER_MISMATCH
-        | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
-        | ErrorCode::INVALID_REQUEST
-        | ErrorCode::PARSE_ERROR => StatusCode::BAD_REQUEST,
-        _ => StatusCode::OK,
-    }
 }

@@ -16,7 +16,7 @@ use crate::inflight::InFlight;
 use crate::shared::Shared;
 use crate::sse::{Chunk, StreamCut};
 
-pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+pub(crate) use mcpstorm_core::serve::headers::SESSION_HEADER;
 
 /// A response body: a whole JSON object (or nothing), or an SSE stream. A stream may carry a [`CancelOnDrop`]: when
 /// hyper drops the body (the client closed the stream), the request it answers is cancelled.

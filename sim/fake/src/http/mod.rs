@@ -24,7 +24,7 @@ mod request;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::header::{self, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, StatusCode};
@@ -45,7 +45,7 @@ const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// hyper's read buffer: a request head must fit, bodies stream through it.
 const MAX_BUF: usize = 64 * 1024;
 
-pub(crate) const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+pub(crate) use mcpstorm_core::serve::headers::{PROTOCOL_VERSION_HEADER, accepts, header};
 
 /// Serves one HTTP/1.1 connection (keep-alive: many requests, one at a time) until the client closes it.
 pub(crate) async fn serve_connection<R, W>(shared: Arc<Shared>, reader: R, writer: W)
@@ -126,20 +126,4 @@ fn injected(burst: StatusBurst) -> Reply {
         reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     reply
-}
-
-/// A header's value as text (`None` when absent or not visible ASCII).
-pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// Whether the client's `Accept` allows `media` (a missing `Accept` allows anything, as HTTP says).
-pub(crate) fn accepts(headers: &HeaderMap, media: &str) -> bool {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return true;
-    };
-    let family = media.split('/').next().unwrap_or_default();
-    accept.split(',').map(|part| part.split(';').next().unwrap_or_default().trim()).any(|range| {
-        range == media || range == "*/*" || range.strip_suffix("/*").is_some_and(|f| f.eq_ignore_ascii_case(family))
-    })
 }

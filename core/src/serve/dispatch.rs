@@ -1,0 +1,115 @@
+//! Answering one request in either era: the lifecycle requests the front answers itself, everything else handed
+//! to the [`Service`] on a task of its own (a panic there costs that request an error, never the connection),
+//! raced against the request's cancellation.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::lifecycle::{self, discover, method_not_found, stamp_modern};
+use super::service::{Progress, RequestCtx, Service, progress_token};
+use crate::cancel::CancelToken;
+use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
+use crate::mcp::{Implementation, method};
+use crate::session::{DISCOVER, Era};
+
+/// Who is asking: what the session id (2025-11-25, stdio) or the request's envelope (2026-07-28) says.
+#[derive(Debug, Clone)]
+pub(crate) struct Agent {
+    pub session: Option<Arc<str>>,
+    pub era: Era,
+    pub version: String,
+    pub client_info: Option<Implementation>,
+    pub client_capabilities: Value,
+}
+
+impl Agent {
+    /// A 2026-07-28 request's agent, from its envelope: `initialize` is refused with -32022, a missing or
+    /// unsupported envelope with -32602 / -32022.
+    pub fn modern(request: &Request) -> Result<Agent, ErrorObject> {
+        if request.method == method::INITIALIZE {
+            let requested = request.params.as_ref().and_then(|p| p.get("protocolVersion")).cloned();
+            return Err(lifecycle::unsupported(requested.unwrap_or(Value::Null)));
+        }
+        let envelope = lifecycle::envelope(request.params.as_ref())?;
+        Ok(Agent {
+            session: None,
+            era: Era::Modern,
+            version: envelope.version,
+            client_info: envelope.client_info,
+            client_capabilities: envelope.client_capabilities,
+        })
+    }
+}
+
+/// Answers `request` (anything but a legacy `initialize`, which makes a session and is its transport's to answer).
+/// Progress goes to `out` when the request asked for it. `None`: cancelled before it was answered, and MCP sends
+/// no response then.
+pub(crate) async fn answer(
+    service: &Arc<dyn Service>,
+    agent: &Agent,
+    request: Request,
+    token: CancelToken,
+    out: Option<mpsc::Sender<Message>>,
+) -> Option<Message> {
+    let Request { id, method, params } = request;
+    let modern = agent.era == Era::Modern;
+    let result = match (method.as_str(), modern) {
+        (method::PING, false) => Ok(json!({})),
+        // 2026-07-28 removed ping; a legacy session has no discover.
+        (method::PING, true) | (DISCOVER, false) => Err(method_not_found(&method)),
+        (DISCOVER, true) => Ok(discover(&service.describe())),
+        (method::INITIALIZE, false) => {
+            Err(ErrorObject::new(ErrorCode::INVALID_REQUEST, "this session is already initialized"))
+        }
+        _ => call(service, agent, method, params, token, out).await?,
+    };
+    Some(match result {
+        Ok(mut value) => {
+            if modern {
+                stamp_modern(&mut value, &service.describe().server_info);
+            }
+            Message::result(id, value)
+        }
+        Err(error) => Message::error(Some(id), error),
+    })
+}
+
+async fn call(
+    service: &Arc<dyn Service>,
+    agent: &Agent,
+    method: String,
+    params: Option<Value>,
+    token: CancelToken,
+    out: Option<mpsc::Sender<Message>>,
+) -> Option<Result<Value, ErrorObject>> {
+    let ctx = RequestCtx {
+        session: agent.session.clone(),
+        era: agent.era,
+        protocol_version: agent.version.clone(),
+        client_info: agent.client_info.clone(),
+        client_capabilities: agent.client_capabilities.clone(),
+        progress: Progress::new(progress_token(params.as_ref()), out),
+        cancel: token.clone(),
+    };
+    let task = tokio::spawn(service.request(ctx, method, params));
+    // Dropped with this future (the agent cancelled, or its connection closed): the service's task stops too.
+    let _abort = AbortOnDrop(task.abort_handle());
+    tokio::select! {
+        biased;
+        () = token.cancelled() => None,
+        joined = task => Some(joined.unwrap_or_else(|e| {
+            tracing::warn!(panicked = e.is_panic(), "a service request task failed");
+            Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the gateway failed while answering this request"))
+        })),
+    }
+}
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

@@ -1,0 +1,195 @@
+//! 2025-11-25 Streamable HTTP: `initialize` issues the session id (a signed token), every later message names it;
+//! DELETE ends it here; GET opens its stream of server notifications, or resumes a cut request stream.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::StatusCode;
+use hyper::header::{self, HeaderMap, HeaderValue};
+use tokio::sync::{broadcast, mpsc};
+use tokio::time::sleep;
+
+use super::answer::answer;
+use super::body::{self, Reply};
+use crate::jsonrpc::{ErrorCode, Message, Request};
+use crate::mcp::{SUPPORTED_PROTOCOL_VERSIONS, method};
+use crate::serve::dispatch::Agent;
+use crate::serve::front::Inner;
+use crate::serve::headers::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, accepts, header};
+use crate::serve::lifecycle;
+use crate::serve::live::{Busy, GetGuard, LiveSession};
+use crate::serve::sse::{self, RING, parse_event_id};
+use crate::serve::token::{self, SessionClaims};
+use crate::session::Era;
+
+/// How often an idle GET stream sends a comment: a write is how the server learns its client has gone.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+pub(super) async fn post(front: &Arc<Inner>, headers: &HeaderMap, msg: Message) -> Reply {
+    if let Some(version) = header(headers, PROTOCOL_VERSION_HEADER)
+        && !SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
+    {
+        let message = format!("Bad Request: Unsupported protocol version: {version}");
+        return body::error(StatusCode::BAD_REQUEST, None, ErrorCode::INVALID_REQUEST, message);
+    }
+    if let Message::Request(request) = &msg
+        && request.method == method::INITIALIZE
+        && header(headers, SESSION_HEADER).is_none()
+    {
+        return initialize(front, request);
+    }
+    let (claims, session) = match session(front, headers) {
+        Ok(found) => found,
+        Err(reply) => return reply,
+    };
+    match msg {
+        Message::Request(request) => call(front, headers, claims, session, request).await,
+        Message::Notification(note) => {
+            session.notified(note);
+            body::empty(StatusCode::ACCEPTED)
+        }
+        // We send agents no requests, so a response answers nothing of ours: accepted and ignored.
+        Message::Response(_) => body::empty(StatusCode::ACCEPTED),
+    }
+}
+
+/// `initialize`: negotiates, signs the session's state into its id, and makes its local state (503 when the table
+/// is full of busy sessions).
+fn initialize(front: &Arc<Inner>, request: &Request) -> Reply {
+    let id = Some(request.id.clone());
+    let init = match lifecycle::initialize(&front.service.describe(), request.params.as_ref()) {
+        Ok(init) => init,
+        Err(e) => return body::json(StatusCode::OK, &Message::error(id, e)),
+    };
+    let token = SessionClaims::issue(init.version, init.client_info, init.client_capabilities)
+        .ok()
+        .and_then(|claims| Some((token::sign(&front.keys, &claims)?, claims.nonce)));
+    let Some((token, nonce)) = token else {
+        let message = "clientInfo and capabilities are too large to carry in a session id";
+        return body::error(StatusCode::OK, id, ErrorCode::INVALID_PARAMS, message);
+    };
+    if front.sessions.get_or_make(&nonce, &front.root).is_none() {
+        return body::empty(StatusCode::SERVICE_UNAVAILABLE);
+    }
+    let reply = body::json(StatusCode::OK, &Message::result(request.id.clone(), init.result));
+    body::with_session(reply, &token)
+}
+
+async fn call(
+    front: &Arc<Inner>,
+    headers: &HeaderMap,
+    claims: SessionClaims,
+    session: Arc<LiveSession>,
+    request: Request,
+) -> Reply {
+    let flight = match session.enter(&front.drain, &request.id, front.limits.max_calls_per_session) {
+        Ok(flight) => flight,
+        Err(Busy::Full) => {
+            let mut reply = body::error(
+                StatusCode::TOO_MANY_REQUESTS,
+                Some(request.id),
+                ErrorCode::INTERNAL_ERROR,
+                "too many requests in flight on this session",
+            );
+            reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return reply;
+        }
+        Err(Busy::DuplicateId) => {
+            let message = "a request with this id is already in flight on this session";
+            return body::error(StatusCode::OK, Some(request.id), ErrorCode::INVALID_REQUEST, message);
+        }
+    };
+    let agent = Agent {
+        session: Some(session.key.clone()),
+        era: Era::Legacy,
+        version: claims.protocol_version,
+        client_info: claims.client_info,
+        client_capabilities: claims.client_capabilities,
+    };
+    answer(front, headers, agent, request, flight, Some(session)).await
+}
+
+/// The session a message names, verified: 400 when it names none, 404 when the id is not ours, expired or
+/// DELETEd here, 503 when this process has no room for its state.
+fn session(front: &Inner, headers: &HeaderMap) -> Result<(SessionClaims, Arc<LiveSession>), Reply> {
+    let Some(id) = header(headers, SESSION_HEADER) else {
+        let message = "Bad Request: Missing session ID";
+        return Err(body::error(StatusCode::BAD_REQUEST, None, ErrorCode::INVALID_REQUEST, message));
+    };
+    let max_age = front.limits.session_max_age.as_secs();
+    let claims = token::verify(&front.keys, &front.revoked(), id, max_age).map_err(|refusal| {
+        tracing::debug!(?refusal, "agent session id refused");
+        body::error(StatusCode::NOT_FOUND, None, ErrorCode::SESSION_NOT_FOUND, "Session not found")
+    })?;
+    let live = front.sessions.get_or_make(&claims.nonce, &front.root);
+    let live = live.ok_or_else(|| body::empty(StatusCode::SERVICE_UNAVAILABLE))?;
+    Ok((claims, live))
+}
+
+/// DELETE: ends the session in this process (its requests are cancelled, its id refused here from now on).
+pub(super) fn delete(front: &Arc<Inner>, headers: &HeaderMap) -> Reply {
+    let (claims, _) = match session(front, headers) {
+        Ok(found) => found,
+        Err(reply) => return reply,
+    };
+    front.revoked().insert(&claims.nonce);
+    front.sessions.remove(&claims.nonce);
+    body::empty(StatusCode::OK)
+}
+
+/// GET: with `Last-Event-ID`, the rest of a request stream of this session; without, the session's stream of server
+/// notifications (a later GET supersedes it).
+pub(super) fn get(front: &Arc<Inner>, headers: &HeaderMap) -> Reply {
+    if !accepts(headers, "text/event-stream") {
+        return body::empty(StatusCode::NOT_ACCEPTABLE);
+    }
+    let session = match session(front, headers) {
+        Ok((_, session)) => session,
+        Err(reply) => return reply,
+    };
+    if let Some(last) = header(headers, "last-event-id") {
+        let found = parse_event_id(last).and_then(|(stream, seq)| Some((session.stream(stream)?, seq)));
+        let Some((log, seq)) = found else {
+            let message = format!("Bad Request: no stream to resume from event {last:?}");
+            return body::error(StatusCode::BAD_REQUEST, None, ErrorCode::INVALID_REQUEST, message);
+        };
+        return body::sse(log.attach(Some(seq)), None);
+    }
+    let (tx, rx) = mpsc::channel(RING);
+    let notices = front.notices.subscribe();
+    tokio::spawn(server_messages(front.clone(), session.open_get(), notices, tx));
+    body::sse(rx, None)
+}
+
+/// Feeds a GET stream: a priming event, then every notification the service broadcasts, with comments while idle.
+/// Ends when the client has gone, a newer GET superseded it, its session ended or the front is stopping.
+async fn server_messages(
+    front: Arc<Inner>,
+    get: GetGuard,
+    mut notices: broadcast::Receiver<Message>,
+    tx: mpsc::Sender<sse::Chunk>,
+) {
+    let stream = front.next_stream_id();
+    let mut seq = 0;
+    let mut next = Some(sse::event(&sse::event_id(stream, seq), b""));
+    while let Some(chunk) = next.take() {
+        if !get.current() || tx.send(Ok(chunk)).await.is_err() {
+            return;
+        }
+        next = tokio::select! {
+            biased;
+            () = front.closing.cancelled() => None,
+            () = get.ended() => None,
+            received = notices.recv() => match received {
+                Ok(msg) => {
+                    seq += 1;
+                    Some(sse::event(&sse::event_id(stream, seq), &msg.encode()))
+                }
+                // Too far behind: the oldest were skipped; carry on with what is next.
+                Err(broadcast::error::RecvError::Lagged(_)) => Some(sse::keep_alive()),
+                Err(broadcast::error::RecvError::Closed) => None,
+            },
+            () = sleep(KEEP_ALIVE) => Some(sse::keep_alive()),
+        };
+    }
+}

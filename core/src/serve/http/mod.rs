@@ -1,0 +1,125 @@
+//! Streamable HTTP, server side, both eras, on one path (`/mcp`; `/healthz` and `/readyz` beside it, anything else
+//! 404), as the fake servers (`sim/fake/src/http/`) do it on the wire:
+//!
+//! - 2025-11-25 (`legacy`): POST one message; a request is answered as one JSON body or an SSE stream (a priming
+//!   event, progress, the response; every event with an id), notifications and responses with 202. `Mcp-Session-Id`
+//!   (a signed token, `token.rs`) is issued on `initialize` and required afterwards (400 without, 404 when not
+//!   ours, expired or DELETEd here); DELETE ends a session; GET opens the session's stream of server notifications,
+//!   or with `Last-Event-ID` resumes a request stream that was cut.
+//! - 2026-07-28 (`modern`): POST only, no sessions; `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` must
+//!   mirror the body (400, -32020), an unsupported version is 400 (-32022); closing a request's stream cancels it.
+//!
+//! Before any of it: `Origin` (403), agent bearer tokens (401), and once stopping, 503. Bounds: `FrontLimits`.
+
+mod answer;
+mod body;
+mod legacy;
+mod modern;
+mod post;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use hyper::header::{self, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::front::Inner;
+use super::headers::{PROTOCOL_VERSION_HEADER, header};
+use super::limits::origin_allowed;
+use crate::session::MODERN_PROTOCOL_VERSIONS;
+use body::Reply;
+
+/// The MCP endpoint's path.
+pub const MCP_PATH: &str = "/mcp";
+/// hyper's read buffer: a request head must fit, bodies stream through it.
+const MAX_BUF: usize = 64 * 1024;
+
+/// Serves one HTTP/1.1 connection (keep-alive: many requests, one at a time) until the client closes it, the front
+/// stops (after the response in progress) or the drain deadline passes.
+pub(crate) async fn serve_connection<IO>(front: Arc<Inner>, io: IO)
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    front.connections.fetch_add(1, Ordering::SeqCst);
+    let _open = ConnectionGauge(front.clone());
+    let service = service_fn(|request| {
+        let front = front.clone();
+        async move { Ok::<_, Infallible>(route(&front, request).await) }
+    });
+    let limits = &front.limits;
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_headers(limits.max_headers)
+        .max_buf_size(MAX_BUF.max(limits.max_header_bytes + 1024));
+    let connection = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(connection);
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            ended = connection.as_mut() => {
+                if let Err(e) = ended {
+                    tracing::debug!(error = %e, "agent HTTP connection ended with an error");
+                }
+                return;
+            }
+            () = front.closing.cancelled(), if !stopping => {
+                stopping = true;
+                connection.as_mut().graceful_shutdown();
+            }
+            () = front.root.cancelled() => return,
+        }
+    }
+}
+
+struct ConnectionGauge(Arc<Inner>);
+
+impl Drop for ConnectionGauge {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn route(front: &Arc<Inner>, request: Request<hyper::body::Incoming>) -> Reply {
+    match (request.method(), request.uri().path()) {
+        (&Method::GET, "/healthz") => return body::text(StatusCode::OK, "ok\n"),
+        (&Method::GET, "/readyz") if front.service.ready() => return body::text(StatusCode::OK, "ready\n"),
+        (&Method::GET, "/readyz") => return body::text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
+        (_, MCP_PATH) => {}
+        _ => return body::empty(StatusCode::NOT_FOUND),
+    }
+    let headers = request.headers();
+    // DNS rebinding: a browser page on another origin must not reach a local gateway.
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !origin.to_str().is_ok_and(|o| origin_allowed(&front.limits, o))
+    {
+        return body::empty(StatusCode::FORBIDDEN);
+    }
+    if !front.authorized(headers.get(header::AUTHORIZATION).map(HeaderValue::as_bytes)) {
+        let mut reply = body::empty(StatusCode::UNAUTHORIZED);
+        reply.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"mcpstorm\""));
+        return reply;
+    }
+    if front.closing.is_cancelled() {
+        return body::empty(StatusCode::SERVICE_UNAVAILABLE);
+    }
+    let modern_header = header(headers, PROTOCOL_VERSION_HEADER).is_some_and(|v| MODERN_PROTOCOL_VERSIONS.contains(&v));
+    // 2026-07-28 has no GET or DELETE.
+    match *request.method() {
+        Method::POST => post::post(front, request).await,
+        Method::GET if !modern_header => legacy::get(front, request.headers()),
+        Method::DELETE if !modern_header => legacy::delete(front, request.headers()),
+        _ => {
+            let allow = if modern_header { "POST" } else { "GET, POST, DELETE" };
+            let mut reply = body::empty(StatusCode::METHOD_NOT_ALLOWED);
+            reply.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+            reply
+        }
+    }
+}

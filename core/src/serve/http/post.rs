@@ -1,0 +1,80 @@
+//! A POST: its body read (bounded) and decoded into one JSON-RPC message, and the revision that handles it.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderMap};
+use hyper::{Request, StatusCode};
+
+use super::body::{self, Reply};
+use super::{legacy, modern};
+use crate::jsonrpc::{DecodeError, ErrorCode, Message};
+use crate::mcp::{SUPPORTED_PROTOCOL_VERSIONS, method};
+use crate::serve::front::Inner;
+use crate::serve::headers::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, accepts, header};
+use crate::session::{MODERN_PROTOCOL_VERSIONS, envelope_version};
+
+pub(super) async fn post(front: &Arc<Inner>, request: Request<Incoming>) -> Reply {
+    let (parts, incoming) = request.into_parts();
+    let headers = &parts.headers;
+    if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
+        return body::empty(StatusCode::NOT_ACCEPTABLE);
+    }
+    if header(headers, CONTENT_TYPE.as_str())
+        .is_some_and(|ct| !ct.trim_start().to_ascii_lowercase().starts_with("application/json"))
+    {
+        return body::empty(StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    }
+    let bytes = match read(incoming, front.limits.max_body).await {
+        Ok(bytes) => bytes,
+        Err(status) => return body::empty(status),
+    };
+    let msg = match Message::decode(&bytes) {
+        Ok(msg) => msg,
+        Err(e) => {
+            let code = match e {
+                DecodeError::NotJson(_) => ErrorCode::PARSE_ERROR,
+                _ => ErrorCode::INVALID_REQUEST,
+            };
+            return body::error(StatusCode::BAD_REQUEST, e.request_id().cloned(), code, e.to_string());
+        }
+    };
+    if is_modern(headers, &msg) {
+        modern::post(front, headers, msg).await
+    } else {
+        legacy::post(front, headers, msg).await
+    }
+}
+
+/// The body, at most `max` bytes: 413 beyond (by `Content-Length` at once, else as it streams in), 400 if the client
+/// stops sending half-way.
+async fn read(incoming: Incoming, max: usize) -> Result<Bytes, StatusCode> {
+    match Limited::new(incoming, max).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(StatusCode::PAYLOAD_TOO_LARGE),
+        Err(_) => Err(StatusCode::BAD_REQUEST),
+    }
+}
+
+/// Which revision handles a message: the `MCP-Protocol-Version` header when it names a version we know, then a
+/// session id (2025-11-25), then the body (the modern envelope on anything but `initialize`), as the NDJSON
+/// transport settles a connection's era.
+fn is_modern(headers: &HeaderMap, msg: &Message) -> bool {
+    if let Some(version) = header(headers, PROTOCOL_VERSION_HEADER) {
+        if MODERN_PROTOCOL_VERSIONS.contains(&version) {
+            return true;
+        }
+        if SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
+            return false;
+        }
+    }
+    if header(headers, SESSION_HEADER).is_some() {
+        return false;
+    }
+    match msg {
+        Message::Request(r) => r.method != method::INITIALIZE && envelope_version(r.params.as_ref()).is_some(),
+        Message::Notification(_) | Message::Response(_) => false,
+    }
+}

@@ -1,0 +1,156 @@
+//! The lifecycle requests the front answers itself, in both eras: `initialize` (2025-11-25, version negotiation),
+//! `ping`, `server/discover` and the per-request `_meta` envelope (2026-07-28), and the stamps every modern result
+//! carries. Answers follow the Python SDK 2.3.0 server's, as the fake servers' do.
+
+use serde_json::{Map, Value, json};
+
+use super::service::ServerDescription;
+use crate::jsonrpc::{ErrorCode, ErrorObject};
+use crate::mcp::{Implementation, InitializeResult, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::session::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_SERVER_INFO, MODERN_PROTOCOL_VERSIONS};
+use crate::session::{META_PROTOCOL_VERSION, envelope_version};
+
+/// What `initialize` settled: the result to send and what the session id will carry.
+#[derive(Debug)]
+pub(crate) struct Initialized {
+    pub result: Value,
+    pub version: String,
+    pub client_info: Option<Implementation>,
+    pub client_capabilities: Value,
+}
+
+/// Version negotiation as the spec has it: echo the client's version if we speak it, else offer our latest and let
+/// the client decide whether to disconnect.
+pub(crate) fn initialize(desc: &ServerDescription, params: Option<&Value>) -> Result<Initialized, ErrorObject> {
+    let Some(requested) = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str) else {
+        return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, "initialize needs a string \"protocolVersion\""));
+    };
+    let version = SUPPORTED_PROTOCOL_VERSIONS.iter().find(|v| **v == requested).copied();
+    let version = version.unwrap_or(LATEST_PROTOCOL_VERSION).to_owned();
+    let result = InitializeResult {
+        protocol_version: version.clone(),
+        capabilities: desc.capabilities.clone(),
+        server_info: desc.server_info.clone(),
+        instructions: desc.instructions.clone(),
+        extra: Map::new(),
+    };
+    let result =
+        serde_json::to_value(&result).map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
+    let client_info = params.and_then(|p| p.get("clientInfo")).and_then(|v| serde_json::from_value(v.clone()).ok());
+    let client_capabilities = params.and_then(|p| p.get("capabilities")).cloned().unwrap_or_else(|| json!({}));
+    Ok(Initialized { result, version, client_info, client_capabilities })
+}
+
+/// `server/discover`: the versions we serve and the service's description.
+pub(crate) fn discover(desc: &ServerDescription) -> Value {
+    let mut result = json!({
+        "supportedVersions": MODERN_PROTOCOL_VERSIONS,
+        "capabilities": desc.capabilities,
+        "ttlMs": 0,
+        "cacheScope": "private",
+    });
+    if let Some(instructions) = &desc.instructions {
+        result["instructions"] = json!(instructions);
+    }
+    stamp_modern(&mut result, &desc.server_info);
+    result
+}
+
+/// What every modern result carries: `resultType` and the `serverInfo` stamp in `_meta`. Keys already present are
+/// kept (a result relayed from upstream keeps its own).
+pub(crate) fn stamp_modern(result: &mut Value, info: &Implementation) {
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    obj.entry("resultType").or_insert(json!("complete"));
+    if let Some(meta) = obj.entry("_meta").or_insert_with(|| json!({})).as_object_mut() {
+        meta.entry(META_SERVER_INFO).or_insert_with(|| serde_json::to_value(info).unwrap_or_default());
+    }
+}
+
+/// A modern request's envelope, checked.
+#[derive(Debug)]
+pub(crate) struct Envelope {
+    pub version: String,
+    pub client_info: Option<Implementation>,
+    pub client_capabilities: Value,
+}
+
+/// The envelope every modern request must carry: -32602 naming what is missing, -32022 for a version we do not
+/// serve (with the list we do).
+pub(crate) fn envelope(params: Option<&Value>) -> Result<Envelope, ErrorObject> {
+    let Some(meta) = params.and_then(|p| p.get("_meta")).and_then(Value::as_object) else {
+        return Err(ErrorObject::new(
+            ErrorCode::INVALID_PARAMS,
+            format!(
+                "params._meta must be an object carrying the required {META_PROTOCOL_VERSION:?} and \
+                 {META_CLIENT_CAPABILITIES:?} envelope keys"
+            ),
+        ));
+    };
+    let Some(capabilities) = meta.get(META_CLIENT_CAPABILITIES) else {
+        let message = format!("params._meta is missing the required envelope key {META_CLIENT_CAPABILITIES}");
+        return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, message));
+    };
+    let Some(version) = envelope_version(params).and_then(Value::as_str) else {
+        let message = format!("params._meta needs a string {META_PROTOCOL_VERSION}");
+        return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, message));
+    };
+    if !MODERN_PROTOCOL_VERSIONS.contains(&version) {
+        return Err(unsupported(json!(version)));
+    }
+    Ok(Envelope {
+        version: version.to_owned(),
+        client_info: meta.get(META_CLIENT_INFO).and_then(|v| serde_json::from_value(v.clone()).ok()),
+        client_capabilities: capabilities.clone(),
+    })
+}
+
+/// -32022 with the versions we serve.
+pub(crate) fn unsupported(requested: Value) -> ErrorObject {
+    let mut e = ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version");
+    e.data = Some(json!({"supported": MODERN_PROTOCOL_VERSIONS, "requested": requested}));
+    e
+}
+
+pub(crate) fn method_not_found(method: &str) -> ErrorObject {
+    ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc() -> ServerDescription {
+        ServerDescription {
+            capabilities: json!({"tools": {"listChanged": true}}),
+            server_info: Implementation::new("front", "1"),
+            instructions: None,
+        }
+    }
+
+    #[test]
+    fn initialize_echoes_a_known_version_and_offers_the_latest_otherwise() {
+        let params = json!({"protocolVersion": "2025-06-18", "capabilities": {"x": 1}, "clientInfo": {"name": "a", "version": "2"}});
+        let init = initialize(&desc(), Some(&params)).unwrap();
+        assert_eq!((init.version.as_str(), init.result["serverInfo"]["name"].as_str()), ("2025-06-18", Some("front")));
+        assert_eq!(init.client_info, Some(Implementation::new("a", "2")));
+        let other = initialize(&desc(), Some(&json!({"protocolVersion": "1999-01-01"}))).unwrap();
+        assert_eq!(other.version, LATEST_PROTOCOL_VERSION);
+        assert_eq!(initialize(&desc(), None).unwrap_err().code(), ErrorCode::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn the_envelope_is_required_and_its_version_checked() {
+        let ok = json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}});
+        assert_eq!(envelope(Some(&ok)).unwrap().version, "2026-07-28");
+        let old = json!({"_meta": {META_PROTOCOL_VERSION: "2099-01-01", META_CLIENT_CAPABILITIES: {}}});
+        assert_eq!(envelope(Some(&old)).unwrap_err().code(), ErrorCode::UNSUPPORTED_PROTOCOL_VERSION);
+        for bad in [json!({}), json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}})] {
+            assert_eq!(envelope(Some(&bad)).unwrap_err().code(), ErrorCode::INVALID_PARAMS);
+        }
+        let d = discover(&desc());
+        assert_eq!(d["resultType"], "complete");
+        assert_eq!(d["_meta"][META_SERVER_INFO]["name"], "front");
+    }
+}

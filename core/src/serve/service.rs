@@ -1,0 +1,97 @@
+//! The seam between the front and the gateway behind it: [`Service`], and what each request brings it
+//! ([`RequestCtx`]).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::cancel::CancelToken;
+use crate::jsonrpc::{ErrorObject, Message};
+use crate::mcp::{Implementation, method};
+use crate::session::Era;
+
+/// A service's answer to one request.
+pub type ServiceFuture = Pin<Box<dyn Future<Output = Result<Value, ErrorObject>> + Send>>;
+
+/// What the front asks of the gateway behind it. One instance shared by every agent session.
+pub trait Service: Send + Sync + 'static {
+    /// A request other than the lifecycle ones the front answers itself (initialize, ping, server/discover).
+    /// `ctx` carries the agent session's id, the negotiated era/version, a progress sink (send
+    /// `notifications/progress` to the agent, if the request had a progressToken) and a CancelToken fired when
+    /// the agent cancels (notifications/cancelled, closed stream, DELETE) or the front stops.
+    fn request(&self, ctx: RequestCtx, method: String, params: Option<Value>) -> ServiceFuture;
+
+    /// The `capabilities` and `serverInfo` to answer initialize / server/discover with.
+    fn describe(&self) -> ServerDescription;
+
+    /// Whether `/readyz` answers 200 (else 503).
+    fn ready(&self) -> bool {
+        true
+    }
+}
+
+/// How the front describes the service to agents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerDescription {
+    pub capabilities: Value,
+    pub server_info: Implementation,
+    pub instructions: Option<String>,
+}
+
+/// One request's context.
+#[derive(Debug, Clone)]
+pub struct RequestCtx {
+    /// The agent session: a 2025-11-25 session's nonce (the same on every replica), `"stdio"` for the stdio peer,
+    /// `None` for a 2026-07-28 request (that era has no sessions).
+    pub session: Option<Arc<str>>,
+    pub era: Era,
+    /// The negotiated (legacy) or enveloped (modern) protocol version.
+    pub protocol_version: String,
+    pub client_info: Option<Implementation>,
+    pub client_capabilities: Value,
+    pub progress: Progress,
+    /// Fired when the agent cancels the request or the front stops (its reason says which).
+    pub cancel: CancelToken,
+}
+
+/// Where a request's progress goes: to the agent, when the request carried a `progressToken` and its transport can
+/// carry notifications (an SSE answer, stdio); otherwise nowhere.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    sink: Option<(Value, mpsc::Sender<Message>)>,
+}
+
+impl Progress {
+    pub(crate) fn new(token: Option<Value>, out: Option<mpsc::Sender<Message>>) -> Progress {
+        Progress { sink: token.zip(out) }
+    }
+
+    /// The agent's `progressToken`, if it gave one and progress can reach it.
+    pub fn token(&self) -> Option<&Value> {
+        self.sink.as_ref().map(|(token, _)| token)
+    }
+
+    /// Sends one `notifications/progress` to the agent (waiting while its stream is full). False when progress
+    /// goes nowhere or the agent has gone.
+    pub async fn send(&self, progress: f64, total: Option<f64>, message: Option<String>) -> bool {
+        let Some((token, out)) = &self.sink else {
+            return false;
+        };
+        let mut params = json!({"progressToken": token, "progress": progress});
+        if let Some(total) = total {
+            params["total"] = json!(total);
+        }
+        if let Some(message) = message {
+            params["message"] = json!(message);
+        }
+        out.send(Message::notification(method::PROGRESS, Some(params))).await.is_ok()
+    }
+}
+
+/// The `progressToken` of a request's `params._meta`.
+pub(crate) fn progress_token(params: Option<&Value>) -> Option<Value> {
+    params?.get("_meta")?.get("progressToken").filter(|t| t.is_string() || t.is_number()).cloned()
+}
