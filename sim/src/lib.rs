@@ -16,11 +16,14 @@
 //! - [`compare`]: paired comparisons of variants (formulas, profiles, any key) over many seeds.
 //! - [`swarm`]: drawn fault timelines checked against invariants, failures shrunk to a replayable file.
 //! - [`shard`]: one machine's share of a multi-seed study (`--shard K/N`).
+//! - [`gateway`]: `mcpstorm gateway`, the core served to agents as a process (federation, admin API, metrics),
+//!   built from a scenario's `[gateway]` and `[client]` tables by the same functions a simulated load host uses.
 //! - [`cli`]: the `mcpstorm` command: subcommands, exit codes, the live commands that talk to real servers.
 
 pub mod check;
 pub mod cli;
 pub mod compare;
+pub mod gateway;
 pub mod report;
 pub mod run;
 pub mod scenario;

@@ -7,7 +7,7 @@ use std::sync::{Arc, PoisonError};
 use tokio::time::{Instant, sleep, timeout};
 
 use super::ready::Unusable;
-use super::{McpClient, Session};
+use super::{ListChanged, McpClient, Session};
 use crate::capabilities::ToolCache;
 use crate::conn::{Connection, ConnectionConfig, ConnectionParts, NotificationHandler};
 use crate::error::{CallError, TransportError};
@@ -105,7 +105,7 @@ impl McpClient {
             config,
             observer: self.observer.clone(),
             global: self.global.clone(),
-            on_notification: Some(notification_handler(tools.clone())),
+            on_notification: Some(notification_handler(tools.clone(), self.list_changed.clone())),
             guard,
         };
         let conn = match &self.http {
@@ -199,10 +199,13 @@ impl McpClient {
     }
 }
 
-fn notification_handler(tools: Arc<ToolCache>) -> NotificationHandler {
+fn notification_handler(tools: Arc<ToolCache>, hook: Option<ListChanged>) -> NotificationHandler {
     Arc::new(move |n| {
         if n.method == method::TOOLS_LIST_CHANGED {
             tools.mark_stale();
+            if let Some(hook) = &hook {
+                (hook.0)();
+            }
         } else {
             tracing::trace!(method = %n.method, "server notification");
         }

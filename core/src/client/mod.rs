@@ -89,6 +89,18 @@ pub struct McpClient {
     /// The naive profile's record: the first one fetched, kept forever (see [`GatewayProfile::Naive`]).
     pinned: tokio::sync::Mutex<Option<Arc<Capabilities>>>,
     drift: DriftCounters,
+    /// Told after the server's `notifications/tools/list_changed` has marked the listing stale.
+    list_changed: Option<ListChanged>,
+}
+
+/// What [`McpClient::on_list_changed`] calls: a gateway re-lists the server and tells its own agents.
+#[derive(Clone)]
+pub struct ListChanged(pub Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for ListChanged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ListChanged")
+    }
 }
 
 impl McpClient {
@@ -126,7 +138,15 @@ impl McpClient {
             resume: std::sync::Mutex::new(None),
             pinned: tokio::sync::Mutex::new(None),
             drift: DriftCounters::default(),
+            list_changed: None,
         }
+    }
+
+    /// Calls `hook` whenever the server sends `notifications/tools/list_changed` (after the client has marked its
+    /// listing stale, so a listing made from the hook is fresh).
+    pub fn on_list_changed(mut self, hook: ListChanged) -> Self {
+        self.list_changed = Some(hook);
+        self
     }
 
     /// A client of the Streamable HTTP server at `endpoint`, dialing its host and port over TCP (TLS for

@@ -18,7 +18,7 @@ use crate::resilience::breaker::{
 };
 use crate::resilience::budget::{BudgetConfig, RetryBudget};
 use crate::resilience::bulkhead::{BulkheadConfig, Bulkheads, ClientLimit, PoolKey};
-use crate::resilience::degraded::{DegradedReason, Fallbacks};
+use crate::resilience::degraded::{DegradedReason, Fallbacks, degraded_result};
 use crate::resilience::limiter::{LimitPermit, PoolTimeout, SampleOutcome};
 use crate::resilience::retry::RetryPolicy;
 use crate::resilience::throttle::{AdaptiveThrottle, ThrottleConfig};
@@ -104,6 +104,8 @@ pub(super) struct Layers {
     bulkheads: Option<Bulkheads>,
     /// Streams forked for each new breaker / throttle, in creation order (deterministic given the call order).
     forks: AtomicU64,
+    /// Fallback tools an operator named (the manual switch's force-degrade), ahead of the configured ones.
+    fallback_overrides: Mutex<BTreeMap<String, String>>,
 }
 
 impl Layers {
@@ -117,6 +119,7 @@ impl Layers {
             budgets: Mutex::default(),
             throttles: Mutex::default(),
             forks: AtomicU64::new(1),
+            fallback_overrides: Mutex::default(),
         }
     }
 
@@ -264,7 +267,20 @@ impl Layers {
     }
 
     pub fn degraded(&self, tool: &str, reason: DegradedReason, retry_after: Option<Duration>) -> CallToolResult {
-        self.config.fallbacks.result(tool, reason, retry_after)
+        let overrides = self.fallback_overrides.lock().unwrap_or_else(PoisonError::into_inner);
+        match overrides.get(tool) {
+            Some(fallback) => degraded_result(tool, reason, retry_after, Some(fallback)),
+            None => self.config.fallbacks.result(tool, reason, retry_after),
+        }
+    }
+
+    /// Names `fallback` in `tool`'s degraded results from now on (`None`: back to the configured one).
+    pub fn set_fallback(&self, tool: &str, fallback: Option<String>) {
+        let mut overrides = self.fallback_overrides.lock().unwrap_or_else(PoisonError::into_inner);
+        match fallback {
+            Some(f) => overrides.insert(tool.to_owned(), f),
+            None => overrides.remove(tool),
+        };
     }
 }
 

@@ -20,6 +20,7 @@
 
 mod checker;
 mod layers;
+mod manual;
 mod outcome;
 mod protected;
 
@@ -43,6 +44,7 @@ use crate::rt::{Clock, SeededRng};
 use checker::ClientChecker;
 use layers::Layers;
 pub use layers::ResilienceConfig;
+pub use manual::{ManualError, Operation};
 pub use outcome::RouterVerdict;
 use protected::Arguments;
 pub use protected::{Degraded, Last, Routed};

@@ -5,6 +5,7 @@
 mod compare;
 mod diagnose;
 mod formulas;
+mod gateway;
 mod merge;
 mod out;
 mod peer;
@@ -45,6 +46,9 @@ pub enum Command {
     /// Check a server layer by layer: connect, handshake, version, tools and schemas, auth, ping, a sample call and
     /// session renewal.
     Diagnose(diagnose::DiagnoseArgs),
+    /// Serve MCP to agents: federate real servers' tools behind the core's routing and protection (Streamable HTTP
+    /// at /mcp, or stdio), with an admin API and Prometheus metrics.
+    Gateway(gateway::GatewayArgs),
     /// Run a scenario in the simulator and write its report.
     Sim(SimArgs),
     /// Run one scenario under several variants (e.g. routing formulas, gateway profiles) on many seeds, paired, and
@@ -102,6 +106,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Call(args) => live(peer::call(args)),
         Command::Diagnose(args) => live(diagnose::run(args)),
         Command::ServeFake(args) => live(serve_fake::run(args)),
+        Command::Gateway(args) => live(gateway::run(args)),
         Command::Validate(args) => validate::run(args),
         Command::Scenarios(args) => scenarios::run(args),
         Command::Formulas(args) => formulas::run(args),

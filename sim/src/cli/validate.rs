@@ -1,5 +1,6 @@
-//! `mcpstorm validate <scenario.toml> [--set key=value ...] [--allow-large]`: load and check a scenario without
-//! running it, and print what running it would cost.
+//! `mcpstorm validate <file.toml> [--set key=value ...] [--allow-large]`: load and check a scenario without
+//! running it, and print what running it would cost; or check a gateway config (`mcpstorm gateway --config`),
+//! told apart by its `[listen]` or `[admin]` table or its `[[servers.replicas]]` tables.
 
 use std::path::PathBuf;
 
@@ -7,13 +8,14 @@ use clap::Args;
 
 use super::Failure;
 use super::out::{errln, outln};
+use crate::scenario::tables::GatewayFile;
 use crate::scenario::{Limits, cost, expand_sweep, load_file_with};
 
 #[derive(Debug, Args)]
-#[command(after_help = "Exit codes: 0 when the scenario (with its --set overrides) is valid; 2 when it is not, every \
-problem listed.")]
+#[command(after_help = "Exit codes: 0 when the scenario (with its --set overrides) or the gateway config is valid; 2 \
+when it is not, every problem listed.")]
 pub struct ValidateArgs {
-    /// The scenario file.
+    /// The scenario file, or a gateway config.
     pub scenario: PathBuf,
     /// Override a key before checking, e.g. `--set load.sessions=200` or `--set 'faults[0].start="10s"'`
     /// (repeatable; the value is TOML, or else a plain string).
@@ -28,6 +30,9 @@ pub struct ValidateArgs {
 /// Prints `ok: <name> (...)` and the run's estimated cost (each sweep row's), and succeeds; or prints every problem,
 /// one per line, and fails with bad input (exit 2).
 pub fn run(args: ValidateArgs) -> Result<(), Failure> {
+    if is_gateway_config(&args.scenario) {
+        return gateway_config(&args);
+    }
     let limits = Limits::allowing_large(args.allow_large);
     match load_file_with(&args.scenario, &args.set, &limits) {
         Ok(s) => {
@@ -61,4 +66,38 @@ pub fn run(args: ValidateArgs) -> Result<(), Failure> {
 
 fn count(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Whether `path` holds a gateway config rather than a scenario. A file that does not parse is read as a scenario,
+/// whose loader reports the syntax error.
+fn is_gateway_config(path: &std::path::Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    let Ok(table) = text.parse::<toml::Table>() else { return false };
+    let replicas_listed = table
+        .get("servers")
+        .and_then(toml::Value::as_array)
+        .is_some_and(|servers| servers.iter().any(|s| s.get("replicas").is_some_and(toml::Value::is_array)));
+    table.contains_key("listen") || table.contains_key("admin") || replicas_listed
+}
+
+fn gateway_config(args: &ValidateArgs) -> Result<(), Failure> {
+    if !args.set.is_empty() || args.allow_large {
+        return Err(Failure::BadInput("--set and --allow-large apply to scenarios, not to a gateway config".into()));
+    }
+    match GatewayFile::load(&args.scenario) {
+        Ok(file) => {
+            let replicas: usize = file.servers.iter().map(|s| s.replicas.len()).sum();
+            outln!(
+                "ok: gateway config ({}, {}), serving http://{}/mcp{}",
+                count(file.servers.len(), "server"),
+                count(replicas, "replica"),
+                file.listen.http,
+                file.admin.as_ref().map(|a| format!(", admin at http://{}", a.listen)).unwrap_or_default()
+            )
+        }
+        Err(e) => {
+            errln!("{e}");
+            Err(Failure::BadInput(format!("{}: {}", args.scenario.display(), count(e.count(), "error"))))
+        }
+    }
 }

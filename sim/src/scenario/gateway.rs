@@ -81,6 +81,10 @@ pub struct GatewaySpec {
     pub requirements: Vec<RequirementRule>,
     #[serde(default)]
     pub router: RouterSpec,
+    /// How `mcpstorm gateway` names the tools of its servers to agents (the simulator's agents call tools by their
+    /// upstream names).
+    #[serde(default, skip_serializing_if = "ToolsSpec::is_default")]
+    pub tools: ToolsSpec,
     /// The core's planted defect (a bulkhead permit leaked per replica failure), for proving that the swarm finds
     /// and shrinks a real leak. Never read from or written to a file: only code can set it.
     #[doc(hidden)]
@@ -136,6 +140,32 @@ impl GatewaySpec {
             limiter: self.limiter.as_ref(),
             fallbacks: &self.fallbacks,
         }
+    }
+}
+
+/// `[gateway.tools]`: the names agents see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsSpec {
+    /// `"conditional"`: a tool keeps the name its server gave it while no other server offers that name; on a
+    /// collision every server's copy becomes `server__tool`. `"always"`: every tool is `server__tool`. Nothing is
+    /// ever shadowed.
+    #[serde(default)]
+    pub prefix: PrefixMode,
+}
+
+/// See [`ToolsSpec::prefix`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PrefixMode {
+    #[default]
+    Conditional,
+    Always,
+}
+
+impl ToolsSpec {
+    fn is_default(&self) -> bool {
+        *self == ToolsSpec::default()
     }
 }
 

@@ -21,6 +21,7 @@ mod error;
 mod faults;
 mod gateway;
 pub mod layers;
+mod listen;
 pub mod model;
 mod overrides;
 mod path;
@@ -36,6 +37,7 @@ pub mod swarm;
 pub mod tables;
 mod target;
 mod units;
+mod upstream;
 mod validate;
 mod workload;
 
@@ -48,17 +50,20 @@ pub use cost::{Cost, Limits};
 pub use error::{Location, Problem, ScenarioError};
 pub use faults::{DriftKind, Fault, FaultKind};
 pub use gateway::{
-    CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, RequirementRule, RouterSpec, profile_name,
+    CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, PrefixMode, RequirementRule, RouterSpec, ToolsSpec,
+    profile_name,
 };
+pub use listen::{AdminSpec, ListenSpec};
 pub use model::label as sweep_label;
 pub use model::{HostsMode, Network, Scenario, Sweep};
 pub use overrides::expand_sweep;
 pub use placement::{Placement, load_host, server_host};
 pub use read::{load_file, load_file_with, load_str, load_str_with};
 pub use report::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, ReportSpec};
-pub use servers::{HealthCheckSpec, ServerSpec};
+pub use servers::{Declared, HealthCheckSpec, ServerSpec};
 pub use swarm::SwarmSpec;
 pub use target::{GATEWAY, GOSSIP, resolve_target};
 pub use units::{Dur, SignedDur};
+pub use upstream::{ENV_PREFIX, ReplicaAddr, ReplicaSpec, UpstreamSpec};
 pub use validate::{MAX_RETRIES, validate};
 pub use workload::{Agent, Load, LoadMode, MixEntry, RetryMode};

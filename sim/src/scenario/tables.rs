@@ -1,31 +1,43 @@
-//! The gateway's own tables as a file of their own: `[gateway]`, `[client]` and `[[servers]]`, exactly as a scenario
-//! writes them (the gateway's configuration file takes them unchanged). Read by the scenario's strict path, so a bad
-//! value gives the same message, at the same `file:line:column`, as in a scenario.
+//! The configuration file of `mcpstorm gateway`: `[listen]`, `[admin]`, the real servers (`[[servers]]` with
+//! `[[servers.replicas]]`), and a scenario's `[gateway]` and `[client]` tables taken unchanged. Read by the
+//! scenario's strict path, so a bad value in `[gateway]` or `[client]` gives the same message, at the same
+//! `file:line:column`, as in a scenario; and [`gateway_config`] is the one conversion of those two tables to the
+//! core's settings, for a simulated load host and the process alike: what was tuned is what runs.
 
 use std::path::Path;
 use std::time::Duration;
 
 use mcpstorm_core::GatewayConfig;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::client::ClientSpec;
 use super::error::ScenarioError;
 use super::gateway::GatewaySpec;
+use super::listen::{AdminSpec, ListenSpec};
 use super::ranges::Ranges;
 use super::read::{read_other, read_other_str};
 use super::rules::{Issue, Rules};
-use super::servers::ServerSpec;
+use super::upstream::UpstreamSpec;
 
-/// A file holding the gateway's tables and nothing else (any other table or key is refused).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The gateway process's configuration (any other table or key is refused).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayFile {
+    /// Where agents connect, and the bounds each meets.
+    #[serde(default)]
+    pub listen: ListenSpec,
+    /// The MCP servers the gateway federates, each with its replicas.
+    pub servers: Vec<UpstreamSpec>,
+    /// Routing and resilience: a scenario's `[gateway]` table, the same keys and checks.
     #[serde(default)]
     pub gateway: GatewaySpec,
+    /// Each replica's client: a scenario's `[client]` table, the same keys and checks.
     #[serde(default)]
     pub client: ClientSpec,
-    /// The MCP servers the gateway routes to.
-    pub servers: Vec<ServerSpec>,
+    /// The operators' API; absent: not served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin: Option<AdminSpec>,
 }
 
 impl GatewayFile {
@@ -39,14 +51,18 @@ impl GatewayFile {
         read_other_str(text, origin, GatewayFile::check)
     }
 
-    /// The three tables' rules and bounds, as a scenario checks them. There is no run here, so the keys a scenario
-    /// bounds by its duration (`join_at`, `leave_at`) are held to a week.
+    /// Every table's rules and bounds; `[gateway]` and `[client]` are checked as a scenario checks them.
     fn check(&self) -> Vec<Issue> {
         let mut rules = Rules::default();
-        ServerSpec::problems_of(&self.servers, Duration::ZERO, &mut rules);
+        self.listen.problems(&mut rules);
+        UpstreamSpec::problems_of(&self.servers, &mut rules);
         self.client.problems(&mut rules);
         self.gateway.problems(&mut rules);
+        if let Some(admin) = &self.admin {
+            admin.problems(&mut rules);
+        }
         let mut ranges = Ranges::default();
+        self.listen.ranges(&mut ranges);
         for (i, server) in self.servers.iter().enumerate() {
             server.ranges(i, &mut ranges);
         }

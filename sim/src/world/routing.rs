@@ -9,10 +9,8 @@
 //! gateway lacks a requirement rule shows misroutes instead of passing silently.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
-use mcpstorm_core::capabilities::RouterHints;
-use mcpstorm_core::router::{HealthCheck, RegistryEvent, Requirement, ScheduledRegistry, ServerEntry};
+use mcpstorm_core::router::{RegistryEvent, Requirement, ScheduledRegistry, ServerEntry};
 
 use crate::scenario::server_host;
 use crate::scenario::{self, MixEntry, Scenario};
@@ -22,25 +20,10 @@ fn attribute_of(argument: &str) -> String {
     format!("{argument}_support")
 }
 
-/// One scenario server as the router's declaration.
+/// One scenario server as the router's declaration: its replicas are its hosts.
 fn server_spec(server: &scenario::ServerSpec) -> ServerEntry {
-    let mut spec = ServerEntry::new(server.name.clone(), (0..server.replicas).map(|r| server_host(&server.name, r)))
-        .with_tools(server.tools.iter().map(|t| t.name.clone()))
-        .with_hints(RouterHints {
-            latency_p95: server.latency_p95_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok()),
-            max_concurrent_requests: server.max_concurrent_requests,
-        });
-    spec.tags = server.tags.iter().cloned().collect();
-    spec.tags.insert(scenario::ServerSpec::server_tag(&server.name));
-    for (attribute, values) in &server.capabilities {
-        spec = spec.with_support(attribute, values.iter().cloned());
-    }
-    if let Some(check) = &server.health_check {
-        // The declared tool replaces `ping` and guards the whole server (capability `None`).
-        spec.checks =
-            vec![HealthCheck { capability: None, tool: Some(check.tool.clone()), arguments: check.arguments.clone() }];
-    }
-    spec
+    let replicas = (0..server.replicas).map(|r| server_host(&server.name, r));
+    server.declared().entry(&server.name, replicas, server.tools.iter().map(|t| t.name.clone()))
 }
 
 /// Every server, registered at `join_at` (the start when absent) and deregistered at `leave_at`.
@@ -133,6 +116,8 @@ impl Needs {
 #[cfg(test)]
 mod tests {
     use mcpstorm_core::router::Registry;
+
+    use std::time::Duration;
 
     use super::*;
     use crate::scenario::load_str;

@@ -9,6 +9,7 @@ mod servers;
 mod call;
 mod contract;
 mod diagnose;
+mod gateway;
 mod help;
 mod http;
 mod scenarios;

@@ -1,12 +1,14 @@
-//! The gateway's tables as a file of their own ([`tables::GatewayFile`]): the same tables load to the same core
-//! configurations as in a scenario, and a bad value reads the same, at the same place, as in a scenario.
+//! The gateway process's config ([`tables::GatewayFile`]): a scenario's `[gateway]` and `[client]` tables pasted
+//! into it load to the same core configurations as in the scenario (what was tuned is what runs), and a bad value
+//! reads the same, at the same place, as in the scenario.
 
 use super::*;
-use crate::scenario::tables::GatewayFile;
+use crate::scenario::tables::{GatewayFile, gateway_config};
 
-/// `[gateway]`, `[client]` and `[[servers]]`, as a scenario holds them.
+/// `[gateway]` and `[client]`, as a scenario holds them.
 const TABLES: &str = r#"[gateway]
 formula = "round_robin"
+requirements = [{ argument = "language", attribute = "language_support" }]
 
 [gateway.breaker]
 open = "2s"
@@ -19,38 +21,46 @@ jitter = 0.1
 [client]
 max_in_flight = 20
 deadline = "5s"
-
-[[servers]]
-name = "a"
-replicas = 2
-
-[[servers.tools]]
-name = "echo"
 "#;
+
+/// The scenario's servers (fake) and the gateway's (real replicas): the only tables that differ.
+const SCENARIO_SERVERS: &str = "\n[[servers]]\nname = \"a\"\nreplicas = 2\n\n[[servers.tools]]\nname = \"echo\"\n";
+const GATEWAY_SERVERS: &str = "\n[[servers]]\nname = \"a\"\n[[servers.replicas]]\ntcp = \"127.0.0.1:9001\"\n[[servers.replicas]]\nstdio = \"python3 a.py\"\n";
 
 /// The lines a scenario needs before the tables (top-level keys come first in TOML), and its other tables after.
 const HEAD: &str = "name = \"t\"\nduration = \"10s\"\n";
 const TAIL: &str = "\n[load]\nmode = \"closed\"\nsessions = 1\n\n[[load.mix]]\ntool = \"echo\"\n";
 
 fn scenario(tables: &str) -> Result<Scenario, ScenarioError> {
-    load_str(&format!("{HEAD}{tables}{TAIL}"), "t.toml", &[])
+    load_str(&format!("{HEAD}{tables}{SCENARIO_SERVERS}{TAIL}"), "t.toml", &[])
+}
+
+fn gateway(tables: &str) -> Result<GatewayFile, ScenarioError> {
+    GatewayFile::load_str(&format!("{tables}{GATEWAY_SERVERS}"), "gateway.toml")
 }
 
 #[test]
-fn the_tables_load_to_the_core_configurations_a_scenario_gives() {
-    let file = GatewayFile::load_str(TABLES, "gateway.toml").unwrap_or_else(|e| panic!("{e}"));
+fn pasted_tables_build_the_core_configuration_the_scenario_builds() {
+    let file = gateway(TABLES).unwrap_or_else(|e| panic!("{e}"));
     let s = scenario(TABLES).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(file.gateway, s.gateway);
     assert_eq!(file.client, s.client);
-    assert_eq!(file.servers, s.servers);
-    // The core's configurations have no `PartialEq`: their debug forms show every field.
-    let core = file.gateway.layers().to_core();
-    assert_eq!(format!("{core:?}"), format!("{:?}", s.gateway.layers().to_core()));
-    assert_eq!(core.breaker.map(|b| (b.open, b.open_growth)), Some((std::time::Duration::from_secs(2), 3.0)));
-    assert_eq!(file.gateway.router.to_core(), s.gateway.router.to_core());
-    let client = |t: &ClientSpec, g: &GatewaySpec| format!("{:?}", t.to_core(g));
+    // The very functions both build with; the core's configurations have no `PartialEq`: their debug forms show
+    // every field.
+    let core = gateway_config(&file.gateway, &file.client);
+    assert_eq!(format!("{core:?}"), format!("{:?}", gateway_config(&s.gateway, &s.client)));
+    let breaker = core.resilience.breaker.as_ref().map(|b| (b.open, b.open_growth));
+    assert_eq!(breaker, Some((std::time::Duration::from_secs(2), 3.0)));
+    assert_eq!(core.call_deadline, std::time::Duration::from_secs(5));
+    assert_eq!(core.requirement_rules, [("language".to_owned(), "language_support".to_owned())]);
+    let client = |t: &ClientSpec, g: &GatewaySpec| format!("{:?} {:?}", t.to_core(g), t.pool());
     assert_eq!(client(&file.client, &file.gateway), client(&s.client, &s.gateway));
-    assert_eq!(file.servers[0].fake_config(1, 7), s.servers[0].fake_config(1, 7));
+    let formula = |g: &GatewaySpec| {
+        let rng = mcpstorm_core::SeededRng::new(1);
+        g.router(rng, tokio::time::Instant::now()).map(|r| r.formula_name().to_owned())
+    };
+    assert_eq!(formula(&file.gateway), Ok("round_robin".to_owned()));
+    assert_eq!(formula(&file.gateway), formula(&s.gateway));
 }
 
 #[test]
@@ -59,13 +69,12 @@ fn a_bad_value_reads_the_same_at_the_same_place() {
         ("open = \"2s\"", "open = \"0s\""),
         ("open_growth = 3.0", "open_growth = 0.5"),
         ("max_in_flight = 20", "max_in_flight = 0"),
-        ("replicas = 2", "replicas = 2\nworkers = 0"),
         ("formula = \"round_robin\"", "formula = \"fastest\""),
         ("deadline = \"5s\"", "deadline = \"8d\""),
-        ("replicas = 2", "replicas = 2\nwrkers = 3"),
+        ("jitter = 0.1", "jitter = 0.1\njiter = 3"),
     ] {
         let bad = edit(TABLES, from, to);
-        let in_file = GatewayFile::load_str(&bad, "t.toml").expect_err(to).problems().to_vec();
+        let in_file = gateway(&bad).expect_err(to).problems().to_vec();
         let in_scenario = scenario(&bad).expect_err(to).problems().to_vec();
         assert_eq!(in_file.len(), 1, "{to}: {}", ScenarioError::Invalid(in_file.clone()));
         let (file, scen) = (&in_file[0], &in_scenario[0]);
@@ -76,16 +85,62 @@ fn a_bad_value_reads_the_same_at_the_same_place() {
 }
 
 #[test]
+fn each_replica_names_exactly_one_address_and_secrets_come_from_the_environment() {
+    let cases = [
+        (
+            "tcp = \"127.0.0.1:9001\"",
+            "tcp = \"127.0.0.1:9001\"\nstdio = \"x\"",
+            "servers[0].replicas[0]",
+            "exactly one",
+        ),
+        ("tcp = \"127.0.0.1:9001\"", "http = \"ftp://x\"", "servers[0].replicas[0].http", "not an http"),
+        (
+            "tcp = \"127.0.0.1:9001\"",
+            "http = \"http://127.0.0.1:9/mcp\"\nheaders = { Authorization = \"Bearer abc\" }",
+            "servers[0].replicas[0].headers.Authorization",
+            "env:NAME",
+        ),
+        (
+            "tcp = \"127.0.0.1:9001\"",
+            "tcp = \"127.0.0.1:9001\"\nheaders = { X = \"1\" }",
+            "servers[0].replicas[0].headers",
+            "only to an `http`",
+        ),
+        ("stdio = \"python3 a.py\"", "stdio = \"python3 'a.py\"", "servers[0].replicas[1].stdio", "unclosed quote"),
+    ];
+    for (from, to, key, says) in cases {
+        let text = edit(&format!("{TABLES}{GATEWAY_SERVERS}"), from, to);
+        let err = GatewayFile::load_str(&text, "g.toml").expect_err(to);
+        let problem = err.problems().iter().find(|p| p.key.as_deref() == Some(key));
+        assert!(problem.is_some_and(|p| p.message.contains(says)), "{to}: {err}");
+        assert!(problem.is_some_and(|p| p.line_column().is_some()), "{to}: located in the file: {err}");
+    }
+}
+
+#[test]
+fn a_reachable_bind_needs_agent_tokens_and_names_are_unique() {
+    let open = format!("[listen]\nhttp = \"0.0.0.0:8848\"\n{TABLES}{GATEWAY_SERVERS}");
+    let err = GatewayFile::load_str(&open, "g.toml").expect_err("0.0.0.0 without tokens");
+    assert!(err.to_string().contains("agent_tokens_env"), "{err}");
+    let with_tokens =
+        open.replace("http = \"0.0.0.0:8848\"", "http = \"0.0.0.0:8848\"\nagent_tokens_env = [\"AGENT_TOKEN\"]");
+    GatewayFile::load_str(&with_tokens, "g.toml").unwrap_or_else(|e| panic!("{e}"));
+    let twice = format!("{TABLES}{GATEWAY_SERVERS}{GATEWAY_SERVERS}");
+    let err = GatewayFile::load_str(&twice, "g.toml").expect_err("duplicate server");
+    assert!(err.to_string().contains("duplicate server name"), "{err}");
+}
+
+#[test]
 fn other_tables_are_refused() {
-    let err = GatewayFile::load_str(&format!("{TABLES}{TAIL}"), "t.toml").expect_err("[load] is not a gateway table");
+    let err = gateway(&format!("{TABLES}{TAIL}")).expect_err("[load] is not a gateway table");
     assert_eq!(err.problems()[0].key.as_deref(), Some("load"), "{err}");
     assert!(err.to_string().contains("unknown key"), "{err}");
 }
 
 #[test]
 fn the_old_backoff_spelling_is_the_proportional_backoff() {
-    let file = GatewayFile::load_str(TABLES, "t.toml").unwrap_or_else(|e| panic!("{e}"));
-    let new = GatewayFile::load_str(&edit(TABLES, "\"seed\"", "\"proportional\""), "t.toml").expect("valid");
+    let file = gateway(TABLES).unwrap_or_else(|e| panic!("{e}"));
+    let new = gateway(&edit(TABLES, "\"seed\"", "\"proportional\"")).expect("valid");
     assert_eq!(file.gateway.retry, new.gateway.retry);
     assert_eq!(new.gateway.retry.map(|r| r.backoff), Some(crate::scenario::layers::BackoffKind::Proportional));
 }

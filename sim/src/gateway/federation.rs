@@ -1,0 +1,255 @@
+//! Federation: the servers' tools as one list, and each agent's call sent down the protected path.
+//!
+//! - **Discovery.** Each server is listed from its first replica that answers. A listed server is declared to the
+//!   router with its tools (a re-listing replaces the declaration); a server no replica of which answers is left
+//!   out of the list, and tried again every [`RELIST_EVERY`] while it has no listing. One bad upstream never fails
+//!   an agent's session: the others' tools are listed and served.
+//! - **Changes.** An upstream's `notifications/tools/list_changed` (or a re-listing that differs) rebuilds the
+//!   catalog; when the names agents see change, [`Federation::changes`] fires so the front tells every agent.
+//! - **Calls.** `tools/call` resolves the agent's name to (server, upstream name) and calls
+//!   [`Gateway::call`](mcpstorm_core::Gateway::call) with the server's `server:<name>` tag required: routing across
+//!   the server's replicas, breakers, bulkheads, retries under the budget, degraded results. An upstream's JSON-RPC
+//!   error is the agent's; a failure to reach the server is a tool result with `isError` that names its class.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
+use mcpstorm_core::mcp::{CallToolResult, ProgressParams, Tool};
+use mcpstorm_core::router::{Requirement, StaticRegistry};
+use mcpstorm_core::{CallError, CallOptions, CancelToken, Gateway, ToolCall};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+
+use super::catalog::Catalog;
+use super::metrics::{AttemptLabels, Metrics};
+use crate::scenario::{PrefixMode, ServerSpec, UpstreamSpec};
+
+/// How often a server with no listing (down at start, or never answered) is tried again.
+pub const RELIST_EVERY: Duration = Duration::from_secs(5);
+
+/// The federation calls go to now; SIGHUP swaps it (see `process`).
+pub type Current = Arc<RwLock<Arc<Federation>>>;
+
+/// Reads the current federation.
+pub fn current(current: &Current) -> Arc<Federation> {
+    current.read().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+/// The listings and the names built from them.
+#[derive(Debug, Default)]
+struct Listings {
+    tools: BTreeMap<String, Arc<Vec<Tool>>>,
+    catalog: Catalog,
+}
+
+/// See the module documentation.
+pub struct Federation {
+    gateway: Arc<Gateway>,
+    servers: Vec<UpstreamSpec>,
+    mode: PrefixMode,
+    listings: RwLock<Listings>,
+    /// Bumped when the names agents see change.
+    changes: watch::Sender<u64>,
+    metrics: Arc<Metrics>,
+}
+
+impl std::fmt::Debug for Federation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Federation").field("servers", &self.servers.len()).finish_non_exhaustive()
+    }
+}
+
+impl Federation {
+    pub fn new(gateway: Arc<Gateway>, servers: Vec<UpstreamSpec>, mode: PrefixMode, metrics: Arc<Metrics>) -> Self {
+        Federation { gateway, servers, mode, listings: RwLock::default(), changes: watch::channel(0).0, metrics }
+    }
+
+    /// The server an agent-facing tool name leads to.
+    pub fn server_of_tool(&self, name: &str) -> Option<String> {
+        let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
+        listings.catalog.resolve(name).map(|o| o.server.clone())
+    }
+
+    pub fn gateway(&self) -> &Arc<Gateway> {
+        &self.gateway
+    }
+
+    pub fn servers(&self) -> &[UpstreamSpec] {
+        &self.servers
+    }
+
+    /// Fires each time the names agents see change.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Whether every server has a listing (the process's readiness).
+    pub fn all_listed(&self) -> bool {
+        let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
+        self.servers.iter().all(|s| listings.tools.contains_key(&s.name))
+    }
+
+    /// Lists every server (concurrently); see [`relist`](Self::relist).
+    pub async fn discover(&self) {
+        let all = self.servers.iter().map(|s| self.relist(&s.name));
+        futures_join_all(all).await;
+    }
+
+    /// Lists `server` from its first replica that answers and, when that changed anything, declares it to the
+    /// router and rebuilds the catalog. A server no replica of which answers keeps its last listing (its calls then
+    /// meet the breakers), or stays unlisted.
+    pub async fn relist(&self, server: &str) {
+        let Some(spec) = self.servers.iter().find(|s| s.name == server) else { return };
+        let mut listed = None;
+        for i in 0..spec.replicas.len() {
+            let (_, client) = self.gateway.client(server, &spec.replica_id(i));
+            match client.list_tools().await {
+                Ok(tools) => {
+                    listed = Some(tools);
+                    break;
+                }
+                Err(e) => tracing::warn!(server, replica = %spec.replica_id(i), error = %e, "cannot list tools"),
+            }
+        }
+        let Some(tools) = listed else { return };
+        let replicas = (0..spec.replicas.len()).map(|i| spec.replica_id(i));
+        let entry = spec.declared().entry(server, replicas, tools.iter().map(|t| t.name.clone()));
+        self.gateway.with_router(|router| {
+            router.sync(&mut StaticRegistry::new(vec![entry]), tokio::time::Instant::now());
+        });
+        let changed = {
+            let mut listings = self.listings.write().unwrap_or_else(PoisonError::into_inner);
+            listings.tools.insert(server.to_owned(), tools);
+            let catalog = Catalog::build(
+                self.servers.iter().filter_map(|s| {
+                    listings.tools.get(&s.name).map(|t| (s.name.as_str(), t.iter().map(|t| t.name.clone()).collect()))
+                }),
+                self.mode,
+            );
+            let changed = catalog != listings.catalog;
+            listings.catalog = catalog;
+            changed
+        };
+        if changed {
+            self.changes.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Re-lists every server without a listing, every [`RELIST_EVERY`], until `stop`.
+    pub async fn relist_missing(&self, stop: CancelToken) {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(RELIST_EVERY) => {}
+            }
+            let missing: Vec<String> = {
+                let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
+                self.servers.iter().filter(|s| !listings.tools.contains_key(&s.name)).map(|s| s.name.clone()).collect()
+            };
+            for server in missing {
+                self.relist(&server).await;
+            }
+        }
+    }
+
+    /// The `tools/list` result: every listed tool under its agent-facing name, as its server described it.
+    pub fn list_tools(&self) -> Value {
+        let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
+        let tools: Vec<Value> = listings
+            .catalog
+            .entries()
+            .filter_map(|(name, origin)| {
+                let tool = listings.tools.get(&origin.server)?.iter().find(|t| t.name == origin.name)?;
+                let mut tool = serde_json::to_value(tool).ok()?;
+                tool["name"] = Value::from(name);
+                Some(tool)
+            })
+            .collect();
+        json!({ "tools": tools })
+    }
+
+    /// `tools/call` with `params` (`name`, `arguments`), under the protected path.
+    pub async fn call_tool(
+        &self,
+        params: Option<Value>,
+        progress: Option<mpsc::Sender<ProgressParams>>,
+        cancel: CancelToken,
+    ) -> Result<Value, ErrorObject> {
+        let params = params.unwrap_or(Value::Null);
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, "tools/call needs a string `name`"));
+        };
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => json!({}),
+            Some(a @ Value::Object(_)) => a.clone(),
+            Some(_) => return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, "`arguments` must be an object")),
+        };
+        let origin = {
+            let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
+            listings.catalog.resolve(name).cloned()
+        };
+        let Some(origin) = origin else {
+            return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Unknown tool: {name}")));
+        };
+        let requires = [Requirement::Tag(ServerSpec::server_tag(&origin.server))];
+        let mut call = ToolCall::new(&origin.name, arguments);
+        call.requires = &requires;
+        call.opts = CallOptions { cancel: Some(cancel), progress, ..CallOptions::default() };
+        let routed = self.gateway.call(call).await;
+        for attempt in routed.attempts() {
+            let outcome: &str = match &attempt.outcome {
+                Ok(r) if r.is_error => "tool_error",
+                Ok(_) => "ok",
+                Err(e) => e.class().into(),
+            };
+            self.count(&origin.server, &attempt.endpoint, &origin.name, outcome);
+        }
+        if routed.degraded().is_some() {
+            self.count(&origin.server, "", &origin.name, "degraded");
+        }
+        match routed.into_outcome() {
+            Ok(result) => Ok(result_value(&result)),
+            Err(CallError::Protocol(error)) => Err(error),
+            Err(e) => Ok(result_value(&unreachable(&origin.server, name, &e))),
+        }
+    }
+}
+
+impl Federation {
+    fn count(&self, server: &str, replica: &str, tool: &str, outcome: &str) {
+        let labels = AttemptLabels {
+            server: server.to_owned(),
+            replica: replica.to_owned(),
+            tool: tool.to_owned(),
+            outcome: outcome.to_owned(),
+        };
+        self.metrics.attempts.get_or_create(&labels).inc();
+    }
+}
+
+/// A call the gateway could not complete at its server: an error result the agent can read, naming the class.
+fn unreachable(server: &str, tool: &str, e: &CallError) -> CallToolResult {
+    let class: &str = e.class().into();
+    let mut result = CallToolResult::text(
+        format!("The gateway could not complete `{tool}` at server `{server}` ({class} error): {e}"),
+        true,
+    );
+    result.structured_content = Some(json!({ "upstreamError": class, "server": server, "tool": tool }));
+    result
+}
+
+fn result_value(result: &CallToolResult) -> Value {
+    serde_json::to_value(result).unwrap_or_else(|_| json!({ "content": [], "isError": true }))
+}
+
+/// Runs every future to completion, concurrently, on this task.
+async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl IntoIterator<Item = F>) {
+    let mut set: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    std::future::poll_fn(|cx| {
+        set.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if set.is_empty() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+    })
+    .await;
+}

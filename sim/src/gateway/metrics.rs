@@ -1,0 +1,161 @@
+//! Prometheus metrics (`GET /metrics` on the admin listener), through `prometheus-client`.
+//!
+//! Counted as they happen: attempts by server, replica, tool and outcome; agent-call latency by server and tool;
+//! handshake failures and breaker transitions by replica. Read at scrape time from [`Protection`], so they cannot
+//! disagree with `GET /admin/breakers`: breaker states, health scores, bulkhead limits and permits in use.
+//! Label values are server, replica and tool names from the config and the upstreams' listings; never a header,
+//! a token or an argument.
+
+use std::sync::Mutex;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+use super::state::Protection;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AttemptLabels {
+    pub server: String,
+    pub replica: String,
+    pub tool: String,
+    /// `ok`, `tool_error`, `degraded`, or the error class (`transport`, `protocol`, `lifecycle`, `local`, `auth`).
+    pub outcome: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ToolLabels {
+    pub server: String,
+    pub tool: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReplicaLabels {
+    pub server: String,
+    pub replica: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BreakerLabels {
+    pub server: String,
+    pub replica: String,
+    pub tool: String,
+    pub state: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PoolLabels {
+    pub pool: String,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Every metric, registered once.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    pub attempts: Family<AttemptLabels, Counter>,
+    pub call_seconds: Family<ToolLabels, Histogram>,
+    pub handshake_failures: Family<ReplicaLabels, Counter>,
+    pub breaker_transitions: Family<BreakerLabels, Counter>,
+    breaker_state: Family<BreakerLabels, Gauge>,
+    health_score: Family<ReplicaLabels, FloatGauge>,
+    bulkhead_in_flight: Family<PoolLabels, Gauge>,
+    bulkhead_limit: Family<PoolLabels, Gauge>,
+    /// Scrapes fill the read-at-scrape gauges and encode under this lock, so two scrapes never interleave.
+    scrape: Mutex<()>,
+}
+
+/// Every state a breaker can be in, so a scrape sets each to 0 or 1.
+const STATES: [&str; 6] = ["closed", "open", "half_open", "forced_open", "disabled", "metrics_only"];
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("mcpstorm_gateway");
+        let attempts = Family::<AttemptLabels, Counter>::default();
+        registry.register("attempts", "Attempts sent to upstream replicas, by outcome", attempts.clone());
+        // 1 ms to about 65 s.
+        let call_seconds = Family::<ToolLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.001, 2.0, 17))
+        });
+        registry.register("call_seconds", "Agent tool calls through the gateway, end to end", call_seconds.clone());
+        let handshake_failures = Family::<ReplicaLabels, Counter>::default();
+        registry.register(
+            "handshake_failures",
+            "Failed MCP handshakes (initialize or server/discover) with upstream replicas",
+            handshake_failures.clone(),
+        );
+        let breaker_transitions = Family::<BreakerLabels, Counter>::default();
+        registry.register(
+            "breaker_transitions",
+            "Circuit breaker transitions, by the state entered",
+            breaker_transitions.clone(),
+        );
+        let breaker_state = Family::<BreakerLabels, Gauge>::default();
+        registry.register(
+            "breaker_state",
+            "1 for each breaker's current state, 0 for the others",
+            breaker_state.clone(),
+        );
+        let health_score = Family::<ReplicaLabels, FloatGauge>::default();
+        registry.register(
+            "health_score",
+            "Each replica's health score (1 healthy; alert below 0.5)",
+            health_score.clone(),
+        );
+        let bulkhead_in_flight = Family::<PoolLabels, Gauge>::default();
+        registry.register("bulkhead_in_flight", "Bulkhead permits in use", bulkhead_in_flight.clone());
+        let bulkhead_limit = Family::<PoolLabels, Gauge>::default();
+        registry.register("bulkhead_limit", "Each bulkhead's current concurrency limit", bulkhead_limit.clone());
+        Metrics {
+            registry,
+            attempts,
+            call_seconds,
+            handshake_failures,
+            breaker_transitions,
+            breaker_state,
+            health_score,
+            bulkhead_in_flight,
+            bulkhead_limit,
+            scrape: Mutex::new(()),
+        }
+    }
+}
+
+impl Metrics {
+    /// The text exposition, with the read-at-scrape gauges set from `now`.
+    pub fn scrape(&self, now: &Protection) -> String {
+        let _one = self.scrape.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.breaker_state.clear();
+        for b in &now.breakers {
+            for state in STATES {
+                let labels = BreakerLabels {
+                    server: b.server.clone(),
+                    replica: b.replica.clone(),
+                    tool: b.tool.clone(),
+                    state: state.to_owned(),
+                };
+                self.breaker_state.get_or_create(&labels).set(i64::from(state == b.state));
+            }
+        }
+        self.health_score.clear();
+        for h in &now.health {
+            let labels = ReplicaLabels { server: h.server.clone(), replica: h.replica.clone() };
+            self.health_score.get_or_create(&labels).set(h.score);
+        }
+        for p in &now.bulkheads {
+            let labels = PoolLabels { pool: p.pool.clone() };
+            self.bulkhead_in_flight.get_or_create(&labels).set(i64::try_from(p.in_flight).unwrap_or(i64::MAX));
+            self.bulkhead_limit.get_or_create(&labels).set(i64::try_from(p.limit).unwrap_or(i64::MAX));
+        }
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = encode(&mut text, &self.registry);
+        text
+    }
+}

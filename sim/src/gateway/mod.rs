@@ -1,0 +1,26 @@
+//! `mcpstorm gateway`: the core served to agents, as a process.
+//!
+//! Agents speak MCP to the front (`core::serve`: Streamable HTTP at `/mcp` in both eras, or stdio); their tool
+//! calls go through the same [`Gateway`](mcpstorm_core::Gateway) a simulated load host runs, built from the same
+//! `[gateway]` and `[client]` tables by the same functions (`scenario::tables::gateway_config`,
+//! `GatewaySpec::router`, `ClientSpec::to_core`), to real servers' replicas.
+//!
+//! - `catalog`: federation's names (`server__tool` on a collision).
+//! - `federation`: listings, the router's declarations, the protected call.
+//! - `upstreams`: how each replica is dialed, and the connector that makes its client.
+//! - `service`: the front's service (what agents' requests reach).
+//! - `state`, `metrics`, `observer`, `admin`: what operators see and do.
+//! - `process`: building it all from the config, serving, SIGTERM and SIGHUP.
+
+pub mod admin;
+pub mod catalog;
+pub mod federation;
+pub mod metrics;
+pub mod observer;
+pub mod process;
+pub mod service;
+pub mod state;
+pub mod upstreams;
+
+pub use federation::Current;
+pub use process::{Bound, Gateway as Process};

@@ -1,0 +1,104 @@
+//! The front's [`Service`]: what agents' requests reach once the front has answered the lifecycle ones. Tools are
+//! federated ([`Federation`]); what is not proxied gets a JSON-RPC error that says so.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
+use mcpstorm_core::mcp::{Implementation, ProgressParams, method};
+use mcpstorm_core::serve::{RequestCtx, ServerDescription, Service, ServiceFuture};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::federation::{Current, Federation, current};
+use super::metrics::{Metrics, ToolLabels};
+
+/// Requests a gateway cannot proxy today, and why; each gets -32601 with this reason. The README lists them.
+pub const NOT_PROXIED: &[(&str, &str)] = &[
+    ("resources/", "resources are not proxied by this gateway yet"),
+    ("prompts/", "prompts are not proxied by this gateway yet"),
+    ("completion/", "completions are not proxied by this gateway"),
+    ("logging/", "upstream logging levels are not proxied by this gateway"),
+    ("sampling/", "sampling (a server asking the agent's model) is not relayed by this gateway"),
+    ("elicitation/", "elicitation (a server asking the agent's user) is not relayed by this gateway"),
+];
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct GatewayService {
+    pub current: Current,
+    pub metrics: Arc<Metrics>,
+    pub draining: Arc<AtomicBool>,
+}
+
+impl Service for GatewayService {
+    fn request(&self, ctx: RequestCtx, method: String, params: Option<Value>) -> ServiceFuture {
+        let federation = current(&self.current);
+        let metrics = self.metrics.clone();
+        Box::pin(async move {
+            match method.as_str() {
+                method::TOOLS_LIST => Ok(federation.list_tools()),
+                method::TOOLS_CALL => call(&federation, &metrics, ctx, params).await,
+                other => Err(not_served(other)),
+            }
+        })
+    }
+
+    fn describe(&self) -> ServerDescription {
+        ServerDescription {
+            // `listChanged`: an upstream's change reaches every connected agent.
+            capabilities: json!({ "tools": { "listChanged": true } }),
+            server_info: Implementation::new("mcpstorm-gateway", env!("CARGO_PKG_VERSION")),
+            instructions: None,
+        }
+    }
+
+    fn ready(&self) -> bool {
+        !self.draining.load(Ordering::Relaxed) && current(&self.current).all_listed()
+    }
+}
+
+fn not_served(method: &str) -> ErrorObject {
+    match NOT_PROXIED.iter().find(|(prefix, _)| method.starts_with(prefix)) {
+        Some((_, why)) => ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("{method}: {why}")),
+        None => ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}")),
+    }
+}
+
+/// One agent tool call: the upstream's progress relayed to the agent under the agent's token, the latency counted
+/// by server and tool.
+async fn call(
+    federation: &Federation,
+    metrics: &Metrics,
+    ctx: RequestCtx,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let started = Instant::now();
+    let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let (progress, relay) = match ctx.progress.token() {
+        Some(_) => {
+            let (tx, mut rx) = mpsc::channel::<ProgressParams>(16);
+            let sink = ctx.progress.clone();
+            let relay = tokio::spawn(async move {
+                while let Some(p) = rx.recv().await {
+                    if !sink.send(p.progress, p.total, p.message).await {
+                        break;
+                    }
+                }
+            });
+            (Some(tx), Some(relay))
+        }
+        None => (None, None),
+    };
+    let outcome = federation.call_tool(params, progress, ctx.cancel.clone()).await;
+    if let Some(relay) = relay {
+        // The call's sender is gone, so the relay ends once it has passed on what is queued.
+        let _ = relay.await;
+    }
+    if let Some(server) = outcome.as_ref().ok().and_then(|_| federation.server_of_tool(&name)) {
+        let labels = ToolLabels { server, tool: name };
+        metrics.call_seconds.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
+    }
+    outcome
+}

@@ -1,0 +1,210 @@
+//! `mcpstorm gateway` as an operator meets it: a config federating two fake servers (NDJSON over TCP, Streamable
+//! HTTP) and one that is down; agents (the `tools` and `call` commands, the core's client) reach every live tool,
+//! colliding names prefixed `server__tool`; `/readyz` says not ready while a server has no listing; the admin API
+//! refuses a missing token, force-opens a tool (its calls answer degraded at once) and shows it, as `/metrics`
+//! does; SIGTERM ends the process with exit 0. `validate` checks a gateway config like a scenario.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::common::{BIN, scratch_in, text};
+use crate::servers::Fake;
+
+const TOKEN_ENV: &str = "MCPSTORM_TEST_ADMIN_TOKEN";
+const TOKEN: &str = "test-admin-token";
+
+/// A running `mcpstorm gateway`, killed when dropped unless it was stopped.
+struct Running {
+    child: Child,
+    mcp: String,
+    admin: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the gateway on `config` and waits for the two lines that say where it listens.
+fn start(config: &str, name: &str) -> Running {
+    let dir = scratch_in("gateway", name);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let path = dir.join("gateway.toml");
+    std::fs::write(&path, config).expect("write config");
+    let mut child = Command::new(BIN)
+        .args(["gateway", "--config"])
+        .arg(&path)
+        .env(TOKEN_ENV, TOKEN)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start mcpstorm gateway");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let (mut mcp, mut admin) = (None, None);
+    while mcp.is_none() || admin.is_none() {
+        let line = lines.next().and_then(Result::ok).unwrap_or_else(|| panic!("the gateway stopped early"));
+        if let Some(rest) = line.strip_prefix("mcpstorm gateway: serving MCP at ") {
+            mcp = rest.split_whitespace().next().map(str::to_owned);
+        }
+        if let Some(rest) = line.strip_prefix("mcpstorm gateway: admin API at http://") {
+            admin = rest.split('/').next().map(str::to_owned);
+        }
+    }
+    // Keep reading stderr so the gateway never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    Running { child, mcp: mcp.unwrap_or_default(), admin: admin.unwrap_or_default() }
+}
+
+/// One HTTP/1.1 request on a fresh connection: the status code and the body.
+fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: Option<&Value>) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+fn mcpstorm(args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).output().expect("run mcpstorm")
+}
+
+fn config(tcp: &str, http_url: &str) -> String {
+    format!(
+        r#"[listen]
+http = "127.0.0.1:0"
+drain = "2s"
+
+[[servers]]
+name = "alpha"
+[[servers.replicas]]
+tcp = "{tcp}"
+
+[[servers]]
+name = "beta"
+[[servers.replicas]]
+http = "{http_url}"
+
+[[servers]]
+name = "down"
+[[servers.replicas]]
+tcp = "127.0.0.1:1"
+
+[gateway.breaker]
+open = "30s"
+
+[client]
+connect_timeout = "1s"
+
+[admin]
+listen = "127.0.0.1:0"
+token_env = "{TOKEN_ENV}"
+"#
+    )
+}
+
+#[test]
+fn the_gateway_federates_servers_and_operators_switch_a_tool_off() {
+    let (alpha, beta) = (Fake::start(None), Fake::start_http(None));
+    let mut gateway = start(&config(&alpha.addr, &beta.url()), "federates");
+
+    // Both live servers offer the built-in tools: every name collides, so every one is `server__tool`; the server
+    // that is down is left out, and the others are served.
+    let o = mcpstorm(&["tools", "--http", &gateway.mcp, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let tools: Value = serde_json::from_slice(&o.stdout).expect("tools --json");
+    let names: Vec<&str> = tools.as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
+    for name in ["alpha__echo", "beta__echo", "alpha__sleep_ms", "beta__slow_progress"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    assert!(!names.iter().any(|n| n.starts_with("down__") || *n == "echo"), "{names:?}");
+    let o = mcpstorm(&["call", "--http", &gateway.mcp, "beta__echo", r#"{"message": "through the gateway"}"#]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "through the gateway\n");
+
+    let origin = gateway.mcp.trim_start_matches("http://").split('/').next().unwrap_or_default().to_owned();
+    assert_eq!(http(&origin, "GET", "/healthz", None, None).0, 200);
+    assert_eq!(http(&origin, "GET", "/readyz", None, None).0, 503, "server `down` has no listing");
+
+    // The admin API: no token, no answer; with it, the manual switch.
+    assert_eq!(http(&gateway.admin, "GET", "/admin/breakers", None, None).0, 401);
+    assert_eq!(http(&gateway.admin, "GET", "/admin/breakers", Some("wrong"), None).0, 401);
+    let switch = json!({"server": "alpha", "tool": "echo", "action": "force_degrade", "fallback": "beta__echo"});
+    let (status, body) = http(&gateway.admin, "POST", "/admin/breakers", Some(TOKEN), Some(&switch));
+    assert_eq!(status, 200, "{body}");
+    let o = mcpstorm(&["call", "--http", &gateway.mcp, "alpha__echo", r#"{"message": "x"}"#]);
+    assert_eq!(o.status.code(), Some(1), "a degraded result is an error result: {}", text(&o));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("Do not retry") && said.contains("beta__echo"), "{said}");
+
+    let (status, body) = http(&gateway.admin, "GET", "/admin/breakers", Some(TOKEN), None);
+    assert_eq!(status, 200, "{body}");
+    let state: Value = serde_json::from_str(&body).expect("JSON");
+    let breaker = state["breakers"].as_array().into_iter().flatten().find(|b| b["replica"] == "alpha#0");
+    assert_eq!(breaker.map(|b| (&b["tool"], &b["state"])), Some((&json!("echo"), &json!("forced_open"))), "{body}");
+    assert!(state["health"].as_array().is_some_and(|h| h.iter().any(|r| r["replica"] == "beta#0")), "{body}");
+
+    let (status, metrics) = http(&gateway.admin, "GET", "/metrics", None, None);
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains(
+            r#"mcpstorm_gateway_breaker_state{server="alpha",replica="alpha#0",tool="echo",state="forced_open"} 1"#
+        ),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"outcome="ok""#) && metrics.contains(r#"outcome="degraded""#), "{metrics}");
+    assert!(!metrics.contains(TOKEN));
+
+    let bad = json!({"server": "alpha", "tool": "echo", "action": "melt"});
+    assert_eq!(http(&gateway.admin, "POST", "/admin/breakers", Some(TOKEN), Some(&bad)).0, 400);
+    let unknown = json!({"server": "gamma", "tool": "echo", "action": "reset"});
+    assert_eq!(http(&gateway.admin, "POST", "/admin/breakers", Some(TOKEN), Some(&unknown)).0, 404);
+
+    // SIGTERM: a clean stop.
+    let pid = gateway.child.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+    assert!(killed.success());
+    let status = gateway.child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0), "SIGTERM drains and exits 0");
+}
+
+#[test]
+fn validate_checks_a_gateway_config_with_file_line_column() {
+    let dir = scratch_in("gateway", "validate");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let good = dir.join("good.toml");
+    std::fs::write(&good, config("127.0.0.1:9", "http://127.0.0.1:9/mcp")).expect("write");
+    let o = mcpstorm(&["validate", good.to_str().unwrap_or_default()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("ok: gateway config (3 servers, 3 replicas)"),
+        "{}",
+        text(&o)
+    );
+
+    let bad = dir.join("bad.toml");
+    let text_bad = config("127.0.0.1:9", "http://127.0.0.1:9/mcp").replace("open = \"30s\"", "open = \"0s\"");
+    std::fs::write(&bad, text_bad).expect("write");
+    let o = mcpstorm(&["validate", bad.to_str().unwrap_or_default()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.toml:21:") && err.contains("gateway.breaker.open"), "{err}");
+
+    // The same file refuses to start the gateway, with the same message.
+    let o = mcpstorm(&["gateway", "--config", bad.to_str().unwrap_or_default()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("gateway.breaker.open"), "{}", text(&o));
+}
