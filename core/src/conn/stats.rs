@@ -39,6 +39,7 @@ impl Counters {
             | Event::Session { .. }
             | Event::Breaker { .. }
             | Event::Degraded { .. }
+            | Event::RouteDecided { .. }
             | Event::SchemaRefetched { .. }
             | Event::HttpPool { .. }
             | Event::HttpResponse { .. } => return,

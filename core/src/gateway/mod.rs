@@ -37,7 +37,7 @@ use crate::client::McpClient;
 use crate::conn::CallOptions;
 use crate::error::CallError;
 use crate::mcp::CallToolResult;
-use crate::observe::{NoopObserver, Observer};
+use crate::observe::{Event, NoopObserver, Observer};
 use crate::resilience::breaker::{BreakerTransition, Gate};
 use crate::router::{Registry, ReplicaId, Requirement, RouteError, RouteRequest, Router, run_health_checks};
 use crate::rt::{Clock, SeededRng};
@@ -298,9 +298,15 @@ impl Gateway {
 
     /// One routing decision.
     fn route(&self, tool: &str, requirements: &[Requirement], tried: &[ReplicaId]) -> Result<Route, RouteError> {
-        let router = &mut self.router();
-        let replica = router.route(&RouteRequest { tool, requirements, tried })?;
-        Ok(Self::route_of(router, replica))
+        // Timed with the wait for the router's lock: a decision an operator finds slow is usually a contended one.
+        let started = self.clock.now();
+        let route = {
+            let router = &mut self.router();
+            router.route(&RouteRequest { tool, requirements, tried }).map(|replica| Self::route_of(router, replica))
+        };
+        let elapsed = self.clock.now().saturating_duration_since(started);
+        self.observer.event(&Event::RouteDecided { tool, elapsed });
+        route
     }
 
     /// The route to a known endpoint, without a decision.

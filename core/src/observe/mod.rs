@@ -71,6 +71,12 @@ pub enum Event<'a> {
         tool: &'a str,
         transition: &'a BreakerTransition,
     },
+    /// The gateway's router chose a replica (or found none) for a call to `tool`, in `elapsed` (with the wait for
+    /// the router).
+    RouteDecided {
+        tool: &'a str,
+        elapsed: Duration,
+    },
     /// The gateway declined a call and answered with a degraded result.
     Degraded {
         tool: &'a str,
@@ -165,6 +171,7 @@ impl Observer for TracingObserver {
             Event::RequestFinished { error: None, .. }
             | Event::CancelSent { .. }
             | Event::HttpPool { .. }
+            | Event::RouteDecided { .. }
             | Event::HttpResponse { .. } => tracing::trace!(?event),
             Event::Session { what: SessionEvent::NotFound | SessionEvent::AuthMismatch, .. } => tracing::info!(?event),
             Event::RequestFinished { error: Some(_), .. }

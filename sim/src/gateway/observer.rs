@@ -21,6 +21,9 @@ pub struct GatewayObserver {
 
 impl Observer for GatewayObserver {
     fn event(&self, event: &Event<'_>) {
+        if let Event::RouteDecided { elapsed, .. } = event {
+            self.metrics.route_decision_seconds.observe(elapsed.as_secs_f64());
+        }
         if let Event::Breaker { server, replica, tool, transition } = event {
             let to: &str = transition.to.into();
             let from: &str = transition.from.into();

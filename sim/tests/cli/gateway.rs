@@ -167,6 +167,14 @@ fn the_gateway_federates_servers_and_operators_switch_a_tool_off() {
     );
     assert!(metrics.contains(r#"outcome="ok""#) && metrics.contains(r#"outcome="degraded""#), "{metrics}");
     assert!(!metrics.contains(TOKEN));
+    // Every metric the shipped alerting rules read is one the gateway exports.
+    let rules = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/deploy/alerts.yml"))
+        .expect("docs/deploy/alerts.yml");
+    let named = rules.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| w.starts_with("mcpstorm_"));
+    for series in named {
+        let family = ["_total", "_bucket", "_count", "_sum"].iter().fold(series, |s, x| s.strip_suffix(x).unwrap_or(s));
+        assert!(metrics.contains(&format!("# TYPE {family} ")), "alerts.yml reads {series}, not exported:\n{metrics}");
+    }
 
     let bad = json!({"server": "alpha", "tool": "echo", "action": "melt"});
     assert_eq!(http(&gateway.admin, "POST", "/admin/breakers", Some(TOKEN), Some(&bad)).0, 400);
