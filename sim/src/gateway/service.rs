@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::{Implementation, ProgressParams, method};
 use mcpstorm_core::serve::{RequestCtx, ServerDescription, Service, ServiceFuture};
+use mcpstorm_core::session::Era;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -38,7 +39,17 @@ impl Service for GatewayService {
         let metrics = self.metrics.clone();
         Box::pin(async move {
             match method.as_str() {
-                method::TOOLS_LIST => Ok(federation.list_tools()),
+                method::TOOLS_LIST => {
+                    let mut listing = federation.list_tools();
+                    if ctx.era == Era::Modern {
+                        // A 2026-07-28 listing is cacheable: how long an agent may keep it, and for whom. The
+                        // catalog changes whenever an upstream's does, and this era has no notification to say so,
+                        // so agents keep it no time at all (listing is answered from memory).
+                        listing["ttlMs"] = json!(0);
+                        listing["cacheScope"] = json!("private");
+                    }
+                    Ok(listing)
+                }
                 method::TOOLS_CALL => call(&federation, &metrics, ctx, params).await,
                 other => Err(not_served(other)),
             }

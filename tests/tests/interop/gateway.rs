@@ -1,0 +1,82 @@
+//! `mcpstorm gateway` between software nobody here wrote: the Python `mcp` SDK's client (both of its modes: probing
+//! 2026-07-28 first, and the 2025-11-25 handshake) calls, through the gateway, the Python SDK's server
+//! (`tests/peers/py_server.py`, spawned over stdio by the gateway), with progress relayed; and the core's own client,
+//! as an agent, reaches tools of server-everything and the Python server federated side by side.
+
+use std::path::PathBuf;
+
+use mcpstorm_core::{ClientConfig, HttpEndpoint, McpClient, SeededRng, TokioClock};
+use mcpstorm_sim::gateway::Process;
+use mcpstorm_sim::scenario::tables::GatewayFile;
+use mcpstorm_sim::seed::Seed;
+use mcpstorm_tests::real_servers::{everything_server, python_http_client, python_server, repo_root};
+use serde_json::{Value, json};
+
+/// A gateway on a free loopback port over the servers of `servers` (TOML `[[servers]]` tables); its `/mcp` URL.
+async fn gateway(servers: &str) -> (Process, String) {
+    let text = format!("[listen]\nhttp = \"127.0.0.1:0\"\ndrain = \"1s\"\n{servers}");
+    let file = GatewayFile::load_str(&text, "gateway.toml").unwrap_or_else(|e| panic!("{e}"));
+    let mut process = Process::start(PathBuf::from("gateway.toml"), file, Seed::new(7), TokioClock::new(0))
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let bound = process.open(false).await.unwrap_or_else(|e| panic!("{e:?}"));
+    let url = format!("http://{}/mcp", bound.http.expect("an HTTP listener"));
+    (process, url)
+}
+
+/// The `stdio` command of a real peer's dialer, as a config writes it.
+fn python_command() -> Option<String> {
+    python_server()?;
+    let python = std::env::var("MCPSTORM_PYTHON").unwrap_or_else(|_| "python3".into());
+    Some(format!("{python} {}", repo_root().join("tests/peers/py_server.py").display()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_calls_a_python_server_through_the_gateway_in_both_modes() {
+    let command = peer_or_skip!(python_command());
+    let (process, url) =
+        gateway(&format!("[[servers]]\nname = \"py\"\n[[servers.replicas]]\nstdio = {command:?}\n")).await;
+    for mode in ["auto", "legacy"] {
+        let mut client = peer_or_skip!(python_http_client(&url, mode));
+        let output = tokio::task::spawn_blocking(move || client.output()).await.expect("join").expect("run client");
+        assert!(output.status.success(), "{mode}: {}", String::from_utf8_lossy(&output.stderr));
+        let seen: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+        assert_eq!(seen["server"], "mcpstorm-gateway", "{mode}: {seen}");
+        assert_eq!(seen["tools"], json!(["echo", "sleep_ms", "slow_progress"]), "{mode}: a lone server's names stay");
+        assert_eq!(seen["echo"], "hello over http", "{mode}: {seen}");
+        assert_eq!(seen["echo_error"], false, "{mode}: {seen}");
+        // The upstream's three progress notifications, relayed under the agent's own token.
+        assert_eq!(seen["progress"].as_array().map(Vec::len), Some(3), "{mode}: {seen}");
+    }
+    process.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_reaches_two_real_servers_federated_and_a_collision_is_prefixed() {
+    let command = peer_or_skip!(python_command());
+    peer_or_skip!(everything_server());
+    let everything = repo_root().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let servers = format!(
+        "[[servers]]\nname = \"py\"\n[[servers.replicas]]\nstdio = {command:?}\n\n\
+         [[servers]]\nname = \"everything\"\n[[servers.replicas]]\nstdio = \"node {} stdio\"\n",
+        everything.display()
+    );
+    let (process, url) = gateway(&servers).await;
+    let agent =
+        McpClient::http("agent", HttpEndpoint::new(&url).expect("url"), ClientConfig::default(), SeededRng::new(1));
+    let tools = agent.list_tools().await.expect("tools/list through the gateway");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    // Both servers have an `echo`: each becomes `server__echo`, neither shadows the other.
+    assert!(names.contains(&"py__echo") && names.contains(&"everything__echo"), "{names:?}");
+    assert!(!names.contains(&"echo"), "{names:?}");
+    // A name only one server has stays as written.
+    assert!(names.contains(&"sleep_ms"), "{names:?}");
+    let py = agent.call_tool("py__echo", json!({"message": "to python"}), Default::default()).await.expect("call");
+    assert!(!py.is_error, "{py:?}");
+    assert_eq!(py.content[0]["text"], "to python");
+    let node = agent.call_tool("everything__echo", json!({"message": "to node"}), Default::default()).await;
+    let node = node.expect("call");
+    assert!(!node.is_error && node.content[0]["text"].as_str().is_some_and(|t| t.contains("to node")), "{node:?}");
+    agent.close().await;
+    process.stop().await;
+}
