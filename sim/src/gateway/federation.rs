@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::catalog::Catalog;
 use super::metrics::{AttemptLabels, Metrics};
+use super::proxied::{self, Kind, Proxied};
 use crate::scenario::{PrefixMode, ServerSpec, UpstreamSpec};
 
 /// How often a server with no listing (down at start, or never answered) is tried again.
@@ -50,6 +51,7 @@ pub struct Federation {
     servers: Vec<UpstreamSpec>,
     mode: PrefixMode,
     listings: RwLock<Listings>,
+    proxied: RwLock<Proxied>,
     /// Bumped when the names agents see change.
     changes: watch::Sender<u64>,
     metrics: Arc<Metrics>,
@@ -63,7 +65,15 @@ impl std::fmt::Debug for Federation {
 
 impl Federation {
     pub fn new(gateway: Arc<Gateway>, servers: Vec<UpstreamSpec>, mode: PrefixMode, metrics: Arc<Metrics>) -> Self {
-        Federation { gateway, servers, mode, listings: RwLock::default(), changes: watch::channel(0).0, metrics }
+        Federation {
+            gateway,
+            servers,
+            mode,
+            listings: RwLock::default(),
+            proxied: RwLock::default(),
+            changes: watch::channel(0).0,
+            metrics,
+        }
     }
 
     /// The server an agent-facing tool name leads to.
@@ -114,6 +124,10 @@ impl Federation {
             }
         }
         let Some(tools) = listed else { return };
+        if let Some(extras) = proxied::list(&self.gateway, spec).await {
+            let mut proxied = self.proxied.write().unwrap_or_else(PoisonError::into_inner);
+            proxied.set(&self.servers, server, extras, self.mode);
+        }
         let replicas = (0..spec.replicas.len()).map(|i| spec.replica_id(i));
         let entry = spec.declared().entry(server, replicas, tools.iter().map(|t| t.name.clone()));
         self.gateway.with_router(|router| {
@@ -168,6 +182,35 @@ impl Federation {
             })
             .collect();
         json!({ "tools": tools })
+    }
+
+    /// The `prompts/list`, `resources/list` or `resources/templates/list` result.
+    pub fn list(&self, kind: Kind) -> Value {
+        self.proxied.read().unwrap_or_else(PoisonError::into_inner).list(kind)
+    }
+
+    /// `prompts/get` (`kind` prompts, member `name`) or `resources/read` (resources, member `uri`), sent to the
+    /// server the agent-facing name leads to.
+    pub async fn forward(
+        &self,
+        method: &str,
+        kind: Kind,
+        member: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        let params = params.unwrap_or_else(|| json!({}));
+        let Some(shown) = params.get(member).and_then(Value::as_str) else {
+            return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("{method} needs a string `{member}`")));
+        };
+        let origin = self.proxied.read().unwrap_or_else(PoisonError::into_inner).resolve(kind, shown);
+        let origin = origin.ok_or_else(|| {
+            let code = if kind == Kind::Prompts { ErrorCode::INVALID_PARAMS } else { ErrorCode::RESOURCE_NOT_FOUND };
+            ErrorObject::new(code, format!("unknown {member}: {shown}"))
+        })?;
+        let Some(spec) = self.servers.iter().find(|s| s.name == origin.server) else {
+            return Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the server left the configuration"));
+        };
+        proxied::forward(&self.gateway, spec, method, params, member, &origin).await
     }
 
     /// `tools/call` with `params` (`name`, `arguments`), under the protected path.

@@ -7,6 +7,7 @@
 //!
 //! - `catalog`: federation's names (`server__tool` on a collision).
 //! - `federation`: listings, the router's declarations, the protected call.
+//! - `proxied`: prompts and resources, federated the same way.
 //! - `upstreams`: how each replica is dialed, and the connector that makes its client.
 //! - `service`: the front's service (what agents' requests reach).
 //! - `state`, `metrics`, `observer`, `admin`: what operators see and do.
@@ -18,6 +19,7 @@ pub mod federation;
 pub mod metrics;
 pub mod observer;
 pub mod process;
+pub mod proxied;
 pub mod service;
 pub mod state;
 pub mod upstreams;

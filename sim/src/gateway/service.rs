@@ -1,5 +1,6 @@
 //! The front's [`Service`]: what agents' requests reach once the front has answered the lifecycle ones. Tools are
-//! federated ([`Federation`]); what is not proxied gets a JSON-RPC error that says so.
+//! federated ([`Federation`]), and prompts and resources with them (`proxied`); what is not proxied gets a JSON-RPC
+//! error that says so ([`NOT_PROXIED`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,11 +15,12 @@ use tokio::time::Instant;
 
 use super::federation::{Current, Federation, current};
 use super::metrics::{Metrics, ToolLabels};
+use super::proxied::Kind;
 
 /// Requests a gateway cannot proxy today, and why; each gets -32601 with this reason. The README lists them.
 pub const NOT_PROXIED: &[(&str, &str)] = &[
-    ("resources/", "resources are not proxied by this gateway yet"),
-    ("prompts/", "prompts are not proxied by this gateway yet"),
+    ("resources/subscribe", "resource subscriptions are not relayed by this gateway"),
+    ("resources/unsubscribe", "resource subscriptions are not relayed by this gateway"),
     ("completion/", "completions are not proxied by this gateway"),
     ("logging/", "upstream logging levels are not proxied by this gateway"),
     ("sampling/", "sampling (a server asking the agent's model) is not relayed by this gateway"),
@@ -39,18 +41,13 @@ impl Service for GatewayService {
         let metrics = self.metrics.clone();
         Box::pin(async move {
             match method.as_str() {
-                method::TOOLS_LIST => {
-                    let mut listing = federation.list_tools();
-                    if ctx.era == Era::Modern {
-                        // A 2026-07-28 listing is cacheable: how long an agent may keep it, and for whom. The
-                        // catalog changes whenever an upstream's does, and this era has no notification to say so,
-                        // so agents keep it no time at all (listing is answered from memory).
-                        listing["ttlMs"] = json!(0);
-                        listing["cacheScope"] = json!("private");
-                    }
-                    Ok(listing)
-                }
+                method::TOOLS_LIST => Ok(cacheable(federation.list_tools(), ctx.era)),
                 method::TOOLS_CALL => call(&federation, &metrics, ctx, params).await,
+                "prompts/list" => Ok(cacheable(federation.list(Kind::Prompts), ctx.era)),
+                "resources/list" => Ok(cacheable(federation.list(Kind::Resources), ctx.era)),
+                "resources/templates/list" => Ok(cacheable(federation.list(Kind::Templates), ctx.era)),
+                "prompts/get" => federation.forward(&method, Kind::Prompts, "name", params).await,
+                "resources/read" => federation.forward(&method, Kind::Resources, "uri", params).await,
                 other => Err(not_served(other)),
             }
         })
@@ -59,7 +56,7 @@ impl Service for GatewayService {
     fn describe(&self) -> ServerDescription {
         ServerDescription {
             // `listChanged`: an upstream's change reaches every connected agent.
-            capabilities: json!({ "tools": { "listChanged": true } }),
+            capabilities: json!({ "tools": { "listChanged": true }, "prompts": {}, "resources": {} }),
             server_info: Implementation::new("mcpstorm-gateway", env!("CARGO_PKG_VERSION")),
             instructions: None,
         }
@@ -68,6 +65,17 @@ impl Service for GatewayService {
     fn ready(&self) -> bool {
         !self.draining.load(Ordering::Relaxed) && current(&self.current).all_listed()
     }
+}
+
+/// A 2026-07-28 listing is cacheable: it says how long an agent may keep it, and for whom. The catalog changes
+/// whenever an upstream's does, and this era has no notification to say so, so agents keep it no time at all
+/// (listing is answered from memory).
+fn cacheable(mut listing: Value, era: Era) -> Value {
+    if era == Era::Modern {
+        listing["ttlMs"] = json!(0);
+        listing["cacheScope"] = json!("private");
+    }
+    listing
 }
 
 fn not_served(method: &str) -> ErrorObject {

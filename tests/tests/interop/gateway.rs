@@ -77,6 +77,31 @@ async fn an_agent_reaches_two_real_servers_federated_and_a_collision_is_prefixed
     let node = agent.call_tool("everything__echo", json!({"message": "to node"}), Default::default()).await;
     let node = node.expect("call");
     assert!(!node.is_error && node.content[0]["text"].as_str().is_some_and(|t| t.contains("to node")), "{node:?}");
+
+    // Prompts and resources are federated too: server-everything's, under their own names (no other server has
+    // any), and a read or a get reaches it.
+    let session = agent.session().await.expect("session");
+    let request = |method: &'static str, params: Option<Value>| {
+        let conn = session.conn.clone();
+        async move { conn.request(method, params, Default::default()).await }
+    };
+    let prompts = request("prompts/list", None).await.expect("prompts/list");
+    let prompt = prompts["prompts"].as_array().and_then(|p| {
+        p.iter().find(|p| {
+            p.get("arguments").is_none_or(|a| a.as_array().is_none_or(|a| a.iter().all(|x| x["required"] != true)))
+        })
+    });
+    let name = prompt
+        .and_then(|p| p["name"].as_str())
+        .unwrap_or_else(|| panic!("a prompt without required arguments: {prompts}"));
+    let got = request("prompts/get", Some(json!({"name": name}))).await.expect("prompts/get");
+    assert!(got["messages"].as_array().is_some_and(|m| !m.is_empty()), "{got}");
+    let resources = request("resources/list", None).await.expect("resources/list");
+    let uri = resources["resources"][0]["uri"].as_str().unwrap_or_else(|| panic!("a resource: {resources}"));
+    let read = request("resources/read", Some(json!({"uri": uri}))).await.expect("resources/read");
+    assert!(read["contents"].as_array().is_some_and(|c| !c.is_empty()), "{read}");
+    let unknown = request("prompts/get", Some(json!({"name": "no such prompt"}))).await;
+    assert!(unknown.is_err(), "{unknown:?}");
     agent.close().await;
     process.stop().await;
 }
