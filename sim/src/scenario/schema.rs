@@ -9,13 +9,26 @@ use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
 
 use super::model::Scenario;
+use super::tables::GatewayFile;
 
 /// Where the generated schema lives, relative to the workspace root.
 pub const SCHEMA_FILE: &str = "scenarios/scenario.schema.json";
 
+/// Where the gateway config's generated schema lives (`mcpstorm gateway --config`), relative to the workspace root.
+pub const GATEWAY_SCHEMA_FILE: &str = "scenarios/gateway.schema.json";
+
 /// The schema (JSON Schema draft 7, which every TOML editor supports), as a JSON value.
 pub fn schema() -> Value {
-    let schema = SchemaSettings::draft07().into_generator().into_root_schema_for::<Scenario>();
+    schema_of::<Scenario>()
+}
+
+/// The gateway config's schema ([`GatewayFile`]), as [`schema`] is the scenario's.
+pub fn gateway_schema() -> Value {
+    schema_of::<GatewayFile>()
+}
+
+fn schema_of<T: schemars::JsonSchema>() -> Value {
+    let schema = SchemaSettings::draft07().into_generator().into_root_schema_for::<T>();
     let mut value = schema.to_value();
     drop_null(&mut value);
     value
@@ -53,7 +66,16 @@ fn drop_null(value: &mut Value) {
 
 /// The schema as the committed file holds it: pretty-printed, keys sorted, a final newline.
 pub fn schema_json() -> String {
-    let mut text = serde_json::to_string_pretty(&schema()).unwrap_or_default();
+    pretty(&schema())
+}
+
+/// [`gateway_schema`] as its committed file holds it.
+pub fn gateway_schema_json() -> String {
+    pretty(&gateway_schema())
+}
+
+fn pretty(schema: &Value) -> String {
+    let mut text = serde_json::to_string_pretty(schema).unwrap_or_default();
     text.push('\n');
     text
 }

@@ -52,18 +52,31 @@ fn concurrency_knee_is_the_concurrent_client_designs_experiment() {
 }
 
 #[test]
-fn schema_file_is_current() {
-    let path = workspace().join(schema::SCHEMA_FILE);
-    let generated = schema::schema_json();
-    if std::env::var_os("MCPSTORM_WRITE_SCHEMA").is_some() {
-        std::fs::write(&path, &generated).expect("write the schema");
+fn schema_files_are_current() {
+    for (file, generated) in
+        [(schema::SCHEMA_FILE, schema::schema_json()), (schema::GATEWAY_SCHEMA_FILE, schema::gateway_schema_json())]
+    {
+        let path = workspace().join(file);
+        if std::env::var_os("MCPSTORM_WRITE_SCHEMA").is_some() {
+            std::fs::write(&path, &generated).expect("write the schema");
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "{file} is out of date: regenerate it with `MCPSTORM_WRITE_SCHEMA=1 cargo test -p mcpstorm-sim schema`",
+        );
     }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        committed == generated,
-        "{} is out of date: regenerate it with `MCPSTORM_WRITE_SCHEMA=1 cargo test -p mcpstorm-sim schema`",
-        schema::SCHEMA_FILE
-    );
+}
+
+#[test]
+fn the_example_gateway_config_is_valid_and_described_by_its_schema() {
+    let path = workspace().join("examples/gateway.toml");
+    let file = crate::scenario::tables::GatewayFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.servers.len(), 2);
+    let schema = schema::gateway_schema();
+    for key in ["listen", "servers", "gateway", "client", "admin"] {
+        assert!(schema.pointer(&format!("/properties/{key}")).is_some(), "gateway schema lacks `{key}`");
+    }
 }
 
 #[test]
