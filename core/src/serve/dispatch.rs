@@ -93,9 +93,9 @@ async fn call(
         progress: Progress::new(progress_token(params.as_ref()), out),
         cancel: token.clone(),
     };
+    // Not aborted when the request is cancelled: the service hears it through `ctx.cancel` and winds down in its own
+    // way (telling an upstream server, say); its late answer goes nowhere.
     let task = tokio::spawn(service.request(ctx, method, params));
-    // Dropped with this future (the agent cancelled, or its connection closed): the service's task stops too.
-    let _abort = AbortOnDrop(task.abort_handle());
     tokio::select! {
         biased;
         () = token.cancelled() => None,
@@ -103,13 +103,5 @@ async fn call(
             tracing::warn!(panicked = e.is_panic(), "a service request task failed");
             Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the gateway failed while answering this request"))
         })),
-    }
-}
-
-struct AbortOnDrop(tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
