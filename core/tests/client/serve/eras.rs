@@ -12,7 +12,7 @@ use mcpstorm_core::{CallError, CallOptions, CancelToken, LocalError, McpClient, 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Echo, StdioPipe, http_client, start, test_config};
+use super::{Echo, StdioPipe, http_client, start_default, test_config};
 
 fn whoami(result: &CallToolResult) -> Value {
     serde_json::from_str(&result.joined_text()).expect("whoami JSON")
@@ -37,21 +37,16 @@ async fn cancelled_hold(client: &Arc<McpClient>, echo: &Echo) {
     let opts = CallOptions { cancel: Some(cancel.clone()), ..CallOptions::default() };
     let c = client.clone();
     let call = tokio::spawn(async move { c.call_tool("hold", json!({}), opts).await });
-    while echo.0.held.load(Ordering::SeqCst) == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    echo.until_held().await;
     cancel.cancel("the test cancels");
     let err = call.await.expect("join").expect_err("cancelled");
     assert!(matches!(err, CallError::Local(LocalError::Cancelled(_))), "{err:?}");
-    while echo.0.cancelled.load(Ordering::SeqCst) == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    echo.until_cancelled().await;
 }
 
 #[tokio::test]
 async fn a_2025_11_25_session_over_http_carries_progress_and_cancellation() {
-    let echo = Echo::new();
-    let (front, addr) = start(&echo, Keys::random().unwrap(), FrontLimits::default()).await;
+    let (echo, front, addr) = start_default().await;
     let client = Arc::new(http_client(&addr, true));
     let me = whoami(&client.call_tool("whoami", json!({}), CallOptions::default()).await.expect("whoami"));
     assert_eq!((me["era"].as_str(), me["version"].as_str()), (Some("legacy"), Some("2025-11-25")));
@@ -66,8 +61,7 @@ async fn a_2025_11_25_session_over_http_carries_progress_and_cancellation() {
 
 #[tokio::test]
 async fn a_2026_07_28_client_is_served_without_a_session() {
-    let echo = Echo::new();
-    let (_front, addr) = start(&echo, Keys::random().unwrap(), FrontLimits::default()).await;
+    let (echo, _front, addr) = start_default().await;
     let client = Arc::new(http_client(&addr, false));
     let me = whoami(&client.call_tool("whoami", json!({}), CallOptions::default()).await.expect("whoami"));
     assert_eq!(me["era"], "modern");
@@ -81,8 +75,7 @@ async fn a_2026_07_28_client_is_served_without_a_session() {
 
 #[tokio::test]
 async fn a_service_panic_costs_one_request_and_the_session_goes_on() {
-    let echo = Echo::new();
-    let (_front, addr) = start(&echo, Keys::random().unwrap(), FrontLimits::default()).await;
+    let (_echo, _front, addr) = start_default().await;
     let client = http_client(&addr, true);
     let err = client.call_tool("boom", json!({}), CallOptions::default()).await.expect_err("a JSON-RPC error");
     assert!(matches!(&err, CallError::Protocol(e) if e.code == -32603), "{err:?}");
@@ -92,8 +85,7 @@ async fn a_service_panic_costs_one_request_and_the_session_goes_on() {
 
 #[tokio::test]
 async fn list_changed_reaches_a_2025_11_25_agent_on_its_get_stream() {
-    let echo = Echo::new();
-    let (front, addr) = start(&echo, Keys::random().unwrap(), FrontLimits::default()).await;
+    let (_echo, front, addr) = start_default().await;
     let client = http_client(&addr, true);
     let before = client.capabilities().await.expect("capabilities");
     // The client opens its GET stream after the handshake; until it is there, a broadcast reaches no one.
@@ -113,9 +105,13 @@ async fn list_changed_reaches_a_2025_11_25_agent_on_its_get_stream() {
 #[tokio::test]
 async fn stdio_serves_both_eras_with_progress_and_cancellation() {
     let echo = Echo::new();
-    let front =
-        mcpstorm_core::serve::Front::new(Arc::new(echo.clone()), Keys::random().unwrap(), FrontLimits::default())
-            .expect("front");
+    let front = mcpstorm_core::serve::Front::new(
+        Arc::new(echo.clone()),
+        Keys::random().unwrap(),
+        FrontLimits::default(),
+        super::clock(),
+    )
+    .expect("front");
     for (legacy, era) in [(true, "legacy"), (false, "modern")] {
         let dialer = Arc::new(StdioPipe(front.clone()));
         let client = Arc::new(McpClient::new("front", dialer, test_config(legacy), SeededRng::new(1)));

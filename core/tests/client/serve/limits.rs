@@ -12,8 +12,7 @@ use super::*;
 
 #[tokio::test]
 async fn origins_other_than_loopback_are_refused() {
-    let echo = Echo::new();
-    let (_front, addr) = start(&echo, Keys::random().unwrap(), FrontLimits::default()).await;
+    let (_echo, _front, addr) = start_default().await;
     let with_origin = |origin: &'static str| [JSON_AND_SSE, CT_JSON, ("origin", origin)];
     let evil = send(&addr, "POST", &with_origin("http://evil.example"), &initialize_body(1)).await;
     assert_eq!(evil.status, 403);
@@ -101,9 +100,7 @@ async fn calls_per_session_and_live_sessions_are_bounded() {
         let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         send(&a, "POST", &h, &call_body(1, "hold", json!({}), None)).await
     });
-    while echo.0.held.load(Ordering::SeqCst) == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    echo.until_held().await;
     let second = send(&addr, "POST", &headers, &call_body(2, "echo", json!({}), None)).await;
     assert_eq!(second.status, 429);
     assert_eq!(second.header("retry-after"), Some("1"));
@@ -118,14 +115,11 @@ async fn calls_per_session_and_live_sessions_are_bounded() {
 
 #[tokio::test]
 async fn shutdown_lets_calls_finish_then_cancels_what_outlives_the_drain() {
-    let echo = Echo::new();
-    let (front, addr) = start(&echo, Keys::random().unwrap(), FrontLimits::default()).await;
+    let (echo, front, addr) = start_default().await;
     let client = Arc::new(http_client(&addr, false));
     let c = client.clone();
     let finishing = tokio::spawn(async move { c.call_tool("hold", json!({}), CallOptions::default()).await });
-    while echo.0.held.load(Ordering::SeqCst) == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    echo.until_held().await;
     let f = front.clone();
     let stopping = tokio::spawn(async move { f.shutdown(Duration::from_secs(600)).await });
     // Stopping: the listener closes while the held call waits.
@@ -138,16 +132,11 @@ async fn shutdown_lets_calls_finish_then_cancels_what_outlives_the_drain() {
     assert_eq!(echo.0.cancelled.load(Ordering::SeqCst), 0);
 
     // A zero drain: what is in flight is cancelled.
-    let echo = Echo::new();
-    let (front, addr) = start(&echo, Keys::random().unwrap(), FrontLimits::default()).await;
+    let (echo, front, addr) = start_default().await;
     let client = Arc::new(http_client(&addr, false));
     let held = tokio::spawn(async move { client.call_tool("hold", json!({}), CallOptions::default()).await });
-    while echo.0.held.load(Ordering::SeqCst) == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    echo.until_held().await;
     front.shutdown(Duration::ZERO).await;
     assert!(held.await.unwrap().is_err());
-    while echo.0.cancelled.load(Ordering::SeqCst) == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    echo.until_cancelled().await;
 }

@@ -15,6 +15,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use mcpstorm_core::TokioClock;
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::Implementation;
 use mcpstorm_core::serve::{Front, FrontLimits, Keys, RequestCtx, ServerDescription, Service, ServiceFuture};
@@ -42,6 +43,25 @@ pub struct Echo(pub Arc<Seen>);
 impl Echo {
     pub fn new() -> Echo {
         Echo(Arc::new(Seen { gate: Semaphore::new(0), cancelled: AtomicUsize::new(0), held: AtomicUsize::new(0) }))
+    }
+}
+
+impl Echo {
+    /// Until a `hold` call has started.
+    pub async fn until_held(&self) {
+        until(|| self.0.held.load(Ordering::SeqCst) > 0).await;
+    }
+
+    /// Until a `hold` call has seen its cancellation.
+    pub async fn until_cancelled(&self) {
+        until(|| self.0.cancelled.load(Ordering::SeqCst) > 0).await;
+    }
+}
+
+/// Waits until `done` holds (checked every few milliseconds; the test asserts the outcome, never the wait).
+pub async fn until(done: impl Fn() -> bool) {
+    while !done() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
@@ -110,9 +130,21 @@ impl Service for Echo {
     }
 }
 
+/// Wall time for the fronts: a fixed reading, the same in every front of a test, as replicas in NTP sync.
+pub fn clock() -> Arc<TokioClock> {
+    Arc::new(TokioClock::new(1_790_000_000_000))
+}
+
+/// An echo service and its front, with a random key and the default limits.
+pub async fn start_default() -> (Echo, Front, String) {
+    let echo = Echo::new();
+    let (front, addr) = start(&echo, Keys::random().expect("key"), FrontLimits::default()).await;
+    (echo, front, addr)
+}
+
 /// A front for `echo` on a loopback port.
 pub async fn start(echo: &Echo, keys: Keys, limits: FrontLimits) -> (Front, String) {
-    let front = Front::new(Arc::new(echo.clone()), keys, limits).expect("front");
+    let front = Front::new(Arc::new(echo.clone()), keys, limits, clock()).expect("front");
     let addr = front.bind("127.0.0.1:0").await.expect("bind").to_string();
     (front, addr)
 }

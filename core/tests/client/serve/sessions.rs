@@ -3,7 +3,6 @@
 //! resumed with `Last-Event-ID`; and the 2026-07-28 header checks.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use mcpstorm_core::serve::{FrontLimits, Keys, SessionKey};
 use serde_json::json;
@@ -45,8 +44,7 @@ async fn a_second_front_with_the_same_key_continues_the_session_and_others_refus
 
 #[tokio::test]
 async fn forged_tampered_and_missing_session_ids_are_refused() {
-    let echo = Echo::new();
-    let (_front, addr) = start(&echo, Keys::random().unwrap(), FrontLimits::default()).await;
+    let (_echo, _front, addr) = start_default().await;
     let id = open_session(&addr).await;
     let (signed, tag) = id.rsplit_once('.').unwrap();
     // One character of the claims changed, the tag kept; the tag changed; a plain table key; no dots at all.
@@ -83,8 +81,7 @@ async fn a_deleted_session_is_refused_by_the_process_that_saw_the_delete() {
 
 #[tokio::test]
 async fn a_cut_request_stream_is_resumed_with_last_event_id() {
-    let echo = Echo::new();
-    let (_front, addr) = start(&echo, Keys::random().unwrap(), FrontLimits::default()).await;
+    let (echo, _front, addr) = start_default().await;
     let id = open_session(&addr).await;
     // A progress token asks for an SSE answer; `hold` answers only when the gate opens.
     let response = start_request(&addr, "POST", &with_session(&id), &call_body(7, "hold", json!({}), Some(1))).await;
@@ -94,9 +91,7 @@ async fn a_cut_request_stream_is_resumed_with_last_event_id() {
     let mut buffer = String::new();
     let (priming, data) = next_event(&mut body, &mut buffer).await.expect("the priming event");
     assert_eq!(data, "");
-    while echo.0.held.load(Ordering::SeqCst) == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    echo.until_held().await;
     // The agent's connection drops; a 2025-11-25 request goes on.
     drop(body);
     echo.0.gate.add_permits(1);
@@ -121,8 +116,7 @@ async fn a_cut_request_stream_is_resumed_with_last_event_id() {
 
 #[tokio::test]
 async fn modern_requests_must_mirror_their_headers_and_speak_a_known_version() {
-    let echo = Echo::new();
-    let (_front, addr) = start(&echo, Keys::random().unwrap(), FrontLimits::default()).await;
+    let (_echo, _front, addr) = start_default().await;
     let body = |version: &str| {
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "m"},
             "_meta": {"io.modelcontextprotocol/protocolVersion": version, "io.modelcontextprotocol/clientCapabilities": {}}}})
