@@ -63,12 +63,12 @@ pub(crate) async fn answer(
         (method::INITIALIZE, false) => {
             Err(ErrorObject::new(ErrorCode::INVALID_REQUEST, "this session is already initialized"))
         }
-        _ => call(service, agent, method, params, token, out).await?,
+        _ => call(service, agent, &method, params, token, out).await?,
     };
     Some(match result {
         Ok(mut value) => {
             if modern {
-                stamp_modern(&mut value, &service.describe().server_info);
+                stamp_modern(&mut value, &method, &service.describe().server_info);
             }
             Message::result(id, value)
         }
@@ -79,7 +79,7 @@ pub(crate) async fn answer(
 async fn call(
     service: &Arc<dyn Service>,
     agent: &Agent,
-    method: String,
+    method: &str,
     params: Option<Value>,
     token: CancelToken,
     out: Option<mpsc::Sender<Message>>,
@@ -93,9 +93,9 @@ async fn call(
         progress: Progress::new(progress_token(params.as_ref()), out),
         cancel: token.clone(),
     };
-    let task = tokio::spawn(service.request(ctx, method, params));
-    // Dropped with this future (the agent cancelled, or its connection closed): the service's task stops too.
-    let _abort = AbortOnDrop(task.abort_handle());
+    // Not aborted when the request is cancelled: the service hears it through `ctx.cancel` and winds down in its own
+    // way (telling an upstream server, say); its late answer goes nowhere.
+    let task = tokio::spawn(service.request(ctx, method.to_owned(), params));
     tokio::select! {
         biased;
         () = token.cancelled() => None,
@@ -103,13 +103,5 @@ async fn call(
             tracing::warn!(panicked = e.is_panic(), "a service request task failed");
             Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the gateway failed while answering this request"))
         })),
-    }
-}
-
-struct AbortOnDrop(tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

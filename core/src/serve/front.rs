@@ -1,133 +1,43 @@
-//! [`Front`]: one MCP server front, its shared state, the accept loop, the broadcast of server notifications and
-//! the graceful stop.
+//! [`Front`]: one MCP server front, the accept loop, the broadcast of server notifications and the graceful stop.
 
 use std::io;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ring::hmac;
-use ring::rand::SystemRandom;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::broadcast;
 
 use super::keys::{KeyError, Keys};
 use super::limits::FrontLimits;
-use super::live::{Drain, SessionTable};
 use super::service::Service;
-use super::token::Revoked;
-use crate::cancel::CancelToken;
+use super::shared::Shared;
 use crate::jsonrpc::Message;
-
-/// Server notifications queued per listener (GET stream, stdio); a listener further behind skips the oldest, which
-/// costs nothing for `list_changed` (the agent re-lists once either way).
-const NOTICES: usize = 64;
+use crate::rt::Clock;
 
 /// An MCP server front: agents connect over Streamable HTTP ([`Front::listen`]) or stdio ([`Front::serve_stdio`]),
 /// and every request other than the lifecycle ones goes to the [`Service`]. Cheap to clone: clones share it.
 #[derive(Clone, Debug)]
 pub struct Front {
-    pub(crate) inner: Arc<Inner>,
-}
-
-pub(crate) struct Inner {
-    pub service: Arc<dyn Service>,
-    pub keys: Keys,
-    pub limits: FrontLimits,
-    revoked: Mutex<Revoked>,
-    pub sessions: SessionTable,
-    pub drain: Arc<Drain>,
-    pub notices: broadcast::Sender<Message>,
-    /// Stop accepting connections and requests.
-    pub closing: CancelToken,
-    /// The drain deadline passed: every request, stream and connection ends. Parent of every session's token.
-    pub root: CancelToken,
-    streams: AtomicU64,
-    pub connections: AtomicUsize,
-    bearer: Bearer,
-}
-
-impl std::fmt::Debug for Inner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Front")
-            .field("limits", &self.limits)
-            .field("sessions", &self.sessions.len())
-            .field("in_flight", &self.drain.count())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Inner {
-    pub fn revoked(&self) -> MutexGuard<'_, Revoked> {
-        self.revoked.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn next_stream_id(&self) -> u64 {
-        self.streams.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Whether an `Authorization` header value is one of the agent tokens (or none are configured).
-    pub fn authorized(&self, authorization: Option<&[u8]>) -> bool {
-        self.bearer.check(authorization)
-    }
-}
-
-/// The agent tokens, kept as HMAC tags under a random key of this process: checking one is a constant-time tag
-/// comparison whatever the lengths, and the tokens themselves are not kept.
-struct Bearer {
-    key: hmac::Key,
-    tags: Vec<hmac::Tag>,
-}
-
-impl Bearer {
-    fn new(limits: &FrontLimits) -> Result<Bearer, KeyError> {
-        let key = hmac::Key::generate(hmac::HMAC_SHA256, &SystemRandom::new()).map_err(|_| KeyError::Random)?;
-        let tags = limits.agent_tokens.iter().map(|t| hmac::sign(&key, t.expose().as_bytes())).collect();
-        Ok(Bearer { key, tags })
-    }
-
-    fn check(&self, authorization: Option<&[u8]>) -> bool {
-        if self.tags.is_empty() {
-            return true;
-        }
-        // The scheme is case-insensitive (RFC 9110); the token is not.
-        let token = authorization
-            .and_then(|v| v.split_at_checked(7))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case(b"bearer "));
-        let Some((_, token)) = token else {
-            return false;
-        };
-        // Every tag is tried: the time taken does not say which token matched.
-        self.tags.iter().fold(false, |found, tag| hmac::verify(&self.key, token, tag.as_ref()).is_ok() | found)
-    }
+    pub(crate) inner: Arc<Shared>,
 }
 
 impl Front {
-    /// A front for `service`, signing session ids with `keys`.
-    pub fn new(service: Arc<dyn Service>, keys: Keys, limits: FrontLimits) -> Result<Front, KeyError> {
-        let root = CancelToken::new();
-        let inner = Inner {
-            service,
-            keys,
-            revoked: Mutex::new(Revoked::new(limits.max_revoked)),
-            sessions: SessionTable::new(limits.max_sessions),
-            drain: Arc::default(),
-            notices: broadcast::channel(NOTICES).0,
-            closing: CancelToken::new(),
-            root,
-            streams: AtomicU64::new(1),
-            connections: AtomicUsize::new(0),
-            bearer: Bearer::new(&limits)?,
-            limits,
-        };
-        Ok(Front { inner: Arc::new(inner) })
+    /// A front for `service`, signing session ids with `keys`. `clock` gives wall time for the ids' issue times
+    /// (the binary's `TokioClock` anchored on the system clock; the core never reads the system clock itself).
+    pub fn new(
+        service: Arc<dyn Service>,
+        keys: Keys,
+        limits: FrontLimits,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Front, KeyError> {
+        Ok(Front { inner: Arc::new(Shared::new(service, keys, limits, clock)?) })
     }
 
     /// A front whose keys come from `MCPSTORM_SESSION_KEY`, or a random key of this process when it is unset (its
     /// sessions then do not survive a second replica or a restart; a warning says so).
-    pub fn from_env(service: Arc<dyn Service>, limits: FrontLimits) -> Result<Front, KeyError> {
+    pub fn from_env(service: Arc<dyn Service>, limits: FrontLimits, clock: Arc<dyn Clock>) -> Result<Front, KeyError> {
         let keys = match Keys::from_env()? {
             Some(keys) => keys,
             None => {
@@ -139,7 +49,7 @@ impl Front {
                 Keys::random()?
             }
         };
-        Front::new(service, keys, limits)
+        Front::new(service, keys, limits, clock)
     }
 
     /// Serves Streamable HTTP on `listener` until [`Front::shutdown`]: one task per connection (a panic there ends

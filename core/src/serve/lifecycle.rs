@@ -7,8 +7,8 @@ use serde_json::{Map, Value, json};
 use super::service::ServerDescription;
 use crate::jsonrpc::{ErrorCode, ErrorObject};
 use crate::mcp::{Implementation, InitializeResult, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::session::{DISCOVER, META_PROTOCOL_VERSION, envelope_version};
 use crate::session::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_SERVER_INFO, MODERN_PROTOCOL_VERSIONS};
-use crate::session::{META_PROTOCOL_VERSION, envelope_version};
 
 /// What `initialize` settled: the result to send and what the session id will carry.
 #[derive(Debug)]
@@ -52,16 +52,25 @@ pub(crate) fn discover(desc: &ServerDescription) -> Value {
     if let Some(instructions) = &desc.instructions {
         result["instructions"] = json!(instructions);
     }
-    stamp_modern(&mut result, &desc.server_info);
+    stamp_modern(&mut result, DISCOVER, &desc.server_info);
     result
 }
 
-/// What every modern result carries: `resultType` and the `serverInfo` stamp in `_meta`. Keys already present are
-/// kept (a result relayed from upstream keeps its own).
-pub(crate) fn stamp_modern(result: &mut Value, info: &Implementation) {
+/// The 2026-07-28 results a client may cache, which must say for how long (`ttlMs`) and for whom (`cacheScope`):
+/// the Python SDK's client refuses a listing without them.
+const CACHEABLE: &[&str] = &["tools/list", "prompts/list", "resources/list", "resources/templates/list"];
+
+/// What every modern result carries: `resultType` and the `serverInfo` stamp in `_meta`; a cacheable one (see
+/// [`CACHEABLE`]) also `ttlMs` (0: immediately stale) and `cacheScope` (`private`). Keys already present are kept
+/// (a service may set its own; a result relayed from upstream keeps its own).
+pub(crate) fn stamp_modern(result: &mut Value, method: &str, info: &Implementation) {
     let Some(obj) = result.as_object_mut() else {
         return;
     };
+    if CACHEABLE.contains(&method) {
+        obj.entry("ttlMs").or_insert(json!(0));
+        obj.entry("cacheScope").or_insert(json!("private"));
+    }
     obj.entry("resultType").or_insert(json!("complete"));
     if let Some(meta) = obj.entry("_meta").or_insert_with(|| json!({})).as_object_mut() {
         meta.entry(META_SERVER_INFO).or_insert_with(|| serde_json::to_value(info).unwrap_or_default());

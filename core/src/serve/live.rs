@@ -185,7 +185,7 @@ impl Flight {
 
 impl Drop for Flight {
     fn drop(&mut self) {
-        // A request dropped before its answer (its HTTP connection closed) stops its service task too.
+        // A request dropped before its answer (its HTTP connection closed) is cancelled: the service hears it.
         self.token.cancel("the request's stream closed");
         if let (Some(session), Some(id)) = (&self.session, &self.id) {
             lock(&session.flights).remove(id);

@@ -18,6 +18,7 @@
 //! **Stopping**: [`Front::shutdown`] stops accepting, lets requests in flight finish up to the drain deadline, then
 //! cancels the rest and closes every connection.
 
+pub mod body;
 mod dispatch;
 mod front;
 pub mod headers;
@@ -27,6 +28,7 @@ mod lifecycle;
 mod limits;
 mod live;
 mod service;
+mod shared;
 pub mod sse;
 mod stdio;
 mod token;
@@ -44,14 +46,16 @@ pub use stdio::STDIO_SESSION;
 pub use token::{MAX_TOKEN, Refusal, Revoked, SessionClaims, sign, verify};
 
 /// Serves one agent over newline-delimited JSON-RPC on `reader`/`writer` (the process's stdin and stdout) until
-/// it closes its end, with a front of default limits and a random session key (stdio has no session ids). A
+/// it closes its end, with a front of default limits, a random session key and no wall clock (stdio has no session
+/// ids). A
 /// gateway that also broadcasts notifications keeps a [`Front`] and calls [`Front::serve_stdio`].
 pub async fn serve_stdio<R, W>(service: Arc<dyn Service>, reader: R, writer: W) -> Result<(), KeyError>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let front = Front::new(service, Keys::random()?, FrontLimits::default())?;
+    let clock = Arc::new(crate::rt::TokioClock::new(0));
+    let front = Front::new(service, Keys::random()?, FrontLimits::default(), clock)?;
     front.serve_stdio(reader, writer).await;
     Ok(())
 }

@@ -11,9 +11,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{broadcast, mpsc};
 
 use super::dispatch::{self, Agent};
-use super::front::Inner;
 use super::lifecycle;
 use super::live::{Busy, LiveSession};
+use super::shared::Shared;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
 use crate::mcp::{LATEST_PROTOCOL_VERSION, method};
 use crate::session::{Era, envelope_version};
@@ -24,7 +24,7 @@ pub const STDIO_SESSION: &str = "stdio";
 /// Messages queued for the writer.
 const OUTBOX: usize = 256;
 
-pub(crate) async fn serve<R, W>(front: Arc<Inner>, reader: R, writer: W)
+pub(crate) async fn serve<R, W>(front: Arc<Shared>, reader: R, writer: W)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -89,7 +89,7 @@ where
 /// Answers lifecycle requests at once (in order: `initialize` settles the era before the next frame is read) and
 /// starts every other request on its own task. What to write at once comes back.
 fn on_request(
-    front: &Arc<Inner>,
+    front: &Arc<Shared>,
     session: &Arc<LiveSession>,
     agent: &mut Agent,
     request: Request,

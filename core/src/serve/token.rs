@@ -9,15 +9,13 @@
 //! A DELETE revokes the id in the process that saw it ([`Revoked`], bounded); another replica still accepts it until
 //! it expires (`FrontLimits::session_max_age`).
 
-use std::collections::{HashSet, VecDeque};
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::{HashSet, VecDeque};
 
 use super::keys::{KeyError, Keys};
 use crate::mcp::Implementation;
@@ -37,7 +35,7 @@ pub struct SessionClaims {
     pub client_info: Option<Implementation>,
     #[serde(rename = "cc", default)]
     pub client_capabilities: Value,
-    /// Seconds since the Unix epoch.
+    /// Seconds since the Unix epoch, by the front's wall clock (`Clock::wall_ms`).
     #[serde(rename = "iat")]
     pub issued_at: u64,
     /// 16 random bytes, hex: the session's identity within the claims (what a revocation names).
@@ -46,21 +44,18 @@ pub struct SessionClaims {
 }
 
 impl SessionClaims {
-    /// New claims issued now, with a fresh nonce.
+    /// New claims issued at `now_secs` (Unix seconds), with a fresh nonce.
     pub fn issue(
         protocol_version: String,
         client_info: Option<Implementation>,
         client_capabilities: Value,
+        now_secs: u64,
     ) -> Result<SessionClaims, KeyError> {
         let mut nonce = [0u8; 16];
         SystemRandom::new().fill(&mut nonce).map_err(|_| KeyError::Random)?;
         let nonce = nonce.iter().map(|b| format!("{b:02x}")).collect();
-        Ok(SessionClaims { protocol_version, client_info, client_capabilities, issued_at: unix_now(), nonce })
+        Ok(SessionClaims { protocol_version, client_info, client_capabilities, issued_at: now_secs, nonce })
     }
-}
-
-pub(crate) fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// Signs `claims` with the current key. `None` when the id would exceed [`MAX_TOKEN`].
@@ -83,8 +78,15 @@ pub enum Refusal {
     Revoked,
 }
 
-/// Checks a session id: well formed, a tag by one of `keys`, younger than `max_age_secs`, not in `revoked`.
-pub fn verify(keys: &Keys, revoked: &Revoked, token: &str, max_age_secs: u64) -> Result<SessionClaims, Refusal> {
+/// Checks a session id at `now_secs`: well formed, a tag by one of `keys`, younger than `max_age_secs`, not in
+/// `revoked`. (Replicas compare wall clocks here: keep them in NTP sync; the default age is a day.)
+pub fn verify(
+    keys: &Keys,
+    revoked: &Revoked,
+    token: &str,
+    now_secs: u64,
+    max_age_secs: u64,
+) -> Result<SessionClaims, Refusal> {
     if token.len() > MAX_TOKEN {
         return Err(Refusal::Malformed);
     }
@@ -96,7 +98,7 @@ pub fn verify(keys: &Keys, revoked: &Revoked, token: &str, max_age_secs: u64) ->
     }
     let json = URL_SAFE_NO_PAD.decode(body).map_err(|_| Refusal::Malformed)?;
     let claims: SessionClaims = serde_json::from_slice(&json).map_err(|_| Refusal::Malformed)?;
-    if unix_now().saturating_sub(claims.issued_at) > max_age_secs {
+    if now_secs.saturating_sub(claims.issued_at) > max_age_secs {
         return Err(Refusal::Expired);
     }
     if revoked.contains(&claims.nonce) {
@@ -143,8 +145,10 @@ mod tests {
     use super::*;
     use crate::serve::keys::SessionKey;
 
+    const NOW: u64 = 1_790_000_000;
+
     fn claims() -> SessionClaims {
-        SessionClaims::issue("2025-11-25".into(), Some(Implementation::new("agent", "1")), json!({"roots": {}}))
+        SessionClaims::issue("2025-11-25".into(), Some(Implementation::new("agent", "1")), json!({"roots": {}}), NOW)
             .unwrap()
     }
 
@@ -154,9 +158,9 @@ mod tests {
         let none = Revoked::new(4);
         let c = claims();
         let token = sign(&keys, &c).unwrap();
-        assert_eq!(verify(&keys, &none, &token, 60), Ok(c.clone()));
+        assert_eq!(verify(&keys, &none, &token, NOW, 60), Ok(c.clone()));
         // Another process's random key: refused.
-        assert_eq!(verify(&Keys::random().unwrap(), &none, &token, 60), Err(Refusal::BadTag));
+        assert_eq!(verify(&Keys::random().unwrap(), &none, &token, NOW, 60), Err(Refusal::BadTag));
         // Claims changed under the same tag (a later protocol version, say).
         let (_, body, tag) = {
             let mut parts = token.split('.');
@@ -166,9 +170,9 @@ mod tests {
         forged.protocol_version = "2099-01-01".into();
         let forged_body = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).unwrap());
         assert_ne!(forged_body, body);
-        assert_eq!(verify(&keys, &none, &format!("v1.{forged_body}.{tag}"), 60), Err(Refusal::BadTag));
+        assert_eq!(verify(&keys, &none, &format!("v1.{forged_body}.{tag}"), NOW, 60), Err(Refusal::BadTag));
         for bad in ["", "v1", "v1.abc", "v2.x.y", &format!("{token}x"), &"a".repeat(MAX_TOKEN + 1)] {
-            assert!(verify(&keys, &none, bad, 60).is_err(), "{bad:?}");
+            assert!(verify(&keys, &none, bad, NOW, 60).is_err(), "{bad:?}");
         }
     }
 
@@ -179,15 +183,15 @@ mod tests {
         let token = sign(&before, &claims()).unwrap();
         let rotated = Keys { current: SessionKey::random().unwrap(), previous: vec![old] };
         let mut revoked = Revoked::new(2);
-        let c = verify(&rotated, &revoked, &token, 60).unwrap();
+        let c = verify(&rotated, &revoked, &token, NOW, 60).unwrap();
         let mut aged = c.clone();
         aged.issued_at -= 120;
-        assert_eq!(verify(&rotated, &revoked, &sign(&rotated, &aged).unwrap(), 60), Err(Refusal::Expired));
+        assert_eq!(verify(&rotated, &revoked, &sign(&rotated, &aged).unwrap(), NOW, 60), Err(Refusal::Expired));
         revoked.insert(&c.nonce);
-        assert_eq!(verify(&rotated, &revoked, &token, 60), Err(Refusal::Revoked));
+        assert_eq!(verify(&rotated, &revoked, &token, NOW, 60), Err(Refusal::Revoked));
         revoked.insert("b");
         revoked.insert("c");
         assert!(!revoked.contains(&c.nonce), "the oldest revocation is forgotten beyond the cap");
-        assert_eq!(verify(&rotated, &revoked, &token, 60), Ok(c));
+        assert_eq!(verify(&rotated, &revoked, &token, NOW, 60), Ok(c));
     }
 }

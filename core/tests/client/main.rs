@@ -1,7 +1,8 @@
 //! The client end to end: the connection core against a peer played frame by frame (`conn`), era detection
 //! (`eras`), the session extension (`sessions`), schema checks (`schemas`) and schema drift (`drift`) against
 //! scripted servers, and the connection failure stories against the fake server over loopback TCP (`fake_tcp`), and
-//! the Streamable HTTP transport against a scripted HTTP peer (`http`).
+//! the Streamable HTTP transport against a scripted HTTP peer (`http`), and the MCP front served to the core's own
+//! client (`serve`).
 
 mod conn;
 mod drift;
@@ -9,4 +10,5 @@ mod eras;
 mod fake_tcp;
 mod http;
 mod schemas;
+mod serve;
 mod sessions;

@@ -81,7 +81,8 @@ impl Gateway {
         let draining = Arc::new(AtomicBool::new(false));
         let service = GatewayService { current: current.clone(), metrics: metrics.clone(), draining: draining.clone() };
         let limits = front_limits(&file)?;
-        let front = Front::from_env(Arc::new(service), limits).map_err(|e| StartError::BadInput(e.to_string()))?;
+        let front = Front::from_env(Arc::new(service), limits, clock.clone())
+            .map_err(|e| StartError::BadInput(e.to_string()))?;
         Ok(Gateway {
             path,
             file,

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::{Implementation, ProgressParams, method};
 use mcpstorm_core::serve::{RequestCtx, ServerDescription, Service, ServiceFuture};
-use mcpstorm_core::session::Era;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -41,11 +40,11 @@ impl Service for GatewayService {
         let metrics = self.metrics.clone();
         Box::pin(async move {
             match method.as_str() {
-                method::TOOLS_LIST => Ok(cacheable(federation.list_tools(), ctx.era)),
+                method::TOOLS_LIST => Ok(federation.list_tools()),
                 method::TOOLS_CALL => call(&federation, &metrics, ctx, params).await,
-                "prompts/list" => Ok(cacheable(federation.list(Kind::Prompts), ctx.era)),
-                "resources/list" => Ok(cacheable(federation.list(Kind::Resources), ctx.era)),
-                "resources/templates/list" => Ok(cacheable(federation.list(Kind::Templates), ctx.era)),
+                "prompts/list" => Ok(federation.list(Kind::Prompts)),
+                "resources/list" => Ok(federation.list(Kind::Resources)),
+                "resources/templates/list" => Ok(federation.list(Kind::Templates)),
                 "prompts/get" => federation.forward(&method, Kind::Prompts, "name", params).await,
                 "resources/read" => federation.forward(&method, Kind::Resources, "uri", params).await,
                 other => Err(not_served(other)),
@@ -65,17 +64,6 @@ impl Service for GatewayService {
     fn ready(&self) -> bool {
         !self.draining.load(Ordering::Relaxed) && current(&self.current).all_listed()
     }
-}
-
-/// A 2026-07-28 listing is cacheable: it says how long an agent may keep it, and for whom. The catalog changes
-/// whenever an upstream's does, and this era has no notification to say so, so agents keep it no time at all
-/// (listing is answered from memory).
-fn cacheable(mut listing: Value, era: Era) -> Value {
-    if era == Era::Modern {
-        listing["ttlMs"] = json!(0);
-        listing["cacheScope"] = json!("private");
-    }
-    listing
 }
 
 fn not_served(method: &str) -> ErrorObject {

@@ -14,6 +14,7 @@ macro_rules! peer_or_skip {
 }
 
 mod eras;
+mod front;
 mod gateway;
 mod http;
 mod http_fake;

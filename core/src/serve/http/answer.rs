@@ -9,19 +9,19 @@ use hyper::StatusCode;
 use hyper::header::HeaderMap;
 use tokio::sync::mpsc;
 
-use super::body::{self, Reply};
 use crate::cancel::CancelToken;
 use crate::jsonrpc::{Message, Request, ResponseBody};
+use crate::serve::body::{self, Held, Reply};
 use crate::serve::dispatch::{self, Agent};
-use crate::serve::front::Inner;
 use crate::serve::headers::{accepts, modern_status};
 use crate::serve::live::{Flight, LiveSession};
 use crate::serve::service::progress_token;
+use crate::serve::shared::Shared;
 use crate::serve::sse::{RING, StreamLog};
 use crate::session::Era;
 
 pub(super) async fn answer(
-    front: &Arc<Inner>,
+    front: &Arc<Shared>,
     headers: &HeaderMap,
     agent: Agent,
     request: Request,
@@ -58,13 +58,13 @@ pub(super) async fn answer(
     let token = flight.token.clone();
     let (kept, held) = if modern { (None, Some(flight)) } else { (Some(flight), None) };
     tokio::spawn(pump(front.clone(), agent, request, token, log, kept));
-    body::sse(reader, held)
+    body::sse(reader, held.map(Held::new))
 }
 
 /// Runs the request and logs its progress and response on its stream (a 2025-11-25 stream first gets a priming
 /// event: an id to resume from).
 async fn pump(
-    front: Arc<Inner>,
+    front: Arc<Shared>,
     agent: Agent,
     request: Request,
     token: CancelToken,

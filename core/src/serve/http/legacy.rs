@@ -10,14 +10,14 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::time::sleep;
 
 use super::answer::answer;
-use super::body::{self, Reply};
 use crate::jsonrpc::{ErrorCode, Message, Request};
 use crate::mcp::{SUPPORTED_PROTOCOL_VERSIONS, method};
+use crate::serve::body::{self, Reply};
 use crate::serve::dispatch::Agent;
-use crate::serve::front::Inner;
 use crate::serve::headers::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, accepts, header};
 use crate::serve::lifecycle;
 use crate::serve::live::{Busy, GetGuard, LiveSession};
+use crate::serve::shared::Shared;
 use crate::serve::sse::{self, RING, parse_event_id};
 use crate::serve::token::{self, SessionClaims};
 use crate::session::Era;
@@ -25,7 +25,7 @@ use crate::session::Era;
 /// How often an idle GET stream sends a comment: a write is how the server learns its client has gone.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-pub(super) async fn post(front: &Arc<Inner>, headers: &HeaderMap, msg: Message) -> Reply {
+pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message) -> Reply {
     if let Some(version) = header(headers, PROTOCOL_VERSION_HEADER)
         && !SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
     {
@@ -40,7 +40,7 @@ pub(super) async fn post(front: &Arc<Inner>, headers: &HeaderMap, msg: Message) 
     }
     let (claims, session) = match session(front, headers) {
         Ok(found) => found,
-        Err(reply) => return reply,
+        Err(no) => return no.reply(),
     };
     match msg {
         Message::Request(request) => call(front, headers, claims, session, request).await,
@@ -55,13 +55,13 @@ pub(super) async fn post(front: &Arc<Inner>, headers: &HeaderMap, msg: Message) 
 
 /// `initialize`: negotiates, signs the session's state into its id, and makes its local state (503 when the table
 /// is full of busy sessions).
-fn initialize(front: &Arc<Inner>, request: &Request) -> Reply {
+fn initialize(front: &Arc<Shared>, request: &Request) -> Reply {
     let id = Some(request.id.clone());
     let init = match lifecycle::initialize(&front.service.describe(), request.params.as_ref()) {
         Ok(init) => init,
         Err(e) => return body::json(StatusCode::OK, &Message::error(id, e)),
     };
-    let token = SessionClaims::issue(init.version, init.client_info, init.client_capabilities)
+    let token = SessionClaims::issue(init.version, init.client_info, init.client_capabilities, front.now_secs())
         .ok()
         .and_then(|claims| Some((token::sign(&front.keys, &claims)?, claims.nonce)));
     let Some((token, nonce)) = token else {
@@ -72,11 +72,11 @@ fn initialize(front: &Arc<Inner>, request: &Request) -> Reply {
         return body::empty(StatusCode::SERVICE_UNAVAILABLE);
     }
     let reply = body::json(StatusCode::OK, &Message::result(request.id.clone(), init.result));
-    body::with_session(reply, &token)
+    body::with_session(reply, Some(&token))
 }
 
 async fn call(
-    front: &Arc<Inner>,
+    front: &Arc<Shared>,
     headers: &HeaderMap,
     claims: SessionClaims,
     session: Arc<LiveSession>,
@@ -109,28 +109,48 @@ async fn call(
     answer(front, headers, agent, request, flight, Some(session)).await
 }
 
-/// The session a message names, verified: 400 when it names none, 404 when the id is not ours, expired or
-/// DELETEd here, 503 when this process has no room for its state.
-fn session(front: &Inner, headers: &HeaderMap) -> Result<(SessionClaims, Arc<LiveSession>), Reply> {
-    let Some(id) = header(headers, SESSION_HEADER) else {
-        let message = "Bad Request: Missing session ID";
-        return Err(body::error(StatusCode::BAD_REQUEST, None, ErrorCode::INVALID_REQUEST, message));
-    };
+/// The session a message names, verified.
+fn session(front: &Shared, headers: &HeaderMap) -> Result<(SessionClaims, Arc<LiveSession>), NoSession> {
+    let id = header(headers, SESSION_HEADER).ok_or(NoSession::Missing)?;
     let max_age = front.limits.session_max_age.as_secs();
-    let claims = token::verify(&front.keys, &front.revoked(), id, max_age).map_err(|refusal| {
+    let claims = token::verify(&front.keys, &front.revoked(), id, front.now_secs(), max_age).map_err(|refusal| {
         tracing::debug!(?refusal, "agent session id refused");
-        body::error(StatusCode::NOT_FOUND, None, ErrorCode::SESSION_NOT_FOUND, "Session not found")
+        NoSession::Refused
     })?;
-    let live = front.sessions.get_or_make(&claims.nonce, &front.root);
-    let live = live.ok_or_else(|| body::empty(StatusCode::SERVICE_UNAVAILABLE))?;
+    let live = front.sessions.get_or_make(&claims.nonce, &front.root).ok_or(NoSession::NoRoom)?;
     Ok((claims, live))
 }
 
+#[derive(Debug, Clone, Copy)]
+enum NoSession {
+    /// 400: the message names no session.
+    Missing,
+    /// 404: not our id, expired, or DELETEd here.
+    Refused,
+    /// 503: this process has no room for the session's state.
+    NoRoom,
+}
+
+impl NoSession {
+    fn reply(self) -> Reply {
+        match self {
+            NoSession::Missing => {
+                let message = "Bad Request: Missing session ID";
+                body::error(StatusCode::BAD_REQUEST, None, ErrorCode::INVALID_REQUEST, message)
+            }
+            NoSession::Refused => {
+                body::error(StatusCode::NOT_FOUND, None, ErrorCode::SESSION_NOT_FOUND, "Session not found")
+            }
+            NoSession::NoRoom => body::empty(StatusCode::SERVICE_UNAVAILABLE),
+        }
+    }
+}
+
 /// DELETE: ends the session in this process (its requests are cancelled, its id refused here from now on).
-pub(super) fn delete(front: &Arc<Inner>, headers: &HeaderMap) -> Reply {
+pub(super) fn delete(front: &Arc<Shared>, headers: &HeaderMap) -> Reply {
     let (claims, _) = match session(front, headers) {
         Ok(found) => found,
-        Err(reply) => return reply,
+        Err(no) => return no.reply(),
     };
     front.revoked().insert(&claims.nonce);
     front.sessions.remove(&claims.nonce);
@@ -139,13 +159,13 @@ pub(super) fn delete(front: &Arc<Inner>, headers: &HeaderMap) -> Reply {
 
 /// GET: with `Last-Event-ID`, the rest of a request stream of this session; without, the session's stream of server
 /// notifications (a later GET supersedes it).
-pub(super) fn get(front: &Arc<Inner>, headers: &HeaderMap) -> Reply {
+pub(super) fn get(front: &Arc<Shared>, headers: &HeaderMap) -> Reply {
     if !accepts(headers, "text/event-stream") {
         return body::empty(StatusCode::NOT_ACCEPTABLE);
     }
     let session = match session(front, headers) {
         Ok((_, session)) => session,
-        Err(reply) => return reply,
+        Err(no) => return no.reply(),
     };
     if let Some(last) = header(headers, "last-event-id") {
         let found = parse_event_id(last).and_then(|(stream, seq)| Some((session.stream(stream)?, seq)));
@@ -164,7 +184,7 @@ pub(super) fn get(front: &Arc<Inner>, headers: &HeaderMap) -> Reply {
 /// Feeds a GET stream: a priming event, then every notification the service broadcasts, with comments while idle.
 /// Ends when the client has gone, a newer GET superseded it, its session ended or the front is stopping.
 async fn server_messages(
-    front: Arc<Inner>,
+    front: Arc<Shared>,
     get: GetGuard,
     mut notices: broadcast::Receiver<Message>,
     tx: mpsc::Sender<sse::Chunk>,

@@ -12,7 +12,6 @@
 //! Before any of it: `Origin` (403), agent bearer tokens (401), and once stopping, 503. Bounds: `FrontLimits`.
 
 mod answer;
-mod body;
 mod legacy;
 mod modern;
 mod post;
@@ -28,11 +27,11 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::front::Inner;
+use super::body::{self, Reply};
 use super::headers::{PROTOCOL_VERSION_HEADER, header};
 use super::limits::origin_allowed;
+use super::shared::Shared;
 use crate::session::MODERN_PROTOCOL_VERSIONS;
-use body::Reply;
 
 /// The MCP endpoint's path.
 pub const MCP_PATH: &str = "/mcp";
@@ -41,7 +40,7 @@ const MAX_BUF: usize = 64 * 1024;
 
 /// Serves one HTTP/1.1 connection (keep-alive: many requests, one at a time) until the client closes it, the front
 /// stops (after the response in progress) or the drain deadline passes.
-pub(crate) async fn serve_connection<IO>(front: Arc<Inner>, io: IO)
+pub(crate) async fn serve_connection<IO>(front: Arc<Shared>, io: IO)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -78,7 +77,7 @@ where
     }
 }
 
-struct ConnectionGauge(Arc<Inner>);
+struct ConnectionGauge(Arc<Shared>);
 
 impl Drop for ConnectionGauge {
     fn drop(&mut self) {
@@ -86,7 +85,7 @@ impl Drop for ConnectionGauge {
     }
 }
 
-async fn route(front: &Arc<Inner>, request: Request<hyper::body::Incoming>) -> Reply {
+async fn route(front: &Arc<Shared>, request: Request<hyper::body::Incoming>) -> Reply {
     match (request.method(), request.uri().path()) {
         (&Method::GET, "/healthz") => return body::text(StatusCode::OK, "ok\n"),
         (&Method::GET, "/readyz") if front.service.ready() => return body::text(StatusCode::OK, "ready\n"),

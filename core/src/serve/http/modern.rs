@@ -6,14 +6,14 @@ use hyper::StatusCode;
 use hyper::header::HeaderMap;
 
 use super::answer::answer;
-use super::body::{self, Reply};
 use crate::jsonrpc::{ErrorCode, Message};
+use crate::serve::body::{self, Reply};
 use crate::serve::dispatch::Agent;
-use crate::serve::front::Inner;
 use crate::serve::headers::{check_mirrored, modern_status};
 use crate::serve::live::Flight;
+use crate::serve::shared::Shared;
 
-pub(super) async fn post(front: &Arc<Inner>, headers: &HeaderMap, msg: Message) -> Reply {
+pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message) -> Reply {
     let request = match msg {
         Message::Request(request) => request,
         // This revision defines no client notifications over HTTP; one sent anyway is accepted and ignored.

@@ -2,21 +2,19 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderMap};
 use hyper::{Request, StatusCode};
 
-use super::body::{self, Reply};
 use super::{legacy, modern};
 use crate::jsonrpc::{DecodeError, ErrorCode, Message};
 use crate::mcp::{SUPPORTED_PROTOCOL_VERSIONS, method};
-use crate::serve::front::Inner;
+use crate::serve::body::{self, Reply};
 use crate::serve::headers::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, accepts, header};
+use crate::serve::shared::Shared;
 use crate::session::{MODERN_PROTOCOL_VERSIONS, envelope_version};
 
-pub(super) async fn post(front: &Arc<Inner>, request: Request<Incoming>) -> Reply {
+pub(super) async fn post(front: &Arc<Shared>, request: Request<Incoming>) -> Reply {
     let (parts, incoming) = request.into_parts();
     let headers = &parts.headers;
     if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
@@ -27,7 +25,7 @@ pub(super) async fn post(front: &Arc<Inner>, request: Request<Incoming>) -> Repl
     {
         return body::empty(StatusCode::UNSUPPORTED_MEDIA_TYPE);
     }
-    let bytes = match read(incoming, front.limits.max_body).await {
+    let bytes = match body::read(incoming, front.limits.max_body).await {
         Ok(bytes) => bytes,
         Err(status) => return body::empty(status),
     };
@@ -45,16 +43,6 @@ pub(super) async fn post(front: &Arc<Inner>, request: Request<Incoming>) -> Repl
         modern::post(front, headers, msg).await
     } else {
         legacy::post(front, headers, msg).await
-    }
-}
-
-/// The body, at most `max` bytes: 413 beyond (by `Content-Length` at once, else as it streams in), 400 if the client
-/// stops sending half-way.
-async fn read(incoming: Incoming, max: usize) -> Result<Bytes, StatusCode> {
-    match Limited::new(incoming, max).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(StatusCode::PAYLOAD_TOO_LARGE),
-        Err(_) => Err(StatusCode::BAD_REQUEST),
     }
 }
 

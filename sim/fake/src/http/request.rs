@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderMap};
 use hyper::{Request, StatusCode};
@@ -28,7 +26,7 @@ pub(super) async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> Re
     {
         return refused(shared, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     }
-    let bytes = match read(incoming, shared.config.http_max_body).await {
+    let bytes = match body::read(incoming, shared.config.http_max_body).await {
         Ok(bytes) => bytes,
         Err(status) => return refused(shared, status),
     };
@@ -48,16 +46,6 @@ pub(super) async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> Re
         modern::post(shared, headers, msg).await
     } else {
         legacy::post(shared, headers, msg).await
-    }
-}
-
-/// The body, at most `max` bytes: 413 beyond (by `Content-Length` at once, else as it streams in), 400 if the client
-/// stops sending half-way.
-async fn read(incoming: Incoming, max: usize) -> Result<Bytes, StatusCode> {
-    match Limited::new(incoming, max).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(StatusCode::PAYLOAD_TOO_LARGE),
-        Err(_) => Err(StatusCode::BAD_REQUEST),
     }
 }
 
