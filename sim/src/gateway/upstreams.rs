@@ -63,6 +63,9 @@ pub fn routes(servers: &[UpstreamSpec], pool: &PoolConfig) -> Result<BTreeMap<St
     Ok(routes)
 }
 
+/// Makes the observer of a replica's client, given its endpoint id.
+pub type ObserverOf = Arc<dyn Fn(&str) -> Arc<dyn Observer> + Send + Sync>;
+
 /// Makes each replica's client on first use.
 pub struct LiveConnector {
     pub routes: BTreeMap<String, Route>,
@@ -70,7 +73,7 @@ pub struct LiveConnector {
     pub limit: InFlightLimit,
     pub clock: Arc<dyn Clock>,
     /// Each replica's observer, by its endpoint id.
-    pub observer: Arc<dyn Fn(&str) -> Arc<dyn Observer> + Send + Sync>,
+    pub observer: ObserverOf,
     /// Each replica's client draws its reconnect jitter from its own stream forked from this one.
     pub seed: Seed,
     /// Told with the server's name when a replica's server says its tool list changed.

@@ -119,7 +119,7 @@ impl ReplicaSpec {
         for (name, value) in &self.headers {
             let key = format!("{at}.headers.{name}");
             match value.strip_prefix(ENV_PREFIX) {
-                Some(var) if var.is_empty() => rules.fail(key, "`env:` needs a variable name, e.g. \"env:API_TOKEN\""),
+                Some("") => rules.fail(key, "`env:` needs a variable name, e.g. \"env:API_TOKEN\""),
                 Some(_) => {}
                 None if may_hold_secret(name) => rules.fail(
                     key,
