@@ -2,7 +2,9 @@
 package.json), written with the Python `mcp` SDK 2.x: the tools, resources and prompts the suite's `server`
 scenarios call by name. tests/conformance/server.sh serves it to `mcpstorm gateway` over stdio; with `--http PORT`
 it serves Streamable HTTP itself, so the suite can run against it directly and tell the fixture's failures from the
-gateway's.
+gateway's. Directly it passes every server scenario of 0.1.16; only with --expected-failures, which counts warnings as
+failures, does `server-sse-polling` fail: that scenario's POST says MCP-Protocol-Version 2025-03-26, and the SDK sends
+the priming event and `retry:` (two SHOULDs) only to 2025-11-25 clients.
 
     python3 tests/conformance/fixture_server.py              # stdio
     python3 tests/conformance/fixture_server.py --http 3001  # http://127.0.0.1:3001/mcp
@@ -14,6 +16,7 @@ import json
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.types import (
@@ -100,7 +103,7 @@ async def test_tool_with_progress(ctx: Context) -> str:
 @fixture.tool()
 def test_error_handling() -> str:
     """Always fails: the answer is a tool error (isError), not a protocol error."""
-    raise RuntimeError("test_error_handling fails on purpose")
+    raise ToolError("test_error_handling fails on purpose")
 
 
 @fixture.tool()
