@@ -35,6 +35,10 @@ bench:
     cargo bench -p mcpstorm-core --bench breaker
 
 # The simulator's cost against a raw turmoil program of the same topology: CPU and peak RSS, and their ratios.
+# What `mcpstorm gateway` adds to a call: agents → gateway → fake against agents → fake, Streamable HTTP on loopback.
+bench-gateway:
+    cargo bench -p mcpstorm-sim --bench gateway
+
 bench-sim:
     cargo bench -p mcpstorm-sim --bench scale
 

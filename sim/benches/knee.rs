@@ -28,12 +28,15 @@ use hdrhistogram::Histogram;
 use mcpstorm_core::resilience::InFlightLimit;
 use mcpstorm_core::{CallOptions, ClientConfig, HttpEndpoint, McpClient, TcpDialer};
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::time::Instant;
 
 #[path = "common/proc_stats.rs"]
 mod proc_stats;
+#[path = "common/spawn.rs"]
+mod spawn;
+
+use spawn::spawn_server_with;
 
 /// The tool's latency: the concurrent-client design's "one 200 ms tool".
 const TOOL_MS: u64 = 200;
@@ -296,33 +299,6 @@ fn ideal_qps(concurrency: usize) -> f64 {
 /// Starts `mcpstorm serve-fake` on a free loopback port and reads the address it printed.
 async fn spawn_server() -> Result<(Child, String), String> {
     spawn_server_with(&[]).await
-}
-
-async fn spawn_server_with(extra: &[&str]) -> Result<(Child, String), String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpstorm"))
-        .args(["serve-fake", "--listen", "127.0.0.1:0"])
-        .args(extra)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start mcpstorm serve-fake: {e}"))?;
-    let stdout = child.stdout.take().ok_or("serve-fake has no stdout pipe")?;
-    let mut line = String::new();
-    let read = tokio::time::timeout(Duration::from_secs(30), BufReader::new(stdout).read_line(&mut line)).await;
-    match read {
-        Ok(Ok(n)) if n > 0 => {}
-        Ok(Ok(_)) => return Err("serve-fake exited before printing its address".into()),
-        Ok(Err(e)) => return Err(format!("reading serve-fake's stdout: {e}")),
-        Err(_) => return Err("serve-fake printed no address within 30 s".into()),
-    }
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .ok_or_else(|| format!("unexpected first line from serve-fake: {line:?}"))?
-        .to_owned();
-    Ok((child, addr))
 }
 
 /// Handshake, tools/list and a few calls, so the first row measures steady state, not connection setup.

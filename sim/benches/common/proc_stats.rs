@@ -1,5 +1,8 @@
 //! A process's CPU time and memory, read from Linux's `/proc` (zero where it is unavailable). Shared by the benches.
 
+// Each bench includes this module and uses its own subset of it.
+#![allow(dead_code)]
+
 /// Linux reports CPU times in `/proc/<pid>/stat` in USER_HZ ticks, 100 per second on every mainstream platform.
 const TICKS_PER_SEC: f64 = 100.0;
 
