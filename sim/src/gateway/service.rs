@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::{Implementation, ProgressParams, method};
 use mcpstorm_core::serve::{RequestCtx, ServerDescription, Service, ServiceFuture};
+use mcpstorm_core::session::{Era, META_SERVER_INFO};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -16,14 +17,13 @@ use super::federation::{Current, Federation, current};
 use super::metrics::{Metrics, ToolLabels};
 use super::proxied::Kind;
 
-/// Requests a gateway cannot proxy today, and why; each gets -32601 with this reason. The README lists them.
+/// Requests of agents a gateway does not proxy, and why; each gets -32601 with this reason. (Sampling and
+/// elicitation are requests a server makes of its client: see docs/gateway.md.) The README lists them.
 pub const NOT_PROXIED: &[(&str, &str)] = &[
     ("resources/subscribe", "resource subscriptions are not relayed by this gateway"),
     ("resources/unsubscribe", "resource subscriptions are not relayed by this gateway"),
     ("completion/", "completions are not proxied by this gateway"),
     ("logging/", "upstream logging levels are not proxied by this gateway"),
-    ("sampling/", "sampling (a server asking the agent's model) is not relayed by this gateway"),
-    ("elicitation/", "elicitation (a server asking the agent's user) is not relayed by this gateway"),
 ];
 
 /// See the module documentation.
@@ -66,6 +66,20 @@ impl Service for GatewayService {
     }
 }
 
+/// A result relayed from a 2026-07-28 upstream to a 2025-11-25 agent, without the later revision's members (its
+/// `resultType` and the upstream's `serverInfo` stamp): the agent's revision has no use for them.
+fn for_legacy_agent(result: &mut Value) {
+    if let Some(obj) = result.as_object_mut() {
+        obj.remove("resultType");
+        if let Some(meta) = obj.get_mut("_meta").and_then(Value::as_object_mut) {
+            meta.remove(META_SERVER_INFO);
+            if meta.is_empty() {
+                obj.remove("_meta");
+            }
+        }
+    }
+}
+
 fn not_served(method: &str) -> ErrorObject {
     match NOT_PROXIED.iter().find(|(prefix, _)| method.starts_with(prefix)) {
         Some((_, why)) => ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("{method}: {why}")),
@@ -98,7 +112,12 @@ async fn call(
         }
         None => (None, None),
     };
-    let outcome = federation.call_tool(params, progress, ctx.cancel.clone()).await;
+    let mut outcome = federation.call_tool(params, progress, ctx.cancel.clone()).await;
+    if ctx.era == Era::Legacy
+        && let Ok(result) = &mut outcome
+    {
+        for_legacy_agent(result);
+    }
     if let Some(relay) = relay {
         // The call's sender is gone, so the relay ends once it has passed on what is queued.
         let _ = relay.await;
