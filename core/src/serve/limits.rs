@@ -17,6 +17,9 @@ pub struct FrontLimits {
     /// How long a client may take to send a request head (slowloris): the connection is closed after it.
     /// Default 10 s.
     pub header_read_timeout: Duration,
+    /// How long a client may take to send a request body once its head is in (a slow-drip body): 408 after it.
+    /// Default 30 s.
+    pub body_read_timeout: Duration,
     /// Most 2025-11-25 sessions with state in this process (requests in flight, an open GET stream, streams kept
     /// for resumption). A session id costs nothing while idle; when the table is full the least recently used idle
     /// session's state is dropped (its finished streams can no longer be resumed), and with none idle a new
@@ -55,6 +58,7 @@ impl Default for FrontLimits {
             max_headers: 64,
             max_header_bytes: 16 * 1024,
             header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
             max_sessions: 1024,
             max_calls_per_session: 64,
             max_connections: 4096,

@@ -27,7 +27,7 @@ pub trait Service: Send + Sync + 'static {
     /// The `capabilities` and `serverInfo` to answer initialize / server/discover with.
     fn describe(&self) -> ServerDescription;
 
-    /// Whether `/readyz` answers 200 (else 503).
+    /// Whether `/readyz` answers 200 (else 503; the front also answers 503 once it is stopping).
     fn ready(&self) -> bool {
         true
     }

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::http_fake::python_client_sees;
 use mcpstorm_core::TokioClock;
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::Implementation;
 use mcpstorm_core::serve::{Front, FrontLimits, Keys, RequestCtx, ServerDescription, Service, ServiceFuture};
-use mcpstorm_tests::real_servers::python_http_client;
 use serde_json::{Value, json};
 
 /// `echo` (its `message` back) and `slow_progress` (`steps` progress notifications `step_ms` apart).
@@ -65,11 +65,7 @@ async fn python_client_through_the_front(mode: &str, version: &str) {
     let front =
         Front::new(Arc::new(Tools), Keys::random().expect("key"), FrontLimits::default(), clock).expect("front");
     let addr = front.bind("127.0.0.1:0").await.expect("bind loopback");
-    let mut command = peer_or_skip!(python_http_client(&format!("http://{addr}/mcp"), mode));
-    let output = tokio::task::spawn_blocking(move || command.output()).await.expect("joined").expect("python runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{mode}: {}\n{stdout}", String::from_utf8_lossy(&output.stderr));
-    let seen: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{mode}: {e}: {stdout}"));
+    let seen = peer_or_skip!(python_client_sees(&addr.to_string(), mode).await);
     assert_eq!(
         seen,
         json!({
@@ -85,11 +81,8 @@ async fn python_client_through_the_front(mode: &str, version: &str) {
 }
 
 #[tokio::test]
-async fn python_sdk_client_speaks_modern_streamable_http_to_the_front() {
-    python_client_through_the_front("auto", "2026-07-28").await;
-}
-
-#[tokio::test]
-async fn python_sdk_client_speaks_legacy_streamable_http_to_the_front() {
-    python_client_through_the_front("legacy", "2025-11-25").await;
+async fn python_sdk_client_through_the_front_in_both_eras() {
+    for (mode, version) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        python_client_through_the_front(mode, version).await;
+    }
 }

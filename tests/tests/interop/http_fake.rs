@@ -15,12 +15,8 @@ async fn python_client_against_fake(mode: &str, version: &str) {
         let server = server.clone();
         async move { server.serve(listener).await }
     });
-    let mut command = peer_or_skip!(python_http_client(&format!("http://{addr}/mcp"), mode));
-    let output = tokio::task::spawn_blocking(move || command.output()).await.expect("joined").expect("python runs");
+    let seen = peer_or_skip!(python_client_sees(&addr.to_string(), mode).await);
     serving.abort();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{mode}: {}\n{stdout}", String::from_utf8_lossy(&output.stderr));
-    let seen: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{mode}: {e}: {stdout}"));
     assert_eq!(
         seen,
         json!({
@@ -35,6 +31,16 @@ async fn python_client_against_fake(mode: &str, version: &str) {
         // One session, ended by the client's DELETE when it closed.
         assert_eq!((stats.http_sessions_opened, stats.http_sessions_deleted), (1, 1), "{stats:?}");
     }
+}
+
+/// Runs the Python SDK's client (`tests/peers/py_http_client.py`) against `http://{addr}/mcp` in `mode`: what it saw
+/// (`None` when the SDK is missing and peers are not required).
+pub(crate) async fn python_client_sees(addr: &str, mode: &str) -> Option<Value> {
+    let mut command = python_http_client(&format!("http://{addr}/mcp"), mode)?;
+    let output = tokio::task::spawn_blocking(move || command.output()).await.expect("joined").expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{mode}: {}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+    Some(serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{mode}: {e}: {stdout}")))
 }
 
 #[tokio::test]

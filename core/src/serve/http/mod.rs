@@ -88,7 +88,10 @@ impl Drop for ConnectionGauge {
 async fn route(front: &Arc<Shared>, request: Request<hyper::body::Incoming>) -> Reply {
     match (request.method(), request.uri().path()) {
         (&Method::GET, "/healthz") => return body::text(StatusCode::OK, "ok\n"),
-        (&Method::GET, "/readyz") if front.service.ready() => return body::text(StatusCode::OK, "ready\n"),
+        // Not ready while stopping: a load balancer stops sending new agents here during the drain.
+        (&Method::GET, "/readyz") if front.service.ready() && !front.closing.is_cancelled() => {
+            return body::text(StatusCode::OK, "ready\n");
+        }
         (&Method::GET, "/readyz") => return body::text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
         (_, MCP_PATH) => {}
         _ => return body::empty(StatusCode::NOT_FOUND),

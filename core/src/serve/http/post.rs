@@ -25,9 +25,11 @@ pub(super) async fn post(front: &Arc<Shared>, request: Request<Incoming>) -> Rep
     {
         return body::empty(StatusCode::UNSUPPORTED_MEDIA_TYPE);
     }
-    let bytes = match body::read(incoming, front.limits.max_body).await {
-        Ok(bytes) => bytes,
-        Err(status) => return body::empty(status),
+    let limits = &front.limits;
+    let bytes = match tokio::time::timeout(limits.body_read_timeout, body::read(incoming, limits.max_body)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(status)) => return body::empty(status),
+        Err(_) => return body::empty(StatusCode::REQUEST_TIMEOUT),
     };
     let msg = match Message::decode(&bytes) {
         Ok(msg) => msg,

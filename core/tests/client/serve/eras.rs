@@ -124,3 +124,31 @@ async fn stdio_serves_both_eras_with_progress_and_cancellation() {
         client.close().await;
     }
 }
+
+/// Raw NDJSON through a pipe: a garbage line costs an error reply, and a broadcast reaches the stdio peer.
+#[tokio::test]
+async fn stdio_answers_garbage_and_relays_broadcasts() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let front = super::start_default().await.1;
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let (reader, writer) = tokio::io::split(theirs);
+    let serving = tokio::spawn({
+        let front = front.clone();
+        async move { front.serve_stdio(reader, writer).await }
+    });
+    let (read, mut write) = tokio::io::split(ours);
+    let mut lines = BufReader::new(read).lines();
+    write.write_all(b"{not json\n").await.unwrap();
+    let reply: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(reply["error"]["code"], -32700);
+    write.write_all(format!("{}\n", super::initialize_body(1)).as_bytes()).await.unwrap();
+    let init: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(init["result"]["serverInfo"]["name"], "echo-front");
+    assert!(front.notify_all("notifications/tools/list_changed", None) >= 1, "the stdio peer listens");
+    let note: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(note["method"], "notifications/tools/list_changed");
+    // The agent closes its end: the front is done with it.
+    write.shutdown().await.unwrap();
+    serving.await.unwrap();
+}
