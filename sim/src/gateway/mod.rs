@@ -10,12 +10,13 @@
 //! - `proxied`: prompts and resources, federated the same way.
 //! - `upstreams`: how each replica is dialed, and the connector that makes its client.
 //! - `service`: the front's service (what agents' requests reach).
-//! - `state`, `metrics`, `observer`, `admin`: what operators see and do.
+//! - `state`, `metrics`, `observer`, `admin`: what operators see and do; `history`: the call history's file.
 //! - `process`: building it all from the config, serving, SIGTERM and SIGHUP.
 
 pub mod admin;
 pub mod catalog;
 pub mod federation;
+pub mod history;
 pub mod metrics;
 pub mod observer;
 pub mod process;

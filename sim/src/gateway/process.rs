@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 
 use super::admin::Admin;
 use super::federation::{Current, Federation, current};
+use super::history::{self, HistoryFile};
 use super::metrics::Metrics;
 use super::observer::{GatewayObserver, ReplicaObserver};
 use super::service::GatewayService;
@@ -34,6 +35,8 @@ use crate::seed::Seed;
 struct Generation {
     federation: Arc<Federation>,
     stop: CancelToken,
+    /// The history writer, which writes what is left once `stop` fires: awaited before the process exits.
+    history: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// A running gateway process.
@@ -137,10 +140,13 @@ impl Gateway {
     }
 
     /// The front stops accepting, calls in flight finish for up to `[listen] drain`, the upstream sessions close.
-    pub async fn stop(&self) {
+    pub async fn stop(&mut self) {
         tracing::info!(drain = ?self.file.listen.drain.0, in_flight = self.front.in_flight(), "stopping");
         self.front.shutdown(self.file.listen.drain.0).await;
         self.generation.stop.cancel("the gateway stopped");
+        if let Some(history) = self.generation.history.take() {
+            let _ = history.await;
+        }
         self.generation.federation.gateway().close().await;
     }
 
@@ -258,6 +264,7 @@ async fn build(
             })
         },
         seed: seed.fork("clients"),
+        history: file.history.as_ref().map(|_| history::RING),
         list_changed: Arc::new(move |server: &str| {
             let _ = changed_tx.send(server.to_owned());
         }),
@@ -280,6 +287,10 @@ async fn build(
     federation.discover().await;
     let stop = CancelToken::new();
     tokio::spawn(federation.gateway().clone().run_background(stop.clone()));
+    let history = file
+        .history
+        .as_ref()
+        .map(|spec| tokio::spawn(history::run(federation.clone(), HistoryFile::new(spec), stop.clone())));
     {
         let (federation, stop) = (federation.clone(), stop.clone());
         tokio::spawn(async move { federation.relist_missing(stop).await });
@@ -297,7 +308,7 @@ async fn build(
             }
         });
     }
-    Ok(Generation { federation, stop })
+    Ok(Generation { federation, stop, history })
 }
 
 /// Tells every connected agent when the names it sees change (until `stop`, when a reload replaced this one).

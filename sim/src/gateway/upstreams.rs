@@ -76,6 +76,8 @@ pub struct LiveConnector {
     pub observer: ObserverOf,
     /// Each replica's client draws its reconnect jitter from its own stream forked from this one.
     pub seed: Seed,
+    /// Each client's call-history ring (see `history`), when the history is kept.
+    pub history: Option<usize>,
     /// Told with the server's name when a replica's server says its tool list changed.
     pub list_changed: Arc<dyn Fn(&str) + Send + Sync>,
 }
@@ -103,6 +105,10 @@ impl Connector for LiveConnector {
             .with_observer((self.observer)(endpoint))
             .with_global_limit(self.limit.clone())
             .on_list_changed(hook);
+        let client = match self.history {
+            Some(ring) => client.with_history(ring),
+            None => client,
+        };
         Arc::new(match route.http {
             Some(http) => client.with_http(http),
             None => client,

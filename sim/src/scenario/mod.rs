@@ -20,6 +20,7 @@ mod doc;
 mod error;
 mod faults;
 mod gateway;
+mod history;
 pub mod layers;
 mod listen;
 pub mod model;
@@ -53,6 +54,7 @@ pub use gateway::{
     CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, PrefixMode, RequirementRule, RouterSpec, ToolsSpec,
     profile_name,
 };
+pub use history::HistorySpec;
 pub use listen::{AdminSpec, ListenSpec};
 pub use model::label as sweep_label;
 pub use model::{HostsMode, Network, Scenario, Sweep};

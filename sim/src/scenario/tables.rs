@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::client::ClientSpec;
 use super::error::ScenarioError;
 use super::gateway::GatewaySpec;
+use super::history::HistorySpec;
 use super::listen::{AdminSpec, ListenSpec};
 use super::ranges::Ranges;
 use super::read::{read_other, read_other_str};
@@ -38,6 +39,9 @@ pub struct GatewayFile {
     /// The operators' API; absent: not served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin: Option<AdminSpec>,
+    /// The call history's rotating file; absent: no history is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistorySpec>,
 }
 
 impl GatewayFile {
@@ -61,8 +65,14 @@ impl GatewayFile {
         if let Some(admin) = &self.admin {
             admin.problems(&mut rules);
         }
+        if let Some(history) = &self.history {
+            history.problems(&mut rules);
+        }
         let mut ranges = Ranges::default();
         self.listen.ranges(&mut ranges);
+        if let Some(history) = &self.history {
+            history.ranges(&mut ranges);
+        }
         for (i, server) in self.servers.iter().enumerate() {
             server.ranges(i, &mut ranges);
         }

@@ -21,6 +21,8 @@ struct Running {
     child: Child,
     mcp: String,
     admin: String,
+    /// The config file (rewritten before a SIGHUP).
+    path: std::path::PathBuf,
 }
 
 impl Drop for Running {
@@ -32,6 +34,11 @@ impl Drop for Running {
 
 /// Starts the gateway on `config` and waits for the two lines that say where it listens.
 fn start(config: &str, name: &str) -> Running {
+    start_with(config, name, &[])
+}
+
+/// [`start`] with more environment variables.
+fn start_with(config: &str, name: &str, env: &[(&str, &str)]) -> Running {
     let dir = scratch_in("gateway", name);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let path = dir.join("gateway.toml");
@@ -40,6 +47,7 @@ fn start(config: &str, name: &str) -> Running {
         .args(["gateway", "--config"])
         .arg(&path)
         .env(TOKEN_ENV, TOKEN)
+        .envs(env.iter().copied())
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
@@ -57,14 +65,21 @@ fn start(config: &str, name: &str) -> Running {
     }
     // Keep reading stderr so the gateway never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
-    Running { child, mcp: mcp.unwrap_or_default(), admin: admin.unwrap_or_default() }
+    Running { child, mcp: mcp.unwrap_or_default(), admin: admin.unwrap_or_default(), path }
 }
 
 /// One HTTP/1.1 request on a fresh connection: the status code and the body.
 fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: Option<&Value>) -> (u16, String) {
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let (status, _, body) = exchange(addr, method, path, &auth, body);
+    (status, body)
+}
+
+/// One HTTP/1.1 request with the extra header lines `headers`: the status, the response head and the body.
+fn exchange(addr: &str, method: &str, path: &str, headers: &str, body: Option<&Value>) -> (u16, String, String) {
     let mut stream = TcpStream::connect(addr).expect("connect");
     let body = body.map(Value::to_string).unwrap_or_default();
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let auth = headers;
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",
@@ -74,8 +89,8 @@ fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: Option<
     let mut answer = String::new();
     stream.read_to_string(&mut answer).expect("read");
     let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (status, head.to_owned(), body.to_owned())
 }
 
 fn mcpstorm(args: &[&str]) -> std::process::Output {
@@ -215,4 +230,102 @@ fn validate_checks_a_gateway_config_with_file_line_column() {
     let o = mcpstorm(&["gateway", "--config", bad.to_str().unwrap_or_default()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("gateway.breaker.open"), "{}", text(&o));
+}
+
+/// `initialize` (2025-11-25) on the gateway at `addr`: the session id it issued.
+fn initialize(addr: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
+    let accept = "Accept: application/json, text/event-stream\r\n";
+    let (status, head, body) = exchange(addr, "POST", "/mcp", accept, Some(&init));
+    assert_eq!(status, 200, "{head}\n{body}");
+    let id = head.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id").then(|| value.trim().to_owned())
+    });
+    id.unwrap_or_else(|| panic!("no Mcp-Session-Id: {head}"))
+}
+
+/// `tools/list` on session `session` at `addr`: the status and the body.
+fn list_on(addr: &str, session: &str) -> (u16, String) {
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let headers = format!(
+        "Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+    );
+    let (status, _, body) = exchange(addr, "POST", "/mcp", &headers, Some(&list));
+    (status, body)
+}
+
+fn host_of(url: &str) -> String {
+    url.trim_start_matches("http://").split('/').next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_session_begun_on_one_gateway_continues_on_another_with_the_same_key() {
+    let fake = Fake::start(None);
+    let one = "[listen]\nhttp = \"127.0.0.1:0\"\n[[servers]]\nname = \"f\"\n[[servers.replicas]]\ntcp = \"ADDR\"\n\
+               [admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"MCPSTORM_TEST_ADMIN_TOKEN\"\n"
+        .replace("ADDR", &fake.addr);
+    let key = ("MCPSTORM_SESSION_KEY", "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
+    let a = start_with(&one, "session-a", &[key]);
+    let b = start_with(&one, "session-b", &[key]);
+    let other = start_with(&one, "session-other", &[("MCPSTORM_SESSION_KEY", &"ab".repeat(32))]);
+    let session = initialize(&host_of(&a.mcp));
+    let (status, body) = list_on(&host_of(&b.mcp), &session);
+    assert_eq!(status, 200, "the second gateway continues the session: {body}");
+    assert!(body.contains("\"echo\""), "{body}");
+    let (status, body) = list_on(&host_of(&other.mcp), &session);
+    assert_eq!(status, 404, "a gateway with another key does not know the session: {body}");
+}
+
+#[test]
+fn sighup_reloads_the_servers_and_the_history_file_records_calls() {
+    let (first, second) = (Fake::start(None), Fake::start(None));
+    let dir = scratch_in("gateway", "reload-history");
+    let history = dir.join("history/calls.jsonl");
+    let with = |servers: &str| {
+        format!(
+            "[listen]\nhttp = \"127.0.0.1:0\"\n{servers}\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"{TOKEN_ENV}\"\n\
+             [history]\nfile = {:?}\n",
+            history.display().to_string()
+        )
+    };
+    let server =
+        |name: &str, addr: &str| format!("[[servers]]\nname = \"{name}\"\n[[servers.replicas]]\ntcp = \"{addr}\"\n");
+    let mut gateway = start(&with(&server("one", &first.addr)), "reload-history");
+    let o = mcpstorm(&["call", "--http", &gateway.mcp, "echo", r#"{"message": "secret-argument"}"#]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // A bad file is refused and the running configuration stays.
+    std::fs::write(&gateway.path, "[listen]\nhttp = 7\n").expect("rewrite");
+    let pid = gateway.child.id().to_string();
+    assert!(Command::new("kill").args(["-HUP", &pid]).status().expect("kill").success());
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let o = mcpstorm(&["call", "--http", &gateway.mcp, "echo", r#"{"message": "still served"}"#]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // A good one replaces the servers: both now offer `echo`, so names are prefixed.
+    std::fs::write(&gateway.path, with(&format!("{}{}", server("one", &first.addr), server("two", &second.addr))))
+        .expect("rewrite");
+    assert!(Command::new("kill").args(["-HUP", &pid]).status().expect("kill").success());
+    let mut names = String::new();
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        names = String::from_utf8_lossy(&mcpstorm(&["tools", "--http", &gateway.mcp, "--json"]).stdout).into_owned();
+        if names.contains("two__echo") {
+            break;
+        }
+    }
+    assert!(names.contains("one__echo") && names.contains("two__echo"), "{names}");
+    let o = mcpstorm(&["call", "--http", &gateway.mcp, "two__echo", r#"{"message": "after the reload"}"#]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // SIGTERM writes what is left; the history holds the calls, never their arguments.
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
+    assert_eq!(gateway.child.wait().expect("wait").code(), Some(0));
+    let written = std::fs::read_to_string(&history).unwrap_or_default();
+    let records: Vec<Value> = written.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(records.iter().any(|r| r["tool"] == "echo" && r["server"] == "one#0"), "{written}");
+    assert!(records.iter().any(|r| r["server"] == "two#0"), "{written}");
+    assert!(!written.contains("secret-argument"), "{written}");
 }

@@ -34,7 +34,7 @@ fn python_command() -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_client_calls_a_python_server_through_the_gateway_in_both_modes() {
     let command = peer_or_skip!(python_command());
-    let (process, url) =
+    let (mut process, url) =
         gateway(&format!("[[servers]]\nname = \"py\"\n[[servers.replicas]]\nstdio = {command:?}\n")).await;
     for mode in ["auto", "legacy"] {
         let mut client = peer_or_skip!(python_http_client(&url, mode));
@@ -61,7 +61,7 @@ async fn an_agent_reaches_two_real_servers_federated_and_a_collision_is_prefixed
          [[servers]]\nname = \"everything\"\n[[servers.replicas]]\nstdio = \"node {} stdio\"\n",
         everything.display()
     );
-    let (process, url) = gateway(&servers).await;
+    let (mut process, url) = gateway(&servers).await;
     let agent =
         McpClient::http("agent", HttpEndpoint::new(&url).expect("url"), ClientConfig::default(), SeededRng::new(1));
     let tools = agent.list_tools().await.expect("tools/list through the gateway");
