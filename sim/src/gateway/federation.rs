@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::{CallToolResult, ProgressParams, Tool};
+use mcpstorm_core::resilience::degraded_result;
 use mcpstorm_core::router::{Requirement, StaticRegistry};
 use mcpstorm_core::{CallError, CallOptions, CancelToken, Gateway, ToolCall};
 use serde_json::{Value, json};
@@ -249,8 +250,13 @@ impl Federation {
             };
             self.count(&origin.server, &attempt.endpoint, &origin.name, outcome);
         }
-        if routed.degraded().is_some() {
+        if let Some(declined) = routed.degraded() {
             self.count(&origin.server, "", &origin.name, "degraded");
+            // The core names the tool as its server does; the agent knows it by the name it called.
+            let said = declined.result.structured_content.as_ref();
+            let retry_after = said.and_then(|s| s["retryAfterMs"].as_u64()).map(Duration::from_millis);
+            let fallback = said.and_then(|s| s["fallbackTool"].as_str());
+            return Ok(result_value(&degraded_result(name, declined.reason, retry_after, fallback)));
         }
         match routed.into_outcome() {
             Ok(result) => Ok(result_value(&result)),

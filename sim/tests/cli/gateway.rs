@@ -164,6 +164,10 @@ fn the_gateway_federates_servers_and_operators_switch_a_tool_off() {
     assert_eq!(o.status.code(), Some(1), "a degraded result is an error result: {}", text(&o));
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(said.contains("Do not retry") && said.contains("beta__echo"), "{said}");
+    assert!(
+        said.contains("the tool `alpha__echo`"),
+        "the degraded result names the tool as the agent knows it: {said}"
+    );
 
     let (status, body) = http(&gateway.admin, "GET", "/admin/breakers", Some(TOKEN), None);
     assert_eq!(status, 200, "{body}");
