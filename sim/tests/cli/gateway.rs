@@ -333,3 +333,55 @@ fn sighup_reloads_the_servers_and_the_history_file_records_calls() {
     assert!(records.iter().any(|r| r["server"] == "two#0"), "{written}");
     assert!(!written.contains("secret-argument"), "{written}");
 }
+
+#[test]
+fn hostile_agents_get_errors_while_the_others_are_served() {
+    let fake = Fake::start(None);
+    let config = "[listen]\nhttp = \"127.0.0.1:0\"\n[[servers]]\nname = \"f\"\n[[servers.replicas]]\ntcp = \"ADDR\"\n\
+                  [admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"MCPSTORM_TEST_ADMIN_TOKEN\"\n"
+        .replace("ADDR", &fake.addr);
+    let gateway = start(config.as_str(), "hostile");
+    let host = host_of(&gateway.mcp);
+    let served = || {
+        let o = mcpstorm(&["call", "--http", &gateway.mcp, "echo", r#"{"message": "still served"}"#]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    };
+
+    // Slow heads: connections that never finish their request line and headers.
+    let slow: Vec<TcpStream> = (0..50)
+        .map(|_| {
+            let mut s = TcpStream::connect(&host).expect("connect");
+            s.write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\n").expect("partial head");
+            s
+        })
+        .collect();
+    served();
+
+    // Garbage instead of HTTP: an error status or a closed connection, never a hang.
+    let mut garbage = TcpStream::connect(&host).expect("connect");
+    garbage.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
+    garbage.write_all(b"\x00\x01\x02 not http at all\r\n\r\n").expect("send");
+    let mut answer = Vec::new();
+    let _ = garbage.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 400"), "{answer}");
+
+    // A 100 MB body, announced: refused at once with 413, before the body is read.
+    let mut big = TcpStream::connect(&host).expect("connect");
+    big.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
+    big.write_all(
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n{",
+    )
+    .expect("send");
+    let mut head = [0u8; 12];
+    big.read_exact(&mut head).expect("an answer before the body");
+    assert_eq!(&head, b"HTTP/1.1 413", "{}", String::from_utf8_lossy(&head));
+    served();
+
+    // Thousands of sessions opened and left idle: an id costs the gateway nothing until used.
+    for _ in 0..2000 {
+        initialize(&host);
+    }
+    served();
+    drop(slow);
+}

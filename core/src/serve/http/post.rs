@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HeaderMap};
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap};
 use hyper::{Request, StatusCode};
 
 use super::{legacy, modern};
@@ -26,6 +26,11 @@ pub(super) async fn post(front: &Arc<Shared>, request: Request<Incoming>) -> Rep
         return body::empty(StatusCode::UNSUPPORTED_MEDIA_TYPE);
     }
     let limits = &front.limits;
+    // A body announced larger than the bound is refused at once, before a byte of it is read.
+    let announced = header(headers, CONTENT_LENGTH.as_str()).and_then(|v| v.trim().parse::<u64>().ok());
+    if announced.is_some_and(|n| n > limits.max_body as u64) {
+        return body::empty(StatusCode::PAYLOAD_TOO_LARGE);
+    }
     let bytes = match tokio::time::timeout(limits.body_read_timeout, body::read(incoming, limits.max_body)).await {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(status)) => return body::empty(status),
