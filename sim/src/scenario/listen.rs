@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 
+use mcpstorm_core::serve::FrontLimits;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +30,9 @@ pub struct ListenSpec {
     /// The largest request body, in bytes (413 beyond).
     #[serde(default = "default_max_body")]
     pub max_body_bytes: usize,
-    /// The most agent sessions this process keeps state for at once (503 beyond).
+    /// The most agent sessions this process keeps state for at once. A session id costs nothing while idle: when the
+    /// table is full, the least recently used idle session's state is dropped, and only with none idle does a new
+    /// session get 503.
     #[serde(default = "default_max_sessions")]
     pub max_sessions: usize,
     /// The most calls one agent session may have in flight at once.
@@ -61,14 +64,15 @@ fn default_admin() -> String {
 fn default_token_env() -> String {
     "MCPSTORM_ADMIN_TOKEN".to_owned()
 }
+// The bounds' defaults are the front's own: one owner.
 fn default_max_body() -> usize {
-    4 << 20
+    FrontLimits::default().max_body
 }
 fn default_max_sessions() -> usize {
-    10_000
+    FrontLimits::default().max_sessions
 }
 fn default_max_calls() -> usize {
-    64
+    FrontLimits::default().max_calls_per_session
 }
 fn default_drain() -> Dur {
     Dur(std::time::Duration::from_secs(10))
