@@ -13,6 +13,7 @@
 //! | `first_response`   | `ConnectionConfig::first_response`             |
 //! | `connect_timeout`  | `ClientConfig::connect_timeout`                |
 //! | `deadline`         | `ConnectionConfig::call_deadline`, `GatewayConfig::call_deadline` |
+//! | `lifecycle_retries` | `ClientConfig::lifecycle_retries`             |
 
 use std::time::Duration;
 
@@ -58,7 +59,16 @@ pub struct ClientSpec {
     /// Overall deadline per attempt.
     #[serde(default = "default_deadline")]
     pub deadline: Dur,
+    /// Reconnect attempts within one call after a failed connect or handshake (backoff 1, 2, 4, 8 s ±20%). A call
+    /// whose replica has just died waits through them before the gateway tries a sibling; a gateway whose servers
+    /// have several replicas may prefer 0, failing over at once.
+    #[serde(default = "default_lifecycle_retries", skip_serializing_if = "is_default_lifecycle_retries")]
+    #[schemars(range(max = MAX_LIFECYCLE_RETRIES))]
+    pub lifecycle_retries: u32,
 }
+
+/// The most reconnect attempts a call may make.
+const MAX_LIFECYCLE_RETRIES: u32 = 10;
 
 fn default_max_in_flight() -> usize {
     50
@@ -84,6 +94,12 @@ fn default_connect_timeout() -> Dur {
 fn default_deadline() -> Dur {
     Dur(Duration::from_secs(30))
 }
+fn default_lifecycle_retries() -> u32 {
+    ClientConfig::default().lifecycle_retries
+}
+fn is_default_lifecycle_retries(n: &u32) -> bool {
+    *n == default_lifecycle_retries()
+}
 
 impl Default for ClientSpec {
     fn default() -> Self {
@@ -96,6 +112,7 @@ impl Default for ClientSpec {
             first_response: default_first_response(),
             connect_timeout: default_connect_timeout(),
             deadline: default_deadline(),
+            lifecycle_retries: default_lifecycle_retries(),
         }
     }
 }
@@ -142,6 +159,7 @@ impl ClientSpec {
         for (key, n) in self.counts() {
             out.count(format!("client.{key}"), n as f64, MAX_CONCURRENCY as f64);
         }
+        out.count("client.lifecycle_retries", f64::from(self.lifecycle_retries), f64::from(MAX_LIFECYCLE_RETRIES));
     }
 
     /// The core's client settings of each replica's client: this table's timeouts and limits, with the gateway's
@@ -150,6 +168,7 @@ impl ClientSpec {
     pub fn to_core(&self, gateway: &GatewaySpec) -> ClientConfig {
         let mut config = ClientConfig {
             connect_timeout: self.connect_timeout.0,
+            lifecycle_retries: self.lifecycle_retries,
             profile: gateway.profile,
             credentials: gateway.credentials.iter().map(CredentialSpec::to_core).collect(),
             ..ClientConfig::default()
