@@ -78,6 +78,7 @@ where
     }
     // Stopping: what is in flight finishes (or is cancelled at the drain deadline) and is written, then the end.
     tokio::select! {
+        biased;
         () = front.drain.idle() => {}
         () = session.cancel.cancelled() => {}
     }

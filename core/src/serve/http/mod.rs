@@ -62,17 +62,18 @@ where
     let mut stopping = false;
     loop {
         tokio::select! {
+            biased;
+            () = front.root.cancelled() => return,
+            () = front.closing.cancelled(), if !stopping => {
+                stopping = true;
+                connection.as_mut().graceful_shutdown();
+            }
             ended = connection.as_mut() => {
                 if let Err(e) = ended {
                     tracing::debug!(error = %e, "agent HTTP connection ended with an error");
                 }
                 return;
             }
-            () = front.closing.cancelled(), if !stopping => {
-                stopping = true;
-                connection.as_mut().graceful_shutdown();
-            }
-            () = front.root.cancelled() => return,
         }
     }
 }
