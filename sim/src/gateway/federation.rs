@@ -22,9 +22,10 @@ use mcpstorm_core::router::{Requirement, StaticRegistry};
 use mcpstorm_core::{CallError, CallOptions, CancelToken, Gateway, ToolCall};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
 use super::catalog::Catalog;
-use super::metrics::{AttemptLabels, Metrics};
+use super::metrics::{AttemptLabels, Metrics, ToolLabels};
 use super::proxied::{self, Kind, Proxied};
 use crate::scenario::{PrefixMode, ServerSpec, UpstreamSpec};
 
@@ -75,12 +76,6 @@ impl Federation {
             changes: watch::channel(0).0,
             metrics,
         }
-    }
-
-    /// The server an agent-facing tool name leads to.
-    pub fn server_of_tool(&self, name: &str) -> Option<String> {
-        let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
-        listings.catalog.resolve(name).map(|o| o.server.clone())
     }
 
     pub fn gateway(&self) -> &Arc<Gateway> {
@@ -156,6 +151,7 @@ impl Federation {
     pub async fn relist_missing(&self, stop: CancelToken) {
         loop {
             tokio::select! {
+                biased;
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(RELIST_EVERY) => {}
             }
@@ -221,14 +217,15 @@ impl Federation {
         progress: Option<mpsc::Sender<ProgressParams>>,
         cancel: CancelToken,
     ) -> Result<Value, ErrorObject> {
-        let params = params.unwrap_or(Value::Null);
+        let mut params = params.unwrap_or(Value::Null);
+        // Taken, not copied: the call owns its arguments from here on.
+        let arguments = match params.get_mut("arguments").map(Value::take) {
+            None | Some(Value::Null) => json!({}),
+            Some(a @ Value::Object(_)) => a,
+            Some(_) => return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, "`arguments` must be an object")),
+        };
         let Some(name) = params.get("name").and_then(Value::as_str) else {
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, "tools/call needs a string `name`"));
-        };
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => json!({}),
-            Some(a @ Value::Object(_)) => a.clone(),
-            Some(_) => return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, "`arguments` must be an object")),
         };
         let origin = {
             let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
@@ -241,7 +238,10 @@ impl Federation {
         let mut call = ToolCall::new(&origin.name, arguments);
         call.requires = &requires;
         call.opts = CallOptions { cancel: Some(cancel), progress, ..CallOptions::default() };
+        let started = Instant::now();
         let routed = self.gateway.call(call).await;
+        let labels = ToolLabels { server: origin.server.clone(), tool: origin.name.clone() };
+        self.metrics.call_seconds.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
         for attempt in routed.attempts() {
             let outcome: &str = match &attempt.outcome {
                 Ok(r) if r.is_error => "tool_error",

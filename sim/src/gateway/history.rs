@@ -98,6 +98,7 @@ pub async fn run(federation: std::sync::Arc<Federation>, mut file: HistoryFile, 
     let mut failing = false;
     loop {
         let stopping = tokio::select! {
+            biased;
             () = stop.cancelled() => true,
             () = tokio::time::sleep(EVERY) => false,
         };

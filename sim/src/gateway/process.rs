@@ -82,7 +82,7 @@ impl Gateway {
         let generation = build(&file, &metrics, &clock, seed.fork("generation-0")).await?;
         let current: Current = Arc::new(RwLock::new(generation.federation.clone()));
         let draining = Arc::new(AtomicBool::new(false));
-        let service = GatewayService { current: current.clone(), metrics: metrics.clone(), draining: draining.clone() };
+        let service = GatewayService { current: current.clone(), draining: draining.clone() };
         let limits = front_limits(&file)?;
         let front = Front::from_env(Arc::new(service), limits, clock.clone())
             .map_err(|e| StartError::BadInput(e.to_string()))?;
@@ -128,6 +128,7 @@ impl Gateway {
         let mut signals = Signals::new()?;
         loop {
             tokio::select! {
+                biased;
                 () = self.stdio_done.cancelled() => break,
                 signal = signals.next() => match signal {
                     Signal::Stop => break,
@@ -300,6 +301,7 @@ async fn build(
         tokio::spawn(async move {
             loop {
                 let server = tokio::select! {
+                    biased;
                     () = stop.cancelled() => return,
                     s = changed_rx.recv() => s,
                 };
@@ -316,6 +318,7 @@ async fn tell_agents(current: Current, front: Front, stop: CancelToken) {
     let mut changes = self::current(&current).changes();
     loop {
         tokio::select! {
+            biased;
             () = stop.cancelled() => return,
             changed = changes.changed() => if changed.is_err() { return },
         }
@@ -344,6 +347,7 @@ impl Signals {
 
     async fn next(&mut self) -> Signal {
         tokio::select! {
+            biased;
             _ = self.term.recv() => Signal::Stop,
             _ = tokio::signal::ctrl_c() => Signal::Stop,
             _ = self.hup.recv() => Signal::Reload,

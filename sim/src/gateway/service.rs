@@ -11,10 +11,8 @@ use mcpstorm_core::serve::{RequestCtx, ServerDescription, Service, ServiceFuture
 use mcpstorm_core::session::{Era, META_SERVER_INFO};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 use super::federation::{Current, Federation, current};
-use super::metrics::{Metrics, ToolLabels};
 use super::proxied::Kind;
 
 /// Requests of agents a gateway does not proxy, and why; each gets -32601 with this reason. (Sampling and
@@ -30,18 +28,16 @@ pub const NOT_PROXIED: &[(&str, &str)] = &[
 #[derive(Debug)]
 pub struct GatewayService {
     pub current: Current,
-    pub metrics: Arc<Metrics>,
     pub draining: Arc<AtomicBool>,
 }
 
 impl Service for GatewayService {
     fn request(&self, ctx: RequestCtx, method: String, params: Option<Value>) -> ServiceFuture {
         let federation = current(&self.current);
-        let metrics = self.metrics.clone();
         Box::pin(async move {
             match method.as_str() {
                 method::TOOLS_LIST => Ok(federation.list_tools()),
-                method::TOOLS_CALL => call(&federation, &metrics, ctx, params).await,
+                method::TOOLS_CALL => call(&federation, ctx, params).await,
                 "prompts/list" => Ok(federation.list(Kind::Prompts)),
                 "resources/list" => Ok(federation.list(Kind::Resources)),
                 "resources/templates/list" => Ok(federation.list(Kind::Templates)),
@@ -87,16 +83,8 @@ fn not_served(method: &str) -> ErrorObject {
     }
 }
 
-/// One agent tool call: the upstream's progress relayed to the agent under the agent's token, the latency counted
-/// by server and tool.
-async fn call(
-    federation: &Federation,
-    metrics: &Metrics,
-    ctx: RequestCtx,
-    params: Option<Value>,
-) -> Result<Value, ErrorObject> {
-    let started = Instant::now();
-    let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default().to_owned();
+/// One agent tool call: the upstream's progress relayed to the agent under the agent's token.
+async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -> Result<Value, ErrorObject> {
     let (progress, relay) = match ctx.progress.token() {
         Some(_) => {
             let (tx, mut rx) = mpsc::channel::<ProgressParams>(16);
@@ -121,10 +109,6 @@ async fn call(
     if let Some(relay) = relay {
         // The call's sender is gone, so the relay ends once it has passed on what is queued.
         let _ = relay.await;
-    }
-    if let Some(server) = outcome.as_ref().ok().and_then(|_| federation.server_of_tool(&name)) {
-        let labels = ToolLabels { server, tool: name };
-        metrics.call_seconds.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
     }
     outcome
 }
