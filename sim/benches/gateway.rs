@@ -8,8 +8,9 @@
 //! echo for the pure overhead. *Added P99* is the P99 through the gateway minus the P99 direct; *gateway CPU per
 //! call* is the gateway process's CPU time (user + system, `/proc/<pid>/stat`) over the row divided by its calls.
 //!
-//! Environment: `MCPSTORM_BENCH_CALLS=N` calls per row (default 10 × the row's concurrency); run without `--bench`
-//! (as `cargo test --benches` does) it makes one small smoke row.
+//! Environment: `MCPSTORM_BENCH_CALLS=N` calls per row (default 10 × the row's concurrency);
+//! `MCPSTORM_BENCH_ONLY=echo` (or `200`, `1000`) keeps the rows whose tool or concurrency matches, for profiling one
+//! workload. Run without `--bench` (as `cargo test --benches` does) it makes one small smoke row.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -77,6 +78,10 @@ async fn run() -> Result<(), String> {
         ]
     } else {
         vec![Workload { label: "0 ms echo", tool: "echo", arguments: json!({"message": "x"}), concurrency: 4 }]
+    };
+    let workloads: Vec<Workload> = match std::env::var("MCPSTORM_BENCH_ONLY") {
+        Ok(only) => workloads.into_iter().filter(|w| w.tool == only || w.concurrency.to_string() == only).collect(),
+        Err(_) => workloads,
     };
     let max = workloads.iter().map(|w| w.concurrency).max().unwrap_or(1);
     let (_fake, fake_addr) = spawn::spawn_server_with(&["--transport", "http"]).await?;
