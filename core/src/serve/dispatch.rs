@@ -1,6 +1,6 @@
 //! Answering one request in either era: the lifecycle requests the front answers itself, everything else handed
-//! to the [`Service`] on a task of its own (a panic there costs that request an error, never the connection),
-//! raced against the request's cancellation.
+//! to the [`Service`] (a panic there costs that request an error, never the connection), raced against the
+//! request's cancellation.
 
 use std::sync::Arc;
 
@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::lifecycle::{self, discover, method_not_found, stamp_modern};
+use super::running::{Panicked, Running};
 use super::service::{Progress, RequestCtx, Service, progress_token};
 use crate::cancel::CancelToken;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
@@ -93,14 +94,13 @@ async fn call(
         progress: Progress::new(progress_token(params.as_ref()), out),
         cancel: token.clone(),
     };
-    // Not aborted when the request is cancelled: the service hears it through `ctx.cancel` and winds down in its own
-    // way (telling an upstream server, say); its late answer goes nowhere.
-    let task = tokio::spawn(service.request(ctx, method.to_owned(), params));
+    // Polled here rather than on a task of its own; see `running.rs` for what that keeps.
+    let mut running = Running::new(service.request(ctx, method.to_owned(), params));
     tokio::select! {
         biased;
         () = token.cancelled() => None,
-        joined = task => Some(joined.unwrap_or_else(|e| {
-            tracing::warn!(panicked = e.is_panic(), "a service request task failed");
+        answered = &mut running => Some(answered.unwrap_or_else(|Panicked| {
+            tracing::warn!("a service request panicked");
             Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the gateway failed while answering this request"))
         })),
     }

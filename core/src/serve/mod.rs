@@ -12,8 +12,9 @@
 //! revokes an id in the process that saw it only; elsewhere it lives until `FrontLimits::session_max_age`.
 //!
 //! **Hostile agents** meet the bounds of [`FrontLimits`] (body, headers, slow heads, sessions, calls in flight,
-//! connections, `Origin`, bearer tokens) and get errors while the others are served; every connection and every
-//! service request runs on a task of its own, so a panic costs one request or connection, never the listener.
+//! connections, `Origin`, bearer tokens) and get errors while the others are served; every connection runs on a
+//! task of its own and every service request under a panic guard (`running.rs`), so a panic costs one request or
+//! connection, never the listener.
 //!
 //! **Stopping**: [`Front::shutdown`] stops accepting, lets requests in flight finish up to the drain deadline, then
 //! cancels the rest and closes every connection.
@@ -27,6 +28,7 @@ mod keys;
 mod lifecycle;
 mod limits;
 mod live;
+mod running;
 mod service;
 mod shared;
 pub mod sse;

@@ -2,14 +2,22 @@
 //! (a `progressToken`) or the client accepts only SSE. A 2025-11-25 stream starts with a priming event and is kept
 //! by its session for `Last-Event-ID` resumption; closing it does not cancel the request. A 2026-07-28 stream is
 //! not resumable, and closing it cancels the request.
+//!
+//! A request that may stream, from a client that also takes JSON, waits for its first message before the response
+//! starts: when that message is the answer itself (most calls: no progress was sent), it goes as one JSON body,
+//! which costs the gateway one write instead of a stream's three and spares a task. The stream starts at the first
+//! notification, or after [`STREAM_AFTER`] with neither, so that a long call still gets its priming event (2025-11-25
+//! resumption) and bytes that keep proxies from idling it out.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper::StatusCode;
 use hyper::header::HeaderMap;
 use tokio::sync::mpsc;
 
-use crate::cancel::CancelToken;
 use crate::jsonrpc::{Message, Request, ResponseBody};
 use crate::serve::body::{self, Held, Reply};
 use crate::serve::dispatch::{self, Agent};
@@ -20,6 +28,25 @@ use crate::serve::shared::Shared;
 use crate::serve::sse::{RING, StreamLog};
 use crate::session::Era;
 
+/// How long a request that may stream is held for a one-body answer before its stream starts.
+pub const STREAM_AFTER: Duration = Duration::from_secs(1);
+
+/// A request on its way to its answer (`None`: cancelled before it was answered).
+type Answering = Pin<Box<dyn Future<Output = Option<Message>> + Send>>;
+
+/// The answer, when the stream starts.
+enum Rest {
+    Answering(Answering),
+    Answered(Option<Message>),
+}
+
+/// What came first while the response had not started.
+enum First {
+    Answer(Option<Message>),
+    Note(Message),
+    Nothing,
+}
+
 pub(super) async fn answer(
     front: &Arc<Shared>,
     headers: &HeaderMap,
@@ -28,61 +55,97 @@ pub(super) async fn answer(
     flight: Flight,
     session: Option<Arc<LiveSession>>,
 ) -> Reply {
-    let modern = agent.era == Era::Modern;
+    let era = agent.era;
     let sse_ok = accepts(headers, "text/event-stream");
-    let sse = sse_ok && (progress_token(request.params.as_ref()).is_some() || !accepts(headers, "application/json"));
+    let json_ok = accepts(headers, "application/json");
+    let sse = sse_ok && (progress_token(request.params.as_ref()).is_some() || !json_ok);
     if !sse {
         let answered = dispatch::answer(&front.service, &agent, request, flight.token.clone(), None).await;
         drop(flight);
-        return match answered {
-            Some(msg) => {
-                let status = match &msg {
-                    Message::Response(r) if modern => match &r.body {
-                        ResponseBody::Error(e) => modern_status(e),
-                        ResponseBody::Result(_) => StatusCode::OK,
-                    },
-                    _ => StatusCode::OK,
-                };
-                body::json(status, &msg)
-            }
-            // Cancelled (`notifications/cancelled`, DELETE, the drain deadline) before it was answered.
-            None => body::empty(StatusCode::NO_CONTENT),
-        };
+        return single(era, answered);
     }
+    let (out, mut notes) = mpsc::channel::<Message>(RING);
+    let mut answering: Answering = Box::pin({
+        let (front, token) = (front.clone(), flight.token.clone());
+        async move { dispatch::answer(&front.service, &agent, request, token, Some(out)).await }
+    });
+    let first = if json_ok {
+        tokio::select! {
+            biased;
+            // Progress the agent asked for is never dropped: a notification, even one sent just before the
+            // answer, starts the stream.
+            Some(note) = notes.recv() => First::Note(note),
+            answered = &mut answering => First::Answer(answered),
+            () = tokio::time::sleep(STREAM_AFTER) => First::Nothing,
+        }
+    } else {
+        First::Nothing
+    };
+    // The service runs on this task: the answer can come in the same poll as the progress sent before it.
+    let (first, rest) = match first {
+        First::Answer(answered) => match notes.try_recv() {
+            Ok(note) => (Some(note), Rest::Answered(answered)),
+            Err(_) => {
+                drop(flight);
+                return single(era, answered);
+            }
+        },
+        First::Note(note) => (Some(note), Rest::Answering(answering)),
+        First::Nothing => (None, Rest::Answering(answering)),
+    };
     let log = StreamLog::new(front.next_stream_id());
     let reader = log.attach(None);
     if let Some(session) = &session {
         session.keep(log.clone(), front.limits.max_streams_per_session);
     }
     // Who holds the request in flight: its task (2025-11-25, a reader may come back), or its stream (2026-07-28).
-    let token = flight.token.clone();
+    let modern = era == Era::Modern;
     let (kept, held) = if modern { (None, Some(flight)) } else { (Some(flight), None) };
-    tokio::spawn(pump(front.clone(), agent, request, token, log, kept));
+    tokio::spawn(pump(era, rest, notes, first, log, kept));
     body::sse(reader, held.map(Held::new))
 }
 
-/// Runs the request and logs its progress and response on its stream (a 2025-11-25 stream first gets a priming
-/// event: an id to resume from).
+/// One JSON body for the answer (a 2026-07-28 error with its own status), or 204 when the request was cancelled
+/// (`notifications/cancelled`, DELETE, the drain deadline) before it was answered.
+fn single(era: Era, answered: Option<Message>) -> Reply {
+    let Some(msg) = answered else {
+        return body::empty(StatusCode::NO_CONTENT);
+    };
+    let status = match &msg {
+        Message::Response(r) if era == Era::Modern => match &r.body {
+            ResponseBody::Error(e) => modern_status(e),
+            ResponseBody::Result(_) => StatusCode::OK,
+        },
+        _ => StatusCode::OK,
+    };
+    body::json(status, &msg)
+}
+
+/// Logs the request's progress and response on its stream (a 2025-11-25 stream first gets a priming event: an id
+/// to resume from), starting with the notification that started the stream, if one did.
 async fn pump(
-    front: Arc<Shared>,
-    agent: Agent,
-    request: Request,
-    token: CancelToken,
+    era: Era,
+    rest: Rest,
+    mut notes: mpsc::Receiver<Message>,
+    first: Option<Message>,
     log: Arc<StreamLog>,
     flight: Option<Flight>,
 ) {
-    if agent.era == Era::Legacy {
+    if era == Era::Legacy {
         log.push(b"", false, false).await;
     }
-    let (out, mut notes) = mpsc::channel::<Message>(RING);
-    let answered = dispatch::answer(&front.service, &agent, request, token, Some(out));
-    tokio::pin!(answered);
-    let last = loop {
-        tokio::select! {
-            biased;
-            Some(note) = notes.recv() => log.push_message(&note, false, false).await,
-            answered = &mut answered => break answered,
-        }
+    if let Some(note) = first {
+        log.push_message(&note, false, false).await;
+    }
+    let last = match rest {
+        Rest::Answered(answered) => answered,
+        Rest::Answering(mut answering) => loop {
+            tokio::select! {
+                biased;
+                Some(note) = notes.recv() => log.push_message(&note, false, false).await,
+                answered = &mut answering => break answered,
+            }
+        },
     };
     while let Ok(note) = notes.try_recv() {
         log.push_message(&note, false, false).await;

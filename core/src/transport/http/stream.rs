@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
+use hyper::body::{Body as _, Incoming};
 use hyper::header::{self, HeaderName, HeaderValue};
 use hyper::{Method, StatusCode};
+use std::pin::Pin;
+use std::task::Poll;
 use tokio::time::{sleep, timeout};
 
 use super::Http;
@@ -140,6 +142,19 @@ pub(super) async fn follow(http: &Arc<Http>, body: Incoming, lease: Lease, ctx: 
 
 /// Lets a finished stream end so its connection can be reused; closes it if it does not end soon.
 async fn finish(mut body: Incoming, lease: Lease) {
+    // Most servers end the stream right after the response (often in the same read): then there is nothing to
+    // wait for, and no timer to arm.
+    loop {
+        match std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut body).poll_frame(cx))).await {
+            Poll::Ready(None) => {
+                lease.release();
+                return;
+            }
+            Poll::Ready(Some(Err(_))) => return,
+            Poll::Ready(Some(Ok(_))) => {}
+            Poll::Pending => break,
+        }
+    }
     let ended = timeout(DRAIN_GRACE, async {
         loop {
             match body.frame().await {

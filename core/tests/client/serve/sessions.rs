@@ -80,10 +80,34 @@ async fn a_deleted_session_is_refused_by_the_process_that_saw_the_delete() {
 }
 
 #[tokio::test]
+async fn a_request_that_may_stream_gets_one_json_body_when_its_answer_comes_first() {
+    let (_echo, _front, addr) = start_default().await;
+    let id = open_session(&addr).await;
+    // A progress token allows a stream; `whoami` answers before any progress, so one JSON body carries it.
+    let quick = send(&addr, "POST", &with_session(&id), &call_body(3, "whoami", json!({}), Some(1))).await;
+    assert_eq!(quick.status, 200, "{quick:?}");
+    assert_eq!(quick.header("content-type"), Some("application/json"), "{quick:?}");
+    assert_eq!(quick.json()["id"], 3);
+    // `echo` sends progress first: the stream starts at the first notification and carries it, then the answer.
+    let streamed = send(&addr, "POST", &with_session(&id), &call_body(4, "echo", json!({"text": "hi"}), Some(2))).await;
+    assert_eq!(streamed.header("content-type"), Some("text/event-stream"), "{streamed:?}");
+    let events = streamed.events();
+    assert_eq!(events.first().map(|e| e["method"].clone()), Some(json!("notifications/progress")), "{events:?}");
+    assert_eq!(events.last().map(|e| e["result"]["content"][0]["text"].clone()), Some(json!("hi")), "{events:?}");
+    // A client that takes only SSE gets a stream even for a quick answer.
+    let sse_only =
+        [("accept", "text/event-stream"), CT_JSON, ("mcp-session-id", &id), ("mcp-protocol-version", "2025-11-25")];
+    let only = send(&addr, "POST", &sse_only, &call_body(5, "whoami", json!({}), None)).await;
+    assert_eq!(only.header("content-type"), Some("text/event-stream"), "{only:?}");
+    assert_eq!(only.events().last().map(|e| e["id"].clone()), Some(json!(5)));
+}
+
+#[tokio::test]
 async fn a_cut_request_stream_is_resumed_with_last_event_id() {
     let (echo, _front, addr) = start_default().await;
     let id = open_session(&addr).await;
-    // A progress token asks for an SSE answer; `hold` answers only when the gate opens.
+    // A progress token allows an SSE answer; `hold` answers only when the gate opens, so after `STREAM_AFTER` the
+    // stream starts with its priming event.
     let response = start_request(&addr, "POST", &with_session(&id), &call_body(7, "hold", json!({}), Some(1))).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
