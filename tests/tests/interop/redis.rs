@@ -209,14 +209,20 @@ async fn garbage_is_refused_as_redis_refuses_it() {
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
-                // Mostly letters and blanks, so that lines split into words; sometimes anything at all.
-                match state % 8 {
-                    0 => match (state >> 8) as u8 {
+                // Mostly letters, blanks and line ends, so that lines split into words; now and then a quote, an
+                // escape, a `$` or any byte at all.
+                match state % 64 {
+                    0..=7 => match (state >> 8) as u8 {
                         0 | b'*' => b'.',
                         any => any,
                     },
-                    1 => b' ',
-                    2 => b"\r\n\"'$\\"[(state >> 8) as usize % 6],
+                    8..=15 => b' ',
+                    16..=19 => b'\n',
+                    20 | 21 => b'\r',
+                    22 => b'"',
+                    23 => b'\'',
+                    24 => b'\\',
+                    25 => b'$',
                     _ => b'a' + (state >> 8) as u8 % 26,
                 }
             })
