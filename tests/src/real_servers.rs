@@ -101,7 +101,8 @@ pub fn everything_server() -> Option<StdioDialer> {
 /// The `redis-server` executable the Redis double is compared with (`tests/tests/interop/redis.rs`):
 /// `MCPSTORM_REDIS_SERVER`, else `redis-server` on the `PATH`. The tests start their own processes on free ports.
 pub fn redis_server() -> Option<PathBuf> {
-    let program = std::env::var_os("MCPSTORM_REDIS_SERVER").map_or_else(|| PathBuf::from("redis-server"), PathBuf::from);
+    let program =
+        std::env::var_os("MCPSTORM_REDIS_SERVER").map_or_else(|| PathBuf::from("redis-server"), PathBuf::from);
     let ok = Command::new(&program).arg("--version").output().is_ok_and(|o| o.status.success());
     if !ok {
         return missing(

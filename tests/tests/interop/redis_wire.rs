@@ -5,6 +5,7 @@
 //! across connections runs in the same order on both; nothing is compared by timing.
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::ops::RangeInclusive;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -111,7 +112,10 @@ pub(crate) async fn differential(name: &str, password: Option<&str>, script: &[S
 
 fn in_range(reply: &[u8], range: &RangeInclusive<i64>) -> bool {
     let text = String::from_utf8_lossy(reply);
-    text.strip_prefix(':').and_then(|t| t.strip_suffix("\r\n")).and_then(|n| n.parse().ok()).is_some_and(|n| range.contains(&n))
+    text.strip_prefix(':')
+        .and_then(|t| t.strip_suffix("\r\n"))
+        .and_then(|n| n.parse().ok())
+        .is_some_and(|n| range.contains(&n))
 }
 
 /// Each step's raw replies.
@@ -120,11 +124,10 @@ async fn run(server: &str, port: u16, script: &[Step]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for (i, step) in script.iter().enumerate() {
         let context = format!("{server}, step {i}");
-        if !conns.contains_key(&step.conn) {
-            let stream = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
-            conns.insert(step.conn, stream);
-        }
-        let Some(stream) = conns.get_mut(&step.conn) else { unreachable!("inserted above") };
+        let stream = match conns.entry(step.conn) {
+            Entry::Occupied(open) => open.into_mut(),
+            Entry::Vacant(new) => new.insert(TcpStream::connect(("127.0.0.1", port)).await.expect("connect")),
+        };
         stream.write_all(&step.send).await.expect("write the step");
         let replies = match step.expect {
             Expect::Replies(n) => read_replies(&context, stream, n).await,

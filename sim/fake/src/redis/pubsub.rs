@@ -36,8 +36,7 @@ impl PubSub {
     /// Queues `["message", channel, message]` to every subscriber; returns how many received it.
     pub(crate) fn publish(&self, channel: &[u8], message: &[u8], due: Instant) -> usize {
         let Some(subscribers) = self.channels.get(channel) else { return 0 };
-        let frame =
-            Reply::Array(vec![Reply::bulk(b"message"), Reply::bulk(channel), Reply::bulk(message)]).to_bytes();
+        let frame = Reply::Array(vec![Reply::bulk(b"message"), Reply::bulk(channel), Reply::bulk(message)]).to_bytes();
         for (_, outbox) in subscribers {
             outbox.push(frame.clone(), due);
         }
