@@ -19,16 +19,19 @@ pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
         if at(p) == 0 {
             return Some(args);
         }
-        let (mut in_double, mut in_single, mut done) = (false, false, false);
+        // The quote the current word is inside of, if any.
+        let (mut quote, mut done): (Option<u8>, bool) = (None, false);
         let mut current = Vec::new();
         while !done {
             let c = at(p);
-            if in_double {
-                if c == b'\\' && at(p + 1) == b'x' && hex(at(p + 2)).is_some() && hex(at(p + 3)).is_some() {
-                    let byte = hex(at(p + 2)).unwrap_or(0) * 16 + hex(at(p + 3)).unwrap_or(0);
-                    current.push(byte);
+            match quote {
+                Some(b'"')
+                    if c == b'\\' && at(p + 1) == b'x' && hex(at(p + 2)).is_some() && hex(at(p + 3)).is_some() =>
+                {
+                    current.push(hex(at(p + 2)).unwrap_or(0) * 16 + hex(at(p + 3)).unwrap_or(0));
                     p += 3;
-                } else if c == b'\\' && at(p + 1) != 0 {
+                }
+                Some(b'"') if c == b'\\' && at(p + 1) != 0 => {
                     p += 1;
                     current.push(match at(p) {
                         b'n' => b'\n',
@@ -38,38 +41,27 @@ pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                         b'a' => 0x07,
                         other => other,
                     });
-                } else if c == b'"' {
+                }
+                // Inside single quotes only the quote itself can be escaped.
+                Some(b'\'') if c == b'\\' && at(p + 1) == b'\'' => {
+                    p += 1;
+                    current.push(b'\'');
+                }
+                Some(q) if c == q => {
                     // The closing quote must be followed by a space or nothing at all.
                     if at(p + 1) != 0 && !is_space(at(p + 1)) {
                         return None;
                     }
                     done = true;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    current.push(c);
                 }
-            } else if in_single {
-                if c == b'\\' && at(p + 1) == b'\'' {
-                    p += 1;
-                    current.push(b'\'');
-                } else if c == b'\'' {
-                    if at(p + 1) != 0 && !is_space(at(p + 1)) {
-                        return None;
-                    }
-                    done = true;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    current.push(c);
-                }
-            } else {
-                match c {
+                // The line ended inside the quotes.
+                Some(_) if c == 0 => return None,
+                Some(_) => current.push(c),
+                None => match c {
                     b' ' | b'\n' | b'\r' | b'\t' | 0 => done = true,
-                    b'"' => in_double = true,
-                    b'\'' => in_single = true,
+                    b'"' | b'\'' => quote = Some(c),
                     other => current.push(other),
-                }
+                },
             }
             if at(p) != 0 {
                 p += 1;
