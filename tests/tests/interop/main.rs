@@ -21,6 +21,7 @@ mod http;
 mod http_fake;
 mod in_turmoil;
 mod redis;
+mod redis_in_turmoil;
 mod redis_wire;
 mod schemas;
 mod servers;
