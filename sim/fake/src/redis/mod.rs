@@ -7,6 +7,11 @@
 //! PTTL; HSET, HGET, HGETALL, HDEL, HLEN; PUBLISH, SUBSCRIBE, UNSUBSCRIBE. Anything else is an unknown command.
 //! RESP2 only (no HELLO: redis-rs does not send it unless asked for RESP3).
 //!
+//! redis-rs 1.2 (RESP2) pipelines on connect `AUTH [user] password` (with a password in the URL), `SELECT db` (when
+//! not 0), `CLIENT SETINFO LIB-NAME redis-rs` and `CLIENT SETINFO LIB-VER 1.2.2`, and ignores the last two's errors.
+//! Some of its typed helpers send commands the double does not serve (`incr` sends INCRBY, `set_ex` SETEX, `set_nx`
+//! SETNX, `hset_multiple` HMSET): a client of the double uses `redis::cmd` or `set_options` for those.
+//!
 //! Map: `request` (cutting requests from the byte stream; `inline` splits a hand-typed line) · `reply` (encoding,
 //! Redis's error texts) · `keyspace` (databases, values, expiry on the double's clock) · `pubsub` (channels and their
 //! subscribers) · `outbox` (a connection's ordered, bounded output) · `client` (one client's state; the context a
