@@ -34,7 +34,8 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (outbox, inbox) = outbox();
+    let (outbox, inbox) = outbox(shared.config.max_output);
+    let limit = outbox.clone();
     let mut client = Client {
         id: shared.next_client_id(),
         db: 0,
@@ -47,10 +48,13 @@ where
     tokio::pin!(write);
     let end = tokio::select! {
         biased;
-        // The writer ends first only when the peer stopped reading or the output limit was passed.
+        // Replies or messages piled up past the limit while the peer does not read: close at once.
+        _ = limit.overflowed() => End::Abort,
+        // The writer ends first only when the peer's side failed.
         _ = &mut write => End::Abort,
         end = read_loop(&shared, &mut client, reader) => end,
     };
+    drop(limit);
     // The channels' copies of the outbox go with the subscriptions; the client's own with it: the writer then ends
     // once the queue is empty.
     {

@@ -49,11 +49,20 @@ pub use request::RequestLimits;
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// How the double is set up.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisConfig {
     /// `requirepass`: commands other than AUTH and QUIT are refused with `NOAUTH` until the client authenticates.
     pub password: Option<String>,
     pub limits: RequestLimits,
+    /// Most bytes queued for a client that does not read; past it the client is disconnected (default 32 MiB, Redis's
+    /// hard limit for pub/sub clients).
+    pub max_output: usize,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        RedisConfig { password: None, limits: RequestLimits::default(), max_output: outbox::DEFAULT_OUTPUT_LIMIT }
+    }
 }
 
 /// A Redis double. Cheap to clone: clones are the same server (same data, same faults).

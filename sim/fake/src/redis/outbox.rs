@@ -1,17 +1,18 @@
 //! A connection's outgoing bytes: its own replies and the pub/sub messages other connections publish to it, in one
 //! queue so that both reach the wire in the order Redis would write them.
 //!
-//! Bounded like Redis's `client-output-buffer-limit pubsub 32mb`: a client that stops reading while messages pile
-//! up is disconnected, instead of growing the double without end.
+//! Bounded like Redis's `client-output-buffer-limit pubsub 32mb`, for every client: one that stops reading while
+//! replies or messages pile up is disconnected at once, instead of growing the double without end. (Redis leaves
+//! normal clients unlimited; the double is a test double and stays bounded.)
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
 /// Redis's hard output limit for pub/sub clients.
-pub(crate) const OUTPUT_LIMIT: usize = 32 * 1024 * 1024;
+pub(crate) const DEFAULT_OUTPUT_LIMIT: usize = 32 * 1024 * 1024;
 
 /// Bytes to write no earlier than `due` (the reply latency a fault adds).
 #[derive(Debug)]
@@ -27,10 +28,13 @@ pub(crate) struct Outbox {
     counters: Arc<Counters>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Counters {
+    limit: usize,
     queued: AtomicUsize,
     overflowed: AtomicBool,
+    /// Wakes the connection to close it when the limit is passed.
+    overflow: Notify,
 }
 
 /// The receiving side, read by the connection's writer.
@@ -40,9 +44,15 @@ pub(crate) struct Inbox {
     counters: Arc<Counters>,
 }
 
-pub(crate) fn outbox() -> (Outbox, Inbox) {
+/// A queue holding at most `limit` bytes not yet written.
+pub(crate) fn outbox(limit: usize) -> (Outbox, Inbox) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let counters = Arc::new(Counters::default());
+    let counters = Arc::new(Counters {
+        limit,
+        queued: AtomicUsize::new(0),
+        overflowed: AtomicBool::new(false),
+        overflow: Notify::new(),
+    });
     (Outbox { tx, counters: counters.clone() }, Inbox { rx, counters })
 }
 
@@ -50,12 +60,19 @@ impl Outbox {
     /// Queues `bytes`. Over the limit the frame is dropped and the connection marked for closing.
     pub(crate) fn push(&self, bytes: Vec<u8>, due: Instant) {
         let len = bytes.len();
-        if self.counters.queued.fetch_add(len, Ordering::Relaxed) + len > OUTPUT_LIMIT {
+        if self.counters.queued.fetch_add(len, Ordering::Relaxed) + len > self.counters.limit {
             self.counters.overflowed.store(true, Ordering::Relaxed);
+            // A permit is kept if nobody waits yet.
+            self.counters.overflow.notify_one();
             return;
         }
         // A closed receiver means the connection is ending: nothing left to write to.
         let _ = self.tx.send(Frame { bytes, due });
+    }
+
+    /// Resolves once the limit has been passed.
+    pub(crate) async fn overflowed(&self) {
+        self.counters.overflow.notified().await;
     }
 }
 

@@ -196,3 +196,25 @@ async fn a_password_is_required_before_anything_else() {
     let mut conn = connect(&redis);
     expect(&mut conn, b"GET k\r\nAUTH pw\r\nGET k\r\n", b"-NOAUTH Authentication required.\r\n+OK\r\n$-1\r\n").await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_subscriber_that_does_not_read_is_disconnected_past_the_output_limit() {
+    let redis = double(RedisConfig { max_output: 4096, ..RedisConfig::default() });
+    let (mut subscriber, mut publisher) = (connect(&redis), connect(&redis));
+    expect(&mut subscriber, b"SUBSCRIBE c\r\n", b"*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n").await;
+    let message = format!("PUBLISH c {}\r\n", "m".repeat(1000));
+    // The pipe holds 64 KiB, then the double's queue 4 KiB: the subscriber is dropped on the way.
+    let mut receivers = Vec::new();
+    for _ in 0..100 {
+        publisher.write_all(message.as_bytes()).await.expect("write");
+        let mut reply = [0u8; 4];
+        publisher.read_exact(&mut reply).await.expect("read");
+        receivers.push(reply[1] - b'0');
+    }
+    assert_eq!(receivers.first(), Some(&1));
+    assert_eq!(receivers.last(), Some(&0), "the subscriber was never disconnected");
+    // What was written before the limit can still be read; then the connection ends.
+    let mut rest = Vec::new();
+    subscriber.read_to_end(&mut rest).await.expect("read to the end");
+    assert!(rest.len() < 100 * 1000, "{} bytes", rest.len());
+}
