@@ -1,5 +1,6 @@
-//! Finding the real MCP servers used as interop peers. `.ci/run` installs them; on a developer machine without them
-//! the tests say so loudly and skip, unless `MCPSTORM_REQUIRE_PEERS=1`, where a missing peer fails the test.
+//! Finding the real MCP servers used as interop peers, and the real `redis-server` the Redis double is compared with.
+//! `.ci/run` installs them; on a developer machine without them the tests say so loudly and skip, unless
+//! `MCPSTORM_REQUIRE_PEERS=1`, where a missing peer fails the test.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -95,4 +96,19 @@ pub fn everything_server() -> Option<StdioDialer> {
         return missing("@modelcontextprotocol/server-everything", "npm ci --prefix tests/peers");
     }
     Some(StdioDialer::new("node", [index.to_string_lossy().into_owned(), "stdio".to_owned()]))
+}
+
+/// The `redis-server` executable the Redis double is compared with (`tests/tests/interop/redis.rs`):
+/// `MCPSTORM_REDIS_SERVER`, else `redis-server` on the `PATH`. The tests start their own processes on free ports.
+pub fn redis_server() -> Option<PathBuf> {
+    let program =
+        std::env::var_os("MCPSTORM_REDIS_SERVER").map_or_else(|| PathBuf::from("redis-server"), PathBuf::from);
+    let ok = Command::new(&program).arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        return missing(
+            &format!("{} (Redis 7.0)", program.display()),
+            "apt-get install redis-server (or point MCPSTORM_REDIS_SERVER at one)",
+        );
+    }
+    Some(program)
 }

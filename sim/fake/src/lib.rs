@@ -17,6 +17,11 @@
 //! them) · `drift` (schema drift) · `sessions` (the session table, expiring by the server's clock) · `gate` (the
 //! session and auth check before each request, the grant in each handshake) · `stats` · `pipe` (a server on an
 //! in-memory pipe) · `doubles` (servers the tests play by hand).
+//!
+//! Redis: `redis` is a RESP2 double of `redis-server` 7.0, the engine the gateway nodes share breaker transitions
+//! through (issue 27). It lives here because in the simulator Redis is a host of the simulated world, served over the
+//! same [`Listener`] seam and expiring keys on the same simulated clock; a differential test against a real
+//! `redis-server` keeps its replies byte-identical ([`RedisDouble`], [`live_redis`], [`RedisControl`]).
 
 mod args;
 mod call;
@@ -38,6 +43,7 @@ mod listener;
 mod methods;
 mod params;
 pub mod pipe;
+mod redis;
 mod reply;
 mod server;
 mod sessions;
@@ -63,6 +69,7 @@ pub use drift::Drift;
 pub use faults::{Faults, StatusBurst};
 pub use latency::{LatencyDist, LatencyDraw, MAX_LATENCY};
 pub use listener::Listener;
+pub use redis::{RedisConfig, RedisControl, RedisDouble, RequestLimits, live_redis};
 pub use server::FakeServer;
 pub use stats::FakeStats;
 
