@@ -44,6 +44,7 @@ pub mod rt;
 pub mod schema;
 pub mod serve;
 pub mod session;
+pub mod sync;
 pub mod transport;
 
 pub use cancel::CancelToken;

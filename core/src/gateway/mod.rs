@@ -38,7 +38,7 @@ use crate::conn::CallOptions;
 use crate::error::CallError;
 use crate::mcp::CallToolResult;
 use crate::observe::{Event, NoopObserver, Observer};
-use crate::resilience::breaker::{BreakerTransition, Gate};
+use crate::resilience::breaker::{BreakerCounts, BreakerState, BreakerTransition, Gate};
 use crate::router::{Registry, ReplicaId, Requirement, RouteError, RouteRequest, Router, run_health_checks};
 use crate::rt::{Clock, SeededRng};
 use checker::ClientChecker;
@@ -233,6 +233,25 @@ impl Gateway {
         let transition = gate.follow_remote_open(self.clock.now(), open_for);
         layers::report(self.observer.as_ref(), &route, tool, transition.clone());
         transition
+    }
+
+    /// Another node reported the breaker of `(endpoint, tool)` open, and nothing here corroborates it: a closed
+    /// breaker goes half-open, so that a few probes decide by this node's own evidence (breaker sync's rule against
+    /// poisoning, `crate::sync`). Reported with reason `remote`.
+    pub fn suspect_remote(&self, endpoint: &str, tool: &str) -> Option<BreakerTransition> {
+        let route = self.route_to(endpoint)?;
+        let gate = self.layers.breaker(endpoint, tool)?;
+        let transition = gate.suspect_remote(self.clock.now());
+        layers::report(self.observer.as_ref(), &route, tool, transition.clone());
+        transition
+    }
+
+    /// This node's own evidence about `(endpoint, tool)`: its breaker's state, its window now and the failure rate
+    /// that trips it (`None` when breakers are off or the endpoint is not routed to).
+    pub fn local_view(&self, endpoint: &str, tool: &str) -> Option<(BreakerState, BreakerCounts, f64)> {
+        self.route_to(endpoint)?;
+        let gate = self.layers.breaker(endpoint, tool)?;
+        Some((gate.state(), gate.counts(self.clock.now()), gate.trip_rate()))
     }
 
     fn router(&self) -> std::sync::MutexGuard<'_, Router> {

@@ -102,7 +102,8 @@ impl Admin {
     async fn route(&self, request: Request<Incoming>) -> Reply {
         let path = request.uri().path().to_owned();
         if path == "/metrics" && request.method() == Method::GET {
-            let text = self.metrics.scrape(&self.protection());
+            let federation = current(&self.current);
+            let text = self.metrics.scrape(&self.protection(), federation.sync().map(|s| s.status()));
             let mut response = Response::new(Full::new(Bytes::from(text)));
             response.headers_mut().insert(
                 CONTENT_TYPE,
@@ -170,7 +171,7 @@ impl Admin {
         let gateway = federation.gateway();
         let mut changed = Vec::new();
         for replica in &replicas {
-            match gateway.operate(replica, &switch.tool, &op) {
+            match federation.operate(replica, &switch.tool, &op) {
                 Ok(t) => changed.push(json!({
                     "replica": replica,
                     "tool": switch.tool,

@@ -15,10 +15,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
+use mcpstorm_core::gateway::{ManualError, Operation};
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::{CallToolResult, ProgressParams, Tool};
+use mcpstorm_core::resilience::BreakerTransition;
 use mcpstorm_core::resilience::degraded_result;
 use mcpstorm_core::router::{Requirement, StaticRegistry};
+use mcpstorm_core::sync::BreakerSync;
 use mcpstorm_core::{CallError, CallOptions, CancelToken, Gateway, ToolCall};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
@@ -57,6 +60,8 @@ pub struct Federation {
     /// Bumped when the names agents see change.
     changes: watch::Sender<u64>,
     metrics: Arc<Metrics>,
+    /// Breaker sync with the other nodes (`[gateway.sync]`).
+    sync: Option<Arc<BreakerSync>>,
 }
 
 impl std::fmt::Debug for Federation {
@@ -75,6 +80,30 @@ impl Federation {
             proxied: RwLock::default(),
             changes: watch::channel(0).0,
             metrics,
+            sync: None,
+        }
+    }
+
+    /// With breaker sync: the admin API's switches are shared with the other nodes.
+    pub fn with_sync(mut self, sync: Arc<BreakerSync>) -> Self {
+        self.sync = Some(sync);
+        self
+    }
+
+    pub fn sync(&self) -> Option<&Arc<BreakerSync>> {
+        self.sync.as_ref()
+    }
+
+    /// An operator's switch on one breaker: applied here, and on every node when breaker sync is on.
+    pub fn operate(
+        &self,
+        endpoint: &str,
+        tool: &str,
+        op: &Operation,
+    ) -> Result<Option<BreakerTransition>, ManualError> {
+        match &self.sync {
+            Some(sync) => sync.operate(&self.gateway, endpoint, tool, op),
+            None => self.gateway.operate(endpoint, tool, op),
         }
     }
 

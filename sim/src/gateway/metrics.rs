@@ -15,7 +15,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use mcpstorm_core::sync::SyncStatus;
 
 use super::state::Protection;
 
@@ -53,6 +55,11 @@ pub struct PoolLabels {
     pub pool: String,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SyncLabels {
+    pub event: &'static str,
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// Every metric, registered once.
@@ -68,6 +75,8 @@ pub struct Metrics {
     health_score: Family<ReplicaLabels, FloatGauge>,
     bulkhead_in_flight: Family<PoolLabels, Gauge>,
     bulkhead_limit: Family<PoolLabels, Gauge>,
+    sync_connected: Gauge,
+    sync_events: Family<SyncLabels, Counter>,
     /// Scrapes fill the read-at-scrape gauges and encode under this lock, so two scrapes never interleave.
     scrape: Mutex<()>,
 }
@@ -120,8 +129,23 @@ impl Default for Metrics {
         registry.register("bulkhead_in_flight", "Bulkhead permits in use", bulkhead_in_flight.clone());
         let bulkhead_limit = Family::<PoolLabels, Gauge>::default();
         registry.register("bulkhead_limit", "Each bulkhead's current concurrency limit", bulkhead_limit.clone());
+        let sync_connected = Gauge::default();
+        registry.register(
+            "sync_connected",
+            "1 while breaker sync is connected to Redis ([gateway.sync]; 0 when down or off)",
+            sync_connected.clone(),
+        );
+        let sync_events = Family::<SyncLabels, Counter>::default();
+        registry.register(
+            "sync_events",
+            "Breaker sync: Redis outages, reports published and received, remote opens followed or made suspect, \
+             reports dropped on a full queue",
+            sync_events.clone(),
+        );
         Metrics {
             registry,
+            sync_connected,
+            sync_events,
             attempts,
             call_seconds,
             handshake_failures,
@@ -138,7 +162,7 @@ impl Default for Metrics {
 
 impl Metrics {
     /// The text exposition, with the read-at-scrape gauges set from `now`.
-    pub fn scrape(&self, now: &Protection) -> String {
+    pub fn scrape(&self, now: &Protection, sync: Option<&SyncStatus>) -> String {
         let _one = self.scrape.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         self.breaker_state.clear();
         for b in &now.breakers {
@@ -161,6 +185,22 @@ impl Metrics {
             let labels = PoolLabels { pool: p.pool.clone() };
             self.bulkhead_in_flight.get_or_create(&labels).set(i64::try_from(p.in_flight).unwrap_or(i64::MAX));
             self.bulkhead_limit.get_or_create(&labels).set(i64::try_from(p.limit).unwrap_or(i64::MAX));
+        }
+        if let Some(sync) = sync {
+            self.sync_connected.set(i64::from(sync.connected.load(Ordering::Relaxed)));
+            let events = [
+                ("outage", &sync.outages),
+                ("published", &sync.published),
+                ("received", &sync.received),
+                ("followed", &sync.followed),
+                ("suspected", &sync.suspected),
+                ("dropped", &sync.dropped),
+            ];
+            for (event, count) in events {
+                // The sync counts; a counter only goes up, so it is brought up to the count (under the scrape lock).
+                let counter = self.sync_events.get_or_create(&SyncLabels { event });
+                counter.inc_by(count.load(Ordering::Relaxed).saturating_sub(counter.get()));
+            }
         }
         let mut text = String::new();
         // Writing to a String cannot fail.

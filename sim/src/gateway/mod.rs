@@ -11,6 +11,7 @@
 //! - `upstreams`: how each replica is dialed, and the connector that makes its client.
 //! - `service`: the front's service (what agents' requests reach).
 //! - `state`, `metrics`, `observer`, `admin`: what operators see and do; `history`: the call history's file.
+//! - `sync`: `[gateway.sync]`, breaker sync with the other nodes through Redis.
 //! - `process`: building it all from the config, serving, SIGTERM and SIGHUP.
 
 pub mod admin;
@@ -23,6 +24,7 @@ pub mod process;
 pub mod proxied;
 pub mod service;
 pub mod state;
+pub mod sync;
 pub mod upstreams;
 
 pub use federation::Current;

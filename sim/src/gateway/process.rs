@@ -26,6 +26,7 @@ use super::history::{self, HistoryFile};
 use super::metrics::Metrics;
 use super::observer::{GatewayObserver, ReplicaObserver};
 use super::service::GatewayService;
+use super::sync;
 use super::upstreams::{LiveConnector, routes};
 use crate::scenario::tables::{GatewayFile, gateway_config};
 use crate::seed::Seed;
@@ -274,6 +275,17 @@ async fn build(
         .gateway
         .router(seed.fork("router").seeded_rng(), tokio::time::Instant::now())
         .map_err(StartError::BadInput)?;
+    // Breaker sync taps the gateway's observer for this node's own transitions, so it exists before the gateway.
+    let sync = match &file.gateway.sync {
+        Some(spec) => Some(sync::breaker_sync(spec, clock.clone(), seed.fork("sync")).map_err(StartError::BadInput)?),
+        None => None,
+    };
+    let observer: Arc<dyn mcpstorm_core::Observer> =
+        Arc::new(GatewayObserver { metrics: metrics.clone(), tracing: TracingObserver::default() });
+    let observer = match &sync {
+        Some((sync, _)) => sync.observer(observer),
+        None => observer,
+    };
     let core = CoreGateway::new(
         router,
         Box::new(StaticRegistry::new(Vec::new())),
@@ -282,11 +294,17 @@ async fn build(
         gateway_config(&file.gateway, &file.client),
         seed.fork("resilience").seeded_rng(),
     )
-    .with_observer(Arc::new(GatewayObserver { metrics: metrics.clone(), tracing: TracingObserver::default() }));
-    let federation =
-        Arc::new(Federation::new(Arc::new(core), file.servers.clone(), file.gateway.tools.prefix, metrics.clone()));
-    federation.discover().await;
+    .with_observer(observer);
+    let mut federation =
+        Federation::new(Arc::new(core), file.servers.clone(), file.gateway.tools.prefix, metrics.clone());
     let stop = CancelToken::new();
+    if let Some((sync, dialer)) = sync {
+        let sync = Arc::new(sync);
+        sync.spawn(federation.gateway().clone(), Arc::new(dialer), stop.clone());
+        federation = federation.with_sync(sync);
+    }
+    let federation = Arc::new(federation);
+    federation.discover().await;
     tokio::spawn(federation.gateway().clone().run_background(stop.clone()));
     let history = file
         .history

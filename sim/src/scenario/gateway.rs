@@ -15,6 +15,7 @@ use mcpstorm_core::{AuthScheme, Credential, GatewayConfig, Secret, SeededRng};
 use super::layers::{BreakerSpec, BudgetSpec, BulkheadSpec, LayerSpecs, LimiterSpec, RetrySpec, ThrottleSpec};
 use super::ranges::{self, MAX_THRESHOLD, Ranges, Upper};
 use super::rules::Rules;
+use super::sync::SyncSpec;
 use super::units::Dur;
 
 /// The gateway on every load host: its session and schema behaviour, credentials, routing and resilience layers
@@ -35,6 +36,7 @@ use super::units::Dur;
 /// | `[gateway.bulkhead]` | on          | a permit pool per replica (declared `max_concurrent_requests`, configured, or the client's cap) |
 /// | `[gateway.limiter]`  | aimd        | the adaptive limit inside each pool, from its cap down (`gradient2`, `fixed`) |
 /// | `gossip`             | false       | share breaker openings between load hosts (a pub/sub host `gossip`)        |
+/// | `[gateway.sync]`     | off         | `mcpstorm gateway` nodes share breakers through Redis ([`SyncSpec`])       |
 /// | `[gateway.fallbacks]`| none        | `tool = "fallback_tool"`, named in degraded results                        |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
@@ -68,6 +70,9 @@ pub struct GatewaySpec {
     /// the others follow. A `partition` fault with `target = "gossip"` cuts it off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gossip: bool,
+    /// Breaker sync between `mcpstorm gateway` nodes through Redis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<SyncSpec>,
     /// Fallback tools named in degraded results: `inventory_lookup = "query_cached_inventory"`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fallbacks: BTreeMap<String, String>,
@@ -112,6 +117,9 @@ impl GatewaySpec {
             }
         }
         self.router.problems(rules);
+        if let Some(sync) = &self.sync {
+            sync.problems(rules);
+        }
     }
 
     /// The table's durations and counts with their bounds.

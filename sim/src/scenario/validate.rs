@@ -41,6 +41,13 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
     s.agent.problems(&mut rules);
     s.client.problems(&mut rules);
     s.gateway.problems(&mut rules);
+    if s.gateway.sync.is_some() {
+        rules.fail(
+            "gateway.sync",
+            "breaker sync over Redis runs between `mcpstorm gateway` processes; the simulator does not place gateway \
+             nodes of their own yet, so its load hosts share breakers with `gossip = true`",
+        );
+    }
     let gossip = s.gateway.gossip && s.load.hosts > 1;
     for (k, fault) in s.faults.iter().enumerate() {
         fault.problems(k, run, &s.servers, gossip, &mut rules);

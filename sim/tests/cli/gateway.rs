@@ -13,14 +13,14 @@ use serde_json::{Value, json};
 use crate::common::{BIN, scratch_in, text};
 use crate::servers::Fake;
 
-const TOKEN_ENV: &str = "MCPSTORM_TEST_ADMIN_TOKEN";
-const TOKEN: &str = "test-admin-token";
+pub(crate) const TOKEN_ENV: &str = "MCPSTORM_TEST_ADMIN_TOKEN";
+pub(crate) const TOKEN: &str = "test-admin-token";
 
 /// A running `mcpstorm gateway`, killed when dropped unless it was stopped.
-struct Running {
+pub(crate) struct Running {
     child: Child,
-    mcp: String,
-    admin: String,
+    pub mcp: String,
+    pub admin: String,
     /// The config file (rewritten before a SIGHUP).
     path: std::path::PathBuf,
 }
@@ -33,7 +33,7 @@ impl Drop for Running {
 }
 
 /// Starts the gateway on `config` and waits for the two lines that say where it listens.
-fn start(config: &str, name: &str) -> Running {
+pub(crate) fn start(config: &str, name: &str) -> Running {
     start_with(config, name, &[])
 }
 
@@ -69,7 +69,7 @@ fn start_with(config: &str, name: &str, env: &[(&str, &str)]) -> Running {
 }
 
 /// One HTTP/1.1 request on a fresh connection: the status code and the body.
-fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: Option<&Value>) -> (u16, String) {
+pub(crate) fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: Option<&Value>) -> (u16, String) {
     let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
     let (status, _, body) = exchange(addr, method, path, &auth, body);
     (status, body)
@@ -93,7 +93,7 @@ fn exchange(addr: &str, method: &str, path: &str, headers: &str, body: Option<&V
     (status, head.to_owned(), body.to_owned())
 }
 
-fn mcpstorm(args: &[&str]) -> std::process::Output {
+pub(crate) fn mcpstorm(args: &[&str]) -> std::process::Output {
     Command::new(BIN).args(args).output().expect("run mcpstorm")
 }
 

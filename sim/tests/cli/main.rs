@@ -10,6 +10,7 @@ mod call;
 mod contract;
 mod diagnose;
 mod gateway;
+mod gateway_sync;
 mod help;
 mod http;
 mod scenarios;

@@ -107,6 +107,16 @@ impl Gate {
         let t = self.lock().follow_remote_open(now, open_for);
         self.note(t)
     }
+
+    /// The failure rate that trips this breaker.
+    pub fn trip_rate(&self) -> f64 {
+        self.lock().config().failure_rate
+    }
+
+    pub fn suspect_remote(&self, now: Instant) -> Option<BreakerTransition> {
+        let t = self.lock().suspect_remote(now);
+        self.note(t)
+    }
 }
 
 /// One admitted call. Record its outcome with [`Permit::record`]; dropping it unrecorded counts as ignored.

@@ -395,6 +395,19 @@ impl Breaker {
         }
     }
 
+    /// Another node opened this breaker and nothing here corroborates it (breaker sync, `crate::sync`): closed →
+    /// half-open, so that a few probes decide with this node's own evidence (success closes it again, failure opens
+    /// it) instead of a remote node's verdict ejecting a replica this node still reaches.
+    pub fn suspect_remote(&mut self, now: Instant) -> Option<BreakerTransition> {
+        match self.phase {
+            Phase::Closed => {
+                let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 0 };
+                Some(self.enter(now, phase, TransitionReason::Remote, None))
+            }
+            _ => None,
+        }
+    }
+
     /// Which threshold the window has reached, if any (both inclusive; failure rate first).
     fn trip_reason(&mut self, now: Instant) -> Option<TransitionReason> {
         let counts = self.window.counts(now);

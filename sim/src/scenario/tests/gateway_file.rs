@@ -144,3 +144,20 @@ fn the_old_backoff_spelling_is_the_proportional_backoff() {
     assert_eq!(file.gateway.retry, new.gateway.retry);
     assert_eq!(new.gateway.retry.map(|r| r.backoff), Some(crate::scenario::layers::BackoffKind::Proportional));
 }
+
+#[test]
+fn breaker_sync_is_a_gateway_table_checked_where_it_is_written() {
+    let good = gateway("[gateway.sync]\nredis = \"redis://127.0.0.1:6379/2\"\nnode = \"gw-1\"\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sync = good.gateway.sync.expect("[gateway.sync]");
+    assert_eq!((sync.redis.as_str(), sync.key.as_str()), ("redis://127.0.0.1:6379/2", "mcpstorm:breakers"));
+    for (to, says) in [("http://127.0.0.1:6379", "not a Redis URL"), ("rediss://127.0.0.1:6379", "TLS")] {
+        let err = gateway(&format!("[gateway.sync]\nredis = \"{to}\"\n")).expect_err(to);
+        let problem = err.problems().iter().find(|p| p.key.as_deref() == Some("gateway.sync.redis"));
+        assert!(problem.is_some_and(|p| p.message.contains(says)), "{to}: {err}");
+        assert!(problem.is_some_and(|p| p.line_column().is_some()), "{to}: located in the file: {err}");
+    }
+    // A scenario's load hosts are not gateway processes: the table is refused there, saying what to use.
+    let err = scenario("[gateway.sync]\nredis = \"redis://127.0.0.1:6379\"\n").expect_err("sync in a scenario");
+    assert!(err.to_string().contains("gossip = true"), "{err}");
+}
