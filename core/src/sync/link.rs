@@ -22,6 +22,7 @@ use super::report::{Report, Shared};
 use super::rule::{self, Action, Local};
 use crate::cancel::CancelToken;
 use crate::gateway::{Gateway, Operation};
+use crate::resilience::breaker::BreakerState;
 use crate::rt::Dialer;
 
 /// The first wait before dialing again, and the longest.
@@ -39,8 +40,21 @@ struct Seen {
     open_until: Option<Instant>,
 }
 
-/// Every other node's last report, per breaker (replica, tool) and node.
-type Remote = BTreeMap<(String, String), BTreeMap<String, Seen>>;
+/// What this node knows of the others.
+#[derive(Debug, Default)]
+struct Remote {
+    /// Every other node's last own open or close, per breaker (replica, tool) and node.
+    states: BTreeMap<(String, String), BTreeMap<String, Seen>>,
+    /// The last operator switch applied per breaker: (node, incarnation, seq).
+    switches: BTreeMap<(String, String), (String, u64, u64)>,
+    /// Reports about replicas this node does not route to yet (a server not listed yet): tried again every
+    /// [`RETRY_UNPLACED`], so a node that starts while a server is down still learns the states in force.
+    unplaced: Vec<String>,
+}
+
+/// How often reports about replicas not routed to yet are tried again, and how many are kept.
+const RETRY_UNPLACED: Duration = Duration::from_secs(1);
+const MAX_UNPLACED: usize = 1024;
 
 struct Link {
     commands: MultiplexedConnection,
@@ -56,7 +70,7 @@ pub(super) async fn run(
     dialer: Arc<dyn Dialer>,
     cancel: CancelToken,
 ) {
-    let mut remote = Remote::new();
+    let mut remote = Remote::default();
     let mut backoff = BACKOFF_MIN;
     let mut logged_down = false;
     loop {
@@ -134,7 +148,7 @@ async fn serve(
             Err(e) => return Some(e.to_string()),
         };
     for (_, text) in snapshot {
-        receive(node, gateway, remote, &text);
+        receive(node, gateway, remote, &text, Source::Snapshot);
     }
     // What was queued while the link was down: the latest report of each breaker.
     let mut queued = BTreeMap::new();
@@ -146,10 +160,17 @@ async fn serve(
             return Some(e);
         }
     }
+    let mut retry = tokio::time::interval(RETRY_UNPLACED);
+    retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             biased;
             () = cancel.cancelled() => return None,
+            _ = retry.tick(), if !remote.unplaced.is_empty() => {
+                for text in std::mem::take(&mut remote.unplaced) {
+                    receive(node, gateway, remote, &text, Source::Snapshot);
+                }
+            }
             Some(report) = outbox.recv() => {
                 if let Err(e) = publish(node, &mut link.commands, &report).await {
                     return Some(e);
@@ -157,7 +178,7 @@ async fn serve(
             }
             message = link.messages.next() => match message {
                 Some(message) => match message.get_payload::<String>() {
-                    Ok(text) => receive(node, gateway, remote, &text),
+                    Ok(text) => receive(node, gateway, remote, &text, Source::Live),
                     Err(e) => tracing::debug!(error = %e, "breaker sync: a message that is not text"),
                 },
                 None => return Some("the subscription ended".to_owned()),
@@ -185,8 +206,15 @@ async fn publish(node: &Node, commands: &mut MultiplexedConnection, report: &Rep
     Ok(())
 }
 
+/// Where a report came from: the channel as it happened, or the hash on (re)connecting, which holds history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Live,
+    Snapshot,
+}
+
 /// Applies one report from the channel or the hash.
-fn receive(node: &Node, gateway: &Gateway, remote: &mut Remote, text: &str) {
+fn receive(node: &Node, gateway: &Gateway, remote: &mut Remote, text: &str, source: Source) {
     let report = match serde_json::from_str::<Report>(text) {
         Ok(r) => r,
         Err(e) => {
@@ -198,63 +226,91 @@ fn receive(node: &Node, gateway: &Gateway, remote: &mut Remote, text: &str) {
     if report.node == node.name {
         return;
     }
-    let now = node.clock.now();
-    let open_for = report.open_ms.map(Duration::from_millis).map(|d| match report.until_ms {
-        Some(until) => d.min(Duration::from_millis(until.saturating_sub(node.clock.wall_ms()))),
-        None => d,
-    });
-    let key = (report.replica.clone(), report.tool.clone());
-    let nodes = remote.entry(key).or_default();
-    if let Some(seen) = nodes.get(&report.node)
-        && seen.incarnation == report.incarnation
-        && seen.seq >= report.seq
-    {
+    if gateway.local_view(&report.replica, &report.tool).is_none() {
+        if remote.unplaced.len() < MAX_UNPLACED {
+            remote.unplaced.push(text.to_owned());
+        }
         return;
     }
-    let open_until = match report.state {
-        Shared::Open => open_for.filter(|d| !d.is_zero()).map(|d| now + d),
-        _ => None,
-    };
-    nodes.insert(report.node.clone(), Seen { incarnation: report.incarnation, seq: report.seq, open_until });
-    node.status.received.fetch_add(1, Ordering::Relaxed);
+    let key = (report.replica.clone(), report.tool.clone());
+    let stamp = (report.node.clone(), report.incarnation, report.seq);
     match report.state {
-        Shared::Open => {
-            let Some(open_for) = open_for.filter(|d| !d.is_zero()) else { return };
-            let others_open = nodes
-                .iter()
-                .filter(|(name, seen)| **name != report.node && seen.open_until.is_some_and(|u| u > now))
-                .count();
-            let local = gateway.local_view(&report.replica, &report.tool).map(|(state, counts, trip_rate)| Local {
-                state,
-                counts,
-                trip_rate,
-            });
-            match rule::on_remote_open(local, others_open, open_for) {
-                Action::Follow(d) => {
-                    if gateway.follow_remote_open(&report.replica, &report.tool, d).is_some() {
-                        node.status.followed.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                Action::Suspect => {
-                    if gateway.suspect_remote(&report.replica, &report.tool).is_some() {
-                        node.status.suspected.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                Action::Nothing => {}
+        Shared::Open | Shared::Closed => {
+            let nodes = remote.states.entry(key).or_default();
+            if let Some(seen) = nodes.get(&report.node)
+                && seen.incarnation == report.incarnation
+                && seen.seq >= report.seq
+            {
+                return;
             }
+            node.status.received.fetch_add(1, Ordering::Relaxed);
+            on_state(node, gateway, nodes, &report);
         }
-        Shared::Closed => {}
         Shared::ForcedOpen | Shared::Reset => {
-            let op = match report.state {
-                Shared::Reset => Operation::Reset,
-                _ => match &report.fallback {
-                    Some(f) => Operation::ForceDegrade { fallback: Some(f.clone()) },
-                    None => Operation::ForceOpen,
-                },
-            };
-            if let Err(e) = gateway.operate(&report.replica, &report.tool, &op) {
-                tracing::debug!(error = %e, replica = %report.replica, "breaker sync: a forced state not applied here");
+            // The same switch read twice (published while the hash was read on connect) is applied once.
+            if remote.switches.get(&key) == Some(&stamp) {
+                return;
+            }
+            remote.switches.insert(key, stamp);
+            node.status.received.fetch_add(1, Ordering::Relaxed);
+            on_switch(gateway, &report, source);
+        }
+    }
+}
+
+/// Another node's own open or close: recorded for the quorum, and an open judged by the rule against poisoning.
+fn on_state(node: &Node, gateway: &Gateway, nodes: &mut BTreeMap<String, Seen>, report: &Report) {
+    let now = node.clock.now();
+    // What is left of the open by the sender's clock (a report read late from the hash may have ended).
+    let open_for = report
+        .open_ms
+        .map(Duration::from_millis)
+        .map(|d| match report.until_ms {
+            Some(until) => d.min(Duration::from_millis(until.saturating_sub(node.clock.wall_ms()))),
+            None => d,
+        })
+        .filter(|d| report.state == Shared::Open && !d.is_zero());
+    let seen = Seen { incarnation: report.incarnation, seq: report.seq, open_until: open_for.map(|d| now + d) };
+    nodes.insert(report.node.clone(), seen);
+    let Some(open_for) = open_for else { return };
+    let others_open =
+        nodes.iter().filter(|(name, seen)| **name != report.node && seen.open_until.is_some_and(|u| u > now)).count();
+    let local = gateway.local_view(&report.replica, &report.tool).map(|(state, counts, trip_rate)| Local {
+        state,
+        counts,
+        trip_rate,
+    });
+    match rule::on_remote_open(local, others_open, open_for) {
+        Action::Follow(d) => {
+            if gateway.follow_remote_open(&report.replica, &report.tool, d).is_some() {
+                node.status.followed.fetch_add(1, Ordering::Relaxed);
             }
         }
+        Action::Suspect => {
+            if gateway.suspect_remote(&report.replica, &report.tool).is_some() {
+                node.status.suspected.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Action::Nothing => {}
+    }
+}
+
+/// An operator's switch, applied as it is. From the hash, a reset only lifts a forced state this node still holds
+/// (one it missed the reset of while the link was down); it never wipes the window of a breaker that is working.
+fn on_switch(gateway: &Gateway, report: &Report, source: Source) {
+    let op = match (report.state, &report.fallback) {
+        (Shared::Reset, _) => Operation::Reset,
+        (_, Some(f)) => Operation::ForceDegrade { fallback: Some(f.clone()) },
+        (_, None) => Operation::ForceOpen,
+    };
+    if op == Operation::Reset && source == Source::Snapshot {
+        let forced =
+            gateway.local_view(&report.replica, &report.tool).is_some_and(|(s, ..)| s == BreakerState::ForcedOpen);
+        if !forced {
+            return;
+        }
+    }
+    if let Err(e) = gateway.operate(&report.replica, &report.tool, &op) {
+        tracing::debug!(error = %e, replica = %report.replica, "breaker sync: a switch not applied here");
     }
 }

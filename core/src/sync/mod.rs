@@ -4,7 +4,8 @@
 //! - **What is shared** ([`report`]): each breaker transition this node's own calls cause (open, closed again),
 //!   per (replica, tool), tagged with the node, its incarnation and a sequence number; and the admin API's forced
 //!   states ([`BreakerSync::operate`]), with their fallback. Each report is published on a channel and kept in a
-//!   hash, one field per (replica, tool, node), from which a node that starts late reads the states in force.
+//!   hash (a node's own state: one field per replica, tool and node; a switch: one per replica and tool, the latest
+//!   wins), from which a node that starts late, or comes back after an outage, reads the states in force.
 //! - **Never on the call path** ([`tap`], [`link`]): a call only queues a report (never waiting; a full queue
 //!   drops it); the link publishes and applies on a task of its own. Redis down, slow or cut off means each node
 //!   decides alone: one log line, a counter, reconnection with backoff. No call fails because of Redis.

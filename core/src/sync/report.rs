@@ -42,9 +42,13 @@ pub struct Report {
 }
 
 impl Report {
-    /// The hash field of this report: one per (replica, tool, node).
+    /// The hash field of this report: a node's own state has one per (replica, tool, node); an operator's switch
+    /// one per (replica, tool), whichever node it was made on, so the latest switch is the one a late reader sees.
     pub fn field(&self) -> String {
-        format!("{}\u{1f}{}\u{1f}{}", self.replica, self.tool, self.node)
+        match self.state {
+            Shared::Open | Shared::Closed => format!("{}\u{1f}{}\u{1f}{}", self.replica, self.tool, self.node),
+            Shared::ForcedOpen | Shared::Reset => format!("{}\u{1f}{}", self.replica, self.tool),
+        }
     }
 }
 
@@ -81,5 +85,7 @@ mod tests {
         assert!(!text.contains("fallback"), "{text}");
         assert_eq!(serde_json::from_str::<Report>(&text).expect("decodes"), r);
         assert_eq!(r.field(), "http://a/mcp\u{1f}get\u{1f}gw-1");
+        let switch = Report { state: Shared::Reset, open_ms: None, until_ms: None, ..r };
+        assert_eq!(switch.field(), "http://a/mcp\u{1f}get", "a switch's field is the breaker's, whoever made it");
     }
 }
