@@ -34,11 +34,15 @@ bench:
     cargo bench -p mcpstorm-core --bench route
     cargo bench -p mcpstorm-core --bench breaker
 
-# The simulator's cost against a raw turmoil program of the same topology: CPU and peak RSS, and their ratios.
 # What `mcpstorm gateway` adds to a call: agents → gateway → fake against agents → fake, Streamable HTTP on loopback.
 bench-gateway:
     cargo bench -p mcpstorm-sim --bench gateway
 
+# How fast a breaker state reaches the other gateway nodes through Redis: three gateways and redis-server, live.
+bench-sync:
+    cargo bench -p mcpstorm-sim --bench sync
+
+# The simulator's cost against a raw turmoil program of the same topology: CPU and peak RSS, and their ratios.
 bench-sim:
     cargo bench -p mcpstorm-sim --bench scale
 

@@ -25,28 +25,60 @@ pub async fn spawn_server_with(extra: &[&str]) -> Result<(Child, String), String
     Ok((child, addr))
 }
 
-/// `mcpstorm gateway --config CONFIG` (its `[listen] http` on port 0), and the `/mcp` URL it serves.
-pub async fn spawn_gateway(config: &std::path::Path) -> Result<(Child, String), String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpstorm"))
+/// A gateway process and where it listens.
+pub struct Node {
+    pub child: Child,
+    pub mcp: String,
+    /// `host:port` of the admin listener.
+    pub admin: String,
+}
+
+/// `mcpstorm gateway --config CONFIG` with an `[admin]` listener and the environment `env`.
+pub async fn spawn_gateway_with_admin(config: &std::path::Path, env: &[(&str, &str)]) -> Result<Node, String> {
+    let mut child = gateway_command(config)
+        .envs(env.iter().copied())
+        .spawn()
+        .map_err(|e| format!("cannot start mcpstorm gateway: {e}"))?;
+    let stderr = child.stderr.take().ok_or("the gateway has no stderr pipe")?;
+    let mut lines = BufReader::new(stderr);
+    let mcp = line_after(&mut lines, "mcpstorm gateway: serving MCP at ", "the gateway").await?;
+    let admin = line_after(&mut lines, "mcpstorm gateway: admin API at http://", "the gateway").await?;
+    drain(lines);
+    let mcp = mcp.split_whitespace().next().unwrap_or_default().to_owned();
+    let admin = admin.split('/').next().unwrap_or_default().to_owned();
+    Ok(Node { child, mcp, admin })
+}
+
+fn gateway_command(config: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcpstorm"));
+    command
         .arg("gateway")
         .arg("--config")
         .arg(config)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start mcpstorm gateway: {e}"))?;
-    let stderr = child.stderr.take().ok_or("the gateway has no stderr pipe")?;
-    let mut lines = BufReader::new(stderr);
-    let rest = line_after(&mut lines, "mcpstorm gateway: serving MCP at ", "the gateway").await?;
-    // Keep draining its stderr so that it never blocks on a full pipe.
+        .kill_on_drop(true);
+    command
+}
+
+/// Keeps draining a child's stderr so that it never blocks on a full pipe.
+fn drain(mut lines: impl AsyncBufRead + Unpin + Send + 'static) {
     tokio::spawn(async move {
         let mut line = String::new();
         while lines.read_line(&mut line).await.is_ok_and(|n| n > 0) {
             line.clear();
         }
     });
+}
+
+/// `mcpstorm gateway --config CONFIG` (its `[listen] http` on port 0), and the `/mcp` URL it serves.
+pub async fn spawn_gateway(config: &std::path::Path) -> Result<(Child, String), String> {
+    let mut child = gateway_command(config).spawn().map_err(|e| format!("cannot start mcpstorm gateway: {e}"))?;
+    let stderr = child.stderr.take().ok_or("the gateway has no stderr pipe")?;
+    let mut lines = BufReader::new(stderr);
+    let rest = line_after(&mut lines, "mcpstorm gateway: serving MCP at ", "the gateway").await?;
+    drain(lines);
     let url = rest.split_whitespace().next().unwrap_or_default().to_owned();
     Ok((child, url))
 }
