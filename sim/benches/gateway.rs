@@ -8,7 +8,7 @@
 //! echo for the pure overhead. *Added P99* is the P99 through the gateway minus the P99 direct; *gateway CPU per
 //! call* is the gateway process's CPU time (user + system, `/proc/<pid>/stat`) over the row divided by its calls.
 //!
-//! Environment: `MCPSTORM_BENCH_CALLS=N` calls per row (default 10 × the row's concurrency);
+//! Environment: `MCPSTORM_BENCH_CALLS=N` calls per row (default 10 × the row's concurrency, 20,000 for the echo);
 //! `MCPSTORM_BENCH_ONLY=echo` (or `200`, `1000`) keeps the rows whose tool or concurrency matches, for profiling one
 //! workload. Run without `--bench` (as `cargo test --benches` does) it makes one small smoke row.
 
@@ -32,6 +32,8 @@ struct Workload {
     tool: &'static str,
     arguments: Value,
     concurrency: usize,
+    /// Calls in the row unless `MCPSTORM_BENCH_CALLS` says otherwise.
+    calls: usize,
 }
 
 /// One measured row.
@@ -72,12 +74,37 @@ async fn run() -> Result<(), String> {
     };
     let workloads = if full {
         vec![
-            Workload { label: "200 ms tool", tool: "sleep_ms", arguments: json!({"ms": 200}), concurrency: 200 },
-            Workload { label: "200 ms tool", tool: "sleep_ms", arguments: json!({"ms": 200}), concurrency: 1000 },
-            Workload { label: "0 ms echo", tool: "echo", arguments: json!({"message": "x"}), concurrency: 50 },
+            Workload {
+                label: "200 ms tool",
+                tool: "sleep_ms",
+                arguments: json!({"ms": 200}),
+                concurrency: 200,
+                calls: 2000,
+            },
+            Workload {
+                label: "200 ms tool",
+                tool: "sleep_ms",
+                arguments: json!({"ms": 200}),
+                concurrency: 1000,
+                calls: 10_000,
+            },
+            // Enough calls for the CPU per call and the P99 to settle (about 2 s each way).
+            Workload {
+                label: "0 ms echo",
+                tool: "echo",
+                arguments: json!({"message": "x"}),
+                concurrency: 50,
+                calls: 20_000,
+            },
         ]
     } else {
-        vec![Workload { label: "0 ms echo", tool: "echo", arguments: json!({"message": "x"}), concurrency: 4 }]
+        vec![Workload {
+            label: "0 ms echo",
+            tool: "echo",
+            arguments: json!({"message": "x"}),
+            concurrency: 4,
+            calls: 40,
+        }]
     };
     let workloads: Vec<Workload> = match std::env::var("MCPSTORM_BENCH_ONLY") {
         Ok(only) => workloads.into_iter().filter(|w| w.tool == only || w.concurrency.to_string() == only).collect(),
@@ -108,7 +135,7 @@ async fn run() -> Result<(), String> {
     println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut targets = Vec::new();
     for w in &workloads {
-        let calls = fixed_calls.unwrap_or(10 * w.concurrency).max(w.concurrency);
+        let calls = fixed_calls.unwrap_or(w.calls).max(w.concurrency);
         let direct = measure(&fake_url, w, calls, None).await?;
         let through = measure(&gateway_url, w, calls, gateway_pid.as_deref()).await?;
         let added = through.ms(0.99) - direct.ms(0.99);
