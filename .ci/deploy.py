@@ -109,7 +109,7 @@ def dockerfile(binary, problem):
     if not entrypoint or Path(entrypoint[0]).name != name:
         problem("Dockerfile", f"ENTRYPOINT must run {name} (as an exec-form list), found {entrypoint}")
     build = re.search(r"^RUN .*cargo build (.*)$", text, re.M)
-    if not build or f"--bin {name}" not in build.group(1) or "--locked" not in build.group(1):
+    if not build or not re.search(rf"--bin {name}(\s|$)", build.group(1)) or "--locked" not in build.group(1):
         problem("Dockerfile", f"no `RUN cargo build --release --locked ... --bin {name}`")
     copy = re.search(rf"^COPY --from=\S+ \S*/release/{name} (\S+)$", text, re.M)
     dest = copy.group(1) if copy else ""
@@ -137,7 +137,7 @@ def flag_value(args, flag):
 
 
 def mounted_config(path, container, pod, docs):
-    """The text of the ConfigMap key mounted at `path` in `container`, or None."""
+    """The text of the ConfigMap key mounted at `path` in `container` and its name (`configmap/NAME/KEY`), or None."""
     volumes = {v.get("name"): v for v in pod.get("volumes") or []}
     configmaps = {d["metadata"]["name"]: d for d in docs if isinstance(d, dict) and d.get("kind") == "ConfigMap"}
     for mount in container.get("volumeMounts") or []:
@@ -146,7 +146,7 @@ def mounted_config(path, container, pod, docs):
         source = (volumes.get(mount.get("name")) or {}).get("configMap") or {}
         data = (configmaps.get(source.get("name")) or {}).get("data") or {}
         if key in data:
-            return data[key]
+            return data[key], f"configmap/{source['name']}/{key}"
     return None
 
 
@@ -165,33 +165,34 @@ def env_names(config):
 
 
 def gateway(rel, binary, args, container, pod, docs, problem):
-    """The checks of one container running `mcpstorm gateway`."""
+    """The checks of one container running `mcpstorm gateway`; the config's name when validate accepted it."""
     where = f"{rel}: container {container.get('name')}"
     path = flag_value(args, "--config")
-    text = mounted_config(path, container, pod, docs) if path else None
-    if text is None:
-        problem(where, f"--config {path} is not a ConfigMap key mounted into the container")
-        return
-    config = tomllib.loads(text)
+    found = mounted_config(path, container, pod, docs) if path else None
+    if found is None:
+        problem(where, f"--config {path} is not a ConfigMap key mounted into the container" if path else "no --config")
+        return None
+    text, name = found
+    env = {e.get("name") for e in container.get("env") or []}
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
         f.write(text)
     try:
-        # Without the variables the config names: validate must not need the secrets.
-        env = {k: v for k, v in os.environ.items() if k not in env_names(config)}
-        checked = run(binary, "validate", f.name, env=env)
+        # Without the container's variables: validate must not need the secrets.
+        checked = run(binary, "validate", f.name, env={k: v for k, v in os.environ.items() if k not in env})
     finally:
         os.unlink(f.name)
     if checked.returncode != 0 or not checked.stdout.startswith("ok: gateway config"):
-        detail = (checked.stdout + checked.stderr).strip().replace(f.name, path)
-        problem(where, f"`mcpstorm validate` refuses {path} (exit {checked.returncode}):\n{detail}")
-    env = {e.get("name") for e in container.get("env") or []}
+        detail = (checked.stdout + checked.stderr).strip().replace(f.name, f"{rel}: {name}")
+        problem(where, f"`mcpstorm validate` refuses {name} (exit {checked.returncode}):\n{detail}")
+        return None
+    config = tomllib.loads(text)
     deployment = next((d for d in docs if isinstance(d, dict) and pod in pod_specs(d)), {})
     replicas = (deployment.get("spec") or {}).get("replicas", 1)
     needed = env_names(config) + (["MCPSTORM_SESSION_KEY"] if replicas > 1 else [])
     if not container.get("envFrom"):
-        for name in needed:
-            if name not in env:
-                problem(where, f"{path} needs the environment variable {name}, which the container does not set")
+        for var in needed:
+            if var not in env:
+                problem(where, f"the gateway needs the environment variable {var}, which the container does not set")
     if "admin" in config:
         admin = int(config["admin"].get("listen", "127.0.0.1:8849").rsplit(":", 1)[1])
         ports = {p.get("name"): p.get("containerPort") for p in container.get("ports") or []}
@@ -204,10 +205,11 @@ def gateway(rel, binary, args, container, pod, docs, problem):
     grace = pod.get("terminationGracePeriodSeconds", DEFAULT_GRACE_S)
     if grace <= drain:
         problem(where, f"terminationGracePeriodSeconds {grace} must exceed [listen] drain ({drain:g} s)")
+    return name
 
 
 def manifest(file, binary, subs, helps, image, entrypoint, problem):
-    """The checks of one file of docs/deploy/; whether it passed them."""
+    """The checks of one file of docs/deploy/."""
     before = problem.count
     text = file.read_text(encoding="utf-8")
     rel = file.relative_to(ROOT)
@@ -215,9 +217,10 @@ def manifest(file, binary, subs, helps, image, entrypoint, problem):
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError as e:
         problem(rel, f"not valid YAML: {e}")
-        return False
+        return
     lines = [line for d in docs for s in strings(d) for line in s.splitlines()]
     lines += re.findall(r"#\s*(mcpstorm .*)", text)  # steps shown in comments (the merge Job)
+    validated = []
     for pod in (p for d in docs for p in pod_specs(d)):
         for container in pod["containers"]:
             args = argv(container, image, entrypoint)
@@ -229,7 +232,7 @@ def manifest(file, binary, subs, helps, image, entrypoint, problem):
             if len(args) < 2 or args[1] not in subs:
                 problem(rel, f"container {container.get('name')} runs no subcommand the binary has: {args}")
             elif args[1] == "gateway":
-                gateway(rel, binary, args, container, pod, docs, problem)
+                validated.append(gateway(rel, binary, args, container, pod, docs, problem))
     commands = {}
     for line in dict.fromkeys(lines):
         m = COMMAND.search(line)
@@ -249,9 +252,8 @@ def manifest(file, binary, subs, helps, image, entrypoint, problem):
         if "merge" not in commands:
             problem(rel, "runs `mcpstorm compare` sharded but no `mcpstorm merge`")
     if problem.count == before:
-        print(f"{rel}: parses; runs {', '.join(sorted(commands))} with flags the binary knows")
-        return True
-    return False
+        valid = "".join(f"; {name} passes `mcpstorm validate`" for name in validated)
+        print(f"{rel}: parses; runs {', '.join(sorted(commands))} with flags the binary knows{valid}")
 
 
 def main() -> int:
