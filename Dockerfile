@@ -8,17 +8,20 @@
 # mcpstorm have no Docker daemon, so this file is kept plain. .ci/deploy.py checks that it builds the `mcpstorm`
 # binary and that its ENTRYPOINT runs it.
 
-# Builder: the toolchain CI uses, on the Debian release the runtime stage runs (the binary links that glibc). The
-# slim image has the C compiler ring and mimalloc need.
+# Builder: the Rust release the workspace is built with today (its MSRV is 1.85), on the Debian release the runtime
+# stage runs (the binary links that glibc). The slim image has the C compiler ring and mimalloc need.
 FROM rust:1.95-slim-trixie AS build
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked -p mcpstorm-sim --bin mcpstorm
 
-# Runtime: the binary, CA certificates (upstream replicas over https), and a user that is not root. The shipped
+# Runtime: the binary, CA certificates, and a user that is not root. (The gateway's own https upstreams are checked
+# against the Mozilla roots built into it; the system's certificates serve what runs beside it.) The shipped
 # scenarios sit in /mcpstorm/scenarios, the working directory, so `mcpstorm compare scenarios/NAME.toml` runs as it
 # does in a checkout (the Indexed Job); the gateway needs only its config file, mounted by the manifest.
 FROM debian:trixie-slim
+# ca-certificates unpinned: it should follow Debian's updates.
+# hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
