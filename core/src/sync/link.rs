@@ -7,7 +7,7 @@
 //! timeout) or cut off means this node decides alone: one log line when the link goes down, one when it is back,
 //! a counter of outages, and reconnection with exponential backoff.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -147,13 +147,27 @@ async fn serve(
             Ok(pairs) => pairs,
             Err(e) => return Some(e.to_string()),
         };
-    for (_, text) in snapshot {
+    let mut switched = BTreeSet::new();
+    for (field, text) in snapshot {
+        // A switch's field is its breaker's: `replica␟tool`.
+        if let Some((replica, tool)) = field.split_once('\u{1f}').filter(|(_, tool)| !tool.contains('\u{1f}')) {
+            switched.insert((replica.to_owned(), tool.to_owned()));
+        }
         receive(node, gateway, remote, &text, Source::Snapshot);
     }
     // What was queued while the link was down: the latest report of each breaker.
     let mut queued = BTreeMap::new();
     while let Ok(report) = outbox.try_recv() {
         queued.insert(report.field(), report);
+    }
+    // A Redis that restarted empty has lost the operators' switches: a forced state this node holds and the hash
+    // does not know is published again, so that a node starting later still sees it. (Only switches: an open this
+    // node merely followed must not come back as a second node's corroboration.)
+    for ((replica, tool), gate) in gateway.breakers() {
+        if gate.state() == BreakerState::ForcedOpen && !switched.contains(&(replica.clone(), tool.clone())) {
+            let report = node.report(&replica, &tool, Shared::ForcedOpen, None, None);
+            queued.entry(report.field()).or_insert(report);
+        }
     }
     for report in queued.into_values() {
         if let Err(e) = publish(node, &mut link.commands, &report).await {

@@ -150,6 +150,12 @@ fn three_gateways_share_breakers_through_redis_and_serve_through_its_outage() {
         until("the reset reaches the other nodes", || state(node, "echo") == "closed");
     }
 
+    // A switch in force when Redis dies.
+    switch(&nodes[0], "slow_progress", "force_open");
+    for node in &nodes[1..] {
+        until("the second force-open reaches the other nodes", || state(node, "slow_progress") == "forced_open");
+    }
+
     // Redis dies: every node says so, and every node still serves calls, deciding alone.
     redis.kill();
     for node in &nodes {
@@ -176,6 +182,10 @@ fn three_gateways_share_breakers_through_redis_and_serve_through_its_outage() {
     until("the late node connected", || metric(&late, CONNECTED) == Some(1.0));
     until("the late node holds the force-open in force", || state(&late, "sleep_ms") == "forced_open");
     assert_ne!(state(&late, "echo"), "forced_open", "a switch that was reset is not replayed");
+    // Redis restarted empty: the nodes that hold the switch made before the outage published it again.
+    until("the late node holds the switch made before Redis restarted", || {
+        state(&late, "slow_progress") == "forced_open"
+    });
 }
 
 #[test]
