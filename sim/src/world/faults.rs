@@ -358,6 +358,7 @@ mod tests {
     use super::*;
     use crate::scenario::load_str;
     use mcpstorm_fake::FakeServer;
+    use std::sync::Arc;
 
     const SCENARIO: &str = r#"name = "t"
 duration = "10s"
@@ -439,5 +440,58 @@ reset = true
         let windows = timeline.windows();
         let spans: Vec<(f64, f64)> = windows.iter().map(|w| (w.start_s, w.end_s)).collect();
         assert_eq!(spans, [(1.0, 1.0), (2.0, 10.0), (3.0, 5.0)], "drift: a line; lasting skew: to the end");
+    }
+
+    #[test]
+    fn faults_on_redis_steer_the_double_and_a_partition_may_cut_one_link() {
+        let synced = SCENARIO.replace("[[faults]]", "[gateway.sync]\nredis = \"redis://redis:6379\"\n\n[[faults]]");
+        let faults = r#"
+[[faults]]
+kind = "latency_spike"
+target = "redis"
+start = "1s"
+duration = "4s"
+extra = "30ms"
+
+[[faults]]
+kind = "latency_spike"
+target = "redis"
+start = "2s"
+duration = "1s"
+extra = "20ms"
+
+[[faults]]
+kind = "hang"
+target = "redis"
+start = "2s"
+duration = "2s"
+
+[[faults]]
+kind = "partition"
+target = "a#1"
+from = "load-1"
+start = "1s"
+duration = "1s"
+"#;
+        let (head, _) = synced.split_once("[[faults]]").expect("faults");
+        let s = load_str(&format!("{head}{faults}"), "t.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
+        let double = mcpstorm_fake::RedisDouble::with_clock(Default::default(), Arc::new(SimClock::default()));
+        let h = Handles { redis: Some(("redis".into(), double.control())), ..handles(&s) };
+        let mut timeline = Timeline::new(&s);
+        let mut net = Vec::new();
+        let mut at = |secs: f64, net: &mut Vec<NetAction>| {
+            for t in timeline.due(Duration::from_secs_f64(secs)) {
+                net.extend(timeline.apply(t, &h, t.at));
+            }
+            h.redis.as_ref().map(|(_, c)| (c.latency(), c.is_hung()))
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(at(1.5, &mut net), Some((ms(30), false)));
+        assert_eq!(at(2.5, &mut net), Some((ms(50), true)), "overlapping spikes add; a hang hangs");
+        assert_eq!(at(3.5, &mut net), Some((ms(30), true)));
+        assert_eq!(at(4.5, &mut net), Some((ms(30), false)));
+        assert_eq!(at(5.5, &mut net), Some((Duration::ZERO, false)));
+        let cut = Some("load-1".to_owned());
+        assert_eq!(net, [NetAction::Partition("a-1".into(), cut.clone()), NetAction::Repair("a-1".into(), cut)]);
     }
 }
