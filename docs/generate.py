@@ -414,15 +414,15 @@ def story_bulkhead(ctx: Context, run: Run) -> str:
     )
 
 
-def story_breaker_gossip(ctx: Context, run: Run) -> str:
-    # The scenario file's own suggestion: its faults plus a partition of the gossip hub.
-    faults = scenario_doc("breaker_gossip")["faults"] + [
-        {"kind": "partition", "target": "gossip", "start": "1s", "duration": "10s"}
+def story_breaker_sync(ctx: Context, run: Run) -> str:
+    # The scenario file's own suggestion: its faults plus a partition of the Redis host.
+    faults = scenario_doc("breaker_sync")["faults"] + [
+        {"kind": "partition", "target": "redis", "start": "1s", "duration": "10s"}
     ]
-    cut = ctx.sim.sim("breaker_gossip", "breaker_gossip-partitioned", None, (f"faults={toml_inline(faults)}",))
+    cut = ctx.sim.sim("breaker_sync", "breaker_sync-partitioned", None, (f"faults={toml_inline(faults)}",))
     return (
-        f"three gateways; one opens its breaker, the other two follow by gossip in {convergence(run.totals())} "
-        f"({convergence(cut.totals())} each on its own when the hub is partitioned)"
+        f"three gateways share breakers through Redis; one opens, the other two follow in {convergence(run.totals())} "
+        f"({convergence(cut.totals())} each on its own when Redis is partitioned)"
     )
 
 
@@ -448,7 +448,7 @@ SHIPPED: list[tuple[str, object]] = [
     ("smoke", "20 agents, one echo tool, a 1 s latency spike; CI runs it"),
     ("retry_storm", "1500 calls/s, naive agents, db +3 s for 20 s (above); default and naive gateway"),
     ("bulkhead", story_bulkhead),
-    ("breaker_gossip", story_breaker_gossip),
+    ("breaker_sync", story_breaker_sync),
     ("cascading_failure", story_cascading),
     ("concurrency_knee", "the concurrent-client design's experiment as a sweep of six runs (below)"),
     ("latency_spike", "10 replicas at 200 calls/s, one +2 s for 30 s: the routing formulas compared, default and naive gateway (below)"),
@@ -782,7 +782,7 @@ DOMINANCE_REGRESSIONS = ["regressions/every_replica_slow_pool_cap", "regressions
 
 # Issue 24's candidates, each compared with what it replaced: (scenario, key, values, what the baseline was).
 CANDIDATES = [
-    ("breaker_gossip", "gateway.breaker.probe_interval", ["0s", "250ms", "50ms"], "no probe before the open period ends"),
+    ("breaker_sync", "gateway.breaker.probe_interval", ["0s", "250ms", "50ms"], "no probe before the open period ends"),
     ("retry_storm", "gateway.breaker.hold", ["0s", "1s"], "a degraded result at once"),
     ("retry_storm", "gateway.profile", ["naive", "default"], "no protection"),
 ]

@@ -16,7 +16,7 @@ pub struct ScenariosArgs {
 
 /// Every file of `scenarios/`, by name (a test keeps the list and the folder equal).
 pub const SHIPPED: &[(&str, &str)] = &[
-    ("breaker_gossip", include_str!("../../../scenarios/breaker_gossip.toml")),
+    ("breaker_sync", include_str!("../../../scenarios/breaker_sync.toml")),
     ("bulkhead", include_str!("../../../scenarios/bulkhead.toml")),
     ("capability_routing", include_str!("../../../scenarios/capability_routing.toml")),
     ("cascading_failure", include_str!("../../../scenarios/cascading_failure.toml")),
@@ -28,6 +28,8 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("retry_storm", include_str!("../../../scenarios/retry_storm.toml")),
     ("schema_drift", include_str!("../../../scenarios/schema_drift.toml")),
     ("smoke", include_str!("../../../scenarios/smoke.toml")),
+    ("sync_outage", include_str!("../../../scenarios/sync_outage.toml")),
+    ("sync_poison", include_str!("../../../scenarios/sync_poison.toml")),
 ];
 
 pub fn run(args: ScenariosArgs) -> Result<(), Failure> {

@@ -9,7 +9,7 @@
 //! | figure  | estimate                                                                  | default limit |
 //! |---------|---------------------------------------------------------------------------|--------------:|
 //! | calls   | open loop: `load.rate × duration`; closed loop: `load.sessions × duration / (round trip + tool latency + think_time)`; at most `load.calls` | 50,000,000 |
-//! | hosts   | the server hosts (see `placement`), every load host, the gossip hub       | 200 |
+//! | hosts   | the server hosts (see `placement`), every load host, the Redis host       | 200 |
 //! | ticks   | (`duration` + the drain after the load: 2 × `client.deadline` + `client.connect_timeout` + 10 s) / `tick` | 100,000,000 |
 //! | work    | ticks × hosts³                                                            | 3.6·10¹² |
 //! | memory  | the process, hosts and their connections, calls in flight, per-second rows | 2 GiB |
@@ -144,8 +144,8 @@ pub fn estimate(s: &Scenario) -> Cost {
     };
 
     let replicas: usize = s.servers.iter().map(|srv| srv.replicas).sum();
-    let gossip = usize::from(s.gateway.gossip && load.hosts > 1);
-    let hosts = (super::Placement::of(s).hosts().len() + load.hosts + gossip) as f64;
+    let redis = usize::from(s.gateway.sync.is_some());
+    let hosts = (super::Placement::of(s).hosts().len() + load.hosts + redis) as f64;
     let mut hosts_keys = vec!["load.hosts".to_owned()];
     let biggest = s.servers.iter().enumerate().max_by_key(|(i, srv)| (srv.replicas, std::cmp::Reverse(*i)));
     // Replicas count as hosts only where they have hosts of their own.

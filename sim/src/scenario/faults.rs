@@ -10,9 +10,10 @@ use mcpstorm_core::AuthScheme;
 use std::time::Duration;
 
 use super::ranges::{self, MAX_MULTIPLIER, Ranges, Upper};
+use super::redis::RedisHost;
 use super::rules::{Rules, fmt};
 use super::servers::{ServerSpec, auth_schemes_schema};
-use super::target::{GATEWAY, GOSSIP, resolve_target};
+use super::target::{GATEWAY, resolve_target};
 use super::units::{Dur, SignedDur};
 use mcpstorm_fake::Transport;
 
@@ -25,7 +26,7 @@ use mcpstorm_fake::Transport;
 /// | `error_burst`   | `rate`                                | the target's calls fail with probability `rate`       |
 /// | `hang`          |                                       | the target accepts requests and answers nothing       |
 /// | `crash`         |                                       | the target's host crashes; it restarts at the end     |
-/// | `partition`     |                                       | the target is cut off from every load host; repaired at the end |
+/// | `partition`     | `from`                                | the target is cut off from every load host (or from the load host `from` only); repaired at the end |
 /// | `schema_drift`  | `tool`, `what`, `param`, `schema`, `to`, `version`, `notify` | at `start`, `what = "add_required"` (`param`, its property `schema` with a `default`), `"replace"` (the new input `schema`), `"rename"` (`to`) or `"version"` (`version`); `notify` sends `list_changed` |
 /// | `clock_skew`    | `offset`, `drift`, `jump`, `reset`    | the target's wall clock (`gateway`: every load host's): skew set to `offset`, drifting at rate `drift`, stepped by `jump`; reset at the end only with `reset = true` |
 /// | `session_expiry`|                                       | at `start`, the target forgets every session                 |
@@ -36,6 +37,10 @@ use mcpstorm_fake::Transport;
 ///
 /// `session_expiry` on an HTTP server also forgets its `Mcp-Session-Id` sessions (their next request gets 404).
 /// `schema_drift`, `session_expiry` and `auth_rotation` happen at an instant: they take no `duration`.
+///
+/// With `[gateway.sync]`, the Redis host its URL names (`redis`) is a target too, of `crash` (Redis stops; it
+/// restarts with its data), `partition` (cut off from the load hosts), `latency_spike` (`extra` only: every reply
+/// and message waits that much longer) and `hang` (nothing answered until the end).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
@@ -43,8 +48,11 @@ pub struct Fault {
     /// `auth_rotation`, `http_status`, `stream_reset` or `slow_headers`.
     pub kind: FaultKind,
     /// A server name (every replica) or `name#i` (replica i, from 0); for `clock_skew` also `gateway` (every load
-    /// host).
+    /// host); with `[gateway.sync]`, also the Redis host (`redis`).
     pub target: String,
+    /// `partition`: cut the target off from this load host only (`load-0`, `load-1`, ...), not from all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     /// When the fault begins, from the start of the run.
     pub start: Dur,
     /// How long it lasts; `start + duration` must fit in the run. Instant faults take none.
@@ -165,17 +173,24 @@ impl FaultKind {
 
 impl Fault {
     /// Fault `k`'s rules: a target that exists (and speaks HTTP for the HTTP faults), a window inside the run, and
-    /// exactly the keys its kind takes, each in range. `gossip` says whether the gossip host runs.
-    pub(super) fn problems(&self, k: usize, run: Duration, servers: &[ServerSpec], gossip: bool, c: &mut Rules) {
+    /// exactly the keys its kind takes, each in range. `world` says which hosts there are besides the servers'.
+    pub(super) fn problems(&self, k: usize, run: Duration, servers: &[ServerSpec], world: &Hosts<'_>, c: &mut Rules) {
         let fault = self;
         let at = |field: &str| format!("faults[{k}].{field}");
-        let gateway = (fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY)
-            || (fault.kind == FaultKind::Partition && fault.target == GOSSIP);
-        if fault.target == GOSSIP && !gossip {
-            c.fail(at("target"), "\"gossip\" needs [gateway] gossip = true and load.hosts > 1");
-        }
-        if !gateway && let Err(message) = resolve_target(&fault.target, servers) {
+        let redis = world.redis.is_some_and(|r| r.name == fault.target);
+        let gateway = fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY;
+        if redis {
+            check_redis_fault(c, k, fault);
+        } else if !gateway && let Err(message) = resolve_target(&fault.target, servers) {
             c.fail(at("target"), message);
+        }
+        // Load hosts are `load-0` to `load-{n - 1}` (see `placement::load_host`).
+        let index = fault.from.as_deref().map(|f| f.strip_prefix("load-").and_then(|i| i.parse::<usize>().ok()));
+        if let (Some(from), Some(index)) = (&fault.from, index)
+            && !index.is_some_and(|i| i < world.load_hosts && format!("load-{i}") == *from)
+        {
+            let last = world.load_hosts.saturating_sub(1);
+            c.fail(at("from"), format!("{from:?} is not a load host (load-0 to load-{last})"));
         }
         check_window(c, run, k, fault);
         let kind: &str = fault.kind.as_ref();
@@ -255,6 +270,30 @@ impl Fault {
         if let Some(status) = self.status {
             out.count(at("status"), f64::from(status), 599.0);
         }
+    }
+}
+
+/// The hosts a fault may name besides the servers': the load hosts (`load-N`, for `from`) and the Redis host.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Hosts<'a> {
+    pub load_hosts: usize,
+    pub redis: Option<&'a RedisHost>,
+}
+
+/// A fault on the Redis host: only the kinds that make sense for Redis, and a latency spike as a fixed extra.
+fn check_redis_fault(c: &mut Rules, k: usize, fault: &Fault) {
+    let at = |field: &str| format!("faults[{k}].{field}");
+    match fault.kind {
+        FaultKind::Crash | FaultKind::Partition | FaultKind::Hang => {}
+        FaultKind::LatencySpike => {
+            if fault.multiplier.is_some() {
+                c.fail(at("multiplier"), "Redis's latency spike is a fixed `extra` on every reply: give no multiplier");
+            }
+        }
+        kind => c.fail(
+            at("kind"),
+            format!("{kind} does not apply to Redis ({:?}): crash, partition, latency_spike or hang", fault.target),
+        ),
     }
 }
 
@@ -368,8 +407,9 @@ fn check_drift(c: &mut Rules, servers: &[ServerSpec], k: usize, fault: &Fault) {
 }
 
 /// Each optional fault key and whether it is given.
-fn present_keys(f: &Fault) -> [(&'static str, bool); 17] {
+fn present_keys(f: &Fault) -> [(&'static str, bool); 18] {
     [
+        ("from", f.from.is_some()),
         ("status", f.status.is_some()),
         ("retry_after", f.retry_after.is_some()),
         ("extra", f.extra.is_some()),
@@ -403,7 +443,8 @@ fn allowed_keys(kind: FaultKind) -> &'static [&'static str] {
         FaultKind::HttpStatus => &["status", "rate", "retry_after"],
         FaultKind::StreamReset => &["rate"],
         FaultKind::SlowHeaders => &["extra"],
-        FaultKind::Hang | FaultKind::Crash | FaultKind::Partition | FaultKind::SessionExpiry => &[],
+        FaultKind::Partition => &["from"],
+        FaultKind::Hang | FaultKind::Crash | FaultKind::SessionExpiry => &[],
     }
 }
 
@@ -415,6 +456,7 @@ fn owner_of(field: &str) -> Option<&'static str> {
         "rate" => Some("error_burst, http_status, stream_reset"),
         "status" | "retry_after" => Some("http_status"),
         "schemes" => Some("auth_rotation"),
+        "from" => Some("partition"),
         f if DRIFT_KEYS.contains(&f) => Some("schema_drift"),
         f if SKEW_KEYS.contains(&f) => Some("clock_skew"),
         _ => None,

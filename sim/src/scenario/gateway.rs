@@ -35,8 +35,7 @@ use super::units::Dur;
 /// | `[gateway.throttle]` | on          | SRE adaptive throttling per replica                                        |
 /// | `[gateway.bulkhead]` | on          | a permit pool per replica (declared `max_concurrent_requests`, configured, or the client's cap) |
 /// | `[gateway.limiter]`  | aimd        | the adaptive limit inside each pool, from its cap down (`gradient2`, `fixed`) |
-/// | `gossip`             | false       | share breaker openings between load hosts (a pub/sub host `gossip`)        |
-/// | `[gateway.sync]`     | off         | `mcpstorm gateway` nodes share breakers through Redis ([`SyncSpec`])       |
+/// | `[gateway.sync]`     | off         | the gateway nodes share breakers through Redis ([`SyncSpec`]); in a scenario, the load hosts, through a simulated Redis host named by the URL ([`RedisHost`](super::redis::RedisHost)) |
 /// | `[gateway.fallbacks]`| none        | `tool = "fallback_tool"`, named in degraded results                        |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
@@ -66,11 +65,12 @@ pub struct GatewaySpec {
     /// The adaptive limit inside each bulkhead; absent = fixed (the cap).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limiter: Option<LimiterSpec>,
-    /// Share breaker openings between the load hosts' gateways through a pub/sub host (`gossip`): when one opens,
-    /// the others follow. A `partition` fault with `target = "gossip"` cuts it off.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub gossip: bool,
-    /// Breaker sync between `mcpstorm gateway` nodes through Redis.
+    /// Gone (the pub/sub host it placed was replaced by `[gateway.sync]`): read only to say so.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub gossip: Option<bool>,
+    /// Breaker sync between gateway nodes through Redis (in a scenario: between the load hosts, through a simulated
+    /// Redis host named by the URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncSpec>,
     /// Fallback tools named in degraded results: `inventory_lookup = "query_cached_inventory"`.
@@ -119,6 +119,13 @@ impl GatewaySpec {
         self.router.problems(rules);
         if let Some(sync) = &self.sync {
             sync.problems(rules);
+        }
+        if self.gossip.is_some() {
+            rules.fail(
+                "gateway.gossip",
+                "`gossip` is gone: load hosts share breakers through Redis now, with `[gateway.sync] \
+                 redis = \"redis://redis:6379\"` (a simulated Redis host named `redis`)",
+            );
         }
     }
 

@@ -4,8 +4,9 @@
 //!
 //! Every table's module holds its keys (spec and defaults), its rules (`problems`), its bounded keys (`ranges`) and
 //! its conversion to the core's type (`to_core`): `model` (the top table, `[network]`, `[sweep]`) · `report` ·
-//! `gateway` · `layers` (the gateway's resilience tables) · `client` · `servers` · `workload` (`[load]`, `[agent]`)
-//! · `faults` · `checks` · `swarm`. `tables` reads the gateway's tables as a file of their own.
+//! `gateway` · `sync` and `redis` (`[gateway.sync]`, and the simulated Redis host it names) · `layers` (the
+//! gateway's resilience tables) · `client` · `servers` · `workload` (`[load]`, `[agent]`) · `faults` · `checks` ·
+//! `swarm`. `tables` reads the gateway's tables as a file of their own.
 //!
 //! What the tables share: `units` (`Dur`, `SignedDur`) · `shared` (defaults, schemas, reserved target names) ·
 //! `rules` (the issues a rule gives) · `ranges` (the bounds and the list of bounded keys) · `target` (what a fault's
@@ -29,6 +30,7 @@ mod path;
 pub mod placement;
 pub mod ranges;
 mod read;
+mod redis;
 mod report;
 mod rules;
 pub mod schema;
@@ -62,11 +64,12 @@ pub use model::{HostsMode, Network, Scenario, Sweep};
 pub use overrides::expand_sweep;
 pub use placement::{Placement, load_host, server_host};
 pub use read::{load_file, load_file_with, load_str, load_str_with};
+pub use redis::RedisHost;
 pub use report::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, ReportSpec};
 pub use servers::{Declared, HealthCheckSpec, ServerSpec};
 pub use swarm::SwarmSpec;
 pub use sync::SyncSpec;
-pub use target::{GATEWAY, GOSSIP, resolve_target};
+pub use target::{GATEWAY, resolve_target};
 pub use units::{Dur, SignedDur};
 pub use upstream::{ENV_PREFIX, ReplicaAddr, ReplicaSpec, UpstreamSpec};
 pub use validate::{MAX_RETRIES, validate};

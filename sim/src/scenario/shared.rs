@@ -19,8 +19,5 @@ pub(super) fn empty_args() -> Value {
     Value::Object(Default::default())
 }
 
-/// The `target` of a `partition` that cuts the gossip hub off from every load host.
-pub const GOSSIP: &str = "gossip";
-
 /// The `target` of a `clock_skew` on every load host (the gateway) rather than a server.
 pub const GATEWAY: &str = "gateway";

@@ -1,10 +1,11 @@
-//! Fault targets: a server (`name`), one replica (`name#i`), or the two names that are not servers ([`GATEWAY`],
-//! [`GOSSIP`]). Validation and the simulator both resolve targets here, so they can never disagree on what one names.
+//! Fault targets: a server (`name`), one replica (`name#i`), or the names that are not servers ([`GATEWAY`], and the
+//! Redis host of `[gateway.sync]`, see [`RedisHost`](super::redis::RedisHost)). Validation and the simulator both
+//! resolve targets here, so they can never disagree on what one names.
 
 use super::servers::ServerSpec;
 
-// The two names that are not servers live with the defaults every table shares: the servers table reserves them.
-pub use super::shared::{GATEWAY, GOSSIP};
+// The name that is not a server lives with the defaults every table shares: the servers table reserves it.
+pub use super::shared::GATEWAY;
 
 /// A fault target: `(server index, Some(replica))` for `name#i`, `(server index, None)` for every replica.
 pub fn resolve_target(target: &str, servers: &[ServerSpec]) -> Result<(usize, Option<usize>), String> {

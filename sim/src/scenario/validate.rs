@@ -4,8 +4,10 @@
 //! only the first.
 
 use super::error::{Location, Problem, ScenarioError};
+use super::faults::Hosts;
 use super::model::Scenario;
 use super::ranges::{self, Ranges};
+use super::redis::{self, RedisHost};
 use super::rules::{Issue, Rules};
 use super::servers::ServerSpec;
 
@@ -41,16 +43,13 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
     s.agent.problems(&mut rules);
     s.client.problems(&mut rules);
     s.gateway.problems(&mut rules);
-    if s.gateway.sync.is_some() {
-        rules.fail(
-            "gateway.sync",
-            "breaker sync over Redis runs between `mcpstorm gateway` processes; the simulator does not place gateway \
-             nodes of their own yet, so its load hosts share breakers with `gossip = true`",
-        );
+    if let Some(sync) = &s.gateway.sync {
+        redis::problems(sync, &s.gateway, &s.servers, &mut rules);
     }
-    let gossip = s.gateway.gossip && s.load.hosts > 1;
+    let redis = RedisHost::of(&s.gateway);
+    let hosts = Hosts { load_hosts: s.load.hosts, redis: redis.as_ref() };
     for (k, fault) in s.faults.iter().enumerate() {
-        fault.problems(k, run, &s.servers, gossip, &mut rules);
+        fault.problems(k, run, &s.servers, &hosts, &mut rules);
     }
     s.checks.problems(run, &s.faults, &s.report, s.sweep.is_some(), &mut rules);
     if let Some(sweep) = &s.sweep {

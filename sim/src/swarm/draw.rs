@@ -44,6 +44,7 @@ pub fn bare(kind: FaultKind, target: String, start: Duration, duration: Duration
     Fault {
         kind,
         target,
+        from: None,
         start: Dur(start),
         duration: Dur(duration),
         extra: None,

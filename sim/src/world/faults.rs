@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::run::FaultWindow;
-use crate::scenario::{DriftKind, Fault, FaultKind, GATEWAY, GOSSIP, Scenario, resolve_target};
-use mcpstorm_fake::{Drift, FakeControl, StatusBurst};
+use crate::scenario::{DriftKind, Fault, FaultKind, GATEWAY, RedisHost, Scenario, resolve_target};
+use mcpstorm_fake::{Drift, FakeControl, RedisControl, StatusBurst};
 
 use super::clock::SimClock;
 use crate::scenario::{load_host, server_host};
@@ -31,17 +31,20 @@ pub struct Transition {
 pub enum NetAction {
     Crash(String),
     Restart(String),
-    Partition(String),
-    Repair(String),
+    /// Cut a host off from every load host, or from the one named.
+    Partition(String, Option<String>),
+    Repair(String, Option<String>),
     /// An event for the log: `(host, kind, detail)`.
     Log(String, &'static str, String),
 }
 
-/// What a fault can steer: each server replica's control and wall clock, each load host's wall clock, by host.
+/// What a fault can steer: each server replica's control and wall clock, each load host's wall clock, by host; and
+/// the Redis double's control, by its host.
 #[derive(Debug, Default)]
 pub struct Handles {
     pub controls: BTreeMap<String, FakeControl>,
     pub clocks: BTreeMap<String, SimClock>,
+    pub redis: Option<(String, RedisControl)>,
 }
 
 #[derive(Debug)]
@@ -62,8 +65,8 @@ fn target_hosts(scenario: &Scenario, fault: &Fault) -> Vec<String> {
     if fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY {
         return (0..scenario.load.hosts).map(load_host).collect();
     }
-    if fault.kind == FaultKind::Partition && fault.target == GOSSIP {
-        return vec![super::gossip::GOSSIP_HOST.to_owned()];
+    if let Some(redis) = RedisHost::of(&scenario.gateway).filter(|r| r.name == fault.target) {
+        return vec![redis.name];
     }
     match resolve_target(&fault.target, &scenario.servers) {
         Ok((s, Some(r))) => vec![server_host(&scenario.servers[s].name, r)],
@@ -180,7 +183,10 @@ impl Timeline {
             }
             FaultKind::Partition => hosts
                 .into_iter()
-                .map(|h| if t.start { NetAction::Partition(h) } else { NetAction::Repair(h) })
+                .map(|h| {
+                    let from = fault.from.clone();
+                    if t.start { NetAction::Partition(h, from) } else { NetAction::Repair(h, from) }
+                })
                 .collect(),
             FaultKind::LatencySpike
             | FaultKind::ErrorBurst
@@ -191,6 +197,9 @@ impl Timeline {
                 for host in &hosts {
                     if let Some(control) = controls.get(host) {
                         self.recompute(host, control);
+                    }
+                    if let Some((_, redis)) = handles.redis.as_ref().filter(|(name, _)| name == host) {
+                        self.recompute_redis(host, redis);
                     }
                 }
                 Vec::new()
@@ -238,6 +247,22 @@ impl Timeline {
         control.set_http_status(status);
         control.set_stream_reset(reset);
         control.set_slow_headers(slow);
+    }
+
+    /// Redis's latency and hang from the faults active on its host: extras add, any hang hangs.
+    fn recompute_redis(&self, host: &str, control: &RedisControl) {
+        let (mut extra, mut hung) = (Duration::ZERO, false);
+        for (i, f) in self.faults.iter().enumerate() {
+            if self.active[i] && self.targets[i].iter().any(|h| h == host) {
+                match f.kind {
+                    FaultKind::LatencySpike => extra = extra.saturating_add(f.extra.map(|d| d.0).unwrap_or_default()),
+                    FaultKind::Hang => hung = true,
+                    _ => {}
+                }
+            }
+        }
+        control.set_latency(extra);
+        control.set_hung(hung);
     }
 
     /// Windows for shading plots, labelled `kind target`. An offset or drift that is never reset lasts to the end of
@@ -333,6 +358,7 @@ mod tests {
     use super::*;
     use crate::scenario::load_str;
     use mcpstorm_fake::FakeServer;
+    use std::sync::Arc;
 
     const SCENARIO: &str = r#"name = "t"
 duration = "10s"
@@ -414,5 +440,58 @@ reset = true
         let windows = timeline.windows();
         let spans: Vec<(f64, f64)> = windows.iter().map(|w| (w.start_s, w.end_s)).collect();
         assert_eq!(spans, [(1.0, 1.0), (2.0, 10.0), (3.0, 5.0)], "drift: a line; lasting skew: to the end");
+    }
+
+    #[test]
+    fn faults_on_redis_steer_the_double_and_a_partition_may_cut_one_link() {
+        let synced = SCENARIO.replace("[[faults]]", "[gateway.sync]\nredis = \"redis://redis:6379\"\n\n[[faults]]");
+        let faults = r#"
+[[faults]]
+kind = "latency_spike"
+target = "redis"
+start = "1s"
+duration = "4s"
+extra = "30ms"
+
+[[faults]]
+kind = "latency_spike"
+target = "redis"
+start = "2s"
+duration = "1s"
+extra = "20ms"
+
+[[faults]]
+kind = "hang"
+target = "redis"
+start = "2s"
+duration = "2s"
+
+[[faults]]
+kind = "partition"
+target = "a#1"
+from = "load-1"
+start = "1s"
+duration = "1s"
+"#;
+        let (head, _) = synced.split_once("[[faults]]").expect("faults");
+        let s = load_str(&format!("{head}{faults}"), "t.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
+        let double = mcpstorm_fake::RedisDouble::with_clock(Default::default(), Arc::new(SimClock::default()));
+        let h = Handles { redis: Some(("redis".into(), double.control())), ..handles(&s) };
+        let mut timeline = Timeline::new(&s);
+        let mut net = Vec::new();
+        let mut at = |secs: f64, net: &mut Vec<NetAction>| {
+            for t in timeline.due(Duration::from_secs_f64(secs)) {
+                net.extend(timeline.apply(t, &h, t.at));
+            }
+            h.redis.as_ref().map(|(_, c)| (c.latency(), c.is_hung()))
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(at(1.5, &mut net), Some((ms(30), false)));
+        assert_eq!(at(2.5, &mut net), Some((ms(50), true)), "overlapping spikes add; a hang hangs");
+        assert_eq!(at(3.5, &mut net), Some((ms(30), true)));
+        assert_eq!(at(4.5, &mut net), Some((ms(30), false)));
+        assert_eq!(at(5.5, &mut net), Some((Duration::ZERO, false)));
+        let cut = Some("load-1".to_owned());
+        assert_eq!(net, [NetAction::Partition("a-1".into(), cut.clone()), NetAction::Repair("a-1".into(), cut)]);
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Hosts are kept few (turmoil's cost grows steeply with hosts per tick): a host per server whose replicas share it
 //! (a replica that a crash or partition names gets its own: see [`Placement`]) and a handful of
-//! load-generator hosts that each multiplex hundreds of agent sessions. The step loop applies the fault timeline
+//! load-generator hosts that each multiplex hundreds of agent sessions (with `[gateway.sync]`, their gateways are
+//! sync nodes of a Redis host: see [`redis`]). The step loop applies the fault timeline
 //! between steps, samples gauges once per simulated second, and after the load ends lets every started call reach
 //! its outcome (bounded by a drain limit; anything left is reported as `lost`).
 //!
@@ -14,10 +15,10 @@ mod audit;
 mod call_log;
 mod clock;
 mod faults;
-mod gossip;
 mod net;
 mod phases;
 mod recorder;
+mod redis;
 mod routing;
 mod traffic;
 
@@ -34,7 +35,7 @@ pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
 use crate::check::{error_window, evaluate_checks};
 use crate::run::{CallSink, CallSinkError, RunData, WallClock};
 use crate::scenario::{FaultKind, LoadMode, profile_name};
-use crate::scenario::{Placement, Scenario};
+use crate::scenario::{Placement, RedisHost, Scenario};
 use crate::seed::Seed;
 use faults::{Handles, NetAction, Timeline};
 use mcpstorm_core::router::FormulaSpec;
@@ -108,8 +109,8 @@ pub fn run(
 
     let load_hosts: Vec<String> = (0..scenario.load.hosts).map(load_host).collect();
     recorder.set_gateways(load_hosts.len());
-    if scenario.gateway.gossip && load_hosts.len() > 1 {
-        sim.host(gossip::GOSSIP_HOST, gossip::hub);
+    if let Some(host) = RedisHost::of(&scenario.gateway) {
+        handles.redis = Some(redis::place(&mut sim, &host));
     }
     let load_clocks: Vec<SimClock> = load_hosts.iter().map(|_| SimClock::default()).collect();
     for (host, clock) in load_hosts.iter().zip(&load_clocks) {
@@ -216,19 +217,28 @@ fn apply_net(sim: &mut turmoil::Sim<'_>, load_hosts: &[String], recorder: &Recor
             sim.bounce(h.as_str());
             recorder.event(now, "host_restarted", &h, "");
         }
-        NetAction::Partition(h) => {
-            for l in load_hosts {
-                sim.partition(h.as_str(), l.as_str());
+        NetAction::Partition(h, from) => {
+            let cut = links(load_hosts, from.as_deref());
+            for l in &cut {
+                sim.partition(h.as_str(), *l);
             }
-            recorder.event(now, "partitioned", &h, format!("from {}", load_hosts.join(",")));
+            recorder.event(now, "partitioned", &h, format!("from {}", cut.join(",")));
         }
-        NetAction::Repair(h) => {
-            for l in load_hosts {
-                sim.repair(h.as_str(), l.as_str());
+        NetAction::Repair(h, from) => {
+            for l in links(load_hosts, from.as_deref()) {
+                sim.repair(h.as_str(), l);
             }
             recorder.event(now, "repaired", &h, "");
         }
         NetAction::Log(h, kind, detail) => recorder.event(now, kind, &h, detail),
+    }
+}
+
+/// The load hosts a partition cuts a host off from: all of them, or the one `from` names.
+fn links<'a>(load_hosts: &'a [String], from: Option<&'a str>) -> Vec<&'a str> {
+    match from {
+        Some(one) => vec![one],
+        None => load_hosts.iter().map(String::as_str).collect(),
     }
 }
 

@@ -127,6 +127,8 @@ struct Inner {
     declined: BTreeSet<tokio::task::Id>,
     /// Breakers open now, by (load host, replica, tool): each load host's gateway has its own.
     open_breakers: BTreeSet<(String, String, String)>,
+    /// Breakers made half-open by another node's report (breaker sync's suspects), keyed as `open_breakers`.
+    suspects: BTreeSet<(String, String, String)>,
     /// Load hosts (gateways) in the run, and the breaker incident under way per (replica, tool).
     gateways: usize,
     incidents: BTreeMap<(String, String), usize>,
@@ -162,6 +164,7 @@ impl Default for Recorder {
                 failed_during_fault: 0,
                 declined: BTreeSet::new(),
                 open_breakers: BTreeSet::new(),
+                suspects: BTreeSet::new(),
                 gateways: 1,
                 incidents: BTreeMap::new(),
                 audit: AuditLog::default(),
@@ -177,7 +180,8 @@ impl Inner {
     }
 
     /// A breaker of `(replica, tool)` just opened on some gateway: the first opening while none was open starts an
-    /// incident; the one that makes all gateways open ends its convergence. Only with several gateways.
+    /// incident; the one that makes all gateways open (or suspect it, on another's report) ends its convergence.
+    /// Only with several gateways.
     fn track_incident(&mut self, at: Duration, replica: &str, tool: &str) {
         if self.gateways < 2 {
             return;
@@ -199,10 +203,17 @@ impl Inner {
                 i
             }
         };
+        self.converge(index, at, replica, tool);
+    }
+
+    /// Incident `index` has converged at `at` if every gateway has `(replica, tool)` open or suspect now.
+    fn converge(&mut self, index: usize, at: Duration, replica: &str, tool: &str) {
+        let suspect = self.suspects.iter().filter(|(_, r, t)| r == replica && t == tool).count();
+        let reached = self.open_on(replica, tool) + suspect;
         let gateways = self.gateways;
         if let Some(c) = self.totals.convergence.get_mut(index)
             && c.converged_ms.is_none()
-            && open >= gateways
+            && reached >= gateways
         {
             c.converged_ms = Some((at.as_millis() as u64).saturating_sub(c.first_open_ms));
         }
@@ -454,10 +465,20 @@ impl Recorder {
         let mut inner = self.lock();
         let key = (host.to_owned(), replica.to_owned(), tool.to_owned());
         if matches!(t.to, BreakerState::Open | BreakerState::ForcedOpen) {
+            inner.suspects.remove(&key);
             inner.open_breakers.insert(key);
             inner.totals.breaker_opens += 1;
             inner.track_incident(at, replica, tool);
+        } else if t.reason == TransitionReason::Remote {
+            // Suspect on another gateway's report: this gateway has heard of the incident.
+            inner.open_breakers.remove(&key);
+            inner.suspects.insert(key);
+            let incident = inner.incidents.get(&(replica.to_owned(), tool.to_owned())).copied();
+            if let Some(index) = incident.filter(|_| inner.gateways > 1) {
+                inner.converge(index, at, replica, tool);
+            }
         } else {
+            inner.suspects.remove(&key);
             inner.open_breakers.remove(&key);
         }
         let open_for = t.open_for.map(|d| format!(" for {} ms", d.as_millis())).unwrap_or_default();
@@ -603,13 +624,12 @@ impl Observer for SimObserver {
 }
 
 /// The observer of a load host's [`Gateway`](mcpstorm_core::Gateway) itself (its clients have
-/// [`SimObserver`]s): breaker transitions and degraded results go to the recorder, and breakers this gateway opened
-/// by itself are published to the other gateways when gossip is on.
+/// [`SimObserver`]s): breaker transitions and degraded results go to the recorder. With `[gateway.sync]` the sync's
+/// tap wraps it, and publishes this gateway's own transitions.
 #[derive(Debug)]
 pub struct GatewayObserver {
     pub recorder: Recorder,
     pub host: String,
-    pub outbox: Option<tokio::sync::mpsc::UnboundedSender<super::gossip::Opened>>,
 }
 
 impl Observer for GatewayObserver {
@@ -618,13 +638,6 @@ impl Observer for GatewayObserver {
         match event {
             Event::Breaker { replica, tool, transition, .. } => {
                 self.recorder.breaker(now(), &self.host, replica, tool, transition);
-                let local_open = transition.to == BreakerState::Open && transition.reason != TransitionReason::Remote;
-                if let (true, Some(outbox), Some(open_for)) = (local_open, &self.outbox, transition.open_for) {
-                    let open_ms = u64::try_from(open_for.as_millis()).unwrap_or(u64::MAX);
-                    let opened =
-                        super::gossip::Opened { replica: replica.to_string(), tool: tool.to_string(), open_ms };
-                    let _ = outbox.send(opened);
-                }
             }
             Event::Degraded { reason, .. } => self.recorder.degraded(now(), *reason),
             _ => {}

@@ -19,8 +19,9 @@ use mcpstorm_core::history::{CallKey, CallStart, ServerCallRecord};
 use mcpstorm_core::resilience::InFlightLimit;
 use mcpstorm_core::router::Requirement;
 use mcpstorm_core::schema::ContentHash;
+use mcpstorm_core::sync::{BreakerSync, SyncConfig};
 use mcpstorm_core::{ClientConfig, HttpEndpoint, McpClient, transport::PoolConfig};
-use mcpstorm_core::{Connector, Gateway, ToolCall};
+use mcpstorm_core::{Connector, Gateway, Observer, ToolCall};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
@@ -31,11 +32,8 @@ use super::agent::{self, Next};
 use super::clock::{HostTime, SimClock};
 use super::net::{TurmoilDialer, port};
 use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Recorder, SimObserver};
-
-/// Where a gateway's own breaker openings go to be gossiped.
-type Outbox = tokio::sync::mpsc::UnboundedSender<super::gossip::Opened>;
 use super::routing::{Needs, pin, registry};
-use crate::scenario::{LoadMode, Placement, Scenario, tables};
+use crate::scenario::{LoadMode, Placement, RedisHost, Scenario, tables};
 use crate::seed::Seed;
 use mcpstorm_fake::Transport;
 
@@ -127,10 +125,12 @@ struct Host {
     host: String,
     /// Judges misroutes from the scenario's tables, independently of the router.
     needs: Needs,
+    /// This gateway as a breaker sync node, with `[gateway.sync]`; its link is spawned by [`run_host`].
+    sync: Option<BreakerSync>,
 }
 
 impl Host {
-    fn new(plan: &LoadPlan, host_index: usize, host: &str, seed: Seed, outbox: Option<Outbox>) -> Result<Host, String> {
+    fn new(plan: &LoadPlan, host_index: usize, host: &str, seed: Seed) -> Result<Host, String> {
         let scenario = &plan.scenario;
         let spec = &scenario.client;
         let clock = plan.clocks.get(host_index).cloned().unwrap_or_default();
@@ -156,18 +156,39 @@ impl Host {
         if let Some(bulkhead) = config.resilience.bulkhead.as_mut() {
             bulkhead.leak_permit_on_replica_failure = gateway.planted_leak;
         }
-        let observer = GatewayObserver { recorder: plan.recorder.clone(), host: host.to_owned(), outbox };
+        let mut observer: Arc<dyn Observer> =
+            Arc::new(GatewayObserver { recorder: plan.recorder.clone(), host: host.to_owned() });
+        let sync = sync_node(scenario, host, seed, &clock)?;
+        if let Some(sync) = &sync {
+            observer = sync.observer(observer);
+        }
         let (registry, connector) = (Box::new(registry(scenario)), Arc::new(connector));
         let gateway = Gateway::new(router, registry, connector, Arc::new(clock.clone()), config, layers_rng)
-            .with_observer(Arc::new(observer));
+            .with_observer(observer);
         Ok(Host {
             gateway: Arc::new(gateway),
             clock,
             time: HostTime::new(),
             host: host.to_owned(),
             needs: Needs::new(scenario),
+            sync,
         })
     }
+}
+
+/// The load host `host` as a node of `[gateway.sync]`: named by its host, its incarnation drawn from the host's seed
+/// (so a run is the same every time), its wall clock the host's.
+fn sync_node(scenario: &Scenario, host: &str, seed: Seed, clock: &SimClock) -> Result<Option<BreakerSync>, String> {
+    let Some(spec) = &scenario.gateway.sync else { return Ok(None) };
+    let config = SyncConfig {
+        url: spec.redis.clone(),
+        password: None,
+        node: host.to_owned(),
+        key: spec.key.clone(),
+        incarnation: seed.fork("sync incarnation").value(),
+    };
+    let sync = BreakerSync::new(config, Arc::new(clock.clone())).map_err(|e| format!("gateway.sync: {e}"))?;
+    Ok(Some(sync))
 }
 
 /// What one logical call targets, resolved from the mix once.
@@ -211,20 +232,15 @@ fn pick_weighted(rng: &mut ChaCha8Rng, weights: &[f64]) -> usize {
 pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> turmoil::Result {
     let run = Seed::new(plan.scenario.seed);
     let seed = run.fork("load host").fork(&host);
-    let gossip = plan.scenario.gateway.gossip && plan.scenario.load.hosts > 1;
-    let (outbox, published) = if gossip {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        (Some(tx), Some(rx))
-    } else {
-        (None, None)
-    };
-    let load_host = Arc::new(Host::new(&plan, host_index, &host, seed, outbox)?);
-    // The gateway's background work (registry changes, statistics, health checks) and its gossip with the other
-    // gateways run until the load is done.
+    let load_host = Arc::new(Host::new(&plan, host_index, &host, seed)?);
+    // The gateway's background work (registry changes, statistics, health checks) and its breaker sync with the
+    // other gateways run until the load is done.
     let cancel = CancelToken::new();
     let background = tokio::spawn(load_host.gateway.clone().run_background(cancel.clone()));
-    let gossiping =
-        published.map(|rx| tokio::spawn(super::gossip::node(load_host.gateway.clone(), rx, cancel.clone())));
+    let syncing = load_host.sync.as_ref().zip(RedisHost::of(&plan.scenario.gateway)).and_then(|(sync, redis)| {
+        let dialer = Arc::new(TurmoilDialer { host: redis.name, port: redis.port });
+        sync.spawn(load_host.gateway.clone(), dialer, cancel.clone())
+    });
     let (targets, weights) = targets(&plan.scenario);
     let targets = Arc::new(targets);
     let hosts = plan.scenario.load.hosts;
@@ -281,8 +297,9 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
     let _ = drained.recv().await;
     cancel.cancel("load over");
     let _ = background.await;
-    if let Some(g) = gossiping {
-        let _ = g.await;
+    // Not awaited: a link waiting on a hung Redis would hold the host past the drain.
+    if let Some(link) = syncing {
+        link.abort();
     }
     plan.recorder.gateway_ended(host_index, load_host.gateway.in_flight_snapshot());
     load_host.gateway.close().await;

@@ -1,6 +1,7 @@
 //! The simulator through the real `mcpstorm sim` and `mcpstorm compare` commands, and its report writers:
 //! byte-identical runs (`determinism`), the call history (`calls`), paired comparisons (`compare`), gateway profiles
-//! (`profiles`), resilience (`resilience`), routing (`routing`), the report files (`report`) and swarm testing (`swarm`).
+//! (`profiles`), resilience (`resilience`), routing (`routing`), the report files (`report`), swarm testing (`swarm`)
+//! and breaker sync through Redis (`sync`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -14,3 +15,4 @@ mod report;
 mod resilience;
 mod routing;
 mod swarm;
+mod sync;

@@ -1,6 +1,6 @@
 //! The resilience scenarios through the real `mcpstorm sim` command, shortened for a debug build: with the default
 //! gateway the named checks pass, with the naive profile they fail (exit 1); agents honour degraded results unless
-//! they are `stubborn`; breaker openings spread between gateways by gossip, and a partition of the gossip hub leaves
+//! they are `stubborn`; breaker openings spread between gateways through Redis, and a partition of Redis leaves
 //! each gateway protecting itself.
 
 use std::path::{Path, PathBuf};
@@ -93,21 +93,20 @@ fn breaker_events(dir: &Path) -> Vec<String> {
 }
 
 #[test]
-fn gossip_spreads_an_opening_and_a_partition_leaves_each_gateway_protecting_itself() {
-    let scenario = Path::new("scenarios/breaker_gossip.toml");
-    let out = scratch("gossip");
+fn sync_spreads_an_opening_and_a_partition_of_redis_leaves_each_gateway_protecting_itself() {
+    let scenario = Path::new("scenarios/breaker_sync.toml");
+    let out = scratch("sync");
     let o = sim(scenario, &out, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let opens = breaker_events(&out);
     assert_eq!(opens.len(), 3, "{opens:?}");
     assert_eq!(opens.iter().filter(|l| l.contains("(remote)")).count(), 2, "two followers: {opens:?}");
     let incidents = summary(&out)["totals"]["convergence"].clone();
-    let converged = incidents[0]["converged_ms"].as_u64().expect("converged");
-    assert!(converged <= 10, "a relay is two network hops: {incidents}");
+    assert!(incidents[0]["converged_ms"].as_u64().is_some(), "every gateway followed: {incidents}");
 
-    let out = scratch("gossip-partitioned");
+    let out = scratch("sync-partitioned");
     let cut = "faults=[{kind=\"error_burst\",target=\"db\",start=\"4s\",duration=\"6s\",rate=1.0},\
-               {kind=\"partition\",target=\"gossip\",start=\"1s\",duration=\"10s\"}]";
+               {kind=\"partition\",target=\"redis\",start=\"1s\",duration=\"10s\"}]";
     let o = sim(scenario, &out, &[cut]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let opens = breaker_events(&out);

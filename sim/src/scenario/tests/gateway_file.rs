@@ -157,7 +157,7 @@ fn breaker_sync_is_a_gateway_table_checked_where_it_is_written() {
         assert!(problem.is_some_and(|p| p.message.contains(says)), "{to}: {err}");
         assert!(problem.is_some_and(|p| p.line_column().is_some()), "{to}: located in the file: {err}");
     }
-    // A scenario's load hosts are not gateway processes: the table is refused there, saying what to use.
-    let err = scenario("[gateway.sync]\nredis = \"redis://127.0.0.1:6379\"\n").expect_err("sync in a scenario");
-    assert!(err.to_string().contains("gossip = true"), "{err}");
+    // In a scenario, the URL names the simulated host that runs Redis: an address is refused there.
+    let err = scenario("[gateway.sync]\nredis = \"redis://127.0.0.1:6379\"\n").expect_err("an address in a scenario");
+    assert!(err.to_string().contains("must name the simulated host"), "{err}");
 }

@@ -16,6 +16,7 @@ mod rules;
 mod run_cost;
 mod set_and_sweep;
 mod shipped;
+mod sync_rules;
 
 const BASE: &str = r#"name = "t"
 duration = "10s"
