@@ -47,15 +47,10 @@ pub fn scenario_text(m: &Measured) -> String {
     let measured_ms: f64 = m.tools.iter().map(|(t, _)| t.latencies_ms.iter().sum::<f64>()).sum();
     // The closed loop ends after `calls`; the duration only bounds it (twice the measured time, at least 10 s).
     let duration_s = ((measured_ms * 2.0 / 1000.0).ceil() as u64).max(10);
-    let fine = m.tools.iter().any(|(t, _)| quantile(&t.latencies_ms, 0.5) < 5.0);
     let _ = writeln!(s, "name = {}", toml_str(&format!("{server}_profile")));
     let names: Vec<&str> = m.tools.iter().map(|(t, _)| t.tool.name.as_str()).collect();
     let _ = writeln!(s, "description = {}", toml_str(&format!("{} as measured: {}", m.server_name, names.join(", "))));
     let _ = writeln!(s, "seed = 1\nduration = \"{duration_s}s\"");
-    if fine {
-        s.push_str("# A tool answers in under 5 ms: a finer step than the default 1 ms keeps its latencies apart.\n");
-        s.push_str("tick = \"100us\"\n");
-    }
     s.push_str("\n# The measured latencies include the transport: the simulated network adds next to nothing.\n");
     s.push_str("[network]\nlatency = \"0s\"\n\n");
     let _ = writeln!(s, "[[servers]]\nname = {}", toml_str(&server));
@@ -137,7 +132,10 @@ fn header(s: &mut String, m: &Measured) {
             one_line(&m.skipped.join(", "))
         );
     }
-    s.push_str("# Run it: mcpstorm sim THIS_FILE. Its load repeats the measurement above.\n\n");
+    s.push_str(
+        "# Run it: mcpstorm sim THIS_FILE. Its load repeats the measurement above. The simulator keeps time in\n",
+    );
+    s.push_str("# whole milliseconds: a call measured under 1 ms takes 1 to 2 ms there.\n\n");
 }
 
 fn shape_note(shape: &Shape) -> String {
@@ -171,6 +169,10 @@ fn tool_table(s: &mut String, t: &ToolProfile, shape: &Shape) {
         if let Some(text) = value.and_then(inline) {
             let _ = writeln!(s, "{key} = {text}");
         }
+    }
+    if tool.output_schema.is_some() {
+        // A tool that declares an output schema answers with structured content that matches it.
+        s.push_str("structured_content = true\n");
     }
     let latency = toml::Value::try_from(&shape.latency).ok().and_then(|v| inline_toml(&v));
     if let Some(latency) = latency {
