@@ -33,7 +33,7 @@ fn python() -> String {
 }
 
 /// The `--stdio` command of the Python `mcp` 2.x peer (run from the repository root).
-fn python_peer() -> Option<String> {
+pub(crate) fn python_peer() -> Option<String> {
     let ok =
         Command::new(python()).args(["-c", "import mcp.server.mcpserver"]).output().is_ok_and(|o| o.status.success());
     if !ok {
