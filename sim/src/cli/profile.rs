@@ -62,8 +62,11 @@ pub struct ProfileArgs {
 const WARMUP: u64 = 3;
 
 pub async fn run(args: ProfileArgs) -> Result<(), Failure> {
-    if args.out.exists() && !args.force {
-        return Err(Failure::BadInput(format!("{} exists; pass --force to overwrite it", args.out.display())));
+    let knee_out = knee_path(&args.out);
+    for path in [&args.out, &knee_out] {
+        if path.exists() && !args.force {
+            return Err(Failure::BadInput(format!("{} exists; pass --force to overwrite it", path.display())));
+        }
     }
     let given = given_arguments(&args.args)?;
     if !args.i_own_this_server {
@@ -77,16 +80,29 @@ pub async fn run(args: ProfileArgs) -> Result<(), Failure> {
     let result = profile_with(&client, &args, &given).await;
     client.close().await;
     let measured = result?;
-    let text = profile::scenario_text(&measured);
-    // What we write must run: a profile that does not validate is our bug, said before a file is left behind.
-    crate::scenario::load_str(&text, &args.out.display().to_string(), &[])
-        .map_err(|e| Failure::Failed(format!("the measured scenario does not validate (a bug): {e}")))?;
-    std::fs::write(&args.out, &text)
-        .map_err(|e| Failure::Failed(format!("cannot write {}: {e}", args.out.display())))?;
-    if args.server.json {
-        return outln!("{}", serde_json::to_string_pretty(&as_json(&measured, &args.out)).unwrap_or_default());
+    let mut files = vec![(args.out.clone(), profile::scenario_text(&measured))];
+    if let Some(text) = profile::knee_text(&measured) {
+        files.push((knee_out, text));
     }
-    print(&measured, &args.out)
+    // What we write must run: a profile that does not validate is our bug, said before a file is left behind.
+    for (path, text) in &files {
+        crate::scenario::load_str(text, &path.display().to_string(), &[])
+            .map_err(|e| Failure::Failed(format!("the measured scenario does not validate (a bug): {e}")))?;
+    }
+    for (path, text) in &files {
+        std::fs::write(path, text).map_err(|e| Failure::Failed(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let written: Vec<PathBuf> = files.into_iter().map(|(p, _)| p).collect();
+    if args.server.json {
+        return outln!("{}", serde_json::to_string_pretty(&as_json(&measured, &written)).unwrap_or_default());
+    }
+    print(&measured, &written)
+}
+
+/// `x.toml` → `x.knee.toml`: the sweep's scenario, beside the measurement's.
+fn knee_path(out: &std::path::Path) -> PathBuf {
+    let stem = out.file_stem().map_or_else(|| "profile".into(), |s| s.to_string_lossy().into_owned());
+    out.with_file_name(format!("{stem}.knee.toml"))
 }
 
 async fn profile_with(
@@ -255,7 +271,7 @@ fn now_utc() -> String {
     text.get(..16).map_or(text.clone(), |m| format!("{} {} UTC", &m[..10], &m[11..]))
 }
 
-fn print(m: &Measured, out: &std::path::Path) -> Result<(), Failure> {
+fn print(m: &Measured, written: &[PathBuf]) -> Result<(), Failure> {
     outln!(
         "{} {} (protocol {})",
         show(&m.server_name, Bound::NAME),
@@ -280,6 +296,15 @@ fn print(m: &Measured, out: &std::path::Path) -> Result<(), Failure> {
             t.error_rate() * 100.0
         )?;
     }
+    for (t, _) in m.tools.iter().filter(|(t, _)| t.error_rate() > 0.5) {
+        let said = t.first_error.as_deref().and_then(|e| e.lines().next()).unwrap_or("");
+        outln!(
+            "warning: {} failed {:.0}% of its calls (first: {}): check its arguments (--args)",
+            show(&t.tool.name, Bound::NAME),
+            t.error_rate() * 100.0,
+            show(said, Bound::ERROR)
+        )?;
+    }
     if let Some(k) = &m.knee {
         let steps: Vec<String> = k.steps.iter().map(|s| format!("{} → {:.0}/s", s.concurrency, s.throughput)).collect();
         outln!("knee on {}: {}", show(&k.tool, Bound::NAME), steps.join(", "))?;
@@ -294,14 +319,15 @@ fn print(m: &Measured, out: &std::path::Path) -> Result<(), Failure> {
             show(&m.skipped.join(", "), Bound::TEXT)
         )?;
     }
-    outln!(
-        "wrote {}; run it: mcpstorm sim {}",
-        out.display(),
-        shlex::try_quote(&out.display().to_string()).map_or_else(|_| out.display().to_string(), |q| q.into_owned())
-    )
+    for path in written {
+        let shown = path.display().to_string();
+        let quoted = shlex::try_quote(&shown).map_or_else(|_| shown.clone(), |q| q.into_owned());
+        outln!("wrote {shown}; run it: mcpstorm sim {quoted}")?;
+    }
+    Ok(())
 }
 
-fn as_json(m: &Measured, out: &std::path::Path) -> Value {
+fn as_json(m: &Measured, written: &[PathBuf]) -> Value {
     let tools: Vec<Value> = m
         .tools
         .iter()
@@ -327,7 +353,8 @@ fn as_json(m: &Measured, out: &std::path::Path) -> Value {
     });
     json!({
         "server": m.server_name, "version": m.server_version, "protocol": m.protocol, "when": m.when,
-        "tools": tools, "knee": knee, "skipped": m.skipped, "scenario": out.display().to_string(),
+        "tools": tools, "knee": knee, "skipped": m.skipped, "scenario": written.first().map(|p| p.display().to_string()),
+        "knee_scenario": written.get(1).map(|p| p.display().to_string()),
     })
 }
 

@@ -32,6 +32,8 @@ pub struct ToolProfile {
     pub latencies_ms: Vec<f64>,
     pub calls: u64,
     pub errors: Errors,
+    /// What the first failed call said (an `isError` result's text or the JSON-RPC error), to show the user.
+    pub first_error: Option<String>,
 }
 
 impl ToolProfile {
@@ -52,18 +54,22 @@ pub enum MeasureError {
 
 /// How a call ended, for counting.
 pub(super) enum Ended {
-    Answered { ms: f64, failed: Option<bool> },
+    /// `failed`: `Some(true)` a JSON-RPC error, `Some(false)` an `isError` result, with what it said.
+    Answered {
+        ms: f64,
+        failed: Option<(bool, String)>,
+    },
     Unanswered(CallError),
 }
 
-/// One call of `tool`, timed: `failed` is `Some(true)` for a JSON-RPC error, `Some(false)` for an `isError` result.
+/// One call of `tool`, timed.
 pub(super) async fn one_call(client: &McpClient, tool: &str, arguments: &Value) -> Result<Ended, MeasureError> {
     let started = Instant::now();
     let result = client.call_tool(tool, arguments.clone(), CallOptions::default()).await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     Ok(match result {
-        Ok(r) => Ended::Answered { ms, failed: r.is_error.then_some(false) },
-        Err(CallError::Protocol(_)) => Ended::Answered { ms, failed: Some(true) },
+        Ok(r) => Ended::Answered { ms, failed: r.is_error.then(|| (false, r.joined_text())) },
+        Err(e @ CallError::Protocol(_)) => Ended::Answered { ms, failed: Some((true, e.to_string())) },
         Err(CallError::Local(LocalError::InvalidArguments(e))) => {
             let lines: Vec<String> = e.violations.iter().map(ToString::to_string).collect();
             return Err(MeasureError::Arguments(lines.join("; ")));
@@ -84,18 +90,27 @@ pub async fn measure(
     for _ in 0..warmup {
         one_call(client, &tool.name, &arguments).await?;
     }
-    let mut profile =
-        ToolProfile { tool: tool.clone(), arguments, latencies_ms: Vec::new(), calls: 0, errors: Errors::default() };
+    let mut profile = ToolProfile {
+        tool: tool.clone(),
+        arguments,
+        latencies_ms: Vec::new(),
+        calls: 0,
+        errors: Errors::default(),
+        first_error: None,
+    };
     let mut last_error = None;
     for _ in 0..calls {
         profile.calls += 1;
         match one_call(client, &tool.name, &profile.arguments).await? {
             Ended::Answered { ms, failed } => {
                 profile.latencies_ms.push(ms);
-                match failed {
-                    Some(true) => profile.errors.jsonrpc += 1,
-                    Some(false) => profile.errors.tool += 1,
-                    None => {}
+                if let Some((jsonrpc, said)) = failed {
+                    if jsonrpc {
+                        profile.errors.jsonrpc += 1;
+                    } else {
+                        profile.errors.tool += 1;
+                    }
+                    profile.first_error.get_or_insert(said);
                 }
             }
             Ended::Unanswered(e) => {

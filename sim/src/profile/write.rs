@@ -38,18 +38,59 @@ pub fn scenario_name(name: &str) -> String {
     if trimmed.is_empty() { "server".to_owned() } else { trimmed.to_owned() }
 }
 
-/// The scenario file's text.
+/// The scenario file's text: its load repeats the per-tool measurement (each tool's calls, one at a time).
 pub fn scenario_text(m: &Measured) -> String {
     let server = scenario_name(&m.server_name);
     let mut s = String::new();
     header(&mut s, m);
+    s.push_str(
+        "# Run it: mcpstorm sim THIS_FILE. Its load repeats the measurement above. The simulator keeps time in\n",
+    );
+    s.push_str("# whole milliseconds: a call measured under 1 ms takes 1 to 2 ms there.\n\n");
     let total_calls: u64 = m.tools.iter().map(|(t, _)| t.calls).sum();
     let measured_ms: f64 = m.tools.iter().map(|(t, _)| t.latencies_ms.iter().sum::<f64>()).sum();
     // The closed loop ends after `calls`; the duration only bounds it (twice the measured time, at least 10 s).
     let duration_s = ((measured_ms * 2.0 / 1000.0).ceil() as u64).max(10);
-    let _ = writeln!(s, "name = {}", toml_str(&format!("{server}_profile")));
     let names: Vec<&str> = m.tools.iter().map(|(t, _)| t.tool.name.as_str()).collect();
-    let _ = writeln!(s, "description = {}", toml_str(&format!("{} as measured: {}", m.server_name, names.join(", "))));
+    let description = format!("{} as measured: {}", m.server_name, names.join(", "));
+    top(&mut s, m, &format!("{server}_profile"), &description, duration_s);
+    let _ =
+        writeln!(s, "\n[load]\nmode = \"closed\"\nsessions = 1\nthink_time = \"0s\"\ncalls = {total_calls}\nhosts = 1");
+    for (t, _) in &m.tools {
+        mix(&mut s, &server, t, Some(t.calls.max(1)));
+    }
+    s
+}
+
+/// The concurrency sweep, repeated: the same tool at each step's calls in flight, through no gateway protection
+/// (as `profile` called it). `None` without a sweep.
+pub fn knee_text(m: &Measured) -> Option<String> {
+    let knee = m.knee.as_ref()?;
+    let (tool, _) = m.tools.iter().find(|(t, _)| t.tool.name == knee.tool)?;
+    let server = scenario_name(&m.server_name);
+    let mut s = String::new();
+    header(&mut s, m);
+    s.push_str("# Run it: mcpstorm sim THIS_FILE. Its sweep repeats the concurrency sweep above, one row per step\n");
+    s.push_str("# (sweep.csv: ok_per_s, p50_ms, p99_ms against the live figures).\n\n");
+    let calls = knee.steps.iter().map(|st| st.calls).max().unwrap_or(1);
+    let live_s: f64 = knee.steps.iter().map(|st| st.seconds).sum();
+    let duration_s = ((live_s * 3.0).ceil() as u64).saturating_add(10);
+    let description = format!("{}: the concurrency sweep on {}", m.server_name, knee.tool);
+    top(&mut s, m, &format!("{server}_knee"), &description, duration_s);
+    s.push_str("\n# profile called the server directly: no gateway layer between, as the naive profile.\n");
+    s.push_str("[gateway]\nprofile = \"naive\"\n");
+    let _ = writeln!(s, "\n[load]\nmode = \"closed\"\nsessions = 1\nthink_time = \"0s\"\ncalls = {calls}\nhosts = 1");
+    mix(&mut s, &server, tool, None);
+    let values: Vec<String> = knee.steps.iter().map(|st| st.concurrency.to_string()).collect();
+    let _ = writeln!(s, "\n[sweep]\nparam = \"load.sessions\"\nvalues = [{}]", values.join(", "));
+    Some(s)
+}
+
+/// The top-level keys, the network and the server with its tools.
+fn top(s: &mut String, m: &Measured, name: &str, description: &str, duration_s: u64) {
+    let server = scenario_name(&m.server_name);
+    let _ = writeln!(s, "name = {}", toml_str(name));
+    let _ = writeln!(s, "description = {}", toml_str(description));
     let _ = writeln!(s, "seed = 1\nduration = \"{duration_s}s\"");
     s.push_str("\n# The measured latencies include the transport: the simulated network adds next to nothing.\n");
     s.push_str("[network]\nlatency = \"0s\"\n\n");
@@ -69,18 +110,18 @@ pub fn scenario_text(m: &Measured) -> String {
         s.push_str("transport = \"http\"\n");
     }
     for (t, shape) in &m.tools {
-        tool_table(&mut s, t, shape);
+        tool_table(s, t, shape);
     }
-    let _ =
-        writeln!(s, "\n[load]\nmode = \"closed\"\nsessions = 1\nthink_time = \"0s\"\ncalls = {total_calls}\nhosts = 1");
-    for (t, _) in &m.tools {
-        let _ = writeln!(s, "\n[[load.mix]]\nserver = {}\ntool = {}", toml_str(&server), toml_str(&t.tool.name));
-        let _ = writeln!(s, "weight = {}", t.calls.max(1));
-        if let Some(args) = inline(&t.arguments).filter(|a| a != "{}") {
-            let _ = writeln!(s, "args = {args}");
-        }
+}
+
+fn mix(s: &mut String, server: &str, t: &ToolProfile, weight: Option<u64>) {
+    let _ = writeln!(s, "\n[[load.mix]]\nserver = {}\ntool = {}", toml_str(server), toml_str(&t.tool.name));
+    if let Some(w) = weight {
+        let _ = writeln!(s, "weight = {w}");
     }
-    s
+    if let Some(args) = inline(&t.arguments).filter(|a| a != "{}") {
+        let _ = writeln!(s, "args = {args}");
+    }
 }
 
 fn header(s: &mut String, m: &Measured) {
@@ -132,10 +173,6 @@ fn header(s: &mut String, m: &Measured) {
             one_line(&m.skipped.join(", "))
         );
     }
-    s.push_str(
-        "# Run it: mcpstorm sim THIS_FILE. Its load repeats the measurement above. The simulator keeps time in\n",
-    );
-    s.push_str("# whole milliseconds: a call measured under 1 ms takes 1 to 2 ms there.\n\n");
 }
 
 fn shape_note(shape: &Shape) -> String {

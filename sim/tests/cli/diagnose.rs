@@ -28,7 +28,7 @@ fn missing(what: &str, how: &str) -> Option<String> {
     None
 }
 
-fn python() -> String {
+pub(crate) fn python() -> String {
     std::env::var("MCPSTORM_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
