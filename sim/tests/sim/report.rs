@@ -25,7 +25,7 @@ fn jitter(t: u64, salt: u64) -> f64 {
 
 /// 60 simulated seconds at ~100 calls/s; a latency spike on `api` from 20 to 35 s makes P99 rise and errors appear,
 /// an error burst overlaps it, and a partition starts at 50 s and runs past the end.
-fn storm_run() -> RunData {
+pub(crate) fn storm_run() -> RunData {
     let mut seconds = Vec::new();
     for t in 0..60u64 {
         let spike = (20..35).contains(&t);
