@@ -2,9 +2,9 @@
 """Renders every shipped scenario's report.html in headless Chromium and fails on what a reader would see go wrong.
 
 For each scenarios/*.toml, `mcpstorm sim` runs the real scenario (no shortening) into target/html-check/<name>/
-(two at a time, one per core); a scenario with a [sweep] has no page of its own, so each of its rows' pages is
-rendered. Then one headless Chromium, driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`, no
-port and no dependency), opens every page and fails when:
+(two at a time, one per core); a sweep's rows' pages are rendered too, as is a contrast run's. Then one headless
+Chromium, driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`, no port and no dependency), opens
+every page and fails when:
 
 - the page throws, or logs an error or warning to the console (a broken inline script, a refused resource);
 - the page makes any request but for itself (a font, a script, a stylesheet or an image from anywhere else);
@@ -59,10 +59,9 @@ def run_scenario(binary: Path, scenario: Path, out: Path) -> list[Path]:
     if proc.returncode not in (0, 1):
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-10:])
         raise Broken(f"{scenario.name}: mcpstorm sim exited {proc.returncode}\n{tail}")
-    # A sweep has a page per row; a run with [report] contrast has its contrast run's page too.
-    pages = [out / "report.html"] if (out / "report.html").is_file() else sorted(out.glob("*=*/report.html"))
-    pages += sorted(out.glob("contrast-*/report.html"))
-    if not pages:
+    # A sweep's page links a page per row; a run with [report] contrast has its contrast run's page too.
+    pages = [out / "report.html"] + sorted(out.glob("*=*/report.html")) + sorted(out.glob("contrast-*/report.html"))
+    if not pages[0].is_file():
         raise Broken(f"{scenario.name}: no report.html in {out}")
     return pages
 

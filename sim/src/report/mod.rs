@@ -15,7 +15,8 @@
 //! | `contrast.svg`/`contrast.png` | with `[report] contrast`: both gateway profiles side by side ([`write_contrast`]; the other run's own report is in `contrast-<profile>/`) | yes |
 //! | `report.html` | one self-contained page, written last ([`write_run_html`]): the checks, the plots inline, the faults, the totals (beside the contrast run's), per server, the scenario as run, the reproduce line; no external requests | yes |
 //!
-//! `compare` and `swarm` write a `report.html` of their own too ([`write_compare`], [`write_swarm_html`]).
+//! A sweep writes a `report.html` of its own beside `sweep.md` ([`write_sweep`]), linking each row's; `compare` and
+//! `swarm` write theirs too ([`write_compare`], [`write_swarm_html`]).
 //!
 //! Determinism is the rule for everything but `summary.md`: floats are written with fixed decimals and never as NaN
 //! or inf, JSON fields keep declaration order, and plots draw with an embedded font (see `font.rs`), so the same
@@ -34,6 +35,7 @@ mod html;
 mod html_compare;
 mod html_run;
 mod html_swarm;
+mod html_sweep;
 pub(crate) mod num;
 mod overlay;
 mod plot;
@@ -127,15 +129,21 @@ fn read_svg(dir: &Path, stem: &str) -> Result<String, ReportError> {
     std::fs::read_to_string(&path).map_err(|source| ReportError::Io { path, source })
 }
 
-/// Writes a sweep's table and plots into `dir` (created if missing) and returns the paths written, in order.
+/// Writes a sweep's table, plots and `report.html` (linking each row's own page) into `dir` (created if missing) and returns the paths written, in order.
 pub fn write_sweep(dir: &Path, data: &SweepData) -> Result<Vec<PathBuf>, ReportError> {
     let mut out = Out::new(dir)?;
     let path = dir.join(sweep::SWEEP_CSV);
     out.write(sweep::csv(data).map_err(|source| ReportError::Csv { path, source })?, sweep::SWEEP_CSV)?;
+    let mut svgs = Vec::new();
     for (stem, fig) in sweep::figures(data) {
-        out.figure(stem, &fig)?;
+        let caption = match stem {
+            sweep::SWEEP_QPS => "Throughput and goodput against the swept value",
+            _ => "Latency P50/P95/P99 against the swept value",
+        };
+        svgs.push((out.figure(stem, &fig)?, caption));
     }
     out.write(sweep::markdown(data).into_bytes(), sweep::SWEEP_MD)?;
+    out.write(html_sweep::render(data, &svgs).into_bytes(), REPORT_HTML)?;
     Ok(out.paths)
 }
 

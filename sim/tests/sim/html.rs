@@ -4,12 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use mcpstorm_sim::report::{write_contrast, write_run, write_run_html};
+use mcpstorm_sim::report::{write_contrast, write_run, write_run_html, write_sweep};
 use mcpstorm_sim::run::{RunData, WallClock};
 use mcpstorm_sim::scenario::CallsMode;
 
 use crate::common::{mcpstorm, scratch_in, sim, text};
-use crate::report::storm_run;
+use crate::report::{knee_sweep, storm_run};
 
 fn scratch(name: &str) -> PathBuf {
     scratch_in("html", name)
@@ -35,10 +35,13 @@ fn page(dir: &Path, run: &RunData, other: Option<&RunData>) -> String {
     std::fs::read_to_string(path).expect("report.html")
 }
 
-/// The page without its `scenario.toml` block, the one place where the user's own text may hold a URL (escaped).
+/// The page without its `scenario.toml` block (a run's page has one), the one place where the user's own text may
+/// hold a URL (escaped).
 fn outside_scenario(page: &str) -> String {
-    let (start, end) = (page.find("<h2 id=\"scenario\">").expect("scenario"), page.find("<h2 id=\"reproduce\">"));
-    format!("{}{}", &page[..start], &page[end.expect("reproduce")..])
+    match (page.find("<h2 id=\"scenario\">"), page.find("<h2 id=\"reproduce\">")) {
+        (Some(start), Some(end)) => format!("{}{}", &page[..start], &page[end..]),
+        _ => page.to_owned(),
+    }
 }
 
 /// Nothing on the page can make a request: no URL, no `src`, no stylesheet link or import, no script.
@@ -117,6 +120,27 @@ fn the_contrast_run_stands_beside_the_run() {
     assert!(html.contains("<td>retries</td><td class=\"n\">"), "the totals table");
     assert!(html.contains("<td class=\"n\">123,456</td></tr>"), "the contrast run's figure in its column");
     assert!(html.contains("<a href=\"contrast-naive/report.html\">"));
+    assert_self_contained(&html);
+}
+
+/// A sweep's page links every row's own page, tints a row that failed its checks and inlines both sweep plots.
+#[test]
+fn a_sweep_page_links_every_row() {
+    let dir = scratch("sweep");
+    let mut sweep = knee_sweep(true);
+    sweep.rows[2].passed = false;
+    write_sweep(&dir, &sweep).expect("write_sweep");
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    for r in &sweep.rows {
+        let href = format!("<a href=\"load.concurrency={0}/report.html\">{0}</a>", r.value);
+        assert!(html.contains(&href), "no link to row {}", r.value);
+    }
+    let failed: Vec<&str> = html.lines().filter(|l| l.starts_with("<tr class=\"failed\">")).collect();
+    assert_eq!(failed.len(), sweep.rows.iter().filter(|r| !r.passed).count(), "{failed:?}");
+    let third = format!(">{}</a>", sweep.rows[2].value);
+    assert!(failed.iter().any(|row| row.contains(&third) && row.contains(">FAIL<")), "{failed:?}");
+    assert!(failed.iter().all(|row| !row.contains(">PASS<")), "{failed:?}");
+    assert_eq!(html.matches("<svg ").count(), 2);
     assert_self_contained(&html);
 }
 

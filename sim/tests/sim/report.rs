@@ -479,7 +479,7 @@ fn unwritable_directory_names_the_path() {
     std::fs::remove_file(&dir).unwrap();
 }
 
-fn knee_sweep(numeric: bool) -> SweepData {
+pub(crate) fn knee_sweep(numeric: bool) -> SweepData {
     let values = [1u64, 10, 50, 100, 200, 500];
     let rows = values
         .iter()
@@ -528,7 +528,15 @@ fn sweep_writes_table_and_plots() {
         let names: Vec<String> = paths.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(
             names,
-            ["sweep.csv", "sweep_qps.svg", "sweep_qps.png", "sweep_p99.svg", "sweep_p99.png", "sweep.md"]
+            [
+                "sweep.csv",
+                "sweep_qps.svg",
+                "sweep_qps.png",
+                "sweep_p99.svg",
+                "sweep_p99.png",
+                "sweep.md",
+                "report.html"
+            ]
         );
         let csv = read_text(&dir, "sweep.csv");
         let lines: Vec<&str> = csv.lines().collect();
