@@ -2,14 +2,14 @@
 """Renders every shipped scenario's report.html in headless Chromium and fails on what a reader would see go wrong.
 
 For each scenarios/*.toml, `mcpstorm sim` runs the real scenario (no shortening) into target/html-check/<name>/
-(two at a time, one per core); a sweep's rows' pages are rendered too, as is a contrast run's. Then one headless
-Chromium, driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`, no port and no dependency), opens
-every page and fails when:
+(two at a time, one per core); a sweep's rows' pages are rendered too, as is a contrast run's, and the pages of a
+comparison and of a swarm of the smoke scenario (see OTHERS). Then one headless Chromium, driven over the DevTools
+protocol on a pipe (`--remote-debugging-pipe`, no port and no dependency), opens every page and fails when:
 
 - the page throws, or logs an error or warning to the console (a broken inline script, a refused resource);
 - the page makes any request but for itself (a font, a script, a stylesheet or an image from anywhere else);
 - the page is blank: no text in its body, or a screenshot of a single colour;
-- a run's page inlines no plot.
+- a page other than the swarm's (a table of seeds) inlines no plot.
 
 The screenshots are kept in target/html-check/screenshots/ (1280 px wide, the first 2000 px of each page).
 
@@ -47,22 +47,25 @@ class Broken(Exception):
     """Chromium or a run did not do its part: exit 2."""
 
 
-def run_scenario(binary: Path, scenario: Path, out: Path) -> list[Path]:
-    """Runs one scenario; returns its report pages (a sweep's rows each have one)."""
-    proc = subprocess.run(
-        [str(binary), "sim", str(scenario.relative_to(ROOT)), "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    # 1 is a failed check: the report is written all the same, and is what this script looks at.
-    if proc.returncode not in (0, 1):
+# Besides every scenario's run: a comparison's page and a swarm's (one that fails on every seed, so that its
+# failures section, links and replay lines are rendered too). Each: a name, the arguments, and its exit codes.
+OTHERS = [
+    ("compare", ["compare", "scenarios/smoke.toml", "--vary", "gateway.profile", "--values", "default,naive",
+                 "--seeds", "3"], (0,)),
+    ("swarm", ["swarm", "scenarios/smoke.toml", "--seeds", "2", "--set", "duration=40s", "--checks", "--set",
+               "checks.p99_ms=1", "--shrink-runs", "1"], (1,)),
+]
+
+
+def run(binary: Path, name: str, args: list[str], codes: tuple[int, ...], out: Path) -> list[Path]:
+    """Runs one command into `out`; returns its report pages (a sweep's rows and a contrast run have their own)."""
+    proc = subprocess.run([str(binary), *args, "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode not in codes:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-10:])
-        raise Broken(f"{scenario.name}: mcpstorm sim exited {proc.returncode}\n{tail}")
-    # A sweep's page links a page per row; a run with [report] contrast has its contrast run's page too.
+        raise Broken(f"{name}: mcpstorm {args[0]} exited {proc.returncode}\n{tail}")
     pages = [out / "report.html"] + sorted(out.glob("*=*/report.html")) + sorted(out.glob("contrast-*/report.html"))
     if not pages[0].is_file():
-        raise Broken(f"{scenario.name}: no report.html in {out}")
+        raise Broken(f"{name}: no report.html in {out}")
     return pages
 
 
@@ -183,7 +186,7 @@ class Browser:
         problems = [p for e in self.events if e.get("sessionId") == session for p in event_problems(e, url)]
         if text[0] == 0:
             problems.append("the page has no text")
-        if text[1] == 0:
+        if text[1] == 0 and page.parent.name != "swarm":
             problems.append("the page inlines no plot")
         if single_colour(png):
             problems.append(f"the screenshot ({screenshot}) is a single colour")
@@ -239,9 +242,12 @@ def main() -> int:
     shots.mkdir(parents=True)
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            runs = list(pool.map(lambda s: run_scenario(args.binary, s, args.out / s.stem), scenarios))
-        pages = [page for run in runs for page in run]
-        print(f"{len(scenarios)} scenarios run in {time.monotonic() - started:.0f} s; rendering {len(pages)} pages")
+            # 1 is a failed check for sim: the report is written all the same, and is what is looked at here.
+            jobs = [(s.stem, ["sim", str(s.relative_to(ROOT))], (0, 1)) for s in scenarios]
+            jobs += [job for job in OTHERS if not only]
+            runs = list(pool.map(lambda j: run(args.binary, *j, args.out / j[0]), jobs))
+        pages = [page for found in runs for page in found]
+        print(f"{len(jobs)} runs in {time.monotonic() - started:.0f} s; rendering {len(pages)} pages")
         browser = Browser(args.chromium)
         failures = 0
         try:

@@ -232,8 +232,8 @@ fn page<'a>(
                 faults: windows(&o.run.scenario),
                 violations: o.run.violations.iter().map(|v| (v.invariant.clone(), v.detail.clone())).collect(),
                 shrunk: o.shrunk.as_ref().map(|s| {
-                    let n = s.scenario.faults.len();
-                    format!("{n} fault{} in {} shrink runs", if n == 1 { "" } else { "s" }, s.runs)
+                    let (n, plural) = (s.scenario.faults.len(), |n: usize| if n == 1 { "" } else { "s" });
+                    format!("{n} fault{} in {} shrink run{}", plural(n), s.runs, plural(s.runs))
                 }),
                 replay: file.as_ref().map(|f| replay_command(Path::new(f), options)),
                 file,
