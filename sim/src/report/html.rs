@@ -44,7 +44,7 @@ th,td{border:1px solid #dee2e6;padding:3px 9px;text-align:left;vertical-align:to
 th{background:#f1f3f5}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .badge{display:inline-block;padding:1px 8px;border-radius:4px;font-weight:600;color:#fff}
 .pass{background:#1e8232}.fail{background:#c62828}
-tr.failed td{background:#fdecea}
+tr.failed td{background:#fdecea}td.differs{font-weight:600}
 pre{background:#f8f9fa;border:1px solid #dee2e6;padding:10px;overflow-x:auto;white-space:pre-wrap}
 figure{margin:10px 0}figure svg{display:block;max-width:100%;height:auto;border:1px solid #dee2e6}
 .side{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
@@ -78,6 +78,8 @@ pub(crate) enum Cell {
     Text(String),
     /// A figure, escaped, right-aligned.
     Num(String),
+    /// A figure that differs from the one beside it (a contrast run's), in bold.
+    Differs(String),
     /// Markup built here (a badge, a link), inserted as it is.
     Html(String),
 }
@@ -95,6 +97,7 @@ pub(crate) fn table(head: &[&str], rows: Vec<(Vec<Cell>, bool)>) -> String {
             match cell {
                 Cell::Text(t) => s.push_str(&format!("<td>{}</td>", escape(&t))),
                 Cell::Num(t) => s.push_str(&format!("<td class=\"n\">{}</td>", escape(&t))),
+                Cell::Differs(t) => s.push_str(&format!("<td class=\"n differs\">{}</td>", escape(&t))),
                 Cell::Html(h) => s.push_str(&format!("<td>{h}</td>")),
             }
         }

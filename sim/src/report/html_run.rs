@@ -116,7 +116,7 @@ fn checks(run: &RunData) -> String {
     table(&["check", "limit", "actual", "result"], rows)
 }
 
-/// The totals, with the contrast run's beside them (rows where the two differ are the story).
+/// The totals, with the contrast run's beside them; where the two differ (the story) both figures are in bold.
 fn totals(run: &RunData, other: Option<&RunData>) -> String {
     let mine = total_rows(run);
     match other {
@@ -134,11 +134,10 @@ fn totals(run: &RunData, other: Option<&RunData>) -> String {
                 ],
                 false,
             )];
-            rows.extend(
-                mine.into_iter()
-                    .zip(total_rows(other))
-                    .map(|((name, a), (_, b))| (vec![Cell::Text(name.to_owned()), Cell::Num(a), Cell::Num(b)], false)),
-            );
+            rows.extend(mine.into_iter().zip(total_rows(other)).map(|((name, a), (_, b))| {
+                let cell = if a == b { Cell::Num } else { Cell::Differs };
+                (vec![Cell::Text(name.to_owned()), cell(a), cell(b)], false)
+            }));
             table(&["metric", &head[0], &head[1]], rows)
         }
     }

@@ -117,8 +117,10 @@ fn the_contrast_run_stands_beside_the_run() {
     let html = page(&scratch("contrast"), &run, Some(&other));
     assert_eq!(html.matches("<svg ").count(), 2, "the run's plots and the contrast figure");
     assert!(html.contains("<th>metric</th><th>default (this run)</th><th>naive (contrast)</th>"));
-    assert!(html.contains("<td>retries</td><td class=\"n\">"), "the totals table");
-    assert!(html.contains("<td class=\"n\">123,456</td></tr>"), "the contrast run's figure in its column");
+    // The contrast run's figure in its column, in bold where it differs from the run's, plain where not.
+    assert!(html.contains("<td>retries</td><td class=\"n differs\">"), "the totals table");
+    assert!(html.contains("<td class=\"n differs\">123,456</td></tr>"), "the contrast run's figure in its column");
+    assert!(html.contains("<td>lost</td><td class=\"n\">0</td><td class=\"n\">0</td></tr>"), "equal figures");
     assert!(html.contains("<a href=\"contrast-naive/report.html\">"));
     assert_self_contained(&html);
 }
