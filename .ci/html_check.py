@@ -174,7 +174,8 @@ class Browser:
         url = page.resolve().as_uri()
         self.send("Page.navigate", {"url": url}, session=session)
         self.wait_for("Page.loadEventFired", session)
-        text = self.send(
+        # How much text the page shows, and how many plots it inlines.
+        chars, plots = self.send(
             "Runtime.evaluate",
             {"expression": "[document.body.innerText.trim().length, document.querySelectorAll('svg').length]",
              "returnByValue": True},
@@ -184,9 +185,9 @@ class Browser:
         png = base64.b64decode(shot)
         screenshot.write_bytes(png)
         problems = [p for e in self.events if e.get("sessionId") == session for p in event_problems(e, url)]
-        if text[0] == 0:
+        if chars == 0:
             problems.append("the page has no text")
-        if text[1] == 0 and page.parent.name != "swarm":
+        if plots == 0 and page.parent.name != "swarm":
             problems.append("the page inlines no plot")
         if single_colour(png):
             problems.append(f"the screenshot ({screenshot}) is a single colour")
@@ -227,7 +228,8 @@ def single_colour(png: bytes) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", type=Path, default=ROOT / "target" / "release" / "mcpstorm")
-    parser.add_argument("--chromium", default=shutil.which("chromium") or shutil.which("chromium-browser") or "chromium")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or "chromium"
+    parser.add_argument("--chromium", default=chromium)
     parser.add_argument("--out", type=Path, default=ROOT / "target" / "html-check")
     parser.add_argument("--only", default="", help="comma-separated scenario names")
     args = parser.parse_args()

@@ -129,7 +129,8 @@ fn read_svg(dir: &Path, stem: &str) -> Result<String, ReportError> {
     std::fs::read_to_string(&path).map_err(|source| ReportError::Io { path, source })
 }
 
-/// Writes a sweep's table, plots and `report.html` (linking each row's own page) into `dir` (created if missing) and returns the paths written, in order.
+/// Writes a sweep's table, plots and `report.html` (linking each row's own page) into `dir` (created if missing) and
+/// returns the paths written, in order.
 pub fn write_sweep(dir: &Path, data: &SweepData) -> Result<Vec<PathBuf>, ReportError> {
     let mut out = Out::new(dir)?;
     let path = dir.join(sweep::SWEEP_CSV);
@@ -147,7 +148,8 @@ pub fn write_sweep(dir: &Path, data: &SweepData) -> Result<Vec<PathBuf>, ReportE
     Ok(out.paths)
 }
 
-/// Writes a comparison's tables, overlay plots and `report.html` into `dir` (created if missing) and returns the paths written.
+/// Writes a comparison's tables, overlay plots and `report.html` into `dir` (created if missing) and returns the paths
+/// written.
 pub fn write_compare(dir: &Path, data: &crate::compare::CompareData) -> Result<Vec<PathBuf>, ReportError> {
     let mut out = Out::new(dir)?;
     let path = dir.join(compare::COMPARE_CSV);
