@@ -1,7 +1,7 @@
 //! The simulator through the real `mcpstorm sim` and `mcpstorm compare` commands, and its report writers:
-//! byte-identical runs (`determinism`), the call history (`calls`), paired comparisons (`compare`), gateway profiles
-//! (`profiles`), resilience (`resilience`), routing (`routing`), the report files (`report`), swarm testing (`swarm`)
-//! and breaker sync through Redis (`sync`).
+//! byte-identical runs (`determinism`), the call history (`calls`), paired comparisons (`compare`), the HTML report
+//! (`html`), gateway profiles (`profiles`), resilience (`resilience`), routing (`routing`), the report files
+//! (`report`), swarm testing (`swarm`) and breaker sync through Redis (`sync`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -9,6 +9,7 @@ mod common;
 mod calls;
 mod compare;
 mod determinism;
+mod html;
 mod http;
 mod profiles;
 mod report;
