@@ -19,6 +19,9 @@ use crate::shard::Shard;
 use crate::swarm::shrink::{Shrunk, shrink};
 use crate::swarm::{self, Options, SwarmRun};
 
+/// Candidate runs a failure's shrinking may take unless `--shrink-runs` says otherwise.
+const DEFAULT_SHRINK_RUNS: usize = 40;
+
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES, mut_arg("shard", |a| a.help(super::seeds::SWARM_SHARD)))]
 pub struct SwarmArgs {
@@ -47,7 +50,7 @@ pub struct SwarmArgs {
     #[arg(long)]
     pub replay: bool,
     /// The most candidate runs a failure's shrinking may take (0: do not shrink).
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = DEFAULT_SHRINK_RUNS)]
     pub shrink_runs: usize,
     /// Run even beyond the run-cost limits.
     #[arg(long)]
@@ -314,6 +317,11 @@ fn reproduce(args: &SwarmArgs, first: u64) -> String {
     }
     if args.no_differential {
         cmd.push_str(" --no-differential");
+    }
+    // Shrinking decides what the failure files hold: a line that left a non-default budget out would shrink
+    // differently from the run it reproduces.
+    if args.shrink_runs != DEFAULT_SHRINK_RUNS {
+        cmd.push_str(&format!(" --shrink-runs {}", args.shrink_runs));
     }
     cmd
 }

@@ -375,6 +375,9 @@ fn swarm_exits_2_on_bad_input_and_1_on_a_broken_invariant_that_replays() {
     let in_file = text.lines().find_map(|l| l.strip_prefix("# replay:")).expect("a replay line");
     let in_file = in_file.split("(exit 1").next().unwrap_or_default();
     let stdout = String::from_utf8_lossy(&o.stdout);
+    // The run's own line keeps the shrink budget it ran with: another budget shrinks to other files.
+    let reproduce = stdout.lines().find_map(|l| l.strip_prefix("reproduce:")).expect("a reproduce line");
+    assert!(reproduce.contains("--shrink-runs 1") && reproduce.contains("--no-differential"), "{reproduce}");
     let on_console = stdout.lines().find_map(|l| l.strip_prefix("replay seed 1:")).expect("a replay line");
     for line in [in_file, on_console] {
         let args: Vec<&str> = line.split_whitespace().collect();
