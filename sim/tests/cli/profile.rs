@@ -179,3 +179,22 @@ fn knee_misses(attempt: usize) -> Vec<String> {
     assert!(compared >= 4, "the sweep reached 8 in flight: {m}");
     misses
 }
+
+/// Over Streamable HTTP the written server speaks HTTP too, and the simulator runs it.
+#[test]
+fn a_server_profiled_over_http_is_simulated_over_http() {
+    let fake = Fake::start_http(Some(FOUR_WORKERS));
+    let dir = scratch_in("profile", "http");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let file = dir.join("http.toml");
+    let o = profile(&["--http", &fake.url()], &file, &["--calls", "10", "--max-concurrency", "0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let m = json(&o);
+    assert!(m["knee"].is_null() && m["knee_scenario"].is_null(), "--max-concurrency 0 sweeps nothing: {m}");
+    let written = std::fs::read_to_string(&file).expect("scenario written");
+    assert!(written.contains("transport = \"http\""), "{written}");
+    let run = dir.join("run");
+    let o = sim(&file, &run, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(summary(&run)["servers"]["four-workers"]["ok"].as_u64(), Some(10));
+}
