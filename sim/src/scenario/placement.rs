@@ -23,6 +23,11 @@ pub fn load_host(index: usize) -> String {
     format!("load-{index}")
 }
 
+/// Gateway node `index`'s host (`[gateway] nodes`).
+pub fn node_host(index: usize) -> String {
+    format!("gateway-{index}")
+}
+
 /// The host the replicas of `server` share. Replica names end in a number and load hosts are `load-N`, so this
 /// cannot name another host.
 fn shared_host(server: &str) -> String {

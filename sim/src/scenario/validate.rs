@@ -47,7 +47,7 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
         redis::problems(sync, &s.gateway, &s.servers, &mut rules);
     }
     let redis = RedisHost::of(&s.gateway);
-    let hosts = Hosts { load_hosts: s.load.hosts, redis: redis.as_ref() };
+    let hosts = Hosts { load_hosts: s.load.hosts, nodes: s.gateway.nodes, redis: redis.as_ref() };
     for (k, fault) in s.faults.iter().enumerate() {
         fault.problems(k, run, &s.servers, &hosts, &mut rules);
     }
