@@ -292,7 +292,7 @@ impl Federation {
                     })
                     .await;
                 let sent = sent.into_inner().unwrap_or_else(PoisonError::into_inner);
-                tap.ended(&origin.server, &origin.name, &arguments, &routed, &sent);
+                tap.ended(&origin.name, &arguments, &routed, &sent);
                 routed
             }
         };

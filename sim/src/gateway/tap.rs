@@ -12,7 +12,7 @@ pub trait AttemptTap: Send + Sync {
     /// time, handed back to [`ended`](Self::ended).
     fn sending(&self, retry: bool) -> Duration;
 
-    /// The call to `tool` of `server` (its upstream name) with `arguments` ended as `routed`; `sent` holds each
-    /// attempt's send time, in attempt order.
-    fn ended(&self, server: &str, tool: &str, arguments: &serde_json::Value, routed: &Routed, sent: &[Duration]);
+    /// The call to `tool` (its upstream name) with `arguments` ended as `routed`; `sent` holds each attempt's send
+    /// time, in attempt order.
+    fn ended(&self, tool: &str, arguments: &serde_json::Value, routed: &Routed, sent: &[Duration]);
 }

@@ -62,7 +62,7 @@ pub use listen::{AdminSpec, ListenSpec};
 pub use model::label as sweep_label;
 pub use model::{HostsMode, Network, Scenario, Sweep};
 pub use overrides::expand_sweep;
-pub use placement::{Placement, load_host, node_host, server_host};
+pub use placement::{Placement, load_host, node_host, replica_host, server_host};
 pub use read::{load_file, load_file_with, load_str, load_str_with};
 pub use redis::RedisHost;
 pub use report::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, ReportSpec};

@@ -1,7 +1,7 @@
 //! The simulator through the real `mcpstorm sim` and `mcpstorm compare` commands, and its report writers:
 //! byte-identical runs (`determinism`), the call history (`calls`), paired comparisons (`compare`), gateway profiles
-//! (`profiles`), resilience (`resilience`), routing (`routing`), the report files (`report`), swarm testing (`swarm`)
-//! and breaker sync through Redis (`sync`).
+//! (`profiles`), resilience (`resilience`), routing (`routing`), the report files (`report`), swarm testing (`swarm`),
+//! breaker sync through Redis (`sync`) and gateway nodes as hosts of their own (`nodes`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -10,6 +10,7 @@ mod calls;
 mod compare;
 mod determinism;
 mod http;
+mod nodes;
 mod profiles;
 mod report;
 mod resilience;
