@@ -637,7 +637,8 @@ impl Observer for GatewayObserver {
         let now = || turmoil::sim_elapsed().unwrap_or_default();
         match event {
             Event::Breaker { replica, tool, transition, .. } => {
-                self.recorder.breaker(now(), &self.host, replica, tool, transition);
+                // A node's federation names replicas `server#i`; the report names them by their hosts.
+                self.recorder.breaker(now(), &self.host, &crate::scenario::replica_host(replica), tool, transition);
             }
             Event::Degraded { reason, .. } => self.recorder.degraded(now(), *reason),
             _ => {}
