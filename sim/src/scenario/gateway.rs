@@ -18,9 +18,9 @@ use super::rules::Rules;
 use super::sync::SyncSpec;
 use super::units::Dur;
 
-/// The gateway on every load host: its session and schema behaviour, credentials, routing and resilience layers
-/// (see [`layers`](super::layers) for each resilience table's keys). Each load host is one gateway process with its
-/// own router (formula state, statistics, health checks).
+/// The gateway on every load host (or on every gateway node, with `nodes`): its session and schema behaviour,
+/// credentials, routing and resilience layers (see [`layers`](super::layers) for each resilience table's keys). Each
+/// load host (or node) is one gateway process with its own router (formula state, statistics, health checks).
 ///
 /// | key            | default           | meaning                                                                    |
 /// |----------------|-------------------|----------------------------------------------------------------------------|
@@ -35,7 +35,7 @@ use super::units::Dur;
 /// | `[gateway.throttle]` | on          | SRE adaptive throttling per replica                                        |
 /// | `[gateway.bulkhead]` | on          | a permit pool per replica (declared `max_concurrent_requests`, configured, or the client's cap) |
 /// | `[gateway.limiter]`  | aimd        | the adaptive limit inside each pool, from its cap down (`gradient2`, `fixed`) |
-/// | `[gateway.sync]`     | off         | the gateway nodes share breakers through Redis ([`SyncSpec`]); in a scenario, the load hosts, through a simulated Redis host named by the URL ([`RedisHost`](super::redis::RedisHost)) |
+/// | `[gateway.sync]`     | off         | the gateway nodes share breakers through Redis ([`SyncSpec`]); in a scenario, the load hosts (the nodes, with `nodes`), through a simulated Redis host named by the URL ([`RedisHost`](super::redis::RedisHost)) |
 /// | `[gateway.fallbacks]`| none        | `tool = "fallback_tool"`, named in degraded results                        |
 /// | `nodes`        | 0                 | scenario only: gateway nodes as hosts of their own (`gateway-0` ...), each the `mcpstorm gateway` process's federation, which the load hosts' agents reach over `front`; 0: each load host runs its gateway in-process (faster) |
 /// | `front`        | none              | scenario only, required when `nodes` > 0: how agents reach a node, `"http"` (MCP Streamable HTTP) |
@@ -71,8 +71,8 @@ pub struct GatewaySpec {
     #[serde(default, skip_serializing)]
     #[schemars(skip)]
     pub gossip: Option<bool>,
-    /// Breaker sync between gateway nodes through Redis (in a scenario: between the load hosts, through a simulated
-    /// Redis host named by the URL).
+    /// Breaker sync between gateway nodes through Redis (in a scenario: between the load hosts, or the gateway nodes
+    /// with `nodes`, through a simulated Redis host named by the URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncSpec>,
     /// Fallback tools named in degraded results: `inventory_lookup = "query_cached_inventory"`.

@@ -1,10 +1,10 @@
 //! The Redis host of a scenario's `[gateway.sync]`: the simulated world places a host running the Redis double,
 //! named by the URL's host (`redis = "redis://redis:6379"` places host `redis`, listening on 6379), and every load
-//! host's gateway is a sync node of it. Faults name that host as their `target` (`crash`, `partition`,
+//! host's gateway (every gateway node's, with `[gateway] nodes`) is a sync node of it. Faults name that host as their `target` (`crash`, `partition`,
 //! `latency_spike`, `hang`).
 //!
-//! A scenario is self-contained: it reads no environment (so no `password_env`), and each node is named by its load
-//! host (so no `node`).
+//! A scenario is self-contained: it reads no environment (so no `password_env`), and each node is named by its host
+//! (so no `node`).
 
 use super::gateway::GatewaySpec;
 use super::rules::Rules;

@@ -3,7 +3,9 @@
 //! Hosts are kept few (turmoil's cost grows steeply with hosts per tick): a host per server whose replicas share it
 //! (a replica that a crash or partition names gets its own: see [`Placement`]) and a handful of
 //! load-generator hosts that each multiplex hundreds of agent sessions (with `[gateway.sync]`, their gateways are
-//! sync nodes of a Redis host: see [`redis`]). The step loop applies the fault timeline
+//! sync nodes of a Redis host: see [`redis`]). With `[gateway] nodes`, the gateways are hosts of their own instead
+//! (`gateway-0` ...: see [`node`]), each the `mcpstorm gateway` process's node, and the load hosts' agents call them
+//! over simulated Streamable HTTP ([`remote`]). The step loop applies the fault timeline
 //! between steps, samples gauges once per simulated second, and after the load ends lets every started call reach
 //! its outcome (bounded by a drain limit; anything left is reported as `lost`).
 //!
@@ -130,6 +132,7 @@ pub fn run(
             scenario: scenario.clone(),
             recorder: recorder.clone(),
             placement: placement.clone(),
+            outstanding: clocks.iter().map(|_| Arc::default()).collect(),
             clocks,
         });
         for (i, host) in node_hosts.iter().enumerate() {

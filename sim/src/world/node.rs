@@ -46,6 +46,8 @@ pub struct NodePlan {
     pub placement: Arc<Placement>,
     /// Each node's wall clock, by node index: `clock_skew` faults on `gateway` move them.
     pub clocks: Vec<SimClock>,
+    /// Each node's attempts sent and not yet ended, by node index: those of a crashed incarnation never end.
+    pub outstanding: Vec<Arc<AtomicU64>>,
 }
 
 /// The scenario's servers as a gateway file's `[[servers]]`: each replica's address is where the world placed it
@@ -78,6 +80,9 @@ pub async fn run_node(plan: Arc<NodePlan>, index: usize) -> turmoil::Result {
     let scenario = &plan.scenario;
     let seed = Seed::new(scenario.seed).fork("gateway node").fork(&host);
     let clock = plan.clocks.get(index).cloned().unwrap_or_default();
+    let outstanding = plan.outstanding.get(index).cloned().unwrap_or_default();
+    // A restart after a crash: what the crashed incarnation had in flight is gone with it.
+    plan.recorder.attempts_lost(outstanding.swap(0, Ordering::Relaxed));
     // Bound before the federation lists its servers: agents that connect meanwhile wait to be accepted.
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", NODE_PORT)).await?;
     let sync = sync_node(scenario, &host, seed, &clock)?.zip(RedisHost::of(&scenario.gateway)).map(|(sync, redis)| {
@@ -86,7 +91,8 @@ pub async fn run_node(plan: Arc<NodePlan>, index: usize) -> turmoil::Result {
     });
     let recorder = plan.recorder.clone();
     let observer: Arc<dyn Observer> = Arc::new(GatewayObserver { recorder: recorder.clone(), host: host.clone() });
-    let tap = NodeTap { recorder, host: host.clone(), clock: clock.clone(), time: HostTime::new(), calls: 0.into() };
+    let time = HostTime::new();
+    let tap = NodeTap { recorder, host: host.clone(), clock: clock.clone(), time, calls: 0.into(), outstanding };
     let seams = Seams {
         connector: Arc::new(SimConnector::new(
             scenario,
@@ -133,11 +139,14 @@ struct NodeTap {
     time: HostTime,
     /// Calls this node has ended, for the call history's sampling.
     calls: AtomicU64,
+    /// Attempts sent and not yet ended (see [`NodePlan::outstanding`]).
+    outstanding: Arc<AtomicU64>,
 }
 
 impl AttemptTap for NodeTap {
     fn sending(&self, retry: bool) -> Duration {
         let now = self.time.now();
+        self.outstanding.fetch_add(1, Ordering::Relaxed);
         self.recorder.attempt_started(now, retry);
         now
     }
@@ -145,6 +154,7 @@ impl AttemptTap for NodeTap {
     fn ended(&self, tool: &str, arguments: &serde_json::Value, routed: &Routed, sent: &[Duration]) {
         let (instant, now) = (Instant::now(), self.time.now());
         let call = self.calls.fetch_add(1, Ordering::Relaxed);
+        self.outstanding.fetch_sub(sent.len() as u64, Ordering::Relaxed);
         for (i, a) in routed.attempts().enumerate() {
             let replica = replica_host(&a.endpoint);
             let at = sent.get(i).copied().unwrap_or(now);

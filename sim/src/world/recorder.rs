@@ -507,6 +507,12 @@ impl Recorder {
         *inner.totals.degraded.entry(<&str>::from(reason).to_owned()).or_default() += 1;
     }
 
+    /// `n` attempts sent by a gateway node that crashed will never end: the in-flight gauge lets them go.
+    pub fn attempts_lost(&self, n: u64) {
+        let mut inner = self.lock();
+        inner.in_flight = inner.in_flight.saturating_sub(n);
+    }
+
     /// Samples the in-flight and open-breaker gauges into the second that just ended (called by the step loop).
     pub fn sample_in_flight(&self, second: Duration) {
         let mut inner = self.lock();
