@@ -122,3 +122,25 @@ fn a_partition_from_one_node_leaves_the_other_nodes_calls_on_that_replica_alone(
     assert!(2 * cut_ok * 100 >= whole_ok * 95, "gateway-0's calls on api-0 stay: {cut_ok} of {whole_ok}");
     assert!(cut_ok * 100 < whole_ok * 60, "gateway-1's calls on api-0 stop: {cut_ok} of {whole_ok}");
 }
+
+#[test]
+fn a_crashed_node_fails_only_its_own_agents_calls_and_restarts_afresh() {
+    let out = scratch("crash");
+    let crash = "faults[0]={ kind = \"crash\", target = \"gateway-0\", start = \"2s\", duration = \"1s\" }";
+    let o = sim(Path::new("scenarios/smoke.toml"), &out, &[NODES[0], NODES[1], NODES[2], crash]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let events = std::fs::read_to_string(out.join("events.csv")).expect("events.csv");
+    assert!(events.contains(",host_crashed,gateway-0,") && events.contains(",host_restarted,gateway-0,"), "{events}");
+    let totals = summary(&out)["totals"].clone();
+    let transport = totals["errors_by_class"]["transport"].as_u64().unwrap_or(0);
+    assert!(transport > 0, "the crashed node's agents lose their calls: {totals}");
+    assert_eq!(totals["errors"].as_u64(), Some(transport), "and nothing else fails: {totals}");
+    // The restarted node serves again: its agents' calls after the crash are ok.
+    let rows = std::fs::read_to_string(out.join("timeseries.csv")).expect("timeseries.csv");
+    let header: Vec<&str> = rows.lines().next().unwrap_or_default().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name}"));
+    let (ok, errors) = (col("ok"), col("errors"));
+    let second_4: Vec<&str> = rows.lines().nth(5).unwrap_or_default().split(',').collect();
+    assert_eq!(second_4[errors], "0", "no error once gateway-0 is back: {rows}");
+    assert!(second_4[ok].parse::<u64>().is_ok_and(|n| n > 500), "both nodes serve again: {rows}");
+}

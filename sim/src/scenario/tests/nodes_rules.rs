@@ -41,6 +41,8 @@ fn nodes_need_a_front_and_a_front_needs_nodes() {
     expect_one(&text, &[], "gateway.front", "front = |", "set `nodes` to 1 or more");
     let text = edit(&with_nodes(2), "front = \"http\"", "front = \"grpc\"");
     expect_one(&text, &[], "gateway.front", "front = |\"grpc\"", "`http`");
+    let text = edit(&with_nodes(2), "replicas = 2", "replicas = 2\njoin_at = \"2s\"");
+    expect_one(&text, &[], "servers[0].join_at", "join_at = |", "membership changes need nodes = 0");
     let text = with_nodes(65);
     expect_one(&text, &[], "gateway.nodes", "nodes = |65", "must be at most 64");
 }
