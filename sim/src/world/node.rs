@@ -90,7 +90,8 @@ pub async fn run_node(plan: Arc<NodePlan>, index: usize) -> turmoil::Result {
         (sync, dialer)
     });
     let recorder = plan.recorder.clone();
-    let observer: Arc<dyn Observer> = Arc::new(GatewayObserver { recorder: recorder.clone(), host: host.clone() });
+    let observer: Arc<dyn Observer> =
+        Arc::new(GatewayObserver { recorder: recorder.clone(), host: host.clone(), node: true });
     let time = HostTime::new();
     let tap = NodeTap { recorder, host: host.clone(), clock: clock.clone(), time, calls: 0.into(), outstanding };
     let seams = Seams {

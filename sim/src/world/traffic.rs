@@ -109,7 +109,7 @@ impl Host {
             bulkhead.leak_permit_on_replica_failure = gateway.planted_leak;
         }
         let mut observer: Arc<dyn Observer> =
-            Arc::new(GatewayObserver { recorder: plan.recorder.clone(), host: host.to_owned() });
+            Arc::new(GatewayObserver { recorder: plan.recorder.clone(), host: host.to_owned(), node: false });
         let sync = sync_node(scenario, host, seed, &clock)?;
         if let Some(sync) = &sync {
             observer = sync.observer(observer);

@@ -144,3 +144,14 @@ fn a_crashed_node_fails_only_its_own_agents_calls_and_restarts_afresh() {
     assert_eq!(second_4[errors], "0", "no error once gateway-0 is back: {rows}");
     assert!(second_4[ok].parse::<u64>().is_ok_and(|n| n > 500), "both nodes serve again: {rows}");
 }
+
+#[test]
+fn a_nodes_degraded_answer_ends_the_agents_call_as_degraded() {
+    let out = scratch("degraded");
+    let o = sim(Path::new("scenarios/breaker_sync.toml"), &out, &NODES[..2]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let totals = summary(&out)["totals"].clone();
+    let answered: u64 = totals["degraded"].as_object().map_or(0, |m| m.values().filter_map(|v| v.as_u64()).sum());
+    assert!(answered > 0, "the nodes' breakers open and they answer degraded: {totals}");
+    assert_eq!(totals["errors_by_class"]["degraded"].as_u64(), Some(answered), "{totals}");
+}
