@@ -1,30 +1,34 @@
 #!/usr/bin/env python3
-"""Regenerate the README's simulator figures: `just docs` (`python3 docs/generate.py`).
+"""Regenerate the docs' simulator figures: `just docs` (`python3 docs/generate.py`).
 
 The simulator is deterministic: the same scenario and seed give byte-identical summary.json, CSV and PNG files. So
-every figure the README quotes from a simulator run is produced here, by running the `mcpstorm` binary and reading
-what it wrote, and CI fails when the committed README or images differ from a fresh run.
+every figure the README and the guide pages (docs/*.md) quote from a simulator run is produced here, by running the
+`mcpstorm` binary and reading what it wrote, and CI fails when the committed pages or images differ from a fresh run.
 
-README.md marks each generated block:
+README.md and docs/*.md mark each generated block:
 
     <!-- generated: NAME (just docs) -->
     ...replaced on every run...
     <!-- /generated: NAME -->
 
-Everything outside the markers is left byte for byte alone. Each NAME has one function below (see BLOCKS), which runs
-the simulator with `--out` into a scratch directory under target/docs/, reads the run's summary.json (and
-compare.json, sweep.csv, calls.csv where needed), returns markdown and may copy pictures into docs/images/. Generated
-text never holds wall-clock times: those depend on the machine and stay hand-quoted in the README with their date.
+A block may live in any of those files, but each NAME in BLOCKS must appear exactly once across them (a block that
+vanished would silently stop the rules some blocks enforce, e.g. `dominance`): moving a section to another page moves
+its block with it. Everything outside the markers is left byte for byte alone. Each NAME has one function below (see
+BLOCKS), which runs the simulator with `--out` into a scratch directory under target/docs/, reads the run's
+summary.json (and compare.json, sweep.csv, calls.csv where needed), returns markdown and may copy pictures into
+docs/images/ (linked relative to the page: `docs/images/x.png` from the README, `images/x.png` from docs/). Generated
+text never holds wall-clock times: those depend on the machine and stay hand-quoted in the pages with their date.
 
 Usage:
-    python3 docs/generate.py                 rewrite README.md and docs/images/
+    python3 docs/generate.py                 rewrite README.md, docs/*.md and docs/images/
     python3 docs/generate.py --check         exit 1 (and say what) if anything would change; write nothing
     python3 docs/generate.py --only a,b      only these blocks (the others are left as they are)
     python3 docs/generate.py --list          the block names
 
 The binary is $MCPSTORM; without it, `cargo build --release --locked -p mcpstorm-sim --bin mcpstorm` runs once and
-target/release/mcpstorm is used. Exit codes: 0 done (or up to date), 1 --check found a difference, 2 bad markers, an
-unknown block name, or a run or generator that failed. Python 3.11 standard library only.
+target/release/mcpstorm is used. Exit codes: 0 done (or up to date), 1 --check found a difference, 2 bad markers, a
+block missing or given twice, an unknown block name, or a run or generator that failed. Python 3.11 standard library
+only.
 """
 
 from __future__ import annotations
@@ -278,14 +282,16 @@ class Context:
     def __init__(self, sim: Sim):
         self.sim = sim
         self.images: dict[str, Path] = {}  # docs/images/<name> -> source
+        self.page = README  # the file whose block is being rendered: picture links are relative to it
 
     def image(self, src: Path, name: str) -> str:
-        """Copy `src` to docs/images/<name> (at the end, unless --check); returns the README path."""
+        """Copy `src` to docs/images/<name> (at the end, unless --check); returns its path relative to the page being
+        rendered: `docs/images/<name>` from README.md, `images/<name>` from docs/*.md."""
         path = ROOT / src
         if not path.exists():
             raise DocsError(f"{src}: missing picture")
         self.images[name] = path
-        return f"docs/images/{name}"
+        return Path(os.path.relpath(IMAGES / name, self.page.parent)).as_posix()
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -886,8 +892,17 @@ BLOCKS = {
 # Markers.
 
 
-def parse_blocks(text: str) -> list[tuple[str, int, int]]:
-    """(name, start of the content, end of the content) in character offsets, for every marked block."""
+def doc_files() -> list[Path]:
+    """The files that may hold generated blocks: README.md and every docs/*.md, in that order."""
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def parse_blocks(text: str, where: str = "README.md") -> list[tuple[str, int, int]]:
+    """(name, start of the content, end of the content) in character offsets, for every marked block of one file."""
     blocks = []
     open_name, open_line, content_start = None, 0, 0
     offset = 0
@@ -896,52 +911,64 @@ def parse_blocks(text: str) -> list[tuple[str, int, int]]:
         start, end = START.match(bare), END.match(bare)
         if start:
             if open_name is not None:
-                raise DocsError(f"README.md:{lineno}: block `{start['name']}` opens inside `{open_name}` "
+                raise DocsError(f"{where}:{lineno}: block `{start['name']}` opens inside `{open_name}` "
                                 f"(opened at line {open_line}, never closed)")
             open_name, open_line, content_start = start["name"], lineno, offset + len(line)
         elif end:
             if open_name is None:
-                raise DocsError(f"README.md:{lineno}: `<!-- /generated: {end['name']} -->` closes no block")
+                raise DocsError(f"{where}:{lineno}: `<!-- /generated: {end['name']} -->` closes no block")
             if end["name"] != open_name:
-                raise DocsError(f"README.md:{lineno}: block `{open_name}` (line {open_line}) closed as `{end['name']}`")
+                raise DocsError(f"{where}:{lineno}: block `{open_name}` (line {open_line}) closed as `{end['name']}`")
             blocks.append((open_name, content_start, offset))
             open_name = None
         elif LOOSE.search(line):
             raise DocsError(
-                f"README.md:{lineno}: malformed marker {bare.strip()!r}; expected "
+                f"{where}:{lineno}: malformed marker {bare.strip()!r}; expected "
                 "`<!-- generated: NAME (just docs) -->` or `<!-- /generated: NAME -->` on a line of its own"
             )
         offset += len(line)
     if open_name is not None:
-        raise DocsError(f"README.md:{open_line}: block `{open_name}` is never closed (`<!-- /generated: {open_name} -->`)")
-    names = [b[0] for b in blocks]
-    for name in names:
+        raise DocsError(f"{where}:{open_line}: block `{open_name}` is never closed (`<!-- /generated: {open_name} -->`)")
+    for name, _, _ in blocks:
         if name not in BLOCKS:
-            raise DocsError(f"README.md: unknown block `{name}`; known: {', '.join(BLOCKS)}")
-        if names.count(name) > 1:
-            raise DocsError(f"README.md: block `{name}` appears {names.count(name)} times")
+            raise DocsError(f"{where}: unknown block `{name}`; known: {', '.join(BLOCKS)}")
     return blocks
 
 
-def render(text: str, only: set[str] | None, ctx: Context) -> str:
-    blocks = parse_blocks(text)
-    present = {b[0] for b in blocks}
-    if only:
-        absent = sorted(only - present)
-        if absent:
-            raise DocsError(f"--only: no such block in README.md: {', '.join(absent)}")
+def read_docs() -> dict[Path, str]:
+    """Every file's text, and a check of the markers across them: each block in exactly one place, none missing (a
+    block that vanished would silently stop both its figures and the rules it enforces, e.g. `dominance`)."""
+    # Bytes, not text mode: no newline translation, so everything outside the markers stays byte for byte.
+    texts = {path: path.read_bytes().decode("utf-8") for path in doc_files()}
+    seen: dict[str, str] = {}
+    for path, text in texts.items():
+        for name, _, _ in parse_blocks(text, rel(path)):
+            if name in seen:
+                where = "twice in " + rel(path) if seen[name] == rel(path) else f"in {seen[name]} and {rel(path)}"
+                raise DocsError(f"block `{name}` appears {where}")
+            seen[name] = rel(path)
+    missing = [name for name in BLOCKS if name not in seen]
+    if missing:
+        raise DocsError(f"no file holds block{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                        "(README.md or docs/*.md; each block must appear once)")
+    return texts
+
+
+def render(text: str, path: Path, only: set[str] | None, ctx: Context) -> str:
+    """One file with its blocks regenerated (those in `only`, or all); pictures are linked relative to `path`."""
     out, last = [], 0
-    for name, start, end in blocks:
+    for name, start, end in parse_blocks(text, rel(path)):
         out.append(text[last:start])
         if only and name not in only:
             out.append(text[start:end])
         else:
+            ctx.page = path
             try:
                 body = BLOCKS[name](ctx).strip("\n")
             except DocsError as e:
-                raise DocsError(f"block `{name}`: {e}") from None
+                raise DocsError(f"block `{name}` ({rel(path)}): {e}") from None
             except Exception as e:  # a generator bug: say which block
-                raise DocsError(f"block `{name}` failed: {type(e).__name__}: {e}") from e
+                raise DocsError(f"block `{name}` ({rel(path)}) failed: {type(e).__name__}: {e}") from e
             # Blank lines around the content, so tables and fences never touch the comment lines.
             out.append(f"\n{body}\n\n")
         last = end
@@ -972,8 +999,8 @@ def binary() -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description="Regenerate the README's simulator figures (see the module docstring).")
-    ap.add_argument("--check", action="store_true", help="exit 1 if README.md or docs/images would change")
+    ap = argparse.ArgumentParser(description="Regenerate the docs' simulator figures (see the module docstring).")
+    ap.add_argument("--check", action="store_true", help="exit 1 if README.md, docs/*.md or docs/images would change")
     ap.add_argument("--only", metavar="NAME[,NAME]", help="regenerate only these blocks")
     ap.add_argument("--list", action="store_true", help="print the block names and exit")
     args = ap.parse_args()
@@ -987,47 +1014,44 @@ def main() -> int:
             unknown = sorted(only - BLOCKS.keys())
             if unknown:
                 raise DocsError(f"--only: unknown block {', '.join(unknown)}; known: {', '.join(BLOCKS)}")
-        # Bytes, not text mode: no newline translation, so everything outside the markers stays byte for byte.
-        text = README.read_bytes().decode("utf-8")
-        parse_blocks(text)  # bad markers fail before anything runs
+        texts = read_docs()  # bad markers fail before anything runs
         started = time.monotonic()
         ctx = Context(Sim(binary()))
-        new = render(text, only, ctx)
+        new = {path: render(text, path, only, ctx) for path, text in texts.items()}
         log(f"{ctx.sim.runs} run{'' if ctx.sim.runs == 1 else 's'} in {time.monotonic() - started:.1f} s")
     except DocsError as e:
         print(f"docs/generate.py: error: {e}", file=sys.stderr)
         return 2
 
+    changed = [path for path in texts if new[path] != texts[path]]
     changed_images = [
         name for name, src in sorted(ctx.images.items())
         if not (IMAGES / name).exists() or (IMAGES / name).read_bytes() != src.read_bytes()
     ]
     if args.check:
-        stale = False
-        if new != text:
-            stale = True
-            diff = list(difflib.unified_diff(text.splitlines(), new.splitlines(), "README.md (committed)",
-                                             "README.md (generated)", lineterm="", n=1))
-            print(f"README.md: {sum(1 for l in diff if l[:1] in '+-' and l[:3] not in ('+++', '---'))} lines differ",
+        for path in changed:
+            name = rel(path)
+            diff = list(difflib.unified_diff(texts[path].splitlines(), new[path].splitlines(), f"{name} (committed)",
+                                             f"{name} (generated)", lineterm="", n=1))
+            print(f"{name}: {sum(1 for l in diff if l[:1] in '+-' and l[:3] not in ('+++', '---'))} lines differ",
                   file=sys.stderr)
             print("\n".join(diff[:80]) + ("\n..." if len(diff) > 80 else ""), file=sys.stderr)
         for name in changed_images:
-            stale = True
             print(f"docs/images/{name}: differs from a fresh run", file=sys.stderr)
-        if stale:
+        if changed or changed_images:
             print("docs/generate.py: README/docs are stale: run `just docs` and commit", file=sys.stderr)
             return 1
         log("up to date")
         return 0
 
-    if new != text:
-        README.write_bytes(new.encode("utf-8"))
-        log("README.md rewritten")
+    for path in changed:
+        path.write_bytes(new[path].encode("utf-8"))
+        log(f"{rel(path)} rewritten")
     IMAGES.mkdir(parents=True, exist_ok=True)
     for name in changed_images:
         shutil.copyfile(ctx.images[name], IMAGES / name)
         log(f"docs/images/{name} updated")
-    if new == text and not changed_images:
+    if not changed and not changed_images:
         log("no change")
     return 0
 

@@ -31,6 +31,7 @@ pub const MAX_STEPS: u64 = 1_000_000;
 /// latency = { dist = "lognormal", p50_ms = 40, p99_ms = 400 }
 /// latency = { dist = "arg", name = "ms", default_ms = 0 }            # sleep what the caller asks
 /// latency = { dist = "steps" }   # steps × step_ms from the call's arguments, progress after every step
+/// latency = { dist = "empirical", ms = [1.2, 1.9, 2.4, 3.1, 40] }  # measured quantiles (`mcpstorm profile`)
 /// ```
 ///
 /// Default: `fixed`, 0 ms.
@@ -71,7 +72,18 @@ pub enum LatencyDist {
         #[serde(default = "default_step_ms")]
         default_step_ms: f64,
     },
+    /// Measured quantiles where no parametric shape fits (what `mcpstorm profile` writes): `ms[i]` is the
+    /// `i / (n − 1)` quantile, so the first is the fastest call seen and the last the slowest, and a draw picks a
+    /// uniform quantile and interpolates linearly between the two points around it. 2 to [`MAX_EMPIRICAL_POINTS`]
+    /// points, non-decreasing.
+    Empirical {
+        #[schemars(length(min = 2, max = MAX_EMPIRICAL_POINTS))]
+        ms: Vec<f64>,
+    },
 }
+
+/// The most points an empirical latency may hold: every 0.1% quantile.
+pub const MAX_EMPIRICAL_POINTS: usize = 1001;
 
 fn default_steps_arg() -> String {
     "steps".to_owned()
@@ -156,6 +168,19 @@ impl LatencyDist {
                 }
                 milliseconds("default_step_ms", *default_step_ms)
             }
+            LatencyDist::Empirical { ms } => {
+                if !(2..=MAX_EMPIRICAL_POINTS).contains(&ms.len()) {
+                    let n = ms.len();
+                    return Err(("ms", format!("must hold 2 to {MAX_EMPIRICAL_POINTS} quantiles, got {n}")));
+                }
+                for v in ms {
+                    milliseconds("ms", *v)?;
+                }
+                if let Some(w) = ms.windows(2).find(|w| w[1] < w[0]) {
+                    return Err(("ms", format!("quantiles must not decrease, got {} after {}", w[1], w[0])));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -213,7 +238,22 @@ impl PreparedLatency {
                 let step = ms_to_duration(step_ms);
                 LatencyDraw { latency: ms_to_duration(steps as f64 * step_ms), step: Some(step) }
             }
+            LatencyDist::Empirical { ms } => LatencyDraw::of_ms(empirical_at(ms, rng.random::<f64>())),
         })
+    }
+}
+
+/// The `q` quantile (0 to 1) of empirical points: linear between the two points around it. An empty list (which
+/// validation refuses) gives 0.
+pub fn empirical_at(ms: &[f64], q: f64) -> f64 {
+    let Some(last) = ms.len().checked_sub(1) else { return 0.0 };
+    let pos = q.clamp(0.0, 1.0) * last as f64;
+    // In range: pos is within [0, last]; `as` saturates and the `min` keeps `i + 1` inside.
+    let i = (pos.floor() as usize).min(last.saturating_sub(1));
+    match (ms.get(i), ms.get(i + 1)) {
+        (Some(a), Some(b)) => a + (b - a) * (pos - i as f64),
+        (Some(a), None) => *a,
+        _ => 0.0,
     }
 }
 
@@ -326,6 +366,34 @@ mod tests {
         );
         assert_eq!(LatencyDist::Fixed { ms: f64::NAN }.validate().expect_err("invalid").0, "ms");
         assert!(LatencyDist::Lognormal { p50_ms: 40.0, p99_ms: 40.0 }.validate().is_ok());
+    }
+
+    #[test]
+    fn empirical_draws_reproduce_the_measured_quantiles() {
+        let ms: Vec<f64> =
+            (0..=100).map(|i| if i < 90 { 2.0 + f64::from(i) / 100.0 } else { 40.0 + f64::from(i) }).collect();
+        let dist = LatencyDist::Empirical { ms: ms.clone() };
+        assert!(dist.validate().is_ok());
+        let mut v = draws(&dist, 11, 50_000);
+        v.sort_by(f64::total_cmp);
+        for q in [0.1, 0.5, 0.8, 0.95, 0.99] {
+            let want = empirical_at(&ms, q);
+            let got = quantile(&v, q);
+            assert!((got - want).abs() <= want * 0.03 + 0.05, "q{q}: want {want}, got {got}");
+        }
+        assert!(v.iter().all(|d| (2.0..=140.0).contains(d)), "draws stay within the fastest and slowest seen");
+        assert_eq!(empirical_at(&ms, 0.5), 2.5);
+    }
+
+    #[test]
+    fn empirical_refuses_too_few_points_and_decreasing_ones() {
+        assert_eq!(LatencyDist::Empirical { ms: vec![3.0] }.validate().expect_err("one point").0, "ms");
+        let err = LatencyDist::Empirical { ms: vec![3.0, 2.0] }.validate().expect_err("decreasing");
+        assert!(err.1.contains("must not decrease"), "{}", err.1);
+        assert!(LatencyDist::Empirical { ms: vec![1.0, f64::NAN] }.validate().is_err());
+        assert!(LatencyDist::Empirical { ms: vec![1.0; MAX_EMPIRICAL_POINTS + 1] }.validate().is_err());
+        assert_eq!(empirical_at(&[], 0.5), 0.0);
+        assert_eq!(empirical_at(&[1.0, 3.0], 2.0), 3.0);
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub use config::{
 pub use control::FakeControl;
 pub use drift::Drift;
 pub use faults::{Faults, StatusBurst};
-pub use latency::{LatencyDist, LatencyDraw, MAX_LATENCY};
+pub use latency::{LatencyDist, LatencyDraw, MAX_EMPIRICAL_POINTS, MAX_LATENCY, empirical_at, lognormal_params};
 pub use listener::Listener;
 pub use redis::{RedisConfig, RedisControl, RedisDouble, RequestLimits, live_redis};
 pub use server::FakeServer;

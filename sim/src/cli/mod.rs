@@ -9,6 +9,7 @@ mod gateway;
 mod merge;
 mod out;
 mod peer;
+mod profile;
 mod scenarios;
 mod seeds;
 mod serve_fake;
@@ -63,6 +64,9 @@ pub enum Command {
     /// Run a scripted fake MCP server (newline-delimited JSON-RPC or Streamable HTTP) on a TCP address: loopback by
     /// default, any with --listen.
     ServeFake(ServeFakeArgs),
+    /// Measure a real server (each tool's latency and errors, its concurrency knee, its schemas) and write it as a
+    /// scenario whose load repeats the measurement.
+    Profile(profile::ProfileArgs),
     /// Check a scenario file (with any --set overrides) without running it.
     Validate(validate::ValidateArgs),
     /// List the routing formulas, one line each, and what a custom `expr:` formula may use.
@@ -107,6 +111,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Diagnose(args) => live(diagnose::run(args)),
         Command::ServeFake(args) => live(serve_fake::run(args)),
         Command::Gateway(args) => live(gateway::run(args)),
+        Command::Profile(args) => live(profile::run(args)),
         Command::Validate(args) => validate::run(args),
         Command::Scenarios(args) => scenarios::run(args),
         Command::Formulas(args) => formulas::run(args),

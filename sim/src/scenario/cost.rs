@@ -236,6 +236,7 @@ fn typical_ms(latency: &LatencyDist) -> f64 {
         LatencyDist::Lognormal { p50_ms, .. } => *p50_ms,
         LatencyDist::Arg { default_ms, .. } => *default_ms,
         LatencyDist::Steps { default_steps, default_step_ms, .. } => *default_steps as f64 * default_step_ms,
+        LatencyDist::Empirical { ms } => mcpstorm_fake::empirical_at(ms, 0.5),
     }
 }
 

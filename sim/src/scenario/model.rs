@@ -31,7 +31,7 @@ use super::workload::{Agent, Load};
 /// | `description` | `""`     | shown in the summary                                            |
 /// | `seed`        | 1        | the run's seed; `--seed` overrides                              |
 /// | `duration`    | required | simulated time to run (a closed loop with `calls` may end early), at most 7 days |
-/// | `tick`        | `"1ms"`  | turmoil's step, 1 µs to 1 s                                     |
+/// | `tick`        | `"1ms"`  | turmoil's step, 1 ms to 1 s                                     |
 ///
 /// Every duration is at most 7 days and every count has a maximum (see [`ranges`](super::ranges)); a run whose
 /// estimated cost exceeds the limits of [`cost`](super::cost) is refused unless `--allow-large` is given.
@@ -48,7 +48,7 @@ pub struct Scenario {
     pub seed: u64,
     /// Simulated time to run (a closed loop with `calls` may end early); at most 7 days.
     pub duration: Dur,
-    /// turmoil's step, 1 µs to 1 s (and at most `duration`): every tick is executed, so a finer tick costs wall time.
+    /// turmoil's step, 1 ms to 1 s (and at most `duration`): every tick is executed; the hosts' timers count whole ms.
     #[serde(default = "default_tick")]
     pub tick: Dur,
     #[serde(default)]
@@ -97,7 +97,12 @@ impl Scenario {
         if !s.tick.0.is_zero() && s.tick.0 < MIN_TICK {
             c.fail(
                 "tick",
-                format!("must be at least {} (every tick is executed), got {}", fmt(MIN_TICK), fmt(s.tick.0)),
+                format!(
+                    "must be at least {}: the hosts' timers count whole milliseconds, and a finer tick would run \
+                     their clocks ahead of the simulation's; got {}",
+                    fmt(MIN_TICK),
+                    fmt(s.tick.0)
+                ),
             );
         }
         c.probability("network.fail_rate", s.network.fail_rate);

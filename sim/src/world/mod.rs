@@ -36,6 +36,7 @@ pub use clock::SimClock;
 pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE};
 pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
+pub(crate) use traffic::fill_required;
 
 use crate::check::{error_window, evaluate_checks};
 use crate::run::{CallSink, CallSinkError, RunData, WallClock};

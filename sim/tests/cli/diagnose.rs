@@ -28,12 +28,12 @@ fn missing(what: &str, how: &str) -> Option<String> {
     None
 }
 
-fn python() -> String {
+pub(crate) fn python() -> String {
     std::env::var("MCPSTORM_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
 /// The `--stdio` command of the Python `mcp` 2.x peer (run from the repository root).
-fn python_peer() -> Option<String> {
+pub(crate) fn python_peer() -> Option<String> {
     let ok =
         Command::new(python()).args(["-c", "import mcp.server.mcpserver"]).output().is_ok_and(|o| o.status.success());
     if !ok {

@@ -13,5 +13,6 @@ mod gateway;
 mod gateway_sync;
 mod help;
 mod http;
+mod profile;
 mod scenarios;
 mod seed_env;

@@ -312,8 +312,12 @@ fn range_messages_name_the_key_and_the_bound() {
         .contains("tick: must be at most the run's duration (500ms), got 600ms")
     );
     assert!(shown(&["servers[0].tools[0].latency.default_step_ms=1e12"]).contains("at most 86400000 (one day)"));
-    // The tops and bottoms of the ranges are accepted: a week either way, and a 1 µs tick.
-    full(&["client.deadline=\"7d\"", "tick=\"1us\"", "faults[1].jump=\"+7d\""]);
+    // The tops and bottoms of the ranges are accepted: a week either way, and a 1 ms tick.
+    full(&["client.deadline=\"7d\"", "tick=\"1ms\"", "faults[1].jump=\"+7d\""]);
+    // A finer tick is refused: the hosts' timers count whole milliseconds, so their clocks would run ahead.
+    assert!(
+        shown(&["tick=\"100us\""]).contains("tick: must be at least 1ms: the hosts' timers count whole milliseconds")
+    );
 }
 
 /// What `--set key=value` on FULL does, as a property: loading succeeds with the value inside its range, or fails
