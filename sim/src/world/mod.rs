@@ -32,11 +32,11 @@ use std::sync::atomic::AtomicU64;
 use std::time::{Duration, UNIX_EPOCH};
 
 pub use crate::scenario::{load_host, node_host, server_host};
+pub(crate) use agent::fill_required;
 pub use clock::SimClock;
 pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE};
 pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
-pub(crate) use traffic::fill_required;
 
 use crate::check::{error_window, evaluate_checks};
 use crate::run::{CallSink, CallSinkError, RunData, WallClock};
