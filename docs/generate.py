@@ -412,6 +412,98 @@ def convergence(t: dict) -> str:
     return f"{done[len(done) // 2]} ms"
 
 
+REDIS_CUT = {"kind": "partition", "target": "redis", "start": "1s", "duration": "10s"}
+CONVERGENCE_SEEDS = range(1, 21)
+
+
+def convergence_ms(t: dict) -> list[float]:
+    """Every incident's convergence across gateways in ms; an incident that never converged is left out (counted
+    by the caller)."""
+    return [float(c["converged_ms"]) for c in t["convergence"] if c.get("converged_ms") is not None]
+
+
+def cdf_svg(series: list[tuple[str, str, list[float]]], path: Path) -> None:
+    """A small deterministic SVG: the CDF of each series (label, colour, values in ms) on a log-scale x axis from
+    1 ms to 10 s. Written by hand: the generator uses the standard library only."""
+    w, h, left, right, top, bottom = 640, 300, 56, 16, 16, 44
+    lo, hi = 0.0, 4.0  # log10 of 1 ms and 10 s
+    def x(ms: float) -> float:
+        v = min(max(math.log10(max(ms, 1.0)), lo), hi)
+        return left + (w - left - right) * (v - lo) / (hi - lo)
+    def y(share: float) -> float:
+        return top + (h - top - bottom) * (1.0 - share)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+        'font-family="sans-serif" font-size="12">',
+        f'<rect width="{w}" height="{h}" fill="white"/>',
+    ]
+    for i, label in enumerate(["1 ms", "10 ms", "100 ms", "1 s", "10 s"]):
+        gx = x(10.0 ** i)
+        out.append(f'<line x1="{gx:.1f}" y1="{top}" x2="{gx:.1f}" y2="{h - bottom}" stroke="#ddd"/>')
+        out.append(f'<text x="{gx:.1f}" y="{h - bottom + 16}" text-anchor="middle">{label}</text>')
+    for share in (0.0, 0.5, 1.0):
+        gy = y(share)
+        out.append(f'<line x1="{left}" y1="{gy:.1f}" x2="{w - right}" y2="{gy:.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{left - 6}" y="{gy + 4:.1f}" text-anchor="end">{int(share * 100)}%</text>')
+    out.append(f'<text x="{(left + w - right) / 2:.0f}" y="{h - 8}" text-anchor="middle">'
+               "time until every other gateway followed (log scale)</text>")
+    for n, (label, colour, values) in enumerate(series):
+        v = sorted(values)
+        if not v:
+            continue
+        pts = [(x(v[0]), y(0.0))]
+        for i, ms in enumerate(v):
+            pts.append((x(ms), y(i / len(v))))
+            pts.append((x(ms), y((i + 1) / len(v))))
+        pts.append((x(10_000.0), y(1.0)))
+        d = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
+        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{d}"/>')
+        # The legend sits left of the middle, where the curves (fast at the left edge, slow at the right) are not.
+        ly = y(0.6) + 18 * n
+        out.append(f'<line x1="{left + 100}" y1="{ly - 4:.1f}" x2="{left + 120}" y2="{ly - 4:.1f}" stroke="{colour}" '
+                   'stroke-width="2"/>')
+        out.append(f'<text x="{left + 126}" y="{ly:.1f}">{label}</text>')
+    out.append("</svg>")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(out) + "\n")
+
+
+def block_sync_convergence(ctx: Context) -> str:
+    """How fast the other gateways follow one that opens a breaker, in the simulator (1 ms network), over seeds:
+    through Redis, and with the Redis host partitioned (each gateway then opens on its own evidence)."""
+    faults = scenario_doc("breaker_sync")["faults"]
+    rows, series = [], []
+    for label, colour, tag, sets in [
+        ("through Redis", "#1f77b4", "sync", ()),
+        ("Redis partitioned: each on its own", "#d62728", "cut", (f"faults={toml_inline(faults + [REDIS_CUT])}",)),
+    ]:
+        values, never = [], 0
+        for seed in CONVERGENCE_SEEDS:
+            t = ctx.sim.sim("breaker_sync", f"convergence-{tag}-seed{seed}", seed, sets).totals()
+            values += convergence_ms(t)
+            never += sum(1 for c in t["convergence"] if c.get("converged_ms") is None)
+        v = sorted(values)
+        q = lambda p: f"{v[min(len(v) - 1, int(math.ceil(p * len(v))) - 1)]:g} ms" if v else "n/a"
+        rows.append(f"| {label} | {len(v) + never} | {q(0.5)} | {q(0.99)} | {never} |")
+        series.append((label, colour, v))
+    svg = SCRATCH / "sync_convergence.svg"
+    cdf_svg(series, ROOT / svg)
+    picture = ctx.image(svg, "sync_convergence.svg")
+    seeds = f"{CONVERGENCE_SEEDS[0]} to {CONVERGENCE_SEEDS[-1]}"
+    return "\n".join([
+        para(f"`mcpstorm sim scenarios/breaker_sync.toml --seed N` for seeds {seeds}, and the same with the Redis host "
+        f"partitioned (`--set faults=[..., {toml_inline(REDIS_CUT)}]`); per incident (a breaker one gateway opens) "
+        "from `summary.json`'s `convergence`: the time from the first gateway's open until every other gateway has "
+        "followed or suspected it. The network's one-way latency is 1 ms."),
+        "",
+        f"![breaker convergence across gateways]({picture})",
+        "",
+        "| sync | incidents | P50 | P99 | never converged |",
+        "|---|---:|---:|---:|---:|",
+        *rows,
+    ])
+
+
 def story_bulkhead(ctx: Context, run: Run) -> str:
     d, n = run.totals(), run.contrast().totals()
     return (
@@ -422,9 +514,7 @@ def story_bulkhead(ctx: Context, run: Run) -> str:
 
 def story_breaker_sync(ctx: Context, run: Run) -> str:
     # The scenario file's own suggestion: its faults plus a partition of the Redis host.
-    faults = scenario_doc("breaker_sync")["faults"] + [
-        {"kind": "partition", "target": "redis", "start": "1s", "duration": "10s"}
-    ]
+    faults = scenario_doc("breaker_sync")["faults"] + [REDIS_CUT]
     cut = ctx.sim.sim("breaker_sync", "breaker_sync-partitioned", None, (f"faults={toml_inline(faults)}",))
     return (
         f"three gateways share breakers through Redis; one opens, the other two follow in {convergence(run.totals())} "
@@ -872,6 +962,7 @@ def block_protection_candidates(ctx: Context) -> str:
 
 
 BLOCKS = {
+    "sync_convergence": block_sync_convergence,
     "retry_storm_console": block_retry_storm_console,
     "retry_storm_table": block_retry_storm_table,
     "shipped_scenarios": block_shipped_scenarios,

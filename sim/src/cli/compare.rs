@@ -38,7 +38,9 @@ pub struct CompareArgs {
     /// Override any key for every variant: --set duration=30s.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Report directory. Default: reports/<scenario>/compare-<key>-<values>-<n>seeds.
+    /// Report directory: report.html (the tables and the overlay plot on one self-contained page, for a browser),
+    /// compare.md, compare.json, compare.csv and the overlay plots (compare*.png/.svg). Default:
+    /// reports/<scenario>/compare-<key>-<values>-<n>seeds.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Run even beyond the run-cost limits (calls, hosts, ticks, turmoil work, memory); the ranges of each key still

@@ -30,7 +30,9 @@ pub struct SimArgs {
     /// Override the scenario's seed. Default: MCPSTORM_SEED, else the scenario's own.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Report directory. Default: reports/<scenario>/seed-<seed>[ _<overrides>].
+    /// Report directory: report.html (the whole report on one self-contained page, for a browser), summary.md and
+    /// summary.json, timeseries.csv, events.csv, calls.csv, scenario.toml and the plots (report, qps, p99, errors
+    /// and, with [report] contrast, contrast; .png and .svg). Default: reports/<scenario>/seed-<seed>[ _<overrides>].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Override any key: --set load.sessions=200 --set 'faults[0].start="10s"'.
@@ -119,10 +121,13 @@ fn run_one(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(), Fai
     let other_out = out.join(format!("contrast-{name}"));
     let secondary = execute(&other, &other_out)?;
     check::evaluate_contrast_checks(scenario, &mut primary.0, &secondary.0);
-    let primary = publish(scenario, out, reproduce, primary)?;
+    let (primary, text) = publish(scenario, out, reproduce, primary)?;
     outln!("contrast: the same scenario and seed with the {name} gateway profile")?;
-    let secondary = publish(&other, &other_out, other_reproduce, secondary)?;
+    let (secondary, other_text) = publish(&other, &other_out, other_reproduce, secondary)?;
+    write_html(&other, &other_out, &secondary, &other_text, None)?;
     report::write_contrast(out, &primary, &secondary).map_err(|e| Failure::Failed(e.to_string()))?;
+    let sub = format!("contrast-{name}");
+    write_html(scenario, out, &primary, &text, Some((&secondary, &sub)))?;
     outln!("profiles side by side (exit code follows the first row):")?;
     outln!("{}", report::contrast_table(&primary, &secondary).trim_end_matches('\n'))?;
     outln!("  plot       {}", out.join("contrast.png").display())?;
@@ -149,7 +154,8 @@ type Executed = (RunData, WallClock);
 /// Runs, writes the report, prints the one-screen summary. Returns the run and whether its checks passed.
 fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(RunData, bool), Failure> {
     let executed = execute(scenario, out)?;
-    let run = publish(scenario, out, reproduce, executed)?;
+    let (run, text) = publish(scenario, out, reproduce, executed)?;
+    write_html(scenario, out, &run, &text, None)?;
     let passed = run.passed();
     Ok((run, passed))
 }
@@ -177,13 +183,31 @@ fn execute(scenario: &Scenario, out: &Path) -> Result<Executed, Failure> {
     result.map_err(|e| Failure::Failed(e.to_string()))
 }
 
-/// Writes a run's report into `out` and prints its one-screen summary.
-fn publish(scenario: &Scenario, out: &Path, reproduce: String, (mut run, wall): Executed) -> Result<RunData, Failure> {
+/// Writes a run's report into `out` and prints its one-screen summary. Returns the run and `scenario.toml`'s text.
+fn publish(
+    scenario: &Scenario,
+    out: &Path,
+    reproduce: String,
+    (mut run, wall): Executed,
+) -> Result<(RunData, String), Failure> {
     run.reproduce = reproduce;
     report::write_run(out, &run, &wall, scenario.report.calls).map_err(|e| Failure::Failed(e.to_string()))?;
-    write_resolved(scenario, out)?;
+    let text = write_resolved(scenario, out)?;
     outln!("{}", console_summary(&run, &wall, out, scenario.report.calls))?;
-    Ok(run)
+    Ok((run, text))
+}
+
+/// `report.html`, the run's page, written last: it inlines the plots written before it.
+fn write_html(
+    scenario: &Scenario,
+    out: &Path,
+    run: &RunData,
+    text: &str,
+    contrast: Option<(&RunData, &str)>,
+) -> Result<(), Failure> {
+    report::write_run_html(out, run, text, scenario.report.calls, contrast)
+        .map(drop)
+        .map_err(|e| Failure::Failed(e.to_string()))
 }
 
 /// Makes `out` ready for `command`'s report before anything runs (see [`report::dir`]): a bad `--out` — one that
@@ -201,7 +225,7 @@ fn calls_mode(args: &SimArgs, scenario: &Scenario) -> CallsMode {
 
 /// `scenario.toml` in the run directory: the scenario exactly as run (every `--set` applied), so the run can be read
 /// without the command line. Secrets are written as `[redacted]`, so this copy is for reading, not re-running.
-fn write_resolved(scenario: &Scenario, out: &Path) -> Result<(), Failure> {
+fn write_resolved(scenario: &Scenario, out: &Path) -> Result<String, Failure> {
     let mut copy = scenario.clone();
     // TOML integers are i64; a larger seed (from --seed) is kept in the comment instead.
     let fits = i64::try_from(copy.seed).is_ok();
@@ -215,7 +239,9 @@ fn write_resolved(scenario: &Scenario, out: &Path) -> Result<(), Failure> {
         if fits { "" } else { " (too large for TOML: `seed = 0` below)" }
     );
     let path = out.join(report::dir::SCENARIO_COPY);
-    std::fs::write(&path, head + &text).map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))
+    let text = head + &text;
+    std::fs::write(&path, &text).map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))?;
+    Ok(text)
 }
 
 fn default_out(scenario: &Scenario, sets: &[String]) -> PathBuf {

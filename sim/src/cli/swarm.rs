@@ -12,6 +12,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::Failure;
 use super::out::outln;
 use super::seeds::{SeedRuns, with_sets};
+use crate::report::{SwarmPage, SwarmSeed};
+use crate::run::FaultWindow;
 use crate::scenario::{self, Scenario};
 use crate::shard::Shard;
 use crate::swarm::shrink::{Shrunk, shrink};
@@ -28,7 +30,8 @@ pub struct SwarmArgs {
     /// Override any key: --set duration=40s.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Report directory (`swarm.md`, and `failures/<seed>-<invariant>.toml`). Default: reports/<scenario>/swarm.
+    /// Report directory (`report.html`: every seed, its faults and verdict on one self-contained page, linking the
+    /// failure files; `swarm.md`; and `failures/<seed>-<invariant>.toml`). Default: reports/<scenario>/swarm.
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -103,12 +106,16 @@ pub fn run(args: SwarmArgs) -> Result<(), Failure> {
     });
     bar.finish_and_clear();
     let command = reproduce(&args, first);
-    let mut replays = Vec::new();
+    let mut files = Vec::new();
     for o in outcomes.iter().filter(|o| !o.run.passed()) {
-        replays.extend(write_failure(&out, o, &command, options)?);
+        files.extend(write_failure(&out, o, &command, options)?);
     }
+    let replays: Vec<(u64, String)> =
+        files.iter().map(|(seed, name)| (*seed, replay_command(&out.join(FAILURES).join(name), options))).collect();
     let table = summary(&base, &outcomes, shard, &command, &replays);
     std::fs::write(out.join("swarm.md"), &table).map_err(|e| Failure::Failed(format!("{}: {e}", out.display())))?;
+    let page = page(&base, &outcomes, shard, &command, &files, options);
+    crate::report::write_swarm_html(&out, &page).map_err(|e| Failure::Failed(e.to_string()))?;
     outln!("{table}")?;
     let failed = outcomes.iter().filter(|o| !o.run.passed()).count();
     if failed > 0 {
@@ -154,14 +161,18 @@ fn replay(s: &Scenario, options: Options) -> Result<(), Failure> {
     Err(Failure::Failed(format!("{}: {} invariant(s) broken", s.name, run.violations.len())))
 }
 
+/// The directory of failure files in a swarm's report.
+const FAILURES: &str = "failures";
+
 /// `failures/<seed>-<invariant>.toml`: the shrunk scenario (the original when shrinking was off), with a header
-/// naming the invariant, the seed and the commands that find and replay it. Returns the seed and its replay line.
+/// naming the invariant, the seed and the commands that find and replay it. Returns the seed and the file's name.
 fn write_failure(out: &Path, o: &Outcome, command: &str, options: Options) -> Result<Option<(u64, String)>, Failure> {
     let failed = |e: &dyn std::fmt::Display| Failure::Failed(e.to_string());
     let Some(first) = o.run.first() else { return Ok(None) };
-    let dir = out.join("failures");
+    let dir = out.join(FAILURES);
     std::fs::create_dir_all(&dir).map_err(|e| failed(&e))?;
-    let path = dir.join(format!("{}-{}.toml", o.seed, first.invariant));
+    let name = format!("{}-{}.toml", o.seed, first.invariant);
+    let path = dir.join(&name);
     let (scenario, violation, runs) = match &o.shrunk {
         Some(s) => (&s.scenario, &s.violation, format!("shrunk in {} runs ({} simulations)", s.runs, s.simulations)),
         None => (&o.run.scenario, first, "not shrunk".to_owned()),
@@ -178,7 +189,7 @@ fn write_failure(out: &Path, o: &Outcome, command: &str, options: Options) -> Re
         scenario.faults.len(),
     );
     std::fs::write(&path, head + &text).map_err(|e| failed(&e))?;
-    Ok(Some((o.seed, replay)))
+    Ok(Some((o.seed, name)))
 }
 
 /// The command that replays a failure file with the options that found it: the scenario's own checks are judged
@@ -196,10 +207,65 @@ fn replay_command(path: &Path, options: Options) -> String {
     cmd
 }
 
+/// Simulations the swarm ran, shrinking included.
+fn simulations(outcomes: &[Outcome]) -> usize {
+    outcomes.iter().map(|o| o.run.simulations + o.shrunk.as_ref().map_or(0, |s| s.simulations)).sum()
+}
+
+/// `report.html`'s data: every seed's drawn faults and verdict, and for a failure its file (`files`: seed and name
+/// under `failures/`) and a replay line relative to the report directory, so the page reads the same wherever the
+/// report was written.
+fn page<'a>(
+    base: &'a Scenario,
+    outcomes: &[Outcome],
+    shard: Shard,
+    command: &'a str,
+    files: &[(u64, String)],
+    options: Options,
+) -> SwarmPage<'a> {
+    let seeds = outcomes
+        .iter()
+        .map(|o| {
+            let file = files.iter().find(|(seed, _)| *seed == o.seed).map(|(_, name)| format!("{FAILURES}/{name}"));
+            SwarmSeed {
+                seed: o.seed,
+                faults: windows(&o.run.scenario),
+                violations: o.run.violations.iter().map(|v| (v.invariant.clone(), v.detail.clone())).collect(),
+                shrunk: o.shrunk.as_ref().map(|s| {
+                    let (n, plural) = (s.scenario.faults.len(), |n: usize| if n == 1 { "" } else { "s" });
+                    format!("{n} fault{} in {} shrink run{}", plural(n), s.runs, plural(s.runs))
+                }),
+                replay: file.as_ref().map(|f| replay_command(Path::new(f), options)),
+                file,
+            }
+        })
+        .collect();
+    SwarmPage {
+        scenario: &base.name,
+        description: &base.description,
+        duration_s: base.duration.0.as_secs_f64(),
+        shard: shard.to_string(),
+        simulations: simulations(outcomes),
+        seeds,
+        reproduce: command,
+    }
+}
+
+/// A scenario's faults as windows labelled `kind target`, as a run's report labels them.
+fn windows(s: &Scenario) -> Vec<FaultWindow> {
+    s.faults
+        .iter()
+        .map(|f| FaultWindow {
+            label: format!("{} {}", f.kind, f.target),
+            start_s: f.start.0.as_secs_f64(),
+            end_s: (f.start.0 + f.duration.0).as_secs_f64(),
+        })
+        .collect()
+}
+
 fn summary(base: &Scenario, outcomes: &[Outcome], shard: Shard, command: &str, replays: &[(u64, String)]) -> String {
     let failed = outcomes.iter().filter(|o| !o.run.passed()).count();
-    let simulations: usize =
-        outcomes.iter().map(|o| o.run.simulations + o.shrunk.as_ref().map_or(0, |s| s.simulations)).sum();
+    let simulations = simulations(outcomes);
     let mut s = format!(
         "# swarm: {}\n\n{} seeds (shard {shard}), {failed} failing, {simulations} simulations\n\n",
         base.name,

@@ -80,7 +80,7 @@ fn show_ci(metric: &str, e: &Estimate) -> String {
     if e.ci95.is_finite() { format!("± {}", show(metric, e.ci95)) } else { "—".to_owned() }
 }
 
-fn heading(metric: &str, lower_is_better: bool) -> String {
+pub(crate) fn heading(metric: &str, lower_is_better: bool) -> String {
     let name = match metric {
         "p99_ms" => "P99 latency",
         "success_rate" => "Success rate (ok / offered)",
@@ -98,13 +98,31 @@ fn heading(metric: &str, lower_is_better: bool) -> String {
 /// One metric's table: the rows the README and the closing notes quote.
 pub(crate) fn metric_table(data: &CompareData, t: &MetricTable) -> String {
     let mut s = String::new();
-    let base = md_cell(&data.labels[0]);
-    let better = if t.lower_is_better { "lower" } else { "higher" };
-    let _ = writeln!(
-        s,
-        "| variant | mean ({better} is better) | 95% CI | Δ vs {base} (paired) | 95% CI of Δ | seeds won | seeds tied |"
-    );
+    let _ = writeln!(s, "| {} |", metric_header(data, t).map(|h| md_cell(&h)).join(" | "));
     s.push_str("|---|---:|---:|---:|---:|---:|---:|\n");
+    for row in metric_rows(data, t) {
+        let _ = writeln!(s, "| {} |", row.map(|c| md_cell(&c)).join(" | "));
+    }
+    s
+}
+
+/// The columns of a metric's table (`compare.md`, the console and `report.html`).
+pub(crate) fn metric_header(data: &CompareData, t: &MetricTable) -> [String; 7] {
+    let better = if t.lower_is_better { "lower" } else { "higher" };
+    [
+        "variant".to_owned(),
+        format!("mean ({better} is better)"),
+        "95% CI".to_owned(),
+        format!("Δ vs {} (paired)", data.labels[0]),
+        "95% CI of Δ".to_owned(),
+        "seeds won".to_owned(),
+        "seeds tied".to_owned(),
+    ]
+}
+
+/// A metric's table, one row of plain text cells per variant.
+pub(crate) fn metric_rows(data: &CompareData, t: &MetricTable) -> Vec<[String; 7]> {
+    let mut rows = Vec::new();
     for (i, label) in data.labels.iter().enumerate() {
         let e = &t.estimates[i];
         let (delta, delta_ci) = match &t.vs_first[i] {
@@ -115,18 +133,26 @@ pub(crate) fn metric_table(data: &CompareData, t: &MetricTable) -> String {
                 (format!("{sign}{}", show(t.metric, d.mean)), format!("{}{mark}", show_ci(t.metric, d)))
             }
         };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {delta} | {delta_ci} | {}% | {}% |",
-            md_cell(label),
+        rows.push([
+            label.clone(),
             show(t.metric, e.mean),
             show_ci(t.metric, e),
-            fixed(t.wins[i] * 100.0, 0),
-            fixed(t.ties[i] * 100.0, 0)
-        );
+            delta,
+            delta_ci,
+            format!("{}%", fixed(t.wins[i] * 100.0, 0)),
+            format!("{}%", fixed(t.ties[i] * 100.0, 0)),
+        ]);
     }
-    s
+    rows
 }
+
+/// How to read the tables (`compare.md` and `report.html`).
+pub(crate) const NOTES: [&str; 3] = [
+    "Δ is the mean of the per-seed differences from the first variant; ✓ marks a 95% interval that excludes 0",
+    "seeds won: the seeds on which the variant was best alone; seeds tied: best level with another variant",
+    "\"during the faults\": the calls that completed inside a fault window, which the whole-run figures average over \
+     the calm seconds",
+];
 
 pub(crate) fn markdown(data: &CompareData) -> String {
     let mut s = String::new();
@@ -142,16 +168,9 @@ pub(crate) fn markdown(data: &CompareData) -> String {
         "- seeds: {} ({first}..={last}); on each seed every variant saw the same arrivals and the same fault timeline",
         data.seeds.len()
     );
-    s.push_str(
-        "- Δ is the mean of the per-seed differences from the first variant; ✓ marks a 95% interval that excludes 0\n",
-    );
-    s.push_str(
-        "- seeds won: the seeds on which the variant was best alone; seeds tied: best level with another variant\n",
-    );
-    s.push_str(
-        "- \"during the faults\": the calls that completed inside a fault window, which the whole-run figures average \
-         over the calm seconds\n",
-    );
+    for note in NOTES {
+        let _ = writeln!(s, "- {note}");
+    }
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", data.reproduce);
     for m in data.metrics() {
         let t = data.table(m);

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::html::REPORT_HTML;
 use super::{calls, compare, contrast, csv_out, plot, summary, sweep};
 
 /// The command whose report a directory holds.
@@ -66,20 +67,20 @@ impl Command {
             (Command::Sim, false) => {
                 [csv_out::TIMESERIES, csv_out::EVENTS, calls::CALLS, summary::SUMMARY_JSON, summary::SUMMARY_MD]
                     .contains(&name)
-                    || [SCENARIO_COPY, sweep::SWEEP_CSV, sweep::SWEEP_MD].contains(&name)
+                    || [SCENARIO_COPY, REPORT_HTML, sweep::SWEEP_CSV, sweep::SWEEP_MD].contains(&name)
                     || figure(&[plot::QPS, plot::P99, plot::ERRORS, plot::REPORT, contrast::CONTRAST])
                     || figure(&[sweep::SWEEP_QPS, sweep::SWEEP_P99])
             }
             (Command::Compare, true) => false,
             (Command::Compare, false) => {
-                [compare::COMPARE_CSV, compare::COMPARE_MD, compare::COMPARE_JSON].contains(&name)
+                [compare::COMPARE_CSV, compare::COMPARE_MD, compare::COMPARE_JSON, REPORT_HTML].contains(&name)
                     || figure(&compare::STEMS)
                     || is_shard(name)
             }
             (Command::Swarm, true) => return (name == SWARM_FAILURES && !nested).then_some(true),
             // `<seed>-<invariant>.toml` in `failures/`.
             (Command::Swarm, false) if nested => ext == "toml" && name.starts_with(|c: char| c.is_ascii_digit()),
-            (Command::Swarm, false) => name == SWARM_MD,
+            (Command::Swarm, false) => name == SWARM_MD || name == REPORT_HTML,
         };
         owned.then_some(false)
     }
@@ -197,7 +198,9 @@ mod tests {
     #[test]
     fn an_earlier_report_of_the_same_command_is_cleared_to_the_last_file() {
         let dir = scratch("same");
-        for f in ["summary.json", "report.png", "contrast.png", "contrast-naive/summary.json", "calls.csv"] {
+        for f in
+            ["summary.json", "report.png", "report.html", "contrast.png", "contrast-naive/summary.json", "calls.csv"]
+        {
             touch(&dir, f);
         }
         prepare(&dir, Command::Sim).unwrap();

@@ -13,6 +13,10 @@
 //! | `qps`, `p99`, `errors` `.svg`/`.png` | one panel each, fault windows shaded and labelled | yes |
 //! | `report.svg`/`report.png` | the three panels stacked under a title block | yes |
 //! | `contrast.svg`/`contrast.png` | with `[report] contrast`: both gateway profiles side by side ([`write_contrast`]; the other run's own report is in `contrast-<profile>/`) | yes |
+//! | `report.html` | one self-contained page, written last ([`write_run_html`]): the checks, the plots inline, the faults, the totals (beside the contrast run's), per server, the scenario as run, the reproduce line; no external requests | yes |
+//!
+//! A sweep writes a `report.html` of its own beside `sweep.md` ([`write_sweep`]), linking each row's; `compare` and
+//! `swarm` write theirs too ([`write_compare`], [`write_swarm_html`]).
 //!
 //! Determinism is the rule for everything but `summary.md`: floats are written with fixed decimals and never as NaN
 //! or inf, JSON fields keep declaration order, and plots draw with an embedded font (see `font.rs`), so the same
@@ -27,6 +31,11 @@ pub mod dir;
 mod drain;
 mod error;
 mod font;
+mod html;
+mod html_compare;
+mod html_run;
+mod html_swarm;
+mod html_sweep;
 pub(crate) mod num;
 mod overlay;
 mod plot;
@@ -40,6 +49,8 @@ pub use calls::CallsCsv;
 pub use console::console_summary;
 pub use contrast::contrast_table;
 pub use error::ReportError;
+pub use html::REPORT_HTML;
+pub use html_swarm::{SwarmPage, SwarmSeed};
 
 use crate::run::{RunData, SweepData, WallClock};
 use crate::scenario::CallsMode;
@@ -74,19 +85,71 @@ pub fn write_contrast(dir: &Path, primary: &RunData, other: &RunData) -> Result<
     Ok(out.paths)
 }
 
-/// Writes a sweep's table and plots into `dir` (created if missing) and returns the paths written, in order.
+/// Writes `report.html` into `dir`, a run's directory whose report ([`write_run`]) and, with `contrast`, whose
+/// [`write_contrast`] figure are already there: the page inlines their SVGs. `scenario` is `scenario.toml`'s text;
+/// `contrast` is the other profile's run and its report's directory name under `dir`. Returns the path written.
+pub fn write_run_html(
+    dir: &Path,
+    run: &RunData,
+    scenario: &str,
+    calls: CallsMode,
+    contrast: Option<(&RunData, &str)>,
+) -> Result<PathBuf, ReportError> {
+    let svg = read_svg(dir, plot::REPORT)?;
+    let contrast_svg = match contrast {
+        Some(_) => Some(read_svg(dir, contrast::CONTRAST)?),
+        None => None,
+    };
+    let page = html_run::RunPage {
+        run,
+        scenario,
+        svg: &svg,
+        calls: calls != CallsMode::Off,
+        contrast: contrast.zip(contrast_svg.as_deref()).map(|((other, sub), svg)| html_run::ContrastPage {
+            other,
+            dir: sub,
+            svg,
+        }),
+    };
+    let mut out = Out::new(dir)?;
+    out.write(html_run::render(&page).into_bytes(), REPORT_HTML)?;
+    Ok(dir.join(REPORT_HTML))
+}
+
+/// Writes a swarm's `report.html` into `dir` (created if missing) and returns its path.
+pub fn write_swarm_html(dir: &Path, page: &SwarmPage<'_>) -> Result<PathBuf, ReportError> {
+    let mut out = Out::new(dir)?;
+    out.write(html_swarm::render(page).into_bytes(), REPORT_HTML)?;
+    Ok(dir.join(REPORT_HTML))
+}
+
+/// `<stem>.svg` as written into `dir`, for a page to inline.
+fn read_svg(dir: &Path, stem: &str) -> Result<String, ReportError> {
+    let path = dir.join(format!("{stem}.svg"));
+    std::fs::read_to_string(&path).map_err(|source| ReportError::Io { path, source })
+}
+
+/// Writes a sweep's table, plots and `report.html` (linking each row's own page) into `dir` (created if missing) and
+/// returns the paths written, in order.
 pub fn write_sweep(dir: &Path, data: &SweepData) -> Result<Vec<PathBuf>, ReportError> {
     let mut out = Out::new(dir)?;
     let path = dir.join(sweep::SWEEP_CSV);
     out.write(sweep::csv(data).map_err(|source| ReportError::Csv { path, source })?, sweep::SWEEP_CSV)?;
+    let mut svgs = Vec::new();
     for (stem, fig) in sweep::figures(data) {
-        out.figure(stem, &fig)?;
+        let caption = match stem {
+            sweep::SWEEP_QPS => "Throughput and goodput against the swept value",
+            _ => "Latency P50/P95/P99 against the swept value",
+        };
+        svgs.push((out.figure(stem, &fig)?, caption));
     }
     out.write(sweep::markdown(data).into_bytes(), sweep::SWEEP_MD)?;
+    out.write(html_sweep::render(data, &svgs).into_bytes(), REPORT_HTML)?;
     Ok(out.paths)
 }
 
-/// Writes a comparison's tables and overlay plots into `dir` (created if missing) and returns the paths written.
+/// Writes a comparison's tables, overlay plots and `report.html` into `dir` (created if missing) and returns the paths
+/// written.
 pub fn write_compare(dir: &Path, data: &crate::compare::CompareData) -> Result<Vec<PathBuf>, ReportError> {
     let mut out = Out::new(dir)?;
     let path = dir.join(compare::COMPARE_CSV);
@@ -94,10 +157,16 @@ pub fn write_compare(dir: &Path, data: &crate::compare::CompareData) -> Result<V
     let path = dir.join(compare::COMPARE_JSON);
     out.write(compare::json(data).map_err(|source| ReportError::Json { path, source })?, compare::COMPARE_JSON)?;
     let series = compare::series(data);
+    let mut overlay = String::new();
     for (stem, fig) in compare::figures(data, &series) {
-        out.figure(stem, &fig)?;
+        let svg = out.figure(stem, &fig)?;
+        if overlay.is_empty() {
+            // The first figure has every panel stacked: the one the page shows.
+            overlay = svg;
+        }
     }
     out.write(compare::markdown(data).into_bytes(), compare::COMPARE_MD)?;
+    out.write(html_compare::render(data, &overlay).into_bytes(), REPORT_HTML)?;
     Ok(out.paths)
 }
 
@@ -125,12 +194,12 @@ impl<'a> Out<'a> {
         Ok(())
     }
 
-    /// `<stem>.svg` and `<stem>.png`.
-    fn figure(&mut self, stem: &str, fig: &impl Figure) -> Result<(), ReportError> {
+    /// `<stem>.svg` and `<stem>.png`; returns the SVG's text.
+    fn figure(&mut self, stem: &str, fig: &impl Figure) -> Result<String, ReportError> {
         let svg_name = format!("{stem}.svg");
         let svg =
             plot::render_svg(fig).map_err(|message| ReportError::Plot { path: self.dir.join(&svg_name), message })?;
-        self.write(svg.into_bytes(), &svg_name)?;
+        self.write(svg.clone().into_bytes(), &svg_name)?;
         let png_name = format!("{stem}.png");
         let png = plot::render_png(fig).map_err(|e| {
             let path = self.dir.join(&png_name);
@@ -139,6 +208,7 @@ impl<'a> Out<'a> {
                 RenderError::Png(source) => ReportError::Png { path, source },
             }
         })?;
-        self.write(png, &png_name)
+        self.write(png, &png_name)?;
+        Ok(svg)
     }
 }

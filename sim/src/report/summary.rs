@@ -129,7 +129,6 @@ pub(crate) fn timing(wall: &WallClock) -> String {
 }
 
 pub(crate) fn markdown(run: &RunData, wall: &WallClock, calls: CallsMode) -> String {
-    let t = clean_totals(&run.totals);
     let mut s = String::new();
     // `write!` into a String cannot fail; the results are ignored on purpose.
     let _ = writeln!(s, "# {} — {}\n", md_cell(&run.scenario), verdict(run.passed()));
@@ -144,48 +143,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock, calls: CallsMode) -> Str
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", run.reproduce);
 
     s.push_str("## Totals\n\n| metric | value |\n|---|---:|\n");
-    let rows: [(&str, String); 36] = [
-        ("offered (logical calls)", grouped(t.offered)),
-        ("completed", grouped(t.completed)),
-        ("ok", grouped(t.ok)),
-        ("errors", grouped(t.errors)),
-        ("errors by class", errors_by_class(&t)),
-        ("lost", grouped(t.lost)),
-        ("attempts", grouped(t.attempts)),
-        ("retries", grouped(t.retries)),
-        ("amplification (attempts per call)", format!("{}x", short(t.amplification, 3))),
-        ("error rate", pct(t.error_rate)),
-        ("P50", ms(t.p50_ms)),
-        ("P95", ms(t.p95_ms)),
-        ("P99", ms(t.p99_ms)),
-        ("P99.9", ms(t.p999_ms)),
-        ("max", ms(t.max_ms)),
-        ("goodput", format!("{} ok/s", short(t.ok_per_s, 2))),
-        ("simulated time", format!("{} s", short(run.sim_seconds, 3))),
-        ("gateway profile", run.profile.clone()),
-        ("stale sends", grouped(t.stale_sends)),
-        ("schema refusals (servers' count)", grouped(t.schema_refusals)),
-        ("error window (s over 1% errors)", grouped(t.error_window_s)),
-        ("session errors", grouped(t.session_errors)),
-        ("auth errors", grouped(t.auth_errors)),
-        ("re-handshakes", grouped(t.rehandshakes)),
-        ("renewals", grouped(t.renewals)),
-        ("amplification during faults", times(t.amplification_during_fault)),
-        ("calls completed during faults", during_fault(&t)),
-        ("healthy servers' P99 before faults", healthy_ms(t.healthy_p99_before_ms)),
-        ("healthy servers' P99 during faults", healthy_ms(t.healthy_p99_during_ms)),
-        (
-            "healthy P99 ratio (during / before)",
-            t.healthy_p99_ratio.map_or_else(|| NOT_JUDGED.to_owned(), |r| short(r, 3)),
-        ),
-        ("recovery after the last fault", recovery(t.recovery)),
-        ("breaker openings", grouped(t.breaker_opens)),
-        ("degraded results", degraded_by_reason(&t)),
-        ("routing formula", run.formula.clone()),
-        ("misroutes", grouped(t.misroutes)),
-        ("breaker convergence across gateways", convergence(&t)),
-    ];
-    for (name, value) in rows {
+    for (name, value) in total_rows(run) {
         let _ = writeln!(s, "| {name} | {value} |");
     }
 
@@ -252,6 +210,53 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock, calls: CallsMode) -> Str
         None => s.push('\n'),
     }
     s
+}
+
+/// The run's totals for people, one `(metric, value)` row each: `summary.md`'s table, and the HTML report's (where a
+/// contrast run's column stands beside it).
+pub(crate) fn total_rows(run: &RunData) -> [(&'static str, String); 36] {
+    let t = clean_totals(&run.totals);
+    [
+        ("offered (logical calls)", grouped(t.offered)),
+        ("completed", grouped(t.completed)),
+        ("ok", grouped(t.ok)),
+        ("errors", grouped(t.errors)),
+        ("errors by class", errors_by_class(&t)),
+        ("lost", grouped(t.lost)),
+        ("attempts", grouped(t.attempts)),
+        ("retries", grouped(t.retries)),
+        ("amplification (attempts per call)", format!("{}x", short(t.amplification, 3))),
+        ("error rate", pct(t.error_rate)),
+        ("P50", ms(t.p50_ms)),
+        ("P95", ms(t.p95_ms)),
+        ("P99", ms(t.p99_ms)),
+        ("P99.9", ms(t.p999_ms)),
+        ("max", ms(t.max_ms)),
+        ("goodput", format!("{} ok/s", short(t.ok_per_s, 2))),
+        ("simulated time", format!("{} s", short(run.sim_seconds, 3))),
+        ("gateway profile", run.profile.clone()),
+        ("stale sends", grouped(t.stale_sends)),
+        ("schema refusals (servers' count)", grouped(t.schema_refusals)),
+        ("error window (s over 1% errors)", grouped(t.error_window_s)),
+        ("session errors", grouped(t.session_errors)),
+        ("auth errors", grouped(t.auth_errors)),
+        ("re-handshakes", grouped(t.rehandshakes)),
+        ("renewals", grouped(t.renewals)),
+        ("amplification during faults", times(t.amplification_during_fault)),
+        ("calls completed during faults", during_fault(&t)),
+        ("healthy servers' P99 before faults", healthy_ms(t.healthy_p99_before_ms)),
+        ("healthy servers' P99 during faults", healthy_ms(t.healthy_p99_during_ms)),
+        (
+            "healthy P99 ratio (during / before)",
+            t.healthy_p99_ratio.map_or_else(|| NOT_JUDGED.to_owned(), |r| short(r, 3)),
+        ),
+        ("recovery after the last fault", recovery(t.recovery)),
+        ("breaker openings", grouped(t.breaker_opens)),
+        ("degraded results", degraded_by_reason(&t)),
+        ("routing formula", run.formula.clone()),
+        ("misroutes", grouped(t.misroutes)),
+        ("breaker convergence across gateways", convergence(&t)),
+    ]
 }
 
 /// `degraded 1,200, transport 34` in the error panel's order, or `-` without errors.

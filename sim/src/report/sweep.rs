@@ -72,32 +72,10 @@ pub(crate) fn markdown(sweep: &SweepData) -> String {
     let passed = sweep.rows.iter().filter(|r| r.passed).count();
     let _ = writeln!(s, "- rows: {} ({} passed their checks)", sweep.rows.len(), passed);
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", sweep.reproduce);
-    let _ = writeln!(
-        s,
-        "| {} | offered | ok | errors | lost | error rate | amplification | P50 | P95 | P99 | max | goodput | sim time | checks |",
-        md_cell(&sweep.param)
-    );
+    let _ = writeln!(s, "| {} |", table_header(sweep).map(|h| md_cell(&h)).join(" | "));
     s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n");
-    for r in &sweep.rows {
-        let t = clean_totals(&r.totals);
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {}x | {} | {} | {} | {} | {} ok/s | {} s | {} |",
-            md_cell(&r.value),
-            grouped(t.offered),
-            grouped(t.ok),
-            grouped(t.errors),
-            grouped(t.lost),
-            pct(t.error_rate),
-            short(t.amplification, 3),
-            ms(t.p50_ms),
-            ms(t.p95_ms),
-            ms(t.p99_ms),
-            ms(t.max_ms),
-            short(t.ok_per_s, 2),
-            short(r.sim_seconds, 3),
-            verdict(r.passed)
-        );
+    for row in table_rows(sweep) {
+        let _ = writeln!(s, "| {} |", row.map(|c| md_cell(&c)).join(" | "));
     }
     s.push_str("\n## Plots\n\n");
     for (stem, what) in [(SWEEP_QPS, "throughput and goodput"), (SWEEP_P99, "latency P50/P95/P99")] {
@@ -108,6 +86,53 @@ pub(crate) fn markdown(sweep: &SweepData) -> String {
         "SVG: [{SWEEP_QPS}.svg]({SWEEP_QPS}.svg), [{SWEEP_P99}.svg]({SWEEP_P99}.svg). Data: [{SWEEP_CSV}]({SWEEP_CSV})."
     );
     s
+}
+
+/// The sweep table's columns (`sweep.md` and `report.html`).
+pub(crate) fn table_header(sweep: &SweepData) -> [String; 14] {
+    let names = [
+        "offered",
+        "ok",
+        "errors",
+        "lost",
+        "error rate",
+        "amplification",
+        "P50",
+        "P95",
+        "P99",
+        "max",
+        "goodput",
+        "sim time",
+        "checks",
+    ];
+    std::array::from_fn(|i| if i == 0 { sweep.param.clone() } else { names[i - 1].to_owned() })
+}
+
+/// One row of plain text cells per swept value; the last is the row's verdict.
+pub(crate) fn table_rows(sweep: &SweepData) -> Vec<[String; 14]> {
+    sweep
+        .rows
+        .iter()
+        .map(|r| {
+            let t = clean_totals(&r.totals);
+            [
+                r.value.clone(),
+                grouped(t.offered),
+                grouped(t.ok),
+                grouped(t.errors),
+                grouped(t.lost),
+                pct(t.error_rate),
+                format!("{}x", short(t.amplification, 3)),
+                ms(t.p50_ms),
+                ms(t.p95_ms),
+                ms(t.p99_ms),
+                ms(t.max_ms),
+                format!("{} ok/s", short(t.ok_per_s, 2)),
+                format!("{} s", short(r.sim_seconds, 3)),
+                verdict(r.passed).to_owned(),
+            ]
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -45,7 +45,9 @@ fn a_repeated_comparison_is_identical_and_shows_the_difference() {
     let (a, b) = (scratch("a"), scratch("b"));
     compare(&a, "2");
     let stdout = String::from_utf8_lossy(&compare(&b, "1").stdout).into_owned();
-    for name in ["compare.csv", "compare.json", "compare.md", "compare.png", "compare.svg", "compare_p99.png"] {
+    let names =
+        ["compare.csv", "compare.json", "compare.md", "compare.png", "compare.svg", "compare_p99.png", "report.html"];
+    for name in names {
         let (x, y) = (std::fs::read(a.join(name)).expect(name), std::fs::read(b.join(name)).expect(name));
         assert!(x == y, "{name} differs between two runs (2 jobs vs 1)");
     }
@@ -61,6 +63,20 @@ fn a_repeated_comparison_is_identical_and_shows_the_difference() {
     }
     assert!(stdout.contains("| 40 |") && stdout.contains("Δ vs 5 (paired)"), "{stdout}");
     assert!(stdout.contains("reproduce: mcpstorm compare scenarios/smoke.toml --vary load.sessions --values 5,40"));
+    // The page: every table says which way is better, the fault-window figures are there, the overlay is inline.
+    let page = std::fs::read_to_string(a.join("report.html")).expect("report.html");
+    for needle in [
+        "<h3>P99 latency — lower is better</h3>",
+        "<h3>Goodput (ok calls per simulated second) — higher is better</h3>",
+        "<h3>During the faults: P99 latency of the calls completed inside a fault window — lower is better</h3>",
+        "<th>Δ vs 5 (paired)</th>",
+        "<td>40</td>",
+        "<svg role=\"img\"",
+        "mcpstorm compare scenarios/smoke.toml --vary load.sessions --values 5,40",
+    ] {
+        assert!(page.contains(needle), "report.html lacks {needle:?}");
+    }
+    assert!(!page.contains("http") && !page.contains("src=") && !page.contains("<script"), "not self-contained");
 }
 
 /// A variant that fails the scenario's checks makes `compare` exit 1 and name the failed checks on the console (the
@@ -75,6 +91,12 @@ fn failed_checks_exit_1_and_are_named() {
     assert!(stdout.contains("checks failed:\n  5: failed on 5 of 5 seeds: p99_ms (seeds "), "{stdout}");
     assert!(stdout.contains("  40: failed on 5 of 5 seeds: p99_ms (seeds "), "{stdout}");
     assert!(stderr.contains("2 of 2 variants failed the scenario's checks on some seed"), "{stderr}");
+    let page = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    let failed_rows = page.lines().filter(|l| l.starts_with("<tr class=\"failed\">")).collect::<Vec<_>>();
+    assert_eq!(failed_rows.len(), 2, "{failed_rows:?}");
+    for row in failed_rows {
+        assert!(row.contains(">FAIL<") && row.contains("failed on 5 of 5 seeds: p99_ms (seeds "), "{row}");
+    }
     let help = mcpstorm(&["compare", "--help"]);
     assert!(String::from_utf8_lossy(&help.stdout).contains("1 when any variant failed any check on any seed"));
 }

@@ -25,7 +25,7 @@ fn jitter(t: u64, salt: u64) -> f64 {
 
 /// 60 simulated seconds at ~100 calls/s; a latency spike on `api` from 20 to 35 s makes P99 rise and errors appear,
 /// an error burst overlaps it, and a partition starts at 50 s and runs past the end.
-fn storm_run() -> RunData {
+pub(crate) fn storm_run() -> RunData {
     let mut seconds = Vec::new();
     for t in 0..60u64 {
         let spike = (20..35).contains(&t);
@@ -479,7 +479,7 @@ fn unwritable_directory_names_the_path() {
     std::fs::remove_file(&dir).unwrap();
 }
 
-fn knee_sweep(numeric: bool) -> SweepData {
+pub(crate) fn knee_sweep(numeric: bool) -> SweepData {
     let values = [1u64, 10, 50, 100, 200, 500];
     let rows = values
         .iter()
@@ -528,7 +528,15 @@ fn sweep_writes_table_and_plots() {
         let names: Vec<String> = paths.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(
             names,
-            ["sweep.csv", "sweep_qps.svg", "sweep_qps.png", "sweep_p99.svg", "sweep_p99.png", "sweep.md"]
+            [
+                "sweep.csv",
+                "sweep_qps.svg",
+                "sweep_qps.png",
+                "sweep_p99.svg",
+                "sweep_p99.png",
+                "sweep.md",
+                "report.html"
+            ]
         );
         let csv = read_text(&dir, "sweep.csv");
         let lines: Vec<&str> = csv.lines().collect();
