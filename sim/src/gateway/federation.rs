@@ -12,7 +12,7 @@
 //!   error is the agent's; a failure to reach the server is a tool result with `isError` that names its class.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use mcpstorm_core::gateway::{ManualError, Operation};
@@ -30,6 +30,7 @@ use tokio::time::Instant;
 use super::catalog::Catalog;
 use super::metrics::{AttemptLabels, Metrics, ToolLabels};
 use super::proxied::{self, Kind, Proxied};
+use super::tap::AttemptTap;
 use crate::scenario::{PrefixMode, ServerSpec, UpstreamSpec};
 
 /// How often a server with no listing (down at start, or never answered) is tried again.
@@ -62,6 +63,8 @@ pub struct Federation {
     metrics: Arc<Metrics>,
     /// Breaker sync with the other nodes (`[gateway.sync]`).
     sync: Option<Arc<BreakerSync>>,
+    /// Sees every attempt (the simulator's recorder, on a simulated node).
+    tap: Option<Arc<dyn AttemptTap>>,
 }
 
 impl std::fmt::Debug for Federation {
@@ -81,7 +84,14 @@ impl Federation {
             changes: watch::channel(0).0,
             metrics,
             sync: None,
+            tap: None,
         }
+    }
+
+    /// With a watcher of every attempt (see [`AttemptTap`]).
+    pub fn with_tap(mut self, tap: Arc<dyn AttemptTap>) -> Self {
+        self.tap = Some(tap);
+        self
     }
 
     /// With breaker sync: the admin API's switches are shared with the other nodes.
@@ -264,11 +274,28 @@ impl Federation {
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Unknown tool: {name}")));
         };
         let requires = [Requirement::Tag(ServerSpec::server_tag(&origin.server))];
-        let mut call = ToolCall::new(&origin.name, arguments);
+        let mut call = ToolCall::borrowing(&origin.name, &arguments);
         call.requires = &requires;
         call.opts = CallOptions { cancel: Some(cancel), progress, ..CallOptions::default() };
         let started = Instant::now();
-        let routed = self.gateway.call(call).await;
+        let routed = match &self.tap {
+            None => self.gateway.call(call).await,
+            Some(tap) => {
+                let sent = Mutex::new(Vec::new());
+                let routed = self
+                    .gateway
+                    .call_prepared(call, |_, arguments| {
+                        let mut sent = sent.lock().unwrap_or_else(PoisonError::into_inner);
+                        let at = tap.sending(!sent.is_empty());
+                        sent.push(at);
+                        std::future::ready(arguments)
+                    })
+                    .await;
+                let sent = sent.into_inner().unwrap_or_else(PoisonError::into_inner);
+                tap.ended(&origin.name, &arguments, &routed, &sent);
+                routed
+            }
+        };
         let labels = ToolLabels { server: origin.server.clone(), tool: origin.name.clone() };
         self.metrics.call_seconds.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
         for attempt in routed.attempts() {

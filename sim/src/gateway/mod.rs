@@ -12,6 +12,8 @@
 //! - `service`: the front's service (what agents' requests reach).
 //! - `state`, `metrics`, `observer`, `admin`: what operators see and do; `history`: the call history's file.
 //! - `sync`: `[gateway.sync]`, breaker sync with the other nodes through Redis.
+//! - `node`: one node built from its tables and seams, shared by the process and the simulator's gateway nodes.
+//! - `tap`: a watcher of every attempt (the simulator's recorder).
 //! - `process`: building it all from the config, serving, SIGTERM and SIGHUP.
 
 pub mod admin;
@@ -19,12 +21,14 @@ pub mod catalog;
 pub mod federation;
 pub mod history;
 pub mod metrics;
+pub mod node;
 pub mod observer;
 pub mod process;
 pub mod proxied;
 pub mod service;
 pub mod state;
 pub mod sync;
+pub mod tap;
 pub mod upstreams;
 
 pub use federation::Current;

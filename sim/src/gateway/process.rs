@@ -15,20 +15,20 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use mcpstorm_core::mcp::method;
 use mcpstorm_core::resilience::InFlightLimit;
-use mcpstorm_core::router::StaticRegistry;
 use mcpstorm_core::serve::{Front, FrontLimits};
-use mcpstorm_core::{CancelToken, Clock, Gateway as CoreGateway, Secret, TokioClock, TracingObserver};
+use mcpstorm_core::{CancelToken, Clock, Secret, TokioClock, TracingObserver};
 use tokio::sync::mpsc;
 
 use super::admin::Admin;
 use super::federation::{Current, Federation, current};
 use super::history::{self, HistoryFile};
 use super::metrics::Metrics;
+use super::node::{self, Node, Seams};
 use super::observer::{GatewayObserver, ReplicaObserver};
 use super::service::GatewayService;
 use super::sync;
 use super::upstreams::{LiveConnector, routes};
-use crate::scenario::tables::{GatewayFile, gateway_config};
+use crate::scenario::tables::GatewayFile;
 use crate::seed::Seed;
 
 /// One federation and what runs beside it until it is replaced or the process stops.
@@ -239,7 +239,9 @@ fn front_limits(file: &GatewayFile) -> Result<FrontLimits, StartError> {
     })
 }
 
-/// A core gateway over `file`'s servers, its background work started and every server listed.
+/// A core gateway over `file`'s servers, its background work started and every server listed: the node of
+/// [`node::start`] with the process's seams (tokio TCP, stdio, the real clock, metrics and logs), and the call
+/// history's writer.
 async fn build(
     file: &GatewayFile,
     metrics: &Arc<Metrics>,
@@ -248,7 +250,7 @@ async fn build(
 ) -> Result<Generation, StartError> {
     let pool = file.client.pool();
     let routes = routes(&file.servers, &pool).map_err(StartError::BadInput)?;
-    let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<String>();
+    let (changed_tx, changed_rx) = mpsc::unbounded_channel::<String>();
     let tracing = Arc::new(TracingObserver::default());
     let connector = LiveConnector {
         routes,
@@ -271,63 +273,30 @@ async fn build(
             let _ = changed_tx.send(server.to_owned());
         }),
     };
-    let router = file
-        .gateway
-        .router(seed.fork("router").seeded_rng(), tokio::time::Instant::now())
-        .map_err(StartError::BadInput)?;
-    // Breaker sync taps the gateway's observer for this node's own transitions, so it exists before the gateway.
     let sync = match &file.gateway.sync {
-        Some(spec) => Some(sync::breaker_sync(spec, clock.clone(), seed.fork("sync")).map_err(StartError::BadInput)?),
+        Some(spec) => {
+            let (sync, dialer) =
+                sync::breaker_sync(spec, clock.clone(), seed.fork("sync")).map_err(StartError::BadInput)?;
+            Some((sync, Arc::new(dialer) as Arc<dyn mcpstorm_core::Dialer>))
+        }
         None => None,
     };
-    let observer: Arc<dyn mcpstorm_core::Observer> =
-        Arc::new(GatewayObserver { metrics: metrics.clone(), tracing: TracingObserver::default() });
-    let observer = match &sync {
-        Some((sync, _)) => sync.observer(observer),
-        None => observer,
+    let seams = Seams {
+        connector: Arc::new(connector),
+        clock: clock.clone(),
+        observer: Arc::new(GatewayObserver { metrics: metrics.clone(), tracing: TracingObserver::default() }),
+        sync,
+        list_changed: Some(changed_rx),
+        tap: None,
+        metrics: metrics.clone(),
     };
-    let core = CoreGateway::new(
-        router,
-        Box::new(StaticRegistry::new(Vec::new())),
-        Arc::new(connector),
-        clock.clone(),
-        gateway_config(&file.gateway, &file.client),
-        seed.fork("resilience").seeded_rng(),
-    )
-    .with_observer(observer);
-    let mut federation =
-        Federation::new(Arc::new(core), file.servers.clone(), file.gateway.tools.prefix, metrics.clone());
-    let stop = CancelToken::new();
-    if let Some((sync, dialer)) = sync {
-        let sync = Arc::new(sync);
-        sync.spawn(federation.gateway().clone(), Arc::new(dialer), stop.clone());
-        federation = federation.with_sync(sync);
-    }
-    let federation = Arc::new(federation);
-    federation.discover().await;
-    tokio::spawn(federation.gateway().clone().run_background(stop.clone()));
+    let Node { federation, stop } = node::start(file.servers.clone(), &file.gateway, &file.client, seams, &seed)
+        .await
+        .map_err(StartError::BadInput)?;
     let history = file
         .history
         .as_ref()
         .map(|spec| tokio::spawn(history::run(federation.clone(), HistoryFile::new(spec), stop.clone())));
-    {
-        let (federation, stop) = (federation.clone(), stop.clone());
-        tokio::spawn(async move { federation.relist_missing(stop).await });
-    }
-    {
-        let (federation, stop) = (federation.clone(), stop.clone());
-        tokio::spawn(async move {
-            loop {
-                let server = tokio::select! {
-                    biased;
-                    () = stop.cancelled() => return,
-                    s = changed_rx.recv() => s,
-                };
-                let Some(server) = server else { return };
-                federation.relist(&server).await;
-            }
-        });
-    }
     Ok(Generation { federation, stop, history })
 }
 

@@ -26,9 +26,9 @@ use mcpstorm_fake::Transport;
 /// | `error_burst`   | `rate`                                | the target's calls fail with probability `rate`       |
 /// | `hang`          |                                       | the target accepts requests and answers nothing       |
 /// | `crash`         |                                       | the target's host crashes; it restarts at the end     |
-/// | `partition`     | `from`                                | the target is cut off from every load host (or from the load host `from` only); repaired at the end |
+/// | `partition`     | `from`                                | the target is cut off from every load host, or every gateway node with `[gateway] nodes` (or from the one host `from` only); repaired at the end |
 /// | `schema_drift`  | `tool`, `what`, `param`, `schema`, `to`, `version`, `notify` | at `start`, `what = "add_required"` (`param`, its property `schema` with a `default`), `"replace"` (the new input `schema`), `"rename"` (`to`) or `"version"` (`version`); `notify` sends `list_changed` |
-/// | `clock_skew`    | `offset`, `drift`, `jump`, `reset`    | the target's wall clock (`gateway`: every load host's): skew set to `offset`, drifting at rate `drift`, stepped by `jump`; reset at the end only with `reset = true` |
+/// | `clock_skew`    | `offset`, `drift`, `jump`, `reset`    | the target's wall clock (`gateway`: every load host's, or every node's with `nodes`): skew set to `offset`, drifting at rate `drift`, stepped by `jump`; reset at the end only with `reset = true` |
 /// | `session_expiry`|                                       | at `start`, the target forgets every session                 |
 /// | `auth_rotation` | `schemes`                             | at `start`, the target accepts only `schemes` from then on    |
 /// | `http_status`   | `status`, `rate`, `retry_after`       | HTTP servers: a share `rate` (default 1) of requests is answered `status` (400 to 599; 429 and 503 with `Retry-After: retry_after` if given) |
@@ -41,6 +41,9 @@ use mcpstorm_fake::Transport;
 /// With `[gateway.sync]`, the Redis host its URL names (`redis`) is a target too, of `crash` (Redis stops; it
 /// restarts with its data), `partition` (cut off from the load hosts), `latency_spike` (`extra` only: every reply
 /// and message waits that much longer) and `hang` (nothing answered until the end).
+///
+/// With `[gateway] nodes`, each gateway node (`gateway-0`, ...) is a target of `crash` (it restarts afresh, as a
+/// process would) and `partition` (cut off from every load host, or from the load host `from` only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
@@ -48,9 +51,12 @@ pub struct Fault {
     /// `auth_rotation`, `http_status`, `stream_reset` or `slow_headers`.
     pub kind: FaultKind,
     /// A server name (every replica) or `name#i` (replica i, from 0); for `clock_skew` also `gateway` (every load
-    /// host); with `[gateway.sync]`, also the Redis host (`redis`).
+    /// host, or every gateway node with `nodes`); with `[gateway.sync]`, also the Redis host (`redis`); with
+    /// `[gateway] nodes`, also a node (`gateway-0`, ...) for `crash` and `partition`.
     pub target: String,
-    /// `partition`: cut the target off from this load host only (`load-0`, `load-1`, ...), not from all of them.
+    /// `partition`: cut the target off from this one of its callers only, not from all of them: a load host
+    /// (`load-0`, `load-1`, ...), or with `[gateway] nodes` a node (`gateway-0`, ...; a node's own partition takes
+    /// a load host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
     /// When the fault begins, from the start of the run.
@@ -179,18 +185,28 @@ impl Fault {
         let at = |field: &str| format!("faults[{k}].{field}");
         let redis = world.redis.is_some_and(|r| r.name == fault.target);
         let gateway = fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY;
+        // A gateway node (`gateway-N`, with `[gateway] nodes`): a host that crashes or is cut off.
+        let node = host_index(&fault.target, NODE_PREFIX).is_some_and(|i| i < world.nodes);
         if redis {
             check_redis_fault(c, k, fault);
+        } else if node {
+            if !matches!(fault.kind, FaultKind::Crash | FaultKind::Partition) {
+                c.fail(at("kind"), format!("{} does not apply to a gateway node: crash or partition", fault.kind));
+            }
         } else if !gateway && let Err(message) = resolve_target(&fault.target, servers) {
             c.fail(at("target"), message);
         }
-        // Load hosts are `load-0` to `load-{n - 1}` (see `placement::load_host`).
-        let index = fault.from.as_deref().map(|f| f.strip_prefix("load-").and_then(|i| i.parse::<usize>().ok()));
-        if let (Some(from), Some(index)) = (&fault.from, index)
-            && !index.is_some_and(|i| i < world.load_hosts && format!("load-{i}") == *from)
-        {
-            let last = world.load_hosts.saturating_sub(1);
-            c.fail(at("from"), format!("{from:?} is not a load host (load-0 to load-{last})"));
+        // The link `from` names is one of the target's callers: the load hosts' (`load-N`, see
+        // `placement::load_host`) for a node, or when the load hosts run their gateways in-process; the nodes'
+        // (`gateway-N`) for anything else when there are nodes.
+        if let Some(from) = &fault.from {
+            let (prefix, count) =
+                if world.nodes == 0 || node { ("load-", world.load_hosts) } else { (NODE_PREFIX, world.nodes) };
+            if host_index(from, prefix).is_none_or(|i| i >= count) {
+                let what = if prefix == NODE_PREFIX { "gateway node" } else { "load host" };
+                let last = count.saturating_sub(1);
+                c.fail(at("from"), format!("{from:?} is not a {what} ({prefix}0 to {prefix}{last})"));
+            }
         }
         check_window(c, run, k, fault);
         let kind: &str = fault.kind.as_ref();
@@ -273,11 +289,24 @@ impl Fault {
     }
 }
 
-/// The hosts a fault may name besides the servers': the load hosts (`load-N`, for `from`) and the Redis host.
+/// The hosts a fault may name besides the servers': the load hosts (`load-N`, for `from`), the gateway nodes
+/// (`gateway-N`) and the Redis host.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Hosts<'a> {
     pub load_hosts: usize,
+    pub nodes: usize,
     pub redis: Option<&'a RedisHost>,
+}
+
+/// The gateway nodes' host names start so (see `placement::node_host`).
+pub(super) const NODE_PREFIX: &str = "gateway-";
+
+/// `N` of a host named `{prefix}N` (digits only, no leading sign or space).
+pub(super) fn host_index(name: &str, prefix: &str) -> Option<usize> {
+    let digits = name.strip_prefix(prefix).filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))?;
+    let i = digits.parse::<usize>().ok()?;
+    // `load-01` names no host: only the spelling the world uses does.
+    (format!("{prefix}{i}") == name).then_some(i)
 }
 
 /// A fault on the Redis host: only the kinds that make sense for Redis, and a latency spike as a fixed extra.

@@ -18,9 +18,9 @@ use super::rules::Rules;
 use super::sync::SyncSpec;
 use super::units::Dur;
 
-/// The gateway on every load host: its session and schema behaviour, credentials, routing and resilience layers
-/// (see [`layers`](super::layers) for each resilience table's keys). Each load host is one gateway process with its
-/// own router (formula state, statistics, health checks).
+/// The gateway on every load host (or on every gateway node, with `nodes`): its session and schema behaviour,
+/// credentials, routing and resilience layers (see [`layers`](super::layers) for each resilience table's keys). Each
+/// load host (or node) is one gateway process with its own router (formula state, statistics, health checks).
 ///
 /// | key            | default           | meaning                                                                    |
 /// |----------------|-------------------|----------------------------------------------------------------------------|
@@ -35,8 +35,10 @@ use super::units::Dur;
 /// | `[gateway.throttle]` | on          | SRE adaptive throttling per replica                                        |
 /// | `[gateway.bulkhead]` | on          | a permit pool per replica (declared `max_concurrent_requests`, configured, or the client's cap) |
 /// | `[gateway.limiter]`  | aimd        | the adaptive limit inside each pool, from its cap down (`gradient2`, `fixed`) |
-/// | `[gateway.sync]`     | off         | the gateway nodes share breakers through Redis ([`SyncSpec`]); in a scenario, the load hosts, through a simulated Redis host named by the URL ([`RedisHost`](super::redis::RedisHost)) |
+/// | `[gateway.sync]`     | off         | the gateway nodes share breakers through Redis ([`SyncSpec`]); in a scenario, the load hosts (the nodes, with `nodes`), through a simulated Redis host named by the URL ([`RedisHost`](super::redis::RedisHost)) |
 /// | `[gateway.fallbacks]`| none        | `tool = "fallback_tool"`, named in degraded results                        |
+/// | `nodes`        | 0                 | scenario only: gateway nodes as hosts of their own (`gateway-0` ...), each the `mcpstorm gateway` process's federation, which the load hosts' agents reach over `front`; 0: each load host runs its gateway in-process (faster) |
+/// | `front`        | none              | scenario only, required when `nodes` > 0: how agents reach a node, `"http"` (MCP Streamable HTTP) |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct GatewaySpec {
@@ -69,8 +71,8 @@ pub struct GatewaySpec {
     #[serde(default, skip_serializing)]
     #[schemars(skip)]
     pub gossip: Option<bool>,
-    /// Breaker sync between gateway nodes through Redis (in a scenario: between the load hosts, through a simulated
-    /// Redis host named by the URL).
+    /// Breaker sync between gateway nodes through Redis (in a scenario: between the load hosts, or the gateway nodes
+    /// with `nodes`, through a simulated Redis host named by the URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncSpec>,
     /// Fallback tools named in degraded results: `inventory_lookup = "query_cached_inventory"`.
@@ -90,6 +92,16 @@ pub struct GatewaySpec {
     /// upstream names).
     #[serde(default, skip_serializing_if = "ToolsSpec::is_default")]
     pub tools: ToolsSpec,
+    /// Scenario only: gateway nodes as hosts of their own (`gateway-0` to `gateway-{N-1}`), each running what the
+    /// `mcpstorm gateway` process runs (its federation, served by its front), which the load hosts' agents reach
+    /// over `front`; with `[gateway.sync]` the nodes are the sync nodes. 0 (the default): each load host runs its
+    /// gateway in-process, which is faster.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[schemars(range(max = MAX_NODES))]
+    pub nodes: usize,
+    /// Scenario only, required when `nodes` > 0: how agents reach a node. `"http"`: MCP Streamable HTTP at `/mcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub front: Option<FrontKind>,
     /// The core's planted defect (a bulkhead permit leaked per replica failure), for proving that the swarm finds
     /// and shrinks a real leak. Never read from or written to a file: only code can set it.
     #[doc(hidden)]
@@ -117,6 +129,11 @@ impl GatewaySpec {
             }
         }
         self.router.problems(rules);
+        match (self.nodes, self.front) {
+            (0, Some(_)) => rules.fail("gateway.front", "applies only to gateway nodes: set `nodes` to 1 or more"),
+            (n, None) if n > 0 => rules.fail("gateway.front", "gateway nodes need a front: `front = \"http\"`"),
+            _ => {}
+        }
         if let Some(sync) = &self.sync {
             sync.problems(rules);
         }
@@ -131,6 +148,8 @@ impl GatewaySpec {
 
     /// The table's durations and counts with their bounds.
     pub(super) fn ranges(&self, out: &mut Ranges) {
+        // Each node is a host of the simulated world, and turmoil's cost grows steeply with hosts.
+        out.count("gateway.nodes", self.nodes as f64, MAX_NODES as f64);
         self.router.ranges(out);
         self.layers().ranges(out);
     }
@@ -156,6 +175,21 @@ impl GatewaySpec {
             fallbacks: &self.fallbacks,
         }
     }
+}
+
+/// The most gateway nodes a scenario places: turmoil's cost grows steeply with hosts.
+pub const MAX_NODES: usize = 64;
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// How agents reach a gateway node (`[gateway] front`); other fronts (stdio, ...) may join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FrontKind {
+    /// MCP Streamable HTTP at `/mcp`, as `mcpstorm gateway` serves it.
+    Http,
 }
 
 /// `[gateway.tools]`: the names agents see.

@@ -54,15 +54,15 @@ pub use cost::{Cost, Limits};
 pub use error::{Location, Problem, ScenarioError};
 pub use faults::{DriftKind, Fault, FaultKind};
 pub use gateway::{
-    CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, PrefixMode, RequirementRule, RouterSpec, ToolsSpec,
-    profile_name,
+    CredentialSpec, DEFAULT_FORMULA, FormulaName, FrontKind, GatewaySpec, MAX_NODES, PrefixMode, RequirementRule,
+    RouterSpec, ToolsSpec, profile_name,
 };
 pub use history::HistorySpec;
 pub use listen::{AdminSpec, ListenSpec};
 pub use model::label as sweep_label;
 pub use model::{HostsMode, Network, Scenario, Sweep};
 pub use overrides::expand_sweep;
-pub use placement::{Placement, load_host, server_host};
+pub use placement::{Placement, load_host, node_host, replica_host, server_host};
 pub use read::{load_file, load_file_with, load_str, load_str_with};
 pub use redis::RedisHost;
 pub use report::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, ReportSpec};

@@ -19,8 +19,24 @@ pub fn server_host(server: &str, replica: usize) -> String {
     format!("{server}-{replica}")
 }
 
+/// The world's name of a replica a gateway node's federation names `server#i` (as `mcpstorm gateway` names its
+/// replicas): [`server_host`]. Any other name is already the world's.
+pub fn replica_host(endpoint: &str) -> std::borrow::Cow<'_, str> {
+    match endpoint.rsplit_once('#') {
+        Some((server, i)) if !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()) => {
+            std::borrow::Cow::Owned(format!("{server}-{i}"))
+        }
+        _ => std::borrow::Cow::Borrowed(endpoint),
+    }
+}
+
 pub fn load_host(index: usize) -> String {
     format!("load-{index}")
+}
+
+/// Gateway node `index`'s host (`[gateway] nodes`).
+pub fn node_host(index: usize) -> String {
+    format!("gateway-{index}")
 }
 
 /// The host the replicas of `server` share. Replica names end in a number and load hosts are `load-N`, so this

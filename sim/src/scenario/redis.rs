@@ -1,10 +1,10 @@
 //! The Redis host of a scenario's `[gateway.sync]`: the simulated world places a host running the Redis double,
 //! named by the URL's host (`redis = "redis://redis:6379"` places host `redis`, listening on 6379), and every load
-//! host's gateway is a sync node of it. Faults name that host as their `target` (`crash`, `partition`,
+//! host's gateway (every gateway node's, with `[gateway] nodes`) is a sync node of it. Faults name that host as their `target` (`crash`, `partition`,
 //! `latency_spike`, `hang`).
 //!
-//! A scenario is self-contained: it reads no environment (so no `password_env`), and each node is named by its load
-//! host (so no `node`).
+//! A scenario is self-contained: it reads no environment (so no `password_env`), and each node is named by its host
+//! (so no `node`).
 
 use super::gateway::GatewaySpec;
 use super::rules::Rules;
@@ -29,9 +29,11 @@ impl RedisHost {
     }
 }
 
-/// Whether `name` is one a load host takes (`load-N`).
+/// Whether `name` is one a load host or a gateway node takes (`load-N`, `gateway-N`).
 fn is_load_host(name: &str) -> bool {
-    name.strip_prefix("load-").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    ["load-", "gateway-"]
+        .iter()
+        .any(|prefix| name.strip_prefix(prefix).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
 }
 
 /// Whether `name` is one the replicas of `server` take (`server-N`, `server-replicas`).
@@ -53,7 +55,7 @@ pub(super) fn problems(sync: &SyncSpec, gateway: &GatewaySpec, servers: &[Server
     if sync.node.is_some() {
         rules.fail(
             "gateway.sync.node",
-            "the simulator names each node by its load host (load-0, load-1, ...): remove `node`",
+            "the simulator names each node by its host (load-0, ..., or gateway-0, ... with `nodes`): remove `node`",
         );
     }
     if sync.redis.contains('@') {
@@ -70,7 +72,10 @@ pub(super) fn problems(sync: &SyncSpec, gateway: &GatewaySpec, servers: &[Server
              with a letter (`redis://redis:6379`)"
         ))
     } else if name == GATEWAY || is_load_host(name) {
-        Some(format!("{name:?} is the name of load hosts (`gateway`, `load-N`): name Redis's host `redis`"))
+        Some(format!(
+            "{name:?} is the name of load hosts or gateway nodes (`gateway`, `load-N`, `gateway-N`): name Redis's \
+             host `redis`"
+        ))
     } else if let Some(s) = servers.iter().find(|s| s.name == name || is_server_host(name, &s.name)) {
         Some(format!("{name:?} clashes with server {:?} (its name or its hosts'): name Redis's host `redis`", s.name))
     } else if host.port == 0 {

@@ -62,6 +62,13 @@ impl GatewayFile {
         UpstreamSpec::problems_of(&self.servers, &mut rules);
         self.client.problems(&mut rules);
         self.gateway.problems(&mut rules);
+        // A process is one node: placing nodes is a scenario's business.
+        if self.gateway.nodes > 0 {
+            rules.fail("gateway.nodes", "only a scenario places gateway nodes; a process is one node");
+        }
+        if self.gateway.front.is_some() {
+            rules.fail("gateway.front", "only a scenario names the nodes' front; a process serves `[listen]`");
+        }
         if let Some(admin) = &self.admin {
             admin.problems(&mut rules);
         }

@@ -43,11 +43,24 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
     s.agent.problems(&mut rules);
     s.client.problems(&mut rules);
     s.gateway.problems(&mut rules);
+    // A node lists its servers when it starts, as the process does: no scheduled membership to follow.
+    if s.gateway.nodes > 0 {
+        for (i, server) in s.servers.iter().enumerate() {
+            for (key, set) in [("join_at", server.join_at.is_some()), ("leave_at", server.leave_at.is_some())] {
+                if set {
+                    rules.fail(
+                        format!("servers[{i}].{key}"),
+                        "gateway nodes list every server when they start: membership changes need nodes = 0",
+                    );
+                }
+            }
+        }
+    }
     if let Some(sync) = &s.gateway.sync {
         redis::problems(sync, &s.gateway, &s.servers, &mut rules);
     }
     let redis = RedisHost::of(&s.gateway);
-    let hosts = Hosts { load_hosts: s.load.hosts, redis: redis.as_ref() };
+    let hosts = Hosts { load_hosts: s.load.hosts, nodes: s.gateway.nodes, redis: redis.as_ref() };
     for (k, fault) in s.faults.iter().enumerate() {
         fault.problems(k, run, &s.servers, &hosts, &mut rules);
     }

@@ -18,9 +18,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use mcpstorm_core::CallError;
-use mcpstorm_core::SeededRng;
 use mcpstorm_core::mcp::CallToolResult;
 use mcpstorm_core::resilience::Backoff;
+use mcpstorm_core::{McpClient, SeededRng};
 use serde_json::{Value, json};
 
 use crate::scenario::{Agent, RetryMode};
@@ -115,6 +115,55 @@ fn rephrase(args: &Value, retry: u32) -> Value {
     out
 }
 
+/// The arguments an agent sends: the mix entry's, plus every *required* property they lack, filled from the schema
+/// the gateway shows now (as an LLM agent builds its call from the tool schema it is given): the property's
+/// `default`, else its first `examples` entry, else a zero value of its `type`.
+///
+/// So agents follow a drift exactly as far as the gateway lets them see it: after a re-fetch (default profile) they
+/// adapt; with schemas cached forever (naive profile) they never do. A renamed tool is not chased: the gateway
+/// reports the old name as unknown, as it would to an agent holding a stale plan.
+pub async fn agent_arguments(client: &McpClient, tool: &str, args: Value) -> Value {
+    let Ok(caps) = client.capabilities().await else { return args };
+    let Some(entry) = caps.tool(tool) else { return args };
+    fill_required(&entry.tool().input_schema, args)
+}
+
+/// `args` with each property `schema.required` names but `args` lacks filled in (see [`agent_arguments`]).
+pub(crate) fn fill_required(schema: &Value, mut args: Value) -> Value {
+    let (Some(required), Some(obj)) = (schema.get("required").and_then(Value::as_array), args.as_object_mut()) else {
+        return args;
+    };
+    for name in required.iter().filter_map(Value::as_str) {
+        if obj.contains_key(name) {
+            continue;
+        }
+        let prop = schema.get("properties").and_then(|p| p.get(name));
+        let value = prop
+            .and_then(|p| p.get("default").or_else(|| p.get("examples").and_then(|e| e.get(0))))
+            .cloned()
+            .unwrap_or_else(|| zero_of(prop.and_then(|p| p.get("type"))));
+        obj.insert(name.to_owned(), value);
+    }
+    args
+}
+
+/// A zero value of a JSON Schema `type` (the first listed, for a list); `null` when there is none.
+fn zero_of(ty: Option<&Value>) -> Value {
+    let name = match ty {
+        Some(Value::String(s)) => s.as_str(),
+        Some(Value::Array(list)) => list.first().and_then(Value::as_str).unwrap_or("null"),
+        _ => "null",
+    };
+    match name {
+        "string" => json!(""),
+        "integer" | "number" => json!(0),
+        "boolean" => json!(false),
+        "array" => json!([]),
+        "object" => json!({}),
+        _ => Value::Null,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +244,29 @@ mod tests {
             (0..3).map(|i| next(&a, i, Err(&failure()), &json!({}), &r)).collect::<Vec<_>>()
         };
         assert_eq!(waits(5), waits(5));
+    }
+
+    #[test]
+    fn agents_fill_missing_required_parameters_from_the_schema() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "q": {"type": "string"},
+                "region": {"type": "string", "default": "eu"},
+                "limit": {"type": "integer", "examples": [25, 50]},
+                "exact": {"type": ["boolean", "null"]},
+                "tags": {"type": "array"},
+                "anything": {}
+            },
+            "required": ["q", "region", "limit", "exact", "tags", "anything", "undeclared"]
+        });
+        let filled = fill_required(&schema, json!({"q": "mine", "extra": 1}));
+        let expected = json!({"q": "mine", "extra": 1, "region": "eu", "limit": 25, "exact": false, "tags": [],
+            "anything": null, "undeclared": null});
+        assert_eq!(filled, expected, "given values stay, defaults then examples then zeros fill the rest");
+        // Optional properties are left alone, and a schema without `required` changes nothing.
+        let optional = json!({"type": "object", "properties": {"n": {"type": "integer", "default": 3}}});
+        assert_eq!(fill_required(&optional, json!({})), json!({}));
+        assert_eq!(fill_required(&json!({"required": "nope"}), json!({"a": 1})), json!({"a": 1}));
     }
 }

@@ -16,7 +16,7 @@ use crate::scenario::{DriftKind, Fault, FaultKind, GATEWAY, RedisHost, Scenario,
 use mcpstorm_fake::{Drift, FakeControl, RedisControl, StatusBurst};
 
 use super::clock::SimClock;
-use crate::scenario::{load_host, server_host};
+use crate::scenario::{load_host, node_host, server_host};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Transition {
@@ -63,7 +63,15 @@ pub struct Timeline {
 /// skew on the gateway.
 fn target_hosts(scenario: &Scenario, fault: &Fault) -> Vec<String> {
     if fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY {
-        return (0..scenario.load.hosts).map(load_host).collect();
+        // The gateways' clocks: the nodes', or the load hosts' when each runs its gateway in-process.
+        return match scenario.gateway.nodes {
+            0 => (0..scenario.load.hosts).map(load_host).collect(),
+            n => (0..n).map(node_host).collect(),
+        };
+    }
+    // A gateway node is a host of its own (validation allowed it only with `nodes`).
+    if fault.target.starts_with("gateway-") {
+        return vec![fault.target.clone()];
     }
     if let Some(redis) = RedisHost::of(&scenario.gateway).filter(|r| r.name == fault.target) {
         return vec![redis.name];

@@ -3,7 +3,9 @@
 //! Hosts are kept few (turmoil's cost grows steeply with hosts per tick): a host per server whose replicas share it
 //! (a replica that a crash or partition names gets its own: see [`Placement`]) and a handful of
 //! load-generator hosts that each multiplex hundreds of agent sessions (with `[gateway.sync]`, their gateways are
-//! sync nodes of a Redis host: see [`redis`]). The step loop applies the fault timeline
+//! sync nodes of a Redis host: see [`redis`]). With `[gateway] nodes`, the gateways are hosts of their own instead
+//! (`gateway-0` ...: see [`node`]), each the `mcpstorm gateway` process's node, and the load hosts' agents call them
+//! over simulated Streamable HTTP ([`remote`]). The step loop applies the fault timeline
 //! between steps, samples gauges once per simulated second, and after the load ends lets every started call reach
 //! its outcome (bounded by a drain limit; anything left is reported as `lost`).
 //!
@@ -14,11 +16,14 @@ mod agent;
 mod audit;
 mod call_log;
 mod clock;
+mod connector;
 mod faults;
 mod net;
+mod node;
 mod phases;
 mod recorder;
 mod redis;
+mod remote;
 mod routing;
 mod traffic;
 
@@ -26,12 +31,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, UNIX_EPOCH};
 
-pub use crate::scenario::{load_host, server_host};
+pub use crate::scenario::{load_host, node_host, server_host};
+pub(crate) use agent::fill_required;
 pub use clock::SimClock;
 pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE};
 pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
-pub(crate) use traffic::fill_required;
 
 use crate::check::{error_window, evaluate_checks};
 use crate::run::{CallSink, CallSinkError, RunData, WallClock};
@@ -109,13 +114,32 @@ pub fn run(
     }
 
     let load_hosts: Vec<String> = (0..scenario.load.hosts).map(load_host).collect();
-    recorder.set_gateways(load_hosts.len());
+    // With `[gateway] nodes`, the gateways are the nodes, hosts of their own; else one in each load host.
+    let node_hosts: Vec<String> = (0..scenario.gateway.nodes).map(node_host).collect();
+    recorder.set_gateways(if node_hosts.is_empty() { load_hosts.len() } else { node_hosts.len() });
     if let Some(host) = RedisHost::of(&scenario.gateway) {
         handles.redis = Some(redis::place(&mut sim, &host));
     }
     let load_clocks: Vec<SimClock> = load_hosts.iter().map(|_| SimClock::default()).collect();
     for (host, clock) in load_hosts.iter().zip(&load_clocks) {
         handles.clocks.insert(host.clone(), clock.clone());
+    }
+    if !node_hosts.is_empty() {
+        let clocks: Vec<SimClock> = node_hosts.iter().map(|_| SimClock::default()).collect();
+        for (host, clock) in node_hosts.iter().zip(&clocks) {
+            handles.clocks.insert(host.clone(), clock.clone());
+        }
+        let plan = Arc::new(node::NodePlan {
+            scenario: scenario.clone(),
+            recorder: recorder.clone(),
+            placement: placement.clone(),
+            outstanding: clocks.iter().map(|_| Arc::default()).collect(),
+            clocks,
+        });
+        for (i, host) in node_hosts.iter().enumerate() {
+            let plan = plan.clone();
+            sim.host(host.as_str(), move || node::run_node(plan.clone(), i));
+        }
     }
     let plan = Arc::new(LoadPlan {
         scenario: scenario.clone(),
@@ -144,7 +168,7 @@ pub fn run(
                 }
             }
             for action in timeline.apply(t, &handles, now) {
-                apply_net(&mut sim, &load_hosts, &recorder, now, action);
+                apply_net(&mut sim, (&load_hosts, &node_hosts), &recorder, now, action);
             }
         }
         while now >= next_sample {
@@ -208,7 +232,10 @@ async fn serve_replicas(servers: Vec<(u16, FakeServer)>) -> turmoil::Result {
     Ok(())
 }
 
-fn apply_net(sim: &mut turmoil::Sim<'_>, load_hosts: &[String], recorder: &Recorder, now: Duration, action: NetAction) {
+/// The load hosts and the gateway nodes (none when the load hosts run their gateways in-process).
+type Callers<'a> = (&'a [String], &'a [String]);
+
+fn apply_net(sim: &mut turmoil::Sim<'_>, callers: Callers<'_>, recorder: &Recorder, now: Duration, action: NetAction) {
     match action {
         NetAction::Crash(h) => {
             sim.crash(h.as_str());
@@ -219,14 +246,14 @@ fn apply_net(sim: &mut turmoil::Sim<'_>, load_hosts: &[String], recorder: &Recor
             recorder.event(now, "host_restarted", &h, "");
         }
         NetAction::Partition(h, from) => {
-            let cut = links(load_hosts, from.as_deref());
+            let cut = links(callers, &h, from.as_deref());
             for l in &cut {
                 sim.partition(h.as_str(), *l);
             }
             recorder.event(now, "partitioned", &h, format!("from {}", cut.join(",")));
         }
         NetAction::Repair(h, from) => {
-            for l in links(load_hosts, from.as_deref()) {
+            for l in links(callers, &h, from.as_deref()) {
                 sim.repair(h.as_str(), l);
             }
             recorder.event(now, "repaired", &h, "");
@@ -235,11 +262,13 @@ fn apply_net(sim: &mut turmoil::Sim<'_>, load_hosts: &[String], recorder: &Recor
     }
 }
 
-/// The load hosts a partition cuts a host off from: all of them, or the one `from` names.
-fn links<'a>(load_hosts: &'a [String], from: Option<&'a str>) -> Vec<&'a str> {
+/// The hosts a partition cuts `target` off from: the one `from` names, or all of its callers — the gateway nodes
+/// when there are some (and `target` is not one), else the load hosts.
+fn links<'a>((load_hosts, nodes): Callers<'a>, target: &str, from: Option<&'a str>) -> Vec<&'a str> {
+    let callers = if nodes.is_empty() || nodes.iter().any(|n| n == target) { load_hosts } else { nodes };
     match from {
         Some(one) => vec![one],
-        None => load_hosts.iter().map(String::as_str).collect(),
+        None => callers.iter().map(String::as_str).collect(),
     }
 }
 

@@ -497,14 +497,21 @@ impl Recorder {
     }
 
     /// The gateway answered a call with a degraded result instead of making it (or instead of retrying it).
-    /// Called from inside the task that made the call, which the call's end then names (see `declined`).
-    pub fn degraded(&self, at: Duration, reason: DegradedReason) {
+    /// With `in_task`, called from inside the task that made the call, which the call's end then names (see
+    /// `declined`).
+    pub fn degraded(&self, at: Duration, reason: DegradedReason, in_task: bool) {
         let mut inner = self.lock();
-        if let Some(task) = tokio::task::try_id() {
+        if let Some(task) = tokio::task::try_id().filter(|_| in_task) {
             inner.declined.insert(task);
         }
         inner.bucket(at).degraded += 1;
         *inner.totals.degraded.entry(<&str>::from(reason).to_owned()).or_default() += 1;
+    }
+
+    /// `n` attempts sent by a gateway node that crashed will never end: the in-flight gauge lets them go.
+    pub fn attempts_lost(&self, n: u64) {
+        let mut inner = self.lock();
+        inner.in_flight = inner.in_flight.saturating_sub(n);
     }
 
     /// Samples the in-flight and open-breaker gauges into the second that just ended (called by the step loop).
@@ -630,6 +637,9 @@ impl Observer for SimObserver {
 pub struct GatewayObserver {
     pub recorder: Recorder,
     pub host: String,
+    /// A gateway node's: its calls are its agents' requests, not their tasks, so a degraded result is counted
+    /// without marking the task (the agent reads it from the result: see `remote`).
+    pub node: bool,
 }
 
 impl Observer for GatewayObserver {
@@ -637,9 +647,10 @@ impl Observer for GatewayObserver {
         let now = || turmoil::sim_elapsed().unwrap_or_default();
         match event {
             Event::Breaker { replica, tool, transition, .. } => {
-                self.recorder.breaker(now(), &self.host, replica, tool, transition);
+                // A node's federation names replicas `server#i`; the report names them by their hosts.
+                self.recorder.breaker(now(), &self.host, &crate::scenario::replica_host(replica), tool, transition);
             }
-            Event::Degraded { reason, .. } => self.recorder.degraded(now(), *reason),
+            Event::Degraded { reason, .. } => self.recorder.degraded(now(), *reason, !self.node),
             _ => {}
         }
     }
@@ -662,13 +673,13 @@ mod tests {
             // Declined: the degraded result is the call's end.
             let declined = tokio::spawn(async move {
                 a.offered(at);
-                a.degraded(at, DegradedReason::BreakerOpen);
+                a.degraded(at, DegradedReason::BreakerOpen, true);
                 done(&a);
             });
             // A real isError result, after an earlier degraded answer that the agent retried.
             let retried = tokio::spawn(async move {
                 b.offered(at);
-                b.degraded(at, DegradedReason::BreakerOpen);
+                b.degraded(at, DegradedReason::BreakerOpen, true);
                 b.attempt_started(at, true);
                 done(&b);
             });

@@ -9,33 +9,32 @@
 //! comparable), and the arguments hashed once per mix entry rather than once per attempt (the hash is of the mix
 //! entry's arguments, before an agent fills in parameters a drift added).
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcpstorm_core::CancelToken;
+use mcpstorm_core::McpClient;
 use mcpstorm_core::history::{CallKey, CallStart, ServerCallRecord};
-use mcpstorm_core::resilience::InFlightLimit;
 use mcpstorm_core::router::Requirement;
 use mcpstorm_core::schema::ContentHash;
 use mcpstorm_core::sync::{BreakerSync, SyncConfig};
-use mcpstorm_core::{ClientConfig, HttpEndpoint, McpClient, transport::PoolConfig};
-use mcpstorm_core::{Connector, Gateway, Observer, ToolCall};
+use mcpstorm_core::{Gateway, Observer, ToolCall};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::time::{Instant, sleep, sleep_until};
 
 use super::agent::{self, Next};
 use super::clock::{HostTime, SimClock};
-use super::net::{TurmoilDialer, port};
-use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Recorder, SimObserver};
+use super::connector::SimConnector;
+use super::net::TurmoilDialer;
+use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Recorder};
+use super::remote;
 use super::routing::{Needs, pin, registry};
 use crate::scenario::{LoadMode, Placement, RedisHost, Scenario, tables};
 use crate::seed::Seed;
-use mcpstorm_fake::Transport;
 
 /// Everything a load host needs, shared by every incarnation of it.
 #[derive(Debug)]
@@ -63,61 +62,13 @@ impl LoadPlan {
     }
 }
 
-/// Makes a load host's gateway's client of one replica, as one gateway process would: the turmoil dialer, the
-/// scenario's client settings, profile and credentials, the host's `SimClock`, an RNG forked per replica (by its host
-/// name, so not by the order of first use), the host's shared global in-flight limit, and the observer that puts
-/// connection events on the timeline.
-#[derive(Debug)]
-struct SimConnector {
-    config: ClientConfig,
-    limit: InFlightLimit,
-    clock: SimClock,
-    /// The clients' seed: each replica's client forks it by the replica's host name.
-    seed: Seed,
-    recorder: Recorder,
-    host: String,
-    placement: Arc<Placement>,
-    /// The servers that speak Streamable HTTP, and the keep-alive pool each replica's client keeps.
-    http: BTreeSet<String>,
-    pool: PoolConfig,
-}
-
-impl Connector for SimConnector {
-    fn connect(&self, server: &str, endpoint: &str) -> Arc<McpClient> {
-        let address = self.placement.address(endpoint);
-        let port = port(address.slot);
-        // Over HTTP the URL gives the Host header and path; the turmoil dialer decides where connections go.
-        let http =
-            self.http.contains(server).then(|| HttpEndpoint::new(&format!("http://{}:{port}/mcp", address.host)));
-        let dialer = Arc::new(TurmoilDialer { host: address.host, port });
-        let observer = Arc::new(SimObserver {
-            recorder: self.recorder.clone(),
-            host: self.host.clone(),
-            replica: endpoint.to_owned(),
-        });
-        let client = McpClient::new(endpoint, dialer, self.config.clone(), self.seed.fork(endpoint).seeded_rng())
-            .with_observer(observer)
-            .with_clock(Arc::new(self.clock.clone()))
-            .with_global_limit(self.limit.clone());
-        Arc::new(match http {
-            Some(Ok(mut http)) => {
-                http.pool = self.pool.clone();
-                client.with_http(http)
-            }
-            // Host names are the scenario's server names, which validation keeps to URL-safe text; a name that
-            // still makes no URL leaves the client on NDJSON, and the HTTP server answers its frames with errors.
-            Some(Err(e)) => {
-                tracing::warn!(server, error = %e, "no HTTP URL for this replica");
-                client
-            }
-            None => client,
-        })
-    }
-}
-
-/// One load host's gateway process: a [`Gateway`] routing over every scenario server's replicas.
+/// One load host: its gateway process, a [`Gateway`] routing over every scenario server's replicas; or, with
+/// `[gateway] nodes`, its agents' client of each gateway node.
 struct Host {
-    gateway: Arc<Gateway>,
+    /// The in-process gateway; `None` with gateway nodes.
+    gateway: Option<Arc<Gateway>>,
+    /// This host's client of each gateway node (`[gateway] nodes`); empty without.
+    nodes: Vec<Arc<McpClient>>,
     /// This host's wall clock (the call history's timestamps, and the gateway's wall time).
     clock: SimClock,
     /// Simulated time on this host.
@@ -135,20 +86,21 @@ impl Host {
         let spec = &scenario.client;
         let clock = plan.clocks.get(host_index).cloned().unwrap_or_default();
         let gateway = &scenario.gateway;
+        if gateway.nodes > 0 {
+            return Ok(Host {
+                gateway: None,
+                nodes: (0..gateway.nodes).map(|i| remote::node_client(scenario, i, &clock, seed)).collect(),
+                clock,
+                time: HostTime::new(),
+                host: host.to_owned(),
+                needs: Needs::new(scenario),
+                sync: None,
+            });
+        }
         let router_rng = seed.fork("router").seeded_rng();
         // The resilience layers' jitter (the gateway's retry backoff).
         let layers_rng = seed.fork("resilience").seeded_rng();
-        let connector = SimConnector {
-            config: spec.to_core(gateway),
-            limit: InFlightLimit::new(spec.max_in_flight),
-            clock: clock.clone(),
-            seed: seed.fork("client"),
-            recorder: plan.recorder.clone(),
-            host: host.to_owned(),
-            placement: plan.placement.clone(),
-            http: scenario.servers.iter().filter(|s| s.transport == Transport::Http).map(|s| s.name.clone()).collect(),
-            pool: spec.pool(),
-        };
+        let connector = SimConnector::new(scenario, &plan.recorder, &plan.placement, host, &clock, seed.fork("client"));
         let router = gateway.router(router_rng, Instant::now())?;
         #[cfg_attr(not(feature = "testing"), allow(unused_mut))]
         let mut config = tables::gateway_config(gateway, spec);
@@ -157,7 +109,7 @@ impl Host {
             bulkhead.leak_permit_on_replica_failure = gateway.planted_leak;
         }
         let mut observer: Arc<dyn Observer> =
-            Arc::new(GatewayObserver { recorder: plan.recorder.clone(), host: host.to_owned() });
+            Arc::new(GatewayObserver { recorder: plan.recorder.clone(), host: host.to_owned(), node: false });
         let sync = sync_node(scenario, host, seed, &clock)?;
         if let Some(sync) = &sync {
             observer = sync.observer(observer);
@@ -166,7 +118,8 @@ impl Host {
         let gateway = Gateway::new(router, registry, connector, Arc::new(clock.clone()), config, layers_rng)
             .with_observer(observer);
         Ok(Host {
-            gateway: Arc::new(gateway),
+            gateway: Some(Arc::new(gateway)),
+            nodes: Vec::new(),
             clock,
             time: HostTime::new(),
             host: host.to_owned(),
@@ -178,7 +131,12 @@ impl Host {
 
 /// The load host `host` as a node of `[gateway.sync]`: named by its host, its incarnation drawn from the host's seed
 /// (so a run is the same every time), its wall clock the host's.
-fn sync_node(scenario: &Scenario, host: &str, seed: Seed, clock: &SimClock) -> Result<Option<BreakerSync>, String> {
+pub(super) fn sync_node(
+    scenario: &Scenario,
+    host: &str,
+    seed: Seed,
+    clock: &SimClock,
+) -> Result<Option<BreakerSync>, String> {
     let Some(spec) = &scenario.gateway.sync else { return Ok(None) };
     let config = SyncConfig {
         url: spec.redis.clone(),
@@ -236,10 +194,11 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
     // The gateway's background work (registry changes, statistics, health checks) and its breaker sync with the
     // other gateways run until the load is done.
     let cancel = CancelToken::new();
-    let background = tokio::spawn(load_host.gateway.clone().run_background(cancel.clone()));
-    let syncing = load_host.sync.as_ref().zip(RedisHost::of(&plan.scenario.gateway)).and_then(|(sync, redis)| {
+    let background = load_host.gateway.clone().map(|g| tokio::spawn(g.run_background(cancel.clone())));
+    let redis = RedisHost::of(&plan.scenario.gateway);
+    let syncing = load_host.sync.as_ref().zip(load_host.gateway.clone()).zip(redis).and_then(|((sync, g), redis)| {
         let dialer = Arc::new(TurmoilDialer { host: redis.name, port: redis.port });
-        sync.spawn(load_host.gateway.clone(), dialer, cancel.clone())
+        sync.spawn(g, dialer, cancel.clone())
     });
     let (targets, weights) = targets(&plan.scenario);
     let targets = Arc::new(targets);
@@ -255,7 +214,9 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             for session in (host_index..sessions).step_by(hosts) {
                 let rng = run.fork("session").fork(&session.to_string()).rng();
                 let ctx = (plan.clone(), load_host.clone(), targets.clone(), weights.clone());
-                spawn_live(&live, move || closed_session(ctx, rng));
+                // With gateway nodes, this host's i-th session calls node (host + i) mod N.
+                let via = host_index + session / hosts;
+                spawn_live(&live, move || closed_session(ctx, rng, via));
             }
         }
         LoadMode::Open => {
@@ -272,6 +233,8 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
             tokio::pin!(arrival);
             // Nothing is awaited between a spawn and the next claim, so one reading of the time serves both.
             let mut now = load_host.time.now();
+            // With gateway nodes, this host's arrivals go round-robin over them, starting at its own index.
+            let mut via = host_index;
             while plan.claim_at(now) {
                 // A gap no instant can hold (a rate so low that the next call would come after the end of time)
                 // ends the arrivals: the load ends long before it.
@@ -289,20 +252,32 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                 let (plan, load_host, target) = (plan.clone(), load_host.clone(), targets[index].clone());
                 // The intended send time is `next`, whether or not this host got to it on time.
                 let intended = now.saturating_sub(instant.saturating_duration_since(next));
-                spawn_live(&live, move || async move { logical_call(&plan, &load_host, &target, intended).await });
+                via = via.wrapping_add(1);
+                let node = via - 1;
+                spawn_live(
+                    &live,
+                    move || async move { logical_call(&plan, &load_host, &target, intended, node).await },
+                );
             }
         }
     }
     drop(live);
     let _ = drained.recv().await;
     cancel.cancel("load over");
-    let _ = background.await;
+    if let Some(background) = background {
+        let _ = background.await;
+    }
     // Not awaited: a link waiting on a hung Redis would hold the host past the drain.
     if let Some(link) = syncing {
         link.abort();
     }
-    plan.recorder.gateway_ended(host_index, load_host.gateway.in_flight_snapshot());
-    load_host.gateway.close().await;
+    if let Some(gateway) = &load_host.gateway {
+        plan.recorder.gateway_ended(host_index, gateway.in_flight_snapshot());
+        gateway.close().await;
+    }
+    for node in &load_host.nodes {
+        node.close().await;
+    }
     Ok(())
 }
 
@@ -325,70 +300,30 @@ fn spawn_live<F: Future<Output = ()> + Send + 'static>(
 
 type SessionCtx = (Arc<LoadPlan>, Arc<Host>, Arc<Vec<Arc<Target>>>, Vec<f64>);
 
-async fn closed_session((plan, load_host, targets, weights): SessionCtx, mut rng: ChaCha8Rng) {
+async fn closed_session((plan, load_host, targets, weights): SessionCtx, mut rng: ChaCha8Rng, via: usize) {
     let think = plan.scenario.load.think_time.0;
     while plan.claim_at(load_host.time.now()) {
         let target = &targets[pick_weighted(&mut rng, &weights)];
-        logical_call(&plan, &load_host, target, load_host.time.now()).await;
+        logical_call(&plan, &load_host, target, load_host.time.now(), via).await;
         if !think.is_zero() {
             sleep(think).await;
         }
     }
 }
 
-/// The arguments an agent sends: the mix entry's, plus every *required* property they lack, filled from the schema
-/// the gateway shows now (as an LLM agent builds its call from the tool schema it is given): the property's
-/// `default`, else its first `examples` entry, else a zero value of its `type`.
-///
-/// So agents follow a drift exactly as far as the gateway lets them see it: after a re-fetch (default profile) they
-/// adapt; with schemas cached forever (naive profile) they never do. A renamed tool is not chased: the gateway
-/// reports the old name as unknown, as it would to an agent holding a stale plan.
-async fn agent_arguments(client: &McpClient, tool: &str, args: Value) -> Value {
-    let Ok(caps) = client.capabilities().await else { return args };
-    let Some(entry) = caps.tool(tool) else { return args };
-    fill_required(&entry.tool().input_schema, args)
-}
-
-/// `args` with each property `schema.required` names but `args` lacks filled in (see [`agent_arguments`]).
-pub(crate) fn fill_required(schema: &Value, mut args: Value) -> Value {
-    let (Some(required), Some(obj)) = (schema.get("required").and_then(Value::as_array), args.as_object_mut()) else {
-        return args;
-    };
-    for name in required.iter().filter_map(Value::as_str) {
-        if obj.contains_key(name) {
-            continue;
-        }
-        let prop = schema.get("properties").and_then(|p| p.get(name));
-        let value = prop
-            .and_then(|p| p.get("default").or_else(|| p.get("examples").and_then(|e| e.get(0))))
-            .cloned()
-            .unwrap_or_else(|| zero_of(prop.and_then(|p| p.get("type"))));
-        obj.insert(name.to_owned(), value);
-    }
-    args
-}
-
-/// A zero value of a JSON Schema `type` (the first listed, for a list); `null` when there is none.
-fn zero_of(ty: Option<&Value>) -> Value {
-    let name = match ty {
-        Some(Value::String(s)) => s.as_str(),
-        Some(Value::Array(list)) => list.first().and_then(Value::as_str).unwrap_or("null"),
-        _ => "null",
-    };
-    match name {
-        "string" => json!(""),
-        "integer" | "number" => json!(0),
-        "boolean" => json!(false),
-        "array" => json!([]),
-        "object" => json!({}),
-        _ => Value::Null,
-    }
-}
-
 /// One logical call as an agent makes it: the first attempt, then retries as the agent model says
 /// ([`agent::next`]). Each attempt goes through the host's gateway with the replicas already tried, so a retry prefers
 /// another one; the agent fills the arguments from the schema of the replica the router chose.
-async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: Duration) {
+async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: Duration, via: usize) {
+    let Some(gateway) = &host.gateway else {
+        // Through a gateway node: agent `via`'s node.
+        if let Some(node) = host.nodes.get(via % host.nodes.len().max(1)) {
+            let agents = remote::Agents { scenario: &plan.scenario, recorder: &plan.recorder, time: &host.time };
+            let call = remote::Target { entry: target.entry, tool: &target.tool, args: &target.args };
+            remote::logical_call(agents, node, call, intended).await;
+        }
+        return;
+    };
     let recorder = &plan.recorder;
     let logical = recorder.offered(intended);
     // The agent's own stream (the polite backoff's jitter): fixed by the call's intended time and the run's seed.
@@ -411,7 +346,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
         let prepare = |client: Arc<McpClient>, args: Value| {
             let starts = &starts;
             async move {
-                let args = agent_arguments(&client, &target.tool, args).await;
+                let args = agent::agent_arguments(&client, &target.tool, args).await;
                 let mut starts = starts.lock().unwrap_or_else(PoisonError::into_inner);
                 let instant = Instant::now();
                 let now = host.time.at(instant);
@@ -421,7 +356,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
             }
         };
         // The protected path (the naive profile: the same path with every layer off, one attempt).
-        let routed = host.gateway.call_prepared(call, prepare).await;
+        let routed = gateway.call_prepared(call, prepare).await;
         let now = host.time.now();
         finished = now;
         let starts = starts.into_inner().unwrap_or_else(PoisonError::into_inner);
@@ -469,33 +404,4 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
     let audited = plan.scenario.load.mix[target.entry].server.as_deref().or(served_by);
     let answered_by = answered_by.as_ref().map(|(replica, sent)| (&**replica, *sent));
     recorder.logical_done(now, now.saturating_sub(intended), outcome, served_by, audited, answered_by);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn agents_fill_missing_required_parameters_from_the_schema() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "q": {"type": "string"},
-                "region": {"type": "string", "default": "eu"},
-                "limit": {"type": "integer", "examples": [25, 50]},
-                "exact": {"type": ["boolean", "null"]},
-                "tags": {"type": "array"},
-                "anything": {}
-            },
-            "required": ["q", "region", "limit", "exact", "tags", "anything", "undeclared"]
-        });
-        let filled = fill_required(&schema, json!({"q": "mine", "extra": 1}));
-        let expected = json!({"q": "mine", "extra": 1, "region": "eu", "limit": 25, "exact": false, "tags": [],
-            "anything": null, "undeclared": null});
-        assert_eq!(filled, expected, "given values stay, defaults then examples then zeros fill the rest");
-        // Optional properties are left alone, and a schema without `required` changes nothing.
-        let optional = json!({"type": "object", "properties": {"n": {"type": "integer", "default": 3}}});
-        assert_eq!(fill_required(&optional, json!({})), json!({}));
-        assert_eq!(fill_required(&json!({"required": "nope"}), json!({"a": 1})), json!({"a": 1}));
-    }
 }

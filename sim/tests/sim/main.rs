@@ -1,7 +1,8 @@
 //! The simulator through the real `mcpstorm sim` and `mcpstorm compare` commands, and its report writers:
 //! byte-identical runs (`determinism`), the call history (`calls`), paired comparisons (`compare`), the HTML report
 //! (`html`), gateway profiles (`profiles`), resilience (`resilience`), routing (`routing`), the report files
-//! (`report`), swarm testing (`swarm`) and breaker sync through Redis (`sync`).
+//! (`report`), swarm testing (`swarm`), breaker sync through Redis (`sync`) and gateway nodes as hosts of their own
+//! (`nodes`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -11,6 +12,7 @@ mod compare;
 mod determinism;
 mod html;
 mod http;
+mod nodes;
 mod profiles;
 mod report;
 mod resilience;

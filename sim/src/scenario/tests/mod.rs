@@ -11,6 +11,7 @@ use super::*;
 mod gateway_file;
 mod key_ranges;
 mod no_panic;
+mod nodes_rules;
 mod parsing;
 mod rules;
 mod run_cost;

@@ -49,7 +49,7 @@ fn every_semantic_rule() {
             to: "duration = \"10s\"\ntick = \"999ns\"",
             key: "tick",
             at: "tick = |",
-            fragment: "at least 1us",
+            fragment: "at least 1ms",
         },
         Case {
             from: "name = \"t\"",

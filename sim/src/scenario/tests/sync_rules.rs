@@ -47,7 +47,7 @@ fn the_redis_url_must_name_a_host_of_its_own_and_nothing_from_outside_the_file()
     let env = edit(&text, "redis = \"redis://redis:6379\"", "redis = \"redis://redis:6379\"\npassword_env = \"PW\"");
     expect_one(&env, &[], "gateway.sync.password_env", "password_env = |", "reads no environment");
     let node = edit(&text, "redis = \"redis://redis:6379\"", "redis = \"redis://redis:6379\"\nnode = \"n\"");
-    expect_one(&node, &[], "gateway.sync.node", "node = |", "by its load host");
+    expect_one(&node, &[], "gateway.sync.node", "node = |", "by its host");
 }
 
 #[test]

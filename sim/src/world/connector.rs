@@ -1,0 +1,94 @@
+//! How a simulated gateway (a load host's in-process one, or a gateway node) reaches each replica: its client
+//! over turmoil TCP, with the scenario's client settings.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use mcpstorm_core::resilience::InFlightLimit;
+use mcpstorm_core::{ClientConfig, Connector, HttpEndpoint, McpClient, transport::PoolConfig};
+use mcpstorm_fake::Transport;
+
+use super::clock::SimClock;
+use super::net::{TurmoilDialer, port};
+use super::recorder::{Recorder, SimObserver};
+use crate::scenario::{Placement, Scenario, replica_host};
+use crate::seed::Seed;
+
+/// Makes a load host's gateway's client of one replica, as one gateway process would: the turmoil dialer, the
+/// scenario's client settings, profile and credentials, the host's `SimClock`, an RNG forked per replica (by its host
+/// name, so not by the order of first use), the host's shared global in-flight limit, and the observer that puts
+/// connection events on the timeline.
+#[derive(Debug)]
+pub(super) struct SimConnector {
+    config: ClientConfig,
+    limit: InFlightLimit,
+    clock: SimClock,
+    /// The clients' seed: each replica's client forks it by the replica's host name.
+    seed: Seed,
+    recorder: Recorder,
+    host: String,
+    placement: Arc<Placement>,
+    /// The servers that speak Streamable HTTP, and the keep-alive pool each replica's client keeps.
+    http: BTreeSet<String>,
+    pool: PoolConfig,
+}
+
+impl SimConnector {
+    /// The connector of host `host` (a load host, or a gateway node), with its wall clock and its clients' seed.
+    pub(super) fn new(
+        scenario: &Scenario,
+        recorder: &Recorder,
+        placement: &Arc<Placement>,
+        host: &str,
+        clock: &SimClock,
+        seed: Seed,
+    ) -> SimConnector {
+        let spec = &scenario.client;
+        SimConnector {
+            config: spec.to_core(&scenario.gateway),
+            limit: InFlightLimit::new(spec.max_in_flight),
+            clock: clock.clone(),
+            seed,
+            recorder: recorder.clone(),
+            host: host.to_owned(),
+            placement: placement.clone(),
+            http: scenario.servers.iter().filter(|s| s.transport == Transport::Http).map(|s| s.name.clone()).collect(),
+            pool: spec.pool(),
+        }
+    }
+}
+
+impl Connector for SimConnector {
+    fn connect(&self, server: &str, endpoint: &str) -> Arc<McpClient> {
+        // A node's federation names replicas `server#i`; the world names them by their hosts (`server-i`).
+        let endpoint = &*replica_host(endpoint);
+        let address = self.placement.address(endpoint);
+        let port = port(address.slot);
+        // Over HTTP the URL gives the Host header and path; the turmoil dialer decides where connections go.
+        let http =
+            self.http.contains(server).then(|| HttpEndpoint::new(&format!("http://{}:{port}/mcp", address.host)));
+        let dialer = Arc::new(TurmoilDialer { host: address.host, port });
+        let observer = Arc::new(SimObserver {
+            recorder: self.recorder.clone(),
+            host: self.host.clone(),
+            replica: endpoint.to_owned(),
+        });
+        let client = McpClient::new(endpoint, dialer, self.config.clone(), self.seed.fork(endpoint).seeded_rng())
+            .with_observer(observer)
+            .with_clock(Arc::new(self.clock.clone()))
+            .with_global_limit(self.limit.clone());
+        Arc::new(match http {
+            Some(Ok(mut http)) => {
+                http.pool = self.pool.clone();
+                client.with_http(http)
+            }
+            // Host names are the scenario's server names, which validation keeps to URL-safe text; a name that
+            // still makes no URL leaves the client on NDJSON, and the HTTP server answers its frames with errors.
+            Some(Err(e)) => {
+                tracing::warn!(server, error = %e, "no HTTP URL for this replica");
+                client
+            }
+            None => client,
+        })
+    }
+}

@@ -1,0 +1,183 @@
+//! Gateway nodes (`[gateway] nodes`): hosts `gateway-0` ... each running what `mcpstorm gateway` runs — the node of
+//! [`gateway::node::start`](crate::gateway::node::start) over the scenario's servers, served to agents by the core's
+//! [`Front`] (MCP Streamable HTTP at `/mcp`) on a turmoil listener. Only the seams are the simulator's: replicas are
+//! reached as a load host's in-process gateway reaches them ([`SimConnector`]), the node's wall clock is its own
+//! [`SimClock`], its core gateway's observer is the recorder's, Redis is the simulated host, and every attempt it
+//! sends is recorded as a load host's are ([`NodeTap`]).
+//!
+//! A node is a host (not a client): it serves until the run ends, a `crash` fault stops it and the restart at the
+//! fault's end runs it afresh, as a restarted process starts with no breaker or router state.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use mcpstorm_core::gateway::Routed;
+use mcpstorm_core::history::{CallKey, CallStart, ServerCallRecord};
+use mcpstorm_core::schema::ContentHash;
+use mcpstorm_core::serve::{Front, FrontLimits, Keys, MIN_KEY_BYTES, SessionKey};
+use mcpstorm_core::{Dialer, Observer};
+use rand::RngCore;
+use tokio::time::Instant;
+
+use super::clock::{HostTime, SimClock};
+use super::connector::SimConnector;
+use super::net::{NODE_PORT, TurmoilDialer};
+use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Recorder};
+use super::traffic::sync_node;
+use crate::gateway::metrics::Metrics;
+use crate::gateway::node::{self, Seams};
+use crate::gateway::service::GatewayService;
+use crate::gateway::tap::AttemptTap;
+use crate::scenario::{
+    Placement, RedisHost, ReplicaSpec, Scenario, UpstreamSpec, node_host, replica_host, server_host,
+};
+use crate::seed::Seed;
+
+/// The calls one agent session (a load host's client of a node) may have in flight at a node: a load host
+/// multiplexes all its agents over one session per node, so the process's per-agent bound does not apply.
+const CALLS_PER_SESSION: usize = 1 << 20;
+
+/// Everything a node needs, shared by every incarnation of it.
+#[derive(Debug)]
+pub struct NodePlan {
+    pub scenario: Scenario,
+    pub recorder: Recorder,
+    pub placement: Arc<Placement>,
+    /// Each node's wall clock, by node index: `clock_skew` faults on `gateway` move them.
+    pub clocks: Vec<SimClock>,
+    /// Each node's attempts sent and not yet ended, by node index: those of a crashed incarnation never end.
+    pub outstanding: Vec<Arc<AtomicU64>>,
+}
+
+/// The scenario's servers as a gateway file's `[[servers]]`: each replica's address is where the world placed it
+/// (the connector dials by the replica's name, so the address is only what an operator would have written).
+pub fn upstreams(scenario: &Scenario, placement: &Placement) -> Vec<UpstreamSpec> {
+    scenario
+        .servers
+        .iter()
+        .map(|s| UpstreamSpec {
+            name: s.name.clone(),
+            replicas: (0..s.replicas)
+                .map(|r| {
+                    let at = placement.address(&server_host(&s.name, r));
+                    let tcp = format!("{}:{}", at.host, super::net::port(at.slot));
+                    ReplicaSpec { tcp: Some(tcp), ..ReplicaSpec::default() }
+                })
+                .collect(),
+            tags: s.tags.clone(),
+            capabilities: s.capabilities.clone(),
+            latency_p95_ms: s.latency_p95_ms,
+            max_concurrent_requests: s.max_concurrent_requests,
+            health_check: s.health_check.clone(),
+        })
+        .collect()
+}
+
+/// Runs gateway node `index` until the run ends.
+pub async fn run_node(plan: Arc<NodePlan>, index: usize) -> turmoil::Result {
+    let host = node_host(index);
+    let scenario = &plan.scenario;
+    let seed = Seed::new(scenario.seed).fork("gateway node").fork(&host);
+    let clock = plan.clocks.get(index).cloned().unwrap_or_default();
+    let outstanding = plan.outstanding.get(index).cloned().unwrap_or_default();
+    // A restart after a crash: what the crashed incarnation had in flight is gone with it.
+    plan.recorder.attempts_lost(outstanding.swap(0, Ordering::Relaxed));
+    // Bound before the federation lists its servers: agents that connect meanwhile wait to be accepted.
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", NODE_PORT)).await?;
+    let sync = sync_node(scenario, &host, seed, &clock)?.zip(RedisHost::of(&scenario.gateway)).map(|(sync, redis)| {
+        let dialer: Arc<dyn Dialer> = Arc::new(TurmoilDialer { host: redis.name, port: redis.port });
+        (sync, dialer)
+    });
+    let recorder = plan.recorder.clone();
+    let observer: Arc<dyn Observer> =
+        Arc::new(GatewayObserver { recorder: recorder.clone(), host: host.clone(), node: true });
+    let time = HostTime::new();
+    let tap = NodeTap { recorder, host: host.clone(), clock: clock.clone(), time, calls: 0.into(), outstanding };
+    let seams = Seams {
+        connector: Arc::new(SimConnector::new(
+            scenario,
+            &plan.recorder,
+            &plan.placement,
+            &host,
+            &clock,
+            seed.fork("clients"),
+        )),
+        clock: Arc::new(clock.clone()),
+        observer,
+        sync,
+        list_changed: None,
+        tap: Some(Arc::new(tap)),
+        metrics: Arc::new(Metrics::default()),
+    };
+    let servers = upstreams(scenario, &plan.placement);
+    let node = node::start(servers, &scenario.gateway, &scenario.client, seams, &seed).await?;
+    let service = GatewayService {
+        current: Arc::new(RwLock::new(node.federation.clone())),
+        draining: Arc::new(AtomicBool::new(false)),
+    };
+    // Session ids signed with a key drawn from the node's seed: nothing of a run comes from outside it.
+    let mut key = [0u8; MIN_KEY_BYTES];
+    seed.fork("session key").rng().fill_bytes(&mut key);
+    let limits = FrontLimits { max_calls_per_session: CALLS_PER_SESSION, ..FrontLimits::default() };
+    let keys = Keys::new(SessionKey::from_bytes(&key)?);
+    let front = Front::new(Arc::new(service), keys, limits, Arc::new(clock))?;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let front = front.clone();
+        tokio::spawn(async move { front.serve_connection(stream).await });
+    }
+}
+
+/// Records a node's attempts as a load host's in-process gateway records its own: the in-flight gauge and attempt
+/// counts as each is sent, then per replica, what each says about sessions, auth and schemas, and the call history.
+/// The node does not know the agent's logical call, so the history samples by the node's own call count, and a
+/// misroute is not judged here (the federated name the agent called chose the server).
+struct NodeTap {
+    recorder: Recorder,
+    host: String,
+    clock: SimClock,
+    time: HostTime,
+    /// Calls this node has ended, for the call history's sampling.
+    calls: AtomicU64,
+    /// Attempts sent and not yet ended (see [`NodePlan::outstanding`]).
+    outstanding: Arc<AtomicU64>,
+}
+
+impl AttemptTap for NodeTap {
+    fn sending(&self, retry: bool) -> Duration {
+        let now = self.time.now();
+        self.outstanding.fetch_add(1, Ordering::Relaxed);
+        self.recorder.attempt_started(now, retry);
+        now
+    }
+
+    fn ended(&self, tool: &str, arguments: &serde_json::Value, routed: &Routed, sent: &[Duration]) {
+        let (instant, now) = (Instant::now(), self.time.now());
+        let call = self.calls.fetch_add(1, Ordering::Relaxed);
+        self.outstanding.fetch_sub(sent.len() as u64, Ordering::Relaxed);
+        for (i, a) in routed.attempts().enumerate() {
+            let replica = replica_host(&a.endpoint);
+            let at = sent.get(i).copied().unwrap_or(now);
+            let start = CallStart::new(
+                self.clock.wall_ms_at(at),
+                at,
+                instant.checked_sub(now.saturating_sub(at)).unwrap_or(instant),
+            );
+            let end = AttemptEnd {
+                load_host: &self.host,
+                replica: &replica,
+                sent: at,
+                now,
+                misroute: false,
+                verdict: AttemptVerdict::of(a.outcome.as_ref()),
+            };
+            let retries = u32::try_from(i).unwrap_or(u32::MAX);
+            self.recorder.attempt_ended(call, end, || {
+                // Hashed only for a row that is written.
+                let key = CallKey::with_hash(&*replica, tool, ContentHash::of(arguments));
+                ServerCallRecord::new(start, key, a.outcome.as_ref(), retries)
+            });
+        }
+    }
+}
