@@ -22,6 +22,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("cascading_failure", include_str!("../../../scenarios/cascading_failure.toml")),
     ("clock_skew", include_str!("../../../scenarios/clock_skew.toml")),
     ("concurrency_knee", include_str!("../../../scenarios/concurrency_knee.toml")),
+    ("gateway_nodes", include_str!("../../../scenarios/gateway_nodes.toml")),
     ("http_pool", include_str!("../../../scenarios/http_pool.toml")),
     ("latency_spike", include_str!("../../../scenarios/latency_spike.toml")),
     ("replica_crash", include_str!("../../../scenarios/replica_crash.toml")),

@@ -275,6 +275,15 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
         plan.recorder.gateway_ended(host_index, gateway.in_flight_snapshot());
         gateway.close().await;
     }
+    if !load_host.nodes.is_empty() {
+        // With gateway nodes this host runs no gateway: what it must have let go after its drain is its agents'
+        // clients of the nodes (requests still pending, in-flight slots still held). The nodes themselves serve on
+        // past the load and are not audited.
+        let (pending, client_slots) =
+            load_host.nodes.iter().map(|c| c.in_flight_snapshot()).fold((0, 0), |(p, s), (cp, cs)| (p + cp, s.max(cs)));
+        let snapshot = mcpstorm_core::gateway::InFlightSnapshot { pending, client_slots, ..Default::default() };
+        plan.recorder.gateway_ended(host_index, snapshot);
+    }
     for node in &load_host.nodes {
         node.close().await;
     }

@@ -16,6 +16,9 @@ fn shortening(name: &str) -> &'static [&'static str] {
         "clock_skew" => &["load.sessions=2", "load.think_time=500ms", "tick=10ms"],
         "latency_spike" => &["duration=20s", "faults[0].start=5s", "faults[0].duration=10s", "load.rate=40.0"],
         "capability_routing" => &["load.rate=20.0"],
+        "gateway_nodes" => {
+            &["load.rate=150.0", "duration=\"12s\"", "faults[0].start=\"3s\"", "faults[0].duration=\"6s\""]
+        }
         _ => &[],
     }
 }
