@@ -46,7 +46,7 @@ bench-sync:
 bench-sim:
     cargo bench -p mcpstorm-sim --bench scale
 
-# Regenerate the README's simulator figures and docs/images/, e.g. just docs --check (compare only) or --only NAME.
+# Regenerate the generated figures of README.md and docs/*.md (and docs/images/), e.g. just docs --check (compare only) or --only NAME.
 docs *ARGS:
     python3 docs/generate.py {{ARGS}}
 

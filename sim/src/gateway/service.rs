@@ -16,7 +16,7 @@ use super::federation::{Current, Federation, current};
 use super::proxied::Kind;
 
 /// Requests of agents a gateway does not proxy, and why; each gets -32601 with this reason. (Sampling and
-/// elicitation are requests a server makes of its client: see docs/gateway.md.) The README lists them.
+/// elicitation are requests a server makes of its client.) docs/gateway.md lists them.
 pub const NOT_PROXIED: &[(&str, &str)] = &[
     ("resources/subscribe", "resource subscriptions are not relayed by this gateway"),
     ("resources/unsubscribe", "resource subscriptions are not relayed by this gateway"),
