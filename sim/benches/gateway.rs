@@ -23,6 +23,8 @@ use tokio::time::Instant;
 
 #[path = "common/proc_stats.rs"]
 mod proc_stats;
+#[path = "common/runtime.rs"]
+mod runtime;
 #[path = "common/spawn.rs"]
 mod spawn;
 
@@ -53,17 +55,7 @@ impl Row {
 }
 
 fn main() {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("bench-gateway: cannot start the runtime: {e}");
-            std::process::exit(1);
-        }
-    };
-    if let Err(e) = runtime.block_on(run()) {
-        eprintln!("bench-gateway: {e}");
-        std::process::exit(1);
-    }
+    runtime::run_or_exit("bench-gateway", run());
 }
 
 async fn run() -> Result<(), String> {

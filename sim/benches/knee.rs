@@ -33,6 +33,8 @@ use tokio::time::Instant;
 
 #[path = "common/proc_stats.rs"]
 mod proc_stats;
+#[path = "common/runtime.rs"]
+mod runtime;
 #[path = "common/spawn.rs"]
 mod spawn;
 
@@ -133,17 +135,7 @@ impl Row {
 }
 
 fn main() {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("knee: cannot start the runtime: {e}");
-            std::process::exit(1);
-        }
-    };
-    if let Err(e) = runtime.block_on(run()) {
-        eprintln!("knee: {e}");
-        std::process::exit(1);
-    }
+    runtime::run_or_exit("knee", run());
 }
 
 async fn run() -> Result<(), String> {

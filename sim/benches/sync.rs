@@ -16,6 +16,8 @@ use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+#[path = "common/runtime.rs"]
+mod runtime;
 #[path = "common/spawn.rs"]
 mod spawn;
 
@@ -23,17 +25,7 @@ const TOKEN_ENV: &str = "MCPSTORM_BENCH_ADMIN_TOKEN";
 const TOKEN: &str = "bench-admin-token";
 
 fn main() {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("bench-sync: cannot start the runtime: {e}");
-            std::process::exit(1);
-        }
-    };
-    if let Err(e) = runtime.block_on(run()) {
-        eprintln!("bench-sync: {e}");
-        std::process::exit(1);
-    }
+    runtime::run_or_exit("bench-sync", run());
 }
 
 /// A `redis-server` child on a free loopback port, without persistence.
