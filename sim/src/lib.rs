@@ -14,6 +14,8 @@
 //! - [`check`]: a run's verdict: the scenario's `[checks]` thresholds against its totals.
 //! - [`report`]: the files a run writes: CSV, summaries, plots.
 //! - [`compare`]: paired comparisons of variants (formulas, profiles, any key) over many seeds.
+//! - [`fidelity`]: the simulator against reality: a scenario's simulated and live runs compared row by row against
+//!   the tolerances of its `[fidelity]` table.
 //! - [`swarm`]: drawn fault timelines checked against invariants, failures shrunk to a replayable file.
 //! - [`shard`]: one machine's share of a multi-seed study (`--shard K/N`).
 //! - [`gateway`]: `mcpstorm gateway`, the core served to agents as a process (federation, admin API, metrics),
@@ -23,6 +25,7 @@
 pub mod check;
 pub mod cli;
 pub mod compare;
+pub mod fidelity;
 pub mod gateway;
 pub mod profile;
 pub mod report;

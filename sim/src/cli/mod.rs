@@ -4,6 +4,7 @@
 
 mod compare;
 mod diagnose;
+mod fidelity;
 mod formulas;
 mod gateway;
 mod merge;
@@ -35,7 +36,7 @@ pub struct Cli {
 
 /// The top-level `--help`: the exit codes every command shares (each command's `--help` says what they mean for it).
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 a failed check, invariant or call (sim, compare, merge, swarm, \
-diagnose: the checks or invariants failed; tools, call: the server or the tool failed); 2 bad input (arguments, \
+diagnose: the checks or invariants failed; fidelity: a row outside its tolerance; tools, call: the server or the tool failed); 2 bad input (arguments, \
 scenario or config files, tool arguments). A command's --help says what they mean for it.";
 
 #[derive(Debug, Subcommand)]
@@ -55,6 +56,10 @@ pub enum Command {
     /// Run one scenario under several variants (e.g. routing formulas, gateway profiles) on many seeds, paired, and
     /// write a table with confidence intervals and overlay plots.
     Compare(compare::CompareArgs),
+    /// Run a scenario in the simulator and live (in real time on this machine) on the same seeds, compare them row
+    /// by row (totals, each fault's onset and recovery, every second) and judge them against its [fidelity]
+    /// tolerances, with an overlay plot.
+    Fidelity(fidelity::FidelityArgs),
     /// Combine the shards of a comparison (`compare --shard K/N` on several machines) into the report an unsharded
     /// run writes.
     Merge(merge::MergeArgs),
@@ -105,6 +110,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Sim(args) => sim::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Fidelity(args) => fidelity::run(args),
         Command::Swarm(args) => swarm::run(args),
         Command::Tools(args) => live(peer::tools(args)),
         Command::Call(args) => live(peer::call(args)),

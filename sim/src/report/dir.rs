@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::html::REPORT_HTML;
-use super::{calls, compare, contrast, csv_out, plot, summary, sweep};
+use super::{calls, compare, contrast, csv_out, fidelity, plot, summary, sweep};
 
 /// The command whose report a directory holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +16,8 @@ pub enum Command {
     /// `compare` and `merge`, and the shard files of `compare --shard`.
     Compare,
     Swarm,
+    /// `fidelity`: a scenario in the simulator against its live run.
+    Fidelity,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +39,7 @@ impl Command {
             Command::Sim => "sim",
             Command::Compare => "compare",
             Command::Swarm => "swarm",
+            Command::Fidelity => "fidelity",
         }
     }
 
@@ -52,6 +55,7 @@ impl Command {
                         .is_ok_and(|mut d| d.any(|e| e.is_ok_and(|e| is_shard(&e.file_name().to_string_lossy()))))
             }
             Command::Swarm => has(SWARM_MD),
+            Command::Fidelity => has(fidelity::FIDELITY_JSON),
         }
     }
 
@@ -81,6 +85,11 @@ impl Command {
             // `<seed>-<invariant>.toml` in `failures/`.
             (Command::Swarm, false) if nested => ext == "toml" && name.starts_with(|c: char| c.is_ascii_digit()),
             (Command::Swarm, false) => name == SWARM_MD || name == REPORT_HTML,
+            (Command::Fidelity, true) => false,
+            (Command::Fidelity, false) => {
+                [fidelity::FIDELITY_MD, fidelity::FIDELITY_JSON, REPORT_HTML].contains(&name)
+                    || figure(&[fidelity::FIDELITY])
+            }
         };
         owned.then_some(false)
     }

@@ -15,8 +15,8 @@
 //! | `contrast.svg`/`contrast.png` | with `[report] contrast`: both gateway profiles side by side ([`write_contrast`]; the other run's own report is in `contrast-<profile>/`) | yes |
 //! | `report.html` | one self-contained page, written last ([`write_run_html`]): the checks, the plots inline, the faults, the totals (beside the contrast run's), per server, the scenario as run, the reproduce line; no external requests | yes |
 //!
-//! A sweep writes a `report.html` of its own beside `sweep.md` ([`write_sweep`]), linking each row's; `compare` and
-//! `swarm` write theirs too ([`write_compare`], [`write_swarm_html`]).
+//! A sweep writes a `report.html` of its own beside `sweep.md` ([`write_sweep`]), linking each row's; `compare`,
+//! `fidelity` and `swarm` write theirs too ([`write_compare`], [`write_fidelity`], [`write_swarm_html`]).
 //!
 //! Determinism is the rule for everything but `summary.md`: floats are written with fixed decimals and never as NaN
 //! or inf, JSON fields keep declaration order, and plots draw with an embedded font (see `font.rs`), so the same
@@ -30,9 +30,11 @@ mod csv_out;
 pub mod dir;
 mod drain;
 mod error;
+mod fidelity;
 mod font;
 mod html;
 mod html_compare;
+mod html_fidelity;
 mod html_run;
 mod html_swarm;
 mod html_sweep;
@@ -49,6 +51,7 @@ pub use calls::CallsCsv;
 pub use console::console_summary;
 pub use contrast::contrast_table;
 pub use error::ReportError;
+pub use fidelity::fidelity_table;
 pub use html::REPORT_HTML;
 pub use html_swarm::{SwarmPage, SwarmSeed};
 
@@ -167,6 +170,19 @@ pub fn write_compare(dir: &Path, data: &crate::compare::CompareData) -> Result<V
     }
     out.write(compare::markdown(data).into_bytes(), compare::COMPARE_MD)?;
     out.write(html_compare::render(data, &overlay).into_bytes(), REPORT_HTML)?;
+    Ok(out.paths)
+}
+
+/// Writes a fidelity comparison's `fidelity.md`, `fidelity.json`, overlay plot (`fidelity.svg`/`.png`) and
+/// `report.html` into `dir` (created if missing) and returns the paths written.
+pub fn write_fidelity(dir: &Path, data: &crate::fidelity::FidelityData) -> Result<Vec<PathBuf>, ReportError> {
+    let mut out = Out::new(dir)?;
+    out.write(fidelity::markdown(data).into_bytes(), fidelity::FIDELITY_MD)?;
+    let path = dir.join(fidelity::FIDELITY_JSON);
+    out.write(fidelity::json(data).map_err(|source| ReportError::Json { path, source })?, fidelity::FIDELITY_JSON)?;
+    let (labels, series) = (fidelity::labels(), fidelity::series(data));
+    let svg = out.figure(fidelity::FIDELITY, &fidelity::figure(data, &labels, &series))?;
+    out.write(html_fidelity::render(data, &svg).into_bytes(), REPORT_HTML)?;
     Ok(out.paths)
 }
 

@@ -6,7 +6,7 @@
 //! its conversion to the core's type (`to_core`): `model` (the top table, `[network]`, `[sweep]`) · `report` ·
 //! `gateway` · `sync` and `redis` (`[gateway.sync]`, and the simulated Redis host it names) · `layers` (the
 //! gateway's resilience tables) · `client` · `servers` · `workload` (`[load]`, `[agent]`) · `faults` · `checks` ·
-//! `swarm`. `tables` reads the gateway's tables as a file of their own.
+//! `fidelity` · `swarm`. `tables` reads the gateway's tables as a file of their own.
 //!
 //! What the tables share: `units` (`Dur`, `SignedDur`) · `shared` (defaults, schemas, reserved target names) ·
 //! `rules` (the issues a rule gives) · `ranges` (the bounds and the list of bounded keys) · `target` (what a fault's
@@ -20,6 +20,7 @@ pub mod cost;
 mod doc;
 mod error;
 mod faults;
+mod fidelity;
 mod gateway;
 mod history;
 pub mod layers;
@@ -53,6 +54,7 @@ pub use client::ClientSpec;
 pub use cost::{Cost, Limits};
 pub use error::{Location, Problem, ScenarioError};
 pub use faults::{DriftKind, Fault, FaultKind};
+pub use fidelity::FidelitySpec;
 pub use gateway::{
     CredentialSpec, DEFAULT_FORMULA, FormulaName, FrontKind, GatewaySpec, MAX_NODES, PrefixMode, RequirementRule,
     RouterSpec, ToolsSpec, profile_name,

@@ -1,6 +1,6 @@
 //! The scenario file's top table ([`Scenario`]) and the small tables without a module of their own (`[network]`,
 //! `[report]`, `[sweep]`). Each larger table has its own module (`units`, `gateway`, `servers`, `workload`,
-//! `client`, `faults`, `checks`), all re-exported from [`scenario`](super).
+//! `client`, `faults`, `checks`, `fidelity`), all re-exported from [`scenario`](super).
 //!
 //! Every table rejects unknown keys. Durations are strings with a unit (`"250ms"`, `"2s"`, `"1m30s"`: see `units`).
 
@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::checks::Checks;
 use super::client::ClientSpec;
 use super::faults::Fault;
+use super::fidelity::FidelitySpec;
 use super::gateway::GatewaySpec;
 use super::path::KeyPath;
 use super::ranges::{self, MAX_SWEEP_VALUES, MIN_TICK, Ranges, Upper};
@@ -65,6 +66,9 @@ pub struct Scenario {
     pub faults: Vec<Fault>,
     #[serde(default)]
     pub checks: Checks,
+    /// How far `mcpstorm fidelity` lets the simulator differ from the live run (see [`FidelitySpec`]).
+    #[serde(default, skip_serializing_if = "FidelitySpec::is_default")]
+    pub fidelity: FidelitySpec,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
     #[serde(default)]

@@ -65,6 +65,7 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
         fault.problems(k, run, &s.servers, &hosts, &mut rules);
     }
     s.checks.problems(run, &s.faults, &s.report, s.sweep.is_some(), &mut rules);
+    s.fidelity.problems(&mut rules);
     if let Some(sweep) = &s.sweep {
         sweep.problems(&mut rules);
     }
@@ -89,6 +90,7 @@ pub(crate) fn ranges(s: &Scenario) -> Ranges {
         fault.ranges(k, &mut out);
     }
     s.gateway.ranges(&mut out);
+    s.fidelity.ranges(&mut out);
     if let Some(sweep) = &s.sweep {
         sweep.ranges(&mut out);
     }

@@ -35,7 +35,7 @@ pub use crate::scenario::{load_host, node_host, server_host};
 pub(crate) use agent::fill_required;
 pub use clock::SimClock;
 pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
-pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE};
+pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE, baseline, below_baseline, recovery_after};
 pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
 
 use crate::check::{error_window, evaluate_checks};

@@ -110,33 +110,54 @@ impl Phases {
     /// of load after the last fault.
     pub fn recovery(&self, rows: &[SecondRow], open: bool, load_end: Duration) -> Recovery {
         let (Some(first), Some(last)) = (self.first_start(), self.last_end()) else { return Recovery::NotJudged };
-        let (first, last) = (first.as_secs(), last.as_secs_f64().ceil() as u64);
-        let sum = |from: u64, to: u64| {
-            let rows = rows.iter().filter(|r| r.t >= from && r.t < to);
-            rows.fold((0u64, 0u64), |(ok, offered), r| (ok.saturating_add(r.ok), offered.saturating_add(r.offered)))
-        };
-        let (ok, offered) = sum(1, first);
-        if ok == 0 {
-            return Recovery::NotJudged;
-        }
-        let level = |ok: u64, offered: u64, seconds: u64| {
-            if open { ok as f64 / offered.max(1) as f64 } else { ok as f64 / seconds.max(1) as f64 }
-        };
-        let baseline = level(ok, offered, first.saturating_sub(1));
-        // A load that stops less than a stretch after the last fault is judged over what is left of it.
-        let end = load_end.as_secs();
-        let span = (RECOVERED_SECONDS as u64).min(end.saturating_sub(last));
-        if span == 0 {
-            return Recovery::NotJudged;
-        }
-        let good = |t: u64| {
-            let (ok, offered) = sum(t, t + span);
-            (open && offered == 0) || level(ok, offered, span) >= RECOVERED_SHARE * baseline
-        };
-        match (last..=end - span).find(|&t| good(t)) {
-            Some(t) => Recovery::After((t - last) as f64),
-            None => Recovery::Never,
-        }
+        recovery_after(rows, open, first.as_secs(), last.as_secs_f64().ceil() as u64, load_end)
+    }
+}
+
+/// Ok calls and calls offered over the rows of seconds `[from, to)`, saturating.
+fn sums(rows: &[SecondRow], from: u64, to: u64) -> (u64, u64) {
+    let rows = rows.iter().filter(|r| r.t >= from && r.t < to);
+    rows.fold((0u64, 0u64), |(ok, offered), r| (ok.saturating_add(r.ok), offered.saturating_add(r.offered)))
+}
+
+/// Goodput's level over `seconds` seconds that served `ok` of `offered` calls: an open loop's share of offered calls
+/// served, a closed loop's ok calls per second (see [`Phases::recovery`]).
+fn level(open: bool, ok: u64, offered: u64, seconds: u64) -> f64 {
+    if open { ok as f64 / offered.max(1) as f64 } else { ok as f64 / seconds.max(1) as f64 }
+}
+
+/// Goodput's pre-fault level: over seconds `[1, first)` (second 0, the warm-up, left out), where `first` is the
+/// second the first fault starts in. `None` without an ok call there: nothing to recover to.
+pub fn baseline(rows: &[SecondRow], open: bool, first: u64) -> Option<f64> {
+    let (ok, offered) = sums(rows, 1, first);
+    (ok > 0).then(|| level(open, ok, offered, first.saturating_sub(1)))
+}
+
+/// Whether second `t` alone is below the recovered share of `baseline` (an open loop's second without offered
+/// calls is not).
+pub fn below_baseline(rows: &[SecondRow], open: bool, baseline: f64, t: u64) -> bool {
+    let (ok, offered) = sums(rows, t, t + 1);
+    !(open && offered == 0) && level(open, ok, offered, 1) < RECOVERED_SHARE * baseline
+}
+
+/// [`Phases::recovery`] measured from second `from` (a fault window's end, rounded up) against the goodput level
+/// before second `first` (the first fault's start): the one definition of being back, which `mcpstorm fidelity`
+/// also applies to each fault window.
+pub fn recovery_after(rows: &[SecondRow], open: bool, first: u64, from: u64, load_end: Duration) -> Recovery {
+    let Some(baseline) = baseline(rows, open, first) else { return Recovery::NotJudged };
+    // A load that stops less than a stretch after the last fault is judged over what is left of it.
+    let end = load_end.as_secs();
+    let span = (RECOVERED_SECONDS as u64).min(end.saturating_sub(from));
+    if span == 0 {
+        return Recovery::NotJudged;
+    }
+    let good = |t: u64| {
+        let (ok, offered) = sums(rows, t, t + span);
+        (open && offered == 0) || level(open, ok, offered, span) >= RECOVERED_SHARE * baseline
+    };
+    match (from..=end - span).find(|&t| good(t)) {
+        Some(t) => Recovery::After((t - from) as f64),
+        None => Recovery::Never,
     }
 }
 

@@ -1,0 +1,111 @@
+//! `mcpstorm fidelity`: a scenario in the simulator against the same scenario run live, side by side, judged
+//! against the tolerances of its `[fidelity]` table (see [`crate::fidelity`]).
+//!
+//! The live run comes through a [`LiveRunner`], given to [`run_with`] by the one wiring function [`live_runner`]:
+//! a build without `mcpstorm live` says so and judges nothing.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::Failure;
+use super::out::{errln, outln};
+use super::seeds::{SeedRuns, with_sets};
+use crate::fidelity::{self, LiveRunner};
+use crate::report;
+use crate::report::dir::Command;
+use crate::scenario;
+
+/// `fidelity --help`: what the exit code says.
+const EXIT_CODES: &str = "Exit codes: 0 when every judged row of every seed is inside its tolerance; 1 when any is \
+outside (the failed rows are named), or a run fails (a build without live runs fails here, judging nothing); 2 for \
+bad input (arguments, the scenario file and its [fidelity] table, a --set).";
+
+#[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES)]
+pub struct FidelityArgs {
+    /// The scenario file (TOML). It runs in real time on this machine, so pick one that fits on its cores.
+    pub scenario: PathBuf,
+    /// How many seeds to compare on, 1 to 100 (each one a live run in real time).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
+    pub seeds: u64,
+    /// The first seed (then +1, +2, ...). Default: MCPSTORM_SEED, else the scenario's own seed.
+    #[arg(long)]
+    pub first_seed: Option<u64>,
+    /// Override any key on both sides: --set duration=20s --set fidelity.ok_calls=0.1.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Report directory: report.html (the tables and the overlay plot on one self-contained page), fidelity.md,
+    /// fidelity.json and the overlay plot (fidelity.png/.svg). Default:
+    /// reports/<scenario>/fidelity-<first seed>-<n>seeds.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Run even beyond the run-cost limits (calls, hosts, ticks, turmoil work, memory); the ranges of each key still
+    /// apply.
+    #[arg(long)]
+    pub allow_large: bool,
+}
+
+/// The most `--seeds`: each is a live run in real time.
+const MAX_SEEDS: u64 = 100;
+
+/// The live runner this build has.
+// WIRE: point this at `crate::live::run` when `mcpstorm live` is merged, e.g.
+// `Box::new(|s| crate::live::run(s, String::new(), None, &mut |_, _| {}).map(|(run, _)| run).map_err(|e| e.to_string()))`.
+fn live_runner() -> Box<LiveRunner> {
+    Box::new(|_| Err(NO_LIVE.to_owned()))
+}
+
+/// What a build without live runs says, instead of a verdict.
+pub const NO_LIVE: &str = "live runs are not built in this build: `mcpstorm fidelity` needs `mcpstorm live` to \
+compare against, and judges nothing without it";
+
+pub fn run(args: FidelityArgs) -> Result<(), Failure> {
+    run_with(args, &*live_runner())
+}
+
+/// The command with `live` as its live runner.
+pub fn run_with(args: FidelityArgs, live: &LiveRunner) -> Result<(), Failure> {
+    let limits = scenario::Limits::allowing_large(args.allow_large);
+    let base = scenario::load_file_with(&args.scenario, &args.sets, &limits)
+        .map_err(|e| Failure::BadInput(e.to_string()))?;
+    if base.sweep.is_some() {
+        return Err(Failure::BadInput(format!(
+            "{}: has a [sweep]: fidelity compares one scenario; pick a value with --set",
+            args.scenario.display()
+        )));
+    }
+    let seeds = SeedRuns { first_seed: args.first_seed, jobs: None, shard: None, shard_count: None };
+    let first = seeds.first(base.seed, args.seeds)?;
+    let seed_list: Vec<u64> = (0..args.seeds).map(|i| first + i).collect();
+    let out = args.out.clone().unwrap_or_else(|| default_out(&base.name, first, args.seeds));
+    super::sim::check_out(&out, Command::Fidelity)?;
+    let reproduce = reproduce(&args, first);
+    let mut progress = |seed: u64, run: &str| errln!("== seed {seed}: {run} run");
+    let data = fidelity::run(&base, &seed_list, live, reproduce, &mut progress)
+        .map_err(|e| Failure::Failed(e.to_string()))?;
+    report::write_fidelity(&out, &data).map_err(|e| Failure::Failed(e.to_string()))?;
+    outln!("mcpstorm fidelity: {} ({} seed(s)) {}", data.scenario, data.seeds.len(), verdict(data.passed()))?;
+    outln!("{}", report::fidelity_table(&data).trim_end())?;
+    outln!("  report     {}", out.display())?;
+    outln!("  plot       {}", out.join("fidelity.png").display())?;
+    outln!("reproduce: {}", data.reproduce)?;
+    let failed = data.failures();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::Failed(format!("outside the tolerances: {}", failed.join("; "))))
+}
+
+fn verdict(passed: bool) -> &'static str {
+    if passed { "PASS" } else { "FAIL" }
+}
+
+fn default_out(name: &str, first: u64, seeds: u64) -> PathBuf {
+    PathBuf::from("reports").join(name).join(format!("fidelity-{first}-{seeds}seeds"))
+}
+
+fn reproduce(args: &FidelityArgs, first: u64) -> String {
+    let cmd = format!("mcpstorm fidelity {} --seeds {} --first-seed {first}", args.scenario.display(), args.seeds);
+    with_sets(cmd, &args.sets)
+}

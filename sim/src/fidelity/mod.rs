@@ -1,0 +1,97 @@
+//! `mcpstorm fidelity`: the simulator against reality. The same scenario runs in the simulator and live (in real
+//! time on this machine, through a [`LiveRunner`]) on each seed, and the two runs are compared row by row
+//! ([`compare`]): whole-run ok calls, error rate, P50 and P99, and each fault window's onset and recovery
+//! ([`timing`]), each against a tolerance from the scenario's `[fidelity]` table ([`tolerance`]); the per-second
+//! series are set side by side and summarised. The report writers are in `report` (`write_fidelity`).
+//!
+//! Nothing here runs a live scenario itself: the live runner is given, so that a build without one says so instead
+//! of judging anything, and so that tests can put a simulator run on both sides.
+
+pub mod compare;
+pub mod timing;
+pub mod tolerance;
+
+use std::time::Duration;
+
+pub use compare::{Comparison, Row, SecondFigures, SecondPair, Unit, Verdict, compare};
+pub use timing::Moment;
+pub use tolerance::{Tolerance, Tolerances};
+
+use serde::Serialize;
+
+use crate::run::{FaultWindow, RunData, SecondRow};
+use crate::scenario::{FidelitySpec, Scenario};
+
+/// Runs a scenario live (in real time, on real sockets) and returns what happened, or why it could not.
+pub type LiveRunner = dyn Fn(&Scenario) -> Result<RunData, String>;
+
+/// Every seed's comparison of one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FidelityData {
+    pub scenario: String,
+    pub description: String,
+    /// The tolerances the rows were judged by.
+    pub tolerances: FidelitySpec,
+    pub faults: Vec<FaultWindow>,
+    pub seeds: Vec<Comparison>,
+    /// The exact command that reproduces the comparison.
+    pub reproduce: String,
+    /// Each seed's per-second rows of the simulator and of the live run, for the overlay plot.
+    #[serde(skip)]
+    pub series: Vec<(Vec<SecondRow>, Vec<SecondRow>)>,
+}
+
+impl FidelityData {
+    pub fn passed(&self) -> bool {
+        self.seeds.iter().all(Comparison::passed)
+    }
+
+    /// One line per seed that failed: `seed 3: P99, onset: error_burst db`.
+    pub fn failures(&self) -> Vec<String> {
+        self.seeds.iter().filter(|c| !c.passed()).map(|c| format!("seed {}: {}", c.seed, c.failed().join(", "))).collect()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FidelityError {
+    #[error("seed {seed}: the live run failed: {message}")]
+    Live { seed: u64, message: String },
+    #[error("seed {seed}: the simulator failed: {message}")]
+    Sim { seed: u64, message: String },
+}
+
+/// Runs `scenario` on each of `seeds`, live first (through `live`; the longer and the likelier to fail) and then in
+/// the simulator, and compares them. `progress(seed, run)` is called before each run (`"live"` or `"sim"`).
+pub fn run(
+    scenario: &Scenario,
+    seeds: &[u64],
+    live: &LiveRunner,
+    reproduce: String,
+    progress: &mut dyn FnMut(u64, &str),
+) -> Result<FidelityData, FidelityError> {
+    let mut comparisons = Vec::with_capacity(seeds.len());
+    let mut series = Vec::with_capacity(seeds.len());
+    let mut faults = Vec::new();
+    for &seed in seeds {
+        let mut s = scenario.clone();
+        s.seed = seed;
+        progress(seed, "live");
+        let live_run = live(&s).map_err(|message| FidelityError::Live { seed, message })?;
+        progress(seed, "sim");
+        let mut quiet = |_: Duration, _: Duration| {};
+        let (sim_run, _) = crate::world::run(&s, String::new(), None, &mut quiet)
+            .map_err(|e| FidelityError::Sim { seed, message: e.to_string() })?;
+        comparisons.push(compare(&s, &sim_run, &live_run));
+        faults.clone_from(&sim_run.faults);
+        series.push((sim_run.seconds, live_run.seconds));
+    }
+    Ok(FidelityData {
+        scenario: scenario.name.clone(),
+        description: scenario.description.clone(),
+        tolerances: scenario.fidelity.clone(),
+        faults,
+        seeds: comparisons,
+        reproduce,
+        series,
+    })
+}
