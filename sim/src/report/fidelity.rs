@@ -78,7 +78,8 @@ fn signed(unit: Unit, d: f64, absolute: bool) -> String {
 fn tolerance(unit: Unit, t: Tolerance) -> String {
     match (unit, t) {
         (_, Tolerance::Relative { share, floor }) if floor > 0.0 => {
-            format!("±{}% or {}", short(share * 100.0, 2), value(unit, floor, true))
+            let floor = if unit == Unit::Ms { format!("{} ms", short(floor, 2)) } else { value(unit, floor, true) };
+            format!("±{}% or {floor}", short(share * 100.0, 2))
         }
         (_, Tolerance::Relative { share, .. }) => format!("±{}%", short(share * 100.0, 2)),
         (Unit::Share, Tolerance::Absolute { amount }) => format!("±{} pp", short(amount * 100.0, 2)),

@@ -1,6 +1,7 @@
 //! The `mcpstorm` command as a user meets it: its exit codes and messages (`contract`), `call` and `tools` against
 //! the fake and against hostile servers (`call`), `diagnose` layer by layer (`diagnose`), all three over
-//! Streamable HTTP (`http`), and what `--help` promises (`help`).
+//! Streamable HTTP (`http`), `fidelity` without a live runner and its `[fidelity]` table (`fidelity`), and what
+//! `--help` promises (`help`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -9,6 +10,7 @@ mod servers;
 mod call;
 mod contract;
 mod diagnose;
+mod fidelity;
 mod gateway;
 mod gateway_sync;
 mod help;
