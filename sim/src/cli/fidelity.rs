@@ -67,8 +67,8 @@ pub fn run(args: FidelityArgs) -> Result<(), Failure> {
 /// The command with `live` as its live runner.
 pub fn run_with(args: FidelityArgs, live: &LiveRunner) -> Result<(), Failure> {
     let limits = scenario::Limits::allowing_large(args.allow_large);
-    let base = scenario::load_file_with(&args.scenario, &args.sets, &limits)
-        .map_err(|e| Failure::BadInput(e.to_string()))?;
+    let base =
+        scenario::load_file_with(&args.scenario, &args.sets, &limits).map_err(|e| Failure::BadInput(e.to_string()))?;
     if base.sweep.is_some() {
         return Err(Failure::BadInput(format!(
             "{}: has a [sweep]: fidelity compares one scenario; pick a value with --set",
@@ -82,8 +82,8 @@ pub fn run_with(args: FidelityArgs, live: &LiveRunner) -> Result<(), Failure> {
     super::sim::check_out(&out, Command::Fidelity)?;
     let reproduce = reproduce(&args, first);
     let mut progress = |seed: u64, run: &str| errln!("== seed {seed}: {run} run");
-    let data = fidelity::run(&base, &seed_list, live, reproduce, &mut progress)
-        .map_err(|e| Failure::Failed(e.to_string()))?;
+    let data =
+        fidelity::run(&base, &seed_list, live, reproduce, &mut progress).map_err(|e| Failure::Failed(e.to_string()))?;
     report::write_fidelity(&out, &data).map_err(|e| Failure::Failed(e.to_string()))?;
     outln!("mcpstorm fidelity: {} ({} seed(s)) {}", data.scenario, data.seeds.len(), verdict(data.passed()))?;
     outln!("{}", report::fidelity_table(&data).trim_end())?;

@@ -110,10 +110,8 @@ pub fn compare(scenario: &Scenario, sim: &RunData, live: &RunData) -> Comparison
     let load_end = |run: &RunData| scenario.duration.0.as_secs_f64().min(run.sim_seconds);
     // Both runs play the scenario's timeline: the simulator's windows are the scenario's.
     let faults = &sim.faults;
-    let (ts, tl) = (
-        timings(&sim.seconds, faults, open, load_end(sim)),
-        timings(&live.seconds, faults, open, load_end(live)),
-    );
+    let (ts, tl) =
+        (timings(&sim.seconds, faults, open, load_end(sim)), timings(&live.seconds, faults, open, load_end(live)));
     for (i, f) in faults.iter().enumerate() {
         rows.push(moment(format!("onset: {}", f.label), &ts.onset[i], &tl.onset[i], tol.onset));
         rows.push(moment(format!("recovery: {}", f.label), &ts.recovery[i], &tl.recovery[i], tol.recovery));
@@ -151,7 +149,15 @@ fn moment(name: String, sim: &Moment, live: &Moment, tolerance: Tolerance) -> Ro
         _ => (None, false),
     };
     let verdict = if pass { Verdict::Pass } else { Verdict::Fail };
-    Row { name, unit: Unit::Seconds, sim: sim.clone(), live: live.clone(), difference, tolerance: Some(tolerance), verdict }
+    Row {
+        name,
+        unit: Unit::Seconds,
+        sim: sim.clone(),
+        live: live.clone(),
+        difference,
+        tolerance: Some(tolerance),
+        verdict,
+    }
 }
 
 /// The per-second series summarised, one row per figure: each run's mean per second, and the mean of the

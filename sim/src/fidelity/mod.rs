@@ -48,7 +48,11 @@ impl FidelityData {
 
     /// One line per seed that failed: `seed 3: P99, onset: error_burst db`.
     pub fn failures(&self) -> Vec<String> {
-        self.seeds.iter().filter(|c| !c.passed()).map(|c| format!("seed {}: {}", c.seed, c.failed().join(", "))).collect()
+        self.seeds
+            .iter()
+            .filter(|c| !c.passed())
+            .map(|c| format!("seed {}: {}", c.seed, c.failed().join(", ")))
+            .collect()
     }
 }
 

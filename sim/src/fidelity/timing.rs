@@ -57,7 +57,9 @@ pub fn timings(rows: &[SecondRow], faults: &[FaultWindow], open: bool, load_end:
     let goodput = baseline(rows, open, first);
     let p99_top = p99_band(rows, first);
     let out_of_band = |t: u64| {
-        let slow = rows.get(t as usize).is_some_and(|r| r.t == t && r.completed > 0 && p99_top.is_some_and(|top| r.p99_ms > top));
+        let slow = rows
+            .get(t as usize)
+            .is_some_and(|r| r.t == t && r.completed > 0 && p99_top.is_some_and(|top| r.p99_ms > top));
         slow || goodput.is_some_and(|level| below_baseline(rows, open, level, t))
     };
     let load_end = std::time::Duration::from_secs_f64(load_end.max(0.0));
@@ -82,8 +84,12 @@ pub fn timings(rows: &[SecondRow], faults: &[FaultWindow], open: bool, load_end:
 
 /// The top of the P99 band: from the median P99 of the pre-fault seconds that completed calls (`None` without any).
 fn p99_band(rows: &[SecondRow], first: u64) -> Option<f64> {
-    let mut p99s: Vec<f64> =
-        rows.iter().filter(|r| r.t >= 1 && r.t < first && r.completed > 0).map(|r| r.p99_ms).filter(|p| p.is_finite()).collect();
+    let mut p99s: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.t >= 1 && r.t < first && r.completed > 0)
+        .map(|r| r.p99_ms)
+        .filter(|p| p.is_finite())
+        .collect();
     if p99s.is_empty() {
         return None;
     }

@@ -50,10 +50,7 @@ impl Tolerances {
         Tolerances {
             ok_calls: Tolerance::Relative { share: spec.ok_calls, floor: 0.0 },
             error_rate: Tolerance::Absolute { amount: spec.error_rate },
-            latency: Tolerance::Relative {
-                share: spec.latency,
-                floor: spec.latency_floor.0.as_secs_f64() * 1000.0,
-            },
+            latency: Tolerance::Relative { share: spec.latency, floor: spec.latency_floor.0.as_secs_f64() * 1000.0 },
             onset: seconds(spec.onset),
             recovery: seconds(spec.recovery),
         }

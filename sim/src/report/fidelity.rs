@@ -38,7 +38,8 @@ pub(crate) fn cells(row: &Row) -> [String; 6] {
         Moment::At(x) => value(row.unit, *x, row.verdict == Verdict::Info),
         Moment::None(why) => (*why).to_owned(),
     };
-    let difference = row.difference.map_or_else(|| "—".to_owned(), |d| signed(row.unit, d, row.verdict == Verdict::Info));
+    let difference =
+        row.difference.map_or_else(|| "—".to_owned(), |d| signed(row.unit, d, row.verdict == Verdict::Info));
     let tolerance = row.tolerance.map_or_else(|| "—".to_owned(), |t| tolerance(row.unit, t));
     let verdict = match row.verdict {
         Verdict::Pass => "PASS",

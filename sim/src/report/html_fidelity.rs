@@ -16,7 +16,9 @@ pub(crate) fn render(data: &FidelityData, overlay: &str) -> String {
         let _ = writeln!(s, "<p class=\"desc\">{}</p>", escape(&data.description));
     }
     s.push_str("<nav><a href=\"#tables\">Tables</a><a href=\"#overlay\">Overlay</a><a href=\"#faults\">Faults</a>");
-    s.push_str("<a href=\"#seconds\">Per second</a><a href=\"#reproduce\">Reproduce</a><a href=\"#files\">Files</a></nav>\n");
+    s.push_str(
+        "<a href=\"#seconds\">Per second</a><a href=\"#reproduce\">Reproduce</a><a href=\"#files\">Files</a></nav>\n",
+    );
 
     s.push_str(&section("tables", "Tables"));
     s.push_str("<ul class=\"muted\">");
@@ -52,7 +54,10 @@ pub(crate) fn render(data: &FidelityData, overlay: &str) -> String {
     s.push_str("<p class=\"muted\">The exit code is 1 when any judged row of any seed failed.</p>\n");
 
     s.push_str(&section("overlay", "Overlay"));
-    s.push_str(&figure(overlay, "The simulator against the live run per second (mean over seeds); shaded: fault windows"));
+    s.push_str(&figure(
+        overlay,
+        "The simulator against the live run per second (mean over seeds); shaded: fault windows",
+    ));
 
     s.push_str(&section("faults", "Faults"));
     let run_s = data.series.iter().map(|(sim, live)| sim.len().max(live.len())).max().unwrap_or(0) as f64;

@@ -108,7 +108,7 @@ fn write(dir: &Path, data: &FidelityData) -> Vec<(String, Vec<u8>)> {
     let paths = report::write_fidelity(dir, data).expect("written");
     paths
         .iter()
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(p).expect("read back")))
+        .map(|p| (p.file_name().expect("a file").to_string_lossy().into_owned(), std::fs::read(p).expect("read back")))
         .collect()
 }
 
