@@ -79,11 +79,17 @@ pub fn run_with(args: FidelityArgs, live: &LiveRunner) -> Result<(), Failure> {
     let first = seeds.first(base.seed, args.seeds)?;
     let seed_list: Vec<u64> = (0..args.seeds).map(|i| first + i).collect();
     let out = args.out.clone().unwrap_or_else(|| default_out(&base.name, first, args.seeds));
+    let created = !out.exists();
     super::sim::check_out(&out, Command::Fidelity)?;
     let reproduce = reproduce(&args, first);
     let mut progress = |seed: u64, run: &str| errln!("== seed {seed}: {run} run");
-    let data =
-        fidelity::run(&base, &seed_list, live, reproduce, &mut progress).map_err(|e| Failure::Failed(e.to_string()))?;
+    let data = fidelity::run(&base, &seed_list, live, reproduce, &mut progress).map_err(|e| {
+        // Nothing was written: a directory made for this report goes again (`remove_dir` removes only an empty one).
+        if created {
+            let _ = std::fs::remove_dir(&out);
+        }
+        Failure::Failed(e.to_string())
+    })?;
     report::write_fidelity(&out, &data).map_err(|e| Failure::Failed(e.to_string()))?;
     outln!("mcpstorm fidelity: {} ({} seed(s)) {}", data.scenario, data.seeds.len(), verdict(data.passed()))?;
     outln!("{}", report::fidelity_table(&data).trim_end())?;

@@ -205,3 +205,99 @@ pub(crate) fn figure<'a>(data: &'a FidelityData, labels: &'a [String], series: &
         panel: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::FidelitySpec;
+
+    fn row(name: &str, unit: Unit, sim: Moment, live: Moment, tolerance: Option<Tolerance>, verdict: Verdict) -> Row {
+        let difference = match (&sim, &live) {
+            (Moment::At(s), Moment::At(l)) => Some(s - l),
+            _ => None,
+        };
+        Row { name: name.to_owned(), unit, sim, live, difference, tolerance, verdict }
+    }
+
+    fn data() -> FidelityData {
+        let latency = Some(Tolerance::Relative { share: 0.1, floor: 5.0 });
+        let rows = vec![
+            row(
+                "ok calls",
+                Unit::Calls,
+                Moment::At(10_500.0),
+                Moment::At(10_000.0),
+                Some(Tolerance::Relative { share: 0.05, floor: 0.0 }),
+                Verdict::Pass,
+            ),
+            row(
+                "error rate",
+                Unit::Share,
+                Moment::At(0.02),
+                Moment::At(0.035),
+                Some(Tolerance::Absolute { amount: 0.01 }),
+                Verdict::Fail,
+            ),
+            row("P99", Unit::Ms, Moment::At(23.0), Moment::At(25.9), latency, Verdict::Pass),
+            row(
+                "onset: crash db",
+                Unit::Seconds,
+                Moment::At(5.0),
+                Moment::None("no effect"),
+                Some(Tolerance::Absolute { amount: 1.0 }),
+                Verdict::Fail,
+            ),
+            row(
+                "per second: ok (mean |difference|)",
+                Unit::Calls,
+                Moment::At(154.66),
+                Moment::At(150.0),
+                None,
+                Verdict::Info,
+            ),
+        ];
+        FidelityData {
+            scenario: "s".into(),
+            description: String::new(),
+            tolerances: FidelitySpec::default(),
+            faults: Vec::new(),
+            seeds: vec![Comparison { seed: 7, rows, seconds: Vec::new() }],
+            reproduce: "mcpstorm fidelity s.toml --seeds 1 --first-seed 7".into(),
+            series: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_unit_reads_as_people_read_it() {
+        let d = data();
+        let cells: Vec<[String; 6]> = d.seeds[0].rows.iter().map(cells).collect();
+        assert_eq!(cells[0].each_ref().map(String::as_str), ["ok calls", "10,500", "10,000", "+500", "±5%", "PASS"]);
+        assert_eq!(
+            cells[1].each_ref().map(String::as_str),
+            ["error rate", "2.00%", "3.50%", "-1.50 pp", "±1 pp", "FAIL"]
+        );
+        assert_eq!(
+            cells[2].each_ref().map(String::as_str),
+            ["P99", "23.0 ms", "25.9 ms", "-2.90 ms", "±10% or 5 ms", "PASS"]
+        );
+        assert_eq!(
+            cells[3].each_ref().map(String::as_str),
+            ["onset: crash db", "5 s", "no effect", "—", "±1 s", "FAIL"]
+        );
+        assert_eq!(cells[4][1..].iter().map(String::as_str).collect::<Vec<_>>(), ["154.7", "150", "4.7", "—", "info"]);
+    }
+
+    #[test]
+    fn the_console_table_is_aligned_and_names_the_verdict() {
+        let t = fidelity_table(&data());
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "seed 7: FAIL");
+        assert!(lines[1].starts_with("  row") && lines[1].ends_with("verdict"), "{t}");
+        // Right-aligned figures: every verdict column ends where the header's does.
+        let end = lines[1].chars().count();
+        assert!(lines[2..].iter().all(|l| l.chars().count() == end), "{t}");
+        assert_eq!(data().failures(), ["seed 7: error rate, onset: crash db"]);
+        let md = markdown(&data());
+        assert!(md.contains("| per second: ok (mean \\|difference\\|) | 154.7 |"), "{md}");
+    }
+}
