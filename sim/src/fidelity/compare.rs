@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::timing::{Moment, timings};
+use super::timing::{Figure, timings};
 use super::tolerance::{Tolerance, Tolerances};
 use crate::run::{RunData, SecondRow};
 use crate::scenario::{LoadMode, Scenario};
@@ -36,8 +36,8 @@ pub enum Verdict {
 pub struct Row {
     pub name: String,
     pub unit: Unit,
-    pub sim: Moment,
-    pub live: Moment,
+    pub sim: Figure,
+    pub live: Figure,
     /// `sim - live`, when both are numbers.
     pub difference: Option<f64>,
     /// The tolerance (`None` for a row shown but not judged).
@@ -133,8 +133,8 @@ fn judged(name: &str, unit: Unit, sim: f64, live: f64, tolerance: Tolerance) -> 
     Row {
         name: name.to_owned(),
         unit,
-        sim: Moment::At(sim),
-        live: Moment::At(live),
+        sim: Figure::Num(sim),
+        live: Figure::Num(live),
         difference: Some(sim - live),
         tolerance: Some(tolerance),
         verdict: if tolerance.admits(sim, live) { Verdict::Pass } else { Verdict::Fail },
@@ -142,10 +142,10 @@ fn judged(name: &str, unit: Unit, sim: f64, live: f64, tolerance: Tolerance) -> 
 }
 
 /// An onset or recovery row: two times within the tolerance, or the same reason for none in both.
-fn moment(name: String, sim: &Moment, live: &Moment, tolerance: Tolerance) -> Row {
+fn moment(name: String, sim: &Figure, live: &Figure, tolerance: Tolerance) -> Row {
     let (difference, pass) = match (sim, live) {
-        (Moment::At(s), Moment::At(l)) => (Some(s - l), tolerance.admits(*s, *l)),
-        (Moment::None(a), Moment::None(b)) => (None, a == b),
+        (Figure::Num(s), Figure::Num(l)) => (Some(s - l), tolerance.admits(*s, *l)),
+        (Figure::Missing(a), Figure::Missing(b)) => (None, a == b),
         _ => (None, false),
     };
     let verdict = if pass { Verdict::Pass } else { Verdict::Fail };
@@ -184,8 +184,8 @@ fn per_second(seconds: &[SecondPair]) -> Vec<Row> {
             Row {
                 name: format!("per second: {name} (mean |difference|)"),
                 unit,
-                sim: Moment::At(mean(&|p| pick(&p.sim))),
-                live: Moment::At(mean(&|p| pick(&p.live))),
+                sim: Figure::Num(mean(&|p| pick(&p.sim))),
+                live: Figure::Num(mean(&|p| pick(&p.live))),
                 difference: Some(mean(&|p| (pick(&p.sim) - pick(&p.live)).abs())),
                 tolerance: None,
                 verdict: Verdict::Info,

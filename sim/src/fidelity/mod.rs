@@ -14,7 +14,7 @@ pub mod tolerance;
 use std::time::Duration;
 
 pub use compare::{Comparison, Row, SecondFigures, SecondPair, Unit, Verdict, compare};
-pub use timing::Moment;
+pub use timing::Figure;
 pub use tolerance::{Tolerance, Tolerances};
 
 use serde::Serialize;

@@ -27,13 +27,14 @@ pub const P99_FACTOR: f64 = 2.0;
 /// Added to the P99 band, so that a run whose calls take a millisecond or two is not out of band at 3 ms.
 pub const P99_MARGIN_MS: f64 = 5.0;
 
-/// A moment read from a run's series: a time into the run, in seconds, or why there is none.
+/// A figure read from a run: a number (a total, or a moment as seconds into the run), or why there is none. In JSON,
+/// the number or the reason as a string.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
-pub enum Moment {
-    At(f64),
+pub enum Figure {
+    Num(f64),
     /// `no effect` (no onset), `never` (not back within the run), `n/a` (nothing to judge against).
-    None(&'static str),
+    Missing(&'static str),
 }
 
 pub const NO_EFFECT: &str = "no effect";
@@ -43,8 +44,8 @@ pub const NOT_JUDGED: &str = "n/a";
 /// One run's onset and recovery of each fault window, in the windows' order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timings {
-    pub onset: Vec<Moment>,
-    pub recovery: Vec<Moment>,
+    pub onset: Vec<Figure>,
+    pub recovery: Vec<Figure>,
 }
 
 /// The timings of `faults` in `rows`; `open`: the load is an open loop; `load_end`: when the load stopped.
@@ -68,15 +69,15 @@ pub fn timings(rows: &[SecondRow], faults: &[FaultWindow], open: bool, load_end:
     for f in faults {
         let (from, to) = (f.start_s.max(0.0).floor() as u64, f.end_s.max(0.0).ceil() as u64);
         if goodput.is_none() && p99_top.is_none() {
-            onset.push(Moment::None(NOT_JUDGED));
+            onset.push(Figure::Missing(NOT_JUDGED));
         } else {
             let seen = (from..=to).take_while(|t| (*t as usize) < rows.len()).find(|&t| out_of_band(t));
-            onset.push(seen.map_or(Moment::None(NO_EFFECT), |t| Moment::At(t as f64)));
+            onset.push(seen.map_or(Figure::Missing(NO_EFFECT), |t| Figure::Num(t as f64)));
         }
         recovery.push(match recovery_after(rows, open, first, to, load_end) {
-            Recovery::After(s) => Moment::At(to as f64 + s),
-            Recovery::Never => Moment::None(NEVER),
-            Recovery::NotJudged => Moment::None(NOT_JUDGED),
+            Recovery::After(s) => Figure::Num(to as f64 + s),
+            Recovery::Never => Figure::Missing(NEVER),
+            Recovery::NotJudged => Figure::Missing(NOT_JUDGED),
         });
     }
     Timings { onset, recovery }
@@ -125,8 +126,8 @@ mod tests {
         let mut s = vec![(100, 10.0); 4];
         s.extend([(100, 10.0), (40, 10.0), (40, 10.0), (100, 10.0), (100, 10.0), (100, 10.0), (100, 10.0)]);
         let t = timings(&rows(&s), &[window(4.0, 7.0)], true, 11.0);
-        assert_eq!(t.onset, vec![Moment::At(5.0)], "second 4 was still in band");
-        assert_eq!(t.recovery, vec![Moment::At(7.0)]);
+        assert_eq!(t.onset, vec![Figure::Num(5.0)], "second 4 was still in band");
+        assert_eq!(t.recovery, vec![Figure::Num(7.0)]);
     }
 
     #[test]
@@ -135,21 +136,24 @@ mod tests {
         // 2 × 10 + 5 = 25 ms is the band's top: 24 ms is noise, 300 ms is the fault.
         s.extend([(100, 24.0), (100, 300.0), (100, 300.0), (100, 10.0), (100, 10.0), (100, 10.0)]);
         let t = timings(&rows(&s), &[window(5.0, 8.0)], true, 11.0);
-        assert_eq!(t.onset, vec![Moment::At(6.0)]);
-        assert_eq!(t.recovery, vec![Moment::At(8.0)], "recovery is goodput's, as the recovery_s check's");
+        assert_eq!(t.onset, vec![Figure::Num(6.0)]);
+        assert_eq!(t.recovery, vec![Figure::Num(8.0)], "recovery is goodput's, as the recovery_s check's");
     }
 
     #[test]
     fn a_fault_without_effect_and_a_run_that_never_comes_back_say_so() {
         let calm = timings(&rows(&[(100, 10.0); 10]), &[window(4.0, 6.0)], true, 10.0);
-        assert_eq!((calm.onset, calm.recovery), (vec![Moment::None(NO_EFFECT)], vec![Moment::At(6.0)]));
+        assert_eq!((calm.onset, calm.recovery), (vec![Figure::Missing(NO_EFFECT)], vec![Figure::Num(6.0)]));
         let mut s = vec![(100, 10.0); 4];
         s.extend([(0, 10.0); 6]);
         let down = timings(&rows(&s), &[window(4.0, 6.0)], true, 10.0);
-        assert_eq!((down.onset, down.recovery), (vec![Moment::At(4.0)], vec![Moment::None(NEVER)]));
+        assert_eq!((down.onset, down.recovery), (vec![Figure::Num(4.0)], vec![Figure::Missing(NEVER)]));
         // A fault from the first second: no pre-fault band to judge against.
         let early = timings(&rows(&s), &[window(0.0, 2.0)], true, 10.0);
-        assert_eq!((early.onset, early.recovery), (vec![Moment::None(NOT_JUDGED)], vec![Moment::None(NOT_JUDGED)]));
+        assert_eq!(
+            (early.onset, early.recovery),
+            (vec![Figure::Missing(NOT_JUDGED)], vec![Figure::Missing(NOT_JUDGED)])
+        );
         assert!(timings(&rows(&s), &[], true, 10.0).onset.is_empty());
     }
 }

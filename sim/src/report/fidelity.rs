@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::compare::PANELS;
 use super::num::{fixed, grouped, md_cell, ms, pct, short};
 use super::overlay::{Overlay, Series};
-use crate::fidelity::{Comparison, FidelityData, Moment, Row, Tolerance, Unit, Verdict};
+use crate::fidelity::{Comparison, FidelityData, Figure, Row, Tolerance, Unit, Verdict};
 
 pub(crate) const FIDELITY_MD: &str = "fidelity.md";
 pub(crate) const FIDELITY_JSON: &str = "fidelity.json";
@@ -34,9 +34,9 @@ pub(crate) const NOTES: [&str; 4] = [
 
 /// A row's cells: name, sim, live, difference, tolerance, verdict.
 pub(crate) fn cells(row: &Row) -> [String; 6] {
-    let shown = |m: &Moment| match m {
-        Moment::At(x) => value(row.unit, *x, row.verdict == Verdict::Info),
-        Moment::None(why) => (*why).to_owned(),
+    let shown = |m: &Figure| match m {
+        Figure::Num(x) => value(row.unit, *x, row.verdict == Verdict::Info),
+        Figure::Missing(why) => (*why).to_owned(),
     };
     let difference =
         row.difference.map_or_else(|| "—".to_owned(), |d| signed(row.unit, d, row.verdict == Verdict::Info));
@@ -211,9 +211,9 @@ mod tests {
     use super::*;
     use crate::scenario::FidelitySpec;
 
-    fn row(name: &str, unit: Unit, sim: Moment, live: Moment, tolerance: Option<Tolerance>, verdict: Verdict) -> Row {
+    fn row(name: &str, unit: Unit, sim: Figure, live: Figure, tolerance: Option<Tolerance>, verdict: Verdict) -> Row {
         let difference = match (&sim, &live) {
-            (Moment::At(s), Moment::At(l)) => Some(s - l),
+            (Figure::Num(s), Figure::Num(l)) => Some(s - l),
             _ => None,
         };
         Row { name: name.to_owned(), unit, sim, live, difference, tolerance, verdict }
@@ -225,33 +225,33 @@ mod tests {
             row(
                 "ok calls",
                 Unit::Calls,
-                Moment::At(10_500.0),
-                Moment::At(10_000.0),
+                Figure::Num(10_500.0),
+                Figure::Num(10_000.0),
                 Some(Tolerance::Relative { share: 0.05, floor: 0.0 }),
                 Verdict::Pass,
             ),
             row(
                 "error rate",
                 Unit::Share,
-                Moment::At(0.02),
-                Moment::At(0.035),
+                Figure::Num(0.02),
+                Figure::Num(0.035),
                 Some(Tolerance::Absolute { amount: 0.01 }),
                 Verdict::Fail,
             ),
-            row("P99", Unit::Ms, Moment::At(23.0), Moment::At(25.9), latency, Verdict::Pass),
+            row("P99", Unit::Ms, Figure::Num(23.0), Figure::Num(25.9), latency, Verdict::Pass),
             row(
                 "onset: crash db",
                 Unit::Seconds,
-                Moment::At(5.0),
-                Moment::None("no effect"),
+                Figure::Num(5.0),
+                Figure::Missing("no effect"),
                 Some(Tolerance::Absolute { amount: 1.0 }),
                 Verdict::Fail,
             ),
             row(
                 "per second: ok (mean |difference|)",
                 Unit::Calls,
-                Moment::At(154.66),
-                Moment::At(150.0),
+                Figure::Num(154.66),
+                Figure::Num(150.0),
                 None,
                 Verdict::Info,
             ),

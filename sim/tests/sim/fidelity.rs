@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mcpstorm_sim::fidelity::{self, Comparison, FidelityData, Moment, Verdict};
+use mcpstorm_sim::fidelity::{self, Comparison, FidelityData, Figure, Verdict};
 use mcpstorm_sim::report;
 use mcpstorm_sim::run::RunData;
 use mcpstorm_sim::scenario::{Limits, Scenario, load_str_with};
@@ -67,8 +67,8 @@ fn the_same_scenario_and_seed_on_both_sides_passes_every_row() {
     for name in ["ok calls", "error rate", "P50", "P99", "onset: error_burst api", "recovery: error_burst api"] {
         assert_eq!(row(&c, name).verdict, Verdict::Pass, "{name}");
     }
-    assert_eq!(row(&c, "onset: error_burst api").sim, Moment::At(5.0));
-    assert!(matches!(row(&c, "recovery: error_burst api").sim, Moment::At(t) if (8.0..=9.0).contains(&t)));
+    assert_eq!(row(&c, "onset: error_burst api").sim, Figure::Num(5.0));
+    assert!(matches!(row(&c, "recovery: error_burst api").sim, Figure::Num(t) if (8.0..=9.0).contains(&t)));
     assert!(c.rows.iter().any(|r| r.verdict == Verdict::Info), "the per-second summaries are shown");
     assert!(c.seconds.len() >= 14, "every second of the load, and the drain: {}", c.seconds.len());
 }
@@ -96,7 +96,7 @@ fn an_error_burst_moved_by_three_seconds_fails_its_onset() {
     let c = fidelity::compare(&s, &simulate(&s), &simulate(&later));
     let onset = row(&c, "onset: error_burst api");
     assert_eq!(onset.verdict, Verdict::Fail, "{onset:#?}");
-    assert_eq!(onset.sim, Moment::At(5.0));
+    assert_eq!(onset.sim, Figure::Num(5.0));
     assert!(!c.passed());
     // One second apart is inside the default tolerance.
     let close = scenario(&["faults[0].start=\"6s\""]);
