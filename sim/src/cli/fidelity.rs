@@ -115,3 +115,81 @@ fn reproduce(args: &FidelityArgs, first: u64) -> String {
     let cmd = format!("mcpstorm fidelity {} --seeds {} --first-seed {first}", args.scenario.display(), args.seeds);
     with_sets(cmd, &args.sets)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::scenario::{Dur, Scenario};
+
+    /// 100 calls/s on one server; every call fails from 4 s to 6 s.
+    const BURST: &str = "name = \"cli_burst\"\nduration = \"10s\"\n[[servers]]\nname = \"api\"\n[[servers.tools]]\n\
+                         name = \"get\"\nlatency = { dist = \"fixed\", ms = 10 }\n[load]\nmode = \"open\"\nrate = 100.0\n\
+                         [[load.mix]]\nserver = \"api\"\ntool = \"get\"\n[[faults]]\nkind = \"error_burst\"\n\
+                         target = \"api\"\nstart = \"4s\"\nduration = \"2s\"\nrate = 1.0\n";
+
+    fn args(name: &str, text: &str) -> FidelityArgs {
+        let dir = std::env::temp_dir().join(format!("mcpstorm-fidelity-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        let scenario = dir.join("burst.toml");
+        std::fs::write(&scenario, text).expect("write the scenario");
+        FidelityArgs {
+            scenario,
+            seeds: 1,
+            first_seed: None,
+            sets: Vec::new(),
+            out: Some(dir.join("out")),
+            allow_large: false,
+        }
+    }
+
+    /// A "live" runner that is the simulator, with the scenario's faults moved by `shift` seconds.
+    fn simulator(shift: u64) -> impl Fn(&Scenario) -> Result<crate::run::RunData, String> {
+        move |s: &Scenario| {
+            let mut s = s.clone();
+            for f in &mut s.faults {
+                f.start = Dur(f.start.0 + Duration::from_secs(shift));
+            }
+            crate::world::run(&s, String::new(), None, &mut |_, _| {}).map(|(run, _)| run).map_err(|e| e.to_string())
+        }
+    }
+
+    #[test]
+    fn the_runner_it_is_given_decides_the_verdict_and_the_exit_code() {
+        let same = args("same", BURST);
+        let out = same.out.clone().expect("an out");
+        assert!(run_with(same, &simulator(0)).is_ok());
+        assert!(out.join("fidelity.json").is_file() && out.join("report.html").is_file());
+        let _ = std::fs::remove_dir_all(out.parent().expect("the scratch dir"));
+        let shifted = args("shifted", BURST);
+        let scratch = shifted.scenario.parent().expect("the scratch dir").to_path_buf();
+        let verdict = run_with(shifted, &simulator(3));
+        let _ = std::fs::remove_dir_all(scratch);
+        match verdict {
+            Err(Failure::Failed(m)) => {
+                assert!(
+                    m.starts_with("outside the tolerances: seed 1: ") && m.contains("onset: error_burst api"),
+                    "{m}"
+                )
+            }
+            other => panic!("expected a failed verdict, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_sweep_is_bad_input_before_anything_runs() {
+        let text = format!("{BURST}[sweep]\nparam = \"load.rate\"\nvalues = [50.0, 100.0]\n");
+        let never = |_: &Scenario| -> Result<crate::run::RunData, String> { panic!("nothing runs") };
+        let sweep = args("sweep", &text);
+        let scratch = sweep.scenario.parent().expect("the scratch dir").to_path_buf();
+        let verdict = run_with(sweep, &never);
+        assert!(!scratch.join("out").exists(), "refused before the report directory is made");
+        let _ = std::fs::remove_dir_all(scratch);
+        match verdict {
+            Err(Failure::BadInput(m)) => assert!(m.contains("has a [sweep]"), "{m}"),
+            other => panic!("expected bad input, got {other:?}"),
+        }
+    }
+}
