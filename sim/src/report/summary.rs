@@ -10,7 +10,7 @@ use super::drain::Drain;
 use super::num::{finite, grouped, md_cell, ms, pct, short};
 use super::plot;
 use crate::run::{
-    CheckResult, FailureClass, FaultWindow, NOT_JUDGED, NOT_RECOVERED, Recovery, RunData, Totals, WallClock,
+    CheckResult, FailureClass, FaultWindow, NOT_JUDGED, NOT_RECOVERED, Recovery, RunData, RunMode, Totals, WallClock,
 };
 use crate::scenario::CallsMode;
 
@@ -21,6 +21,8 @@ pub(crate) const SUMMARY_MD: &str = "summary.md";
 #[derive(Serialize)]
 struct SummaryJson<'a> {
     scenario: &'a str,
+    /// `sim` or `live`.
+    mode: RunMode,
     description: &'a str,
     seed: u64,
     formula: &'a str,
@@ -76,6 +78,7 @@ pub(crate) fn clean_totals(t: &Totals) -> Totals {
 pub(crate) fn json(run: &RunData) -> Result<Vec<u8>, serde_json::Error> {
     let doc = SummaryJson {
         scenario: &run.scenario,
+        mode: run.mode,
         description: &run.description,
         seed: run.seed,
         formula: &run.formula,
