@@ -93,7 +93,7 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path, calls: Calls
         let lead = if i == 0 { "  faults   " } else { "           " };
         let _ = writeln!(s, "{lead} {} {}-{} s", f.label, short(finite(f.start_s), 3), short(finite(f.end_s), 3));
     }
-    let _ = writeln!(s, "  time       {}", timing(wall));
+    let _ = writeln!(s, "  time       {}", timing(wall, run.mode));
     let _ = writeln!(s, "  report     {}  ({})", dir.display(), super::calls::kept(calls));
     let _ = writeln!(s, "  plot       {}", dir.join(format!("{}.png", plot::REPORT)).display());
     let _ = writeln!(s, "reproduce: {}", run.reproduce);

@@ -121,8 +121,11 @@ pub(crate) fn verdict(passed: bool) -> &'static str {
     if passed { "PASS" } else { "FAIL" }
 }
 
-/// `60 s simulated in 0.21 s wall (285x real time)`.
-pub(crate) fn timing(wall: &WallClock) -> String {
+/// `60 s simulated in 0.21 s wall (285x real time)`; a live run's, `60 s live`.
+pub(crate) fn timing(wall: &WallClock, mode: RunMode) -> String {
+    if mode == RunMode::Live {
+        return format!("{} s live", short(wall.sim.as_secs_f64(), 3));
+    }
     format!(
         "{} s simulated in {} s wall ({}x real time)",
         short(wall.sim.as_secs_f64(), 3),
@@ -142,7 +145,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock, calls: CallsMode) -> Str
         s.push('\n');
     }
     let _ = writeln!(s, "- seed: `{}`", run.seed);
-    let _ = writeln!(s, "- time: {}", timing(wall));
+    let _ = writeln!(s, "- time: {}", timing(wall, run.mode));
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", run.reproduce);
 
     s.push_str("## Totals\n\n| metric | value |\n|---|---:|\n");
