@@ -172,7 +172,8 @@ fn a_crashed_replica_serves_nothing_in_its_window_and_calls_go_to_the_other() {
 
 #[test]
 fn scenarios_with_what_live_runs_cannot_do_yet_are_refused_as_bad_input() {
-    for (file, key) in [("scenarios/gateway_nodes.toml", "[gateway] nodes"), ("scenarios/breaker_sync.toml", "[gateway.sync]")]
+    for (file, key) in
+        [("scenarios/gateway_nodes.toml", "[gateway] nodes"), ("scenarios/breaker_sync.toml", "[gateway.sync]")]
     {
         let out = scratch("refused").join(key.replace(['[', ']', ' ', '.'], "_"));
         let o = live(Path::new(file), &out, &[]);
