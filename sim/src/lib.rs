@@ -27,6 +27,7 @@ pub mod cli;
 pub mod compare;
 pub mod fidelity;
 pub mod gateway;
+pub mod live;
 pub mod profile;
 pub mod report;
 pub mod run;

@@ -2,7 +2,7 @@
 //! byte-identical runs (`determinism`), the call history (`calls`), paired comparisons (`compare`), the HTML report
 //! (`html`), gateway profiles (`profiles`), resilience (`resilience`), routing (`routing`), the report files
 //! (`report`), the simulator against a live run (`fidelity`), swarm testing (`swarm`), breaker sync through Redis
-//! (`sync`) and gateway nodes as hosts of their own (`nodes`).
+//! (`sync`) and gateway nodes as hosts of their own (`nodes`); and the live twin, `mcpstorm live` (`live`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -13,6 +13,7 @@ mod determinism;
 mod fidelity;
 mod html;
 mod http;
+mod live;
 mod nodes;
 mod profiles;
 mod report;
