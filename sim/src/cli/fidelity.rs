@@ -51,7 +51,9 @@ const MAX_SEEDS: u64 = 100;
 
 /// The live runner this build has.
 // WIRE: point this at `crate::live::run` when `mcpstorm live` is merged, e.g.
-// `Box::new(|s| crate::live::run(s, String::new(), None, &mut |_, _| {}).map(|(run, _)| run).map_err(|e| e.to_string()))`.
+// `Box::new(|s| crate::live::run(s, String::new(), None, &mut |_, _| {}).map(|(run, _)| run).map_err(|e| e.to_string()))`
+// (compiled and run against main's `live` on 2026-12-03); then drop `NO_LIVE`, the test that expects it
+// (sim/tests/cli/fidelity.rs) and the note at the top of docs/fidelity.md.
 fn live_runner() -> Box<LiveRunner> {
     Box::new(|_| Err(NO_LIVE.to_owned()))
 }
