@@ -49,18 +49,12 @@ pub struct FidelityArgs {
 /// The most `--seeds`: each is a live run in real time.
 const MAX_SEEDS: u64 = 100;
 
-/// The live runner this build has.
-// WIRE: point this at `crate::live::run` when `mcpstorm live` is merged, e.g.
-// `Box::new(|s| crate::live::run(s, String::new(), None, &mut |_, _| {}).map(|(run, _)| run).map_err(|e| e.to_string()))`
-// (compiled and run against main's `live` on 2026-12-03); then drop `NO_LIVE`, the test that expects it
-// (sim/tests/cli/fidelity.rs) and the note at the top of docs/fidelity.md.
+/// The live runner: `mcpstorm live`'s engine, without a call history or a progress line.
 fn live_runner() -> Box<LiveRunner> {
-    Box::new(|_| Err(NO_LIVE.to_owned()))
+    Box::new(|s| {
+        crate::live::run(s, String::new(), None, &mut |_, _| {}).map(|(run, _)| run).map_err(|e| e.to_string())
+    })
 }
-
-/// What a build without live runs says, instead of a verdict.
-pub const NO_LIVE: &str = "live runs are not built in this build: `mcpstorm fidelity` needs `mcpstorm live` to \
-compare against, and judges nothing without it";
 
 pub fn run(args: FidelityArgs) -> Result<(), Failure> {
     run_with(args, &*live_runner())
