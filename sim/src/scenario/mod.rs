@@ -6,7 +6,7 @@
 //! its conversion to the core's type (`to_core`): `model` (the top table, `[network]`, `[sweep]`) · `report` ·
 //! `gateway` · `sync` and `redis` (`[gateway.sync]`, and the simulated Redis host it names) · `layers` (the
 //! gateway's resilience tables) · `client` · `servers` · `workload` (`[load]`, `[agent]`) · `faults` · `checks` ·
-//! `swarm`. `tables` reads the gateway's tables as a file of their own.
+//! `swarm`; `trace` (a replay's recorded calls, read with the scenario). `tables` reads the gateway's tables as a file of their own.
 //!
 //! What the tables share: `units` (`Dur`, `SignedDur`) · `shared` (defaults, schemas, reserved target names) ·
 //! `rules` (the issues a rule gives) · `ranges` (the bounds and the list of bounded keys) · `target` (what a fault's
@@ -40,6 +40,7 @@ pub mod swarm;
 mod sync;
 pub mod tables;
 mod target;
+pub mod trace;
 mod units;
 mod upstream;
 mod validate;
@@ -73,4 +74,5 @@ pub use target::{GATEWAY, resolve_target};
 pub use units::{Dur, SignedDur};
 pub use upstream::{ENV_PREFIX, ReplicaAddr, ReplicaSpec, UpstreamSpec};
 pub use validate::{MAX_RETRIES, validate};
+pub use trace::{Trace, TraceCall, TraceFormat};
 pub use workload::{Agent, Load, LoadMode, MixEntry, RetryMode};

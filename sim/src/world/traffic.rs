@@ -2,7 +2,8 @@
 //!
 //! Closed loop: each session calls, waits for the outcome, thinks, and calls again. Open loop: Poisson arrivals,
 //! each call's latency measured from its *intended* send time, so a stalled system cannot hide its stall by
-//! slowing the arrivals down (coordinated omission, as wrk2 avoids it).
+//! slowing the arrivals down (coordinated omission, as wrk2 avoids it). Replay: the arrivals of a recorded trace
+//! (`replay`), measured the same way.
 //!
 //! Every attempt goes into the recorder's call history (`calls.csv`): wall time from the host's `SimClock`, the
 //! start offset from turmoil's global simulated time (tokio instants of different hosts' runtimes are not
@@ -32,6 +33,7 @@ use super::connector::SimConnector;
 use super::net::TurmoilDialer;
 use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Recorder};
 use super::remote;
+use super::replay;
 use super::routing::{Needs, pin, registry};
 use crate::scenario::{LoadMode, Placement, RedisHost, Scenario, tables};
 use crate::seed::Seed;
@@ -252,6 +254,30 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                 let (plan, load_host, target) = (plan.clone(), load_host.clone(), targets[index].clone());
                 // The intended send time is `next`, whether or not this host got to it on time.
                 let intended = now.saturating_sub(instant.saturating_duration_since(next));
+                via = via.wrapping_add(1);
+                let node = via - 1;
+                spawn_live(
+                    &live,
+                    move || async move { logical_call(&plan, &load_host, &target, intended, node).await },
+                );
+            }
+        }
+        LoadMode::Replay => {
+            // The trace's calls dealt to this host, each sent at its (scaled) offset from the load's start.
+            let schedule = replay::schedule(&plan.scenario.load, host_index)?;
+            let start = Instant::now();
+            let origin = load_host.time.at(start);
+            let mut via = host_index;
+            for (at, entry) in schedule {
+                let intended = origin.saturating_add(at);
+                if intended >= plan.scenario.duration.0 {
+                    break;
+                }
+                sleep_until(start + at).await;
+                if !plan.claim_at(intended) {
+                    break;
+                }
+                let (plan, load_host, target) = (plan.clone(), load_host.clone(), targets[entry].clone());
                 via = via.wrapping_add(1);
                 let node = via - 1;
                 spawn_live(
