@@ -134,7 +134,9 @@ pub fn estimate(s: &Scenario) -> Cost {
             let keys = ["load.sessions", "duration", "load.think_time"].map(str::to_owned).to_vec();
             (sessions * duration / cycle, keys)
         }
-        LoadMode::Replay => (replayed(s), vec!["load.trace".to_owned(), "load.speed".to_owned(), "duration".to_owned()]),
+        LoadMode::Replay => {
+            (replayed(s), vec!["load.trace".to_owned(), "load.speed".to_owned(), "duration".to_owned()])
+        }
     };
     let calls = match load.calls {
         Some(max) if (max as f64) < offered => {

@@ -159,7 +159,8 @@ fn resolve(scenario: &mut Scenario, row: &Row) -> Result<usize, (usize, String)>
     if let Some(entry) = mix.iter().position(named) {
         return Ok(entry);
     }
-    let args = mix.iter().find(|m| m.server.is_none() && m.tool == row.tool).map_or_else(empty_args, |m| m.args.clone());
+    let args =
+        mix.iter().find(|m| m.server.is_none() && m.tool == row.tool).map_or_else(empty_args, |m| m.args.clone());
     mix.push(MixEntry { server: Some(name), tool: row.tool.to_owned(), weight: 1.0, args });
     Ok(mix.len() - 1)
 }
@@ -215,7 +216,8 @@ impl Rows {
 /// `calls.csv`: the header names the columns (in any order); every row has them all.
 fn csv_rows(text: &str, origin: &str) -> Result<Vec<Row>, Vec<Problem>> {
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
-    let header: Vec<&str> = lines.next().map(|(_, l)| split_csv(l)).unwrap_or_default().into_iter().map(|f| f.1).collect();
+    let header: Vec<&str> =
+        lines.next().map(|(_, l)| split_csv(l)).unwrap_or_default().into_iter().map(|f| f.1).collect();
     let mut out = Rows::default();
     let mut index = [0usize; 4];
     for (slot, name) in index.iter_mut().zip(COLUMNS) {
@@ -237,7 +239,12 @@ fn csv_rows(text: &str, origin: &str) -> Result<Vec<Row>, Vec<Problem>> {
         }
         let (start, server, tool, retries) = (fields[start], fields[server], fields[tool], fields[retries]);
         let Some(start_us) = micros(start.1) else {
-            out.fail(origin, line, start.0, format!("start_ms {:?} is not a number of ms (at most 3 decimals)", start.1));
+            out.fail(
+                origin,
+                line,
+                start.0,
+                format!("start_ms {:?} is not a number of ms (at most 3 decimals)", start.1),
+            );
             continue;
         };
         let Ok(retries_n) = retries.1.parse::<u32>() else {
@@ -317,4 +324,26 @@ fn history_rows(text: &str, origin: &str) -> Result<Vec<Row>, Vec<Problem>> {
 /// The column (1-based, in characters) of `"key":` in a JSON line, or 1.
 fn key_column(line: &str, key: &str) -> usize {
     line.find(&format!("\"{key}\":")).map_or(1, |b| line.get(..b).map_or(0, |p| p.chars().count()) + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_keep_their_columns_and_lose_their_quotes() {
+        assert_eq!(split_csv("7,1.5,db-1,\"a,b\",0"), [(1, "7"), (3, "1.5"), (7, "db-1"), (12, "a,b"), (18, "0")]);
+        assert_eq!(split_csv("é,\"x\""), [(1, "é"), (3, "x")]);
+        assert_eq!(split_csv(""), [(1, "")]);
+    }
+
+    #[test]
+    fn milliseconds_read_exactly_as_microseconds() {
+        assert_eq!(micros("123.456"), Some(123_456));
+        assert_eq!(micros("5"), Some(5_000));
+        assert_eq!(micros("5.1"), Some(5_100));
+        for bad in ["", ".5", "1.2345", "-1.000", "1e3", "x"] {
+            assert_eq!(micros(bad), None, "{bad}");
+        }
+    }
 }

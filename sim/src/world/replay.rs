@@ -11,7 +11,8 @@ use crate::scenario::Load;
 /// Load host `host_index`'s arrivals, earliest first: (offset from the load's start, `[[load.mix]]` entry). Calls
 /// whose scaled offset no duration can hold (a speed near 0) are left out: they would come after any run's end.
 pub(super) fn schedule(load: &Load, host_index: usize) -> Result<Vec<(Duration, usize)>, String> {
-    let trace = load.replay.as_ref().ok_or("load.mode = \"replay\" without its trace: load the scenario from its file")?;
+    let trace =
+        load.replay.as_ref().ok_or("load.mode = \"replay\" without its trace: load the scenario from its file")?;
     let speed = load.speed();
     let hosts = load.hosts.max(1);
     Ok(trace

@@ -1,8 +1,8 @@
 //! The simulator through the real `mcpstorm sim` and `mcpstorm compare` commands, and its report writers:
 //! byte-identical runs (`determinism`), the call history (`calls`), paired comparisons (`compare`), the HTML report
 //! (`html`), gateway profiles (`profiles`), resilience (`resilience`), routing (`routing`), the report files
-//! (`report`), swarm testing (`swarm`), breaker sync through Redis (`sync`) and gateway nodes as hosts of their own
-//! (`nodes`).
+//! (`report`), replays of recorded traffic (`replay`), swarm testing (`swarm`), breaker sync through Redis (`sync`)
+//! and gateway nodes as hosts of their own (`nodes`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -14,6 +14,7 @@ mod html;
 mod http;
 mod nodes;
 mod profiles;
+mod replay;
 mod report;
 mod resilience;
 mod routing;

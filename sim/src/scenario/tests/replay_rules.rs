@@ -9,11 +9,16 @@ use serde_json::json;
 
 use super::*;
 
-const HEADER: &str = "seq,start_ms,timestamp_ms,server,tool,input_sha256,output_sha256,duration_ms,status,code,retries\n";
+const HEADER: &str =
+    "seq,start_ms,timestamp_ms,server,tool,input_sha256,output_sha256,duration_ms,status,code,retries\n";
 
 /// BASE replaying `trace.csv` at `speed`.
 fn replaying(speed: &str) -> String {
-    edit(BASE, "mode = \"closed\"\nsessions = 10", &format!("mode = \"replay\"\ntrace = \"trace.csv\"\nspeed = {speed}"))
+    edit(
+        BASE,
+        "mode = \"closed\"\nsessions = 10",
+        &format!("mode = \"replay\"\ntrace = \"trace.csv\"\nspeed = {speed}"),
+    )
 }
 
 /// A scratch directory holding `trace.csv` with `body` (after the header); returns the scenario's origin in it.
@@ -96,8 +101,9 @@ fn first_attempts_are_replayed_sorted_from_the_earliest() {
 
 #[test]
 fn an_unknown_server_or_tool_is_reported_at_its_trace_line() {
-    let body = [row(0, "1.000", "a-0", "echo", 0), row(1, "2.000", "nope-0", "echo", 0), row(2, "3.000", "b", "put", 0)]
-        .concat();
+    let body =
+        [row(0, "1.000", "a-0", "echo", 0), row(1, "2.000", "nope-0", "echo", 0), row(2, "3.000", "b", "put", 0)]
+            .concat();
     let origin = with_trace("unknown", &body);
     let trace = Path::new(&origin).with_file_name("trace.csv").display().to_string();
     let found = problems_at(&replaying("1.0"), &origin);
@@ -111,11 +117,15 @@ fn an_unknown_server_or_tool_is_reported_at_its_trace_line() {
 
 #[test]
 fn bad_rows_and_unknown_formats_are_refused_with_their_place() {
-    let origin = with_trace("bad", &format!("{}0,soon,0,a-0,echo,h,,1,success,,0\n", row(0, "1.000", "a-0", "echo", 0)));
+    let origin =
+        with_trace("bad", &format!("{}0,soon,0,a-0,echo,h,,1,success,,0\n", row(0, "1.000", "a-0", "echo", 0)));
     let trace = Path::new(&origin).with_file_name("trace.csv").display().to_string();
     let found = problems_at(&replaying("1.0"), &origin);
     assert_eq!(found.len(), 1);
-    assert_eq!(found[0].to_string(), format!("{trace}:3:3: start_ms \"soon\" is not a number of ms (at most 3 decimals)"));
+    assert_eq!(
+        found[0].to_string(),
+        format!("{trace}:3:3: start_ms \"soon\" is not a number of ms (at most 3 decimals)")
+    );
     std::fs::write(Path::new(&origin).with_file_name("trace.csv"), "when,what\n1,2\n").expect("write");
     let found = problems_at(&replaying("1.0"), &origin);
     assert!(found[0].to_string().starts_with(&format!("{trace}:1:1: not a trace")), "{}", found[0]);
