@@ -6,7 +6,7 @@
 //! its conversion to the core's type (`to_core`): `model` (the top table, `[network]`, `[sweep]`) · `report` ·
 //! `gateway` · `sync` and `redis` (`[gateway.sync]`, and the simulated Redis host it names) · `layers` (the
 //! gateway's resilience tables) · `client` · `servers` · `workload` (`[load]`, `[agent]`) · `faults` · `checks` ·
-//! `swarm`; `trace` (a replay's recorded calls, read with the scenario). `tables` reads the gateway's tables as a file of their own.
+//! `swarm`; `trace` (a replay's recorded calls) and `replay` (reading them with the scenario). `tables` reads the gateway's tables as a file of their own.
 //!
 //! What the tables share: `units` (`Dur`, `SignedDur`) · `shared` (defaults, schemas, reserved target names) ·
 //! `rules` (the issues a rule gives) · `ranges` (the bounds and the list of bounded keys) · `target` (what a fault's
@@ -31,6 +31,7 @@ pub mod placement;
 pub mod ranges;
 mod read;
 mod redis;
+mod replay;
 mod report;
 mod rules;
 pub mod schema;

@@ -19,8 +19,8 @@ use super::error::{Location, Problem, ScenarioError};
 use super::model::Scenario;
 use super::overrides;
 use super::path::KeyPath;
+use super::replay::{self, TraceError};
 use super::rules::Issue;
-use super::trace::{self, TraceError};
 use super::validate;
 
 /// At most this many problems from deserialization (each one costs a retry).
@@ -129,7 +129,7 @@ fn checked(scenario: &mut Scenario, runs: bool, limits: &Limits, root: &Node<'_>
     if !issues.is_empty() {
         return locate(issues, root, src);
     }
-    match trace::attach(scenario, src.origin) {
+    match replay::attach(scenario, src.origin) {
         Ok(()) => {}
         Err(TraceError::Key(issue)) => return locate(vec![issue], root, src),
         Err(TraceError::Rows(problems)) => return problems,

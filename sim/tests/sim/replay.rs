@@ -58,7 +58,8 @@ fn expected_per_second(starts: &[u64], divisor: u64) -> BTreeMap<u64, u64> {
 fn offered_per_second(dir: &Path) -> BTreeMap<u64, u64> {
     let mut r = csv::Reader::from_path(dir.join("timeseries.csv")).expect("timeseries.csv");
     let h = r.headers().expect("header").clone();
-    let (t, offered) = (h.iter().position(|c| c == "t").unwrap(), h.iter().position(|c| c == "offered").unwrap());
+    let col = |name: &str| h.iter().position(|c| c == name).expect("timeseries column");
+    let (t, offered) = (col("t"), col("offered"));
     r.records()
         .map(|rec| rec.expect("row"))
         .map(|rec| (rec[t].parse::<u64>().expect("t"), rec[offered].parse::<u64>().expect("offered")))
