@@ -65,6 +65,16 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
     base.report.calls = calls_mode(&args, &base);
     let out = args.out.clone().unwrap_or_else(|| default_out(&base, &args.sets));
     check_out(&out, Command::Sim)?;
+    if let Some(trace) = &base.load.replay {
+        // What a replay sends is not in the scenario file: say it before the run.
+        errln!(
+            "replay: {} calls (first attempts) of {} at speed {}; its {} retries are not replayed",
+            trace.calls.len(),
+            trace.path.display(),
+            base.load.speed(),
+            trace.retries_skipped
+        );
+    }
     let reproduce = reproduce_command(&args.scenario, base.seed, &args.sets);
     match &base.sweep {
         None => run_one(&base, &out, reproduce),
