@@ -166,6 +166,11 @@ impl RetryMode {
 }
 
 impl Load {
+    /// Replay's speed: `speed`, 1 when absent.
+    pub fn speed(&self) -> f64 {
+        self.speed.unwrap_or(1.0)
+    }
+
     /// The table's rules; `servers` are what the mix may name.
     pub(super) fn problems(&self, servers: &[ServerSpec], rules: &mut Rules) {
         match self.mode {
@@ -249,13 +254,6 @@ impl Load {
         for (j, entry) in self.mix.iter().enumerate() {
             out.count(format!("load.mix[{j}].weight"), entry.weight, MAX_WEIGHT);
         }
-    }
-}
-
-impl Load {
-    /// Replay's speed: `speed`, 1 when absent.
-    pub fn speed(&self) -> f64 {
-        self.speed.unwrap_or(1.0)
     }
 }
 

@@ -89,8 +89,8 @@ fn record(name: &str) -> (PathBuf, Vec<(u64, u64, u32)>) {
     (calls, rows)
 }
 
-fn run_ok(scenario: &Path, out: &Path) {
-    let o = sim(scenario, out, &[]);
+fn run_ok(scenario: &Path, out: &Path, sets: &[&str]) {
+    let o = sim(scenario, out, sets);
     assert!(o.status.success(), "{}", text(&o));
 }
 
@@ -100,7 +100,7 @@ fn a_replay_offers_the_traces_first_attempts_second_by_second() {
     let firsts: Vec<u64> = rows.iter().filter(|r| r.2 == 0).map(|r| r.0).collect();
     assert!(rows.iter().any(|r| r.2 >= 2), "the trace has second retries");
     let dir = scratch_in("replay", "per-second-run");
-    run_ok(&replay_scenario(&dir, &trace, "1.0"), &dir.join("out"));
+    run_ok(&replay_scenario(&dir, &trace, "1.0"), &dir.join("out"), &[]);
     // Exact: each call's intended time is its recorded offset (µs, a whole number of ns), counted in its second.
     assert_eq!(offered_per_second(&dir.join("out")), expected_per_second(&firsts, 1));
     let totals = &summary(&dir.join("out"))["totals"];
@@ -113,11 +113,12 @@ fn a_replay_offers_the_traces_first_attempts_second_by_second() {
 }
 
 #[test]
-fn speed_two_halves_the_span() {
+fn speed_two_halves_the_span_across_two_load_hosts() {
     let (trace, rows) = record("speed");
     let firsts: Vec<u64> = rows.iter().filter(|r| r.2 == 0).map(|r| r.0).collect();
     let dir = scratch_in("replay", "speed-run");
-    run_ok(&replay_scenario(&dir, &trace, "2.0"), &dir.join("out"));
+    // Two load hosts: the calls are dealt between them, and every one is still offered at its time.
+    run_ok(&replay_scenario(&dir, &trace, "2.0"), &dir.join("out"), &["load.hosts=2"]);
     let offered = offered_per_second(&dir.join("out"));
     assert_eq!(offered, expected_per_second(&firsts, 2));
     // The recorded 5 s fit in 3 seconds' rows (0, 1, 2).
@@ -150,7 +151,7 @@ fn a_gateway_history_file_replays_by_its_wall_clock() {
         .map(|r| serde_json::to_string(&r).expect("json") + "\n")
         .collect();
     file.append(&lines).expect("write history");
-    run_ok(&replay_scenario(&dir, &path, "1.0"), &dir.join("out"));
+    run_ok(&replay_scenario(&dir, &path, "1.0"), &dir.join("out"), &[]);
     let walls: Vec<u64> = rows.iter().filter(|r| r.2 == 0).map(|r| r.1 * 1000).collect();
     assert_eq!(offered_per_second(&dir.join("out")), expected_per_second(&walls, 1));
 }
@@ -187,8 +188,8 @@ fn a_replay_is_byte_identical_run_to_run() {
     let (trace, _) = record("determinism");
     let dir = scratch_in("replay", "determinism-run");
     let scenario = replay_scenario(&dir, &trace, "1.5");
-    run_ok(&scenario, &dir.join("a"));
-    run_ok(&scenario, &dir.join("b"));
+    run_ok(&scenario, &dir.join("a"), &[]);
+    run_ok(&scenario, &dir.join("b"), &[]);
     let mut names: Vec<_> =
         std::fs::read_dir(dir.join("a")).expect("a").map(|e| e.expect("entry").file_name()).collect();
     names.sort();
