@@ -6,7 +6,10 @@
 //!
 //! Workloads: the concurrent-client design's experiment (a 200 ms tool at 200 and 1,000 calls in flight) and a 0 ms
 //! echo for the pure overhead. *Added P99* is the P99 through the gateway minus the P99 direct; *gateway CPU per
-//! call* is the gateway process's CPU time (user + system, `/proc/<pid>/stat`) over the row divided by its calls.
+//! call* is the gateway process's CPU time (user + system, `/proc/<pid>/stat`) over the row divided by its calls,
+//! shown split, since on loopback the system part is the TCP stack's. The fake's CPU per call is measured the same
+//! way in every row: on the direct path it is what one bare Streamable HTTP server costs per call on this machine,
+//! and the gateway has two HTTP sides (a server for the agents, a client of the fake).
 //!
 //! Environment: `MCPSTORM_BENCH_CALLS=N` calls per row (default 10 × the row's concurrency, 20,000 for the echo);
 //! `MCPSTORM_BENCH_ONLY=echo` (or `200`, `1000`) keeps the rows whose tool or concurrency matches, for profiling one
@@ -45,7 +48,11 @@ struct Row {
     errors: usize,
     first_error: Option<String>,
     hist: Histogram<u64>,
-    gateway_cpu_us: Option<f64>,
+    /// The gateway's CPU per call (user, system), µs; none on the direct path.
+    gateway_cpu_us: Option<(f64, f64)>,
+    /// The fake server's CPU per call (user, system), µs: on the direct path, what one bare Streamable HTTP server
+    /// costs per call on this machine, the floor under each of the gateway's two HTTP sides.
+    fake_cpu_us: (f64, f64),
 }
 
 impl Row {
@@ -103,7 +110,7 @@ async fn run() -> Result<(), String> {
         Err(_) => workloads,
     };
     let max = workloads.iter().map(|w| w.concurrency).max().unwrap_or(1);
-    let (_fake, fake_addr) = spawn::spawn_server_with(&["--transport", "http"]).await?;
+    let (fake, fake_addr) = spawn::spawn_server_with(&["--transport", "http"]).await?;
     let fake_url = format!("http://{fake_addr}/mcp");
     let dir = std::env::temp_dir().join(format!("mcpstorm-bench-gateway-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -111,6 +118,7 @@ async fn run() -> Result<(), String> {
     std::fs::write(&config, gateway_config(&fake_url, max)).map_err(|e| format!("{}: {e}", config.display()))?;
     let (gateway, gateway_url) = spawn::spawn_gateway(&config).await?;
     let gateway_pid = gateway.id().map(|p| p.to_string());
+    let fake_pid = fake.id().map(|p| p.to_string()).ok_or("serve-fake has no pid")?;
 
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("## mcpstorm bench-gateway: agents → gateway → fake, against agents → fake\n");
@@ -122,18 +130,19 @@ async fn run() -> Result<(), String> {
         if full { "full" } else { "smoke (run without --bench)" }
     );
     println!(
-        "| Workload | In flight | Path | Calls | QPS | P50 (ms) | P99 (ms) | Added P99 (ms) | Gateway CPU per call (µs) | Errors |"
+        "| Workload | In flight | Path | Calls | QPS | P50 (ms) | P99 (ms) | Added P99 (ms) | Gateway CPU per call (µs: \
+         user + system) | Fake's CPU per call (µs: user + system) | Errors |"
     );
-    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut targets = Vec::new();
     for w in &workloads {
         let calls = fixed_calls.unwrap_or(w.calls).max(w.concurrency);
-        let direct = measure(&fake_url, w, calls, None).await?;
-        let through = measure(&gateway_url, w, calls, gateway_pid.as_deref()).await?;
+        let direct = measure(&fake_url, w, calls, &fake_pid, None).await?;
+        let through = measure(&gateway_url, w, calls, &fake_pid, gateway_pid.as_deref()).await?;
         let added = through.ms(0.99) - direct.ms(0.99);
         for (path, row, added) in [("direct", &direct, None), ("gateway", &through, Some(added))] {
             println!(
-                "| {} | {} | {path} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {} |",
+                "| {} | {} | {path} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {} | {} |",
                 w.label,
                 w.concurrency,
                 row.calls,
@@ -141,7 +150,8 @@ async fn run() -> Result<(), String> {
                 row.ms(0.5),
                 row.ms(0.99),
                 added.map_or("—".to_owned(), |a| format!("{a:.1}")),
-                row.gateway_cpu_us.map_or("—".to_owned(), |c| format!("{c:.0}")),
+                row.gateway_cpu_us.map_or("—".to_owned(), split),
+                split(row.fake_cpu_us),
                 row.errors,
             );
             if let Some(e) = &row.first_error {
@@ -151,7 +161,7 @@ async fn run() -> Result<(), String> {
                 );
             }
         }
-        targets.push((w.concurrency, w.tool, added, through.gateway_cpu_us.unwrap_or(f64::NAN)));
+        targets.push((w.concurrency, w.tool, added, through.gateway_cpu_us.map_or(f64::NAN, |(u, s)| u + s)));
     }
     println!("\nThe issue's targets (printed, not asserted):\n");
     println!("| Target | Measured | Result |");
@@ -195,7 +205,13 @@ http_queue = {calls}
 }
 
 /// A closed loop of `w.concurrency` tasks making `calls` calls in all to the MCP endpoint at `url`.
-async fn measure(url: &str, w: &Workload, calls: usize, gateway_pid: Option<&str>) -> Result<Row, String> {
+async fn measure(
+    url: &str,
+    w: &Workload,
+    calls: usize,
+    fake_pid: &str,
+    gateway_pid: Option<&str>,
+) -> Result<Row, String> {
     let mut endpoint = HttpEndpoint::new(url).map_err(|e| format!("{url}: {e}"))?;
     endpoint.pool.max_connections = w.concurrency;
     endpoint.pool.max_waiting = w.concurrency;
@@ -212,11 +228,16 @@ async fn measure(url: &str, w: &Workload, calls: usize, gateway_pid: Option<&str
     }
     // Warm the pools (the agent's and the gateway's) to the row's width before measuring.
     round(&client, w, w.concurrency, w.concurrency).await;
-    let cpu_before = gateway_pid.map(proc_stats::cpu_secs);
+    let cpu_before = (proc_stats::cpu_split(fake_pid), gateway_pid.map(proc_stats::cpu_split));
     let started = Instant::now();
     let outcomes = round(&client, w, w.concurrency, calls).await;
     let secs = started.elapsed().as_secs_f64();
-    let gateway_cpu_us = gateway_pid.zip(cpu_before).map(|(p, b)| (proc_stats::cpu_secs(p) - b) * 1e6 / calls as f64);
+    let per_call = |pid: &str, (user, system): (f64, f64)| {
+        let (u, s) = proc_stats::cpu_split(pid);
+        ((u - user) * 1e6 / calls as f64, (s - system) * 1e6 / calls as f64)
+    };
+    let fake_cpu_us = per_call(fake_pid, cpu_before.0);
+    let gateway_cpu_us = gateway_pid.zip(cpu_before.1).map(|(p, b)| per_call(p, b));
     let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| e.to_string())?;
     let (mut errors, mut first_error) = (0, None);
     for (latencies, e, first) in outcomes {
@@ -227,7 +248,12 @@ async fn measure(url: &str, w: &Workload, calls: usize, gateway_pid: Option<&str
         first_error = first_error.or(first);
     }
     client.close().await;
-    Ok(Row { calls, secs, errors, first_error, hist, gateway_cpu_us })
+    Ok(Row { calls, secs, errors, first_error, hist, gateway_cpu_us, fake_cpu_us })
+}
+
+/// CPU per call as the table shows it: the total, then user + system.
+fn split((user, system): (f64, f64)) -> String {
+    format!("{:.0} ({user:.0} + {system:.0})", user + system)
 }
 
 type Outcome = (Vec<u64>, usize, Option<String>);

@@ -24,6 +24,7 @@ pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod gateway;
+pub mod live;
 pub mod profile;
 pub mod report;
 pub mod run;

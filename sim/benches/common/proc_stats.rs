@@ -19,11 +19,17 @@ pub fn status_kb(field: &str) -> u64 {
 
 /// User + system CPU seconds of a process (`self` or a pid), from `/proc/<pid>/stat`.
 pub fn cpu_secs(pid: &str) -> f64 {
+    let (user, system) = cpu_split(pid);
+    user + system
+}
+
+/// User and system CPU seconds of a process (`self` or a pid), apart: system time on loopback is the TCP stack's.
+pub fn cpu_split(pid: &str) -> (f64, f64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // The command name (field 2) may contain spaces; fields after its closing parenthesis start at field 3.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     // utime is field 14, stime field 15: indices 11 and 12 after field 2.
-    (ticks(11) + ticks(12)) as f64 / TICKS_PER_SEC
+    (ticks(11) as f64 / TICKS_PER_SEC, ticks(12) as f64 / TICKS_PER_SEC)
 }

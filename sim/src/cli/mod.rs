@@ -6,6 +6,7 @@ mod compare;
 mod diagnose;
 mod formulas;
 mod gateway;
+mod live;
 mod merge;
 mod out;
 mod peer;
@@ -35,7 +36,7 @@ pub struct Cli {
 
 /// The top-level `--help`: the exit codes every command shares (each command's `--help` says what they mean for it).
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 a failed check, invariant or call (sim, compare, merge, swarm, \
-diagnose: the checks or invariants failed; tools, call: the server or the tool failed); 2 bad input (arguments, \
+diagnose, live: the checks or invariants failed; tools, call: the server or the tool failed); 2 bad input (arguments, \
 scenario or config files, tool arguments). A command's --help says what they mean for it.";
 
 #[derive(Debug, Subcommand)]
@@ -52,6 +53,9 @@ pub enum Command {
     Gateway(gateway::GatewayArgs),
     /// Run a scenario in the simulator and write its report.
     Sim(SimArgs),
+    /// Run a scenario in real time on this machine (fake servers on loopback sockets, the real core, the same load,
+    /// faults and report as `sim`), to check the simulator against reality.
+    Live(live::LiveArgs),
     /// Run one scenario under several variants (e.g. routing formulas, gateway profiles) on many seeds, paired, and
     /// write a table with confidence intervals and overlay plots.
     Compare(compare::CompareArgs),
@@ -103,6 +107,8 @@ impl Failure {
 pub fn run(cli: Cli) -> Result<(), Failure> {
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
+        // Builds its own runtime (the live engine's API needs none from its caller).
+        Command::Live(args) => live::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Swarm(args) => swarm::run(args),

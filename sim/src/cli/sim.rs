@@ -1,4 +1,5 @@
-//! `mcpstorm sim`: run a scenario (or its sweep) and write the report.
+//! `mcpstorm sim`: run a scenario (or its sweep) and write the report. `mcpstorm live` runs the same path with the
+//! live engine ([`Engine::Live`]): the same report, made in real time.
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,32 @@ use crate::report::dir::Command;
 use crate::report::{self, console_summary};
 use crate::run::{CallSink, RunData, SweepData, SweepRow, WallClock};
 use crate::scenario::{self, CallsMode, Scenario};
-use crate::world;
+use crate::{live, world};
+
+/// What runs a scenario: the simulator, or the live twin on this machine's sockets and clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Engine {
+    Sim,
+    Live,
+}
+
+impl Engine {
+    /// The command's name, as the reproduce line spells it.
+    fn command(self) -> &'static str {
+        match self {
+            Engine::Sim => "sim",
+            Engine::Live => "live",
+        }
+    }
+
+    /// Bad input for this engine: a scenario the live twin cannot run yet.
+    fn refuse(self, scenario: &Scenario) -> Result<(), Failure> {
+        match (self, live::unsupported(scenario)) {
+            (Engine::Live, Some(key)) => Err(Failure::BadInput(live::LiveError::Unsupported(key).to_string())),
+            _ => Ok(()),
+        }
+    }
+}
 
 /// `sim --help`: what the exit code says.
 const EXIT_CODES: &str = "Exit codes: 0 when the scenario's [checks] pass (with [report] contrast, the primary run's; \
@@ -51,6 +77,11 @@ pub struct SimArgs {
 }
 
 pub fn run(args: SimArgs) -> Result<(), Failure> {
+    run_with(args, Engine::Sim)
+}
+
+/// `sim`, or `live` with [`Engine::Live`].
+pub(super) fn run_with(args: SimArgs, engine: Engine) -> Result<(), Failure> {
     let mut sets = args.sets.clone();
     let seed = match args.seed {
         Some(seed) => Some(seed),
@@ -63,7 +94,8 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
     let mut base =
         scenario::load_file_with(&args.scenario, &sets, &limits).map_err(|e| Failure::BadInput(e.to_string()))?;
     base.report.calls = calls_mode(&args, &base);
-    let out = args.out.clone().unwrap_or_else(|| default_out(&base, &args.sets));
+    engine.refuse(&base)?;
+    let out = args.out.clone().unwrap_or_else(|| default_out(&base, &args.sets, engine));
     check_out(&out, Command::Sim)?;
     if let Some(trace) = &base.load.replay {
         // What a replay sends is not in the scenario file: say it before the run.
@@ -75,19 +107,20 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
             trace.retries_skipped
         );
     }
-    let reproduce = reproduce_command(&args.scenario, base.seed, &args.sets);
+    let reproduce = reproduce_command(engine, &args.scenario, base.seed, &args.sets);
     match &base.sweep {
-        None => run_one(&base, &out, reproduce),
+        None => run_one(&base, &out, reproduce, engine),
         Some(sweep) => {
             let runs = scenario::expand_sweep(&base).map_err(|e| Failure::BadInput(e.to_string()))?;
             let mut rows = Vec::new();
             let mut all_passed = true;
             for (label, mut scenario) in runs {
                 scenario.report.calls = calls_mode(&args, &scenario);
+                engine.refuse(&scenario)?;
                 let dir = out.join(format!("{}={label}", sweep.param));
                 let cmd = format!("{reproduce} --set {}={label}", sweep.param);
                 errln!("== {} = {label}", sweep.param);
-                let (run, passed) = simulate(&scenario, &dir, cmd)?;
+                let (run, passed) = simulate(&scenario, &dir, cmd, engine)?;
                 all_passed &= passed;
                 rows.push(SweepRow {
                     numeric: label.parse::<f64>().ok(),
@@ -117,19 +150,19 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
     }
 }
 
-fn run_one(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(), Failure> {
+fn run_one(scenario: &Scenario, out: &Path, reproduce: String, engine: Engine) -> Result<(), Failure> {
     // With `contrast = "none"` the contrast checks are not judged: they are evaluated only beside a contrast run.
     let Some(asked) = scenario.report.contrast_profile() else {
-        let (_, passed) = simulate(scenario, out, reproduce)?;
+        let (_, passed) = simulate(scenario, out, reproduce, engine)?;
         return if passed { Ok(()) } else { Err(Failure::Failed("checks failed (see the summary above)".into())) };
     };
     // Both runs first: the primary's contrast checks compare it with the other profile's run, and belong in its
     // summary.
-    let mut primary = execute(scenario, out)?;
+    let mut primary = execute(scenario, out, engine)?;
     let (other, name) = contrast_scenario(scenario, asked);
     let other_reproduce = format!("{reproduce} --set gateway.profile={name}");
     let other_out = out.join(format!("contrast-{name}"));
-    let secondary = execute(&other, &other_out)?;
+    let secondary = execute(&other, &other_out, engine)?;
     check::evaluate_contrast_checks(scenario, &mut primary.0, &secondary.0);
     let (primary, text) = publish(scenario, out, reproduce, primary)?;
     outln!("contrast: the same scenario and seed with the {name} gateway profile")?;
@@ -162,8 +195,8 @@ fn contrast_scenario(scenario: &Scenario, asked: GatewayProfile) -> (Scenario, &
 type Executed = (RunData, WallClock);
 
 /// Runs, writes the report, prints the one-screen summary. Returns the run and whether its checks passed.
-fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(RunData, bool), Failure> {
-    let executed = execute(scenario, out)?;
+fn simulate(scenario: &Scenario, out: &Path, reproduce: String, engine: Engine) -> Result<(RunData, bool), Failure> {
+    let executed = execute(scenario, out, engine)?;
     let (run, text) = publish(scenario, out, reproduce, executed)?;
     write_html(scenario, out, &run, &text, None)?;
     let passed = run.passed();
@@ -172,7 +205,7 @@ fn simulate(scenario: &Scenario, out: &Path, reproduce: String) -> Result<(RunDa
 
 /// Runs the scenario, with a progress bar, writing its `calls.csv` into `out` as it goes (unless `[report] calls`
 /// is `"off"`).
-fn execute(scenario: &Scenario, out: &Path) -> Result<Executed, Failure> {
+fn execute(scenario: &Scenario, out: &Path, engine: Engine) -> Result<Executed, Failure> {
     let calls: Option<Box<dyn CallSink>> = match scenario.report.calls {
         CallsMode::Off => None,
         CallsMode::All | CallsMode::Sample | CallsMode::Auto => {
@@ -182,15 +215,21 @@ fn execute(scenario: &Scenario, out: &Path) -> Result<Executed, Failure> {
     // Drawn on stderr, and only when it is a terminal: logs and CI output stay clean.
     let bar = ProgressBar::new(scenario.duration.0.as_secs().max(1));
     bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} s simulated, {elapsed} wall")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(match engine {
+            Engine::Sim => "{msg} [{bar:40}] {pos}/{len} s simulated, {elapsed} wall",
+            Engine::Live => "{msg} [{bar:40}] {pos}/{len} s live",
+        })
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     bar.set_message(scenario.name.clone());
     let mut tick = |now: Duration, _end: Duration| bar.set_position(now.as_secs());
-    let result = world::run(scenario, String::new(), calls, &mut tick);
+    let result = match engine {
+        Engine::Sim => world::run(scenario, String::new(), calls, &mut tick).map_err(|e| e.to_string()),
+        Engine::Live => live::run(scenario, String::new(), calls, &mut tick).map_err(|e| e.to_string()),
+    };
     bar.finish_and_clear();
-    result.map_err(|e| Failure::Failed(e.to_string()))
+    result.map_err(Failure::Failed)
 }
 
 /// Writes a run's report into `out` and prints its one-screen summary. Returns the run and `scenario.toml`'s text.
@@ -254,8 +293,9 @@ fn write_resolved(scenario: &Scenario, out: &Path) -> Result<String, Failure> {
     Ok(text)
 }
 
-fn default_out(scenario: &Scenario, sets: &[String]) -> PathBuf {
-    let mut leaf = format!("seed-{}", scenario.seed);
+fn default_out(scenario: &Scenario, sets: &[String], engine: Engine) -> PathBuf {
+    let prefix = if engine == Engine::Live { "live-" } else { "" };
+    let mut leaf = format!("{prefix}seed-{}", scenario.seed);
     for s in sets {
         let clean: String =
             s.chars().map(|c| if c.is_ascii_alphanumeric() || "._=-".contains(c) { c } else { '_' }).collect();
@@ -265,8 +305,8 @@ fn default_out(scenario: &Scenario, sets: &[String]) -> PathBuf {
     PathBuf::from("reports").join(&scenario.name).join(leaf)
 }
 
-fn reproduce_command(path: &Path, seed: u64, sets: &[String]) -> String {
-    let mut cmd = format!("mcpstorm sim {} --seed {seed}", path.display());
+fn reproduce_command(engine: Engine, path: &Path, seed: u64, sets: &[String]) -> String {
+    let mut cmd = format!("mcpstorm {} {} --seed {seed}", engine.command(), path.display());
     for s in sets {
         cmd.push_str(&format!(" --set '{s}'"));
     }

@@ -7,6 +7,7 @@
 //! simulator runs the process's path unchanged.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use mcpstorm_core::router::StaticRegistry;
 use mcpstorm_core::sync::BreakerSync;
@@ -19,6 +20,9 @@ use super::tap::AttemptTap;
 use crate::scenario::tables::gateway_config;
 use crate::scenario::{ClientSpec, GatewaySpec, UpstreamSpec};
 use crate::seed::Seed;
+
+/// The longest a node's start waits for its servers' first listing before it serves what is listed.
+pub const STARTUP_LISTING: Duration = Duration::from_secs(3);
 
 /// What a node is made of besides its tables: where the process and the simulator differ.
 pub struct Seams {
@@ -83,7 +87,15 @@ pub async fn start(
         federation = federation.with_tap(tap);
     }
     let federation = Arc::new(federation);
-    federation.discover().await;
+    // Listing every server is awaited up to a bound, then goes on in the background: a server that is down or
+    // unresolvable at start must not keep the process from serving the others (its replicas are each tried up to
+    // their connect and handshake timeouts, one after another). What is still unlisted then answers as missing and
+    // is listed when it comes (see `relist_missing`); `/readyz` says 503 until every server is listed.
+    let discovery = {
+        let federation = federation.clone();
+        tokio::spawn(async move { federation.discover().await })
+    };
+    let _ = tokio::time::timeout(STARTUP_LISTING, discovery).await;
     tokio::spawn(federation.gateway().clone().run_background(stop.clone()));
     {
         let (federation, stop) = (federation.clone(), stop.clone());

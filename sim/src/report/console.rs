@@ -17,7 +17,8 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path, calls: Calls
     let t = clean_totals(&run.totals);
     let mut s = String::new();
     // `write!` into a String cannot fail; the results are ignored on purpose.
-    let _ = writeln!(s, "mcpstorm sim: {} (seed {}) {}", run.scenario, run.seed, verdict(run.passed()));
+    let (command, scenario, seed) = (run.mode.command(), &run.scenario, run.seed);
+    let _ = writeln!(s, "mcpstorm {command}: {scenario} (seed {seed}) {}", verdict(run.passed()));
     let _ = writeln!(
         s,
         "  calls      offered {}  ok {}  errors {} ({}{})  lost {}",
@@ -92,7 +93,7 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path, calls: Calls
         let lead = if i == 0 { "  faults   " } else { "           " };
         let _ = writeln!(s, "{lead} {} {}-{} s", f.label, short(finite(f.start_s), 3), short(finite(f.end_s), 3));
     }
-    let _ = writeln!(s, "  time       {}", timing(wall));
+    let _ = writeln!(s, "  time       {}", timing(wall, run.mode));
     let _ = writeln!(s, "  report     {}  ({})", dir.display(), super::calls::kept(calls));
     let _ = writeln!(s, "  plot       {}", dir.join(format!("{}.png", plot::REPORT)).display());
     let _ = writeln!(s, "reproduce: {}", run.reproduce);
@@ -149,6 +150,7 @@ mod tests {
             checks: Vec::new(),
             reproduce: "mcpstorm sim s.toml".into(),
             audit: Default::default(),
+            mode: Default::default(),
         }
     }
 

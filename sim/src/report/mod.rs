@@ -7,7 +7,7 @@
 //! | `timeseries.csv` | one row per simulated second ([`SecondRow`](crate::run::SecondRow) plus `errors`, `error_rate`) | yes |
 //! | `events.csv` | faults and state changes ([`EventRow`](crate::run::EventRow)) | yes |
 //! | `calls.csv` | the call history, one row per attempt (or a sample: `sim --calls`), streamed as the run goes ([`CallsCsv`], given to the run) | yes |
-//! | `summary.json` | totals, checks, faults, seed, reproduce command | yes |
+//! | `summary.json` | totals, checks, faults, seed, reproduce command, mode (`sim` or `live`) | yes |
 //! | `scenario.toml` | the scenario as run, every `--set` applied, secrets redacted (written by the CLI) | yes |
 //! | `summary.md` | the same for people, plus wall-clock time and links to the plots | no (wall clock) |
 //! | `qps`, `p99`, `errors` `.svg`/`.png` | one panel each, fault windows shaded and labelled | yes |

@@ -10,7 +10,7 @@ use super::drain::Drain;
 use super::num::{finite, grouped, md_cell, ms, pct, short};
 use super::plot;
 use crate::run::{
-    CheckResult, FailureClass, FaultWindow, NOT_JUDGED, NOT_RECOVERED, Recovery, RunData, Totals, WallClock,
+    CheckResult, FailureClass, FaultWindow, NOT_JUDGED, NOT_RECOVERED, Recovery, RunData, RunMode, Totals, WallClock,
 };
 use crate::scenario::CallsMode;
 
@@ -21,6 +21,8 @@ pub(crate) const SUMMARY_MD: &str = "summary.md";
 #[derive(Serialize)]
 struct SummaryJson<'a> {
     scenario: &'a str,
+    /// `sim` or `live`.
+    mode: RunMode,
     description: &'a str,
     seed: u64,
     formula: &'a str,
@@ -76,6 +78,7 @@ pub(crate) fn clean_totals(t: &Totals) -> Totals {
 pub(crate) fn json(run: &RunData) -> Result<Vec<u8>, serde_json::Error> {
     let doc = SummaryJson {
         scenario: &run.scenario,
+        mode: run.mode,
         description: &run.description,
         seed: run.seed,
         formula: &run.formula,
@@ -118,8 +121,11 @@ pub(crate) fn verdict(passed: bool) -> &'static str {
     if passed { "PASS" } else { "FAIL" }
 }
 
-/// `60 s simulated in 0.21 s wall (285x real time)`.
-pub(crate) fn timing(wall: &WallClock) -> String {
+/// `60 s simulated in 0.21 s wall (285x real time)`; a live run's, `60 s live`.
+pub(crate) fn timing(wall: &WallClock, mode: RunMode) -> String {
+    if mode == RunMode::Live {
+        return format!("{} s live", short(wall.sim.as_secs_f64(), 3));
+    }
     format!(
         "{} s simulated in {} s wall ({}x real time)",
         short(wall.sim.as_secs_f64(), 3),
@@ -139,7 +145,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock, calls: CallsMode) -> Str
         s.push('\n');
     }
     let _ = writeln!(s, "- seed: `{}`", run.seed);
-    let _ = writeln!(s, "- time: {}", timing(wall));
+    let _ = writeln!(s, "- time: {}", timing(wall, run.mode));
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", run.reproduce);
 
     s.push_str("## Totals\n\n| metric | value |\n|---|---:|\n");

@@ -293,6 +293,25 @@ pub struct Convergence {
     pub converged_ms: Option<u64>,
 }
 
+/// How a run was made: simulated (`mcpstorm sim`), or in real time on real sockets (`mcpstorm live`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunMode {
+    #[default]
+    Sim,
+    Live,
+}
+
+impl RunMode {
+    /// The command that makes such a run.
+    pub fn command(self) -> &'static str {
+        match self {
+            RunMode::Sim => "sim",
+            RunMode::Live => "live",
+        }
+    }
+}
+
 /// A finished run, ready to write.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunData {
@@ -315,6 +334,9 @@ pub struct RunData {
     /// What the swarm's invariants read; written nowhere.
     #[serde(skip)]
     pub audit: RunAudit,
+    /// Simulated or live: `summary.json`'s `mode` (and the console's first line).
+    #[serde(skip)]
+    pub mode: RunMode,
 }
 
 impl RunData {

@@ -154,6 +154,28 @@ pub struct Network {
     /// that grows steeply with the number of hosts.
     #[serde(default, skip_serializing_if = "HostsMode::is_default")]
     pub hosts: HostsMode,
+    /// What a partition does to bytes sent across it: `"drop"` (the default) discards them, as turmoil does (the
+    /// simulator always drops); `"hold"` holds them and delivers them after the heal, as TCP's retransmissions do.
+    /// Only `mcpstorm live` honours `"hold"` (its relays): the difference is inherent to the simulated network.
+    #[serde(default, skip_serializing_if = "PartitionMode::is_default")]
+    pub partition: PartitionMode,
+}
+
+/// What a partition does to bytes in flight across it (see [`Network::partition`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PartitionMode {
+    /// Bytes sent during the partition are lost; new connections are refused.
+    #[default]
+    Drop,
+    /// Bytes sent during the partition are held and delivered after the heal; new connections wait for it.
+    Hold,
+}
+
+impl PartitionMode {
+    fn is_default(&self) -> bool {
+        *self == PartitionMode::default()
+    }
 }
 
 /// How server replicas are placed on turmoil hosts (see [`Network::hosts`]).
@@ -179,7 +201,13 @@ fn default_latency() -> Dur {
 
 impl Default for Network {
     fn default() -> Self {
-        Network { latency: default_latency(), max_latency: None, fail_rate: 0.0, hosts: HostsMode::Shared }
+        Network {
+            latency: default_latency(),
+            max_latency: None,
+            fail_rate: 0.0,
+            hosts: HostsMode::Shared,
+            partition: PartitionMode::Drop,
+        }
     }
 }
 

@@ -379,6 +379,7 @@ mod tests {
             checks: Vec::new(),
             reproduce: String::new(),
             audit: RunAudit::default(),
+            mode: Default::default(),
         }
     }
 }

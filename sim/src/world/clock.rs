@@ -5,6 +5,9 @@
 //! The skew has three parts, as real clocks go wrong: a constant offset, a linear drift (a rate: 0.02 runs 2% fast,
 //! so it gains 1.2 s a minute), and step jumps (an NTP correction, a VM resumed). Changes take the simulated instant
 //! they happen at, because the step loop that applies faults runs outside every host.
+//!
+//! A live run (`mcpstorm live`) uses the same clocks on real time: [`RunTime`] says where "time since the start of
+//! the run" comes from, turmoil's simulated clock or tokio's real one since the run began.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -13,6 +16,26 @@ use mcpstorm_core::Clock;
 use tokio::time::Instant;
 
 use super::EPOCH_SECS;
+
+/// Where a run's time since its start comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RunTime {
+    /// turmoil's simulated clock, read on the current host (zero outside every host).
+    #[default]
+    Simulated,
+    /// Real time since `start` (a live run, on tokio's real clock).
+    Live { start: Instant },
+}
+
+impl RunTime {
+    /// Time since the start of the run.
+    pub fn elapsed(self) -> Option<Duration> {
+        match self {
+            RunTime::Simulated => turmoil::sim_elapsed(),
+            RunTime::Live { start } => Some(start.elapsed()),
+        }
+    }
+}
 
 /// Simulated time since the start of the run, as `turmoil::sim_elapsed()` reads it on this host, read from the host's
 /// own tokio clock.
@@ -28,9 +51,9 @@ pub struct HostTime {
 }
 
 impl HostTime {
-    /// Anchored now. Inside a turmoil host only (outside one, simulated time reads as zero at the anchor).
-    pub fn new() -> HostTime {
-        HostTime { anchor: Instant::now(), at_anchor: turmoil::sim_elapsed().unwrap_or_default() }
+    /// Anchored now. Simulated: inside a turmoil host only (outside one, simulated time reads as zero at the anchor).
+    pub fn new(time: RunTime) -> HostTime {
+        HostTime { anchor: Instant::now(), at_anchor: time.elapsed().unwrap_or_default() }
     }
 
     /// Simulated time at `instant` of this host's clock (`Instant::now()` for now).
@@ -56,6 +79,8 @@ impl HostTime {
 pub struct SimClock {
     /// Shared so a fault can change it mid-run while hosts read it.
     skew: Arc<Mutex<Skew>>,
+    /// Where the run's time comes from (turmoil's unless the run is live).
+    time: RunTime,
 }
 
 /// Skew at simulated time `t`: `offset_ms + rate · (t − anchor)`.
@@ -81,7 +106,17 @@ impl Skew {
 impl SimClock {
     pub fn new(offset_ms: i64) -> Self {
         let skew = Skew { offset_ms: offset_ms as f64, ..Skew::default() };
-        SimClock { skew: Arc::new(Mutex::new(skew)) }
+        SimClock { skew: Arc::new(Mutex::new(skew)), time: RunTime::Simulated }
+    }
+
+    /// A clock with no skew on the run time `time`.
+    pub fn on(time: RunTime) -> Self {
+        SimClock { time, ..SimClock::default() }
+    }
+
+    /// Where this clock's run time comes from.
+    pub fn time(&self) -> RunTime {
+        self.time
     }
 
     fn lock(&self) -> MutexGuard<'_, Skew> {
@@ -133,7 +168,7 @@ impl Clock for SimClock {
     /// Outside a simulation (no turmoil host is running) this reads 0 plus the skew: the simulator never calls it
     /// there.
     fn wall_ms(&self) -> u64 {
-        match turmoil::sim_elapsed() {
+        match self.time.elapsed() {
             Some(now) => self.wall_ms_at(now),
             None => self.skew_ms(Duration::ZERO).max(0) as u64,
         }

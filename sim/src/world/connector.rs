@@ -9,12 +9,12 @@ use mcpstorm_core::{ClientConfig, Connector, HttpEndpoint, McpClient, transport:
 use mcpstorm_fake::Transport;
 
 use super::clock::SimClock;
-use super::net::{TurmoilDialer, port};
+use super::net::{Links, port};
 use super::recorder::{Recorder, SimObserver};
 use crate::scenario::{Placement, Scenario, replica_host};
 use crate::seed::Seed;
 
-/// Makes a load host's gateway's client of one replica, as one gateway process would: the turmoil dialer, the
+/// Makes a load host's gateway's client of one replica, as one gateway process would: the world's dialer, the
 /// scenario's client settings, profile and credentials, the host's `SimClock`, an RNG forked per replica (by its host
 /// name, so not by the order of first use), the host's shared global in-flight limit, and the observer that puts
 /// connection events on the timeline.
@@ -28,6 +28,8 @@ pub(super) struct SimConnector {
     recorder: Recorder,
     host: String,
     placement: Arc<Placement>,
+    /// Where this host's connections go (turmoil's network, or a live run's relays).
+    links: Arc<dyn Links>,
     /// The servers that speak Streamable HTTP, and the keep-alive pool each replica's client keeps.
     http: BTreeSet<String>,
     pool: PoolConfig,
@@ -42,6 +44,7 @@ impl SimConnector {
         host: &str,
         clock: &SimClock,
         seed: Seed,
+        links: Arc<dyn Links>,
     ) -> SimConnector {
         let spec = &scenario.client;
         SimConnector {
@@ -52,6 +55,7 @@ impl SimConnector {
             recorder: recorder.clone(),
             host: host.to_owned(),
             placement: placement.clone(),
+            links,
             http: scenario.servers.iter().filter(|s| s.transport == Transport::Http).map(|s| s.name.clone()).collect(),
             pool: spec.pool(),
         }
@@ -64,12 +68,13 @@ impl Connector for SimConnector {
         let endpoint = &*replica_host(endpoint);
         let address = self.placement.address(endpoint);
         let port = port(address.slot);
-        // Over HTTP the URL gives the Host header and path; the turmoil dialer decides where connections go.
+        // Over HTTP the URL gives the Host header and path; the dialer decides where connections go.
         let http =
             self.http.contains(server).then(|| HttpEndpoint::new(&format!("http://{}:{port}/mcp", address.host)));
-        let dialer = Arc::new(TurmoilDialer { host: address.host, port });
+        let dialer = self.links.dialer(&self.host, &address.host, port);
         let observer = Arc::new(SimObserver {
             recorder: self.recorder.clone(),
+            time: self.clock.time(),
             host: self.host.clone(),
             replica: endpoint.to_owned(),
         });

@@ -34,20 +34,20 @@ use std::time::{Duration, UNIX_EPOCH};
 
 pub use crate::scenario::{load_host, node_host, server_host};
 pub(crate) use agent::fill_required;
-pub use clock::SimClock;
-pub use net::{SERVER_PORT, TurmoilDialer, TurmoilListener};
+pub use clock::{RunTime, SimClock};
+pub(crate) use faults::{Handles, NetAction, Timeline};
+pub use net::{Links, SERVER_PORT, TurmoilDialer, TurmoilLinks, TurmoilListener, port};
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE};
 pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
+pub(crate) use traffic::{LoadPlan, run_host};
 
 use crate::check::{error_window, evaluate_checks};
-use crate::run::{CallSink, CallSinkError, RunData, WallClock};
+use crate::run::{CallSink, CallSinkError, RunData, RunMode, WallClock};
 use crate::scenario::{FaultKind, LoadMode, profile_name};
 use crate::scenario::{Placement, RedisHost, Scenario};
 use crate::seed::Seed;
-use faults::{Handles, NetAction, Timeline};
 use mcpstorm_core::router::FormulaSpec;
 use mcpstorm_fake::FakeServer;
-use traffic::LoadPlan;
 
 /// turmoil's simulated clock starts here: pinned so runs never depend on when they happen (2025-01-01T00:00:00Z).
 pub const EPOCH_SECS: u64 = 1_735_689_600;
@@ -91,11 +91,7 @@ pub fn run(
         .tcp_capacity(1 << 16)
         .build();
 
-    let recorder = Recorder::default();
-    let phases = Phases::of(scenario);
-    recorder.set_phases(phases.clone());
-    recorder.set_tick(scenario.tick.0);
-    recorder.set_calls(calls, scenario.report.calls);
+    let (recorder, phases) = recorder_for(scenario, calls);
     let mut handles = Handles::default();
     let placement = Arc::new(Placement::of(scenario));
     for (host, replicas) in placement.hosts() {
@@ -148,35 +144,23 @@ pub fn run(
         claimed: AtomicU64::new(0),
         clocks: load_clocks,
         placement,
+        links: Arc::new(TurmoilLinks),
+        time: RunTime::Simulated,
+        arrival_lag_us: AtomicU64::new(0),
     });
     for (i, host) in load_hosts.iter().enumerate() {
-        sim.client(host.clone(), traffic::run_host(plan.clone(), i, host.clone()));
+        let run = traffic::run_host(plan.clone(), i, host.clone());
+        sim.client(host.clone(), async move { run.await.map_err(|e| -> Box<dyn std::error::Error> { e }) });
     }
 
     let mut timeline = Timeline::new(scenario);
     let mut next_sample = Duration::from_secs(1);
     let finished_at = loop {
         let now = sim.elapsed();
-        for t in timeline.due(now) {
-            let kind = if t.start { "fault_start" } else { "fault_end" };
-            let fault = timeline.fault(t.fault).kind;
-            for host in timeline.targets(t.fault).to_vec() {
-                recorder.event(now, kind, &host, format!("{fault} {}", timeline.detail(t.fault)).trim_end().to_owned());
-            }
-            if t.start && timeline.fault(t.fault).kind == FaultKind::SchemaDrift {
-                for host in timeline.targets(t.fault) {
-                    recorder.drifted(host);
-                }
-            }
-            for action in timeline.apply(t, &handles, now) {
-                apply_net(&mut sim, (&load_hosts, &node_hosts), &recorder, now, action);
-            }
-        }
-        while now >= next_sample {
-            recorder.sample_in_flight(next_sample - Duration::from_nanos(1));
-            progress(next_sample, scenario.duration.0);
-            next_sample += Duration::from_secs(1);
-        }
+        apply_due(&mut timeline, &handles, &recorder, now, &mut |action| {
+            apply_net(&mut sim, (&load_hosts, &node_hosts), &recorder, now, action);
+        });
+        sample_until(&recorder, &mut next_sample, now, &mut |at| progress(at, scenario.duration.0));
         if now >= limit {
             break now;
         }
@@ -187,6 +171,82 @@ pub fn run(
         }
     };
 
+    let ended = Ended { recorder: &recorder, phases: &phases, handles: &handles, timeline: &timeline, finished_at };
+    let run = conclude(scenario, ended, reproduce, RunMode::Sim).map_err(SimError::Calls)?;
+    #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+    let wall = wall_start.elapsed();
+    Ok((run, WallClock { wall, sim: finished_at }))
+}
+
+/// A run's recorder, set up as the scenario says (its phases, tick and call history), and the phases.
+pub(crate) fn recorder_for(scenario: &Scenario, calls: Option<Box<dyn CallSink>>) -> (Recorder, Phases) {
+    let recorder = Recorder::default();
+    let phases = Phases::of(scenario);
+    recorder.set_phases(phases.clone());
+    recorder.set_tick(scenario.tick.0);
+    recorder.set_calls(calls, scenario.report.calls);
+    (recorder, phases)
+}
+
+/// Applies the fault transitions due at `now`, in order: each is logged, its behaviour faults applied through the
+/// replicas' controls and clocks, and its network actions handed to `net` before the next transition.
+pub(crate) fn apply_due(
+    timeline: &mut Timeline,
+    handles: &Handles,
+    recorder: &Recorder,
+    now: Duration,
+    net: &mut dyn FnMut(NetAction),
+) {
+    for t in timeline.due(now) {
+        let kind = if t.start { "fault_start" } else { "fault_end" };
+        let fault = timeline.fault(t.fault).kind;
+        for host in timeline.targets(t.fault).to_vec() {
+            recorder.event(now, kind, &host, format!("{fault} {}", timeline.detail(t.fault)).trim_end().to_owned());
+        }
+        if t.start && timeline.fault(t.fault).kind == FaultKind::SchemaDrift {
+            for host in timeline.targets(t.fault) {
+                recorder.drifted(host);
+            }
+        }
+        for action in timeline.apply(t, handles, now) {
+            net(action);
+        }
+    }
+}
+
+/// Samples the in-flight gauge at the end of every second up to `now` (`next` is the next one due), telling
+/// `progress` each.
+pub(crate) fn sample_until(
+    recorder: &Recorder,
+    next: &mut Duration,
+    now: Duration,
+    progress: &mut dyn FnMut(Duration),
+) {
+    while now >= *next {
+        recorder.sample_in_flight(*next - Duration::from_nanos(1));
+        progress(*next);
+        *next += Duration::from_secs(1);
+    }
+}
+
+/// What a finished run leaves for its report.
+pub(crate) struct Ended<'a> {
+    pub recorder: &'a Recorder,
+    pub phases: &'a Phases,
+    pub handles: &'a Handles,
+    pub timeline: &'a Timeline,
+    /// Time since the start of the run when it ended.
+    pub finished_at: Duration,
+}
+
+/// The run's figures, checks and audit, from what its recorder saw; the call history is flushed.
+pub(crate) fn conclude(
+    scenario: &Scenario,
+    ended: Ended<'_>,
+    reproduce: String,
+    mode: RunMode,
+) -> Result<RunData, CallSinkError> {
+    let Ended { recorder, phases, handles, timeline, finished_at } = ended;
     let (seconds, events, mut totals) = recorder.finish(finished_at);
     totals.error_window_s = error_window(&seconds, scenario);
     // Sums of counters saturate, as every figure of a run does: nothing a scenario asks for may panic here.
@@ -196,7 +256,7 @@ pub fn run(
     // A replay's arrivals, like an open loop's, do not wait for outcomes.
     let open = scenario.load.mode != LoadMode::Closed;
     totals.recovery = phases.recovery(&seconds, open, scenario.duration.0.min(finished_at));
-    recorder.finish_calls().map_err(SimError::Calls)?;
+    recorder.finish_calls()?;
     let checks = evaluate_checks(scenario, &totals);
     let audit = recorder.audit(&seconds);
     let run = RunData {
@@ -213,10 +273,9 @@ pub fn run(
         checks,
         reproduce,
         audit,
+        mode,
     };
-    #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-    let wall = wall_start.elapsed();
-    Ok((run, WallClock { wall, sim: finished_at }))
+    Ok(run)
 }
 
 /// One server host's software: each replica it runs listens on its own port. A restart (`bounce`) runs it again,

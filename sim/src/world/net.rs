@@ -1,5 +1,10 @@
 //! turmoil's simulated TCP behind the core's `Dialer` seam and the fake server's `Listener` seam. This is all the
 //! simulator swaps in: the core and the fake servers run unchanged on top of it.
+//!
+//! [`Links`] is where a host's dialers come from: turmoil's here ([`TurmoilLinks`]), real loopback sockets through
+//! relays in a live run (`crate::live`).
+
+use std::sync::Arc;
 
 use mcpstorm_core::{ByteStream, DialFuture, Dialer, TransportError};
 
@@ -15,6 +20,21 @@ pub const NODE_PORT: u16 = 8848;
 /// The port of the replica in `slot` on its host. Validation bounds replicas at 1,000, far below the last port.
 pub fn port(slot: u16) -> u16 {
     SERVER_PORT.saturating_add(slot)
+}
+
+/// How host `caller` reaches `host:port` (a replica, or the Redis host): the world's network.
+pub trait Links: Send + Sync + std::fmt::Debug {
+    fn dialer(&self, caller: &str, host: &str, port: u16) -> Arc<dyn Dialer>;
+}
+
+/// turmoil's network: every host dials every other by name.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TurmoilLinks;
+
+impl Links for TurmoilLinks {
+    fn dialer(&self, _caller: &str, host: &str, port: u16) -> Arc<dyn Dialer> {
+        Arc::new(TurmoilDialer { host: host.to_owned(), port })
+    }
 }
 
 /// Dials a fake server's host over turmoil TCP. Connecting across a partition is refused at once; connecting to a

@@ -20,9 +20,9 @@ use mcpstorm_core::{Dialer, Observer};
 use rand::RngCore;
 use tokio::time::Instant;
 
-use super::clock::{HostTime, SimClock};
+use super::clock::{HostTime, RunTime, SimClock};
 use super::connector::SimConnector;
-use super::net::{NODE_PORT, TurmoilDialer};
+use super::net::{Links, NODE_PORT, TurmoilLinks};
 use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Recorder};
 use super::traffic::sync_node;
 use crate::gateway::metrics::Metrics;
@@ -86,13 +86,17 @@ pub async fn run_node(plan: Arc<NodePlan>, index: usize) -> turmoil::Result {
     // Bound before the federation lists its servers: agents that connect meanwhile wait to be accepted.
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", NODE_PORT)).await?;
     let sync = sync_node(scenario, &host, seed, &clock)?.zip(RedisHost::of(&scenario.gateway)).map(|(sync, redis)| {
-        let dialer: Arc<dyn Dialer> = Arc::new(TurmoilDialer { host: redis.name, port: redis.port });
+        let dialer: Arc<dyn Dialer> = TurmoilLinks.dialer(&host, &redis.name, redis.port);
         (sync, dialer)
     });
     let recorder = plan.recorder.clone();
-    let observer: Arc<dyn Observer> =
-        Arc::new(GatewayObserver { recorder: recorder.clone(), host: host.clone(), node: true });
-    let time = HostTime::new();
+    let observer: Arc<dyn Observer> = Arc::new(GatewayObserver {
+        recorder: recorder.clone(),
+        time: RunTime::Simulated,
+        host: host.clone(),
+        node: true,
+    });
+    let time = HostTime::new(RunTime::Simulated);
     let tap = NodeTap { recorder, host: host.clone(), clock: clock.clone(), time, calls: 0.into(), outstanding };
     let seams = Seams {
         connector: Arc::new(SimConnector::new(
@@ -102,6 +106,7 @@ pub async fn run_node(plan: Arc<NodePlan>, index: usize) -> turmoil::Result {
             &host,
             &clock,
             seed.fork("clients"),
+            Arc::new(TurmoilLinks),
         )),
         clock: Arc::new(clock.clone()),
         observer,

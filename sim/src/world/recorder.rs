@@ -21,6 +21,7 @@ use mcpstorm_core::{CallError, Event, Observer, observe::SessionEvent};
 
 use super::audit::{AuditLog, Settled};
 use super::call_log::CallLog;
+use super::clock::RunTime;
 use super::phases::Phases;
 use crate::run::memory::{Seconds, latency_histogram, ms};
 use crate::run::{CallSink, CallSinkError, Convergence, EventRow, FailureClass, SecondRow, Totals};
@@ -583,6 +584,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 #[derive(Debug)]
 pub struct SimObserver {
     pub recorder: Recorder,
+    pub time: RunTime,
     pub host: String,
     /// The server replica this client talks to.
     pub replica: String,
@@ -592,7 +594,7 @@ impl Observer for SimObserver {
     fn event(&self, event: &Event<'_>) {
         // Read only by the arms that use it: most events (every finished request) are ignored, and each read of the
         // host's clock is a lookup and a lock.
-        let now = || turmoil::sim_elapsed().unwrap_or_default();
+        let now = || self.time.elapsed().unwrap_or_default();
         match event {
             Event::ConnectionClosed { server, reason, .. } => {
                 self.recorder.event(now(), "connection_closed", server, format!("{} from {}", reason, self.host));
@@ -636,6 +638,7 @@ impl Observer for SimObserver {
 #[derive(Debug)]
 pub struct GatewayObserver {
     pub recorder: Recorder,
+    pub time: RunTime,
     pub host: String,
     /// A gateway node's: its calls are its agents' requests, not their tasks, so a degraded result is counted
     /// without marking the task (the agent reads it from the result: see `remote`).
@@ -644,7 +647,7 @@ pub struct GatewayObserver {
 
 impl Observer for GatewayObserver {
     fn event(&self, event: &Event<'_>) {
-        let now = || turmoil::sim_elapsed().unwrap_or_default();
+        let now = || self.time.elapsed().unwrap_or_default();
         match event {
             Event::Breaker { replica, tool, transition, .. } => {
                 // A node's federation names replicas `server#i`; the report names them by their hosts.

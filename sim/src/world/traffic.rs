@@ -28,9 +28,9 @@ use serde_json::Value;
 use tokio::time::{Instant, sleep, sleep_until};
 
 use super::agent::{self, Next};
-use super::clock::{HostTime, SimClock};
+use super::clock::{HostTime, RunTime, SimClock};
 use super::connector::SimConnector;
-use super::net::TurmoilDialer;
+use super::net::Links;
 use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Recorder};
 use super::remote;
 use super::replay;
@@ -49,9 +49,22 @@ pub struct LoadPlan {
     pub clocks: Vec<SimClock>,
     /// Where each replica listens.
     pub placement: Arc<Placement>,
+    /// How the load hosts reach the replicas (and Redis): turmoil's network, or a live run's relays.
+    pub links: Arc<dyn Links>,
+    /// Where the run's time comes from.
+    pub time: RunTime,
+    /// The longest any open-loop (or replayed) arrival woke after its intended time, in µs: a live run that cannot
+    /// keep up with real time stops on it (in the simulator an arrival is never later than a tick).
+    pub arrival_lag_us: AtomicU64,
 }
 
 impl LoadPlan {
+    /// An arrival due at `due` woke at `now`: keeps the longest lateness (see `arrival_lag_us`).
+    fn woke(&self, due: Instant, now: Instant) {
+        let late = now.saturating_duration_since(due).as_micros();
+        self.arrival_lag_us.fetch_max(u64::try_from(late).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
     /// Claims the right to start one more logical call at simulated time `now`, or says the load is over.
     fn claim_at(&self, now: Duration) -> bool {
         if now >= self.scenario.duration.0 {
@@ -93,7 +106,7 @@ impl Host {
                 gateway: None,
                 nodes: (0..gateway.nodes).map(|i| remote::node_client(scenario, i, &clock, seed)).collect(),
                 clock,
-                time: HostTime::new(),
+                time: HostTime::new(plan.time),
                 host: host.to_owned(),
                 needs: Needs::new(scenario),
                 sync: None,
@@ -102,7 +115,9 @@ impl Host {
         let router_rng = seed.fork("router").seeded_rng();
         // The resilience layers' jitter (the gateway's retry backoff).
         let layers_rng = seed.fork("resilience").seeded_rng();
-        let connector = SimConnector::new(scenario, &plan.recorder, &plan.placement, host, &clock, seed.fork("client"));
+        let links = plan.links.clone();
+        let connector =
+            SimConnector::new(scenario, &plan.recorder, &plan.placement, host, &clock, seed.fork("client"), links);
         let router = gateway.router(router_rng, Instant::now())?;
         #[cfg_attr(not(feature = "testing"), allow(unused_mut))]
         let mut config = tables::gateway_config(gateway, spec);
@@ -110,8 +125,12 @@ impl Host {
         if let Some(bulkhead) = config.resilience.bulkhead.as_mut() {
             bulkhead.leak_permit_on_replica_failure = gateway.planted_leak;
         }
-        let mut observer: Arc<dyn Observer> =
-            Arc::new(GatewayObserver { recorder: plan.recorder.clone(), host: host.to_owned(), node: false });
+        let mut observer: Arc<dyn Observer> = Arc::new(GatewayObserver {
+            recorder: plan.recorder.clone(),
+            time: plan.time,
+            host: host.to_owned(),
+            node: false,
+        });
         let sync = sync_node(scenario, host, seed, &clock)?;
         if let Some(sync) = &sync {
             observer = sync.observer(observer);
@@ -123,7 +142,7 @@ impl Host {
             gateway: Some(Arc::new(gateway)),
             nodes: Vec::new(),
             clock,
-            time: HostTime::new(),
+            time: HostTime::new(plan.time),
             host: host.to_owned(),
             needs: Needs::new(scenario),
             sync,
@@ -187,9 +206,12 @@ fn pick_weighted(rng: &mut ChaCha8Rng, weights: &[f64]) -> usize {
     weights.len().saturating_sub(1)
 }
 
+/// Why a load host could not run (its gateway's configuration, its sync node).
+pub type HostError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Runs one load host to completion: the load ends at the scenario's duration (or call budget) and every started
 /// call is then allowed to reach its outcome.
-pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> turmoil::Result {
+pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> Result<(), HostError> {
     let run = Seed::new(plan.scenario.seed);
     let seed = run.fork("load host").fork(&host);
     let load_host = Arc::new(Host::new(&plan, host_index, &host, seed)?);
@@ -199,7 +221,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
     let background = load_host.gateway.clone().map(|g| tokio::spawn(g.run_background(cancel.clone())));
     let redis = RedisHost::of(&plan.scenario.gateway);
     let syncing = load_host.sync.as_ref().zip(load_host.gateway.clone()).zip(redis).and_then(|((sync, g), redis)| {
-        let dialer = Arc::new(TurmoilDialer { host: redis.name, port: redis.port });
+        let dialer = plan.links.dialer(&host, &redis.name, redis.port);
         sync.spawn(g, dialer, cancel.clone())
     });
     let (targets, weights) = targets(&plan.scenario);
@@ -246,6 +268,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                 arrival.as_mut().reset(next);
                 arrival.as_mut().await;
                 let instant = Instant::now();
+                plan.woke(next, instant);
                 now = load_host.time.at(instant);
                 if now >= plan.scenario.duration.0 {
                     break;
@@ -274,6 +297,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> t
                     break;
                 }
                 sleep_until(start + at).await;
+                plan.woke(start + at, Instant::now());
                 if !plan.claim_at(intended) {
                     break;
                 }

@@ -385,3 +385,40 @@ fn hostile_agents_get_errors_while_the_others_are_served() {
     served();
     drop(slow);
 }
+
+/// A server that accepts and never answers must not keep the gateway from serving the others: the process serves
+/// while that server's handshake is still pending (its connection still open: the handshake timeout is 30 s), lists
+/// the live server's tools, and says not ready until the silent one is listed.
+#[test]
+fn a_server_that_never_answers_does_not_hold_back_serving_the_others() {
+    let fake = Fake::start(None);
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the silent server");
+    let silent_addr = silent.local_addr().expect("addr").to_string();
+    let config = format!(
+        "[listen]\nhttp = \"127.0.0.1:0\"\n[[servers]]\nname = \"live\"\n[[servers.replicas]]\ntcp = \"{}\"\n\
+         [[servers]]\nname = \"silent\"\n[[servers.replicas]]\ntcp = \"{silent_addr}\"\n\
+         [admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"{TOKEN_ENV}\"\n",
+        fake.addr
+    );
+    let gateway = start(&config, "silent-upstream");
+    let (conn, _) = silent.accept().expect("the gateway dials the silent server");
+    let addr = host_of(&gateway.mcp);
+    let session = initialize(&addr);
+    let (status, body) = list_on(&addr, &session);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"echo\""), "the live server's tools are served: {body}");
+    assert_eq!(http(&addr, "GET", "/readyz", None, None).0, 503, "not ready while a server has no listing");
+    // The gateway is still waiting for the silent server's answer: it has not given up on the connection.
+    // Its `initialize` is read off first; then a closed connection reads as the end, an open one would block.
+    conn.set_nonblocking(true).expect("nonblocking");
+    let mut buf = [0u8; 4096];
+    let open = loop {
+        match (&conn).read(&mut buf) {
+            Ok(0) => break false,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break true,
+            Err(e) => panic!("reading the silent server's connection: {e}"),
+        }
+    };
+    assert!(open, "the silent server's handshake is still pending while the gateway serves");
+}

@@ -15,7 +15,7 @@ fn every_help_states_the_exit_codes() {
     let top = help(&[]);
     assert!(top.contains("Exit codes: 0 success; 1 a failed check, invariant or call"), "{top}");
     assert!(top.contains("2 bad input"), "{top}");
-    let commands = ["tools", "call", "diagnose", "sim", "compare", "merge", "swarm", "serve-fake", "validate"];
+    let commands = ["tools", "call", "diagnose", "sim", "live", "compare", "merge", "swarm", "serve-fake", "validate"];
     for command in commands {
         let text = help(&[command]);
         assert!(text.contains("Exit codes: "), "{command} --help states no exit codes:\n{text}");

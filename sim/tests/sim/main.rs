@@ -2,7 +2,7 @@
 //! byte-identical runs (`determinism`), the call history (`calls`), paired comparisons (`compare`), the HTML report
 //! (`html`), gateway profiles (`profiles`), resilience (`resilience`), routing (`routing`), the report files
 //! (`report`), replays of recorded traffic (`replay`), swarm testing (`swarm`), breaker sync through Redis (`sync`)
-//! and gateway nodes as hosts of their own (`nodes`).
+//! and gateway nodes as hosts of their own (`nodes`); and the live twin, `mcpstorm live` (`live`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -12,6 +12,7 @@ mod compare;
 mod determinism;
 mod html;
 mod http;
+mod live;
 mod nodes;
 mod profiles;
 mod replay;

@@ -1,0 +1,296 @@
+//! A loopback TCP relay between one caller (a load host's gateway) and one replica: the scenario's network in a
+//! live run. It adds the one-way latency (`network.latency`, with jitter up to `network.max_latency`) to every
+//! chunk in each direction, and it is where partitions and crashes happen:
+//!
+//! - a partition in [`PartitionMode::Drop`] (turmoil's semantics, the default) discards every byte sent while it
+//!   lasts, and refuses new connections (accepted and closed at once);
+//! - in [`PartitionMode::Hold`] (TCP's, whose retransmissions deliver what was sent once the link heals) bytes wait
+//!   and are delivered after the heal; a connection opened meanwhile waits for the heal before it reaches the
+//!   replica. A held direction stops reading once its queue is full, so the sender feels TCP's back-pressure;
+//! - a crash ([`Relay::set_upstream`] to `None`, then [`Relay::sever`]) drops every open connection and refuses new
+//!   ones until the replica serves again.
+//!
+//! Order within a direction is kept: chunks are delivered one after another, each no earlier than its due time.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::task::AbortHandle;
+use tokio::time::{Instant, sleep_until};
+
+use crate::scenario::PartitionMode;
+
+/// Chunks a direction holds (each up to [`CHUNK`] bytes) before it stops reading.
+const QUEUE: usize = 64;
+/// The largest read.
+const CHUNK: usize = 16 * 1024;
+
+/// The one-way latency of each chunk: uniform in `min..=max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delay {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+/// A running relay; dropping it stops it and drops every connection through it.
+#[derive(Debug)]
+pub struct Relay {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: AbortHandle,
+}
+
+#[derive(Debug)]
+struct Shared {
+    upstream: Mutex<Option<SocketAddr>>,
+    /// Whether the link is partitioned now.
+    cut: watch::Sender<bool>,
+    mode: PartitionMode,
+    delay: Delay,
+    rng: Mutex<ChaCha8Rng>,
+    /// The open connections' tasks (finished ones pruned as new ones come).
+    conns: Mutex<Vec<AbortHandle>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain values, consistent after any panic.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Shared {
+    fn latency(&self) -> Duration {
+        let Delay { min, max } = self.delay;
+        if max <= min {
+            return min;
+        }
+        lock(&self.rng).random_range(min..=max)
+    }
+}
+
+impl Relay {
+    /// Listens on a fresh loopback port and relays each connection to `upstream`. Inside a tokio runtime.
+    pub fn start(upstream: SocketAddr, mode: PartitionMode, delay: Delay, seed: u64) -> io::Result<Relay> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        listener.set_nonblocking(true)?;
+        let listener = TcpListener::from_std(listener)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            upstream: Mutex::new(Some(upstream)),
+            cut: watch::Sender::new(false),
+            mode,
+            delay,
+            rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
+            conns: Mutex::default(),
+        });
+        let accept = tokio::spawn(accept(listener, shared.clone())).abort_handle();
+        Ok(Relay { addr, shared, accept })
+    }
+
+    /// Where callers connect.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Where new connections go; `None` refuses them (the replica is down).
+    pub fn set_upstream(&self, upstream: Option<SocketAddr>) {
+        *lock(&self.shared.upstream) = upstream;
+    }
+
+    /// Cuts the link (`true`) or heals it.
+    pub fn partition(&self, cut: bool) {
+        self.shared.cut.send_replace(cut);
+    }
+
+    /// Drops every open connection, at both ends.
+    pub fn sever(&self) {
+        for conn in lock(&self.shared.conns).drain(..) {
+            conn.abort();
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.sever();
+    }
+}
+
+async fn accept(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let client = match listener.accept().await {
+            Ok((client, _)) => client,
+            // Out of descriptors and the like: transient; try again shortly rather than spin.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let conn = tokio::spawn(connection(client, shared.clone())).abort_handle();
+        let mut conns = lock(&shared.conns);
+        conns.retain(|c| !c.is_finished());
+        conns.push(conn);
+    }
+}
+
+async fn connection(client: TcpStream, shared: Arc<Shared>) {
+    let mut cut = shared.cut.subscribe();
+    if *cut.borrow_and_update() {
+        match shared.mode {
+            PartitionMode::Drop => return,
+            PartitionMode::Hold => {
+                if cut.wait_for(|c| !*c).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    let Some(upstream) = *lock(&shared.upstream) else { return };
+    let Ok(server) = TcpStream::connect(upstream).await else { return };
+    // Latency is what a run measures: no Nagle delays on either leg.
+    let _ = (client.set_nodelay(true), server.set_nodelay(true));
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    tokio::join!(pump(client_read, server_write, &shared), pump(server_read, client_write, &shared));
+}
+
+/// Bytes read at one end, due at the other at `at`.
+struct Chunk {
+    at: Instant,
+    bytes: Vec<u8>,
+    /// Read while a dropping partition was on: lost whenever it is due.
+    lost: bool,
+}
+
+/// One direction: reads chunks as they come and delivers each after its latency, unless a partition drops or
+/// holds it. Ends when the source ends (then shuts the destination's write side) or the destination fails.
+async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: &Shared) {
+    let (tx, mut rx) = mpsc::channel::<Chunk>(QUEUE);
+    let read = async move {
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            let n = match from.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let lost = shared.mode == PartitionMode::Drop && *shared.cut.borrow();
+            let chunk = Chunk { at: Instant::now() + shared.latency(), bytes: buf[..n].to_vec(), lost };
+            if tx.send(chunk).await.is_err() {
+                break;
+            }
+        }
+    };
+    let mut cut = shared.cut.subscribe();
+    let write = async move {
+        while let Some(chunk) = rx.recv().await {
+            sleep_until(chunk.at).await;
+            if *cut.borrow_and_update() {
+                match shared.mode {
+                    PartitionMode::Drop => continue,
+                    PartitionMode::Hold => {
+                        if cut.wait_for(|c| !*c).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            if chunk.lost {
+                continue;
+            }
+            if to.write_all(&chunk.bytes).await.is_err() {
+                return;
+            }
+        }
+        let _ = to.shutdown().await;
+    };
+    tokio::join!(read, write);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An echo-less sink: accepts one connection and returns everything it reads until the peer closes.
+    async fn sink() -> (SocketAddr, tokio::task::JoinHandle<Vec<u8>>) {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let task = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.expect("accept");
+            let mut got = Vec::new();
+            let _ = s.read_to_end(&mut got).await;
+            got
+        });
+        (addr, task)
+    }
+
+    const NONE: Delay = Delay { min: Duration::ZERO, max: Duration::ZERO };
+
+    /// Sends `before`, cuts the link, sends `during`, heals, sends `after`, closes; returns what the replica got.
+    async fn through_a_partition(mode: PartitionMode) -> String {
+        let (addr, received) = sink().await;
+        let relay = Relay::start(addr, mode, NONE, 1).expect("relay");
+        let mut client = TcpStream::connect(relay.addr()).await.expect("connect");
+        let settle = || tokio::time::sleep(Duration::from_millis(100));
+        client.write_all(b"before;").await.expect("write");
+        settle().await;
+        relay.partition(true);
+        client.write_all(b"during;").await.expect("write");
+        settle().await;
+        relay.partition(false);
+        client.write_all(b"after").await.expect("write");
+        client.shutdown().await.expect("shutdown");
+        String::from_utf8(received.await.expect("sink")).expect("utf-8")
+    }
+
+    #[tokio::test]
+    async fn a_dropping_partition_loses_what_was_sent_during_it() {
+        assert_eq!(through_a_partition(PartitionMode::Drop).await, "before;after");
+    }
+
+    #[tokio::test]
+    async fn a_holding_partition_delivers_what_was_sent_during_it_after_the_heal() {
+        assert_eq!(through_a_partition(PartitionMode::Hold).await, "before;during;after");
+    }
+
+    #[tokio::test]
+    async fn a_dropping_partition_refuses_new_connections_and_a_down_replica_too() {
+        let (addr, _received) = sink().await;
+        let relay = Relay::start(addr, PartitionMode::Drop, NONE, 1).expect("relay");
+        let closed_at_once = |relay: &Relay| {
+            let at = relay.addr();
+            async move {
+                let mut c = TcpStream::connect(at).await.expect("the relay accepts");
+                let mut buf = [0u8; 1];
+                // The relay closes it: end of stream (or a reset), never data.
+                matches!(c.read(&mut buf).await, Ok(0) | Err(_))
+            }
+        };
+        relay.partition(true);
+        assert!(closed_at_once(&relay).await);
+        relay.partition(false);
+        relay.set_upstream(None);
+        assert!(closed_at_once(&relay).await);
+    }
+
+    #[tokio::test]
+    async fn severing_drops_open_connections() {
+        let (addr, received) = sink().await;
+        let relay = Relay::start(addr, PartitionMode::Drop, NONE, 1).expect("relay");
+        let mut client = TcpStream::connect(relay.addr()).await.expect("connect");
+        client.write_all(b"x").await.expect("write");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        relay.sever();
+        // Both ends see the connection end: the replica's read ends, and so does the client's.
+        assert_eq!(received.await.expect("sink"), b"x");
+        let mut buf = [0u8; 1];
+        assert!(matches!(client.read(&mut buf).await, Ok(0) | Err(_)));
+    }
+}

@@ -1,0 +1,197 @@
+//! `mcpstorm live`: the same scenario files in real time on loopback sockets. Short runs (a few seconds of real time
+//! each); every assertion is about ordering and structure, never about how long something took.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{mcpstorm, scratch_in, sim, summary, text};
+
+fn scratch(name: &str) -> PathBuf {
+    scratch_in("live", name)
+}
+
+/// `mcpstorm live SCENARIO --out OUT --set ...`.
+fn live(scenario: &Path, out: &Path, sets: &[&str]) -> std::process::Output {
+    let (scenario, out) = (scenario.to_string_lossy(), out.to_string_lossy());
+    let mut args = vec!["live", scenario.as_ref(), "--out", out.as_ref()];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    mcpstorm(&args)
+}
+
+/// Writes `text` as a scenario file in `dir`.
+fn scenario_file(dir: &Path, text: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("scratch dir");
+    let path = dir.join("scenario.toml");
+    std::fs::write(&path, text).expect("write scenario");
+    path
+}
+
+/// The files of a report directory, by name.
+fn files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("report dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `timeseries.csv`'s column `name`, one value per second.
+fn column(dir: &Path, name: &str) -> Vec<f64> {
+    let text = std::fs::read_to_string(dir.join("timeseries.csv")).expect("timeseries.csv");
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    let at = header.iter().position(|h| *h == name).expect("column");
+    lines.map(|l| l.split(',').nth(at).expect("cell").parse().expect("number")).collect()
+}
+
+/// Open loop at 100 calls/s for 6 s on one server with a fixed 5 ms tool; 200 ms slower from 2 s to 4 s.
+const SPIKE: &str = r#"name = "live_spike"
+seed = 5
+duration = "6s"
+
+[[servers]]
+name = "api"
+workers = 64
+
+[[servers.tools]]
+name = "lookup"
+latency = { dist = "fixed", ms = 5 }
+
+[load]
+mode = "open"
+rate = 100.0
+
+[[load.mix]]
+tool = "lookup"
+
+[[faults]]
+kind = "latency_spike"
+target = "api"
+start = "2s"
+duration = "2s"
+extra = "200ms"
+"#;
+
+#[test]
+fn a_live_run_writes_the_sim_report_layout_with_its_mode_and_a_spike_raises_the_p99_in_its_window() {
+    let dir = scratch("spike");
+    let path = scenario_file(&dir, SPIKE);
+    let out = dir.join("live");
+    let o = live(&path, &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("mcpstorm live: live_spike (seed 5)"), "{}", text(&o));
+    assert!(text(&o).contains("reproduce: mcpstorm live "), "{}", text(&o));
+    let s = summary(&out);
+    assert_eq!(s["mode"], "live");
+    let totals = &s["totals"];
+    let (offered, ok) = (totals["offered"].as_u64().expect("offered"), totals["ok"].as_u64().expect("ok"));
+    // Poisson arrivals at 100/s for 6 s: 600 expected, a wide band either side.
+    assert!((400..=800).contains(&offered), "offered {offered}");
+    assert!(ok > 0 && ok <= offered, "ok {ok} of {offered}");
+    assert_eq!(totals["lost"], 0);
+    // The simulator's own report of the same file has the same files, and says it is a simulation.
+    let simulated = dir.join("sim");
+    let o = sim(&path, &simulated, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(files(&out), files(&simulated));
+    assert_eq!(summary(&simulated)["mode"], "sim");
+    // Seconds 2 and 3 are inside the spike; 0, 1 and 5 are outside it (4 holds the spike's last answers).
+    let p99 = column(&out, "p99_ms");
+    let inside = p99[2].min(p99[3]);
+    let outside = p99[0].max(p99[1]).max(p99[5]);
+    assert!(inside > outside, "P99 per second {p99:?}: the spike's window must be the slowest");
+    assert!(inside >= 200.0, "P99 per second {p99:?}: the spike adds 200 ms");
+}
+
+/// Two replicas, round-robin; replica 1 crashes from 2 s to 4 s.
+const CRASH: &str = r#"name = "live_crash"
+seed = 9
+duration = "6s"
+
+[[servers]]
+name = "api"
+replicas = 2
+workers = 64
+
+[[servers.tools]]
+name = "lookup"
+annotations = { readOnlyHint = true }
+latency = { dist = "fixed", ms = 5 }
+
+[load]
+mode = "open"
+rate = 100.0
+
+[[load.mix]]
+tool = "lookup"
+
+[gateway]
+formula = "round_robin"
+
+[report]
+calls = "all"
+
+[[faults]]
+kind = "crash"
+target = "api#1"
+start = "2s"
+duration = "2s"
+"#;
+
+#[test]
+fn a_crashed_replica_serves_nothing_in_its_window_and_calls_go_to_the_other() {
+    let dir = scratch("crash");
+    let path = scenario_file(&dir, CRASH);
+    let out = dir.join("live");
+    let o = live(&path, &out, &[]);
+    // The checks (none) pass; the run itself must not fail.
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let events = std::fs::read_to_string(out.join("events.csv")).expect("events.csv");
+    assert!(events.contains(",host_crashed,api-1,"), "{events}");
+    assert!(events.contains(",host_restarted,api-1,"), "{events}");
+    // Attempts sent well inside the crash window: none succeeds on api-1, and api-0 serves.
+    let calls = std::fs::read_to_string(out.join("calls.csv")).expect("calls.csv");
+    let (mut ok_on_crashed, mut ok_on_other, mut ok_before_on_crashed) = (0, 0, 0);
+    for row in calls.lines().skip(1) {
+        let cells: Vec<&str> = row.split(',').collect();
+        let (start, server, status) = (cells[1].parse::<f64>().expect("start_ms"), cells[3], cells[8]);
+        let ok = status == "success";
+        if (2_100.0..3_900.0).contains(&start) {
+            ok_on_crashed += u32::from(ok && server == "api-1");
+            ok_on_other += u32::from(ok && server == "api-0");
+        } else if start < 1_900.0 {
+            ok_before_on_crashed += u32::from(ok && server == "api-1");
+        }
+    }
+    assert!(ok_before_on_crashed > 0, "api-1 served before its crash");
+    assert_eq!(ok_on_crashed, 0, "a crashed replica answers nothing");
+    assert!(ok_on_other > 0, "the other replica keeps serving");
+}
+
+#[test]
+fn scenarios_with_what_live_runs_cannot_do_yet_are_refused_as_bad_input() {
+    for (file, key) in
+        [("scenarios/gateway_nodes.toml", "[gateway] nodes"), ("scenarios/breaker_sync.toml", "[gateway.sync]")]
+    {
+        let out = scratch("refused").join(key.replace(['[', ']', ' ', '.'], "_"));
+        let o = live(Path::new(file), &out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{file}: {}", text(&o));
+        assert!(text(&o).contains(&format!("live runs do not support {key} yet")), "{file}: {}", text(&o));
+        assert!(!out.join("summary.json").exists(), "nothing runs");
+    }
+}
+
+#[test]
+fn a_run_this_machine_cannot_keep_in_real_time_stops_without_a_report() {
+    let dir = scratch("overload");
+    let path = scenario_file(&dir, SPIKE);
+    let out = dir.join("live");
+    // Twenty thousand calls a second through a debug build's whole path (gateway, relay, fake server) on a machine
+    // the tests share: far beyond what it serves, so its runtime falls behind.
+    let o = live(&path, &out, &["load.rate=20000", "duration=3s", "faults=[]", "report.calls=\"off\""]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("cannot keep up with the scenario in real time"), "{}", text(&o));
+    assert!(!out.join("summary.json").exists(), "no misleading report");
+}
