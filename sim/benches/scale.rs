@@ -366,6 +366,11 @@ fn raw(scenario: &Scenario) -> Result<u64, String> {
             let sessions = scenario.load.sessions.unwrap_or(1) as f64;
             sessions / scenario.load.think_time.0.as_secs_f64().max(0.001) / scenario.load.hosts as f64
         }
+        // A replay's mean rate over the run.
+        LoadMode::Replay => {
+            let calls = scenario.load.replay.as_ref().map_or(0, |t| t.calls.len()) as f64;
+            calls / scenario.duration.0.as_secs_f64().max(0.001) / scenario.load.hosts as f64
+        }
     };
     let done = Arc::new(Mutex::new(Histogram::<u64>::new(3).map_err(|e| e.to_string())?));
     for h in 0..scenario.load.hosts {

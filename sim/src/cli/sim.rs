@@ -97,6 +97,16 @@ pub(super) fn run_with(args: SimArgs, engine: Engine) -> Result<(), Failure> {
     engine.refuse(&base)?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&base, &args.sets, engine));
     check_out(&out, Command::Sim)?;
+    if let Some(trace) = &base.load.replay {
+        // What a replay sends is not in the scenario file: say it before the run.
+        errln!(
+            "replay: {} calls (first attempts) of {} at speed {}; its {} retries are not replayed",
+            trace.calls.len(),
+            trace.path.display(),
+            base.load.speed(),
+            trace.retries_skipped
+        );
+    }
     let reproduce = reproduce_command(engine, &args.scenario, base.seed, &args.sets);
     match &base.sweep {
         None => run_one(&base, &out, reproduce, engine),

@@ -134,6 +134,9 @@ pub fn estimate(s: &Scenario) -> Cost {
             let keys = ["load.sessions", "duration", "load.think_time"].map(str::to_owned).to_vec();
             (sessions * duration / cycle, keys)
         }
+        LoadMode::Replay => {
+            (replayed(s), vec!["load.trace".to_owned(), "load.speed".to_owned(), "duration".to_owned()])
+        }
     };
     let calls = match load.calls {
         Some(max) if (max as f64) < offered => {
@@ -173,6 +176,11 @@ pub fn estimate(s: &Scenario) -> Cost {
             load.rate.unwrap_or(0.0) * longest_call.min(duration),
             vec!["load.rate", "client.deadline", "agent.max_retries"],
         ),
+        // The trace's mean rate: a burst in it can hold more at once.
+        LoadMode::Replay => (
+            offered / duration.max(f64::MIN_POSITIVE) * longest_call.min(duration),
+            vec!["load.trace", "client.deadline", "agent.max_retries"],
+        ),
     };
     let seconds = limit.as_secs_f64().ceil() + 1.0;
     let seconds_keys = ticks_keys.iter().filter(|k| *k != "tick").cloned().collect();
@@ -194,6 +202,13 @@ pub fn estimate(s: &Scenario) -> Cost {
         disk: (calls * (1.0 + retries)) * ROW_BYTES / calls_share(s.report.calls.resolve(calls)),
         drivers: [calls_keys, hosts_keys, ticks_keys, memory_keys],
     }
+}
+
+/// The calls a replay sends: its trace's that start before the run ends, at its speed (none before the trace is read).
+fn replayed(s: &Scenario) -> f64 {
+    let Some(trace) = &s.load.replay else { return 0.0 };
+    let (end, speed) = (s.duration.0.as_secs_f64(), s.load.speed());
+    trace.calls.iter().filter(|c| c.offset.as_secs_f64() / speed < end).count() as f64
 }
 
 /// One logical call in how many `calls.csv` takes (infinite: none).

@@ -6,7 +6,8 @@
 //! its conversion to the core's type (`to_core`): `model` (the top table, `[network]`, `[sweep]`) · `report` ·
 //! `gateway` · `sync` and `redis` (`[gateway.sync]`, and the simulated Redis host it names) · `layers` (the
 //! gateway's resilience tables) · `client` · `servers` · `workload` (`[load]`, `[agent]`) · `faults` · `checks` ·
-//! `fidelity` · `swarm`. `tables` reads the gateway's tables as a file of their own.
+//! `fidelity` · `swarm`; `trace` (a replay's recorded calls) and `replay` (reading them with the scenario). `tables`
+//! reads the gateway's tables as a file of their own.
 //!
 //! What the tables share: `units` (`Dur`, `SignedDur`) · `shared` (defaults, schemas, reserved target names) ·
 //! `rules` (the issues a rule gives) · `ranges` (the bounds and the list of bounded keys) · `target` (what a fault's
@@ -32,6 +33,7 @@ pub mod placement;
 pub mod ranges;
 mod read;
 mod redis;
+mod replay;
 mod report;
 mod rules;
 pub mod schema;
@@ -41,6 +43,7 @@ pub mod swarm;
 mod sync;
 pub mod tables;
 mod target;
+pub mod trace;
 mod units;
 mod upstream;
 mod validate;
@@ -72,6 +75,7 @@ pub use servers::{Declared, HealthCheckSpec, ServerSpec};
 pub use swarm::SwarmSpec;
 pub use sync::SyncSpec;
 pub use target::{GATEWAY, resolve_target};
+pub use trace::{Trace, TraceCall, TraceFormat};
 pub use units::{Dur, SignedDur};
 pub use upstream::{ENV_PREFIX, ReplicaAddr, ReplicaSpec, UpstreamSpec};
 pub use validate::{MAX_RETRIES, validate};

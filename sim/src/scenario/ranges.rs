@@ -12,6 +12,7 @@
 //! | `servers[].replicas`, `load.hosts`                | 1 to [`MAX_HOSTS`] (1,000)               | a listener (and, with `network.hosts = "per_replica"` or a crash or partition, a turmoil host) each; the cost limit (200 hosts in all) is lower |
 //! | `load.sessions`                                   | 1 to [`MAX_SESSIONS`] (10,000,000)       | one task each |
 //! | `load.rate`                                       | up to [`MAX_RATE`] (10,000,000 calls/s)  | |
+//! | `load.speed`                                      | up to [`MAX_SPEED`] (1,000,000)          | a replay's offsets divided by it stay durations |
 //! | `load.calls`                                      | 1 to [`MAX_CALLS`] (10¹²)                | |
 //! | `load.mix[].weight`                               | up to [`MAX_WEIGHT`] (10⁹)               | the weights' sum stays finite |
 //! | `servers[].workers`, `page_size`, `max_concurrent_requests`, `max_in_flight_per_connection`, `client.max_in_flight`, `client.per_connection`, `client.http_connections`, `client.http_queue`, `gateway.bulkhead.max_concurrent`, `per_server.*`, `gateway.limiter.initial`, `min`, `max`, `long_window`, `warmup` | up to [`MAX_CONCURRENCY`] (1,000,000) | permits of a semaphore (tokio panics above 2⁶¹) and counters: a million calls at once per host is beyond any run |
@@ -47,6 +48,8 @@ pub const MAX_HOSTS: u64 = 1_000;
 pub const MAX_SESSIONS: u64 = 10_000_000;
 /// Most open-loop calls per second.
 pub const MAX_RATE: f64 = 10_000_000.0;
+/// Fastest replay (`load.speed`).
+pub const MAX_SPEED: f64 = 1_000_000.0;
 /// Most logical calls a `load.calls` budget may name.
 pub const MAX_CALLS: u64 = 1_000_000_000_000;
 /// Largest mix weight.

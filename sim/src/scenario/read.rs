@@ -19,6 +19,7 @@ use super::error::{Location, Problem, ScenarioError};
 use super::model::Scenario;
 use super::overrides;
 use super::path::KeyPath;
+use super::replay::{self, TraceError};
 use super::rules::Issue;
 use super::validate;
 
@@ -111,7 +112,7 @@ pub fn load_str_with(text: &str, origin: &str, sets: &[String], limits: &Limits)
     };
     // With a sweep, only the rows run, so only they are held to the cost limits.
     let runs_itself = scenario.sweep.is_none();
-    fail_if_any(locate(checked(&scenario, runs_itself, limits), &root, &src), &src)?;
+    fail_if_any(checked(&mut scenario, runs_itself, limits, &root, &src), &src)?;
 
     let rows = expand(&root, &scenario, &src, limits)?;
     if let Some(sweep) = &mut scenario.sweep {
@@ -120,17 +121,23 @@ pub fn load_str_with(text: &str, origin: &str, sets: &[String], limits: &Limits)
     Ok(scenario)
 }
 
-/// Validation, then, when it passes and `runs` (the scenario is run as it is), the run-cost limits: the estimate is
-/// only meaningful for values in their ranges.
-fn checked(scenario: &Scenario, runs: bool, limits: &Limits) -> Vec<Issue> {
-    let mut issues = validate::check(scenario);
-    if issues.is_empty()
-        && runs
-        && let Some((path, message)) = cost::estimate(scenario).over(limits)
-    {
-        issues.push(Issue { path, message });
+/// Validation; when it passes, a replay's trace (read relative to the scenario's file, its rows checked against the
+/// servers); then, when `runs` (the scenario is run as it is), the run-cost limits: the estimate is only meaningful
+/// for values in their ranges, and a replay's counts the trace's calls.
+fn checked(scenario: &mut Scenario, runs: bool, limits: &Limits, root: &Node<'_>, src: &Source<'_>) -> Vec<Problem> {
+    let issues = validate::check(scenario);
+    if !issues.is_empty() {
+        return locate(issues, root, src);
     }
-    issues
+    match replay::attach(scenario, src.origin) {
+        Ok(()) => {}
+        Err(TraceError::Key(issue)) => return locate(vec![issue], root, src),
+        Err(TraceError::Rows(problems)) => return problems,
+    }
+    match cost::estimate(scenario).over(limits) {
+        Some((path, message)) if runs => locate(vec![Issue { path, message }], root, src),
+        _ => Vec::new(),
+    }
 }
 
 fn fail_if_any(problems: Vec<Problem>, src: &Source<'_>) -> Result<(), ScenarioError> {
@@ -321,8 +328,8 @@ fn expand(
             return Err(ScenarioError::Invalid(vec![at_param(format!("`{at}` {message}"))]));
         }
         let found = match deserialize::<Scenario>(&run, src) {
-            Ok(scenario) => {
-                let issues = locate(checked(&scenario, true, limits), &run, src);
+            Ok(mut scenario) => {
+                let issues = checked(&mut scenario, true, limits, &run, src);
                 if issues.is_empty() {
                     runs.push((label, scenario));
                     continue;

@@ -1,23 +1,27 @@
 //! The offered load (`[load]`, its `mix`) and how the agents that send it react to failures (`[agent]`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ranges::{self, MAX_ATTEMPTS, MAX_CALLS, MAX_HOSTS, MAX_RATE, MAX_SESSIONS, MAX_WEIGHT, Ranges, Upper};
+use super::ranges::{
+    self, MAX_ATTEMPTS, MAX_CALLS, MAX_HOSTS, MAX_RATE, MAX_SESSIONS, MAX_SPEED, MAX_WEIGHT, Ranges, Upper,
+};
 use super::rules::Rules;
 use super::servers::ServerSpec;
 use super::shared::{empty_args, object_schema, one};
 use super::target::names;
+use super::trace::Trace;
 use super::units::Dur;
 
 /// The offered load: many agent sessions multiplexed on a few load-generator hosts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Load {
-    /// `"closed"` (needs `sessions`) or `"open"` (needs `rate`).
+    /// `"closed"` (needs `sessions`), `"open"` (needs `rate`) or `"replay"` (needs `trace`).
     pub mode: LoadMode,
     /// Closed loop: agent sessions, each calling, waiting for the outcome, thinking, calling again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -30,6 +34,14 @@ pub struct Load {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = ranges::MAX_RATE))]
     pub rate: Option<f64>,
+    /// Replay: the recorded calls to send again, a `calls.csv` of `mcpstorm sim` or a gateway's `[history]` file
+    /// (JSON lines); a path relative to the scenario file's directory, or absolute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    /// Replay: how much faster than recorded (2.0: every call at half its recorded offset); default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = ranges::MAX_SPEED))]
+    pub speed: Option<f64>,
     /// Stop issuing after this many logical calls (the run then ends when they are done).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_CALLS))]
@@ -38,8 +50,14 @@ pub struct Load {
     #[serde(default = "one")]
     #[schemars(range(min = 1, max = ranges::MAX_HOSTS))]
     pub hosts: usize,
-    /// What agents call, picked by weight for each logical call.
+    /// What agents call, picked by weight for each logical call. Replay: the arguments of a trace's calls (the
+    /// entry naming the call's server and tool); may be empty.
+    #[serde(default)]
     pub mix: Vec<MixEntry>,
+    /// Replay: the trace as read when the scenario loaded (never written back: `trace` names it).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub replay: Option<Arc<Trace>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -47,6 +65,8 @@ pub struct Load {
 pub enum LoadMode {
     Closed,
     Open,
+    /// Arrivals at the offsets of a recorded trace (`trace`), scaled by `speed`.
+    Replay,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -146,6 +166,11 @@ impl RetryMode {
 }
 
 impl Load {
+    /// Replay's speed: `speed`, 1 when absent.
+    pub fn speed(&self) -> f64 {
+        self.speed.unwrap_or(1.0)
+    }
+
     /// The table's rules; `servers` are what the mix may name.
     pub(super) fn problems(&self, servers: &[ServerSpec], rules: &mut Rules) {
         match self.mode {
@@ -173,14 +198,38 @@ impl Load {
                     rules.fail("load.sessions", "applies only to mode = \"closed\" (an open loop has no sessions)");
                 }
             }
+            LoadMode::Replay => {
+                if self.trace.as_deref().is_none_or(|t| t.trim().is_empty()) {
+                    rules.fail("load.trace", "is required when mode = \"replay\" (a calls.csv or a call history file)");
+                }
+                if let Some(speed) = self.speed
+                    && !(speed.is_finite() && speed > 0.0)
+                {
+                    rules.fail("load.speed", format!("must be a number > 0 (2.0 replays twice as fast), got {speed}"));
+                }
+                if self.rate.is_some() {
+                    rules.fail("load.rate", "applies only to mode = \"open\" (a replay's arrivals are the trace's)");
+                }
+                if self.sessions.is_some() {
+                    rules.fail("load.sessions", "applies only to mode = \"closed\" (a replay has no sessions)");
+                }
+            }
+        }
+        if self.mode != LoadMode::Replay {
+            if self.trace.is_some() {
+                rules.fail("load.trace", "applies only to mode = \"replay\"");
+            }
+            if self.speed.is_some() {
+                rules.fail("load.speed", "applies only to mode = \"replay\"");
+            }
+            if self.mix.is_empty() {
+                rules.fail("load.mix", "needs at least one entry: what the agents call");
+            }
         }
         if self.calls == Some(0) {
             rules.fail("load.calls", "must be at least 1 (omit it to call until the end of the run)");
         }
         rules.at_least_one("load.hosts", self.hosts);
-        if self.mix.is_empty() {
-            rules.fail("load.mix", "needs at least one entry: what the agents call");
-        }
         for (j, entry) in self.mix.iter().enumerate() {
             entry.problems(j, servers, rules);
         }
@@ -194,6 +243,9 @@ impl Load {
         }
         if let Some(rate) = self.rate {
             out.count("load.rate", rate, MAX_RATE);
+        }
+        if let Some(speed) = self.speed {
+            out.count("load.speed", speed, MAX_SPEED);
         }
         if let Some(n) = self.calls {
             out.count("load.calls", n as f64, MAX_CALLS as f64);

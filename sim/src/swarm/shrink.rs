@@ -104,6 +104,8 @@ fn candidates(s: &Scenario) -> Vec<Scenario> {
                 out.push(with(&|c| c.load.sessions = Some(sessions / 2)));
             }
         }
+        // A replay's load is its trace's: not halved.
+        LoadMode::Replay => {}
     }
     out
 }

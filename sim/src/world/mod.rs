@@ -24,6 +24,7 @@ mod phases;
 mod recorder;
 mod redis;
 mod remote;
+mod replay;
 mod routing;
 mod traffic;
 
@@ -252,7 +253,8 @@ pub(crate) fn conclude(
     totals.schema_refusals =
         handles.controls.values().map(|c| c.stats().schema_rejections).fold(0, u64::saturating_add);
     totals.amplification_during_fault = phases.amplification_during(&seconds);
-    let open = scenario.load.mode == LoadMode::Open;
+    // A replay's arrivals, like an open loop's, do not wait for outcomes.
+    let open = scenario.load.mode != LoadMode::Closed;
     totals.recovery = phases.recovery(&seconds, open, scenario.duration.0.min(finished_at));
     recorder.finish_calls()?;
     let checks = evaluate_checks(scenario, &totals);

@@ -2,7 +2,8 @@
 //!
 //! Closed loop: each session calls, waits for the outcome, thinks, and calls again. Open loop: Poisson arrivals,
 //! each call's latency measured from its *intended* send time, so a stalled system cannot hide its stall by
-//! slowing the arrivals down (coordinated omission, as wrk2 avoids it).
+//! slowing the arrivals down (coordinated omission, as wrk2 avoids it). Replay: the arrivals of a recorded trace
+//! (`replay`), measured the same way.
 //!
 //! Every attempt goes into the recorder's call history (`calls.csv`): wall time from the host's `SimClock`, the
 //! start offset from turmoil's global simulated time (tokio instants of different hosts' runtimes are not
@@ -32,6 +33,7 @@ use super::connector::SimConnector;
 use super::net::Links;
 use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Recorder};
 use super::remote;
+use super::replay;
 use super::routing::{Needs, pin, registry};
 use crate::scenario::{LoadMode, Placement, RedisHost, Scenario, tables};
 use crate::seed::Seed;
@@ -51,12 +53,18 @@ pub struct LoadPlan {
     pub links: Arc<dyn Links>,
     /// Where the run's time comes from.
     pub time: RunTime,
-    /// The longest any open-loop arrival woke after its intended time, in µs: a live run that cannot keep up with
-    /// real time stops on it (in the simulator an arrival is never later than a tick).
+    /// The longest any open-loop (or replayed) arrival woke after its intended time, in µs: a live run that cannot
+    /// keep up with real time stops on it (in the simulator an arrival is never later than a tick).
     pub arrival_lag_us: AtomicU64,
 }
 
 impl LoadPlan {
+    /// An arrival due at `due` woke at `now`: keeps the longest lateness (see `arrival_lag_us`).
+    fn woke(&self, due: Instant, now: Instant) {
+        let late = now.saturating_duration_since(due).as_micros();
+        self.arrival_lag_us.fetch_max(u64::try_from(late).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
     /// Claims the right to start one more logical call at simulated time `now`, or says the load is over.
     fn claim_at(&self, now: Duration) -> bool {
         if now >= self.scenario.duration.0 {
@@ -260,8 +268,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> R
                 arrival.as_mut().reset(next);
                 arrival.as_mut().await;
                 let instant = Instant::now();
-                let late = instant.saturating_duration_since(next).as_micros();
-                plan.arrival_lag_us.fetch_max(u64::try_from(late).unwrap_or(u64::MAX), Ordering::Relaxed);
+                plan.woke(next, instant);
                 now = load_host.time.at(instant);
                 if now >= plan.scenario.duration.0 {
                     break;
@@ -270,6 +277,31 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> R
                 let (plan, load_host, target) = (plan.clone(), load_host.clone(), targets[index].clone());
                 // The intended send time is `next`, whether or not this host got to it on time.
                 let intended = now.saturating_sub(instant.saturating_duration_since(next));
+                via = via.wrapping_add(1);
+                let node = via - 1;
+                spawn_live(
+                    &live,
+                    move || async move { logical_call(&plan, &load_host, &target, intended, node).await },
+                );
+            }
+        }
+        LoadMode::Replay => {
+            // The trace's calls dealt to this host, each sent at its (scaled) offset from the load's start.
+            let schedule = replay::schedule(&plan.scenario.load, host_index)?;
+            let start = Instant::now();
+            let origin = load_host.time.at(start);
+            let mut via = host_index;
+            for (at, entry) in schedule {
+                let intended = origin.saturating_add(at);
+                if intended >= plan.scenario.duration.0 {
+                    break;
+                }
+                sleep_until(start + at).await;
+                plan.woke(start + at, Instant::now());
+                if !plan.claim_at(intended) {
+                    break;
+                }
+                let (plan, load_host, target) = (plan.clone(), load_host.clone(), targets[entry].clone());
                 via = via.wrapping_add(1);
                 let node = via - 1;
                 spawn_live(

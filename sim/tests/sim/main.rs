@@ -1,8 +1,9 @@
 //! The simulator through the real `mcpstorm sim` and `mcpstorm compare` commands, and its report writers:
 //! byte-identical runs (`determinism`), the call history (`calls`), paired comparisons (`compare`), the HTML report
 //! (`html`), gateway profiles (`profiles`), resilience (`resilience`), routing (`routing`), the report files
-//! (`report`), the simulator against a live run (`fidelity`), swarm testing (`swarm`), breaker sync through Redis
-//! (`sync`) and gateway nodes as hosts of their own (`nodes`); and the live twin, `mcpstorm live` (`live`).
+//! (`report`), the simulator against a live run (`fidelity`), replays of recorded traffic (`replay`), swarm testing
+//! (`swarm`), breaker sync through Redis (`sync`) and gateway nodes as hosts of their own (`nodes`); and the live
+//! twin, `mcpstorm live` (`live`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -16,6 +17,7 @@ mod http;
 mod live;
 mod nodes;
 mod profiles;
+mod replay;
 mod report;
 mod resilience;
 mod routing;

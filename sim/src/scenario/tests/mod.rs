@@ -13,6 +13,7 @@ mod key_ranges;
 mod no_panic;
 mod nodes_rules;
 mod parsing;
+mod replay_rules;
 mod rules;
 mod run_cost;
 mod set_and_sweep;
