@@ -161,7 +161,8 @@ impl PreparedCall {
             // Boxed: only calls that asked for progress pay for its state, not every call's task.
             Box::pin(report_progress(shared, out, token, start, latency, period)).await;
         }
-        sleep_until(start + latency).await;
+        let due = start + latency;
+        sleep_until(due.checked_sub(shared.timer_lead).map_or(due, |at| at.max(start))).await;
         let rate = faults.error_rate.unwrap_or(tool.error_rate);
         let (result, outcome) =
             if coin < rate { injected(tool) } else { (success(tool, latency, &args), CallEnd::Completed) };

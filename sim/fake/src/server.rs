@@ -49,6 +49,16 @@ impl FakeServer {
         }
     }
 
+    /// Sets every tool call's latency timer this much early (default zero): a live run's measured timer overshoot,
+    /// so that a call takes its drawn latency on average rather than a millisecond more. Before serving: a server
+    /// whose state is already shared keeps its lead.
+    pub fn with_timer_lead(mut self, lead: Duration) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.timer_lead = lead;
+        }
+        self
+    }
+
     /// Largest incoming frame (default 16 MiB, as the core's client). Larger frames are answered with `-32600`.
     pub fn with_max_frame(mut self, max_frame: usize) -> Self {
         self.max_frame = max_frame;

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use mcpstorm_core::AuthScheme;
 use mcpstorm_core::Clock;
@@ -41,6 +42,8 @@ pub(crate) struct Shared {
     pub faults: FaultCell,
     pub hang: Hang,
     pub counters: Arc<Counters>,
+    /// How much earlier than its latency a call's timer is set (zero but in a live run: `with_timer_lead`).
+    pub timer_lead: Duration,
 }
 
 /// The tools and version a server shows right now. Replaced whole by a drift, so a call keeps the snapshot it was
@@ -92,6 +95,7 @@ impl Shared {
             faults: FaultCell::default(),
             hang: Hang::default(),
             counters: Arc::default(),
+            timer_lead: Duration::ZERO,
             config,
         }
     }

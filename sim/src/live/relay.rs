@@ -38,6 +38,9 @@ const CHUNK: usize = 16 * 1024;
 pub struct Delay {
     pub min: Duration,
     pub max: Duration,
+    /// How much earlier than its latency each chunk's timer is set: the runtime's timer overshoot (see
+    /// `RunTime::aim`), so that chunks arrive after the scenario's latency on average, not a millisecond later.
+    pub lead: Duration,
 }
 
 /// A running relay; dropping it stops it and drops every connection through it.
@@ -67,7 +70,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     fn latency(&self) -> Duration {
-        let Delay { min, max } = self.delay;
+        let Delay { min, max, .. } = self.delay;
         if max <= min {
             return min;
         }
@@ -182,7 +185,9 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: &Shared) 
                 Ok(n) => n,
             };
             let lost = shared.mode == PartitionMode::Drop && *shared.cut.borrow();
-            let chunk = Chunk { at: Instant::now() + shared.latency(), bytes: buf[..n].to_vec(), lost };
+            let now = Instant::now();
+            let at = (now + shared.latency()).checked_sub(shared.delay.lead).map_or(now, |at| at.max(now));
+            let chunk = Chunk { at, bytes: buf[..n].to_vec(), lost };
             if tx.send(chunk).await.is_err() {
                 break;
             }
@@ -231,7 +236,7 @@ mod tests {
         (addr, task)
     }
 
-    const NONE: Delay = Delay { min: Duration::ZERO, max: Duration::ZERO };
+    const NONE: Delay = Delay { min: Duration::ZERO, max: Duration::ZERO, lead: Duration::ZERO };
 
     /// Sends `before`, cuts the link, sends `during`, heals, sends `after`, closes; returns what the replica got.
     async fn through_a_partition(mode: PartitionMode) -> String {

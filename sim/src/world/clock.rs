@@ -23,8 +23,9 @@ pub enum RunTime {
     /// turmoil's simulated clock, read on the current host (zero outside every host).
     #[default]
     Simulated,
-    /// Real time since `start` (a live run, on tokio's real clock).
-    Live { start: Instant },
+    /// Real time since `start` (a live run, on tokio's real clock). `lead`: how much earlier than asked each of the
+    /// load's timers is set, the runtime's measured timer overshoot (see `live::timer_overshoot`).
+    Live { start: Instant, lead: Duration },
 }
 
 impl RunTime {
@@ -32,7 +33,18 @@ impl RunTime {
     pub fn elapsed(self) -> Option<Duration> {
         match self {
             RunTime::Simulated => turmoil::sim_elapsed(),
-            RunTime::Live { start } => Some(start.elapsed()),
+            RunTime::Live { start, .. } => Some(start.elapsed()),
+        }
+    }
+
+    /// The instant to set a timer for so that it fires at `deadline` on average. tokio's timers tick in whole
+    /// milliseconds and fire on the first tick after their deadline, then wait for the worker to wake: a live timer
+    /// is late by about a millisecond each time, so a live run aims early by the overshoot it measured. Simulated
+    /// timers fire on turmoil's ticks and are aimed where asked.
+    pub fn aim(self, deadline: Instant) -> Instant {
+        match self {
+            RunTime::Simulated => deadline,
+            RunTime::Live { lead, .. } => deadline.checked_sub(lead).unwrap_or(deadline),
         }
     }
 }

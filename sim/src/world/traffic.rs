@@ -25,7 +25,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 use serde_json::Value;
-use tokio::time::{Instant, sleep, sleep_until};
+use tokio::time::{Instant, sleep_until};
 
 use super::agent::{self, Next};
 use super::clock::{HostTime, RunTime, SimClock};
@@ -265,7 +265,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> R
                 let gap = Duration::try_from_secs_f64(gap.sample(&mut rng)).ok();
                 let Some(at) = gap.and_then(|gap| next.checked_add(gap)) else { break };
                 next = at;
-                arrival.as_mut().reset(next);
+                arrival.as_mut().reset(plan.time.aim(next));
                 arrival.as_mut().await;
                 let instant = Instant::now();
                 plan.woke(next, instant);
@@ -296,7 +296,7 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> R
                 if intended >= plan.scenario.duration.0 {
                     break;
                 }
-                sleep_until(start + at).await;
+                sleep_until(plan.time.aim(start + at)).await;
                 plan.woke(start + at, Instant::now());
                 if !plan.claim_at(intended) {
                     break;
@@ -365,7 +365,7 @@ async fn closed_session((plan, load_host, targets, weights): SessionCtx, mut rng
         let target = &targets[pick_weighted(&mut rng, &weights)];
         logical_call(&plan, &load_host, target, load_host.time.now(), via).await;
         if !think.is_zero() {
-            sleep(think).await;
+            sleep_until(plan.time.aim(Instant::now() + think)).await;
         }
     }
 }
@@ -453,7 +453,7 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
             Next::Retry { after, args: next } => {
                 retry_args = Some(next);
                 if !after.is_zero() {
-                    sleep(after).await;
+                    sleep_until(plan.time.aim(Instant::now() + after)).await;
                 }
             }
         }
