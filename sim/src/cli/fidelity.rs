@@ -18,8 +18,9 @@ use crate::scenario;
 
 /// `fidelity --help`: what the exit code says.
 const EXIT_CODES: &str = "Exit codes: 0 when every judged row of every seed is inside its tolerance; 1 when any is \
-outside (the failed rows are named), or a run fails (a build without live runs fails here, judging nothing); 2 for \
-bad input (arguments, the scenario file and its [fidelity] table, a --set).";
+outside (the failed rows are named), or a run fails (a live run this machine cannot keep in real time among them, \
+judging nothing); 2 for bad input (arguments, the scenario file and its [fidelity] table, a --set, a [sweep], a key \
+live runs do not support yet: [gateway] nodes, [gateway.sync], network.fail_rate).";
 
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
@@ -70,6 +71,9 @@ pub fn run_with(args: FidelityArgs, live: &LiveRunner) -> Result<(), Failure> {
             "{}: has a [sweep]: fidelity compares one scenario; pick a value with --set",
             args.scenario.display()
         )));
+    }
+    if let Some(key) = crate::live::unsupported(&base) {
+        return Err(Failure::BadInput(format!("{}: live runs do not support {key} yet", args.scenario.display())));
     }
     let seeds = SeedRuns { first_seed: args.first_seed, jobs: None, shard: None, shard_count: None };
     let first = seeds.first(base.seed, args.seeds)?;

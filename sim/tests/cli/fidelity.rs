@@ -107,7 +107,7 @@ fn a_scenario_live_runs_cannot_do_is_refused_before_anything_runs() {
     let out = scratch_in("fidelity-cli", "sync");
     let o = mcpstorm(&["fidelity", "scenarios/breaker_sync.toml", "--out", &out.to_string_lossy()]);
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(stderr.contains("live runs do not support [gateway.sync]"), "{stderr}");
     assert!(!out.exists(), "no report claims a verdict, and no empty directory is left behind");
 }
