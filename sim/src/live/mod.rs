@@ -33,7 +33,7 @@ use mcpstorm_fake::FakeServer;
 use tokio::time::{Instant, sleep_until};
 
 use crate::run::{CallSink, CallSinkError, RunData, RunMode, WallClock};
-use crate::scenario::{Placement, Scenario, cost, load_host};
+use crate::scenario::{CrashMode, Placement, Scenario, cost, load_host};
 use crate::seed::Seed;
 use crate::world::{
     Ended, Handles, Links, LoadPlan, NetAction, Recorder, RunTime, SimClock, Timeline, apply_due, conclude, port,
@@ -187,7 +187,7 @@ async fn run_in_runtime(
     let finished_at = loop {
         let now = start.elapsed();
         apply_due(&mut timeline, &handles, &recorder, now, &mut |action| {
-            if let Err(e) = apply_net(&mut hosts, &recorder, now, action) {
+            if let Err(e) = apply_net(&mut hosts, scenario.network.crash, &recorder, now, action) {
                 failure.get_or_insert(e);
             }
         });
@@ -272,7 +272,13 @@ fn start_servers(
 }
 
 /// A crash, restart, partition or heal, on the replicas of host `h`.
-fn apply_net(hosts: &mut Hosts, recorder: &Recorder, now: Duration, action: NetAction) -> Result<(), LiveError> {
+fn apply_net(
+    hosts: &mut Hosts,
+    crash: CrashMode,
+    recorder: &Recorder,
+    now: Duration,
+    action: NetAction,
+) -> Result<(), LiveError> {
     let mut on = |h: &str, f: &mut dyn FnMut(&mut Replica) -> std::io::Result<()>| -> Result<(), LiveError> {
         for replica in hosts.get_mut(h).into_iter().flatten() {
             f(replica).map_err(|e| LiveError::Setup(format!("restarting {h}: {e}")))?;
@@ -282,7 +288,7 @@ fn apply_net(hosts: &mut Hosts, recorder: &Recorder, now: Duration, action: NetA
     match action {
         NetAction::Crash(h) => {
             on(&h, &mut |r| {
-                r.crash();
+                r.crash(crash);
                 Ok(())
             })?;
             recorder.event(now, "host_crashed", &h, "");

@@ -7,13 +7,17 @@
 //! - in [`PartitionMode::Hold`] (TCP's, whose retransmissions deliver what was sent once the link heals) bytes wait
 //!   and are delivered after the heal; a connection opened meanwhile waits for the heal before it reaches the
 //!   replica. A held direction stops reading once its queue is full, so the sender feels TCP's back-pressure;
-//! - a crash ([`Relay::set_upstream`] to `None`, then [`Relay::sever`]) drops every open connection and refuses new
-//!   ones until the replica serves again.
+//! - a process crash ([`Relay::set_upstream`] to `None`, then [`Relay::sever`]) drops every open connection and
+//!   refuses new ones until the replica serves again;
+//! - a host crash ([`Relay::vanish`], turmoil's crash) answers nothing: open connections stay open and silent (what
+//!   the caller sends is lost, what the dead replica's side did is not passed on), and a new connection is accepted
+//!   and never answered, until the host is back ([`Relay::sever`] then drops them, as a rebooted host resets them).
 //!
 //! Order within a direction is kept: chunks are delivered one after another, each no earlier than its due time.
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -61,6 +65,8 @@ struct Shared {
     rng: Mutex<ChaCha8Rng>,
     /// The open connections' tasks (finished ones pruned as new ones come).
     conns: Mutex<Vec<AbortHandle>>,
+    /// The replica's host has vanished (a host crash): nothing is passed on, nothing is closed.
+    vanished: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -92,6 +98,7 @@ impl Relay {
             delay,
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
             conns: Mutex::default(),
+            vanished: AtomicBool::new(false),
         });
         let accept = tokio::spawn(accept(listener, shared.clone())).abort_handle();
         Ok(Relay { addr, shared, accept })
@@ -110,6 +117,11 @@ impl Relay {
     /// Cuts the link (`true`) or heals it.
     pub fn partition(&self, cut: bool) {
         self.shared.cut.send_replace(cut);
+    }
+
+    /// The replica's host vanishes (`true`) or is back: see the module's docs.
+    pub fn vanish(&self, vanished: bool) {
+        self.shared.vanished.store(vanished, Ordering::SeqCst);
     }
 
     /// Drops every open connection, at both ends.
@@ -145,6 +157,11 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
 }
 
 async fn connection(client: TcpStream, shared: Arc<Shared>) {
+    if shared.vanished.load(Ordering::SeqCst) {
+        // Accepted (the kernel completes the handshake), then never answered: held until severed.
+        let _held = client;
+        return std::future::pending::<()>().await;
+    }
     let mut cut = shared.cut.subscribe();
     if *cut.borrow_and_update() {
         match shared.mode {
@@ -207,12 +224,16 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: &Shared) 
                     }
                 }
             }
-            if chunk.lost {
+            if chunk.lost || shared.vanished.load(Ordering::SeqCst) {
                 continue;
             }
             if to.write_all(&chunk.bytes).await.is_err() {
                 return;
             }
+        }
+        if shared.vanished.load(Ordering::SeqCst) {
+            // The dead replica's end closed; a vanished host says nothing, so the caller's end stays open.
+            std::future::pending::<()>().await;
         }
         let _ = to.shutdown().await;
     };
@@ -297,5 +318,33 @@ mod tests {
         assert_eq!(received.await.expect("sink"), b"x");
         let mut buf = [0u8; 1];
         assert!(matches!(client.read(&mut buf).await, Ok(0) | Err(_)));
+    }
+
+    /// Whether `c` stays silent and open for a while: no byte, no end of stream.
+    async fn silent(c: &mut TcpStream) -> bool {
+        let mut buf = [0u8; 1];
+        tokio::time::timeout(Duration::from_millis(200), c.read(&mut buf)).await.is_err()
+    }
+
+    #[tokio::test]
+    async fn a_vanished_host_keeps_connections_open_and_silent_until_it_is_back() {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
+        let relay = Relay::start(listener.local_addr().expect("addr"), PartitionMode::Drop, NONE, 1).expect("relay");
+        let mut open = TcpStream::connect(relay.addr()).await.expect("connect");
+        let (replica_side, _) = listener.accept().await.expect("the relay dials the replica");
+        // The host vanishes: its process is gone (its end of the connection closes) but nothing tells the caller.
+        relay.set_upstream(None);
+        relay.vanish(true);
+        drop(replica_side);
+        open.write_all(b"anyone?").await.expect("what the caller sends is taken, and lost");
+        assert!(silent(&mut open).await, "an open connection says nothing, not even its end");
+        let mut new = TcpStream::connect(relay.addr()).await.expect("a new connection is accepted");
+        assert!(silent(&mut new).await, "and never answered");
+        // The host is back: what it held is reset.
+        relay.sever();
+        relay.vanish(false);
+        let mut buf = [0u8; 1];
+        assert!(matches!(open.read(&mut buf).await, Ok(0) | Err(_)));
+        assert!(matches!(new.read(&mut buf).await, Ok(0) | Err(_)));
     }
 }

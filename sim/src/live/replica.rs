@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use super::relay::Relay;
+use crate::scenario::CrashMode;
 
 #[derive(Debug)]
 pub struct Replica {
@@ -39,15 +40,19 @@ impl Replica {
         Ok(addr)
     }
 
-    /// The process dies: its listener closes, every connection drops, and its relays refuse new ones.
-    pub fn crash(&mut self) {
+    /// A crash. Of the process: its listener closes, every connection drops, and its relays refuse new ones. Of the
+    /// host: the process is gone too, but its relays pass nothing on and close nothing (see `Relay::vanish`).
+    pub fn crash(&mut self, mode: CrashMode) {
         if let Some(serving) = self.serving.take() {
             // Dropping `serve`'s future closes the listener and aborts every connection.
             serving.abort();
         }
         for (_, relay) in &self.relays {
             relay.set_upstream(None);
-            relay.sever();
+            match mode {
+                CrashMode::Process => relay.sever(),
+                CrashMode::Host => relay.vanish(true),
+            }
         }
     }
 
@@ -58,6 +63,9 @@ impl Replica {
         }
         let addr = self.serve()?;
         for (_, relay) in &self.relays {
+            // A host that comes back resets the connections it had: they were held open while it was gone.
+            relay.sever();
+            relay.vanish(false);
             relay.set_upstream(Some(addr));
         }
         Ok(())

@@ -65,7 +65,7 @@ pub use gateway::{
 pub use history::HistorySpec;
 pub use listen::{AdminSpec, ListenSpec};
 pub use model::label as sweep_label;
-pub use model::{HostsMode, Network, PartitionMode, Scenario, Sweep};
+pub use model::{CrashMode, HostsMode, Network, PartitionMode, Scenario, Sweep};
 pub use overrides::expand_sweep;
 pub use placement::{Placement, load_host, node_host, replica_host, server_host};
 pub use read::{load_file, load_file_with, load_str, load_str_with};

@@ -163,6 +163,29 @@ pub struct Network {
     /// Only `mcpstorm live` honours `"hold"` (its relays): the difference is inherent to the simulated network.
     #[serde(default, skip_serializing_if = "PartitionMode::is_default")]
     pub partition: PartitionMode,
+    /// What a `crash` fault is: `"host"` (the default) a machine that vanishes, as turmoil's crash is (the simulator
+    /// always runs it: calls on open connections hang until their deadline, a connect hangs); `"process"` a process
+    /// that dies on a machine that stays up (connections reset, connects refused at once). Only `mcpstorm live`
+    /// honours `"process"` (its relays): the simulated network has no process apart from its host.
+    #[serde(default, skip_serializing_if = "CrashMode::is_default")]
+    pub crash: CrashMode,
+}
+
+/// What a crash fault takes down (see [`Network::crash`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CrashMode {
+    /// The machine: nothing answers on its connections, and a new connection is never answered.
+    #[default]
+    Host,
+    /// The process: its connections are closed and new connections refused.
+    Process,
+}
+
+impl CrashMode {
+    fn is_default(&self) -> bool {
+        *self == CrashMode::default()
+    }
 }
 
 /// What a partition does to bytes in flight across it (see [`Network::partition`]).
@@ -211,6 +234,7 @@ impl Default for Network {
             fail_rate: 0.0,
             hosts: HostsMode::Shared,
             partition: PartitionMode::Drop,
+            crash: CrashMode::Host,
         }
     }
 }
