@@ -19,8 +19,8 @@ use crate::scenario;
 /// `fidelity --help`: what the exit code says.
 const EXIT_CODES: &str = "Exit codes: 0 when every judged row of every seed is inside its tolerance; 1 when any is \
 outside (the failed rows are named), or a run fails (a live run this machine cannot keep in real time among them, \
-judging nothing); 2 for bad input (arguments, the scenario file and its [fidelity] table, a --set, a [sweep], a key \
-live runs do not support yet: [gateway] nodes, [gateway.sync], network.fail_rate).";
+judging nothing); 2 for bad input (arguments, the scenario file and its [fidelity] table, a --set, a [sweep], what \
+live runs do not support: network.fail_rate, a clock_skew on a gateway node).";
 
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
@@ -45,6 +45,11 @@ pub struct FidelityArgs {
     /// apply.
     #[arg(long)]
     pub allow_large: bool,
+    /// Run both sides through gateway nodes, one per load host: live, `mcpstorm gateway` processes of this binary;
+    /// simulated, the same nodes in the simulator. The same as `--set gateway.nodes=<load.hosts> --set
+    /// gateway.front="http"` (which the reproduce line spells out).
+    #[arg(long)]
+    pub through_gateway: bool,
 }
 
 /// The most `--seeds`: each is a live run in real time.
@@ -53,7 +58,10 @@ const MAX_SEEDS: u64 = 100;
 /// The live runner: `mcpstorm live`'s engine, without a call history or a progress line.
 fn live_runner() -> Box<LiveRunner> {
     Box::new(|s| {
-        crate::live::run(s, String::new(), None, &mut |_, _| {}).map(|(run, _)| run).map_err(|e| e.to_string())
+        let exe = crate::live::this_binary();
+        crate::live::run(s, exe.as_deref(), String::new(), None, &mut |_, _| {})
+            .map(|(run, _)| run)
+            .map_err(|e| e.to_string())
     })
 }
 
@@ -62,8 +70,11 @@ pub fn run(args: FidelityArgs) -> Result<(), Failure> {
 }
 
 /// The command with `live` as its live runner.
-pub fn run_with(args: FidelityArgs, live: &LiveRunner) -> Result<(), Failure> {
+pub fn run_with(mut args: FidelityArgs, live: &LiveRunner) -> Result<(), Failure> {
     let limits = scenario::Limits::allowing_large(args.allow_large);
+    if args.through_gateway {
+        args.sets = super::live::through_gateway_sets(&args.scenario, std::mem::take(&mut args.sets), &limits)?;
+    }
     let base =
         scenario::load_file_with(&args.scenario, &args.sets, &limits).map_err(|e| Failure::BadInput(e.to_string()))?;
     if base.sweep.is_some() {
@@ -73,7 +84,7 @@ pub fn run_with(args: FidelityArgs, live: &LiveRunner) -> Result<(), Failure> {
         )));
     }
     if let Some(key) = crate::live::unsupported(&base) {
-        return Err(Failure::BadInput(format!("{}: live runs do not support {key} yet", args.scenario.display())));
+        return Err(Failure::BadInput(format!("{}: live runs do not support {key}", args.scenario.display())));
     }
     let seeds = SeedRuns { first_seed: args.first_seed, jobs: None, shard: None, shard_count: None };
     let first = seeds.first(base.seed, args.seeds)?;
@@ -142,6 +153,7 @@ mod tests {
             sets: Vec::new(),
             out: Some(dir.join("out")),
             allow_large: false,
+            through_gateway: false,
         }
     }
 

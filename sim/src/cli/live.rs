@@ -1,7 +1,7 @@
 //! `mcpstorm live`: the scenario in real time on this machine (see [`crate::live`]), written as `sim` writes its
 //! report, with `"mode": "live"` in `summary.json`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -9,13 +9,13 @@ use super::Failure;
 use super::SimArgs;
 use super::sim::{Engine, run_with};
 use crate::live;
-use crate::scenario::CallsMode;
+use crate::scenario::{self, CallsMode};
 
 /// `live --help`: what the exit code says.
 const EXIT_CODES: &str = "Exit codes: 0 when the scenario's [checks] pass; 1 when any fails, or the run fails — \
 including a run this machine cannot keep in real time (the step loop or an arrival more than 250 ms late), which \
-stops without a report; 2 for bad input (arguments, the scenario file, a --set, or a key live runs do not support \
-yet: [gateway] nodes, [gateway.sync], network.fail_rate).";
+stops without a report, and a gateway node that does not serve; 2 for bad input (arguments, the scenario file, a \
+--set, or what live runs do not support: network.fail_rate, a clock_skew on a gateway node).";
 
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
@@ -40,11 +40,34 @@ pub struct LiveArgs {
     /// Which attempts go to calls.csv: `all`, `sample`, `off` or `auto`, as for `sim`.
     #[arg(long, value_enum)]
     pub calls: Option<CallsMode>,
+    /// Send the agents' calls through `mcpstorm gateway` processes of this binary, one per load host, instead of
+    /// a gateway inside each load host: the same as `--set gateway.nodes=<load.hosts> --set gateway.front="http"`
+    /// (which the reproduce line spells out). A scenario with `[gateway] nodes` always runs them as processes.
+    #[arg(long)]
+    pub through_gateway: bool,
 }
 
 pub fn run(args: LiveArgs) -> Result<(), Failure> {
-    let LiveArgs { scenario, seed, out, sets, allow_large, calls } = args;
+    let LiveArgs { scenario, seed, out, mut sets, allow_large, calls, through_gateway } = args;
+    if through_gateway {
+        sets = through_gateway_sets(&scenario, sets, &scenario::Limits::allowing_large(allow_large))?;
+    }
     run_with(SimArgs { scenario, seed, out, sets, allow_large, calls }, Engine::Live)
+}
+
+/// `--through-gateway`: `sets` and, unless the scenario already has gateway nodes, one node per load host served
+/// over HTTP.
+pub(super) fn through_gateway_sets(
+    path: &Path,
+    mut sets: Vec<String>,
+    limits: &scenario::Limits,
+) -> Result<Vec<String>, Failure> {
+    let base = scenario::load_file_with(path, &sets, limits).map_err(|e| Failure::BadInput(e.to_string()))?;
+    if base.gateway.nodes == 0 {
+        sets.push(format!("gateway.nodes={}", base.load.hosts));
+        sets.push("gateway.front=\"http\"".to_owned());
+    }
+    Ok(sets)
 }
 
 /// The keep-up bound the help text quotes.

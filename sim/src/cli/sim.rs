@@ -226,7 +226,8 @@ fn execute(scenario: &Scenario, out: &Path, engine: Engine) -> Result<Executed, 
     let mut tick = |now: Duration, _end: Duration| bar.set_position(now.as_secs());
     let result = match engine {
         Engine::Sim => world::run(scenario, String::new(), calls, &mut tick).map_err(|e| e.to_string()),
-        Engine::Live => live::run(scenario, String::new(), calls, &mut tick).map_err(|e| e.to_string()),
+        Engine::Live => live::run(scenario, crate::live::this_binary().as_deref(), String::new(), calls, &mut tick)
+            .map_err(|e| e.to_string()),
     };
     bar.finish_and_clear();
     result.map_err(Failure::Failed)

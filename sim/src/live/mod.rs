@@ -4,9 +4,13 @@
 //! loopback port of its own, NDJSON or Streamable HTTP as the scenario says), the load hosts' gateways and agents
 //! ([`run_host`]), the recorder, the fault timeline and the report. What differs:
 //!
-//! - sockets are real (tokio TCP on loopback), and each load host reaches each replica through a [`relay`] that adds
+//! - sockets are real (tokio TCP on loopback), and each gateway reaches each replica through a [`relay`] that adds
 //!   the scenario's latency and carries its partitions (`[network] partition = "drop"` as turmoil does, or `"hold"`
-//!   as TCP does); a crash stops the replica's listener and drops its connections ([`replica`]);
+//!   as TCP does); a crash stops the replica and, by `[network] crash`, holds its connections silent or drops them
+//!   ([`endpoint`]);
+//! - with `[gateway.sync]`, Redis is the simulator's Redis double on a loopback port, behind a relay per gateway;
+//! - with `[gateway] nodes`, each node is an `mcpstorm gateway` process of this binary ([`node`]), which the load
+//!   hosts' agents reach over Streamable HTTP through relays of their own (so a node can crash, or be cut off);
 //! - time is tokio's real clock since the start of the run ([`RunTime::Live`]); wall clocks still start at the
 //!   simulator's pinned epoch, so skews and session expiry behave as they do there;
 //! - a step loop applies the fault timeline every [`STEP`] of wall time, and samples the in-flight gauge each second.
@@ -16,31 +20,38 @@
 //! [`LiveError::CannotKeepUp`] instead of writing a report. The bound is a quarter of the one-second windows the
 //! report is drawn in: a lag that size would move calls into the wrong second.
 //!
-//! Out of scope for now (refused with [`LiveError::Unsupported`], naming the key): `[gateway] nodes`,
-//! `[gateway.sync]` and `network.fail_rate`.
+//! Refused with [`LiveError::Unsupported`], naming the key: `network.fail_rate`, and a `clock_skew` on a gateway
+//! node. A gateway node's attempts happen in its process, out of the recorder's sight: a run through nodes reports
+//! the agents' calls, and no per-replica attempts.
 
+pub mod endpoint;
+pub mod node;
 pub mod relay;
-pub mod replica;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcpstorm_core::{Dialer, TcpDialer};
-use mcpstorm_fake::FakeServer;
+use mcpstorm_fake::{FakeServer, RedisConfig, RedisDouble, Transport};
 use tokio::time::{Instant, sleep_until};
 
 use crate::run::{CallSink, CallSinkError, RunData, RunMode, WallClock};
-use crate::scenario::{CrashMode, Placement, Scenario, cost, load_host};
+use crate::scenario::{
+    CrashMode, FaultKind, GATEWAY, Placement, RedisHost, ReplicaSpec, Scenario, UpstreamSpec, cost, load_host,
+    node_host, server_host,
+};
 use crate::seed::Seed;
 use crate::world::{
-    Ended, Handles, Links, LoadPlan, NetAction, Recorder, RunTime, SimClock, Timeline, apply_due, conclude, port,
-    recorder_for, run_host, sample_until,
+    Ended, Handles, Links, LoadPlan, NODE_PORT, NetAction, Recorder, RunTime, SimClock, Timeline, apply_due, conclude,
+    port, recorder_for, run_host, sample_until, upstreams,
 };
+use endpoint::{Endpoint, InProcess};
+use node::NodeProcess;
 use relay::{Delay, Relay};
-use replica::Replica;
 
 /// How often the step loop applies due faults: a fault starts at most this late.
 pub const STEP: Duration = Duration::from_millis(5);
@@ -54,8 +65,8 @@ const LATENESS: Duration = MAX_LAG;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
-    /// The scenario uses something live runs cannot do yet: the key.
-    #[error("live runs do not support {0} yet")]
+    /// The scenario uses something live runs cannot do: the key.
+    #[error("live runs do not support {0}")]
     Unsupported(&'static str),
     #[error("invalid server {server:?}: {message}")]
     Server { server: String, message: String },
@@ -79,25 +90,32 @@ pub enum LiveError {
     Calls(CallSinkError),
 }
 
-/// Whether `scenario` can run live: the first key it uses that live runs do not support yet.
+/// Whether `scenario` can run live: the first key it uses that live runs do not support.
 pub fn unsupported(scenario: &Scenario) -> Option<&'static str> {
-    if scenario.gateway.nodes > 0 {
-        return Some("[gateway] nodes");
-    }
-    if scenario.gateway.sync.is_some() {
-        return Some("[gateway.sync]");
-    }
     if scenario.network.fail_rate > 0.0 {
         return Some("network.fail_rate (dropped messages; the relays drop only during a partition)");
+    }
+    let on_node = |target: &str| target == GATEWAY || target.starts_with("gateway-");
+    if scenario.gateway.nodes > 0
+        && scenario.faults.iter().any(|f| f.kind == FaultKind::ClockSkew && on_node(&f.target))
+    {
+        return Some("clock_skew on a gateway node (a node is a process on this machine's clock)");
     }
     None
 }
 
+/// The `mcpstorm` binary a live run from the command line starts its gateway nodes with: the one running.
+pub fn this_binary() -> Option<std::path::PathBuf> {
+    std::env::current_exe().ok()
+}
+
 /// Runs one scenario (no sweep) in real time and returns what happened, as [`world::run`](crate::world::run) does:
 /// `reproduce` is the command line that reproduces it, `calls` receives the call history, and `progress(now, end)`
-/// is called once per second. Builds and owns its tokio runtime (two workers): call it outside any runtime.
+/// is called once per second. `gateway_exe` is the `mcpstorm` binary whose `gateway` command runs the nodes of a
+/// scenario with `[gateway] nodes`. Builds and owns its tokio runtime (two workers): call it outside any runtime.
 pub fn run(
     scenario: &Scenario,
+    gateway_exe: Option<&Path>,
     reproduce: String,
     calls: Option<Box<dyn CallSink>>,
     progress: &mut dyn FnMut(Duration, Duration),
@@ -110,7 +128,7 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(|e| LiveError::Setup(format!("the runtime: {e}")))?;
-    let result = runtime.block_on(run_in_runtime(scenario, reproduce, calls, progress));
+    let result = runtime.block_on(run_in_runtime(scenario, gateway_exe, reproduce, calls, progress));
     // Whatever is still running (calls past the drain, relays) is dropped with the runtime.
     runtime.shutdown_timeout(Duration::from_secs(1));
     result
@@ -136,26 +154,50 @@ async fn timer_overshoot() -> Duration {
     late[late.len() / 2].min(MAX_OVERSHOOT)
 }
 
-/// The replicas of each server host, by host name (crash and partition faults name hosts).
-type Hosts = BTreeMap<String, Vec<Replica>>;
+/// The endpoints of each host, by host name (crash and partition faults name hosts): a server host's replicas, the
+/// Redis host's double, a gateway node's process.
+type Hosts = BTreeMap<String, Vec<Endpoint>>;
+
+/// How long before the run's time begins its gateway nodes are started: the run starts once they all serve, and a
+/// node that needs longer fails the run (see [`node::READY_WITHIN`] for one that never serves).
+pub const NODES_START: Duration = Duration::from_secs(3);
 
 async fn run_in_runtime(
     scenario: &Scenario,
+    gateway_exe: Option<&Path>,
     reproduce: String,
     calls: Option<Box<dyn CallSink>>,
     progress: &mut dyn FnMut(Duration, Duration),
 ) -> Result<(RunData, WallClock), LiveError> {
     let lead = timer_overshoot().await;
-    let start = Instant::now();
+    let node_hosts: Vec<String> = (0..scenario.gateway.nodes).map(node_host).collect();
+    // With gateway nodes, the run's time begins once they serve: everything before it reads as its first instant.
+    let start = Instant::now() + if node_hosts.is_empty() { Duration::ZERO } else { NODES_START };
     let time = RunTime::Live { start, lead };
     let (recorder, phases) = recorder_for(scenario, calls);
     recorder.set_tick(LATENESS);
     let load_hosts: Vec<String> = (0..scenario.load.hosts).map(load_host).collect();
-    recorder.set_gateways(load_hosts.len());
+    recorder.set_gateways(if node_hosts.is_empty() { load_hosts.len() } else { node_hosts.len() });
+    // Who dials the replicas and Redis: the gateways, in the nodes or in-process in the load hosts.
+    let gateways = if node_hosts.is_empty() { &load_hosts } else { &node_hosts };
     let placement = Arc::new(Placement::of(scenario));
     let mut handles = Handles::default();
-    let (hosts, links) = start_servers(scenario, &placement, &load_hosts, time, &mut handles)?;
-    let mut hosts = hosts;
+    let mut net =
+        Net { hosts: Hosts::new(), links: LiveLinks::default(), seed: Seed::new(scenario.seed).fork("relays") };
+    net.start_servers(scenario, &placement, gateways, time, &mut handles)?;
+    net.start_redis(scenario, gateways, time, &mut handles)?;
+    if !node_hosts.is_empty() {
+        let exe = gateway_exe.ok_or(LiveError::Unsupported("[gateway] nodes (no mcpstorm binary to run them)"))?;
+        net.start_nodes(scenario, &placement, exe, &load_hosts, time).await?;
+        if Instant::now() > start {
+            return Err(LiveError::Setup(format!(
+                "the gateway nodes took more than {} s to serve",
+                NODES_START.as_secs()
+            )));
+        }
+        sleep_until(start).await;
+    }
+    let Net { mut hosts, links, .. } = net;
     let clocks: Vec<SimClock> = load_hosts.iter().map(|_| SimClock::on(time)).collect();
     for (host, clock) in load_hosts.iter().zip(&clocks) {
         handles.clocks.insert(host.clone(), clock.clone());
@@ -227,48 +269,152 @@ async fn run_in_runtime(
     Ok((run, WallClock { wall: start.elapsed(), sim: finished_at }))
 }
 
-/// Starts every replica (each its own port) and one relay per (load host, replica); their controls and clocks go
-/// into `handles`.
-fn start_servers(
-    scenario: &Scenario,
-    placement: &Placement,
-    load_hosts: &[String],
-    time: RunTime,
-    handles: &mut Handles,
-) -> Result<(Hosts, LiveLinks), LiveError> {
-    let net = &scenario.network;
-    let lead = match time {
-        RunTime::Live { lead, .. } => lead,
-        RunTime::Simulated => Duration::ZERO,
-    };
-    let delay = Delay { min: net.latency.0, max: net.max_latency.map_or(net.latency.0, |d| d.0), lead };
-    let seed = Seed::new(scenario.seed).fork("relays");
-    let setup = |what: &str, e: std::io::Error| LiveError::Setup(format!("{what}: {e}"));
-    let mut hosts = Hosts::new();
-    let mut links = LiveLinks::default();
-    for (host, placed) in placement.hosts() {
-        for (slot, p) in placed.iter().enumerate() {
-            let spec = &scenario.servers[p.server];
-            let config = spec.fake_config(p.replica, scenario.seed);
-            // The replica's own wall clock: its sessions expire by it, and clock_skew faults move it.
-            let clock = SimClock::on(time);
-            let server = FakeServer::with_clock(config, Arc::new(clock.clone()))
-                .map_err(|e| LiveError::Server { server: spec.name.clone(), message: e.to_string() })?
-                .with_timer_lead(lead);
-            handles.controls.insert(p.name.clone(), server.control());
-            handles.clocks.insert(p.name.clone(), clock);
-            let (mut replica, addr) = Replica::start(server).map_err(|e| setup(&p.name, e))?;
-            let port = port(u16::try_from(slot).unwrap_or(u16::MAX));
-            for caller in load_hosts {
-                let seed = seed.fork(&p.name).fork(caller).value();
-                let relay = Relay::start(addr, net.partition, delay, seed).map_err(|e| setup(&p.name, e))?;
-                links.0.insert((caller.clone(), host.clone(), port), relay.addr());
-                replica.relays.push((caller.clone(), relay));
-            }
-            hosts.entry(host.clone()).or_default().push(replica);
+/// The run's network as it is built: every host's endpoints, and where each caller dials each of them.
+struct Net {
+    hosts: Hosts,
+    links: LiveLinks,
+    /// The relays' jitter streams, forked per (endpoint, caller).
+    seed: Seed,
+}
+
+fn setup(what: &str, e: std::io::Error) -> LiveError {
+    LiveError::Setup(format!("{what}: {e}"))
+}
+
+impl Net {
+    /// Puts `endpoint` (serving at `addr`, named `name`) on `host`'s `port`, behind a relay for each of `callers`.
+    fn place(
+        &mut self,
+        scenario: &Scenario,
+        (host, port, name): (&str, u16, &str),
+        (mut endpoint, addr): (Endpoint, SocketAddr),
+        callers: &[String],
+        time: RunTime,
+    ) -> Result<(), LiveError> {
+        let net = &scenario.network;
+        let lead = match time {
+            RunTime::Live { lead, .. } => lead,
+            RunTime::Simulated => Duration::ZERO,
+        };
+        let delay = Delay { min: net.latency.0, max: net.max_latency.map_or(net.latency.0, |d| d.0), lead };
+        for caller in callers {
+            let seed = self.seed.fork(name).fork(caller).value();
+            let relay = Relay::start(addr, net.partition, delay, seed).map_err(|e| setup(name, e))?;
+            self.links.0.insert((caller.clone(), host.to_owned(), port), relay.addr());
+            endpoint.relays.push((caller.clone(), relay));
         }
+        self.hosts.entry(host.to_owned()).or_default().push(endpoint);
+        Ok(())
     }
-    Ok((hosts, links))
+
+    /// Starts every replica (each its own port), each behind a relay per gateway; their controls and clocks go into
+    /// `handles`.
+    fn start_servers(
+        &mut self,
+        scenario: &Scenario,
+        placement: &Placement,
+        gateways: &[String],
+        time: RunTime,
+        handles: &mut Handles,
+    ) -> Result<(), LiveError> {
+        let lead = match time {
+            RunTime::Live { lead, .. } => lead,
+            RunTime::Simulated => Duration::ZERO,
+        };
+        for (host, placed) in placement.hosts() {
+            for (slot, p) in placed.iter().enumerate() {
+                let spec = &scenario.servers[p.server];
+                let config = spec.fake_config(p.replica, scenario.seed);
+                // The replica's own wall clock: its sessions expire by it, and clock_skew faults move it.
+                let clock = SimClock::on(time);
+                let server = FakeServer::with_clock(config, Arc::new(clock.clone()))
+                    .map_err(|e| LiveError::Server { server: spec.name.clone(), message: e.to_string() })?
+                    .with_timer_lead(lead);
+                handles.controls.insert(p.name.clone(), server.control());
+                handles.clocks.insert(p.name.clone(), clock);
+                let started = Endpoint::start(Box::new(InProcess::fake(server))).map_err(|e| setup(&p.name, e))?;
+                let port = port(u16::try_from(slot).unwrap_or(u16::MAX));
+                self.place(scenario, (host, port, &p.name), started, gateways, time)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// With `[gateway.sync]`: the simulator's Redis double on a loopback port, behind a relay per gateway (its
+    /// control goes into `handles`, for latency and hang faults).
+    fn start_redis(
+        &mut self,
+        scenario: &Scenario,
+        gateways: &[String],
+        time: RunTime,
+        handles: &mut Handles,
+    ) -> Result<(), LiveError> {
+        let Some(redis) = RedisHost::of(&scenario.gateway) else { return Ok(()) };
+        // Keys expire by the host's clock, true time as in the simulator (no fault skews it).
+        let double = RedisDouble::with_clock(RedisConfig::default(), Arc::new(SimClock::on(time)));
+        handles.redis = Some((redis.name.clone(), double.control()));
+        let started = Endpoint::start(Box::new(InProcess::redis(double))).map_err(|e| setup(&redis.name, e))?;
+        self.place(scenario, (&redis.name, redis.port, &redis.name), started, gateways, time)
+    }
+
+    /// Starts every gateway node's process (see [`node`]) and waits until each serves, each behind a relay per load
+    /// host.
+    async fn start_nodes(
+        &mut self,
+        scenario: &Scenario,
+        placement: &Placement,
+        exe: &Path,
+        load_hosts: &[String],
+        time: RunTime,
+    ) -> Result<(), LiveError> {
+        let key = node::session_key(scenario.seed);
+        let dir = std::env::temp_dir();
+        let redis = RedisHost::of(&scenario.gateway);
+        let mut launches = Vec::new();
+        for i in 0..scenario.gateway.nodes {
+            let name = node_host(i);
+            let servers = self.upstreams_of(scenario, placement, &name);
+            let redis = redis.as_ref().and_then(|r| self.links.0.get(&(name.clone(), r.name.clone(), r.port)).copied());
+            let file = node::config(scenario, &name, servers, redis, SocketAddr::from(([127, 0, 0, 1], 0)));
+            let (exe, dir, key) = (exe.to_owned(), dir.clone(), key.clone());
+            // Started together: each waits for its servers' first listing.
+            let launch = tokio::spawn(async move { NodeProcess::launch(&exe, &dir, &name, file, key).await });
+            launches.push((launch, node_host(i)));
+        }
+        for (launch, name) in launches {
+            let launched = launch.await.map_err(|e| LiveError::Setup(e.to_string()))?;
+            let process = launched.map_err(|e| LiveError::Setup(e.to_string()))?;
+            let addr = process.addr();
+            self.place(
+                scenario,
+                (&name, NODE_PORT, &name),
+                (Endpoint::serving(Box::new(process)), addr),
+                load_hosts,
+                time,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The scenario's servers as node `node` reaches them: each replica at its relay, over the server's transport.
+    fn upstreams_of(&self, scenario: &Scenario, placement: &Placement, node: &str) -> Vec<UpstreamSpec> {
+        let mut servers = upstreams(scenario, placement);
+        for (spec, server) in scenario.servers.iter().zip(&mut servers) {
+            for (r, replica) in server.replicas.iter_mut().enumerate() {
+                let at = placement.address(&server_host(&spec.name, r));
+                let Some(relay) = self.links.0.get(&(node.to_owned(), at.host.clone(), port(at.slot))) else {
+                    continue;
+                };
+                *replica = match spec.transport {
+                    Transport::Http => {
+                        ReplicaSpec { http: Some(format!("http://{relay}/mcp")), ..ReplicaSpec::default() }
+                    }
+                    Transport::Ndjson => ReplicaSpec { tcp: Some(relay.to_string()), ..ReplicaSpec::default() },
+                };
+            }
+        }
+        servers
+    }
 }
 
 /// A crash, restart, partition or heal, on the replicas of host `h`.
@@ -279,7 +425,7 @@ fn apply_net(
     now: Duration,
     action: NetAction,
 ) -> Result<(), LiveError> {
-    let mut on = |h: &str, f: &mut dyn FnMut(&mut Replica) -> std::io::Result<()>| -> Result<(), LiveError> {
+    let mut on = |h: &str, f: &mut dyn FnMut(&mut Endpoint) -> std::io::Result<()>| -> Result<(), LiveError> {
         for replica in hosts.get_mut(h).into_iter().flatten() {
             f(replica).map_err(|e| LiveError::Setup(format!("restarting {h}: {e}")))?;
         }
@@ -294,7 +440,7 @@ fn apply_net(
             recorder.event(now, "host_crashed", &h, "");
         }
         NetAction::Restart(h) => {
-            on(&h, &mut Replica::restart)?;
+            on(&h, &mut Endpoint::restart)?;
             recorder.event(now, "host_restarted", &h, "");
         }
         NetAction::Partition(h, from) => {

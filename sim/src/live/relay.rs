@@ -3,12 +3,13 @@
 //! chunk in each direction, and it is where partitions and crashes happen:
 //!
 //! - a partition in [`PartitionMode::Drop`] (turmoil's semantics, the default) discards every byte sent while it
-//!   lasts, and refuses new connections (accepted and closed at once);
+//!   lasts, and refuses new connections: the relay stops listening until the heal, so a caller's connect fails at
+//!   once as turmoil's does (accepted and then closed, it would first count as connected and fail later);
 //! - in [`PartitionMode::Hold`] (TCP's, whose retransmissions deliver what was sent once the link heals) bytes wait
 //!   and are delivered after the heal; a connection opened meanwhile waits for the heal before it reaches the
 //!   replica. A held direction stops reading once its queue is full, so the sender feels TCP's back-pressure;
 //! - a process crash ([`Relay::set_upstream`] to `None`, then [`Relay::sever`]) drops every open connection and
-//!   refuses new ones until the replica serves again;
+//!   refuses new ones (the relay stops listening) until the replica serves again;
 //! - a host crash ([`Relay::vanish`], turmoil's crash) answers nothing: open connections stay open and silent (what
 //!   the caller sends is lost, what the dead replica's side did is not passed on), and a new connection is accepted
 //!   and never answered, until the host is back ([`Relay::sever`] then drops them, as a rebooted host resets them).
@@ -36,6 +37,8 @@ use crate::scenario::PartitionMode;
 const QUEUE: usize = 64;
 /// The largest read.
 const CHUNK: usize = 16 * 1024;
+/// How often (1 ms apart) a relay tries to listen again on its port after refusing connections.
+const REBIND_TRIES: u32 = 1000;
 
 /// The one-way latency of each chunk: uniform in `min..=max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +70,8 @@ struct Shared {
     conns: Mutex<Vec<AbortHandle>>,
     /// The replica's host has vanished (a host crash): nothing is passed on, nothing is closed.
     vanished: AtomicBool,
+    /// Whether the relay listens now: not while a dropping partition is on, nor while a crashed process is down.
+    listening: watch::Sender<bool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -75,6 +80,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Listens, or stops listening, as the link's state now says.
+    fn refresh(&self) {
+        let dropping = self.mode == PartitionMode::Drop && *self.cut.borrow();
+        let down = lock(&self.upstream).is_none() && !self.vanished.load(Ordering::SeqCst);
+        self.listening.send_if_modified(|listening| {
+            let changed = *listening == (dropping || down);
+            *listening = !(dropping || down);
+            changed
+        });
+    }
+
     fn latency(&self) -> Duration {
         let Delay { min, max, .. } = self.delay;
         if max <= min {
@@ -99,8 +115,9 @@ impl Relay {
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
             conns: Mutex::default(),
             vanished: AtomicBool::new(false),
+            listening: watch::Sender::new(true),
         });
-        let accept = tokio::spawn(accept(listener, shared.clone())).abort_handle();
+        let accept = tokio::spawn(accept(addr, listener, shared.clone())).abort_handle();
         Ok(Relay { addr, shared, accept })
     }
 
@@ -112,16 +129,19 @@ impl Relay {
     /// Where new connections go; `None` refuses them (the replica is down).
     pub fn set_upstream(&self, upstream: Option<SocketAddr>) {
         *lock(&self.shared.upstream) = upstream;
+        self.shared.refresh();
     }
 
     /// Cuts the link (`true`) or heals it.
     pub fn partition(&self, cut: bool) {
         self.shared.cut.send_replace(cut);
+        self.shared.refresh();
     }
 
     /// The replica's host vanishes (`true`) or is back: see the module's docs.
     pub fn vanish(&self, vanished: bool) {
         self.shared.vanished.store(vanished, Ordering::SeqCst);
+        self.shared.refresh();
     }
 
     /// Drops every open connection, at both ends.
@@ -139,13 +159,33 @@ impl Drop for Relay {
     }
 }
 
-async fn accept(listener: TcpListener, shared: Arc<Shared>) {
+/// Accepts on `addr` while the relay listens; closes the listening socket while it refuses (the caller's connect
+/// is refused at once) and binds it again after.
+async fn accept(addr: SocketAddr, listener: TcpListener, shared: Arc<Shared>) {
+    let mut listener = Some(listener);
+    let mut listening = shared.listening.subscribe();
     loop {
-        let client = match listener.accept().await {
-            Ok((client, _)) => client,
-            // Out of descriptors and the like: transient; try again shortly rather than spin.
-            Err(_) => {
-                tokio::time::sleep(Duration::from_millis(10)).await;
+        let Some(open) = listener.as_ref() else {
+            if listening.wait_for(|l| *l).await.map(|_| ()).is_err() {
+                return;
+            }
+            listener = rebind(addr).await;
+            continue;
+        };
+        let client = tokio::select! {
+            accepted = open.accept() => match accepted {
+                Ok((client, _)) => client,
+                // Out of descriptors and the like: transient; try again shortly rather than spin.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            refusing = async { listening.wait_for(|l| !*l).await.map(|_| ()) } => {
+                if refusing.is_err() {
+                    return;
+                }
+                listener = None;
                 continue;
             }
         };
@@ -154,6 +194,22 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
         conns.retain(|c| !c.is_finished());
         conns.push(conn);
     }
+}
+
+/// Listens on `addr` again (the port the callers know), retrying while the system still holds it.
+async fn rebind(addr: SocketAddr) -> Option<TcpListener> {
+    for _ in 0..REBIND_TRIES {
+        let bound = std::net::TcpListener::bind(addr).and_then(|l| {
+            l.set_nonblocking(true)?;
+            TcpListener::from_std(l)
+        });
+        match bound {
+            Ok(listener) => return Some(listener),
+            Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
+        }
+    }
+    tracing::warn!(%addr, "a live relay could not listen again on its port: its link stays down");
+    None
 }
 
 async fn connection(client: TcpStream, shared: Arc<Shared>) {
@@ -286,24 +342,46 @@ mod tests {
         assert_eq!(through_a_partition(PartitionMode::Hold).await, "before;during;after");
     }
 
-    #[tokio::test]
-    async fn a_dropping_partition_refuses_new_connections_and_a_down_replica_too() {
-        let (addr, _received) = sink().await;
-        let relay = Relay::start(addr, PartitionMode::Drop, NONE, 1).expect("relay");
-        let closed_at_once = |relay: &Relay| {
-            let at = relay.addr();
-            async move {
-                let mut c = TcpStream::connect(at).await.expect("the relay accepts");
-                let mut buf = [0u8; 1];
-                // The relay closes it: end of stream (or a reset), never data.
-                matches!(c.read(&mut buf).await, Ok(0) | Err(_))
+    /// Whether connecting to the relay is refused (as turmoil refuses a connect across a partition), retrying
+    /// briefly while the relay closes its listening socket (it reacts on its own task).
+    async fn refused(relay: &Relay) -> bool {
+        for _ in 0..100 {
+            match TcpStream::connect(relay.addr()).await {
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return true,
+                _ => tokio::time::sleep(Duration::from_millis(5)).await,
             }
-        };
+        }
+        false
+    }
+
+    /// Whether a connection through the relay reaches the replica, retrying while the relay listens again.
+    async fn connects(relay: &Relay) -> bool {
+        for _ in 0..100 {
+            if TcpStream::connect(relay.addr()).await.is_ok() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn a_dropping_partition_refuses_new_connections_and_a_down_replica_too_on_the_same_port_after() {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
+        let relay = Relay::start(listener.local_addr().expect("addr"), PartitionMode::Drop, NONE, 1).expect("relay");
         relay.partition(true);
-        assert!(closed_at_once(&relay).await);
+        assert!(refused(&relay).await, "a connect across a dropping partition is refused");
         relay.partition(false);
+        assert!(connects(&relay).await, "the heal listens again on the port the callers know");
         relay.set_upstream(None);
-        assert!(closed_at_once(&relay).await);
+        assert!(refused(&relay).await, "a crashed process refuses");
+        relay.set_upstream(Some(listener.local_addr().expect("addr")));
+        assert!(connects(&relay).await);
+        // A holding partition (TCP's) and a vanished host never refuse: the connect completes.
+        relay.vanish(true);
+        relay.set_upstream(None);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(TcpStream::connect(relay.addr()).await.is_ok(), "a vanished host does not refuse");
     }
 
     #[tokio::test]

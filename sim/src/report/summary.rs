@@ -23,6 +23,9 @@ struct SummaryJson<'a> {
     scenario: &'a str,
     /// `sim` or `live`.
     mode: RunMode,
+    /// Written only when false (a live run through gateway nodes): its attempt figures are zero, not measured.
+    #[serde(skip_serializing_if = "is_true")]
+    attempts_recorded: bool,
     description: &'a str,
     seed: u64,
     formula: &'a str,
@@ -79,6 +82,7 @@ pub(crate) fn json(run: &RunData) -> Result<Vec<u8>, serde_json::Error> {
     let doc = SummaryJson {
         scenario: &run.scenario,
         mode: run.mode,
+        attempts_recorded: run.attempts_recorded,
         description: &run.description,
         seed: run.seed,
         formula: &run.formula,
@@ -115,6 +119,10 @@ pub(crate) fn json(run: &RunData) -> Result<Vec<u8>, serde_json::Error> {
     let mut bytes = serde_json::to_vec_pretty(&doc)?;
     bytes.push(b'\n');
     Ok(bytes)
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 pub(crate) fn verdict(passed: bool) -> &'static str {

@@ -337,6 +337,10 @@ pub struct RunData {
     /// Simulated or live: `summary.json`'s `mode` (and the console's first line).
     #[serde(skip)]
     pub mode: RunMode,
+    /// Whether the gateways' attempts were recorded: not in a live run through gateway nodes, whose attempts are
+    /// made in their processes (the attempt figures are then zero, and say so).
+    #[serde(skip)]
+    pub attempts_recorded: bool,
 }
 
 impl RunData {

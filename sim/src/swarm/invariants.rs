@@ -366,6 +366,7 @@ mod tests {
 
     fn blank() -> RunData {
         RunData {
+            attempts_recorded: true,
             scenario: "t".into(),
             description: String::new(),
             seed: 1,

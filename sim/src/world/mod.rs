@@ -36,7 +36,8 @@ pub use crate::scenario::{load_host, node_host, server_host};
 pub(crate) use agent::fill_required;
 pub use clock::{RunTime, SimClock};
 pub(crate) use faults::{Handles, NetAction, Timeline};
-pub use net::{Links, SERVER_PORT, TurmoilDialer, TurmoilLinks, TurmoilListener, port};
+pub use net::{Links, NODE_PORT, SERVER_PORT, TurmoilDialer, TurmoilLinks, TurmoilListener, port};
+pub(crate) use node::upstreams;
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE, baseline, below_baseline, recovery_after};
 pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
 pub(crate) use traffic::{LoadPlan, run_host};
@@ -274,6 +275,8 @@ pub(crate) fn conclude(
         reproduce,
         audit,
         mode,
+        // A live run's gateway nodes are processes of their own, out of the recorder's sight.
+        attempts_recorded: !(mode == RunMode::Live && scenario.gateway.nodes > 0),
     };
     Ok(run)
 }

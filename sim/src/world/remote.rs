@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use mcpstorm_core::mcp::CallToolResult;
 use mcpstorm_core::transport::PoolConfig;
-use mcpstorm_core::{CallOptions, ClientConfig, HttpEndpoint, McpClient};
+use mcpstorm_core::{CallOptions, ClientConfig, Dialer, HttpEndpoint, McpClient};
 use serde_json::Value;
 
 use super::agent::{self, Next, agent_arguments, is_degraded};
 use super::clock::{HostTime, SimClock};
-use super::net::{NODE_PORT, TurmoilDialer};
+use super::net::NODE_PORT;
 use super::recorder::{Outcome, Recorder};
 use crate::gateway::catalog::SEPARATOR;
 use crate::scenario::{Scenario, node_host};
@@ -29,9 +29,15 @@ const AGENT_SLACK: Duration = Duration::from_secs(5);
 /// Connections a load host's client keeps to one node: each carries one request at a time.
 const CONNECTIONS_PER_NODE: usize = 512;
 
-/// Load host's client of node `index`: MCP Streamable HTTP to `gateway-{index}:8848/mcp` over turmoil TCP, its wall
-/// clock the host's, its random stream forked from the host's seed by the node's name.
-pub(super) fn node_client(scenario: &Scenario, index: usize, clock: &SimClock, seed: Seed) -> Arc<McpClient> {
+/// Load host's client of node `index`: MCP Streamable HTTP to `gateway-{index}:8848/mcp` over `dialer` (the world's
+/// link to the node), its wall clock the host's, its random stream forked from the host's seed by the node's name.
+pub(super) fn node_client(
+    scenario: &Scenario,
+    index: usize,
+    clock: &SimClock,
+    seed: Seed,
+    dialer: Arc<dyn Dialer>,
+) -> Arc<McpClient> {
     let node = node_host(index);
     let deadline = scenario.client.deadline.0.saturating_add(AGENT_SLACK);
     let mut config = ClientConfig::default();
@@ -39,7 +45,6 @@ pub(super) fn node_client(scenario: &Scenario, index: usize, clock: &SimClock, s
     config.connection.first_response = deadline;
     config.connection.queue_wait = deadline;
     config.connection.max_in_flight = 1 << 20;
-    let dialer = Arc::new(TurmoilDialer { host: node.clone(), port: NODE_PORT });
     let client = McpClient::new(node.as_str(), dialer, config, seed.fork("node client").fork(&node).seeded_rng())
         .with_clock(Arc::new(clock.clone()));
     match HttpEndpoint::new(&format!("http://{node}:{NODE_PORT}/mcp")) {

@@ -30,12 +30,12 @@ use tokio::time::{Instant, sleep_until};
 use super::agent::{self, Next};
 use super::clock::{HostTime, RunTime, SimClock};
 use super::connector::SimConnector;
-use super::net::Links;
+use super::net::{Links, NODE_PORT};
 use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Recorder};
 use super::remote;
 use super::replay;
 use super::routing::{Needs, pin, registry};
-use crate::scenario::{LoadMode, Placement, RedisHost, Scenario, tables};
+use crate::scenario::{LoadMode, Placement, RedisHost, Scenario, node_host, tables};
 use crate::seed::Seed;
 
 /// Everything a load host needs, shared by every incarnation of it.
@@ -104,7 +104,12 @@ impl Host {
         if gateway.nodes > 0 {
             return Ok(Host {
                 gateway: None,
-                nodes: (0..gateway.nodes).map(|i| remote::node_client(scenario, i, &clock, seed)).collect(),
+                nodes: (0..gateway.nodes)
+                    .map(|i| {
+                        let dialer = plan.links.dialer(host, &node_host(i), NODE_PORT);
+                        remote::node_client(scenario, i, &clock, seed, dialer)
+                    })
+                    .collect(),
                 clock,
                 time: HostTime::new(plan.time),
                 host: host.to_owned(),

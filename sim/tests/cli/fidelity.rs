@@ -104,10 +104,17 @@ fn a_live_and_a_simulated_run_are_judged_and_the_exit_code_is_the_verdict() {
 
 #[test]
 fn a_scenario_live_runs_cannot_do_is_refused_before_anything_runs() {
-    let out = scratch_in("fidelity-cli", "sync");
-    let o = mcpstorm(&["fidelity", "scenarios/breaker_sync.toml", "--out", &out.to_string_lossy()]);
+    let out = scratch_in("fidelity-cli", "fail_rate");
+    let o = mcpstorm(&[
+        "fidelity",
+        "scenarios/smoke.toml",
+        "--set",
+        "network.fail_rate=0.01",
+        "--out",
+        &out.to_string_lossy(),
+    ]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(stderr.contains("live runs do not support [gateway.sync]"), "{stderr}");
+    assert!(stderr.contains("live runs do not support network.fail_rate"), "{stderr}");
     assert!(!out.exists(), "no report claims a verdict, and no empty directory is left behind");
 }

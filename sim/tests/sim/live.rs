@@ -171,16 +171,105 @@ fn a_crashed_replica_serves_nothing_in_its_window_and_calls_go_to_the_other() {
 }
 
 #[test]
-fn scenarios_with_what_live_runs_cannot_do_yet_are_refused_as_bad_input() {
-    for (file, key) in
-        [("scenarios/gateway_nodes.toml", "[gateway] nodes"), ("scenarios/breaker_sync.toml", "[gateway.sync]")]
-    {
-        let out = scratch("refused").join(key.replace(['[', ']', ' ', '.'], "_"));
-        let o = live(Path::new(file), &out, &[]);
-        assert_eq!(o.status.code(), Some(2), "{file}: {}", text(&o));
-        assert!(text(&o).contains(&format!("live runs do not support {key} yet")), "{file}: {}", text(&o));
+fn what_live_runs_cannot_do_is_refused_as_bad_input() {
+    let dir = scratch("refused");
+    let path = scenario_file(&dir, SPIKE);
+    for (sets, key) in [
+        (vec!["network.fail_rate=0.01"], "network.fail_rate"),
+        (
+            vec![
+                "gateway.nodes=1",
+                "gateway.front=\"http\"",
+                "faults[0]={ kind = \"clock_skew\", target = \"gateway\", start = \"1s\", offset = \"1s\" }",
+            ],
+            "clock_skew on a gateway node",
+        ),
+    ] {
+        let out = dir.join(key.replace([' ', '.'], "_"));
+        let o = live(&path, &out, &sets);
+        assert_eq!(o.status.code(), Some(2), "{key}: {}", text(&o));
+        assert!(text(&o).contains(&format!("live runs do not support {key}")), "{key}: {}", text(&o));
         assert!(!out.join("summary.json").exists(), "nothing runs");
     }
+}
+
+#[test]
+fn gateway_nodes_run_as_processes_serve_the_agents_and_a_crashed_node_fails_only_its_share_until_it_restarts() {
+    let dir = scratch("nodes");
+    let path = scenario_file(&dir, SPIKE);
+    let out = dir.join("live");
+    // Two gateway nodes (`mcpstorm gateway` processes) in front of two replicas; node 0's process is killed at 2 s
+    // and started again at 4 s.
+    let o = live(
+        &path,
+        &out,
+        &[
+            "servers[0].replicas=2",
+            "gateway.nodes=2",
+            "gateway.front=\"http\"",
+            "network.crash=\"process\"",
+            "client.connect_timeout=\"300ms\"",
+            "client.deadline=\"1s\"",
+            "faults[0]={ kind = \"crash\", target = \"gateway-0\", start = \"2s\", duration = \"2s\" }",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("attempts   not recorded: the gateway processes made them"), "{}", text(&o));
+    let s = summary(&out);
+    assert_eq!(s["mode"], "live");
+    assert_eq!(s["attempts_recorded"], false, "the attempt figures are not measured: the summary says so");
+    let events = std::fs::read_to_string(out.join("events.csv")).expect("events.csv");
+    assert!(events.contains(",host_crashed,gateway-0,"), "{events}");
+    assert!(events.contains(",host_restarted,gateway-0,"), "{events}");
+    // Each agent call goes to the next node in turn: while node 0 is down about half fail, before and after none.
+    let (ok, errors) = (column(&out, "ok"), column(&out, "errors"));
+    assert_eq!(errors[0] + errors[1], 0.0, "both nodes serve from the start: {errors:?}");
+    assert!(ok[0] > 50.0 && ok[1] > 50.0, "{ok:?}");
+    let during = errors[2] + errors[3];
+    assert!(during > 40.0, "the crashed node's share fails: {errors:?}");
+    assert!(ok[2] + ok[3] > 40.0, "the other node's share is served: {ok:?}");
+    assert_eq!(errors[5], 0.0, "the restarted process serves again: {errors:?}");
+}
+
+#[test]
+fn through_gateway_runs_the_load_hosts_gateways_as_processes_and_the_reproduce_line_says_so() {
+    let dir = scratch("through");
+    let path = scenario_file(&dir, SPIKE);
+    let out = dir.join("live");
+    let (p, o_) = (path.to_string_lossy(), out.to_string_lossy());
+    let o = mcpstorm(&["live", p.as_ref(), "--out", o_.as_ref(), "--through-gateway", "--set", "duration=4s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s = summary(&out);
+    assert_eq!(s["attempts_recorded"], false);
+    assert!(s["totals"]["ok"].as_u64().expect("ok") > 200, "{s}");
+    let reproduce = s["reproduce"].as_str().expect("reproduce").to_owned();
+    assert!(reproduce.contains("--set 'gateway.nodes=1' --set 'gateway.front=\"http\"'"), "{reproduce}");
+    // The printed line runs as it says (its --out aside): the same nodes, the same report.
+    let again = dir.join("again");
+    let words = shlex::split(&reproduce).expect("a shell line");
+    let mut args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+    let a = again.to_string_lossy();
+    args.extend(["--out", a.as_ref()]);
+    let o = mcpstorm(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(summary(&again)["attempts_recorded"], false);
+}
+
+/// Three load hosts share breakers through Redis (the simulator's double, behind a relay per gateway); the error
+/// burst on `db` opens each one's breaker.
+#[test]
+fn breaker_sync_runs_live_through_the_redis_double_and_the_gateways_converge() {
+    let dir = scratch("sync");
+    let out = dir.join("live");
+    let o = live(Path::new("scenarios/breaker_sync.toml"), &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s = summary(&out);
+    let convergence = s["totals"]["convergence"].as_array().expect("convergence");
+    assert!(!convergence.is_empty(), "the breaker opened: {s}");
+    assert!(
+        convergence.iter().all(|c| c["converged_ms"].is_u64()),
+        "every gateway heard of each opening through Redis: {convergence:?}"
+    );
 }
 
 #[test]

@@ -86,6 +86,7 @@ pub(crate) fn storm_run() -> RunData {
         ..Totals::default()
     };
     RunData {
+        attempts_recorded: true,
         scenario: "retry_storm".into(),
         description: "Agents retry immediately on every error; one server's tool suffers a latency spike.".into(),
         seed: 42,
@@ -344,6 +345,7 @@ fn png_has_text_and_shaded_faults() {
 
 fn quiet_run(seconds: Vec<SecondRow>) -> RunData {
     RunData {
+        attempts_recorded: true,
         scenario: "edge".into(),
         description: String::new(),
         seed: 7,
