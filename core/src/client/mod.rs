@@ -89,7 +89,8 @@ pub struct McpClient {
     /// The naive profile's record: the first one fetched, kept forever (see [`GatewayProfile::Naive`]).
     pinned: tokio::sync::Mutex<Option<Arc<Capabilities>>>,
     drift: DriftCounters,
-    /// Told after the server's `notifications/tools/list_changed` has marked the listing stale.
+    /// Told after the server's `notifications/tools/list_changed` has marked the listing stale, and after a re-fetch
+    /// on a drift signal.
     list_changed: Option<ListChanged>,
 }
 
@@ -143,7 +144,8 @@ impl McpClient {
     }
 
     /// Calls `hook` whenever the server sends `notifications/tools/list_changed` (after the client has marked its
-    /// listing stale, so a listing made from the hook is fresh).
+    /// listing stale, so a listing made from the hook is fresh), and after the client fetched the listing again on a
+    /// drift signal (a call refused for its parameters, a tool error naming its schema, a new server version).
     pub fn on_list_changed(mut self, hook: ListChanged) -> Self {
         self.list_changed = Some(hook);
         self

@@ -97,9 +97,16 @@ impl McpClient {
     }
 
     /// Counts a re-fetch and tells the observer: the one place both happen, so `drift_stats` and the events agree.
+    /// A re-fetch on a drift signal (a server that changed its tools without `list_changed`) tells the
+    /// [`ListChanged`](super::ListChanged) hook too, as the notification would have: a gateway in front of this
+    /// client must re-list the server for its own agents, or they keep calling with the stale schema.
     pub(super) fn refetched(&self, reason: RefetchReason) {
         self.drift.refetched(reason);
         self.observer.event(&Event::SchemaRefetched { server: &self.server, reason });
+        let drift = !matches!(reason, RefetchReason::ListChanged | RefetchReason::Ttl);
+        if drift && let Some(hook) = &self.list_changed {
+            (hook.0)();
+        }
     }
 
     /// How many tools' schemas this client has compiled (re-fetches with an unchanged hash add nothing).

@@ -25,7 +25,7 @@ use super::history::{self, HistoryFile};
 use super::metrics::Metrics;
 use super::node::{self, Node, Seams};
 use super::observer::{GatewayObserver, ReplicaObserver};
-use super::service::GatewayService;
+use super::service::{GatewayService, tell_agents};
 use super::sync;
 use super::upstreams::{LiveConnector, routes};
 use crate::scenario::tables::GatewayFile;
@@ -298,20 +298,6 @@ async fn build(
         .as_ref()
         .map(|spec| tokio::spawn(history::run(federation.clone(), HistoryFile::new(spec), stop.clone())));
     Ok(Generation { federation, stop, history })
-}
-
-/// Tells every connected agent when the names it sees change (until `stop`, when a reload replaced this one).
-async fn tell_agents(current: Current, front: Front, stop: CancelToken) {
-    let mut changes = self::current(&current).changes();
-    loop {
-        tokio::select! {
-            biased;
-            () = stop.cancelled() => return,
-            changed = changes.changed() => if changed.is_err() { return },
-        }
-        let told = front.notify_all(method::TOOLS_LIST_CHANGED, None);
-        tracing::info!(agents = told, "tool list changed");
-    }
 }
 
 enum Signal {

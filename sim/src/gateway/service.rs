@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use mcpstorm_core::CancelToken;
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::{Implementation, ProgressParams, method};
-use mcpstorm_core::serve::{RequestCtx, ServerDescription, Service, ServiceFuture};
+use mcpstorm_core::serve::{Front, RequestCtx, ServerDescription, Service, ServiceFuture};
 use mcpstorm_core::session::{Era, META_SERVER_INFO};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -29,6 +30,21 @@ pub const NOT_PROXIED: &[(&str, &str)] = &[
 pub struct GatewayService {
     pub current: Current,
     pub draining: Arc<AtomicBool>,
+}
+
+/// Tells every connected agent when the names it sees change (until `stop`, when a reload replaced this federation
+/// or the node stopped): the process's and a simulated node's.
+pub async fn tell_agents(current: Current, front: Front, stop: CancelToken) {
+    let mut changes = self::current(&current).changes();
+    loop {
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => return,
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+        let told = front.notify_all(method::TOOLS_LIST_CHANGED, None);
+        tracing::info!(agents = told, "tool list changed");
+    }
 }
 
 impl Service for GatewayService {

@@ -67,7 +67,8 @@ pub(crate) fn render(p: &RunPage<'_>) -> String {
     s.push_str(&section("checks", "Checks"));
     s.push_str(&checks(run));
     s.push_str(&section("plots", "Plots"));
-    s.push_str(&figure(p.svg, "Calls per second, latency and errors over simulated time; shaded: fault windows"));
+    let over = if run.mode == crate::run::RunMode::Live { "time, live" } else { "simulated time" };
+    s.push_str(&figure(p.svg, &format!("Calls per second, latency and errors over {over}; shaded: fault windows")));
     if let Some(c) = &p.contrast {
         s.push_str(&section("contrast", "Gateway profiles side by side"));
         let _ = writeln!(

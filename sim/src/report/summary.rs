@@ -191,7 +191,8 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock, calls: CallsMode) -> Str
     }
 
     s.push_str("\n## Plots\n\n");
-    let _ = writeln!(s, "![QPS, latency and errors over simulated time]({}.png)\n", plot::REPORT);
+    let over = if run.mode == RunMode::Live { "time, live" } else { "simulated time" };
+    let _ = writeln!(s, "![QPS, latency and errors over {over}]({}.png)\n", plot::REPORT);
     for (name, what) in [
         (plot::QPS, "QPS: offered, attempts, completed, ok"),
         (plot::P99, "latency P50/P95/P99"),
@@ -247,7 +248,10 @@ pub(crate) fn total_rows(run: &RunData) -> [(&'static str, String); 36] {
         ("P99.9", ms(t.p999_ms)),
         ("max", ms(t.max_ms)),
         ("goodput", format!("{} ok/s", short(t.ok_per_s, 2))),
-        ("simulated time", format!("{} s", short(run.sim_seconds, 3))),
+        (
+            if run.mode == RunMode::Live { "time, live" } else { "simulated time" },
+            format!("{} s", short(run.sim_seconds, 3)),
+        ),
         ("gateway profile", run.profile.clone()),
         ("stale sends", grouped(t.stale_sends)),
         ("schema refusals (servers' count)", grouped(t.schema_refusals)),

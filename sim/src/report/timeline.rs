@@ -20,7 +20,7 @@ use super::plot::{
     time_axis, value_axis,
 };
 use super::summary::verdict;
-use crate::run::{FailureClass, RunData, SecondRow};
+use crate::run::{FailureClass, RunData, RunMode, SecondRow};
 
 const RATE: RGBColor = RGBColor(33, 37, 41);
 const PASS_INK: RGBColor = RGBColor(30, 130, 50);
@@ -48,6 +48,14 @@ fn class_color(class: FailureClass) -> RGBColor {
 const DESC_MAX: usize = 150;
 
 pub(crate) const TIME_DESC: &str = "simulated time (s)";
+
+/// The time axis of a run's plots: simulated, or real time for a live run.
+fn time_desc(mode: RunMode) -> &'static str {
+    match mode {
+        RunMode::Sim => TIME_DESC,
+        RunMode::Live => "time since the start, live (s)",
+    }
+}
 /// Height of the report figure's title block.
 const REPORT_HEAD_H: u32 = 96;
 
@@ -111,7 +119,7 @@ impl<'a> RunFigure<'a> {
         let y = linear_axis(max as f64, 5);
         let lane = self.lane(&body)?;
         let mut chart = build(&body, &self.time, y.lin(), &lane, false)?;
-        mesh(&mut chart, TIME_DESC, "calls / s", &|v| tick(*v))?;
+        mesh(&mut chart, time_desc(self.run.mode), "calls / s", &|v| tick(*v))?;
         shade_faults(&chart, &self.run.faults, self.time.hi)?;
         drain::shade(&chart, self.drain, self.time.hi)?;
         let pts = |f: Count| rows.iter().map(|r| (mid(r), f(r) as f64)).collect::<Vec<_>>();
@@ -160,7 +168,7 @@ impl<'a> RunFigure<'a> {
     {
         let lane = self.lane(body)?;
         let mut chart = build(body, &self.time, y_spec, &lane, false)?;
-        mesh(&mut chart, TIME_DESC, y_desc, &|v| tick(*v))?;
+        mesh(&mut chart, time_desc(self.run.mode), y_desc, &|v| tick(*v))?;
         shade_faults(&chart, &self.run.faults, self.time.hi)?;
         drain::shade(&chart, self.drain, self.time.hi)?;
         // On a log axis a 0 cannot be drawn; such seconds break the line.
@@ -207,7 +215,7 @@ impl<'a> RunFigure<'a> {
         let lane = self.lane(&body)?;
         let mut chart =
             build(&body, &self.time, y.lin(), &lane, true)?.set_secondary_coord(self.time.lin(), rate.lin());
-        mesh(&mut chart, TIME_DESC, "failed calls / s", &|v| tick(*v))?;
+        mesh(&mut chart, time_desc(self.run.mode), "failed calls / s", &|v| tick(*v))?;
         chart
             .configure_secondary_axes()
             .y_desc("error rate (%)")

@@ -4,9 +4,11 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use mcpstorm_core::client::ListChanged;
 use mcpstorm_core::resilience::InFlightLimit;
 use mcpstorm_core::{ClientConfig, Connector, HttpEndpoint, McpClient, transport::PoolConfig};
 use mcpstorm_fake::Transport;
+use tokio::sync::mpsc;
 
 use super::clock::SimClock;
 use super::net::{Links, port};
@@ -33,6 +35,9 @@ pub(super) struct SimConnector {
     /// The servers that speak Streamable HTTP, and the keep-alive pool each replica's client keeps.
     http: BTreeSet<String>,
     pool: PoolConfig,
+    /// Told a server's name when one of its replicas says its tool list changed: a gateway node re-lists it, as the
+    /// process does (a load host's in-process gateway needs no re-listing: its agents read the core's own).
+    list_changed: Option<mpsc::UnboundedSender<String>>,
 }
 
 impl SimConnector {
@@ -58,7 +63,14 @@ impl SimConnector {
             links,
             http: scenario.servers.iter().filter(|s| s.transport == Transport::Http).map(|s| s.name.clone()).collect(),
             pool: spec.pool(),
+            list_changed: None,
         }
+    }
+
+    /// Sends the server's name to `changed` whenever a replica's server says its tool list changed.
+    pub(super) fn on_list_changed(mut self, changed: mpsc::UnboundedSender<String>) -> SimConnector {
+        self.list_changed = Some(changed);
+        self
     }
 }
 
@@ -82,6 +94,15 @@ impl Connector for SimConnector {
             .with_observer(observer)
             .with_clock(Arc::new(self.clock.clone()))
             .with_global_limit(self.limit.clone());
+        let client = match &self.list_changed {
+            Some(tell) => {
+                let (tell, server) = (tell.clone(), server.to_owned());
+                client.on_list_changed(ListChanged(Arc::new(move || {
+                    let _ = tell.send(server.clone());
+                })))
+            }
+            None => client,
+        };
         Arc::new(match http {
             Some(Ok(mut http)) => {
                 http.pool = self.pool.clone();

@@ -18,6 +18,7 @@ use mcpstorm_core::schema::ContentHash;
 use mcpstorm_core::serve::{Front, FrontLimits, Keys, MIN_KEY_BYTES, SessionKey};
 use mcpstorm_core::{Dialer, Observer};
 use rand::RngCore;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::clock::{HostTime, RunTime, SimClock};
@@ -27,7 +28,7 @@ use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Recorder};
 use super::traffic::sync_node;
 use crate::gateway::metrics::Metrics;
 use crate::gateway::node::{self, Seams};
-use crate::gateway::service::GatewayService;
+use crate::gateway::service::{GatewayService, tell_agents};
 use crate::gateway::tap::AttemptTap;
 use crate::scenario::{
     Placement, RedisHost, ReplicaSpec, Scenario, UpstreamSpec, node_host, replica_host, server_host,
@@ -97,36 +98,40 @@ pub async fn run_node(plan: Arc<NodePlan>, index: usize) -> turmoil::Result {
         node: true,
     });
     let time = HostTime::new(RunTime::Simulated);
+    // A replica's tool-list change re-lists its server and reaches the node's agents, as in the process.
+    let (changed_tx, changed_rx) = mpsc::unbounded_channel::<String>();
     let tap = NodeTap { recorder, host: host.clone(), clock: clock.clone(), time, calls: 0.into(), outstanding };
     let seams = Seams {
-        connector: Arc::new(SimConnector::new(
-            scenario,
-            &plan.recorder,
-            &plan.placement,
-            &host,
-            &clock,
-            seed.fork("clients"),
-            Arc::new(TurmoilLinks),
-        )),
+        connector: Arc::new(
+            SimConnector::new(
+                scenario,
+                &plan.recorder,
+                &plan.placement,
+                &host,
+                &clock,
+                seed.fork("clients"),
+                Arc::new(TurmoilLinks),
+            )
+            .on_list_changed(changed_tx),
+        ),
         clock: Arc::new(clock.clone()),
         observer,
         sync,
-        list_changed: None,
+        list_changed: Some(changed_rx),
         tap: Some(Arc::new(tap)),
         metrics: Arc::new(Metrics::default()),
     };
     let servers = upstreams(scenario, &plan.placement);
     let node = node::start(servers, &scenario.gateway, &scenario.client, seams, &seed).await?;
-    let service = GatewayService {
-        current: Arc::new(RwLock::new(node.federation.clone())),
-        draining: Arc::new(AtomicBool::new(false)),
-    };
+    let current = Arc::new(RwLock::new(node.federation.clone()));
+    let service = GatewayService { current: current.clone(), draining: Arc::new(AtomicBool::new(false)) };
     // Session ids signed with a key drawn from the node's seed: nothing of a run comes from outside it.
     let mut key = [0u8; MIN_KEY_BYTES];
     seed.fork("session key").rng().fill_bytes(&mut key);
     let limits = FrontLimits { max_calls_per_session: CALLS_PER_SESSION, ..FrontLimits::default() };
     let keys = Keys::new(SessionKey::from_bytes(&key)?);
     let front = Front::new(Arc::new(service), keys, limits, Arc::new(clock))?;
+    tokio::spawn(tell_agents(current, front.clone(), node.stop.clone()));
     loop {
         let (stream, _) = listener.accept().await?;
         let front = front.clone();
