@@ -2,9 +2,9 @@
 //! gateway node (an `mcpstorm gateway` process, see `node`). Its callers reach it only through their relays (one per
 //! caller, so a partition can cut one link), which is where crashes and partitions happen:
 //!
-//! - a crash stops the service at once (every connection drops) and, by `[network] crash`, its relays either refuse
-//!   new connections and drop the open ones (a process crash) or hold them open and silent (a host that vanished,
-//!   the simulator's crash);
+//! - a crash stops the service at once and its relays end every connection (turmoil closes a crashed host's
+//!   sockets: the peer reads their end); by `[network] crash`, a new connect is then refused at once (a process
+//!   crash) or hangs until the caller's connect timeout (a host that vanished, the simulator's crash);
 //! - the restart serves it afresh (a fake with no sessions, as the simulator's `bounce`; the Redis double with its
 //!   data, as a Redis with persistence; a new gateway process with no breaker or router state), and the relays are
 //!   told where it now listens.
@@ -114,15 +114,16 @@ impl Endpoint {
         Endpoint { service, relays: Vec::new() }
     }
 
-    /// A crash. Of the process: the service stops, every connection drops, and its relays refuse new ones. Of the
-    /// host: the service is gone too, but its relays pass nothing on and close nothing (see `Relay::vanish`).
+    /// A crash: the service stops and every connection through its relays ends. Of the process: the relays refuse
+    /// new connects. Of the host: a new connect hangs (see `Relay::vanish`).
     pub fn crash(&mut self, mode: CrashMode) {
         self.service.stop();
         for (_, relay) in &self.relays {
-            // Vanished before it has no upstream: a host that vanishes never refuses a connection.
-            match mode {
-                CrashMode::Process => relay.sever(),
-                CrashMode::Host => relay.vanish(true),
+            // Either way its connections end (turmoil closes a crashed host's sockets: the peer reads their end).
+            relay.sever();
+            // Vanished before it has no upstream: a host that vanishes never refuses a connect.
+            if mode == CrashMode::Host {
+                relay.vanish(true);
             }
             relay.set_upstream(None);
         }

@@ -11,8 +11,10 @@
 //! - a process crash ([`Relay::set_upstream`] to `None`, then [`Relay::sever`]) drops every open connection and
 //!   refuses new ones (the relay stops listening) until the replica serves again;
 //! - a host crash ([`Relay::vanish`], turmoil's crash) answers nothing: open connections stay open and silent (what
-//!   the caller sends is lost, what the dead replica's side did is not passed on), and a new connection is accepted
-//!   and never answered, until the host is back ([`Relay::sever`] then drops them, as a rebooted host resets them).
+//!   the caller sends is lost, what the dead replica's side did is not passed on), and a new connection's connect
+//!   hangs, as a connect to a powered-off machine does (and turmoil's does, until the caller's connect timeout),
+//!   until the host is back ([`Relay::sever`] then drops the held ones, as a rebooted host resets them). The relay
+//!   makes a connect hang by listening with a full accept queue: the kernel drops the SYNs it cannot queue.
 //!
 //! Order within a direction is kept: chunks are delivered one after another, each no earlier than its due time.
 
@@ -39,6 +41,8 @@ const QUEUE: usize = 64;
 const CHUNK: usize = 16 * 1024;
 /// How often (1 ms apart) a relay tries to listen again on its port after refusing connections.
 const REBIND_TRIES: u32 = 1000;
+/// The most connects a hanging relay makes to fill its own accept queue.
+const MAX_FILLERS: usize = 8;
 
 /// The one-way latency of each chunk: uniform in `min..=max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,8 +74,8 @@ struct Shared {
     conns: Mutex<Vec<AbortHandle>>,
     /// The replica's host has vanished (a host crash): nothing is passed on, nothing is closed.
     vanished: AtomicBool,
-    /// Whether the relay listens now: not while a dropping partition is on, nor while a crashed process is down.
-    listening: watch::Sender<bool>,
+    /// How the relay's port answers a connect now.
+    listening: watch::Sender<Listening>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -80,15 +84,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    /// Listens, or stops listening, as the link's state now says.
+    /// Listens, refuses or holds connects, as the link's state now says.
     fn refresh(&self) {
-        let dropping = self.mode == PartitionMode::Drop && *self.cut.borrow();
-        let down = lock(&self.upstream).is_none() && !self.vanished.load(Ordering::SeqCst);
-        self.listening.send_if_modified(|listening| {
-            let changed = *listening == (dropping || down);
-            *listening = !(dropping || down);
-            changed
-        });
+        let now = if self.vanished.load(Ordering::SeqCst) {
+            Listening::Hang
+        } else if (self.mode == PartitionMode::Drop && *self.cut.borrow()) || lock(&self.upstream).is_none() {
+            Listening::Refuse
+        } else {
+            Listening::Accept
+        };
+        self.listening.send_if_modified(|listening| std::mem::replace(listening, now) != now);
     }
 
     fn latency(&self) -> Duration {
@@ -115,7 +120,7 @@ impl Relay {
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
             conns: Mutex::default(),
             vanished: AtomicBool::new(false),
-            listening: watch::Sender::new(true),
+            listening: watch::Sender::new(Listening::Accept),
         });
         let accept = tokio::spawn(accept(addr, listener, shared.clone())).abort_handle();
         Ok(Relay { addr, shared, accept })
@@ -159,41 +164,98 @@ impl Drop for Relay {
     }
 }
 
-/// Accepts on `addr` while the relay listens; closes the listening socket while it refuses (the caller's connect
-/// is refused at once) and binds it again after.
+/// How the relay's port answers a connect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listening {
+    /// Accepts, and relays.
+    Accept,
+    /// Refuses at once: nothing listens (a dropping partition, a crashed process).
+    Refuse,
+    /// Hangs: a listener whose accept queue is full, so the kernel drops each SYN (a vanished host).
+    Hang,
+}
+
+/// Serves `addr` as the relay's state says: accepts while it listens, closes the listening socket while it refuses
+/// (the caller's connect is refused at once), and holds a full one while it hangs; binds it again after.
 async fn accept(addr: SocketAddr, listener: TcpListener, shared: Arc<Shared>) {
     let mut listener = Some(listener);
-    let mut listening = shared.listening.subscribe();
+    let mut state = shared.listening.subscribe();
     loop {
-        let Some(open) = listener.as_ref() else {
-            if listening.wait_for(|l| *l).await.map(|_| ()).is_err() {
-                return;
-            }
-            listener = rebind(addr).await;
-            continue;
-        };
-        let client = tokio::select! {
-            accepted = open.accept() => match accepted {
-                Ok((client, _)) => client,
-                // Out of descriptors and the like: transient; try again shortly rather than spin.
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
+        let now = *state.borrow_and_update();
+        match now {
+            Listening::Accept => {
+                let Some(open) = listener.as_ref() else {
+                    listener = rebind(addr).await;
                     continue;
-                }
-            },
-            refusing = async { listening.wait_for(|l| !*l).await.map(|_| ()) } => {
-                if refusing.is_err() {
+                };
+                let client = tokio::select! {
+                    accepted = open.accept() => match accepted {
+                        Ok((client, _)) => client,
+                        // Out of descriptors and the like: transient; try again shortly rather than spin.
+                        Err(_) => {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            continue;
+                        }
+                    },
+                    changed = state.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        listener = None;
+                        continue;
+                    }
+                };
+                let conn = tokio::spawn(connection(client, shared.clone())).abort_handle();
+                let mut conns = lock(&shared.conns);
+                conns.retain(|c| !c.is_finished());
+                conns.push(conn);
+            }
+            Listening::Refuse => {
+                listener = None;
+                if state.changed().await.is_err() {
                     return;
                 }
-                listener = None;
-                continue;
             }
-        };
-        let conn = tokio::spawn(connection(client, shared.clone())).abort_handle();
-        let mut conns = lock(&shared.conns);
-        conns.retain(|c| !c.is_finished());
-        conns.push(conn);
+            Listening::Hang => {
+                listener = None;
+                let hole = hang(addr).await;
+                if state.changed().await.is_err() {
+                    return;
+                }
+                drop(hole);
+            }
+        }
     }
+}
+
+/// A listener on `addr` whose accept queue is full (a backlog of 0, filled by the relay's own connects), and those
+/// connects: while both live, a caller's connect to `addr` hangs. Nothing when `addr` cannot be bound again.
+async fn hang(addr: SocketAddr) -> Option<(TcpListener, Vec<TcpStream>)> {
+    let mut listener = None;
+    for _ in 0..REBIND_TRIES {
+        let socket = tokio::net::TcpSocket::new_v4().ok()?;
+        socket.set_reuseaddr(true).ok()?;
+        if socket.bind(addr).is_ok()
+            && let Ok(l) = socket.listen(0)
+        {
+            listener = Some(l);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let Some(listener) = listener else {
+        tracing::warn!(%addr, "a live relay could not hold its port for a vanished host: connects are refused");
+        return None;
+    };
+    let mut fillers = Vec::new();
+    // Each connect the queue takes completes at once; the first it cannot take hangs: the queue is full.
+    while fillers.len() < MAX_FILLERS {
+        match tokio::time::timeout(Duration::from_millis(20), TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => fillers.push(stream),
+            _ => break,
+        }
+    }
+    Some((listener, fillers))
 }
 
 /// Listens on `addr` again (the port the callers know), retrying while the system still holds it.
@@ -377,11 +439,6 @@ mod tests {
         assert!(refused(&relay).await, "a crashed process refuses");
         relay.set_upstream(Some(listener.local_addr().expect("addr")));
         assert!(connects(&relay).await);
-        // A holding partition (TCP's) and a vanished host never refuse: the connect completes.
-        relay.vanish(true);
-        relay.set_upstream(None);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(TcpStream::connect(relay.addr()).await.is_ok(), "a vanished host does not refuse");
     }
 
     #[tokio::test]
@@ -416,13 +473,15 @@ mod tests {
         drop(replica_side);
         open.write_all(b"anyone?").await.expect("what the caller sends is taken, and lost");
         assert!(silent(&mut open).await, "an open connection says nothing, not even its end");
-        let mut new = TcpStream::connect(relay.addr()).await.expect("a new connection is accepted");
-        assert!(silent(&mut new).await, "and never answered");
-        // The host is back: what it held is reset.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let connect = tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(relay.addr())).await;
+        assert!(connect.is_err(), "a new connect hangs, as to a powered-off machine: {connect:?}");
+        // The host is back: what it held is reset, and connects are accepted again on the same port.
+        relay.set_upstream(Some(listener.local_addr().expect("addr")));
         relay.sever();
         relay.vanish(false);
         let mut buf = [0u8; 1];
         assert!(matches!(open.read(&mut buf).await, Ok(0) | Err(_)));
-        assert!(matches!(new.read(&mut buf).await, Ok(0) | Err(_)));
+        assert!(connects(&relay).await, "back: connects complete again");
     }
 }

@@ -164,8 +164,8 @@ pub struct Network {
     #[serde(default, skip_serializing_if = "PartitionMode::is_default")]
     pub partition: PartitionMode,
     /// What a `crash` fault is: `"host"` (the default) a machine that vanishes, as turmoil's crash is (the simulator
-    /// always runs it: calls on open connections hang until their deadline, a connect hangs); `"process"` a process
-    /// that dies on a machine that stays up (connections reset, connects refused at once). Only `mcpstorm live`
+    /// always runs it: its connections end, a new connect hangs until the connect timeout); `"process"` a process
+    /// that dies on a machine that stays up (its connections end, connects are refused at once). Only `mcpstorm live`
     /// honours `"process"` (its relays): the simulated network has no process apart from its host.
     #[serde(default, skip_serializing_if = "CrashMode::is_default")]
     pub crash: CrashMode,
@@ -175,10 +175,10 @@ pub struct Network {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum CrashMode {
-    /// The machine: nothing answers on its connections, and a new connection is never answered.
+    /// The machine: its connections end, and a new connect hangs (nothing answers it).
     #[default]
     Host,
-    /// The process: its connections are closed and new connections refused.
+    /// The process: its connections end, and a new connect is refused at once.
     Process,
 }
 
