@@ -6,7 +6,7 @@
 //! |---------------------------------------------------|-----------------------------------------|-----|
 //! | every duration                                    | at most [`MAX_DURATION`] (7 days)        | 7 d is 6·10¹⁴ ns, u64 nanoseconds hold 1.8·10¹⁹: a sum or small multiple of such durations, or an instant plus one, cannot overflow |
 //! | `tick`                                            | [`MIN_TICK`] (1 ms) to [`MAX_TICK`] (1 s)  | the hosts' timers count whole milliseconds; coarser ticks blur the per-second rows |
-//! | `network.latency`, `network.max_latency`, `load.think_time`, `fidelity.*` | at most the run's `duration` | a message or a pause longer than the run never ends inside it |
+//! | `network.latency`, `network.max_latency`, `load.think_time` | at most the run's `duration` | a message or a pause longer than the run never ends inside it |
 //! | `faults[].start` + `duration`, `servers[].join_at`, `leave_at` | inside the run (their own rules) | |
 //! | `faults[].offset`, `faults[].jump`                | magnitude at most 7 days                 | a clock further off expires every session just the same |
 //! | `servers[].replicas`, `load.hosts`                | 1 to [`MAX_HOSTS`] (1,000)               | a listener (and, with `network.hosts = "per_replica"` or a crash or partition, a turmoil host) each; the cost limit (200 hosts in all) is lower |

@@ -47,7 +47,7 @@ fn a_bad_key_or_value_in_the_fidelity_table_exits_2_at_its_line_and_column() {
         ("rate", "error_rate = 1.5", "fidelity.error_rate: must be between 0 and 1, got 1.5", 14),
         ("share", "latency = -0.1", "fidelity.latency: must be a share >= 0", 11),
         ("unit", "onset = \"soon\"", "fidelity.onset:", 9),
-        ("long", "recovery = \"1h\"", "fidelity.recovery: must be at most", 12),
+        ("long", "recovery = \"8d\"", "fidelity.recovery: must be at most", 12),
     ];
     for (name, line_text, message, column) in cases {
         let (path, line) = with_table(name, &format!("[fidelity]\n{line_text}\n"));

@@ -392,3 +392,14 @@ fn every_duration_key_refuses_the_largest_duration() {
         set_duration(&key, "7d").unwrap_or_else(|e| panic!("{}: {e}", key.path));
     }
 }
+
+/// Found by `any_duration_set_on_any_key_is_in_range_or_refused_where_it_was_given` (`duration = "604800ns"`): the
+/// `[fidelity]` tolerances were bounded by the run's duration, so a run shorter than their defaults (5 ms, 1 s) was
+/// refused at keys it never set, with no location.
+#[test]
+fn a_run_shorter_than_the_fidelity_defaults_is_not_refused_for_them() {
+    let text = "name = \"short\"\nduration = \"500ms\"\n[[servers]]\nname = \"api\"\n[[servers.tools]]\nname = \"t\"\n\
+                [load]\nmode = \"open\"\nrate = 10.0\n[[load.mix]]\ntool = \"t\"\n";
+    let s = load_str(text, "short.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.fidelity, crate::scenario::FidelitySpec::default());
+}
