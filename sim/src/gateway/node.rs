@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpstorm_core::client::ListChanged;
 use mcpstorm_core::router::StaticRegistry;
 use mcpstorm_core::sync::BreakerSync;
 use mcpstorm_core::{CancelToken, Clock, Connector, Dialer, Gateway as CoreGateway, Observer};
@@ -44,6 +45,15 @@ impl std::fmt::Debug for Seams {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Seams").field("sync", &self.sync.is_some()).finish_non_exhaustive()
     }
+}
+
+/// The hook each replica's client of a node calls when its server's tool list changed (or its client saw the
+/// listing drift): sends the server's name to `changed`, the receiving end of [`Seams::list_changed`], to list again.
+pub fn list_changed_hook(changed: &mpsc::UnboundedSender<String>, server: &str) -> ListChanged {
+    let (changed, server) = (changed.clone(), server.to_owned());
+    ListChanged(Arc::new(move || {
+        let _ = changed.send(server.clone());
+    }))
 }
 
 /// A started node: its federation, and the token that stops its background work.

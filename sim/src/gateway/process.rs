@@ -269,9 +269,7 @@ async fn build(
         },
         seed: seed.fork("clients"),
         history: file.history.as_ref().map(|_| history::RING),
-        list_changed: Arc::new(move |server: &str| {
-            let _ = changed_tx.send(server.to_owned());
-        }),
+        list_changed: changed_tx,
     };
     let sync = match &file.gateway.sync {
         Some(spec) => {

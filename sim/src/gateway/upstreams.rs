@@ -5,13 +5,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mcpstorm_core::client::ListChanged;
 use mcpstorm_core::resilience::InFlightLimit;
 use mcpstorm_core::transport::PoolConfig;
 use mcpstorm_core::{
     ClientConfig, Clock, Connector, Dialer, HttpEndpoint, McpClient, Observer, Secret, StdioDialer, TcpDialer,
 };
 
+use tokio::sync::mpsc;
+
+use super::node::list_changed_hook;
 use crate::scenario::{ENV_PREFIX, ReplicaAddr, UpstreamSpec};
 use crate::seed::Seed;
 
@@ -78,8 +80,8 @@ pub struct LiveConnector {
     pub seed: Seed,
     /// Each client's call-history ring (see `history`), when the history is kept.
     pub history: Option<usize>,
-    /// Told with the server's name when a replica's server says its tool list changed.
-    pub list_changed: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Told the server's name when a replica's server says its tool list changed (see `node::list_changed_hook`).
+    pub list_changed: mpsc::UnboundedSender<String>,
 }
 
 impl std::fmt::Debug for LiveConnector {
@@ -96,10 +98,7 @@ impl Connector for LiveConnector {
             dialer: Arc::new(TcpDialer { addr: format!("unknown replica {endpoint}:0") }),
             http: None,
         });
-        let hook = {
-            let (tell, server) = (self.list_changed.clone(), server.to_owned());
-            ListChanged(Arc::new(move || tell(&server)))
-        };
+        let hook = list_changed_hook(&self.list_changed, server);
         let client = McpClient::new(endpoint, route.dialer, self.config.clone(), self.seed.fork(endpoint).seeded_rng())
             .with_clock(self.clock.clone())
             .with_observer((self.observer)(endpoint))

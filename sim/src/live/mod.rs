@@ -292,11 +292,8 @@ impl Net {
         time: RunTime,
     ) -> Result<(), LiveError> {
         let net = &scenario.network;
-        let lead = match time {
-            RunTime::Live { lead, .. } => lead,
-            RunTime::Simulated => Duration::ZERO,
-        };
-        let delay = Delay { min: net.latency.0, max: net.max_latency.map_or(net.latency.0, |d| d.0), lead };
+        let delay =
+            Delay { min: net.latency.0, max: net.max_latency.map_or(net.latency.0, |d| d.0), lead: time.lead() };
         for caller in callers {
             let seed = self.seed.fork(name).fork(caller).value();
             let relay = Relay::start(addr, net.partition, delay, seed).map_err(|e| setup(name, e))?;
@@ -317,10 +314,6 @@ impl Net {
         time: RunTime,
         handles: &mut Handles,
     ) -> Result<(), LiveError> {
-        let lead = match time {
-            RunTime::Live { lead, .. } => lead,
-            RunTime::Simulated => Duration::ZERO,
-        };
         for (host, placed) in placement.hosts() {
             for (slot, p) in placed.iter().enumerate() {
                 let spec = &scenario.servers[p.server];
@@ -329,7 +322,7 @@ impl Net {
                 let clock = SimClock::on(time);
                 let server = FakeServer::with_clock(config, Arc::new(clock.clone()))
                     .map_err(|e| LiveError::Server { server: spec.name.clone(), message: e.to_string() })?
-                    .with_timer_lead(lead);
+                    .with_timer_lead(time.lead());
                 handles.controls.insert(p.name.clone(), server.control());
                 handles.clocks.insert(p.name.clone(), clock);
                 let started = Endpoint::start(Box::new(InProcess::fake(server))).map_err(|e| setup(&p.name, e))?;

@@ -41,6 +41,8 @@ const QUEUE: usize = 64;
 const CHUNK: usize = 16 * 1024;
 /// How often (1 ms apart) a relay tries to listen again on its port after refusing connections.
 const REBIND_TRIES: u32 = 1000;
+/// The accept queue of a relay that listens (the system's usual default).
+const ACCEPT_QUEUE: u32 = 1024;
 /// The most connects a hanging relay makes to fill its own accept queue.
 const MAX_FILLERS: usize = 8;
 
@@ -185,7 +187,7 @@ async fn accept(addr: SocketAddr, listener: TcpListener, shared: Arc<Shared>) {
         match now {
             Listening::Accept => {
                 let Some(open) = listener.as_ref() else {
-                    listener = rebind(addr).await;
+                    listener = listen(addr, ACCEPT_QUEUE).await;
                     continue;
                 };
                 let client = tokio::select! {
@@ -231,22 +233,7 @@ async fn accept(addr: SocketAddr, listener: TcpListener, shared: Arc<Shared>) {
 /// A listener on `addr` whose accept queue is full (a backlog of 0, filled by the relay's own connects), and those
 /// connects: while both live, a caller's connect to `addr` hangs. Nothing when `addr` cannot be bound again.
 async fn hang(addr: SocketAddr) -> Option<(TcpListener, Vec<TcpStream>)> {
-    let mut listener = None;
-    for _ in 0..REBIND_TRIES {
-        let socket = tokio::net::TcpSocket::new_v4().ok()?;
-        socket.set_reuseaddr(true).ok()?;
-        if socket.bind(addr).is_ok()
-            && let Ok(l) = socket.listen(0)
-        {
-            listener = Some(l);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    let Some(listener) = listener else {
-        tracing::warn!(%addr, "a live relay could not hold its port for a vanished host: connects are refused");
-        return None;
-    };
+    let listener = listen(addr, 0).await?;
     let mut fillers = Vec::new();
     // Each connect the queue takes completes at once; the first it cannot take hangs: the queue is full.
     while fillers.len() < MAX_FILLERS {
@@ -258,12 +245,14 @@ async fn hang(addr: SocketAddr) -> Option<(TcpListener, Vec<TcpStream>)> {
     Some((listener, fillers))
 }
 
-/// Listens on `addr` again (the port the callers know), retrying while the system still holds it.
-async fn rebind(addr: SocketAddr) -> Option<TcpListener> {
+/// Listens on `addr` again (the port the callers know) with an accept queue of `backlog`, retrying while the system
+/// still holds the port.
+async fn listen(addr: SocketAddr, backlog: u32) -> Option<TcpListener> {
     for _ in 0..REBIND_TRIES {
-        let bound = std::net::TcpListener::bind(addr).and_then(|l| {
-            l.set_nonblocking(true)?;
-            TcpListener::from_std(l)
+        let bound = tokio::net::TcpSocket::new_v4().and_then(|socket| {
+            socket.set_reuseaddr(true)?;
+            socket.bind(addr)?;
+            socket.listen(backlog)
         });
         match bound {
             Ok(listener) => return Some(listener),

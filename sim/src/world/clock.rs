@@ -42,9 +42,14 @@ impl RunTime {
     /// is late by about a millisecond each time, so a live run aims early by the overshoot it measured. Simulated
     /// timers fire on turmoil's ticks and are aimed where asked.
     pub fn aim(self, deadline: Instant) -> Instant {
+        deadline.checked_sub(self.lead()).unwrap_or(deadline)
+    }
+
+    /// How much earlier than asked this run's timers are set: the live runtime's measured overshoot, zero simulated.
+    pub fn lead(self) -> Duration {
         match self {
-            RunTime::Simulated => deadline,
-            RunTime::Live { lead, .. } => deadline.checked_sub(lead).unwrap_or(deadline),
+            RunTime::Simulated => Duration::ZERO,
+            RunTime::Live { lead, .. } => lead,
         }
     }
 }

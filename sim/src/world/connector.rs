@@ -4,7 +4,6 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use mcpstorm_core::client::ListChanged;
 use mcpstorm_core::resilience::InFlightLimit;
 use mcpstorm_core::{ClientConfig, Connector, HttpEndpoint, McpClient, transport::PoolConfig};
 use mcpstorm_fake::Transport;
@@ -13,6 +12,7 @@ use tokio::sync::mpsc;
 use super::clock::SimClock;
 use super::net::{Links, port};
 use super::recorder::{Recorder, SimObserver};
+use crate::gateway::node::list_changed_hook;
 use crate::scenario::{Placement, Scenario, replica_host};
 use crate::seed::Seed;
 
@@ -95,12 +95,7 @@ impl Connector for SimConnector {
             .with_clock(Arc::new(self.clock.clone()))
             .with_global_limit(self.limit.clone());
         let client = match &self.list_changed {
-            Some(tell) => {
-                let (tell, server) = (tell.clone(), server.to_owned());
-                client.on_list_changed(ListChanged(Arc::new(move || {
-                    let _ = tell.send(server.clone());
-                })))
-            }
+            Some(changed) => client.on_list_changed(list_changed_hook(changed, server)),
             None => client,
         };
         Arc::new(match http {

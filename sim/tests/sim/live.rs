@@ -19,6 +19,16 @@ fn live(scenario: &Path, out: &Path, sets: &[&str]) -> std::process::Output {
     mcpstorm(&args)
 }
 
+/// `text` as a scenario file in the scratch directory `name`, run live into `name/live` with `sets`: the report
+/// directory and the command's output.
+fn live_run(name: &str, text: &str, sets: &[&str]) -> (PathBuf, std::process::Output) {
+    let dir = scratch(name);
+    let path = scenario_file(&dir, text);
+    let out = dir.join("live");
+    let o = live(&path, &out, sets);
+    (out, o)
+}
+
 /// Writes `text` as a scenario file in `dir`.
 fn scenario_file(dir: &Path, text: &str) -> PathBuf {
     std::fs::create_dir_all(dir).expect("scratch dir");
@@ -142,10 +152,7 @@ duration = "2s"
 
 #[test]
 fn a_crashed_replica_serves_nothing_in_its_window_and_calls_go_to_the_other() {
-    let dir = scratch("crash");
-    let path = scenario_file(&dir, CRASH);
-    let out = dir.join("live");
-    let o = live(&path, &out, &[]);
+    let (out, o) = live_run("crash", CRASH, &[]);
     // The checks (none) pass; the run itself must not fail.
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let events = std::fs::read_to_string(out.join("events.csv")).expect("events.csv");
@@ -195,14 +202,11 @@ fn what_live_runs_cannot_do_is_refused_as_bad_input() {
 
 #[test]
 fn gateway_nodes_run_as_processes_serve_the_agents_and_a_crashed_node_fails_only_its_share_until_it_restarts() {
-    let dir = scratch("nodes");
-    let path = scenario_file(&dir, SPIKE);
-    let out = dir.join("live");
     // Two gateway nodes (`mcpstorm gateway` processes) in front of two replicas; node 0's process is killed at 2 s
     // and started again at 4 s.
-    let o = live(
-        &path,
-        &out,
+    let (out, o) = live_run(
+        "nodes",
+        SPIKE,
         &[
             "servers[0].replicas=2",
             "gateway.nodes=2",
