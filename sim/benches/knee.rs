@@ -9,11 +9,12 @@
 //! Environment:
 //! - `MCPSTORM_BENCH_CALLS=N`: calls per row (at least the row's concurrency). Default `max(100, 10 × concurrency)`.
 //! - `MCPSTORM_BENCH_QUICK=1`: fewer calls per row, for smoke checks (a few seconds).
+//! - `MCPSTORM_BENCH_ONLY=transports`: the transport table alone (for profiling one transport's path).
 //!
 //! A second table runs the same calls at concurrency 200 and 1,000 over each transport the core speaks: the
 //! newline-delimited connection above and MCP Streamable HTTP (`serve-fake --transport http`; HTTP/1.1 carries one
 //! exchange per connection at a time, so the client's pool may open one connection per call in flight), with the
-//! client's CPU per call.
+//! client's CPU per call; and a 0 ms echo at 50 in flight, where the client's CPU per call is its pure overhead.
 //!
 //! Run without `--bench` (as `cargo test --benches` does), it makes a two-row smoke run only.
 //!
@@ -45,6 +46,26 @@ const TOOL_MS: u64 = 200;
 const FULL_ROWS: &[usize] = &[1, 10, 50, 100, 200, 500, 1000];
 const QUICK_ROWS: &[usize] = &[1, 10, 100, 200, 500, 1000];
 const SMOKE_ROWS: &[usize] = &[1, 10];
+/// Calls in an echo row: enough for the CPU per call to settle.
+const ECHO_CALLS: usize = 20_000;
+
+/// What a row calls.
+#[derive(Debug, Clone, Copy)]
+struct Tool {
+    name: &'static str,
+    /// The label in the transport table.
+    label: &'static str,
+}
+
+impl Tool {
+    const SLEEP: Tool = Tool { name: "sleep_ms", label: "200 ms tool" };
+    const ECHO: Tool = Tool { name: "echo", label: "0 ms echo" };
+
+    fn arguments(self) -> serde_json::Value {
+        if self.name == Self::SLEEP.name { json!({"ms": TOOL_MS}) } else { json!({"message": "x"}) }
+    }
+}
+
 /// How often the RSS sampler reads `/proc/self/status`.
 const RSS_PERIOD: Duration = Duration::from_millis(10);
 
@@ -145,6 +166,11 @@ async fn run() -> Result<(), String> {
         Ok(v) => Some(v.parse::<usize>().map_err(|e| format!("MCPSTORM_BENCH_CALLS={v:?}: {e}"))?),
         Err(_) => None,
     };
+    match std::env::var("MCPSTORM_BENCH_ONLY").as_deref() {
+        Ok("transports") => return transports(mode, fixed_calls).await,
+        Ok(other) if !other.is_empty() => return Err(format!("MCPSTORM_BENCH_ONLY={other:?}: only \"transports\"")),
+        _ => {}
+    }
     let rows = mode.rows();
     let max_concurrency = rows.iter().copied().max().unwrap_or(1);
 
@@ -195,7 +221,7 @@ async fn run() -> Result<(), String> {
     let mut results = Vec::new();
     for &concurrency in rows {
         let calls = mode.calls(concurrency, fixed_calls);
-        let row = run_row(&client, concurrency, calls, server_pid).await?;
+        let row = run_row(&client, Tool::SLEEP, concurrency, calls, server_pid).await?;
         println!(
             "| {} | {} | {:.2} | {:.0} | {:.0} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {:.0}% | {:.0}% |",
             row.concurrency,
@@ -229,18 +255,24 @@ async fn run() -> Result<(), String> {
 
 /// The same closed loop over NDJSON and over Streamable HTTP, each against its own fresh server process.
 async fn transports(mode: Mode, fixed_calls: Option<usize>) -> Result<(), String> {
-    let rows: &[usize] = if mode == Mode::Smoke { &[10] } else { &[200, 1000] };
-    let max = rows.iter().copied().max().unwrap_or(1);
+    let rows: &[(Tool, usize)] = if mode == Mode::Smoke {
+        &[(Tool::SLEEP, 10), (Tool::ECHO, 4)]
+    } else {
+        &[(Tool::SLEEP, 200), (Tool::SLEEP, 1000), (Tool::ECHO, 50)]
+    };
+    let max = rows.iter().map(|r| r.1).max().unwrap_or(1);
     println!("\n## The same calls over each transport\n");
     println!(
         "A fresh `serve-fake` per transport; HTTP: 2025-11-25 or 2026-07-28 as the client negotiates, SSE answers, a \
          keep-alive pool of up to {max} connections (one exchange each at a time). CPU per call: the client \
-         process's CPU time over the row divided by its calls.\n"
+         process's CPU time over the row divided by its calls. The echo rows make {ECHO_CALLS} calls unless \
+         `MCPSTORM_BENCH_CALLS` says otherwise.\n"
     );
     println!(
-        "| Transport | Concurrency | Calls | QPS | P50 (ms) | P99 (ms) | Errors | Client CPU per call (µs) | Client RSS (MB) |"
+        "| Transport | Workload | Concurrency | Calls | QPS | P50 (ms) | P99 (ms) | Errors | Client CPU per call (µs) \
+         | Client RSS (MB) |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for http in [false, true] {
         let (mut server, addr) = spawn_server_with(if http { &["--transport", "http"] } else { &[] }).await?;
         let mut config = ClientConfig::default();
@@ -257,14 +289,18 @@ async fn transports(mode: Mode, fixed_calls: Option<usize>) -> Result<(), String
         };
         let client = Arc::new(client.with_global_limit(InFlightLimit::new(max)));
         warm_up(&client).await?;
-        for &concurrency in rows {
-            let calls = mode.calls(concurrency, fixed_calls);
+        for &(tool, concurrency) in rows {
+            let calls = match (tool.name, mode) {
+                ("echo", Mode::Full | Mode::Quick) if fixed_calls.is_none() => ECHO_CALLS,
+                _ => mode.calls(concurrency, fixed_calls),
+            };
             let cpu_before = proc_stats::cpu_secs("self");
-            let row = run_row(&client, concurrency, calls, server.id()).await?;
+            let row = run_row(&client, tool, concurrency, calls, server.id()).await?;
             let cpu_us = (proc_stats::cpu_secs("self") - cpu_before) * 1e6 / calls as f64;
             println!(
-                "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {} | {:.1} | {:.1} |",
+                "| {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {} | {:.1} | {:.1} |",
                 if http { "Streamable HTTP" } else { "NDJSON over TCP" },
+                tool.label,
                 concurrency,
                 calls,
                 row.qps(),
@@ -275,7 +311,10 @@ async fn transports(mode: Mode, fixed_calls: Option<usize>) -> Result<(), String
                 row.rss_mb(),
             );
             if let Some(e) = &row.first_error {
-                eprintln!("knee: {concurrency} over HTTP={http}: {} errors, the first: {e}", row.errors);
+                eprintln!(
+                    "knee: {} at {concurrency} over HTTP={http}: {} errors, the first: {e}",
+                    tool.label, row.errors
+                );
             }
         }
         drop(client);
@@ -314,6 +353,7 @@ async fn warm_up(client: &Arc<McpClient>) -> Result<(), String> {
 
 async fn run_row(
     client: &Arc<McpClient>,
+    tool: Tool,
     concurrency: usize,
     calls: usize,
     server_pid: Option<u32>,
@@ -332,7 +372,7 @@ async fn run_row(
             let mut first_error = None;
             while next.fetch_add(1, Ordering::Relaxed) < calls {
                 let t0 = Instant::now();
-                let outcome = client.call_tool("sleep_ms", json!({"ms": TOOL_MS}), CallOptions::default()).await;
+                let outcome = client.call_tool(tool.name, tool.arguments(), CallOptions::default()).await;
                 latencies.push(t0.elapsed().as_micros() as u64);
                 let failure = match outcome {
                     Ok(r) if r.is_error => Some(format!("tool error: {:?}", r.content)),

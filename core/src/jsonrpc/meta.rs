@@ -108,6 +108,22 @@ impl MetaRequest {
         Message::Request(Request { params, ..request })
     }
 
+    /// The member `key` (any but `progressToken`) of the request's `params._meta` as [`MetaRequest::into_message`]
+    /// would send it: the request's own, else the first layer's that has it; none of the layers' when the params or
+    /// their `_meta` are not objects, as then nothing is merged. Read without merging.
+    pub fn meta_member(&self, key: &str) -> Option<&Value> {
+        match &self.request.params {
+            Some(Value::Object(params)) => match params.get(META) {
+                Some(Value::Object(own)) if own.contains_key(key) => return own.get(key),
+                None | Some(Value::Object(_)) => {}
+                Some(_) => return None,
+            },
+            Some(_) => return None,
+            None => {}
+        }
+        self.meta.layers.iter().flatten().find_map(|layer| layer.get(key))
+    }
+
     /// Appends the encoding of [`MetaRequest::into_message`] to `out` without building it: the added members are
     /// copied from their layers' merged text. A request with a `_meta` of its own (or params that are not an
     /// object) takes the merge.
@@ -324,7 +340,13 @@ mod tests {
                     let req = MetaRequest { request, progress_token: token, meta };
                     let mut spliced = b"prefix".to_vec();
                     req.encode_into(&mut spliced);
-                    let want = [&b"prefix"[..], &req.clone().into_message().encode()].concat();
+                    let merged = req.clone().into_message();
+                    let want = [&b"prefix"[..], &merged.encode()].concat();
+                    let Message::Request(merged) = merged else { unreachable!("a request stays a request") };
+                    for key in ["io.modelcontextprotocol/protocolVersion", "k", "both", "s", "missing"] {
+                        let sent = merged.params.as_ref().and_then(|p| p.get(META)).and_then(|m| m.get(key));
+                        assert_eq!(req.meta_member(key), sent, "{key} of {params:?} {layers:?}");
+                    }
                     assert_eq!(
                         String::from_utf8_lossy(&spliced),
                         String::from_utf8_lossy(&want),

@@ -12,11 +12,10 @@ use tokio::time::timeout;
 use super::head::{Body, HttpResponseHead, PROTOCOL_VERSION, SESSION_ID};
 use super::send::{read_body, send};
 use super::stream::{self, StreamCtx};
-use super::{Http, status};
+use super::{Http, Inbound, status};
 use crate::error::{CallError, HttpError, TransportError};
-use crate::jsonrpc::Message;
-use crate::mcp::envelope_version;
-use crate::mcp::method;
+use crate::jsonrpc::{Message, MetaRequest, Request};
+use crate::mcp::{META_PROTOCOL_VERSION, envelope_version, method};
 use crate::transport::FrameError;
 
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
@@ -81,23 +80,66 @@ impl Http {
     }
 }
 
-/// The 2026-07-28 "Request Metadata" headers of `msg`: `MCP-Protocol-Version` equal to the body's `_meta` version,
-/// `Mcp-Method`, and `Mcp-Name` for the three methods that name something.
-fn modern_headers(msg: &Message, headers: &mut HeaderMap) {
-    let Message::Request(r) = msg else { return };
-    if let Some(v) = envelope_version(r.params.as_ref()).and_then(|v| v.as_str()).and_then(|v| v.parse().ok()) {
-        headers.insert(PROTOCOL_VERSION, v);
+/// A request as its exchange posts it: its bytes, and what its headers and the handling of its answer need. Built
+/// by the sink, so the exchange neither clones the message nor merges its `_meta` to read them.
+pub(super) struct Post {
+    pub id: i64,
+    pub body: Bytes,
+    pub method: String,
+    pub initialize: bool,
+    /// Sent in the 2026-07-28 era: its `params._meta` names a protocol version.
+    pub modern: bool,
+    /// The 2026-07-28 "Request Metadata" headers: `MCP-Protocol-Version` equal to the body's `_meta` version,
+    /// `Mcp-Method`, and `Mcp-Name` for the three methods that name something. Empty in the 2025-11-25 era.
+    pub modern_headers: HeaderMap,
+}
+
+impl Post {
+    /// `None` for a request whose id is not an integer: its response could not be told from another's.
+    fn new(request: &Request, envelope: Option<&serde_json::Value>, body: Vec<u8>) -> Option<Post> {
+        let Some(id) = request.id.as_number() else {
+            tracing::debug!(id = %request.id, "request with a non-integer id not sent over HTTP");
+            return None;
+        };
+        let mut modern_headers = HeaderMap::new();
+        if let Some(version) = envelope {
+            if let Some(v) = version.as_str().and_then(|v| v.parse().ok()) {
+                modern_headers.insert(PROTOCOL_VERSION, v);
+            }
+            if let Ok(m) = HeaderValue::from_str(&request.method) {
+                modern_headers.insert(MCP_METHOD, m);
+            }
+            let field = match request.method.as_str() {
+                method::TOOLS_CALL | "prompts/get" => Some("name"),
+                "resources/read" => Some("uri"),
+                _ => None,
+            };
+            let name = field.and_then(|f| request.params.as_ref()?.get(f)?.as_str());
+            if let Some(name) = name {
+                modern_headers.insert(MCP_NAME, name_value(name));
+            }
+        }
+        Some(Post {
+            id,
+            body: Bytes::from(body),
+            method: request.method.clone(),
+            initialize: request.method == method::INITIALIZE,
+            modern: envelope.is_some(),
+            modern_headers,
+        })
     }
-    if let Ok(m) = HeaderValue::from_str(&r.method) {
-        headers.insert(MCP_METHOD, m);
+
+    /// A request fed whole (`None` for any other message).
+    pub fn of_message(msg: &Message) -> Option<Post> {
+        let Message::Request(request) = msg else { return None };
+        Post::new(request, envelope_version(request.params.as_ref()), msg.encode())
     }
-    let field = match r.method.as_str() {
-        method::TOOLS_CALL | "prompts/get" => "name",
-        "resources/read" => "uri",
-        _ => return,
-    };
-    if let Some(name) = r.params.as_ref().and_then(|p| p.get(field)).and_then(|v| v.as_str()) {
-        headers.insert(MCP_NAME, name_value(name));
+
+    /// A connection's request, encoded with its `_meta` spliced in rather than merged.
+    pub fn of_request(request: &MetaRequest) -> Option<Post> {
+        let mut body = Vec::new();
+        request.encode_into(&mut body);
+        Post::new(&request.request, request.meta_member(META_PROTOCOL_VERSION), body)
     }
 }
 
@@ -115,9 +157,10 @@ fn name_value(name: &str) -> HeaderValue {
 }
 
 /// One request's exchange, spawned by the sink. Bounded by the stream lifetime; a failure fails this call only.
-pub(super) async fn request(http: Arc<Http>, msg: Message, id: i64, modern: bool) {
+pub(super) async fn request(http: Arc<Http>, post: Post) {
     let lifetime = http.limits().max_stream_lifetime;
-    let outcome = match timeout(lifetime, post_request(&http, &msg, id, modern)).await {
+    let id = post.id;
+    let outcome = match timeout(lifetime, post_request(&http, post)).await {
         Ok(outcome) => outcome,
         Err(_) => Err(TransportError::Http(HttpError::StreamLifetime(lifetime)).into()),
     };
@@ -126,30 +169,28 @@ pub(super) async fn request(http: Arc<Http>, msg: Message, id: i64, modern: bool
     }
 }
 
-async fn post_request(http: &Arc<Http>, msg: &Message, id: i64, modern: bool) -> Result<(), CallError> {
-    let initialize = matches!(msg, Message::Request(r) if r.method == method::INITIALIZE);
+async fn post_request(http: &Arc<Http>, post: Post) -> Result<(), CallError> {
+    let Post { id, body, method, initialize, modern, modern_headers } = post;
     if !modern && !initialize && http.session_lost() {
-        http.deliver(Ok(status::session_not_found(id))).await;
+        http.deliver(Ok(Inbound::Message(status::session_not_found(id)))).await;
         return Ok(());
     }
     let mut headers = http.base_headers(modern);
     headers.insert(header::ACCEPT, ACCEPT_POST);
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if modern {
-        modern_headers(msg, &mut headers);
-    }
+    headers.extend(modern_headers);
     let sent_session = headers.get(SESSION_ID).cloned();
-    let (response, lease) = send(http, Method::POST, &headers, Bytes::from(msg.encode()), false).await?;
+    let (response, lease) = send(http, Method::POST, &headers, body, false).await?;
     let status = response.status();
-    if let (Some(hook), Message::Request(r)) = (&http.on_response, msg) {
-        hook(&HttpResponseHead::new(&r.method, status.as_u16(), response.headers(), &headers));
+    if let Some(hook) = &http.on_response {
+        hook(&HttpResponseHead::new(&method, status.as_u16(), response.headers(), &headers));
     }
     if status == StatusCode::ACCEPTED {
         return Err(CallError::MalformedResponse("HTTP 202 Accepted for a request: no response can follow".into()));
     }
     if !status.is_success() {
         let reply = status::reply(http, response, id, sent_session.as_ref()).await?;
-        http.deliver(Ok(reply)).await;
+        http.deliver(Ok(Inbound::Message(reply))).await;
         return Ok(());
     }
     if initialize {
@@ -159,11 +200,14 @@ async fn post_request(http: &Arc<Http>, msg: &Message, id: i64, modern: bool) ->
         Body::Json => {
             let bytes = read_body(response.into_body(), http.limits().max_body).await?;
             lease.release();
-            let reply = Message::decode(&bytes).map_err(|e| CallError::MalformedResponse(e.to_string()))?;
             if initialize {
+                let reply = Message::decode(&bytes).map_err(|e| CallError::MalformedResponse(e.to_string()))?;
                 http.adopt_version(&reply);
+                http.deliver(Ok(Inbound::Message(reply))).await;
+            } else {
+                // Decoded by the reader, whose quick reader takes a tool result without building its JSON tree.
+                http.deliver(Ok(Inbound::Answer { request: id, bytes })).await;
             }
-            http.deliver(Ok(reply)).await;
             Ok(())
         }
         Body::Sse => {

@@ -42,12 +42,13 @@ use tokio::task::AbortHandle;
 pub use endpoint::{HttpConfigError, HttpEndpoint, HttpLimits, PoolConfig};
 pub use head::{HttpResponseHead, ResponseHook};
 
-use super::{FrameError, MessageSink, MessageSource};
-use crate::error::TransportError;
-use crate::jsonrpc::Message;
-use crate::mcp::envelope_version;
+use super::{FrameError, Incoming, MessageSink, MessageSource, QuickRead};
+use crate::error::{CallError, TransportError};
+use crate::jsonrpc::{Message, MetaRequest};
 use crate::mcp::method;
 use crate::rt::{Clock, Dialer};
+use bytes::Bytes;
+use exchange::Post;
 use pool::Pool;
 pub use pool::{PoolGauge, PoolState};
 
@@ -102,7 +103,7 @@ pub(crate) struct Http {
     pool: Arc<Pool>,
     state: Mutex<State>,
     tasks: Mutex<Tasks>,
-    tx: mpsc::Sender<Result<Message, FrameError>>,
+    tx: mpsc::Sender<Result<Inbound, FrameError>>,
     clock: Arc<dyn Clock>,
     on_response: Option<ResponseHook>,
 }
@@ -148,7 +149,7 @@ impl Http {
     }
 
     /// Hands a received message (or one request's failure) to the connection's reader.
-    async fn deliver(&self, item: Result<Message, FrameError>) {
+    async fn deliver(&self, item: Result<Inbound, FrameError>) {
         // The reader is gone only when the connection is: nothing is waiting for this.
         let _ = self.tx.send(item).await;
     }
@@ -207,21 +208,23 @@ impl Http {
         }
     }
 
+    /// Posts a request in its own task.
+    fn post(self: &Arc<Self>, post: Post) {
+        if post.modern {
+            self.state().modern = true;
+        }
+        let key = (post.id, post.modern);
+        self.spawn(Some(key), exchange::request(self.clone(), post));
+    }
+
     /// Posts one message: requests and most notifications in their own task; `notifications/initialized` before
     /// anything else is sent, since a server may refuse requests that overtake it.
     async fn send(self: &Arc<Self>, msg: &Message) {
         match msg {
-            Message::Request(r) => {
-                let modern = envelope_version(r.params.as_ref()).is_some();
-                if modern {
-                    self.state().modern = true;
+            Message::Request(_) => {
+                if let Some(post) = Post::of_message(msg) {
+                    self.post(post);
                 }
-                let Some(id) = r.id.as_number() else {
-                    tracing::debug!(id = %r.id, "request with a non-integer id not sent over HTTP");
-                    return;
-                };
-                let work = exchange::request(self.clone(), msg.clone(), id, modern);
-                self.spawn(Some((id, modern)), work);
             }
             Message::Notification(n) if n.method == method::CANCELLED && self.cancel_by_close(msg) => {}
             Message::Notification(n) if n.method == method::INITIALIZED => {
@@ -270,6 +273,13 @@ impl MessageSink for HttpSink {
         Ok(())
     }
 
+    async fn feed_request(&mut self, req: MetaRequest) -> Result<(), TransportError> {
+        if let Some(post) = Post::of_request(&req) {
+            self.http.post(post);
+        }
+        Ok(())
+    }
+
     async fn flush(&mut self) -> Result<(), TransportError> {
         Ok(())
     }
@@ -291,14 +301,47 @@ impl Drop for HttpSink {
     }
 }
 
+/// What an exchange hands the reader.
+#[derive(Debug)]
+pub(crate) enum Inbound {
+    Message(Message),
+    /// The response to request `request` as it came, undecoded: the reader decodes it, or its quick reader takes
+    /// it. A body that is not a response fails that request, as a malformed answer to it.
+    Answer {
+        request: i64,
+        bytes: Bytes,
+    },
+}
+
 /// The receiving half of [`http_transport`]. Cancel-safe: a channel receive.
 #[derive(Debug)]
 pub struct HttpSource {
-    rx: mpsc::Receiver<Result<Message, FrameError>>,
+    rx: mpsc::Receiver<Result<Inbound, FrameError>>,
 }
 
 impl MessageSource for HttpSource {
     async fn recv(&mut self) -> Option<Result<Message, FrameError>> {
-        self.rx.recv().await
+        Some(self.rx.recv().await?.and_then(|item| match item {
+            Inbound::Message(msg) => Ok(msg),
+            Inbound::Answer { request, bytes } => decode_answer(request, &bytes),
+        }))
     }
+
+    async fn recv_quick<Q: QuickRead>(&mut self, quick: &Q) -> Option<Result<Incoming<Q::Read>, FrameError>> {
+        Some(self.rx.recv().await?.and_then(|item| match item {
+            Inbound::Message(msg) => Ok(Incoming::Message(msg)),
+            Inbound::Answer { request, bytes } => {
+                match std::str::from_utf8(&bytes).ok().and_then(|_| quick.read(&bytes)) {
+                    Some(read) => Ok(Incoming::Quick(read)),
+                    None => decode_answer(request, &bytes).map(Incoming::Message),
+                }
+            }
+        }))
+    }
+}
+
+/// The answer to `request` as a message; one that is not JSON-RPC fails that request.
+fn decode_answer(request: i64, bytes: &[u8]) -> Result<Message, FrameError> {
+    Message::decode(bytes)
+        .map_err(|e| FrameError::Exchange { id: request, error: Box::new(CallError::MalformedResponse(e.to_string())) })
 }

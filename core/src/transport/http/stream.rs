@@ -17,11 +17,11 @@ use std::pin::Pin;
 use std::task::Poll;
 use tokio::time::{sleep, timeout};
 
-use super::Http;
 use super::head::Body;
 use super::pool::Lease;
 use super::send::{hyper_error, send};
 use super::sse::SseParser;
+use super::{Http, Inbound};
 use crate::error::{CallError, HttpError, TransportError};
 use crate::jsonrpc::Message;
 use crate::transport::FrameError;
@@ -68,6 +68,12 @@ pub(super) async fn pump(http: &Http, body: &mut Incoming, parser: &mut SseParse
             if !(event.event.is_empty() || event.event == "message") || event.data.is_empty() {
                 continue;
             }
+            let request = ctx.request.filter(|id| !ctx.initialize && answers(&event.data, *id));
+            if let Some(request) = request {
+                // Decoded by the reader (see `Inbound::Answer`).
+                http.deliver(Ok(Inbound::Answer { request, bytes: Bytes::from(event.data) })).await;
+                return (Pumped::Answered, true);
+            }
             match Message::decode(&event.data) {
                 Ok(msg) => {
                     let ours = matches!(&msg, Message::Response(r)
@@ -75,7 +81,7 @@ pub(super) async fn pump(http: &Http, body: &mut Incoming, parser: &mut SseParse
                     if ours && ctx.initialize {
                         http.adopt_version(&msg);
                     }
-                    http.deliver(Ok(msg)).await;
+                    http.deliver(Ok(Inbound::Message(msg))).await;
                     if ours {
                         return (Pumped::Answered, true);
                     }
@@ -97,6 +103,28 @@ pub(super) async fn pump(http: &Http, body: &mut Incoming, parser: &mut SseParse
                 }
             }
         }
+    }
+}
+
+/// Whether an event's data is, at a glance, the response to request `id`: an object with that integer `id` and no
+/// `method`. A glance reads the members without building them, so the answer to a call is decoded once, by the
+/// reader; anything it cannot tell (not JSON, a duplicate member) takes the general decoder here.
+fn answers(data: &[u8], id: i64) -> bool {
+    /// `id` is the only member read; any other is skipped unbuilt.
+    #[derive(serde::Deserialize)]
+    struct Glance {
+        method: Option<serde::de::IgnoredAny>,
+        id: Option<GlanceId>,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum GlanceId {
+        Number(i64),
+        Other(serde::de::IgnoredAny),
+    }
+    match serde_json::from_slice::<Glance>(data) {
+        Ok(Glance { method: None, id: Some(GlanceId::Number(n)) }) => n == id,
+        _ => false,
     }
 }
 
@@ -191,5 +219,28 @@ pub(super) async fn open_get(
             Body::Other(ct) => Err(TransportError::Http(HttpError::ContentType(ct)).into()),
         },
         status => Err(TransportError::Http(HttpError::Status { status: status.as_u16() }).into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answers;
+
+    #[test]
+    fn a_glance_takes_only_a_response_to_the_request_and_leaves_the_rest_to_the_decoder() {
+        assert!(answers(br#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#, 7));
+        assert!(answers(br#"{"result":{"x":[1,{"id":8}]},"id":7,"jsonrpc":"2.0"}"#, 7));
+        assert!(answers(br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"m"}}"#, 7));
+        // Another request's, a request or notification of the server's, ids we never issue.
+        assert!(!answers(br#"{"jsonrpc":"2.0","id":8,"result":{}}"#, 7));
+        assert!(!answers(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#, 7));
+        assert!(!answers(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":7}}"#, 7));
+        assert!(!answers(br#"{"jsonrpc":"2.0","id":"7","result":{}}"#, 7));
+        assert!(!answers(br#"{"jsonrpc":"2.0","id":7.5,"result":{}}"#, 7));
+        assert!(!answers(br#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}"#, 7));
+        // What the general decoder must judge: not JSON, not an object, a duplicate member.
+        assert!(!answers(b"{\"id\":7,", 7));
+        assert!(!answers(b"[7]", 7));
+        assert!(!answers(br#"{"id":7,"id":8,"result":{}}"#, 7));
     }
 }

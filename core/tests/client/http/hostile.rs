@@ -115,6 +115,42 @@ async fn malformed_sse_data_fails_the_call_as_malformed() {
     assert_eq!(err.class(), mcpstorm_core::ErrorClass::Transport, "{err:?}");
 }
 
+/// An answer the reader decodes (a JSON body, or an SSE event that looks like our response) and cannot read fails
+/// that call as malformed, at once, and the next call on the same client works.
+#[tokio::test]
+async fn an_unreadable_answer_fails_its_call_as_malformed_and_the_next_call_works() {
+    let bodies: [&[u8]; 4] =
+        [b"{not json", br#"{"jsonrpc":"2.0","id":5}"#, b"\xff\xfe", br#"{"jsonrpc":"2.0","id":5}"#];
+    for (i, body) in bodies.iter().enumerate() {
+        let broken = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let flag = broken.clone();
+        let body = body.to_vec();
+        let peer = peer_with(move |req| {
+            if !flag.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                return vec![json_reply(req, text("ok"))];
+            }
+            // The id the client used, so that the second body is a response to it with neither result nor error.
+            let body = String::from_utf8_lossy(&body).replace("\"id\":5", &format!("\"id\":{}", req.id()));
+            match i % 2 {
+                0 => vec![respond("200 OK", "application/json", &[], body.as_bytes())],
+                _ => vec![sse_head(&[]), chunk(&format!("data: {body}\n\n")), end_chunks()],
+            }
+        })
+        .await;
+        let c = limited(&peer, |_| {});
+        let opts = || CallOptions {
+            deadline: Some(tokio::time::Instant::now() + Duration::from_secs(5)),
+            ..CallOptions::default()
+        };
+        let started = tokio::time::Instant::now();
+        let err = c.call_tool("echo", json!({}), opts()).await.expect_err("the broken answer must fail");
+        assert!(matches!(err, CallError::MalformedResponse(_)), "body {i}: {err:?}");
+        assert!(started.elapsed() < Duration::from_secs(4), "body {i} failed at its timeout, not at once");
+        let ok = c.call_tool("echo", json!({}), opts()).await.expect("the next call");
+        assert!(!ok.is_error, "body {i}");
+    }
+}
+
 #[tokio::test]
 async fn a_full_pool_queue_is_an_overload_error() {
     let peer = peer_with(|_| vec![Act::Hang]).await;
