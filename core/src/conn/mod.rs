@@ -151,7 +151,7 @@ impl std::fmt::Debug for Connection {
 
 impl Connection {
     /// Starts the reader, writer (and notification dispatcher) tasks on the current tokio runtime.
-    pub fn start<S: MessageSink, R: MessageSource>(sink: S, source: R, parts: ConnectionParts) -> Connection {
+    pub fn start<S: MessageSink, R: MessageSource>(mut sink: S, source: R, parts: ConnectionParts) -> Connection {
         let config = parts.config;
         let (priority, priority_rx) = mpsc::channel(config.priority_lane_capacity);
         let (normal, normal_rx) = mpsc::channel(config.max_in_flight.max(1));
@@ -178,6 +178,7 @@ impl Connection {
             _guard: parts.guard,
         });
         shared.emit(&Event::ConnectionOpened { conn: shared.id, server: &shared.server });
+        sink.answer_with(reader::direct_answers(&shared));
         tokio::spawn(writer::run(shared.clone(), sink, priority_rx, normal_rx));
         tokio::spawn(reader::run(shared.clone(), source, notifications));
         Connection { handle: Arc::new(Handle { shared }) }

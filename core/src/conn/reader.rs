@@ -14,7 +14,7 @@ use crate::error::{CallError, TransportError};
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, Response, ResponseBody};
 use crate::mcp::{CallToolResult, ProgressParams, call_frame, method};
 use crate::observe::Event;
-use crate::transport::{FrameError, Incoming, MessageSource, QuickRead};
+use crate::transport::{DirectAnswers, FrameError, Incoming, MessageSource, QuickRead};
 
 pub(crate) async fn run<R: MessageSource>(
     shared: Arc<Shared>,
@@ -34,8 +34,7 @@ pub(crate) async fn run<R: MessageSource>(
         let Some(item) = item else {
             break TransportError::Closed;
         };
-        shared.last_rx.store(shared.nanos_since_epoch().max(1), Ordering::Relaxed);
-        Counters::bump(&shared.counters.received);
+        received(&shared);
         match item {
             Ok(Incoming::Quick((id, result))) => deliver(&shared, id, Ok(Answer::Call(result))),
             Ok(Incoming::Message(msg)) => dispatch(&shared, msg, notifications.as_ref()),
@@ -62,6 +61,30 @@ pub(crate) async fn run<R: MessageSource>(
         }
     };
     shared.fail(reason);
+}
+
+/// A frame arrived: evidence the stream is alive, and one more received.
+fn received(shared: &Shared) {
+    shared.last_rx.store(shared.nanos_since_epoch().max(1), Ordering::Relaxed);
+    Counters::bump(&shared.counters.received);
+}
+
+/// What the reader does with a `tools/call` result its quick reader takes, done by the transport's exchange that
+/// received it (see [`DirectAnswers`]): the caller is woken by the exchange, without a hop through this task. Any
+/// other frame is left to the reader. Holds the connection weakly: the transport may outlive it.
+pub(super) fn direct_answers(shared: &Arc<Shared>) -> DirectAnswers {
+    let shared = Arc::downgrade(shared);
+    Arc::new(move |_, frame| {
+        let Some(shared) = shared.upgrade() else { return false };
+        // As `decode_frame_with`: only a frame the general path would read at all is read quickly.
+        if std::str::from_utf8(frame).is_err() {
+            return false;
+        }
+        let Some((id, result)) = CallResults(&shared).read(frame) else { return false };
+        received(&shared);
+        deliver(&shared, id, Ok(Answer::Call(result)));
+        true
+    })
 }
 
 /// The quick reader of this connection's frames: responses to the `tools/call`s its callers take parsed.

@@ -47,9 +47,19 @@ pub trait MessageSink: Send + 'static {
         async move { self.feed(&req.into_message()).await }
     }
     fn flush(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send;
+    /// Offers each response to `answers` as it arrives, before the source would yield it, where a transport gets
+    /// the response to each request on its own (Streamable HTTP: the request's own exchange) rather than in one
+    /// stream that a single reader must keep in order. A transport of one stream ignores it (the default).
+    fn answer_with(&mut self, answers: DirectAnswers) {
+        let _ = answers;
+    }
     /// Best-effort orderly close (flush, then shut the write side).
     fn close(&mut self) -> impl Future<Output = ()> + Send;
 }
+
+/// Takes the response to request `id` (its frame as it came) straight to its caller, skipping the reader's queue:
+/// `true` when it did. One it leaves (it cannot read it quickly, or nobody waits for it) goes through the source.
+pub type DirectAnswers = std::sync::Arc<dyn Fn(i64, &[u8]) -> bool + Send + Sync>;
 
 /// The receiving half. `None` is a clean end of stream. Must be cancel-safe: no message is lost if the future is
 /// dropped before it completes.

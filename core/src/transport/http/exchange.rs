@@ -205,8 +205,8 @@ async fn post_request(http: &Arc<Http>, post: Post) -> Result<(), CallError> {
                 http.adopt_version(&reply);
                 http.deliver(Ok(Inbound::Message(reply))).await;
             } else {
-                // Decoded by the reader, whose quick reader takes a tool result without building its JSON tree.
-                http.deliver(Ok(Inbound::Answer { request: id, bytes })).await;
+                // Read by the connection's quick reader, without building a JSON tree of the result.
+                http.answer(id, bytes, true).await;
             }
             Ok(())
         }

@@ -32,7 +32,8 @@ pub(super) async fn run(http: Arc<Http>, opened: oneshot::Sender<()>) {
             }
             Ok(Some((mut body, _lease))) => {
                 parser.restart();
-                let read = timeout(limits.max_stream_lifetime, pump(&http, &mut body, &mut parser, ctx)).await;
+                let read =
+                    timeout(limits.max_stream_lifetime, pump(&http, &mut body, &mut parser, ctx, &mut true)).await;
                 match read {
                     Ok((Pumped::Failed(e), _)) => {
                         tracing::debug!(error = %e, "GET stream refused");

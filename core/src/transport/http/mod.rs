@@ -32,7 +32,7 @@ mod tls;
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use hyper::header::HeaderValue;
@@ -42,7 +42,7 @@ use tokio::task::AbortHandle;
 pub use endpoint::{HttpConfigError, HttpEndpoint, HttpLimits, PoolConfig};
 pub use head::{HttpResponseHead, ResponseHook};
 
-use super::{FrameError, Incoming, MessageSink, MessageSource, QuickRead};
+use super::{DirectAnswers, FrameError, Incoming, MessageSink, MessageSource, QuickRead};
 use crate::error::{CallError, TransportError};
 use crate::jsonrpc::{Message, MetaRequest};
 use crate::mcp::method;
@@ -91,6 +91,7 @@ pub fn http_transport(endpoint: Arc<HttpEndpoint>, cx: HttpContext) -> Result<(H
         state: Mutex::default(),
         tasks: Mutex::default(),
         tx,
+        direct: OnceLock::new(),
         clock: cx.clock,
         on_response: cx.on_response,
     });
@@ -104,6 +105,8 @@ pub(crate) struct Http {
     state: Mutex<State>,
     tasks: Mutex<Tasks>,
     tx: mpsc::Sender<Result<Inbound, FrameError>>,
+    /// The connection's own way to a caller, for the answers that need not go through `tx`.
+    direct: OnceLock<DirectAnswers>,
     clock: Arc<dyn Clock>,
     on_response: Option<ResponseHook>,
 }
@@ -146,6 +149,16 @@ impl Http {
 
     fn limits(&self) -> &HttpLimits {
         &self.endpoint.limits
+    }
+
+    /// Hands the response to request `request` to its caller: straight, when the connection takes it that way
+    /// (`in_order`: nothing of this exchange went to the reader before it, which must then see it first), else
+    /// through the reader.
+    async fn answer(&self, request: i64, bytes: Bytes, in_order: bool) {
+        if in_order && self.direct.get().is_some_and(|direct| direct(request, &bytes)) {
+            return;
+        }
+        self.deliver(Ok(Inbound::Answer { request, bytes })).await;
     }
 
     /// Hands a received message (or one request's failure) to the connection's reader.
@@ -282,6 +295,10 @@ impl MessageSink for HttpSink {
 
     async fn flush(&mut self) -> Result<(), TransportError> {
         Ok(())
+    }
+
+    fn answer_with(&mut self, answers: DirectAnswers) {
+        let _ = self.http.direct.set(answers);
     }
 
     async fn close(&mut self) {

@@ -59,7 +59,15 @@ pub(super) enum Pumped {
 }
 
 /// Delivers the stream's messages until our response, the end, or a failure. Returns whether any event arrived.
-pub(super) async fn pump(http: &Http, body: &mut Incoming, parser: &mut SseParser, ctx: StreamCtx) -> (Pumped, bool) {
+///
+/// `delivered` is set once a message of the stream went to the reader (over the stream's resumptions).
+pub(super) async fn pump(
+    http: &Http,
+    body: &mut Incoming,
+    parser: &mut SseParser,
+    ctx: StreamCtx,
+    delivered: &mut bool,
+) -> (Pumped, bool) {
     let mut events = false;
     loop {
         while let Some(event) = parser.next_event() {
@@ -70,10 +78,12 @@ pub(super) async fn pump(http: &Http, body: &mut Incoming, parser: &mut SseParse
             }
             let request = ctx.request.filter(|id| !ctx.initialize && answers(&event.data, *id));
             if let Some(request) = request {
-                // Decoded by the reader (see `Inbound::Answer`).
-                http.deliver(Ok(Inbound::Answer { request, bytes: Bytes::from(event.data) })).await;
+                // Read by the connection's quick reader (see `Inbound::Answer`); straight to its caller unless
+                // messages of this stream (progress) went to the reader before it.
+                http.answer(request, Bytes::from(event.data), !*delivered).await;
                 return (Pumped::Answered, true);
             }
+            *delivered = true;
             match Message::decode(&event.data) {
                 Ok(msg) => {
                     let ours = matches!(&msg, Message::Response(r)
@@ -134,9 +144,10 @@ pub(super) async fn follow(http: &Arc<Http>, body: Incoming, lease: Lease, ctx: 
     let mut parser = SseParser::new(limits.max_event);
     let mut open = Some((body, lease));
     let mut attempts = 0;
+    let mut delivered = false;
     loop {
         let cut = match open.take() {
-            Some((mut body, lease)) => match pump(http, &mut body, &mut parser, ctx).await.0 {
+            Some((mut body, lease)) => match pump(http, &mut body, &mut parser, ctx, &mut delivered).await.0 {
                 Pumped::Answered => {
                     finish(body, lease).await;
                     return Ok(());

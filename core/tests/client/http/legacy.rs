@@ -52,6 +52,50 @@ async fn json_and_sse_answers_on_one_session_ended_by_delete() {
     assert_eq!(delete.header("mcp-session-id"), Some("sess-1"));
 }
 
+/// A call's answer may skip the reader's queue (straight from its exchange to the caller), but not when its own
+/// stream sent messages before it, which the reader must see first: behind a backlog of 60 log messages, every
+/// progress notification reaches the caller before the result does, call after call. Two workers, so that the
+/// reader and the exchange run at once. (The race this guards against is narrow: on this test's loopback the reader
+/// usually wins it even unguarded, so this checks the order, not the guard alone.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_on_a_calls_stream_reaches_the_caller_before_its_result() {
+    let peer = Peer::start(Arc::new(|req: &Req| {
+        if let Some(acts) = legacy_basics(req, "sess-p") {
+            return acts;
+        }
+        let token = req.json()["params"]["_meta"]["progressToken"].clone();
+        let mut acts = vec![sse_head(&[])];
+        // A backlog for the reader, so that an answer that skipped its queue would overtake the progress behind it.
+        let log =
+            json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}});
+        acts.extend((0..60).map(|_| sse_event(&log)));
+        if !token.is_null() {
+            for step in 1..=3 {
+                let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": step, "total": 3}});
+                acts.push(sse_event(&progress));
+            }
+        }
+        acts.extend([sse_event(&result_msg(req, text("done"))), end_chunks()]);
+        acts
+    }))
+    .await;
+    let c = client(&peer);
+    for round in 0..20 {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+        let opts = CallOptions { progress: Some(tx), ..CallOptions::default() };
+        let result = c.call_tool("echo", json!({}), opts).await.expect("the call");
+        assert_eq!(result.content[0]["text"], "done");
+        let mut steps = Vec::new();
+        while let Ok(p) = rx.try_recv() {
+            steps.push(p.progress);
+        }
+        assert_eq!(steps, [1.0, 2.0, 3.0], "round {round}: progress must reach the caller before its result");
+        let plain = c.call_tool("echo", json!({}), CallOptions::default()).await.expect("a call without progress");
+        assert_eq!(plain.content[0]["text"], "done");
+    }
+}
+
 #[tokio::test]
 async fn a_404_for_our_session_starts_a_new_one_and_resends_once() {
     let inits = Arc::new(AtomicUsize::new(0));
