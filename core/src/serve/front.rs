@@ -80,9 +80,10 @@ impl Front {
         }
     }
 
-    /// Binds `addr` and serves it on a task of its own; the bound address comes back (for port 0).
+    /// Binds `addr` (with a deep accept queue: [`super::bind_listener`]) and serves it on a task of its own; the
+    /// bound address comes back (for port 0).
     pub async fn bind(&self, addr: &str) -> io::Result<std::net::SocketAddr> {
-        let listener = TcpListener::bind(addr).await?;
+        let listener = super::listener::bind_listener(addr).await?;
         let local = listener.local_addr()?;
         let front = self.clone();
         tokio::spawn(async move { front.listen(listener).await });

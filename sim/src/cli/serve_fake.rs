@@ -43,7 +43,8 @@ pub async fn run(args: ServeFakeArgs) -> Result<(), Failure> {
     let origin = args.config.as_ref().map_or_else(|| "the built-in config".to_owned(), |p| p.display().to_string());
     let server = live_server(config).map_err(|e| Failure::BadInput(format!("{origin}: {e}")))?;
     let addrs = resolve(&args.listen).await?;
-    let listener = tokio::net::TcpListener::bind(&addrs[..])
+    // A deep accept queue: a benchmark's first wave opens a connection per call in flight at once.
+    let listener = mcpstorm_core::serve::bind_listener(&addrs[..])
         .await
         .map_err(|e| Failure::Failed(format!("serve-fake cannot listen on {}: {e}", args.listen)))?;
     let addr = listener.local_addr().map_err(|e| Failure::Failed(format!("serve-fake on {}: {e}", args.listen)))?;

@@ -166,7 +166,7 @@ impl Gateway {
         if token.trim().is_empty() {
             return Err(StartError::BadInput(format!("admin.token_env: {} is empty", spec.token_env)));
         }
-        let listener = tokio::net::TcpListener::bind(&spec.listen)
+        let listener = mcpstorm_core::serve::bind_listener(&spec.listen)
             .await
             .map_err(|e| StartError::Failed(format!("admin.listen {}: {e}", spec.listen)))?;
         let bound = listener.local_addr().map_err(|e| StartError::Failed(e.to_string()))?;
