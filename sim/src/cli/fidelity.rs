@@ -11,7 +11,7 @@ use clap::Args;
 use super::Failure;
 use super::out::{errln, outln};
 use super::seeds::{SeedRuns, with_sets};
-use crate::fidelity::{self, LiveRunner};
+use crate::fidelity::{self, HostGauge, LiveRunner};
 use crate::report;
 use crate::report::dir::Command;
 use crate::scenario;
@@ -66,11 +66,11 @@ fn live_runner() -> Box<LiveRunner> {
 }
 
 pub fn run(args: FidelityArgs) -> Result<(), Failure> {
-    run_with(args, &*live_runner())
+    run_with(args, &*live_runner(), HostGauge::Proc)
 }
 
-/// The command with `live` as its live runner.
-pub fn run_with(mut args: FidelityArgs, live: &LiveRunner) -> Result<(), Failure> {
+/// The command with `live` as its live runner, and the host's load read by `gauge`.
+pub fn run_with(mut args: FidelityArgs, live: &LiveRunner, gauge: HostGauge) -> Result<(), Failure> {
     let limits = scenario::Limits::allowing_large(args.allow_large);
     if args.through_gateway {
         args.sets = super::live::through_gateway_sets(&args.scenario, std::mem::take(&mut args.sets), &limits)?;
@@ -94,7 +94,7 @@ pub fn run_with(mut args: FidelityArgs, live: &LiveRunner) -> Result<(), Failure
     super::sim::check_out(&out, Command::Fidelity)?;
     let reproduce = reproduce(&args, first);
     let mut progress = |seed: u64, run: &str| errln!("== seed {seed}: {run} run");
-    let data = fidelity::run(&base, &seed_list, live, reproduce, &mut progress).map_err(|e| {
+    let data = fidelity::run(&base, &seed_list, live, gauge, reproduce, &mut progress).map_err(|e| {
         // Nothing was written: a directory made for this report goes again (`remove_dir` removes only an empty one).
         if created {
             let _ = std::fs::remove_dir(&out);
@@ -102,7 +102,8 @@ pub fn run_with(mut args: FidelityArgs, live: &LiveRunner) -> Result<(), Failure
         Failure::Failed(e.to_string())
     })?;
     report::write_fidelity(&out, &data).map_err(|e| Failure::Failed(e.to_string()))?;
-    outln!("mcpstorm fidelity: {} ({} seed(s)) {}", data.scenario, data.seeds.len(), verdict(data.passed()))?;
+    let outcome = data.outcome();
+    outln!("mcpstorm fidelity: {} ({} seed(s)) {}", data.scenario, data.seeds.len(), outcome.label())?;
     outln!("{}", report::fidelity_table(&data).trim_end())?;
     outln!("  report     {}", out.display())?;
     outln!("  plot       {}", out.join("fidelity.png").display())?;
@@ -112,10 +113,6 @@ pub fn run_with(mut args: FidelityArgs, live: &LiveRunner) -> Result<(), Failure
         return Ok(());
     }
     Err(Failure::Failed(format!("outside the tolerances: {}", failed.join("; "))))
-}
-
-fn verdict(passed: bool) -> &'static str {
-    if passed { "PASS" } else { "FAIL" }
 }
 
 fn default_out(name: &str, first: u64, seeds: u64) -> PathBuf {
@@ -172,12 +169,12 @@ mod tests {
     fn the_runner_it_is_given_decides_the_verdict_and_the_exit_code() {
         let same = args("same", BURST);
         let out = same.out.clone().expect("an out");
-        assert!(run_with(same, &simulator(0)).is_ok());
+        assert!(run_with(same, &simulator(0), HostGauge::Off).is_ok());
         assert!(out.join("fidelity.json").is_file() && out.join("report.html").is_file());
         let _ = std::fs::remove_dir_all(out.parent().expect("the scratch dir"));
         let shifted = args("shifted", BURST);
         let scratch = shifted.scenario.parent().expect("the scratch dir").to_path_buf();
-        let verdict = run_with(shifted, &simulator(3));
+        let verdict = run_with(shifted, &simulator(3), HostGauge::Off);
         let _ = std::fs::remove_dir_all(scratch);
         match verdict {
             Err(Failure::Failed(m)) => {
@@ -196,7 +193,7 @@ mod tests {
         let never = |_: &Scenario| -> Result<crate::run::RunData, String> { panic!("nothing runs") };
         let sweep = args("sweep", &text);
         let scratch = sweep.scenario.parent().expect("the scratch dir").to_path_buf();
-        let verdict = run_with(sweep, &never);
+        let verdict = run_with(sweep, &never, HostGauge::Off);
         assert!(!scratch.join("out").exists(), "refused before the report directory is made");
         let _ = std::fs::remove_dir_all(scratch);
         match verdict {

@@ -13,17 +13,37 @@ pub mod tolerance;
 
 use std::time::Duration;
 
-pub use compare::{Comparison, Row, SecondFigures, SecondPair, Unit, Verdict, compare};
+pub use compare::{BUSY_HOST, Comparison, Outcome, Row, SecondFigures, SecondPair, Unit, Verdict, compare};
 pub use timing::Figure;
 pub use tolerance::{Tolerance, Tolerances};
 
 use serde::Serialize;
 
+use crate::live::host_load::{CpuSample, HostLoad};
 use crate::run::{FaultWindow, RunData, SecondRow};
 use crate::scenario::{FidelitySpec, Scenario};
 
 /// Runs a scenario live (in real time, on real sockets) and returns what happened, or why it could not.
 pub type LiveRunner = dyn Fn(&Scenario) -> Result<RunData, String>;
+
+/// Whether the host's load is read over each live run (`live::host_load`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostGauge {
+    /// From `/proc`: the command line's live runs.
+    Proc,
+    /// Not read: a comparison of runs that are not real time (tests putting a simulator run on the live side) must
+    /// not depend on what else the machine was doing.
+    Off,
+}
+
+impl HostGauge {
+    fn read(self) -> Option<CpuSample> {
+        match self {
+            HostGauge::Proc => CpuSample::now(),
+            HostGauge::Off => None,
+        }
+    }
+}
 
 /// Every seed's comparison of one scenario.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -46,14 +66,35 @@ impl FidelityData {
         self.seeds.iter().all(Comparison::passed)
     }
 
-    /// One line per seed that failed: `seed 3: P99, onset: error_burst db`.
+    /// The run's verdict: FAIL when a seed failed on a quiet host, else NOT JUDGED when a seed failed on a busy
+    /// one, else PASS.
+    pub fn outcome(&self) -> Outcome {
+        let outcomes: Vec<Outcome> = self.seeds.iter().map(Comparison::outcome).collect();
+        [Outcome::Fail, Outcome::NotJudged].into_iter().find(|o| outcomes.contains(o)).unwrap_or(Outcome::Pass)
+    }
+
+    /// One line per seed that did not pass: `seed 3: P99, onset: error_burst db`, and on a busy host `(not judged:
+    /// ...)` after the rows, naming the host's load.
     pub fn failures(&self) -> Vec<String> {
         self.seeds
             .iter()
             .filter(|c| !c.passed())
-            .map(|c| format!("seed {}: {}", c.seed, c.failed().join(", ")))
+            .map(|c| match (c.outcome(), c.host) {
+                (Outcome::NotJudged, Some(h)) => format!(
+                    "seed {}: {} (not judged: the host was busy during the live run, {})",
+                    c.seed,
+                    c.failed().join(", "),
+                    host_line(&h)
+                ),
+                _ => format!("seed {}: {}", c.seed, c.failed().join(", ")),
+            })
             .collect()
     }
+}
+
+/// A host's load for people: `other processes 41% of the CPU, steal 2%`.
+pub fn host_line(h: &HostLoad) -> String {
+    format!("other processes {:.0}% of the CPU, steal {:.0}%", h.others * 100.0, h.steal * 100.0)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -65,11 +106,13 @@ pub enum FidelityError {
 }
 
 /// Runs `scenario` on each of `seeds`, live first (through `live`; the longer and the likelier to fail) and then in
-/// the simulator, and compares them. `progress(seed, run)` is called before each run (`"live"` or `"sim"`).
+/// the simulator, and compares them; `gauge` says whether the host's load over each live run is read (a failure
+/// on a busy host is not judged). `progress(seed, run)` is called before each run (`"live"` or `"sim"`).
 pub fn run(
     scenario: &Scenario,
     seeds: &[u64],
     live: &LiveRunner,
+    gauge: HostGauge,
     reproduce: String,
     progress: &mut dyn FnMut(u64, &str),
 ) -> Result<FidelityData, FidelityError> {
@@ -80,12 +123,14 @@ pub fn run(
         let mut s = scenario.clone();
         s.seed = seed;
         progress(seed, "live");
+        let before = gauge.read();
         let live_run = live(&s).map_err(|message| FidelityError::Live { seed, message })?;
+        let host = before.zip(gauge.read()).and_then(|(a, b)| a.load_until(&b));
         progress(seed, "sim");
         let mut quiet = |_: Duration, _: Duration| {};
         let (sim_run, _) = crate::world::run(&s, String::new(), None, &mut quiet)
             .map_err(|e| FidelityError::Sim { seed, message: e.to_string() })?;
-        comparisons.push(compare(&s, &sim_run, &live_run));
+        comparisons.push(Comparison { host, ..compare(&s, &sim_run, &live_run) });
         faults.clone_from(&sim_run.faults);
         series.push((sim_run.seconds, live_run.seconds));
     }

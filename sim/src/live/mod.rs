@@ -25,6 +25,7 @@
 //! the agents' calls, and no per-replica attempts.
 
 pub mod endpoint;
+pub mod host_load;
 pub mod node;
 pub mod relay;
 

@@ -187,6 +187,10 @@ impl Service for NodeProcess {
     /// A crash: the process is killed (SIGKILL), with whatever it had in flight.
     fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // Its CPU time is the run's own, not another process's (see `host_load`).
+            if let Some(pid) = child.id() {
+                super::host_load::record_child(pid);
+            }
             let _ = child.start_kill();
         }
     }

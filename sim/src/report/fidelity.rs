@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::compare::PANELS;
 use super::num::{fixed, grouped, md_cell, ms, pct, short};
 use super::overlay::{Overlay, Series};
-use crate::fidelity::{Comparison, FidelityData, Figure, Row, Tolerance, Unit, Verdict};
+use crate::fidelity::{BUSY_HOST, Comparison, FidelityData, Figure, Outcome, Row, Tolerance, Unit, Verdict, host_line};
 
 pub(crate) const FIDELITY_MD: &str = "fidelity.md";
 pub(crate) const FIDELITY_JSON: &str = "fidelity.json";
@@ -31,6 +31,23 @@ pub(crate) const NOTES: [&str; 4] = [
     "per-second rows are shown, not judged: each run's mean per second and the mean per-second |difference| (one \
      second of a Poisson load swings by about √rate in either run)",
 ];
+
+/// What the live run's host was doing, and what that means for the verdict.
+pub(crate) fn host_note(c: &Comparison) -> String {
+    let bound = format!("{:.0}%", BUSY_HOST * 100.0);
+    match c.host {
+        None => "host during the live run: not read (no /proc here); judged as if quiet".to_owned(),
+        Some(h) if c.outcome() == Outcome::NotJudged => format!(
+            "host during the live run: {}, over the {bound} bound: a busy host slows every live call, so the failed \
+             rows say nothing of the simulator; run it again on a quieter machine",
+            host_line(&h)
+        ),
+        Some(h) if c.busy_host() => {
+            format!("host during the live run: {}, over the {bound} bound, yet every row passed", host_line(&h))
+        }
+        Some(h) => format!("host during the live run: {} (a failed row is not judged over {bound})", host_line(&h)),
+    }
+}
 
 /// A row's cells: name, sim, live, difference, tolerance, verdict.
 pub(crate) fn cells(row: &Row) -> [String; 6] {
@@ -106,7 +123,8 @@ pub fn fidelity_table(data: &FidelityData) -> String {
             }
             l.trim_end().to_owned()
         };
-        let _ = writeln!(s, "seed {}: {}", c.seed, if c.passed() { "PASS" } else { "FAIL" });
+        let _ = writeln!(s, "seed {}: {}", c.seed, c.outcome().label());
+        let _ = writeln!(s, "  {}", host_note(c));
         let _ = writeln!(s, "{}", line(&HEAD.map(str::to_owned)));
         for r in &rows {
             let _ = writeln!(s, "{}", line(r));
@@ -117,7 +135,7 @@ pub fn fidelity_table(data: &FidelityData) -> String {
 
 pub(crate) fn markdown(data: &FidelityData) -> String {
     let mut s = String::new();
-    let verdict = if data.passed() { "PASS" } else { "FAIL" };
+    let verdict = data.outcome().label();
     let _ = writeln!(s, "# {} — simulator against live: {verdict}\n", md_cell(&data.scenario));
     if !data.description.is_empty() {
         let _ = writeln!(s, "{}\n", md_cell(&data.description));
@@ -132,7 +150,8 @@ pub(crate) fn markdown(data: &FidelityData) -> String {
     }
     let _ = writeln!(s, "- reproduce:\n\n```sh\n{}\n```\n", data.reproduce);
     for c in &data.seeds {
-        let _ = writeln!(s, "## Seed {}: {}\n", c.seed, if c.passed() { "PASS" } else { "FAIL" });
+        let _ = writeln!(s, "## Seed {}: {}\n", c.seed, c.outcome().label());
+        let _ = writeln!(s, "{}\n", md_cell(&host_note(c)));
         let _ = writeln!(s, "| {} |\n|---|---:|---:|---:|---:|---|", HEAD.join(" | "));
         for row in &c.rows {
             let _ = writeln!(s, "| {} |", cells(row).map(|c| md_cell(&c)).join(" | "));
@@ -170,12 +189,14 @@ fn per_second_md(s: &mut String, c: &Comparison) {
 #[derive(Serialize)]
 struct Json<'a> {
     passed: bool,
+    /// `pass`, `fail`, or `not_judged` (a failure on a busy host).
+    outcome: Outcome,
     #[serde(flatten)]
     data: &'a FidelityData,
 }
 
 pub(crate) fn json(data: &FidelityData) -> Result<Vec<u8>, serde_json::Error> {
-    let mut out = serde_json::to_vec_pretty(&Json { passed: data.passed(), data })?;
+    let mut out = serde_json::to_vec_pretty(&Json { passed: data.passed(), outcome: data.outcome(), data })?;
     out.push(b'\n');
     Ok(out)
 }
@@ -193,7 +214,7 @@ pub(crate) fn series(data: &FidelityData) -> [Series; 2] {
 }
 
 pub(crate) fn figure<'a>(data: &'a FidelityData, labels: &'a [String], series: &'a [Series]) -> Overlay<'a> {
-    let verdict = if data.passed() { "PASS" } else { "FAIL" };
+    let verdict = data.outcome().label();
     Overlay {
         title: format!("mcpstorm fidelity · {} · {} seed(s) · {verdict}", data.scenario, data.seeds.len()),
         subtitle: "the simulator against the live run, per second (mean over seeds); shaded bands: fault windows"
@@ -209,6 +230,7 @@ pub(crate) fn figure<'a>(data: &'a FidelityData, labels: &'a [String], series: &
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::live::host_load::HostLoad;
     use crate::scenario::FidelitySpec;
 
     fn row(name: &str, unit: Unit, sim: Figure, live: Figure, tolerance: Option<Tolerance>, verdict: Verdict) -> Row {
@@ -261,7 +283,7 @@ mod tests {
             description: String::new(),
             tolerances: FidelitySpec::default(),
             faults: Vec::new(),
-            seeds: vec![Comparison { seed: 7, rows, seconds: Vec::new() }],
+            seeds: vec![Comparison { seed: 7, rows, seconds: Vec::new(), host: None }],
             reproduce: "mcpstorm fidelity s.toml --seeds 1 --first-seed 7".into(),
             series: Vec::new(),
         }
@@ -292,12 +314,50 @@ mod tests {
         let t = fidelity_table(&data());
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "seed 7: FAIL");
-        assert!(lines[1].starts_with("  row") && lines[1].ends_with("verdict"), "{t}");
+        assert_eq!(lines[1], "  host during the live run: not read (no /proc here); judged as if quiet");
+        assert!(lines[2].starts_with("  row") && lines[2].ends_with("verdict"), "{t}");
         // Right-aligned figures: every verdict column ends where the header's does.
-        let end = lines[1].chars().count();
-        assert!(lines[2..].iter().all(|l| l.chars().count() == end), "{t}");
+        let end = lines[2].chars().count();
+        assert!(lines[3..].iter().all(|l| l.chars().count() == end), "{t}");
         assert_eq!(data().failures(), ["seed 7: error rate, onset: crash db"]);
         let md = markdown(&data());
         assert!(md.contains("| per second: ok (mean \\|difference\\|) | 154.7 |"), "{md}");
+    }
+
+    /// A failed row on a busy host is not judged, on every output; on a quiet host it fails; a pass stays a pass
+    /// however busy the host was.
+    #[test]
+    fn a_failure_on_a_busy_host_is_not_judged_and_says_why() {
+        let busy = HostLoad { others: 0.38, steal: 0.03 };
+        let mut d = data();
+        d.seeds[0].host = Some(busy);
+        assert_eq!(d.outcome(), Outcome::NotJudged);
+        assert!(!d.passed(), "not judged is not a pass: the exit code stays 1");
+        assert_eq!(
+            d.failures(),
+            ["seed 7: error rate, onset: crash db (not judged: the host was busy during the live run, other \
+                 processes 38% of the CPU, steal 3%)"]
+        );
+        let t = fidelity_table(&d);
+        assert!(t.starts_with("seed 7: NOT JUDGED\n  host during the live run: other processes 38% of the CPU, steal 3%, over the 25% bound"), "{t}");
+        let md = markdown(&d);
+        assert!(md.starts_with("# s — simulator against live: NOT JUDGED"), "{md}");
+        assert!(md.contains("## Seed 7: NOT JUDGED\n\nhost during the live run: other processes 38%"), "{md}");
+
+        let quiet = HostLoad { others: 0.1, steal: 0.02 };
+        d.seeds[0].host = Some(quiet);
+        assert_eq!(d.outcome(), Outcome::Fail);
+        assert_eq!(d.failures(), ["seed 7: error rate, onset: crash db"]);
+        assert!(
+            fidelity_table(&d)
+                .contains("other processes 10% of the CPU, steal 2% (a failed row is not judged over 25%)")
+        );
+
+        for row in &mut d.seeds[0].rows {
+            row.verdict = if row.verdict == Verdict::Fail { Verdict::Pass } else { row.verdict };
+        }
+        d.seeds[0].host = Some(busy);
+        assert_eq!(d.outcome(), Outcome::Pass);
+        assert!(fidelity_table(&d).contains("over the 25% bound, yet every row passed"));
     }
 }

@@ -3,15 +3,16 @@
 
 use std::fmt::Write as _;
 
-use super::fidelity::{FIDELITY, FIDELITY_JSON, FIDELITY_MD, HEAD, NOTES, cells};
+use super::fidelity::{FIDELITY, FIDELITY_JSON, FIDELITY_MD, HEAD, NOTES, cells, host_note};
 use super::html::{Cell, badge, escape, fault_table, figure, link, page, pre, section, table};
 use super::num::ms;
-use crate::fidelity::{FidelityData, Verdict};
+use crate::fidelity::{FidelityData, Outcome, Verdict};
 
 /// The page; `overlay` is `fidelity.svg`.
 pub(crate) fn render(data: &FidelityData, overlay: &str) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "<h1>{} — simulator against live {}</h1>", escape(&data.scenario), badge(data.passed()));
+    let _ =
+        writeln!(s, "<h1>{} — simulator against live {}</h1>", escape(&data.scenario), outcome_badge(data.outcome()));
     if !data.description.is_empty() {
         let _ = writeln!(s, "<p class=\"desc\">{}</p>", escape(&data.description));
     }
@@ -27,7 +28,8 @@ pub(crate) fn render(data: &FidelityData, overlay: &str) -> String {
     }
     s.push_str("</ul>\n");
     for c in &data.seeds {
-        let _ = writeln!(s, "<h3>Seed {} {}</h3>", c.seed, badge(c.passed()));
+        let _ = writeln!(s, "<h3>Seed {} {}</h3>", c.seed, outcome_badge(c.outcome()));
+        let _ = writeln!(s, "<p class=\"muted\">{}</p>", escape(&host_note(c)));
         let rows = c
             .rows
             .iter()
@@ -51,7 +53,10 @@ pub(crate) fn render(data: &FidelityData, overlay: &str) -> String {
             .collect();
         s.push_str(&table(&HEAD, rows));
     }
-    s.push_str("<p class=\"muted\">The exit code is 1 when any judged row of any seed failed.</p>\n");
+    s.push_str(
+        "<p class=\"muted\">The exit code is 1 when any judged row of any seed failed, on a quiet host or a busy \
+         one.</p>\n",
+    );
 
     s.push_str(&section("overlay", "Overlay"));
     s.push_str(&figure(
@@ -94,4 +99,12 @@ pub(crate) fn render(data: &FidelityData, overlay: &str) -> String {
     let links: Vec<String> = names.iter().map(|n| link(n, n)).collect();
     let _ = writeln!(s, "<p>{}</p>", links.join(" · "));
     page(&format!("mcpstorm fidelity · {}", data.scenario), &s)
+}
+
+/// PASS, FAIL, or NOT JUDGED (a failure on a busy host) in the badge's colours: the last in neither.
+fn outcome_badge(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::NotJudged => "<span class=\"badge\">NOT JUDGED</span>".to_owned(),
+        o => badge(o == Outcome::Pass),
+    }
 }

@@ -93,7 +93,16 @@ fn a_live_and_a_simulated_run_are_judged_and_the_exit_code_is_the_verdict() {
         serde_json::from_slice(&std::fs::read(out.join("fidelity.json")).expect("fidelity.json")).expect("json");
     let passed = json["passed"].as_bool().expect("a verdict");
     assert_eq!(o.status.code(), Some(if passed { 0 } else { 1 }), "{}", text(&o));
-    assert!(stdout.contains(if passed { "PASS" } else { "FAIL" }), "{}", text(&o));
+    // A failure while the tests load this machine may be a busy host's, not judged; the host's load is read.
+    let label = match json["outcome"].as_str() {
+        Some("pass") => "PASS",
+        Some("fail") => "FAIL",
+        Some("not_judged") => "NOT JUDGED",
+        other => panic!("outcome {other:?}"),
+    };
+    assert_eq!(passed, label == "PASS");
+    assert!(stdout.contains(&format!("(1 seed(s)) {label}")), "{}", text(&o));
+    assert!(json["seeds"][0]["host"]["others"].is_number(), "{}", json["seeds"][0]["host"]);
     for file in ["fidelity.md", "fidelity.svg", "fidelity.png", "report.html"] {
         assert!(out.join(file).is_file(), "{file} written");
     }

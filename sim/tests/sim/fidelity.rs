@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mcpstorm_sim::fidelity::{self, Comparison, FidelityData, Figure, Verdict};
+use mcpstorm_sim::fidelity::{self, Comparison, FidelityData, Figure, HostGauge, Verdict};
 use mcpstorm_sim::report;
 use mcpstorm_sim::run::RunData;
 use mcpstorm_sim::scenario::{Limits, Scenario, load_str_with};
@@ -116,7 +116,8 @@ fn write(dir: &Path, data: &FidelityData) -> Vec<(String, Vec<u8>)> {
 fn the_files_are_byte_identical_for_the_same_runs() {
     let s = scenario(&["faults[0].start=\"6s\""]);
     let live = |s: &Scenario| Ok(simulate(s));
-    let data = fidelity::run(&s, &[3, 4], &live, "mcpstorm fidelity x.toml".into(), &mut |_, _| {}).expect("runs");
+    let data = fidelity::run(&s, &[3, 4], &live, HostGauge::Off, "mcpstorm fidelity x.toml".into(), &mut |_, _| {})
+        .expect("runs");
     assert_eq!(data.seeds.iter().map(|c| c.seed).collect::<Vec<_>>(), vec![3, 4]);
     let (a, b) = (scratch_in("fidelity", "bytes-a"), scratch_in("fidelity", "bytes-b"));
     let (first, second) = (write(&a, &data), write(&b, &data));
@@ -130,7 +131,8 @@ fn the_files_are_byte_identical_for_the_same_runs() {
     assert_eq!(json["seeds"][0]["rows"][0]["name"], "ok calls");
     assert_eq!(json["tolerances"]["onset"], "1s");
     // A second comparison of the same runs gives the same data, so the same files.
-    let again = fidelity::run(&s, &[3, 4], &live, "mcpstorm fidelity x.toml".into(), &mut |_, _| {}).expect("runs");
+    let again = fidelity::run(&s, &[3, 4], &live, HostGauge::Off, "mcpstorm fidelity x.toml".into(), &mut |_, _| {})
+        .expect("runs");
     assert_eq!(write(&a, &again), first);
 }
 
@@ -138,6 +140,6 @@ fn the_files_are_byte_identical_for_the_same_runs() {
 fn a_live_runner_that_fails_gives_no_verdict() {
     let s = scenario(&[]);
     let live = |_: &Scenario| Err("no live here".to_owned());
-    let e = fidelity::run(&s, &[1], &live, String::new(), &mut |_, _| {}).unwrap_err().to_string();
+    let e = fidelity::run(&s, &[1], &live, HostGauge::Off, String::new(), &mut |_, _| {}).unwrap_err().to_string();
     assert_eq!(e, "seed 1: the live run failed: no live here");
 }
