@@ -78,8 +78,10 @@ pub struct SecondPair {
 
 /// How much of the machine's CPU the live run could not have (other processes' and the hypervisor's share) above
 /// which a failed comparison is not judged: the live run was slowed by its host, not by anything the simulator
-/// models. On the project's 2-core machine, `smoke` passed beside two busy loops (3,977 ok calls against 4,100
-/// simulated) and failed beside four (3,634); a busy loop there takes up to half of the machine's CPU.
+/// models. On the project's 2-core machine (2026-12-04), `smoke` alone served 4,053 ok calls against 4,100
+/// simulated, reading 0%; beside two busy loops, 3,977 in one run (a pass) and 3,887 in another (a fail, reading
+/// 91%); beside four, 3,634 and 3,676 (reading 95%). A quarter sits far from both, and leaves room for a quiet
+/// host's background work.
 pub const BUSY_HOST: f64 = 0.25;
 
 /// A seed's verdict.
