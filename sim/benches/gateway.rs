@@ -9,11 +9,11 @@
 //! within a few milliseconds, every 200 ms), and the last of a wave waits for the gateway to handle the rest: that
 //! row measures a burst. The 1,000 row runs again with the tasks' first calls spread evenly over one tool time, as
 //! independent agents would make them, so the same 5,000 calls a second arrive evenly: that row measures the steady
-//! load. Its QPS counts the 200 ms ramp at the start. *Added P99* is the P99 through the gateway minus the P99 direct; *gateway CPU per
-//! call* is the gateway process's CPU time (user + system, `/proc/<pid>/stat`) over the row divided by its calls,
-//! shown split, since on loopback the system part is the TCP stack's. The fake's CPU per call is measured the same
-//! way in every row: on the direct path it is what one bare Streamable HTTP server costs per call on this machine,
-//! and the gateway has two HTTP sides (a server for the agents, a client of the fake).
+//! load. Its QPS counts the 200 ms ramp at the start. *Added P99* is the P99 through the gateway minus the P99
+//! direct; *gateway CPU per call* is the gateway process's CPU time (user + system, `/proc/<pid>/stat`) over the row
+//! divided by its calls, shown split, since on loopback the system part is the TCP stack's. The fake's CPU per call
+//! is measured the same way in every row: on the direct path it is what one bare Streamable HTTP server costs per
+//! call on this machine, and the gateway has two HTTP sides (a server for the agents, a client of the fake).
 //!
 //! Environment: `MCPSTORM_BENCH_CALLS=N` calls per row (default 10 × the row's concurrency, 20,000 for the echo);
 //! `MCPSTORM_BENCH_ONLY=echo` (or `200`, `1000`) keeps the rows whose tool or concurrency matches, for profiling one
