@@ -8,6 +8,13 @@
 //! | transport | yes; every pending call fails  | only idempotent calls                 |
 //! | local     | only a stalled stream          | idempotent calls, unless cancelled or out of deadline |
 //! | auth      | never                          | never: a credential does not start matching by itself |
+//!
+//! Across that table runs one more question, for a gateway with another replica to try: could the server have
+//! received the request ([`CallError::delivery`])? A request that never left this process (the connection was
+//! refused or timed out, the session could not be established, the pool had no connection, a proxy in front answered
+//! 503 with nothing behind it) can go to another replica whatever the tool does, as nginx's `proxy_next_upstream
+//! error` and gRPC's transparent retry do. Anything after the request was written may have been delivered, and only
+//! an idempotent tool may then be sent again.
 
 use std::fmt;
 use std::time::Duration;
@@ -59,6 +66,10 @@ pub enum TransportError {
     Stalled(Duration),
     #[error("connection shut down locally")]
     Shutdown,
+    /// The connection closed before the request was written (a pooled connection the server had closed, with no
+    /// fresh one to take its place): the server cannot have seen the request.
+    #[error("the connection closed before the request was written")]
+    NotWritten,
     /// One Streamable HTTP exchange failed at the HTTP level (see [`HttpError`]).
     #[error("HTTP: {0}")]
     Http(HttpError),
@@ -72,6 +83,10 @@ pub enum HttpError {
     /// A status with no JSON-RPC meaning: 5xx without `Retry-After`, an unexpected 1xx or 3xx.
     #[error("server answered HTTP {status}")]
     Status { status: u16 },
+    /// 503 with an empty body: what a proxy or load balancer in front answers when it has no server to send the
+    /// request to (an MCP server that is overloaded says so with `Retry-After` or a JSON-RPC body).
+    #[error("HTTP 503 with no body: no server behind the address took the request")]
+    NoServer,
     #[error("unexpected content type {0:?}: expected application/json or text/event-stream")]
     ContentType(String),
     #[error("more than {max} redirects (a redirect loop?)")]
@@ -156,6 +171,20 @@ fn schemes(list: &[AuthScheme]) -> String {
     list.iter().map(<&str>::from).collect::<Vec<_>>().join(", ")
 }
 
+/// Whether the server could have received a failed request (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub enum Delivery {
+    /// The request never left this process, or was refused before any server read it: sending it to another
+    /// replica cannot run the tool twice.
+    NeverSent,
+    /// The request was written, or may have been: the tool may have run.
+    MaybeDelivered,
+    /// The server answered (an error, or something malformed), or the call was refused here for its own sake
+    /// (its arguments, its deadline, its cancellation): another replica would not change that.
+    Answered,
+}
+
 /// How one call ended when it did not succeed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CallError {
@@ -219,6 +248,49 @@ impl CallError {
         }
     }
 
+    /// Whether the server could have received the request (see [`Delivery`]).
+    pub fn delivery(&self) -> Delivery {
+        match self {
+            CallError::Protocol(_) | CallError::MalformedResponse(_) => Delivery::Answered,
+            // The session was never established (refused, timed out, no version in common) or no credential fits:
+            // the tools/call itself was not sent.
+            CallError::Lifecycle(_) | CallError::Auth(_) => Delivery::NeverSent,
+            CallError::Transport(e) => match e {
+                TransportError::ConnectFailed(_)
+                | TransportError::ConnectTimeout(_)
+                | TransportError::SpawnFailed(_)
+                | TransportError::Config(_)
+                | TransportError::HandshakeTimeout(_)
+                | TransportError::NotWritten
+                | TransportError::Http(HttpError::NoServer | HttpError::Tls(_)) => Delivery::NeverSent,
+                _ => Delivery::MaybeDelivered,
+            },
+            CallError::Local(e) => match e {
+                // Waiting for a slot or a queue place: nothing was written.
+                LocalError::QueueTimeout(_) | LocalError::QueueFull | LocalError::UnknownTool(_) => Delivery::NeverSent,
+                LocalError::FirstResponseTimeout(_) | LocalError::IdleTimeout(_) => Delivery::MaybeDelivered,
+                LocalError::DeadlineExceeded
+                | LocalError::Cancelled(_)
+                | LocalError::InvalidArguments(_)
+                | LocalError::UnusableSchema(_) => Delivery::Answered,
+            },
+        }
+    }
+
+    /// Whether this failure says the replica is not there at all (its address refuses or swallows connections, or
+    /// a proxy in front has nothing behind it), so that a gateway stops routing to it at once and probes it back,
+    /// rather than counting failures first (Finagle's `FailFast`, Envoy's `connect-failure`).
+    pub fn unreachable(&self) -> bool {
+        matches!(
+            self,
+            CallError::Transport(
+                TransportError::ConnectFailed(_)
+                    | TransportError::ConnectTimeout(_)
+                    | TransportError::Http(HttpError::NoServer)
+            )
+        )
+    }
+
     /// A short stable label for metrics (`protocol`, `transport`, ...).
     pub fn label(&self) -> &'static str {
         self.class().into()
@@ -255,6 +327,21 @@ mod tests {
         assert!(!cancelled.retry_allowed(true));
         let queue = CallError::Local(LocalError::QueueTimeout(Duration::from_secs(1)));
         assert!(queue.retry_allowed(true) && !queue.closes_connection());
+
+        assert_eq!(transport.delivery(), Delivery::MaybeDelivered, "closed mid-call: maybe delivered");
+        let refused = CallError::Transport(TransportError::ConnectFailed("127.0.0.1:9: refused".into()));
+        assert_eq!(refused.delivery(), Delivery::NeverSent);
+        assert!(refused.unreachable() && !refused.retry_allowed(false), "failover is the gateway's call, not a retry");
+        let no_server = CallError::Transport(TransportError::Http(HttpError::NoServer));
+        assert!(no_server.unreachable() && no_server.delivery() == Delivery::NeverSent);
+        assert_eq!(exchange.delivery(), Delivery::MaybeDelivered, "a 502 may come after the upstream read it");
+        assert!(!exchange.unreachable());
+        assert_eq!(CallError::Transport(TransportError::NotWritten).delivery(), Delivery::NeverSent);
+        assert_eq!(protocol.delivery(), Delivery::Answered);
+        let first = CallError::Local(LocalError::FirstResponseTimeout(Duration::from_secs(5)));
+        assert_eq!(first.delivery(), Delivery::MaybeDelivered);
+        assert_eq!(CallError::Local(LocalError::QueueFull).delivery(), Delivery::NeverSent);
+        assert_eq!(CallError::Local(LocalError::DeadlineExceeded).delivery(), Delivery::Answered);
 
         let auth = CallError::Auth(AuthError::Mismatch { accepted: vec![AuthScheme::Jwt], offered: vec![] });
         assert_eq!((auth.class(), auth.label()), (ErrorClass::Auth, "auth"));

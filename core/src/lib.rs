@@ -52,7 +52,7 @@ pub use capabilities::{Capabilities, ToolEntry};
 pub use client::{ClientConfig, McpClient, Session};
 pub use conn::{CallOptions, Connection, ConnectionConfig};
 pub use credential::{AuthScheme, Credential, Secret};
-pub use error::{CallError, ErrorClass, LocalError, TransportError};
+pub use error::{CallError, Delivery, ErrorClass, LocalError, TransportError};
 pub use gateway::{Connector, Degraded, Endpoint, Gateway, GatewayConfig, ResilienceConfig, Routed, ToolCall};
 pub use observe::{Event, NoopObserver, Observer, TracingObserver};
 pub use rt::{ByteStream, Clock, DialFuture, Dialer, SeededRng, StdioDialer, TcpDialer, TokioClock};

@@ -165,6 +165,7 @@ impl McpClient {
                 Ok(Session { conn, init: Arc::new(est.init), era: est.era, tools, lease })
             }
             Err(e) => {
+                self.observer.event(&Event::HandshakeFailed { server: &self.server, error: &e });
                 conn.shutdown();
                 Err(e)
             }

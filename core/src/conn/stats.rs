@@ -42,7 +42,9 @@ impl Counters {
             | Event::RouteDecided { .. }
             | Event::SchemaRefetched { .. }
             | Event::HttpPool { .. }
-            | Event::HttpResponse { .. } => return,
+            | Event::HttpResponse { .. }
+            | Event::HandshakeFailed { .. }
+            | Event::Ejection { .. } => return,
         };
         Self::bump(counter);
     }

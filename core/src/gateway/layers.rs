@@ -33,6 +33,7 @@ use crate::rt::SeededRng;
 /// | `budget`   | retries limited by `retry` alone   | retries per server ≤ ratio × requests + a floor; spent → degraded |
 /// | `throttle` | no shedding                        | SRE adaptive throttling per replica (K = 2); shed → the next candidate |
 /// | `bulkhead` | no per-replica limit               | a permit pool per replica with an adaptive limit (see [`BulkheadConfig`]); full → the next candidate, a wait when none has room |
+/// | `failover` | `false`: a refused call fails      | `true`: a call never sent (see [`crate::Delivery`]) goes to a replica not tried yet, any tool, no backoff, no budget; a replica whose address refuses connections is ejected until a probe answers (the router's `ejection.rs`) |
 #[derive(Debug, Clone, Default)]
 pub struct ResilienceConfig {
     pub breaker: Option<BreakerConfig>,
@@ -40,6 +41,8 @@ pub struct ResilienceConfig {
     pub budget: Option<BudgetConfig>,
     pub throttle: Option<ThrottleConfig>,
     pub bulkhead: Option<BulkheadConfig>,
+    /// Never-sent failover and ejection (see the table).
+    pub failover: bool,
     /// Fallback tools named in degraded results.
     pub fallbacks: Fallbacks,
 }
@@ -53,6 +56,7 @@ impl ResilienceConfig {
             budget: Some(BudgetConfig::default()),
             throttle: Some(ThrottleConfig::default()),
             bulkhead: Some(BulkheadConfig::default()),
+            failover: true,
             fallbacks: Fallbacks::default(),
         }
     }

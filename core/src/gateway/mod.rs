@@ -365,8 +365,8 @@ impl Gateway {
                 }
             }
         };
-        let health =
-            run_health_checks(self.router.clone(), checker, self.clock.clone(), self.config.refresh_every, cancel);
+        let (router, clock, observer) = (self.router.clone(), self.clock.clone(), self.observer.clone());
+        let health = run_health_checks(router, checker, clock, self.config.refresh_every, observer, cancel);
         tokio::join!(sync, health);
     }
 

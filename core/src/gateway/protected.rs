@@ -39,7 +39,7 @@ use super::layers::{Admitted, Entry, Refusal};
 use super::{Attempt, Gateway, Route, RouterVerdict, ToolCall};
 use crate::client::McpClient;
 use crate::conn::Bounded;
-use crate::error::{CallError, LocalError};
+use crate::error::{CallError, Delivery, LocalError};
 use crate::mcp::CallToolResult;
 use crate::observe::Event;
 use crate::resilience::breaker::{HealthVerdict, RejectReason, classify, limiter_sample};
@@ -320,10 +320,19 @@ impl Gateway {
         let now = self.clock.now();
         pending.done = true;
         let verdict = classify(&outcome);
-        let mut router = self.router();
-        match RouterVerdict::of(&outcome, verdict) {
-            RouterVerdict::NoVerdict => router.call_abandoned(replica),
-            v => router.call_finished(replica, v == RouterVerdict::Ok, now.saturating_duration_since(started), now),
+        let ejected = {
+            let mut router = self.router();
+            match RouterVerdict::of(&outcome, verdict) {
+                RouterVerdict::NoVerdict => router.call_abandoned(replica),
+                v => router.call_finished(replica, v == RouterVerdict::Ok, now.saturating_duration_since(started), now),
+            }
+            self.layers.config().failover
+                && outcome.as_ref().is_err_and(CallError::unreachable)
+                && router.eject(replica, now)
+        };
+        if ejected {
+            let replica = &*route.endpoint;
+            self.observer.event(&Event::Ejection { server: &route.server, replica, ejected: true });
         }
         (Attempt { replica, endpoint, outcome }, verdict, now)
     }
@@ -393,6 +402,12 @@ impl Gateway {
         // what the agent would do, and in an error burst it only adds latency to calls that fail anyway.
         if !elsewhere {
             return Settled::Answer;
+        }
+        // Never sent: no replica ran the tool, so another may take the call whatever the tool does. No backoff (the
+        // failed replica is avoided, not waited for) and no budget (no server saw more load); bounded by the
+        // replicas not tried yet, and by the deadline.
+        if self.layers.config().failover && error.delivery() == Delivery::NeverSent && now < deadline {
+            return Settled::Retry(Duration::ZERO);
         }
         let Some(policy) = self.layers.config().retry.clone() else { return Settled::Answer };
         // The plan is made at the first failure: only then has the replica's client listed the tools, so only then

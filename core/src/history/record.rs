@@ -125,6 +125,7 @@ impl CallCode {
                 TransportError::FrameTooLarge { .. } => "frame_too_large",
                 TransportError::Stalled(_) => "stalled",
                 TransportError::Shutdown => "shutdown",
+                TransportError::NotWritten => "not_written",
                 TransportError::Http(_) => "http",
             }),
             CallError::Local(l) => Self::label(match l {
@@ -341,6 +342,7 @@ mod tests {
             (TransportError::FrameTooLarge { max: 1 }.into(), Error, l("frame_too_large")),
             (TransportError::Stalled(d()).into(), Error, l("stalled")),
             (TransportError::Shutdown.into(), Error, l("shutdown")),
+            (TransportError::NotWritten.into(), Error, l("not_written")),
             (LocalError::QueueTimeout(d()).into(), Rejected, l("queue_timeout")),
             (LocalError::QueueFull.into(), Rejected, l("queue_full")),
             (LocalError::FirstResponseTimeout(d()).into(), Timeout, l("first_response_timeout")),

@@ -77,6 +77,19 @@ pub enum Event<'a> {
         tool: &'a str,
         elapsed: Duration,
     },
+    /// A new connection could not establish a session with `server`: no era worked (a `server/discover` probe
+    /// answered with an error and then an `initialize` that worked is no failure: that is the era fallback).
+    HandshakeFailed {
+        server: &'a str,
+        error: &'a CallError,
+    },
+    /// A replica left the rotation because its address refused a connection (`ejected`), or a probe readmitted it
+    /// (see the router's `ejection.rs`); `replica` is an endpoint of `server`.
+    Ejection {
+        server: &'a str,
+        replica: &'a str,
+        ejected: bool,
+    },
     /// The gateway declined a call and answered with a degraded result.
     Degraded {
         tool: &'a str,
@@ -180,7 +193,14 @@ impl Observer for TracingObserver {
             | Event::SchemaRefetched { .. }
             | Event::Breaker { .. }
             | Event::Degraded { .. }
+            | Event::HandshakeFailed { .. }
             | Event::LateResponseDropped { .. } => tracing::debug!(?event),
+            Event::Ejection { server, replica, ejected: true } => {
+                tracing::warn!(server, replica, "replica ejected: its address refused a connection; probing it back")
+            }
+            Event::Ejection { server, replica, ejected: false } => {
+                tracing::info!(server, replica, "replica readmitted: a probe answered")
+            }
             Event::ConnectionClosed { conn, server, reason } => {
                 for r in self.anomalies.close(*conn) {
                     tracing::warn!(conn = conn.0, server, count = r.count, first = %r.first, "{} in all: {}", r.anomaly.what(), r.count);

@@ -14,6 +14,9 @@
 //!    (drawn by weighted random, after the drift penalty) or a direct pick. A retry passes the replicas already
 //!    tried; they are left out while any untried candidate remains.
 //!
+//! A replica whose address refuses connections is **ejected** at once ([`Router::eject`], `ejection.rs`): it is
+//! left out while a sibling is a candidate, and readmitted by the first background probe that it answers.
+//!
 //! The linear health score: `0.4·(1−error_rate) + 0.3·(1−latency_ratio) + 0.2·capacity + 0.1·uptime` with each input
 //! clamped to [0, 1]; `latency_ratio` = windowed P95 / declared `latency_p95_ms`, `capacity` = (max_concurrent −
 //! in_flight) / max_concurrent. Weights are proportional to it. (Shares such as 45% / 33% / 22% for scores 0.92 / 0.85
@@ -31,6 +34,7 @@
 mod candidate_stats;
 mod candidates;
 mod config;
+mod ejection;
 mod ewma;
 mod formula;
 mod penalty;
@@ -51,6 +55,7 @@ use tokio::time::Instant;
 pub use candidate_stats::CandidateStats;
 pub use candidates::{Exclusion, ExclusionReason, Requirement, RouteError};
 pub use config::RouterConfig;
+pub use ejection::{FIRST_PROBE, MAX_PROBE_GAP};
 pub use formula::{
     BestScore, Candidates, Choice, Custom, Expression, Formula, FormulaError, FormulaSpec, HealthWeighted,
     LeastOutstanding, P2cPeakEwma, RandomChoice, RoundRobin, STATISTICS,
@@ -76,6 +81,20 @@ impl ReplicaId {
     fn index(self) -> usize {
         self.0 as usize
     }
+}
+
+/// The [`ProbeId::check`] of an ejected replica's readmission probe (a `ping`), apart from its configured checks.
+pub const READMISSION_PROBE: usize = usize::MAX;
+
+/// An ejected replica, for the admin API and metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ejected {
+    pub server: String,
+    pub replica: String,
+    /// How long it has been out of rotation.
+    pub for_: Duration,
+    /// Readmission probes that failed so far.
+    pub failed_probes: u32,
 }
 
 /// One call to route.
@@ -266,16 +285,23 @@ impl Router {
         let threshold = self.config.failure_threshold;
         let scratch = &mut self.scratch;
         scratch.ids.clear();
-        let mut untried = 0usize;
+        let mut ejected = 0usize;
         for &id in &route.replicas {
-            if self.replicas[id.index()].eligible(request.tool, request.requirements, threshold) {
-                untried += usize::from(!request.tried.contains(&id));
+            let replica = &self.replicas[id.index()];
+            if replica.eligible(request.tool, request.requirements, threshold) {
+                ejected += usize::from(replica.ejected.is_some());
                 scratch.ids.push(id);
             }
         }
         if scratch.ids.is_empty() {
             return Err(self.explain(request));
         }
+        // Ejected replicas only when nothing else is left (panic routing: see `ejection.rs`).
+        if ejected > 0 && ejected < scratch.ids.len() {
+            let replicas = &self.replicas;
+            scratch.ids.retain(|id| replicas[id.index()].ejected.is_none());
+        }
+        let untried = scratch.ids.iter().filter(|id| !request.tried.contains(id)).count();
         if untried > 0 && untried < scratch.ids.len() {
             scratch.ids.retain(|id| !request.tried.contains(id));
         }
@@ -362,11 +388,57 @@ impl Router {
         }
     }
 
-    /// Appends the health checks due at `now` to `out` and schedules each one interval later.
+    /// Takes `id` out of rotation at `now` (its address refused a connection): `true` when it was in rotation.
+    pub fn eject(&mut self, id: ReplicaId, now: Instant) -> bool {
+        let at = self.since_start(now);
+        match self.replicas.get_mut(id.index()) {
+            Some(replica) if replica.ejected.is_none() => {
+                replica.ejected = Some(ejection::Ejection::new(at));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The replicas out of rotation at `now`, in id order.
+    pub fn ejected(&self, now: Instant) -> Vec<Ejected> {
+        let at = self.since_start(now);
+        let ejected = self.replicas.iter().filter(|r| r.active);
+        ejected
+            .filter_map(|r| {
+                let e = r.ejected.as_ref()?;
+                Some(Ejected {
+                    server: r.server.name.clone(),
+                    replica: r.endpoint.clone(),
+                    for_: at.saturating_sub(e.since),
+                    failed_probes: e.failed_probes,
+                })
+            })
+            .collect()
+    }
+
+    /// When the next readmission probe is due, if any replica is ejected and not being probed.
+    pub fn next_readmission_probe(&self) -> Option<Instant> {
+        let due = self.replicas.iter().filter(|r| r.active).filter_map(|r| r.ejected.as_ref()?.next_due()).min()?;
+        Some(self.start + due)
+    }
+
+    /// Appends the health checks due at `now` to `out` and schedules each one interval later, and the readmission
+    /// probes of ejected replicas that are due.
     pub fn due_checks(&mut self, now: Instant, out: &mut Vec<Probe>) {
         let at = self.since_start(now);
         let interval = self.config.check_interval;
         for (index, replica) in self.replicas.iter_mut().enumerate().filter(|(_, r)| r.active) {
+            if let Some(ejection) = replica.ejected.as_mut()
+                && ejection.take_probe(at)
+            {
+                out.push(Probe {
+                    id: ProbeId { replica: ReplicaId(index as u32), check: READMISSION_PROBE },
+                    server: replica.server.name.clone(),
+                    replica: replica.endpoint.clone(),
+                    check: HealthCheck::ping(),
+                });
+            }
             for (check, state) in replica.checks.iter_mut().enumerate() {
                 if state.take_if_due(at, interval) {
                     out.push(Probe {
@@ -380,15 +452,29 @@ impl Router {
         }
     }
 
-    /// A health check's outcome. Results for checks that no longer exist are ignored.
-    pub fn record_check(&mut self, probe: ProbeId, ok: bool, now: Instant) {
+    /// A health check's outcome. Results for checks that no longer exist are ignored. `true` when it readmitted an
+    /// ejected replica.
+    pub fn record_check(&mut self, probe: ProbeId, ok: bool, now: Instant) -> bool {
         let at = self.since_start(now);
-        if let Some(replica) = self.replicas.get_mut(probe.replica.index())
-            && let Some(state) = replica.checks.get_mut(probe.check)
-        {
+        let Some(replica) = self.replicas.get_mut(probe.replica.index()) else { return false };
+        if probe.check == READMISSION_PROBE {
+            return match replica.ejected.as_mut() {
+                Some(_) if ok => {
+                    replica.ejected = None;
+                    true
+                }
+                Some(ejection) => {
+                    ejection.probe_failed(at);
+                    false
+                }
+                None => false,
+            };
+        }
+        if let Some(state) = replica.checks.get_mut(probe.check) {
             state.record(ok);
             replica.passive.checked(ok, at);
         }
+        false
     }
 }
 

@@ -17,6 +17,7 @@ use tokio::task::JoinSet;
 use super::registry::HealthCheck;
 use super::{ReplicaId, Router};
 use crate::cancel::CancelToken;
+use crate::observe::{Event, Observer};
 use crate::rt::Clock;
 
 /// One check of one replica, its consecutive failures and when it is next due.
@@ -87,8 +88,9 @@ pub trait HealthChecker: Send + Sync + std::fmt::Debug + 'static {
 }
 
 /// The background task of one router: every `tick` it refreshes the statistics snapshot and starts the checks that
-/// are due; each check runs concurrently, bounded by the configured check timeout (a timeout is a failure), and its
-/// result is recorded when it lands. Returns when `cancel` fires.
+/// are due, and in between it starts each ejected replica's readmission probe when due; each check runs
+/// concurrently, bounded by the configured check timeout (a timeout is a failure), and its result is recorded when
+/// it lands (a readmission goes to `observer`). Returns when `cancel` fires.
 ///
 /// The lock is held only to collect probes, record a result or refresh, never across an await.
 pub async fn run_health_checks(
@@ -96,35 +98,47 @@ pub async fn run_health_checks(
     checker: Arc<dyn HealthChecker>,
     clock: Arc<dyn Clock>,
     tick: Duration,
+    observer: Arc<dyn Observer>,
     cancel: CancelToken,
 ) {
-    let timeout = router.lock().unwrap_or_else(PoisonError::into_inner).config().check_timeout;
-    let mut running: JoinSet<(ProbeId, bool)> = JoinSet::new();
+    let lock = || router.lock().unwrap_or_else(PoisonError::into_inner);
+    let timeout = lock().config().check_timeout;
+    let mut running: JoinSet<(Probe, bool)> = JoinSet::new();
     let mut probes = Vec::new();
-    let mut next = clock.now();
+    let mut next_tick = clock.now();
     loop {
+        // A readmission probe falls due between ticks: waiting for the tick would keep a replica that is back out
+        // of rotation for up to a tick longer.
+        let next = lock().next_readmission_probe().map_or(next_tick, |p| p.min(next_tick));
         tokio::select! {
             biased;
             _ = cancel.cancelled() => return,
             Some(done) = running.join_next(), if !running.is_empty() => {
                 // A check task that panicked is a failed check we cannot attribute; the next round retries.
-                if let Ok((id, ok)) = done {
-                    router.lock().unwrap_or_else(PoisonError::into_inner).record_check(id, ok, clock.now());
+                if let Ok((probe, ok)) = done
+                    && lock().record_check(probe.id, ok, clock.now())
+                {
+                    let (server, replica) = (probe.server.as_str(), probe.replica.as_str());
+                    observer.event(&Event::Ejection { server, replica, ejected: false });
                 }
             }
             _ = tokio::time::sleep_until(next) => {
                 let now = clock.now();
                 {
-                    let mut r = router.lock().unwrap_or_else(PoisonError::into_inner);
+                    let mut r = lock();
                     r.due_checks(now, &mut probes);
-                    r.refresh(now);
+                    if now >= next_tick {
+                        r.refresh(now);
+                        next_tick = now + tick.max(Duration::from_millis(1));
+                    }
                 }
                 for probe in probes.drain(..) {
                     let call = checker.check(&probe);
-                    let id = probe.id;
-                    running.spawn(async move { (id, tokio::time::timeout(timeout, call).await.unwrap_or(false)) });
+                    running.spawn(async move {
+                        let ok = tokio::time::timeout(timeout, call).await.unwrap_or(false);
+                        (probe, ok)
+                    });
                 }
-                next = now + tick.max(Duration::from_millis(1));
             }
         }
     }

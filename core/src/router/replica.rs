@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::candidate_stats::CandidateStats;
 use super::candidates::{Exclusion, ExclusionReason, Requirement};
 use super::config::RouterConfig;
+use super::ejection::Ejection;
 use super::penalty::DriftPenalty;
 use super::probe::CheckState;
 use super::registry::{HealthCheck, ServerEntry};
@@ -23,6 +24,8 @@ pub struct Replica {
     pub checks: Vec<CheckState>,
     /// The snapshot of the last refresh (in-flight patched in live by [`Replica::live`]).
     pub cached: CandidateStats,
+    /// Out of rotation since its address refused a connection, until a probe answers (`ejection.rs`).
+    pub ejected: Option<Ejection>,
 }
 
 impl Replica {
@@ -43,6 +46,7 @@ impl Replica {
             penalty: DriftPenalty::new(config),
             checks: Vec::new(),
             cached,
+            ejected: None,
         };
         replica.declare(server, config, now);
         replica

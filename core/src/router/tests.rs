@@ -193,6 +193,7 @@ async fn the_health_task_zeroes_failing_and_hanging_replicas_on_tokio_time() {
         Arc::new(FakeChecker { failing: vec!["a-1"], hang: "a-2" }),
         Arc::new(crate::rt::TokioClock::new(0)),
         Duration::from_secs(1),
+        Arc::new(crate::NoopObserver),
         cancel.clone(),
     ));
     let routed = |router: &Arc<Mutex<Router>>| {

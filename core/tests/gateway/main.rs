@@ -3,6 +3,7 @@
 //! can end, active health checks taking a dead replica out of rotation through the gateway's own clients (`routing`);
 //! and the protected path: breakers, retries, budgets, bulkheads and degraded results (`protected`).
 
+mod failover;
 mod protected;
 mod routing;
 

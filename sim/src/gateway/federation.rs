@@ -22,7 +22,7 @@ use mcpstorm_core::resilience::BreakerTransition;
 use mcpstorm_core::resilience::degraded_result;
 use mcpstorm_core::router::{Requirement, StaticRegistry};
 use mcpstorm_core::sync::BreakerSync;
-use mcpstorm_core::{CallError, CallOptions, CancelToken, Gateway, ToolCall};
+use mcpstorm_core::{CallError, CallOptions, CancelToken, Delivery, Gateway, ToolCall};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -314,10 +314,12 @@ impl Federation {
             let fallback = said.and_then(|s| s["fallbackTool"].as_str());
             return Ok(result_value(&degraded_result(name, declined.reason, retry_after, fallback)));
         }
+        let tries = routed.attempts().count();
+        let last = routed.attempts().last().map(|a| a.endpoint.clone());
         match routed.into_outcome() {
             Ok(result) => Ok(result_value(&result)),
             Err(CallError::Protocol(error)) => Err(error),
-            Err(e) => Ok(result_value(&unreachable(&origin.server, name, &e))),
+            Err(e) => Ok(result_value(&unreachable(&origin.server, name, &e, last.as_deref(), tries))),
         }
     }
 }
@@ -334,14 +336,23 @@ impl Federation {
     }
 }
 
-/// A call the gateway could not complete at its server: an error result the agent can read, naming the class.
-fn unreachable(server: &str, tool: &str, e: &CallError) -> CallToolResult {
+/// A call the gateway could not complete at its server: an error result the agent can read, naming the class and
+/// whether the server may have run the tool (so the agent knows whether sending it again could run it twice).
+fn unreachable(server: &str, tool: &str, e: &CallError, replica: Option<&str>, tries: usize) -> CallToolResult {
     let class: &str = e.class().into();
-    let mut result = CallToolResult::text(
-        format!("The gateway could not complete `{tool}` at server `{server}` ({class} error): {e}"),
-        true,
-    );
-    result.structured_content = Some(json!({ "upstreamError": class, "server": server, "tool": tool }));
+    let delivery = e.delivery();
+    let mut text = format!("The gateway could not complete `{tool}` at server `{server}` ({class} error): {e}");
+    if let (Delivery::MaybeDelivered, Some(replica)) = (delivery, replica) {
+        let retried = if tries > 1 { format!("after {tries} attempts") } else { "not retried".to_owned() };
+        text.push_str(&format!(
+            ". The request may have reached {replica}; {retried}: the gateway sends a request that may have been \
+             delivered again only for a tool annotated read-only or idempotent"
+        ));
+    }
+    let mut result = CallToolResult::text(text, true);
+    let delivery: &str = delivery.into();
+    result.structured_content =
+        Some(json!({ "upstreamError": class, "server": server, "tool": tool, "delivery": delivery }));
     result
 }
 

@@ -73,6 +73,8 @@ pub struct Metrics {
     pub route_decision_seconds: Histogram,
     breaker_state: Family<BreakerLabels, Gauge>,
     health_score: Family<ReplicaLabels, FloatGauge>,
+    ejected: Family<ReplicaLabels, Gauge>,
+    pub ejections: Family<ReplicaLabels, Counter>,
     bulkhead_in_flight: Family<PoolLabels, Gauge>,
     bulkhead_limit: Family<PoolLabels, Gauge>,
     sync_connected: Gauge,
@@ -125,6 +127,14 @@ impl Default for Metrics {
             "Each replica's health score (1 healthy; alert below 0.5)",
             health_score.clone(),
         );
+        let ejected = Family::<ReplicaLabels, Gauge>::default();
+        registry.register(
+            "replica_ejected",
+            "1 while a replica is out of rotation because its address refused a connection (until a probe answers)",
+            ejected.clone(),
+        );
+        let ejections = Family::<ReplicaLabels, Counter>::default();
+        registry.register("ejections", "Replicas taken out of rotation at a refused connection", ejections.clone());
         let bulkhead_in_flight = Family::<PoolLabels, Gauge>::default();
         registry.register("bulkhead_in_flight", "Bulkhead permits in use", bulkhead_in_flight.clone());
         let bulkhead_limit = Family::<PoolLabels, Gauge>::default();
@@ -153,6 +163,8 @@ impl Default for Metrics {
             route_decision_seconds,
             breaker_state,
             health_score,
+            ejected,
+            ejections,
             bulkhead_in_flight,
             bulkhead_limit,
             scrape: Mutex::new(()),
@@ -180,6 +192,7 @@ impl Metrics {
         for h in &now.health {
             let labels = ReplicaLabels { server: h.server.clone(), replica: h.replica.clone() };
             self.health_score.get_or_create(&labels).set(h.score);
+            self.ejected.get_or_create(&labels).set(i64::from(h.ejected_s.is_some()));
         }
         for p in &now.bulkheads {
             let labels = PoolLabels { pool: p.pool.clone() };

@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use mcpstorm_core::mcp::method;
 use mcpstorm_core::observe::Event;
-use mcpstorm_core::session::DISCOVER;
 use mcpstorm_core::{Observer, TracingObserver};
 
 use super::metrics::{BreakerLabels, Metrics, ReplicaLabels};
@@ -37,6 +35,10 @@ impl Observer for GatewayObserver {
             };
             self.metrics.breaker_transitions.get_or_create(&labels).inc();
         }
+        if let Event::Ejection { server, replica, ejected: true } = event {
+            let labels = ReplicaLabels { server: (*server).to_owned(), replica: (*replica).to_owned() };
+            self.metrics.ejections.get_or_create(&labels).inc();
+        }
         self.tracing.event(event);
     }
 }
@@ -51,9 +53,9 @@ pub struct ReplicaObserver {
 
 impl Observer for ReplicaObserver {
     fn event(&self, event: &Event<'_>) {
-        if let Event::RequestFinished { method, error: Some(error), .. } = event
-            && (*method == method::INITIALIZE || *method == DISCOVER)
-        {
+        // Not every failed `initialize` or `server/discover`: a probe of an era the server does not speak (-32601
+        // to `server/discover`) is how the era is found, and alerting on it would fire at every start.
+        if let Event::HandshakeFailed { error, .. } = event {
             tracing::warn!(replica = %self.replica, %error, "handshake failed");
             let labels = ReplicaLabels { server: server_of(&self.replica).to_owned(), replica: self.replica.clone() };
             self.metrics.handshake_failures.get_or_create(&labels).inc();

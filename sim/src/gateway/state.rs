@@ -1,5 +1,5 @@
-//! What the gateway's protection looks like now: every breaker by (server, replica, tool), every replica's health,
-//! every bulkhead. Read by the admin API (`GET /admin/breakers`) and by the metrics at scrape time, so the two
+//! What the gateway's protection looks like now: every breaker by (server, replica, tool), every replica's health
+//! (with whether it is ejected: out of rotation since its address refused a connection), every bulkhead. Read by the admin API (`GET /admin/breakers`) and by the metrics at scrape time, so the two
 //! always agree.
 
 use mcpstorm_core::Gateway;
@@ -31,6 +31,12 @@ pub struct HealthRow {
     pub p95_ms: f64,
     pub in_flight: f64,
     pub uptime: f64,
+    /// Out of rotation since its address refused a connection, until a probe answers: for how many seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ejected_s: Option<f64>,
+    /// Readmission probes that failed while ejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_probes: Option<u32>,
 }
 
 /// One bulkhead pool: its permits in use and its current (adaptive) limit.
@@ -75,11 +81,15 @@ impl Protection {
             })
             .collect();
         let health = gateway.with_router(|router| {
+            let ejected = router.ejected(now);
             replicas
                 .into_iter()
                 .filter_map(|replica| {
                     let stats = router.stats(router.replica_id(replica)?)?;
+                    let ejection = ejected.iter().find(|e| e.replica == replica);
                     Some(HealthRow {
+                        ejected_s: ejection.map(|e| e.for_.as_secs_f64()),
+                        failed_probes: ejection.map(|e| e.failed_probes),
                         server: server_of(replica).to_owned(),
                         replica: replica.to_owned(),
                         score: stats.score,

@@ -10,7 +10,7 @@
 //! | `http_connections` | `PoolConfig::max_connections`                  |
 //! | `http_queue`       | `PoolConfig::max_waiting`                      |
 //! | `queue_wait`       | `ConnectionConfig::queue_wait`, `PoolConfig::max_wait` |
-//! | `first_response`   | `ConnectionConfig::first_response`             |
+//! | `first_response`   | `ConnectionConfig::first_response` (default: `deadline`) |
 //! | `connect_timeout`  | `ClientConfig::connect_timeout`                |
 //! | `deadline`         | `ConnectionConfig::call_deadline`, `GatewayConfig::call_deadline` |
 //! | `lifecycle_retries` | `ClientConfig::lifecycle_retries`             |
@@ -51,9 +51,11 @@ pub struct ClientSpec {
     /// Longest wait for an in-flight slot (and, over HTTP, for a pooled connection).
     #[serde(default = "default_queue_wait")]
     pub queue_wait: Dur,
-    /// Longest wait for the first byte of a response (or progress).
-    #[serde(default = "default_first_response")]
-    pub first_response: Dur,
+    /// Longest wait for the first byte of a response (or progress). Default: the deadline, so a slow tool that
+    /// sends no progress is never cut before the call's own deadline (a tool may think for a minute; nginx waits
+    /// 60 s). Set it shorter only for servers known to answer fast.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_response: Option<Dur>,
     #[serde(default = "default_connect_timeout")]
     pub connect_timeout: Dur,
     /// Overall deadline per attempt.
@@ -85,9 +87,6 @@ fn default_http_queue() -> usize {
 fn default_queue_wait() -> Dur {
     Dur(Duration::from_secs(10))
 }
-fn default_first_response() -> Dur {
-    Dur(Duration::from_secs(5))
-}
 fn default_connect_timeout() -> Dur {
     Dur(Duration::from_secs(10))
 }
@@ -109,7 +108,7 @@ impl Default for ClientSpec {
             http_connections: default_http_connections(),
             http_queue: default_http_queue(),
             queue_wait: default_queue_wait(),
-            first_response: default_first_response(),
+            first_response: None,
             connect_timeout: default_connect_timeout(),
             deadline: default_deadline(),
             lifecycle_retries: default_lifecycle_retries(),
@@ -118,11 +117,16 @@ impl Default for ClientSpec {
 }
 
 impl ClientSpec {
+    /// The first-response phase's limit: as set, else the deadline.
+    pub fn first_response(&self) -> Dur {
+        self.first_response.unwrap_or(self.deadline)
+    }
+
     /// Every duration of the table, by key.
     fn durations(&self) -> [(&'static str, Dur); 4] {
         [
             ("queue_wait", self.queue_wait),
-            ("first_response", self.first_response),
+            ("first_response", self.first_response()),
             ("connect_timeout", self.connect_timeout),
             ("deadline", self.deadline),
         ]
@@ -175,7 +179,7 @@ impl ClientSpec {
         };
         config.connection.max_in_flight = self.per_connection;
         config.connection.queue_wait = self.queue_wait.0;
-        config.connection.first_response = self.first_response.0;
+        config.connection.first_response = self.first_response().0;
         config.connection.call_deadline = self.deadline.0;
         config
     }

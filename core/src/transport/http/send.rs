@@ -51,13 +51,15 @@ pub(super) async fn send(
         let request = builder
             .body(Full::new(body.clone()))
             .map_err(|e| TransportError::Http(HttpError::Exchange(e.to_string())))?;
-        let Some(sender) = lease.sender() else { return Err(TransportError::Closed.into()) };
+        let Some(sender) = lease.sender() else { return Err(TransportError::NotWritten.into()) };
         let response = match sender.try_send_request(request).await {
             Ok(r) => r,
             Err(e) if lease.reused && !fresh && e.message().is_some() => {
                 fresh = true;
                 continue;
             }
+            // hyper handed the request back: it was never written, whatever the connection's error says.
+            Err(e) if e.message().is_some() => return Err(TransportError::NotWritten.into()),
             Err(e) => return Err(hyper_error(e.error())),
         };
         check_head(response.headers(), limits)?;

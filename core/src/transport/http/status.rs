@@ -6,6 +6,7 @@
 //! | 429, or 503 with `Retry-After`                 | JSON-RPC -32000 with `data.retryAfterMs` (capped), which the breaker honours |
 //! | a body holding a JSON-RPC error                | that error, answering this request (2026-07-28: 400 with -32020/-32022, 404 with -32601) |
 //! | any other 4xx                                  | JSON-RPC -32600 naming the status: the request was refused (and, for `server/discover`, the era fallback of "Backward Compatibility") |
+//! | 503 with an empty body                         | [`HttpError::NoServer`]: a proxy in front had no server for it (never delivered) |
 //! | any other 5xx, 1xx, 3xx                        | [`HttpError::Status`], a transport failure of this call       |
 
 use std::time::Duration;
@@ -66,6 +67,9 @@ pub(super) async fn reply(
             format!("request refused: HTTP {status}"),
             json!({"httpStatus": status.as_u16()}),
         );
+    }
+    if status == StatusCode::SERVICE_UNAVAILABLE && body.iter().all(u8::is_ascii_whitespace) {
+        return Err(TransportError::Http(HttpError::NoServer).into());
     }
     Err(TransportError::Http(HttpError::Status { status: status.as_u16() }).into())
 }

@@ -86,6 +86,7 @@ impl LayerSpecs<'_> {
             budget: on(self.budget, |s| s.enabled, BudgetSpec::to_core),
             throttle: on(self.throttle, |s| s.enabled, ThrottleSpec::to_core),
             bulkhead: on(self.bulkhead, |s| s.enabled, |s| s.to_core(self.limiter)),
+            failover: self.retry.is_none_or(|r| r.failover),
             fallbacks,
         }
     }

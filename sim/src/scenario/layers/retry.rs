@@ -23,6 +23,7 @@ use crate::scenario::units::Dur;
 /// | `base`         | `"100ms"`       | (`"1s"` for `proportional`)                                   |
 /// | `cap`          | `"10s"`         | the longest wait                                              |
 /// | `jitter`       | 0.2             | `proportional` only: ± this fraction                          |
+/// | `failover`     | true            | a call that never reached its replica (connection refused, no session, a proxy's empty 503) goes to another replica, whatever the tool, and a replica whose address refuses connections leaves the rotation until a probe answers; independent of `enabled` |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetrySpec {
@@ -46,6 +47,10 @@ pub struct RetrySpec {
     /// `proportional` backoff only: each wait is scaled by a uniform factor in 1 ± this, in [0, 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter: Option<f64>,
+    /// A call never sent goes to another replica whatever the tool; a refusing replica is ejected until a probe
+    /// answers. Independent of `enabled`.
+    #[serde(default = "yes")]
+    pub failover: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
