@@ -112,3 +112,35 @@ pub fn redis_server() -> Option<PathBuf> {
     }
     Some(program)
 }
+
+/// The Python interpreter with the `mcp` SDK 2.x client and server and `uvicorn` (which the SDK brings), for the
+/// baseline's scripts `tests/peers/py_baseline_server.py` and `py_baseline_client.py`.
+pub fn python_baseline() -> Option<String> {
+    let check = "import mcp.server.mcpserver, mcp.client.streamable_http, uvicorn";
+    let ok = Command::new(python()).args(["-c", check]).output().is_ok_and(|o| o.status.success());
+    if !ok {
+        return missing("Python package mcp 2.x (with uvicorn)", "pip install 'mcp==2.3.0'");
+    }
+    Some(python())
+}
+
+/// server-everything's entry point (`node INDEX streamableHttp` serves Streamable HTTP on `$PORT`).
+pub fn everything_index() -> Option<PathBuf> {
+    everything_server()?;
+    Some(repo_root().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
+}
+
+/// The `nginx` executable the baseline runs as a plain reverse proxy (`tests/tests/interop/baseline.rs` writes its
+/// config and starts it on free ports): `MCPSTORM_NGINX`, else `nginx` on the `PATH`, else Debian's `/usr/sbin/nginx`
+/// (`/usr/sbin` is not on an ordinary user's `PATH`).
+pub fn nginx() -> Option<PathBuf> {
+    let candidates = match std::env::var_os("MCPSTORM_NGINX") {
+        Some(path) => vec![PathBuf::from(path)],
+        None => vec![PathBuf::from("nginx"), PathBuf::from("/usr/sbin/nginx")],
+    };
+    let found = candidates.into_iter().find(|p| Command::new(p).arg("-v").output().is_ok_and(|o| o.status.success()));
+    if found.is_none() {
+        return missing("nginx", "apt-get install nginx (or point MCPSTORM_NGINX at one)");
+    }
+    found
+}

@@ -1,0 +1,223 @@
+//! Never worse than a plain proxy (issue 41, item 5): the same workloads through nginx (Debian's package, a plain
+//! `proxy_pass` reverse proxy with keep-alive upstreams and its default `proxy_next_upstream error timeout`) and
+//! through `mcpstorm gateway` with its default config, with clients and servers nobody here wrote: rmcp's client and
+//! the Python SDK's, in front of the Python SDK's server (`tests/peers/py_baseline_server.py`, stateless, tools
+//! without annotations) and server-everything. Real processes, loopback, free ports; missing peers skip loudly, or
+//! fail under `MCPSTORM_REQUIRE_PEERS=1`.
+//!
+//! Per workload the gateway's ok calls are at least nginx's, and under the faults (a replica killed, one answering
+//! 503, one slower) strictly more: serving through faults is what the gateway is for. The counts are exact; the
+//! table prints latencies, and the timing comparison is `just bench-gateway`'s, never asserted here.
+//!
+//! Workloads run one after another (they are real time), each through nginx and then through the gateway, except the
+//! 20 s tool, whose calls through both middles overlap (they only wait). About 1.5 minutes in all.
+
+use std::time::Duration;
+
+use mcpstorm_tests::real_servers::{everything_index, nginx, python_baseline};
+use serde_json::json;
+
+use crate::baseline_clients::{Bound, Outcome, PythonLoop, rmcp_burst, rmcp_loop};
+use crate::baseline_middles::{Everything, Gateway, Nginx, Replica};
+
+/// One workload's outcome through each middle.
+struct Row {
+    workload: String,
+    client: &'static str,
+    /// A fault: the gateway must serve strictly more than nginx.
+    fault: bool,
+    nginx: Outcome,
+    gateway: Outcome,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_gateway_serves_at_least_what_nginx_serves_and_more_under_faults() {
+    let python = peer_or_skip!(python_baseline());
+    let nginx = peer_or_skip!(nginx());
+    let everything = peer_or_skip!(everything_index());
+    let mut pair = [Replica::start(&python, 0).await, Replica::start(&python, 0).await];
+    let mut rows = Vec::new();
+
+    // One session bursting calls to a 200 ms tool, one replica.
+    for calls in [200, 1000] {
+        let (nginx_outcome, gateway_outcome) = through_both(&nginx, &[&pair[0]], |url| async move {
+            rmcp_burst(&url, "sleep_ms", json!({"ms": 200}), calls).await
+        })
+        .await;
+        let workload = format!("one session, {calls} calls at once, 200 ms tool");
+        rows.push(Row { workload, client: "rmcp", fault: false, nginx: nginx_outcome, gateway: gateway_outcome });
+    }
+
+    // 64 sessions in a closed loop on a 0 ms tool, server-everything (sessions, legacy era).
+    let node = Everything::start(&everything).await;
+    let (n, g) = {
+        let url = node.url();
+        let via_nginx = Nginx::start(&nginx, &[node.port]).await;
+        let n = rmcp_loop(&via_nginx.url(), "echo", json!({"message": "x"}), 64, Bound::Calls(20)).await;
+        drop(via_nginx);
+        let via_gateway = Gateway::start("everything", &[url]).await;
+        let g = rmcp_loop(&via_gateway.url, "echo", json!({"message": "x"}), 64, Bound::Calls(20)).await;
+        (n, g)
+    };
+    drop(node);
+    let workload = "64 sessions × 20 calls, closed loop, 0 ms echo (server-everything)".to_owned();
+    rows.push(Row { workload, client: "rmcp", fault: false, nginx: n, gateway: g });
+
+    // One replica of two killed (`kill -9`) during a closed loop on a tool with side effects and no annotations,
+    // then restarted on its port.
+    let (sessions, calls) = (8, 150);
+    let mut killed = Vec::new();
+    for middle in [Middle::Nginx, Middle::Gateway] {
+        let (url, _held) = middle.start(&nginx, &pair).await;
+        let deposit = json!({"account": "a", "amount": 1});
+        let agents = PythonLoop::start(&python, &url, "deposit", deposit, sessions, calls).await;
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        pair[1].kill().await;
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        pair[1].restart().await;
+        killed.push(agents.finish().await);
+    }
+    let workload =
+        format!("{sessions} sessions × {calls} calls, replica 2 of 2 killed at 1 s, restarted at 2 s, deposit");
+    rows.push(two_rows(workload, "Python SDK", killed));
+
+    // One replica of two answering HTTP 503 with no body for 5 s.
+    let (sessions, calls) = (8, 100);
+    let mut unavailable = Vec::new();
+    for middle in [Middle::Nginx, Middle::Gateway] {
+        let (url, _held) = middle.start(&nginx, &pair).await;
+        let agents = PythonLoop::start(&python, &url, "sleep_ms", json!({"ms": 50}), sessions, calls).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        pair[1].unavailable_for(5).await;
+        unavailable.push(agents.finish().await);
+    }
+    let workload = format!("{sessions} sessions × {calls} calls, replica 2 of 2 answers 503 for 5 s, 50 ms tool");
+    rows.push(two_rows(workload, "Python SDK", unavailable));
+
+    // One replica of two 1 s slower: a closed loop for a fixed time, counting the calls that end within it.
+    let slow = Replica::start(&python, 1000).await;
+    let (n, g) = through_both(&nginx, &[&pair[0], &slow], |url| async move {
+        rmcp_loop(&url, "sleep_ms", json!({"ms": 50}), 8, Bound::Time(Duration::from_secs(5))).await
+    })
+    .await;
+    drop(slow);
+    let workload = "8 sessions, closed loop for 5 s, replica 2 of 2 1 s slower, 50 ms tool".to_owned();
+    rows.push(Row { workload, client: "rmcp", fault: true, nginx: n, gateway: g });
+
+    // A tool answering after 20 s with no progress: the middles must wait. Both at once, to keep the wall time.
+    let via_nginx = Nginx::start(&nginx, &[pair[0].port, pair[1].port]).await;
+    let via_gateway = Gateway::start("py", &[pair[0].url(), pair[1].url()]).await;
+    let nginx_url = via_nginx.url();
+    let (n, g) = tokio::join!(
+        rmcp_burst(&nginx_url, "sleep_ms", json!({"ms": 20_000}), 2),
+        rmcp_burst(&via_gateway.url, "sleep_ms", json!({"ms": 20_000}), 2),
+    );
+    let workload = "one session, 2 calls of a 20 s tool, no progress".to_owned();
+    rows.push(Row { workload, client: "rmcp", fault: false, nginx: n, gateway: g });
+
+    println!("{}", table(&rows));
+    let failures: Vec<String> = rows.iter().filter_map(verdict).collect();
+    assert!(failures.is_empty(), "the gateway served less than nginx:\n{}", failures.join("\n"));
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Middle {
+    Nginx,
+    Gateway,
+}
+
+/// Whichever middle is running, kept alive until dropped.
+struct Held {
+    _nginx: Option<Nginx>,
+    _gateway: Option<Gateway>,
+}
+
+impl Middle {
+    /// The middle in front of `replicas`; its `/mcp` URL.
+    async fn start(self, program: &std::path::Path, replicas: &[Replica]) -> (String, Held) {
+        match self {
+            Middle::Nginx => {
+                let ports: Vec<u16> = replicas.iter().map(|r| r.port).collect();
+                let nginx = Nginx::start(program, &ports).await;
+                (nginx.url(), Held { _nginx: Some(nginx), _gateway: None })
+            }
+            Middle::Gateway => {
+                let urls: Vec<String> = replicas.iter().map(Replica::url).collect();
+                let gateway = Gateway::start("py", &urls).await;
+                (gateway.url.clone(), Held { _nginx: None, _gateway: Some(gateway) })
+            }
+        }
+    }
+}
+
+/// Runs `workload` (given the middle's URL) through nginx, then through the gateway, in front of `replicas`.
+async fn through_both<F, Fut>(program: &std::path::Path, replicas: &[&Replica], workload: F) -> (Outcome, Outcome)
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = Outcome>,
+{
+    let ports: Vec<u16> = replicas.iter().map(|r| r.port).collect();
+    let via_nginx = Nginx::start(program, &ports).await;
+    let n = workload(via_nginx.url()).await;
+    drop(via_nginx);
+    let urls: Vec<String> = replicas.iter().map(|r| r.url()).collect();
+    let via_gateway = Gateway::start("py", &urls).await;
+    let g = workload(via_gateway.url.clone()).await;
+    (n, g)
+}
+
+/// A fault row from the outcomes through nginx, then the gateway.
+fn two_rows(workload: String, client: &'static str, outcomes: Vec<Outcome>) -> Row {
+    let mut outcomes = outcomes.into_iter();
+    let (nginx, gateway) = (outcomes.next().unwrap_or_default(), outcomes.next().unwrap_or_default());
+    Row { workload, client, fault: true, nginx, gateway }
+}
+
+/// The rule for one row; what is wrong, if anything.
+fn verdict(row: &Row) -> Option<String> {
+    let (n, g) = (row.nginx.ok(), row.gateway.ok());
+    if row.fault && g <= n {
+        return Some(format!(
+            "{}: under a fault the gateway served {g} ok calls, nginx {n} (must be more)",
+            row.workload
+        ));
+    }
+    (g < n).then(|| format!("{}: the gateway served {g} ok calls, nginx {n}", row.workload))
+}
+
+/// The markdown table, then each row's first error through each middle.
+fn table(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "\n| workload | client | nginx ok | nginx errors | nginx P50 (ms) | nginx P99 (ms) | gateway ok | gateway \
+         errors | gateway P50 (ms) | gateway P99 (ms) | ok calls |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    for row in rows {
+        let cells = |o: &Outcome| {
+            format!("{} | {} | {:.1} | {:.1}", o.ok(), o.errors.len(), o.quantile_ms(0.5), o.quantile_ms(0.99))
+        };
+        let check = match verdict(row) {
+            None if row.fault => "PASS (gateway > nginx)",
+            None => "PASS (gateway ≥ nginx)",
+            Some(_) => "FAIL",
+        };
+        out += &format!(
+            "| {} | {} | {} | {} | {check} |\n",
+            row.workload,
+            row.client,
+            cells(&row.nginx),
+            cells(&row.gateway)
+        );
+    }
+    for row in rows {
+        for (middle, outcome) in [("nginx", &row.nginx), ("gateway", &row.gateway)] {
+            if let Some(first) = outcome.errors.first() {
+                out += &format!(
+                    "\n{} through {middle}: {} errors, the first: {first}",
+                    row.workload,
+                    outcome.errors.len()
+                );
+            }
+        }
+    }
+    out
+}
