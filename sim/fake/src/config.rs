@@ -450,7 +450,6 @@ impl FakeServerConfig {
     /// The built-in server, a stand-in for the Python test peer (`tests/peers/py_server.py`): `sleep_ms`, `echo` and
     /// `slow_progress`. `scenarios/fake/builtin.toml` is the same configuration as a file.
     pub fn builtin() -> Self {
-        let hints = json!({"readOnlyHint": true, "idempotentHint": true});
         let int = json!({"type": "integer", "minimum": 0});
         FakeServerConfig {
             version: "1.0.0".into(),
@@ -458,7 +457,6 @@ impl FakeServerConfig {
                 ToolConfig {
                     description: Some("Sleep for `ms` milliseconds, then return.".into()),
                     input_schema: Some(json!({"type": "object", "properties": {"ms": int}, "required": ["ms"]})),
-                    annotations: Some(hints.clone()),
                     latency: LatencyDist::Arg { name: "ms".into(), default_ms: 0.0 },
                     reply: Some("slept {arg:ms}ms".into()),
                     ..ToolConfig::new("sleep_ms")
@@ -467,7 +465,6 @@ impl FakeServerConfig {
                     description: Some("Return `message` unchanged.".into()),
                     input_schema: Some(json!({"type": "object", "properties": {"message": {"type": "string"}},
                         "required": ["message"]})),
-                    annotations: Some(hints),
                     reply: Some("{arg:message}".into()),
                     ..ToolConfig::new("echo")
                 },
