@@ -22,6 +22,7 @@ pub(crate) fn evaluate_checks(scenario: &Scenario, totals: &Totals) -> Vec<Check
     let degraded = totals.degraded.values().fold(0u64, |n, d| n.saturating_add(*d));
     check("p99_ms", c.p99_ms, Some(totals.p99_ms), false);
     check("error_rate", c.error_rate, Some(totals.error_rate), false);
+    check("errors", c.errors.map(|l| l as f64), count(totals.errors), false);
     check("lost", c.lost.map(|l| l as f64), count(totals.lost), false);
     check("stale_sends", c.stale_sends.map(|l| l as f64), count(totals.stale_sends), false);
     check("error_window_s", c.error_window_s.map(|l| l as f64), count(totals.error_window_s), false);

@@ -3,8 +3,9 @@
 //! caller, so a partition can cut one link), which is where crashes and partitions happen:
 //!
 //! - a crash stops the service at once and its relays end every connection (turmoil closes a crashed host's
-//!   sockets: the peer reads their end); by `[network] crash`, a new connect is then refused at once (a process
-//!   crash) or hangs until the caller's connect timeout (a host that vanished, the simulator's crash);
+//!   sockets: the peer reads their end); by the crash's `mode`, a new connect is then refused at once (`refuse`: the
+//!   process died), hangs until the caller's connect timeout (`hang`: the host vanished), or is accepted and reset
+//!   once its request arrives (`reset`), as the simulator's are;
 //! - the restart serves it afresh (a fake with no sessions, as the simulator's `bounce`; the Redis double with its
 //!   data, as a Redis with persistence; a new gateway process with no breaker or router state), and the relays are
 //!   told where it now listens.
@@ -119,11 +120,14 @@ impl Endpoint {
     pub fn crash(&mut self, mode: CrashMode) {
         self.service.stop();
         for (_, relay) in &self.relays {
-            // Either way its connections end (turmoil closes a crashed host's sockets: the peer reads their end).
+            // Whatever the mode its connections end (turmoil closes a crashed host's sockets: the peer reads their
+            // end).
             relay.sever();
-            // Vanished before it has no upstream: a host that vanishes never refuses a connect.
-            if mode == CrashMode::Host {
-                relay.vanish(true);
+            // Set before it has no upstream: a host that vanishes, or a process that resets, never refuses a connect.
+            match mode {
+                CrashMode::Hang => relay.vanish(true),
+                CrashMode::Reset => relay.reset(true),
+                CrashMode::Refuse => {}
             }
             relay.set_upstream(None);
         }
@@ -140,6 +144,7 @@ impl Endpoint {
             relay.set_upstream(Some(addr));
             relay.sever();
             relay.vanish(false);
+            relay.reset(false);
         }
         Ok(())
     }

@@ -6,7 +6,7 @@
 //!
 //! - sockets are real (tokio TCP on loopback), and each gateway reaches each replica through a [`relay`] that adds
 //!   the scenario's latency and carries its partitions (`[network] partition = "drop"` as turmoil does, or `"hold"`
-//!   as TCP does); a crash stops the replica and, by `[network] crash`, holds its connections silent or drops them
+//!   as TCP does); a crash stops the replica and, by its `mode`, refuses, holds or resets the connects that follow
 //!   ([`endpoint`]);
 //! - with `[gateway.sync]`, Redis is the simulator's Redis double on a loopback port, behind a relay per gateway;
 //! - with `[gateway] nodes`, each node is an `mcpstorm gateway` process of this binary ([`node`]), which the load
@@ -42,8 +42,8 @@ use tokio::time::{Instant, sleep_until};
 
 use crate::run::{CallSink, CallSinkError, RunData, RunMode, WallClock};
 use crate::scenario::{
-    CrashMode, FaultKind, GATEWAY, Placement, RedisHost, ReplicaSpec, Scenario, UpstreamSpec, cost, load_host,
-    node_host, server_host,
+    FaultKind, GATEWAY, Placement, RedisHost, ReplicaSpec, Scenario, UpstreamSpec, cost, load_host, node_host,
+    server_host,
 };
 use crate::seed::Seed;
 use crate::world::{
@@ -230,7 +230,7 @@ async fn run_in_runtime(
     let finished_at = loop {
         let now = start.elapsed();
         apply_due(&mut timeline, &handles, &recorder, now, &mut |action| {
-            if let Err(e) = apply_net(&mut hosts, scenario.network.crash, &recorder, now, action) {
+            if let Err(e) = apply_net(&mut hosts, &recorder, now, action) {
                 failure.get_or_insert(e);
             }
         });
@@ -412,13 +412,7 @@ impl Net {
 }
 
 /// A crash, restart, partition or heal, on the replicas of host `h`.
-fn apply_net(
-    hosts: &mut Hosts,
-    crash: CrashMode,
-    recorder: &Recorder,
-    now: Duration,
-    action: NetAction,
-) -> Result<(), LiveError> {
+fn apply_net(hosts: &mut Hosts, recorder: &Recorder, now: Duration, action: NetAction) -> Result<(), LiveError> {
     let mut on = |h: &str, f: &mut dyn FnMut(&mut Endpoint) -> std::io::Result<()>| -> Result<(), LiveError> {
         for replica in hosts.get_mut(h).into_iter().flatten() {
             f(replica).map_err(|e| LiveError::Setup(format!("restarting {h}: {e}")))?;
@@ -426,12 +420,12 @@ fn apply_net(
         Ok(())
     };
     match action {
-        NetAction::Crash(h) => {
+        NetAction::Crash(h, mode) => {
             on(&h, &mut |r| {
-                r.crash(crash);
+                r.crash(mode);
                 Ok(())
             })?;
-            recorder.event(now, "host_crashed", &h, "");
+            recorder.event(now, "host_crashed", &h, mode.to_string());
         }
         NetAction::Restart(h) => {
             on(&h, &mut Endpoint::restart)?;

@@ -14,7 +14,9 @@
 //!   the caller sends is lost, what the dead replica's side did is not passed on), and a new connection's connect
 //!   hangs, as a connect to a powered-off machine does (and turmoil's does, until the caller's connect timeout),
 //!   until the host is back ([`Relay::sever`] then drops the held ones, as a rebooted host resets them). The relay
-//!   makes a connect hang by listening with a full accept queue: the kernel drops the SYNs it cannot queue.
+//!   makes a connect hang by listening with a full accept queue: the kernel drops the SYNs it cannot queue;
+//! - a resetting process ([`Relay::reset`]) accepts each connection and resets it once its request has arrived,
+//!   unread (the kernel answers a close with unread data by a reset), as the simulator's `reset` crash does.
 //!
 //! Order within a direction is kept: chunks are delivered one after another, each no earlier than its due time.
 
@@ -76,6 +78,8 @@ struct Shared {
     conns: Mutex<Vec<AbortHandle>>,
     /// The replica's host has vanished (a host crash): nothing is passed on, nothing is closed.
     vanished: AtomicBool,
+    /// The replica resets each connection once its request arrives (a `reset` crash).
+    resetting: AtomicBool,
     /// How the relay's port answers a connect now.
     listening: watch::Sender<Listening>,
 }
@@ -88,9 +92,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     /// Listens, refuses or holds connects, as the link's state now says.
     fn refresh(&self) {
+        let cut = self.mode == PartitionMode::Drop && *self.cut.borrow();
         let now = if self.vanished.load(Ordering::SeqCst) {
             Listening::Hang
-        } else if (self.mode == PartitionMode::Drop && *self.cut.borrow()) || lock(&self.upstream).is_none() {
+        } else if cut || (lock(&self.upstream).is_none() && !self.resetting.load(Ordering::SeqCst)) {
             Listening::Refuse
         } else {
             Listening::Accept
@@ -122,6 +127,7 @@ impl Relay {
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
             conns: Mutex::default(),
             vanished: AtomicBool::new(false),
+            resetting: AtomicBool::new(false),
             listening: watch::Sender::new(Listening::Accept),
         });
         let accept = tokio::spawn(accept(addr, listener, shared.clone())).abort_handle();
@@ -148,6 +154,12 @@ impl Relay {
     /// The replica's host vanishes (`true`) or is back: see the module's docs.
     pub fn vanish(&self, vanished: bool) {
         self.shared.vanished.store(vanished, Ordering::SeqCst);
+        self.shared.refresh();
+    }
+
+    /// The replica resets each new connection once its request arrives (`true`), or no longer does.
+    pub fn reset(&self, resetting: bool) {
+        self.shared.resetting.store(resetting, Ordering::SeqCst);
         self.shared.refresh();
     }
 
@@ -279,6 +291,11 @@ async fn connection(client: TcpStream, shared: Arc<Shared>) {
                 }
             }
         }
+    }
+    if shared.resetting.load(Ordering::SeqCst) {
+        // Closed with the request unread, so the kernel resets the connection rather than ending it.
+        let _ = client.peek(&mut [0u8; 1]).await;
+        return;
     }
     let Some(upstream) = *lock(&shared.upstream) else { return };
     let Ok(server) = TcpStream::connect(upstream).await else { return };
@@ -442,6 +459,25 @@ mod tests {
         assert_eq!(received.await.expect("sink"), b"x");
         let mut buf = [0u8; 1];
         assert!(matches!(client.read(&mut buf).await, Ok(0) | Err(_)));
+    }
+
+    #[tokio::test]
+    async fn a_resetting_replica_accepts_and_resets_each_connection_once_its_request_arrives() {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
+        let relay = Relay::start(listener.local_addr().expect("addr"), PartitionMode::Drop, NONE, 1).expect("relay");
+        relay.reset(true);
+        relay.set_upstream(None);
+        assert!(connects(&relay).await, "a resetting replica still accepts");
+        let mut client = TcpStream::connect(relay.addr()).await.expect("connect");
+        client.write_all(b"{\"jsonrpc\":\"2.0\"}\n").await.expect("the request is sent");
+        let mut buf = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(5), client.read(&mut buf)).await.expect("an answer");
+        assert!(
+            matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+            "reset, not an answer or a clean end: {read:?}"
+        );
+        relay.reset(false);
+        assert!(refused(&relay).await, "no longer resetting and still down: refused");
     }
 
     /// Whether `c` stays silent and open for a while: no byte, no end of stream.

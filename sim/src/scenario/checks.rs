@@ -19,6 +19,10 @@ pub struct Checks {
     /// Whole-run share of logical calls that failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_rate: Option<f64>,
+    /// Whole-run count of logical calls that did not end ok (degraded results included): for a story whose few
+    /// unavoidable failures a share would hide or exaggerate (the calls in flight on a replica when it died).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<u64>,
     /// Calls issued that never reached an outcome; the default check is 0.
     #[serde(default = "zero_lost")]
     pub lost: Option<u64>,
@@ -72,6 +76,7 @@ impl Default for Checks {
         Checks {
             p99_ms: None,
             error_rate: None,
+            errors: None,
             lost: zero_lost(),
             stale_sends: None,
             error_window_s: None,

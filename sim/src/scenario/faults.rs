@@ -25,7 +25,7 @@ use mcpstorm_fake::Transport;
 /// | `latency_spike` | `extra` (duration), `multiplier`      | each call on the target takes `latency × multiplier + extra` |
 /// | `error_burst`   | `rate`                                | the target's calls fail with probability `rate`       |
 /// | `hang`          |                                       | the target accepts requests and answers nothing       |
-/// | `crash`         |                                       | the target's host crashes; it restarts at the end     |
+/// | `crash`         | `mode`                                | the target goes down as `mode` says; it restarts afresh at the end |
 /// | `partition`     | `from`                                | the target is cut off from every load host, or every gateway node with `[gateway] nodes` (or from the one host `from` only); repaired at the end |
 /// | `schema_drift`  | `tool`, `what`, `param`, `schema`, `to`, `version`, `notify` | at `start`, `what = "add_required"` (`param`, its property `schema` with a `default`), `"replace"` (the new input `schema`), `"rename"` (`to`) or `"version"` (`version`); `notify` sends `list_changed` |
 /// | `clock_skew`    | `offset`, `drift`, `jump`, `reset`    | the target's wall clock (`gateway`: every load host's, or every node's with `nodes`): skew set to `offset`, drifting at rate `drift`, stepped by `jump`; reset at the end only with `reset = true` |
@@ -38,12 +38,17 @@ use mcpstorm_fake::Transport;
 /// `session_expiry` on an HTTP server also forgets its `Mcp-Session-Id` sessions (their next request gets 404).
 /// `schema_drift`, `session_expiry` and `auth_rotation` happen at an instant: they take no `duration`.
 ///
-/// With `[gateway.sync]`, the Redis host its URL names (`redis`) is a target too, of `crash` (Redis stops; it
-/// restarts with its data), `partition` (cut off from the load hosts), `latency_spike` (`extra` only: every reply
+/// A `crash`'s `mode` ([`CrashMode`]) says what went down: `"refuse"` (a replica's default) the process, on a host
+/// that stays up, so its connections end and a new connect is refused at once; `"hang"` the whole host, so a new
+/// connect hangs until the caller's connect timeout; `"reset"` a process that resets every connection once its
+/// request has arrived, before any answer (the caller cannot tell whether it ran).
+///
+/// With `[gateway.sync]`, the Redis host its URL names (`redis`) is a target too, of `crash` (`mode = "hang"`, its
+/// only mode: Redis's host vanishes; it restarts with its data), `partition` (cut off from the load hosts), `latency_spike` (`extra` only: every reply
 /// and message waits that much longer) and `hang` (nothing answered until the end).
 ///
-/// With `[gateway] nodes`, each gateway node (`gateway-0`, ...) is a target of `crash` (it restarts afresh, as a
-/// process would) and `partition` (cut off from every load host, or from the load host `from` only).
+/// With `[gateway] nodes`, each gateway node (`gateway-0`, ...) is a target of `crash` (by default `mode = "hang"`;
+/// it restarts afresh, as a process would) and `partition` (cut off from every load host, or from the load host `from` only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
@@ -123,6 +128,31 @@ pub struct Fault {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "optional_schemes_schema")]
     pub schemes: Option<Vec<AuthScheme>>,
+    /// `crash`: `"refuse"` (the process died, the host is up: connects are refused at once; a replica's default),
+    /// `"hang"` (the host is gone: connects hang; a gateway node's default, Redis's only mode) or `"reset"`
+    /// (connections are reset once their request arrives, before any answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<CrashMode>,
+}
+
+/// What a `crash` takes down, and so what its callers see (see [`Fault`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema, AsRefStr, Display)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum CrashMode {
+    /// The process died on a host that stays up: its connections end, and a connect is refused at once (nothing
+    /// listens on the port).
+    Refuse,
+    /// The host is gone: its connections end, and a connect hangs until the caller's connect timeout (nothing
+    /// answers the SYN).
+    Hang,
+    /// The process resets every connection once its request has arrived, before any answer: each request may have
+    /// been delivered.
+    Reset,
+}
+
+impl CrashMode {
+    pub const ALL: [CrashMode; 3] = [CrashMode::Refuse, CrashMode::Hang, CrashMode::Reset];
 }
 
 fn is_zero(d: &Dur) -> bool {
@@ -178,6 +208,12 @@ impl FaultKind {
 }
 
 impl Fault {
+    /// What this `crash` takes down: its `mode`, else a replica's default (`refuse`: a process dies far more often
+    /// than its host) or, for a gateway node or Redis (`replica` false), the host, as before modes were named.
+    pub fn crash_mode(&self, replica: bool) -> CrashMode {
+        self.mode.unwrap_or(if replica { CrashMode::Refuse } else { CrashMode::Hang })
+    }
+
     /// Fault `k`'s rules: a target that exists (and speaks HTTP for the HTTP faults), a window inside the run, and
     /// exactly the keys its kind takes, each in range. `world` says which hosts there are besides the servers'.
     pub(super) fn problems(&self, k: usize, run: Duration, servers: &[ServerSpec], world: &Hosts<'_>, c: &mut Rules) {
@@ -189,6 +225,9 @@ impl Fault {
         let node = host_index(&fault.target, NODE_PREFIX).is_some_and(|i| i < world.nodes);
         if redis {
             check_redis_fault(c, k, fault);
+            if fault.mode.is_some_and(|m| m != CrashMode::Hang) {
+                c.fail(at("mode"), "a crash of Redis takes mode = \"hang\" only (its host vanishes)");
+            }
         } else if node {
             if !matches!(fault.kind, FaultKind::Crash | FaultKind::Partition) {
                 c.fail(at("kind"), format!("{} does not apply to a gateway node: crash or partition", fault.kind));
@@ -436,8 +475,9 @@ fn check_drift(c: &mut Rules, servers: &[ServerSpec], k: usize, fault: &Fault) {
 }
 
 /// Each optional fault key and whether it is given.
-fn present_keys(f: &Fault) -> [(&'static str, bool); 18] {
+fn present_keys(f: &Fault) -> [(&'static str, bool); 19] {
     [
+        ("mode", f.mode.is_some()),
         ("from", f.from.is_some()),
         ("status", f.status.is_some()),
         ("retry_after", f.retry_after.is_some()),
@@ -473,7 +513,8 @@ fn allowed_keys(kind: FaultKind) -> &'static [&'static str] {
         FaultKind::StreamReset => &["rate"],
         FaultKind::SlowHeaders => &["extra"],
         FaultKind::Partition => &["from"],
-        FaultKind::Hang | FaultKind::Crash | FaultKind::SessionExpiry => &[],
+        FaultKind::Crash => &["mode"],
+        FaultKind::Hang | FaultKind::SessionExpiry => &[],
     }
 }
 
@@ -486,6 +527,7 @@ fn owner_of(field: &str) -> Option<&'static str> {
         "status" | "retry_after" => Some("http_status"),
         "schemes" => Some("auth_rotation"),
         "from" => Some("partition"),
+        "mode" => Some("crash"),
         f if DRIFT_KEYS.contains(&f) => Some("schema_drift"),
         f if SKEW_KEYS.contains(&f) => Some("clock_skew"),
         _ => None,
@@ -511,5 +553,8 @@ mod tests {
             assert_eq!(serde_json::to_value(what).ok(), Some(Value::from(what.as_ref())));
         }
         assert_eq!(FaultKind::SessionExpiry.as_ref(), "session_expiry");
+        for mode in CrashMode::ALL {
+            assert_eq!(serde_json::to_value(mode).ok(), Some(Value::from(mode.as_ref())));
+        }
     }
 }

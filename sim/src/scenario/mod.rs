@@ -56,7 +56,7 @@ pub use checks::Checks;
 pub use client::ClientSpec;
 pub use cost::{Cost, Limits};
 pub use error::{Location, Problem, ScenarioError};
-pub use faults::{DriftKind, Fault, FaultKind};
+pub use faults::{CrashMode, DriftKind, Fault, FaultKind};
 pub use fidelity::FidelitySpec;
 pub use gateway::{
     CredentialSpec, DEFAULT_FORMULA, FormulaName, FrontKind, GatewaySpec, MAX_NODES, PrefixMode, RequirementRule,
@@ -65,7 +65,7 @@ pub use gateway::{
 pub use history::HistorySpec;
 pub use listen::{AdminSpec, ListenSpec};
 pub use model::label as sweep_label;
-pub use model::{CrashMode, HostsMode, Network, PartitionMode, Scenario, Sweep};
+pub use model::{HostsMode, Network, PartitionMode, Scenario, Sweep};
 pub use overrides::expand_sweep;
 pub use placement::{Placement, load_host, node_host, replica_host, server_host};
 pub use read::{load_file, load_file_with, load_str, load_str_with};

@@ -163,29 +163,6 @@ pub struct Network {
     /// Only `mcpstorm live` honours `"hold"` (its relays): the difference is inherent to the simulated network.
     #[serde(default, skip_serializing_if = "PartitionMode::is_default")]
     pub partition: PartitionMode,
-    /// What a `crash` fault is: `"host"` (the default) a machine that vanishes, as turmoil's crash is (the simulator
-    /// always runs it: its connections end, a new connect hangs until the connect timeout); `"process"` a process
-    /// that dies on a machine that stays up (its connections end, connects are refused at once). Only `mcpstorm live`
-    /// honours `"process"` (its relays): the simulated network has no process apart from its host.
-    #[serde(default, skip_serializing_if = "CrashMode::is_default")]
-    pub crash: CrashMode,
-}
-
-/// What a crash fault takes down (see [`Network::crash`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum CrashMode {
-    /// The machine: its connections end, and a new connect hangs (nothing answers it).
-    #[default]
-    Host,
-    /// The process: its connections end, and a new connect is refused at once.
-    Process,
-}
-
-impl CrashMode {
-    fn is_default(&self) -> bool {
-        *self == CrashMode::default()
-    }
 }
 
 /// What a partition does to bytes in flight across it (see [`Network::partition`]).
@@ -234,7 +211,6 @@ impl Default for Network {
             fail_rate: 0.0,
             hosts: HostsMode::Shared,
             partition: PartitionMode::Drop,
-            crash: CrashMode::Host,
         }
     }
 }

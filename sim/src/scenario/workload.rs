@@ -99,10 +99,14 @@ fn unit_weight() -> f64 {
 /// | `retry`       | `"none"`  | `"none"`, `"immediate"` (alias `"naive"`), `"reflective"`, `"polite"`, `"stubborn"` |
 /// | `max_retries` | 0         | retries per logical call (at most `1 + max_retries` attempts)        |
 /// | `backoff`     | `"500ms"` | `polite`: the first wait's ceiling (full jitter, doubling per retry)  |
-/// | `backoff_cap` | `"10s"`   | `polite`: the longest wait                                           |
+/// | `backoff_cap` | `"10s"`   | `polite`: the longest wait; `retry_after`: the longest wait honoured  |
+/// | `retry_after` | false     | retry a "too many requests" answer after the wait it names           |
 ///
 /// Every model but `stubborn` stops at a degraded result (`structuredContent.degraded == true`): the gateway said
-/// "do not retry".
+/// "do not retry". Every model but `stubborn` also stops at a "too many requests" answer (HTTP 429, a 503 with
+/// `Retry-After`, or a JSON-RPC error saying so), as the rmcp and Python SDK clients do, unless `retry_after = true`:
+/// then, whatever the model, it retries after the `Retry-After` it was given (`backoff` when none was; at most
+/// `backoff_cap`), within `max_retries`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Agent {
@@ -119,6 +123,9 @@ pub struct Agent {
     /// `polite`: the longest wait's ceiling.
     #[serde(default = "default_agent_backoff_cap")]
     pub backoff_cap: Dur,
+    /// Retry a "too many requests" answer after its `Retry-After`; false: it ends the call, as the SDKs' clients do.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retry_after: bool,
 }
 
 fn default_agent_backoff() -> Dur {
@@ -136,6 +143,7 @@ impl Default for Agent {
             max_retries: 0,
             backoff: default_agent_backoff(),
             backoff_cap: default_agent_backoff_cap(),
+            retry_after: false,
         }
     }
 }
@@ -299,6 +307,8 @@ impl Agent {
         if self.retry.retries() && self.max_retries == 0 {
             let mode = serde_json::to_value(self.retry).ok().and_then(|v| v.as_str().map(str::to_owned));
             rules.fail("agent.max_retries", format!("must be at least 1 with retry = {:?}", mode.unwrap_or_default()));
+        } else if self.retry_after && self.max_retries == 0 {
+            rules.fail("agent.max_retries", "must be at least 1 with retry_after = true: each retry counts");
         }
         if self.backoff.0 > self.backoff_cap.0 {
             rules.fail("agent.backoff", "must not exceed agent.backoff_cap");

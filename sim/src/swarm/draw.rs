@@ -7,7 +7,7 @@ use std::time::Duration;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::scenario::{Dur, Fault, FaultKind, Scenario, SwarmSpec};
+use crate::scenario::{CrashMode, Dur, Fault, FaultKind, Scenario, SwarmSpec};
 use crate::seed::Seed;
 use crate::world::RECOVERED_SECONDS;
 use mcpstorm_fake::Transport;
@@ -64,6 +64,7 @@ pub fn bare(kind: FaultKind, target: String, start: Duration, duration: Duration
         jump: None,
         reset: false,
         schemes: None,
+        mode: None,
     }
 }
 
@@ -111,6 +112,8 @@ fn magnitude(fault: &mut Fault, spec: &SwarmSpec, rng: &mut ChaCha8Rng) {
             fault.status = Some([429, 500, 502, 503][rng.random_range(0..4)]);
             fault.rate = Some(rate(rng));
         }
+        // Every mode: what a dead replica does to its callers decides what the gateway can do about it.
+        FaultKind::Crash => fault.mode = Some(CrashMode::ALL[rng.random_range(0..CrashMode::ALL.len())]),
         _ => {}
     }
 }
@@ -195,6 +198,19 @@ mod tests {
             crate::scenario::validate(&checked, "t").unwrap();
         }
         assert_ne!(fault_timeline(&s, 1).unwrap(), fault_timeline(&s, 2).unwrap());
+    }
+
+    #[test]
+    fn crashes_are_drawn_in_every_mode() {
+        let mut s = scenario("60s");
+        s.swarm.as_mut().unwrap().kinds = vec![FaultKind::Crash];
+        let modes: std::collections::BTreeSet<CrashMode> =
+            (0..60).flat_map(|seed| fault_timeline(&s, seed).unwrap()).filter_map(|f| f.mode).collect();
+        assert_eq!(
+            modes.into_iter().collect::<Vec<_>>(),
+            CrashMode::ALL,
+            "each mode is drawn, and only crashes get one"
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! | `stubborn`   | at once, up to `max_retries`   | the same                     | **retries**     |
 //!
 //! A degraded result (`isError: true` with `structuredContent.degraded == true`) is the gateway saying "this is a
-//! system-level degradation, do not retry": every model but `stubborn` honours it. `reflective` mimics an LLM that
+//! system-level degradation, do not retry": every model but `stubborn` honours it. So do they a "too many requests"
+//! answer ([`too_many_requests`]): the rmcp and Python SDK clients hand it to their caller and do not retry it, so
+//! an agent gives up on it unless its `retry_after` option makes it wait what the answer names and retry. `reflective` mimics an LLM that
 //! "tries again differently": it rephrases its first string argument (or adds a `retry_note` when it has none), so a
 //! result cache or an idempotency key derived from the arguments never recognises the retry.
 
@@ -80,6 +82,15 @@ pub fn next(
         }
         Err(_) => true,
     };
+    if let Some(wait) = too_many_requests(result)
+        && agent.retry != RetryMode::Stubborn
+    {
+        if !agent.retry_after || attempt >= agent.max_retries {
+            return Next::Stop;
+        }
+        let after = wait.unwrap_or(agent.backoff.0).min(agent.backoff_cap.0);
+        return Next::Retry { after, args: args.clone() };
+    }
     if !failed || !agent.retry.retries() || attempt >= agent.max_retries {
         return Next::Stop;
     }
@@ -92,6 +103,22 @@ pub fn next(
             Next::Retry { after: backoff.delay(attempt, rng.get()), args: args.clone() }
         }
     }
+}
+
+/// Whether an attempt's failure says "too many requests", and the wait it names: HTTP 429, or 503 with `Retry-After`
+/// (the core's client turns them into a JSON-RPC -32000 with `data.httpStatus`, and `data.retryAfterMs` when a
+/// wait was named), or a JSON-RPC error whose message says so (a gateway's front over stdio).
+pub fn too_many_requests(result: Result<&CallToolResult, &CallError>) -> Option<Option<Duration>> {
+    let Err(CallError::Protocol(e)) = result else { return None };
+    let data = e.data.as_ref();
+    let status = data.and_then(|d| d.get("httpStatus")).and_then(Value::as_u64);
+    let wait = data
+        .and_then(|d| d.get("retryAfterMs"))
+        .and_then(Value::as_f64)
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .map(|ms| Duration::from_millis(ms as u64));
+    let said = e.message.to_ascii_lowercase().contains("too many requests");
+    (status == Some(429) || (status == Some(503) && wait.is_some()) || said).then_some(wait)
 }
 
 /// The arguments of retry number `retry` of a reflective agent: its first string argument (in key order) with a
@@ -168,6 +195,7 @@ fn zero_of(ty: Option<&Value>) -> Value {
 mod tests {
     use super::*;
     use mcpstorm_core::CallError;
+    use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
     use mcpstorm_core::resilience::{DegradedReason, degraded_result};
 
     fn agent(retry: RetryMode) -> Agent {
@@ -211,6 +239,49 @@ mod tests {
             next(&agent(RetryMode::Immediate), 0, Ok(&tool_error), &json!({}), &rng()),
             Next::Retry { .. }
         ));
+    }
+
+    fn too_many(status: u16, retry_after_ms: Option<u64>) -> CallError {
+        let mut e = ErrorObject::new(ErrorCode(-32000), format!("server overloaded: HTTP {status}"));
+        let mut data = json!({"httpStatus": status});
+        if let Some(ms) = retry_after_ms {
+            data["retryAfterMs"] = json!(ms);
+        }
+        e.data = Some(data);
+        CallError::Protocol(e)
+    }
+
+    #[test]
+    fn too_many_requests_ends_the_call_as_the_sdks_do_unless_the_agent_honours_retry_after() {
+        let stdio = CallError::Protocol(ErrorObject::new(
+            ErrorCode::INTERNAL_ERROR,
+            "too many requests in flight on this session",
+        ));
+        let busy = [too_many(429, Some(1000)), too_many(429, None), too_many(503, Some(2000)), stdio];
+        for e in &busy {
+            assert!(too_many_requests(Err(e)).is_some(), "{e}");
+            for mode in [RetryMode::None, RetryMode::Immediate, RetryMode::Reflective, RetryMode::Polite] {
+                assert_eq!(next(&agent(mode), 0, Err(e), &json!({}), &rng()), Next::Stop, "{mode:?} {e}");
+            }
+        }
+        // A 503 that names no wait is an ordinary failure, retried by the models that retry.
+        assert_eq!(too_many_requests(Err(&too_many(503, None))), None);
+        assert!(matches!(
+            next(&agent(RetryMode::Immediate), 0, Err(&too_many(503, None)), &json!({}), &rng()),
+            Next::Retry { .. }
+        ));
+        // With the option, any model (even `none`) waits what the answer names, capped, and retries the same call.
+        let honours = |retry| Agent { retry_after: true, ..agent(retry) };
+        let args = json!({"q": "x"});
+        let ms = Duration::from_millis;
+        let waits: Vec<Next> = busy.iter().map(|e| next(&honours(RetryMode::None), 0, Err(e), &args, &rng())).collect();
+        let retry = |after| Next::Retry { after, args: args.clone() };
+        assert_eq!(waits, [retry(ms(1000)), retry(ms(500)), retry(ms(2000)), retry(ms(500))], "backoff when unnamed");
+        let capped = Agent { backoff_cap: crate::scenario::Dur(ms(1500)), ..honours(RetryMode::Reflective) };
+        assert_eq!(next(&capped, 0, Err(&busy[2]), &args, &rng()), retry(ms(1500)));
+        assert_eq!(next(&honours(RetryMode::Polite), 3, Err(&busy[0]), &args, &rng()), Next::Stop, "max_retries");
+        // The stubborn agent does not listen: at once, as for any failure.
+        assert_eq!(next(&agent(RetryMode::Stubborn), 0, Err(&busy[0]), &args, &rng()), retry(Duration::ZERO));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::run::FaultWindow;
-use crate::scenario::{DriftKind, Fault, FaultKind, GATEWAY, RedisHost, Scenario, resolve_target};
+use crate::scenario::{CrashMode, DriftKind, Fault, FaultKind, GATEWAY, RedisHost, Scenario, resolve_target};
 use mcpstorm_fake::{Drift, FakeControl, RedisControl, StatusBurst};
 
 use super::clock::SimClock;
@@ -29,7 +29,8 @@ pub struct Transition {
 /// here directly).
 #[derive(Debug, PartialEq, Eq)]
 pub enum NetAction {
-    Crash(String),
+    /// A host goes down as the crash's mode says.
+    Crash(String, CrashMode),
     Restart(String),
     /// Cut a host off from every load host, or from the one named.
     Partition(String, Option<String>),
@@ -52,6 +53,8 @@ pub struct Timeline {
     faults: Vec<Fault>,
     /// Replica hosts each fault targets.
     targets: Vec<Vec<String>>,
+    /// What each `crash` takes down (a replica's default differs from a node's or Redis's).
+    modes: Vec<CrashMode>,
     transitions: Vec<Transition>,
     next: usize,
     active: Vec<bool>,
@@ -90,6 +93,7 @@ impl Timeline {
     pub fn new(scenario: &Scenario) -> Timeline {
         let faults = scenario.faults.clone();
         let targets = faults.iter().map(|f| target_hosts(scenario, f)).collect();
+        let modes = faults.iter().map(|f| f.crash_mode(resolve_target(&f.target, &scenario.servers).is_ok())).collect();
         let mut transitions: Vec<Transition> = faults
             .iter()
             .enumerate()
@@ -106,7 +110,7 @@ impl Timeline {
         // Ends before starts at the same instant, then file order: a deterministic, intuitive order.
         transitions.sort_by_key(|t| (t.at, t.start, t.fault));
         let active = vec![false; faults.len()];
-        Timeline { faults, targets, transitions, next: 0, active, run: scenario.duration.0 }
+        Timeline { faults, targets, modes, transitions, next: 0, active, run: scenario.duration.0 }
     }
 
     /// Transitions due at `now`, in order.
@@ -187,7 +191,11 @@ impl Timeline {
                 out
             }
             FaultKind::Crash => {
-                hosts.into_iter().map(|h| if t.start { NetAction::Crash(h) } else { NetAction::Restart(h) }).collect()
+                let mode = self.modes[t.fault];
+                hosts
+                    .into_iter()
+                    .map(|h| if t.start { NetAction::Crash(h, mode) } else { NetAction::Restart(h) })
+                    .collect()
             }
             FaultKind::Partition => hosts
                 .into_iter()
@@ -343,7 +351,8 @@ impl Timeline {
                 let schemes: Vec<&str> = f.schemes.iter().flatten().map(<&str>::from).collect();
                 format!("schemes={}", schemes.join(","))
             }
-            FaultKind::Hang | FaultKind::Crash | FaultKind::Partition | FaultKind::SessionExpiry => String::new(),
+            FaultKind::Crash => format!("mode={}", self.modes[i]),
+            FaultKind::Hang | FaultKind::Partition | FaultKind::SessionExpiry => String::new(),
         }
     }
 }

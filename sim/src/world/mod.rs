@@ -28,8 +28,9 @@ mod replay;
 mod routing;
 mod traffic;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
 pub use crate::scenario::{load_host, node_host, server_host};
@@ -44,7 +45,7 @@ pub(crate) use traffic::{LoadPlan, run_host};
 
 use crate::check::{error_window, evaluate_checks};
 use crate::run::{CallSink, CallSinkError, RunData, RunMode, WallClock};
-use crate::scenario::{FaultKind, LoadMode, profile_name};
+use crate::scenario::{CrashMode, FaultKind, LoadMode, profile_name};
 use crate::scenario::{Placement, RedisHost, Scenario};
 use crate::seed::Seed;
 use mcpstorm_core::router::FormulaSpec;
@@ -95,6 +96,7 @@ pub fn run(
     let (recorder, phases) = recorder_for(scenario, calls);
     let mut handles = Handles::default();
     let placement = Arc::new(Placement::of(scenario));
+    let mut states = HostStates::default();
     for (host, replicas) in placement.hosts() {
         let mut servers = Vec::with_capacity(replicas.len());
         for (slot, placed) in replicas.iter().enumerate() {
@@ -108,7 +110,8 @@ pub fn run(
             handles.clocks.insert(placed.name.clone(), clock);
             servers.push((net::port(u16::try_from(slot).unwrap_or(u16::MAX)), server));
         }
-        sim.host(host.as_str(), move || serve_replicas(servers.clone()));
+        let state = states.0.entry(host.clone()).or_default().clone();
+        sim.host(host.as_str(), move || serve_replicas(servers.clone(), state.clone()));
     }
 
     let load_hosts: Vec<String> = (0..scenario.load.hosts).map(load_host).collect();
@@ -136,7 +139,16 @@ pub fn run(
         });
         for (i, host) in node_hosts.iter().enumerate() {
             let plan = plan.clone();
-            sim.host(host.as_str(), move || node::run_node(plan.clone(), i));
+            let state = states.0.entry(host.clone()).or_default().clone();
+            sim.host(host.as_str(), move || {
+                let (plan, state) = (plan.clone(), state.clone());
+                async move {
+                    match host_state(&state) {
+                        HostState::Serving => node::run_node(plan, i).await,
+                        down => not_serving(down, &[NODE_PORT]).await,
+                    }
+                }
+            });
         }
     }
     let plan = Arc::new(LoadPlan {
@@ -159,7 +171,7 @@ pub fn run(
     let finished_at = loop {
         let now = sim.elapsed();
         apply_due(&mut timeline, &handles, &recorder, now, &mut |action| {
-            apply_net(&mut sim, (&load_hosts, &node_hosts), &recorder, now, action);
+            apply_net(&mut sim, (&load_hosts, &node_hosts), &states, &recorder, now, action);
         });
         sample_until(&recorder, &mut next_sample, now, &mut |at| progress(at, scenario.duration.0));
         if now >= limit {
@@ -281,9 +293,44 @@ pub(crate) fn conclude(
     Ok(run)
 }
 
+/// What a server host's software does when it (re)starts: serve its replicas, stay down with nothing listening (the
+/// host is up, its process is not: a connect is refused), or reset each connection once its request arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum HostState {
+    Serving = 0,
+    Down = 1,
+    Resetting = 2,
+}
+
+/// Each server host's state, read by its software at every (re)start; a host turmoil crashes (`hang`) keeps its
+/// own.
+#[derive(Debug, Default)]
+struct HostStates(BTreeMap<String, Arc<AtomicU8>>);
+
+impl HostStates {
+    /// Sets `host`'s state; false for a host that is not a server's.
+    fn set(&self, host: &str, state: HostState) -> bool {
+        self.0.get(host).map(|s| s.store(state as u8, Ordering::SeqCst)).is_some()
+    }
+}
+
+fn host_state(cell: &AtomicU8) -> HostState {
+    match cell.load(Ordering::SeqCst) {
+        1 => HostState::Down,
+        2 => HostState::Resetting,
+        _ => HostState::Serving,
+    }
+}
+
 /// One server host's software: each replica it runs listens on its own port. A restart (`bounce`) runs it again,
 /// and each replica's `serve` starts with no sessions, as a restarted process would.
-async fn serve_replicas(servers: Vec<(u16, FakeServer)>) -> turmoil::Result {
+async fn serve_replicas(servers: Vec<(u16, FakeServer)>, state: Arc<AtomicU8>) -> turmoil::Result {
+    let down = host_state(&state);
+    if down != HostState::Serving {
+        let ports: Vec<u16> = servers.iter().map(|(port, _)| *port).collect();
+        return not_serving(down, &ports).await;
+    }
     let mut listeners = Vec::with_capacity(servers.len());
     for (port, server) in servers {
         listeners.push((turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?, server));
@@ -296,16 +343,63 @@ async fn serve_replicas(servers: Vec<(u16, FakeServer)>) -> turmoil::Result {
     Ok(())
 }
 
+/// What a host that is up but not serving does on `ports`: binds nothing while `Down`, so turmoil refuses each
+/// connect at once; while `Resetting`, accepts and resets each connection once its first bytes (a request) arrive,
+/// without reading them (turmoil answers a close with unread data by a reset, as a kernel does), so the caller
+/// cannot tell whether it ran.
+async fn not_serving(state: HostState, ports: &[u16]) -> turmoil::Result {
+    if state != HostState::Resetting {
+        return std::future::pending().await;
+    }
+    let mut listeners = Vec::new();
+    for port in ports {
+        listeners.push(turmoil::net::TcpListener::bind(("0.0.0.0", *port)).await?);
+    }
+    let mut accepting = tokio::task::JoinSet::new();
+    for listener in listeners {
+        accepting.spawn(async move {
+            let mut open = tokio::task::JoinSet::new();
+            while let Ok((mut stream, _)) = listener.accept().await {
+                while open.try_join_next().is_some() {}
+                open.spawn(async move {
+                    let _ = stream.peek(&mut [0u8; 1]).await;
+                    drop(stream);
+                });
+            }
+        });
+    }
+    while accepting.join_next().await.is_some() {}
+    Ok(())
+}
+
 /// The load hosts and the gateway nodes (none when the load hosts run their gateways in-process).
 type Callers<'a> = (&'a [String], &'a [String]);
 
-fn apply_net(sim: &mut turmoil::Sim<'_>, callers: Callers<'_>, recorder: &Recorder, now: Duration, action: NetAction) {
+fn apply_net(
+    sim: &mut turmoil::Sim<'_>,
+    callers: Callers<'_>,
+    states: &HostStates,
+    recorder: &Recorder,
+    now: Duration,
+    action: NetAction,
+) {
     match action {
-        NetAction::Crash(h) => {
-            sim.crash(h.as_str());
-            recorder.event(now, "host_crashed", &h, "");
+        NetAction::Crash(h, mode) => {
+            // A host that stays up runs its software again in the crash's state: the bounce ends every connection
+            // it had, as the death of its process does.
+            let state = match mode {
+                CrashMode::Hang => None,
+                CrashMode::Refuse => Some(HostState::Down),
+                CrashMode::Reset => Some(HostState::Resetting),
+            };
+            match state {
+                Some(state) if states.set(&h, state) => sim.bounce(h.as_str()),
+                _ => sim.crash(h.as_str()),
+            }
+            recorder.event(now, "host_crashed", &h, mode.to_string());
         }
         NetAction::Restart(h) => {
+            states.set(&h, HostState::Serving);
             sim.bounce(h.as_str());
             recorder.event(now, "host_restarted", &h, "");
         }

@@ -211,10 +211,9 @@ fn gateway_nodes_run_as_processes_serve_the_agents_and_a_crashed_node_fails_only
             "servers[0].replicas=2",
             "gateway.nodes=2",
             "gateway.front=\"http\"",
-            "network.crash=\"process\"",
             "client.connect_timeout=\"300ms\"",
             "client.deadline=\"1s\"",
-            "faults[0]={ kind = \"crash\", target = \"gateway-0\", start = \"2s\", duration = \"2s\" }",
+            "faults[0]={ kind = \"crash\", mode = \"refuse\", target = \"gateway-0\", start = \"2s\", duration = \"2s\" }",
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
