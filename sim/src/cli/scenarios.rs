@@ -26,6 +26,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("http_pool", include_str!("../../../scenarios/http_pool.toml")),
     ("latency_spike", include_str!("../../../scenarios/latency_spike.toml")),
     ("replica_crash", include_str!("../../../scenarios/replica_crash.toml")),
+    ("replica_killed", include_str!("../../../scenarios/replica_killed.toml")),
     ("retry_storm", include_str!("../../../scenarios/retry_storm.toml")),
     ("schema_drift", include_str!("../../../scenarios/schema_drift.toml")),
     ("smoke", include_str!("../../../scenarios/smoke.toml")),
