@@ -15,9 +15,17 @@
 //! is measured the same way in every row: on the direct path it is what one bare Streamable HTTP server costs per
 //! call on this machine, and the gateway has two HTTP sides (a server for the agents, a client of the fake).
 //!
+//! Then the baseline (issue 41): the workloads of tests/tests/interop/baseline.rs (a burst in one session, 64
+//! sessions on an echo, a replica killed, one answering 503, one slower, a 20 s tool) through nginx as a plain
+//! reverse proxy and through the gateway process with its default config, the Python SDK's server and
+//! server-everything behind them; each row's P99 both ways, their ratio, and the target (the gateway's P99 at most
+//! nginx's + 10% + 5 ms), printed, not asserted. The test asserts their ok-call counts. It needs nginx, the Python
+//! `mcp` SDK and server-everything (`just peers`); without nginx it says so and skips.
+//!
 //! Environment: `MCPSTORM_BENCH_CALLS=N` calls per row (default 10 × the row's concurrency, 20,000 for the echo);
 //! `MCPSTORM_BENCH_ONLY=echo` (or `200`, `1000`) keeps the rows whose tool or concurrency matches, for profiling one
-//! workload. Run without `--bench` (as `cargo test --benches` does) it makes one small smoke row.
+//! workload, and leaves out the baseline; `MCPSTORM_BENCH_ONLY=baseline` runs the baseline alone. Run without
+//! `--bench` (as `cargo test --benches` does) it makes one small smoke row, and no baseline.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,6 +43,13 @@ mod proc_stats;
 mod runtime;
 #[path = "common/spawn.rs"]
 mod spawn;
+// The baseline rows' processes (the Python SDK's server as replicas, server-everything, nginx), shared with the
+// baseline test; its in-process gateway is the test's, the bench runs the gateway process.
+#[allow(dead_code)]
+#[path = "../../tests/tests/interop/baseline_middles.rs"]
+mod baseline_middles;
+
+use baseline_middles::{Everything, Nginx, Replica};
 
 /// One workload: the tool, its arguments, how many calls in flight.
 struct Workload {
@@ -74,6 +89,10 @@ fn main() {
 
 async fn run() -> Result<(), String> {
     let full = std::env::args().any(|a| a == "--bench");
+    let only = std::env::var("MCPSTORM_BENCH_ONLY").ok();
+    if full && only.as_deref() == Some("baseline") {
+        return baseline().await;
+    }
     let fixed_calls = match std::env::var("MCPSTORM_BENCH_CALLS") {
         Ok(v) => Some(v.parse::<usize>().map_err(|e| format!("MCPSTORM_BENCH_CALLS={v:?}: {e}"))?),
         Err(_) => None,
@@ -201,6 +220,9 @@ async fn run() -> Result<(), String> {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+    if full && only.is_none() {
+        baseline().await?;
+    }
     Ok(())
 }
 
@@ -209,7 +231,7 @@ fn gateway_config(fake_url: &str, max: usize) -> String {
     format!(
         r#"[listen]
 http = "127.0.0.1:0"
-max_calls_per_session = {calls}
+max_calls_in_flight = {calls}
 
 [[servers]]
 name = "fake"
@@ -317,4 +339,194 @@ async fn round(client: &Arc<McpClient>, w: &Workload, tasks: usize, calls: usize
         outcomes.push(h.await.unwrap_or_else(|e| (Vec::new(), 1, Some(format!("task: {e}")))));
     }
     outcomes
+}
+
+/// How long one agent task of a baseline row calls.
+#[derive(Clone, Copy)]
+enum Bound {
+    /// This many calls, back to back.
+    Calls(usize),
+    /// Back to back for this long; only the calls that end within it count.
+    Time(Duration),
+}
+
+/// What a baseline row's calls came to through one middle.
+struct Tally {
+    ok_us: Vec<u64>,
+    errors: usize,
+}
+
+impl Tally {
+    fn p99_ms(&self) -> f64 {
+        let mut sorted = self.ok_us.clone();
+        sorted.sort_unstable();
+        let rank = ((0.99 * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len().max(1));
+        sorted.get(rank - 1).map_or(0.0, |us| *us as f64 / 1000.0)
+    }
+}
+
+/// `sessions` agents (each a core `McpClient`, its own session) at `url`, each running `tasks` tasks that call
+/// `tool` within `bound`.
+async fn drive(url: &str, sessions: usize, tasks: usize, tool: &'static str, arguments: Value, bound: Bound) -> Tally {
+    let mut handles = Vec::new();
+    let started = Instant::now();
+    for i in 0..sessions {
+        let mut endpoint = HttpEndpoint::new(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+        endpoint.pool.max_connections = tasks;
+        endpoint.pool.max_waiting = tasks;
+        let mut config = ClientConfig::default();
+        config.connection.max_in_flight = tasks;
+        // The agent waits for a slow tool as long as the middles do: the 20 s row measures them, not the agent.
+        config.connection.first_response = Duration::from_secs(60);
+        let client = Arc::new(
+            McpClient::http("agent", endpoint, config, SeededRng::new(i as u64))
+                .with_global_limit(InFlightLimit::new(tasks)),
+        );
+        for _ in 0..tasks {
+            let (client, arguments) = (client.clone(), arguments.clone());
+            handles.push(tokio::spawn(async move {
+                let mut tally = Tally { ok_us: Vec::new(), errors: 0 };
+                for n in 0.. {
+                    let t0 = Instant::now();
+                    let call = client.call_tool(tool, arguments.clone(), CallOptions::default());
+                    let outcome = match bound {
+                        Bound::Calls(calls) if n >= calls => break,
+                        Bound::Calls(_) => call.await,
+                        Bound::Time(window) => {
+                            let Some(left) = window.checked_sub(started.elapsed()) else { break };
+                            match tokio::time::timeout(left, call).await {
+                                Ok(outcome) => outcome,
+                                Err(_) => break,
+                            }
+                        }
+                    };
+                    match outcome {
+                        Ok(r) if !r.is_error => tally.ok_us.push(t0.elapsed().as_micros() as u64),
+                        _ => tally.errors += 1,
+                    }
+                }
+                tally
+            }));
+        }
+    }
+    let mut all = Tally { ok_us: Vec::new(), errors: 0 };
+    for h in handles {
+        let tally = h.await.unwrap_or(Tally { ok_us: Vec::new(), errors: 1 });
+        all.ok_us.extend(tally.ok_us);
+        all.errors += tally.errors;
+    }
+    all
+}
+
+/// The gateway process with the default config in front of `upstreams`: one `[[servers]]`, its http replicas.
+async fn default_gateway(upstreams: &[String]) -> Result<(tokio::process::Child, String), String> {
+    let dir = std::env::temp_dir().join(format!("mcpstorm-bench-baseline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let config = dir.join("gateway.toml");
+    let replicas: String = upstreams.iter().map(|u| format!("[[servers.replicas]]\nhttp = {u:?}\n")).collect();
+    let text = format!("[listen]\nhttp = \"127.0.0.1:0\"\n\n[[servers]]\nname = \"py\"\n{replicas}");
+    std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
+    spawn::spawn_gateway(&config).await
+}
+
+/// nginx: `MCPSTORM_NGINX`, else `nginx` on the `PATH`, else Debian's `/usr/sbin/nginx`.
+fn find_nginx() -> Option<std::path::PathBuf> {
+    let candidates = match std::env::var_os("MCPSTORM_NGINX") {
+        Some(path) => vec![path.into()],
+        None => vec!["nginx".into(), "/usr/sbin/nginx".into()],
+    };
+    candidates.into_iter().find(|p: &std::path::PathBuf| {
+        std::process::Command::new(p).arg("-v").output().is_ok_and(|o| o.status.success())
+    })
+}
+
+/// The workloads of the baseline test (tests/tests/interop/baseline.rs, which asserts their ok-call counts) through
+/// nginx and through the gateway process, timed: each row's P99 both ways, their ratio, and the issue's target (the
+/// gateway's P99 at most nginx's + 10% + 5 ms), printed, never asserted. The agents are the core's client (rmcp is
+/// the tests crate's); the servers the Python SDK's (`tests/peers/py_baseline_server.py`) and server-everything.
+async fn baseline() -> Result<(), String> {
+    let Some(nginx) = find_nginx() else {
+        println!("\nbaseline rows skipped: no nginx (apt-get install nginx, or set MCPSTORM_NGINX)");
+        return Ok(());
+    };
+    let python = std::env::var("MCPSTORM_PYTHON").unwrap_or_else(|_| "python3".into());
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let everything = root.join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mut pair = [Replica::start(&python, 0).await, Replica::start(&python, 0).await];
+    let slow = Replica::start(&python, 1000).await;
+    let node = Everything::start(&everything).await;
+    println!("\n## The baseline: nginx against the gateway, the same workloads\n");
+    println!(
+        "| Workload | nginx ok / errors | gateway ok / errors | nginx P99 (ms) | gateway P99 (ms) | ratio | gateway P99 \
+         ≤ nginx's + 10% + 5 ms |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---|");
+    let sleep = |ms: u64| json!({"ms": ms});
+    for (label, kind) in [
+        ("one session, 200 calls at once, 200 ms tool", 0),
+        ("one session, 1000 calls at once, 200 ms tool", 1),
+        ("64 sessions × 20 calls, 0 ms echo (server-everything)", 2),
+        ("8 sessions × 150 calls, replica 2 of 2 killed at 1 s, restarted at 2 s, deposit", 3),
+        ("8 sessions × 100 calls, replica 2 of 2 answers 503 for 5 s, 50 ms tool", 4),
+        ("8 sessions for 5 s, replica 2 of 2 1 s slower, 50 ms tool", 5),
+        ("one session, 2 calls of a 20 s tool, no progress", 6),
+    ] {
+        let ports: Vec<u16> = match kind {
+            0 | 1 => vec![pair[0].port],
+            2 => vec![node.port],
+            5 => vec![pair[0].port, slow.port],
+            _ => vec![pair[0].port, pair[1].port],
+        };
+        let urls: Vec<String> = ports.iter().map(|p| format!("http://127.0.0.1:{p}/mcp")).collect();
+        let mut tallies = Vec::new();
+        for through_gateway in [false, true] {
+            let (_nginx, _gateway, url) = if through_gateway {
+                let (child, url) = default_gateway(&urls).await?;
+                (None, Some(child), url)
+            } else {
+                let proxy = Nginx::start(&nginx, &ports).await;
+                let url = proxy.url();
+                (Some(proxy), None, url)
+            };
+            let tally = match kind {
+                0 => drive(&url, 1, 200, "sleep_ms", sleep(200), Bound::Calls(1)).await,
+                1 => drive(&url, 1, 1000, "sleep_ms", sleep(200), Bound::Calls(1)).await,
+                2 => drive(&url, 64, 1, "echo", json!({"message": "x"}), Bound::Calls(20)).await,
+                3 => {
+                    let deposit = json!({"account": "a", "amount": 1});
+                    let loop_ = drive(&url, 8, 1, "deposit", deposit, Bound::Calls(150));
+                    let fault = async {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        pair[1].kill().await;
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        pair[1].restart().await;
+                    };
+                    tokio::join!(loop_, fault).0
+                }
+                4 => {
+                    let fault = async {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        pair[1].unavailable_for(5).await;
+                    };
+                    tokio::join!(drive(&url, 8, 1, "sleep_ms", sleep(50), Bound::Calls(100)), fault).0
+                }
+                5 => drive(&url, 8, 1, "sleep_ms", sleep(50), Bound::Time(Duration::from_secs(5))).await,
+                _ => drive(&url, 1, 2, "sleep_ms", sleep(20_000), Bound::Calls(1)).await,
+            };
+            tallies.push(tally);
+        }
+        let (n, g) = (&tallies[0], &tallies[1]);
+        let (np99, gp99) = (n.p99_ms(), g.p99_ms());
+        let target = np99 * 1.1 + 5.0;
+        println!(
+            "| {label} | {} / {} | {} / {} | {np99:.1} | {gp99:.1} | {:.2} | {} ({target:.1} ms) |",
+            n.ok_us.len(),
+            n.errors,
+            g.ok_us.len(),
+            g.errors,
+            gp99 / np99,
+            if gp99 <= target { "PASS" } else { "MISS" }
+        );
+    }
+    Ok(())
 }

@@ -25,10 +25,17 @@ pub struct FrontLimits {
     /// session's state is dropped (its finished streams can no longer be resumed), and with none idle a new
     /// `initialize` or a request on a session new to this process gets 503. Default 1,024.
     pub max_sessions: usize,
-    /// Most requests in flight per agent session (2025-11-25 session, or the stdio peer): beyond it, HTTP 429 with
-    /// `Retry-After: 1` and a JSON-RPC error body (the core client retries it), on stdio a JSON-RPC error
-    /// (-32603). A 2026-07-28 request has no session: [`FrontLimits::max_connections`] bounds those. Default 64.
-    pub max_calls_per_session: usize,
+    /// Most agent requests running at once in this front, over every session: up to it nothing waits, whoever
+    /// sends; beyond it a request waits, and each freed slot goes to the waiting session with the fewest running
+    /// (a fair share that bites only under contention: `admission.rs`). Default 4,096.
+    pub max_calls_in_flight: usize,
+    /// Most requests waiting for a slot, over every session. When full, the session queueing the most sheds its
+    /// newest request (HTTP 429 with `Retry-After`, on stdio a JSON-RPC error -32603 with `retryAfterMs`), never
+    /// another session's. Default 4,096.
+    pub max_queued_calls: usize,
+    /// Longest wait for a slot: a request still waiting then is refused as above. The gateway sets it to its
+    /// call deadline (a request admitted later could not finish in time). Default 30 s.
+    pub queue_wait: Duration,
     /// Most open HTTP connections; beyond it a new connection is closed at once. Default 4,096.
     pub max_connections: usize,
     /// `Origin` values allowed besides loopback ones (DNS rebinding: a request whose `Origin` is present and not
@@ -60,7 +67,9 @@ impl Default for FrontLimits {
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             max_sessions: 1024,
-            max_calls_per_session: 64,
+            max_calls_in_flight: 4096,
+            max_queued_calls: 4096,
+            queue_wait: Duration::from_secs(30),
             max_connections: 4096,
             allowed_origins: Vec::new(),
             allow_loopback_origins: true,

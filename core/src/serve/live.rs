@@ -1,14 +1,16 @@
 //! What this process holds of the agent sessions it serves: the requests in flight (for cancellation, the
-//! per-session cap and the drain on shutdown), the request streams kept for resumption and the open GET stream.
+//! admission and the drain on shutdown), the request streams kept for resumption and the open GET stream.
 //! The session's identity and negotiated state travel in its id (`token.rs`); this is only the local part, made on
 //! first sight and dropped when idle and the table is full.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use super::admission::{Admission, Refused, Ticket};
 use super::sse::StreamLog;
 use crate::cancel::CancelToken;
 use crate::jsonrpc::{Notification, RequestId};
@@ -57,14 +59,9 @@ pub(crate) struct LiveSession {
     last_used: AtomicU64,
 }
 
-/// Why a request could not enter its session.
+/// A request with this id is already in flight in the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Busy {
-    /// The session has `max_calls_per_session` in flight.
-    Full,
-    /// A request with this id is already in flight in the session.
-    DuplicateId,
-}
+pub(crate) struct DuplicateId;
 
 impl LiveSession {
     pub fn new(key: Arc<str>, parent: &CancelToken) -> Arc<LiveSession> {
@@ -79,19 +76,17 @@ impl LiveSession {
         })
     }
 
-    /// Enters request `id`: its flight holds its cancel token until dropped.
-    pub fn enter(self: &Arc<Self>, drain: &Arc<Drain>, id: &RequestId, cap: usize) -> Result<Flight, Busy> {
+    /// Enters request `id`: its flight holds its cancel token until dropped. How many may run at once is the
+    /// front's admission's to say, not the session's.
+    pub fn enter(self: &Arc<Self>, drain: &Arc<Drain>, id: &RequestId) -> Result<Flight, DuplicateId> {
         let mut flights = lock(&self.flights);
         if flights.contains_key(id) {
-            return Err(Busy::DuplicateId);
-        }
-        if flights.len() >= cap {
-            return Err(Busy::Full);
+            return Err(DuplicateId);
         }
         let token = self.cancel.child();
         flights.insert(id.clone(), token.clone());
         drain.count.fetch_add(1, Ordering::SeqCst);
-        Ok(Flight { session: Some(self.clone()), id: Some(id.clone()), token, drain: drain.clone() })
+        Ok(Flight { session: Some(self.clone()), id: Some(id.clone()), token, drain: drain.clone(), ticket: None })
     }
 
     /// `notifications/cancelled`: cancels the request if it is still in flight.
@@ -173,14 +168,36 @@ pub(crate) struct Flight {
     id: Option<RequestId>,
     pub token: CancelToken,
     drain: Arc<Drain>,
+    /// Its admission slot, once admitted: given back when the flight ends.
+    ticket: Option<Ticket>,
 }
 
 impl Flight {
     /// A request of no session (2026-07-28): counted in the drain only.
     pub fn alone(drain: &Arc<Drain>, parent: &CancelToken) -> Flight {
         drain.count.fetch_add(1, Ordering::SeqCst);
-        Flight { session: None, id: None, token: parent.child(), drain: drain.clone() }
+        Flight { session: None, id: None, token: parent.child(), drain: drain.clone(), ticket: None }
     }
+
+    /// Waits for an admission slot under `key` (at most `wait`, and not past the request's cancellation), and holds
+    /// it for the rest of the flight.
+    pub async fn admit(&mut self, admission: &Arc<Admission>, key: &Arc<str>, wait: Duration) -> Result<(), Admit> {
+        let admitted = tokio::select! {
+            biased;
+            () = self.token.cancelled() => return Err(Admit::Cancelled),
+            admitted = admission.enter(key, wait) => admitted,
+        };
+        self.ticket = Some(admitted.map_err(Admit::Refused)?);
+        Ok(())
+    }
+}
+
+/// Why a request was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admit {
+    Refused(Refused),
+    /// Cancelled (by the agent, DELETE or the drain deadline) while it waited.
+    Cancelled,
 }
 
 impl Drop for Flight {
@@ -254,9 +271,8 @@ mod tests {
         let table = SessionTable::new(2);
         let a = table.get_or_make("a", &root).unwrap();
         let _b = table.get_or_make("b", &root).unwrap();
-        let flight = a.enter(&drain, &RequestId::Number(1), 1).unwrap();
-        assert_eq!(a.enter(&drain, &RequestId::Number(1), 5).unwrap_err(), Busy::DuplicateId);
-        assert_eq!(a.enter(&drain, &RequestId::Number(2), 1).unwrap_err(), Busy::Full);
+        let flight = a.enter(&drain, &RequestId::Number(1)).unwrap();
+        assert_eq!(a.enter(&drain, &RequestId::Number(1)).unwrap_err(), DuplicateId);
         // "b" is idle and older than nothing else idle: it goes.
         let c = table.get_or_make("c", &root).unwrap();
         assert_eq!(table.len(), 2);

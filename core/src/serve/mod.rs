@@ -19,6 +19,7 @@
 //! **Stopping**: [`Front::shutdown`] stops accepting, lets requests in flight finish up to the drain deadline, then
 //! cancels the rest and closes every connection.
 
+mod admission;
 pub mod body;
 mod dispatch;
 mod front;

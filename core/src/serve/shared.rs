@@ -8,6 +8,7 @@ use ring::hmac;
 use ring::rand::SystemRandom;
 use tokio::sync::broadcast;
 
+use super::admission::Admission;
 use super::keys::{KeyError, Keys};
 use super::limits::FrontLimits;
 use super::live::{Drain, SessionTable};
@@ -29,6 +30,8 @@ pub(crate) struct Shared {
     pub clock: Arc<dyn Clock>,
     revoked: Mutex<Revoked>,
     pub sessions: SessionTable,
+    /// Who runs and who waits when agents send more than `max_calls_in_flight`.
+    pub admission: Arc<Admission>,
     pub drain: Arc<Drain>,
     pub notices: broadcast::Sender<Message>,
     /// Stop accepting connections and requests.
@@ -46,6 +49,7 @@ impl std::fmt::Debug for Shared {
             .field("limits", &self.limits)
             .field("sessions", &self.sessions.len())
             .field("in_flight", &self.drain.count())
+            .field("admission", &self.admission.load())
             .finish_non_exhaustive()
     }
 }
@@ -113,6 +117,7 @@ impl Shared {
             clock,
             revoked: Mutex::new(Revoked::new(limits.max_revoked)),
             sessions: SessionTable::new(limits.max_sessions),
+            admission: Admission::new(limits.max_calls_in_flight, limits.max_queued_calls),
             drain: Arc::default(),
             notices: broadcast::channel(NOTICES).0,
             closing: CancelToken::new(),

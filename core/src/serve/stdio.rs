@@ -12,7 +12,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::dispatch::{self, Agent};
 use super::lifecycle;
-use super::live::{Busy, LiveSession};
+use super::live::{Admit, LiveSession};
 use super::shared::Shared;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
 use crate::mcp::{LATEST_PROTOCOL_VERSION, method};
@@ -118,19 +118,23 @@ fn on_request(
     } else {
         agent.clone()
     };
-    let flight = match session.enter(&front.drain, &id, front.limits.max_calls_per_session) {
-        Ok(flight) => flight,
-        Err(Busy::Full) => {
-            let e = ErrorObject::new(ErrorCode::INTERNAL_ERROR, "too many requests in flight on this session");
-            return Some(Message::error(Some(id), e));
-        }
-        Err(Busy::DuplicateId) => {
-            let e = ErrorObject::new(ErrorCode::INVALID_REQUEST, "a request with this id is already in flight");
-            return Some(Message::error(Some(id), e));
-        }
+    let Ok(mut flight) = session.enter(&front.drain, &id) else {
+        let e = ErrorObject::new(ErrorCode::INVALID_REQUEST, "a request with this id is already in flight");
+        return Some(Message::error(Some(id), e));
     };
-    let (front, out) = (front.clone(), out.clone());
+    let (front, out, key) = (front.clone(), out.clone(), session.key.clone());
     tokio::spawn(async move {
+        match flight.admit(&front.admission, &key, front.limits.queue_wait).await {
+            Ok(()) => {}
+            Err(Admit::Refused(refused)) => {
+                let mut e = ErrorObject::new(ErrorCode::INTERNAL_ERROR, refused.message());
+                e.data = Some(serde_json::json!({ "retryAfterMs": refused.retry_after().as_millis() as u64 }));
+                let _ = out.send(Message::error(Some(id), e)).await;
+                return;
+            }
+            // A cancelled request is not answered (MCP: the cancellation notification).
+            Err(Admit::Cancelled) => return,
+        }
         let token = flight.token.clone();
         if let Some(msg) = dispatch::answer(&front.service, &agent, request, token, Some(out.clone())).await {
             let _ = out.send(msg).await;

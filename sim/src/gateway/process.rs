@@ -232,7 +232,10 @@ fn front_limits(file: &GatewayFile) -> Result<FrontLimits, StartError> {
     Ok(FrontLimits {
         max_body: listen.max_body_bytes,
         max_sessions: listen.max_sessions,
-        max_calls_per_session: listen.max_calls_per_session,
+        max_calls_in_flight: listen.max_calls_in_flight,
+        max_queued_calls: listen.max_queued_calls,
+        // A call admitted after its deadline could not finish in time.
+        queue_wait: file.client.deadline.0,
         allowed_origins: listen.allowed_origins.clone(),
         agent_tokens,
         ..FrontLimits::default()

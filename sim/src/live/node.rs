@@ -66,7 +66,7 @@ pub fn config(
     }
     let listen = ListenSpec {
         http: listen.to_string(),
-        max_calls_per_session: usize::try_from(MAX_CONCURRENCY).unwrap_or(usize::MAX),
+        max_calls_in_flight: usize::try_from(MAX_CONCURRENCY).unwrap_or(usize::MAX),
         ..ListenSpec::default()
     };
     GatewayFile { listen, servers, gateway, client: scenario.client.clone(), admin: None, history: None }

@@ -35,9 +35,19 @@ pub struct ListenSpec {
     /// session get 503.
     #[serde(default = "default_max_sessions")]
     pub max_sessions: usize,
-    /// The most calls one agent session may have in flight at once.
+    /// The most agent calls running at once in this process, over every session. Up to it nothing waits, whoever
+    /// sends; beyond it a call waits (up to `[client] deadline`) and each freed slot goes to the waiting session with
+    /// the fewest running: a fair share that bites only under contention, never a per-session cap.
     #[serde(default = "default_max_calls")]
-    pub max_calls_per_session: usize,
+    pub max_calls_in_flight: usize,
+    /// The most calls waiting for a slot, over every session. When full, the session queueing the most sheds its
+    /// newest call (HTTP 429 with `Retry-After`), never another session's.
+    #[serde(default = "default_max_queued")]
+    pub max_queued_calls: usize,
+    /// Gone: a per-session cap answered one agent's burst with 429s. Named here only to say so.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub max_calls_per_session: Option<usize>,
     /// On SIGTERM: how long calls in flight may still finish before the process closes them and exits.
     #[serde(default = "default_drain")]
     pub drain: Dur,
@@ -72,7 +82,10 @@ fn default_max_sessions() -> usize {
     FrontLimits::default().max_sessions
 }
 fn default_max_calls() -> usize {
-    FrontLimits::default().max_calls_per_session
+    FrontLimits::default().max_calls_in_flight
+}
+fn default_max_queued() -> usize {
+    FrontLimits::default().max_queued_calls
 }
 fn default_drain() -> Dur {
     Dur(std::time::Duration::from_secs(10))
@@ -86,7 +99,9 @@ impl Default for ListenSpec {
             allowed_origins: Vec::new(),
             max_body_bytes: default_max_body(),
             max_sessions: default_max_sessions(),
-            max_calls_per_session: default_max_calls(),
+            max_calls_in_flight: default_max_calls(),
+            max_queued_calls: default_max_queued(),
+            max_calls_per_session: None,
             drain: default_drain(),
         }
     }
@@ -132,13 +147,21 @@ impl ListenSpec {
         }
         rules.at_least_one("listen.max_body_bytes", self.max_body_bytes);
         rules.at_least_one("listen.max_sessions", self.max_sessions);
-        rules.at_least_one("listen.max_calls_per_session", self.max_calls_per_session);
+        rules.at_least_one("listen.max_calls_in_flight", self.max_calls_in_flight);
+        if self.max_calls_per_session.is_some() {
+            rules.fail(
+                "listen.max_calls_per_session",
+                "is gone: one agent's burst is no longer capped per session; the process-wide \
+                 listen.max_calls_in_flight is shared fairly between sessions under contention",
+            );
+        }
     }
 
     pub(super) fn ranges(&self, out: &mut Ranges) {
         out.count("listen.max_body_bytes", self.max_body_bytes as f64, f64::from(1u32 << 30));
         out.count("listen.max_sessions", self.max_sessions as f64, 1e6);
-        out.count("listen.max_calls_per_session", self.max_calls_per_session as f64, MAX_CONCURRENCY as f64);
+        out.count("listen.max_calls_in_flight", self.max_calls_in_flight as f64, MAX_CONCURRENCY as f64);
+        out.count("listen.max_queued_calls", self.max_queued_calls as f64, MAX_CONCURRENCY as f64);
         out.duration("listen.drain", self.drain.0, Upper::Week);
     }
 }

@@ -35,9 +35,9 @@ use crate::scenario::{
 };
 use crate::seed::Seed;
 
-/// The calls one agent session (a load host's client of a node) may have in flight at a node: a load host
-/// multiplexes all its agents over one session per node, so the process's per-agent bound does not apply.
-const CALLS_PER_SESSION: usize = 1 << 20;
+/// The calls a node's front runs at once: a load host multiplexes all its agents over one session per node, and
+/// what bounds them is the load host's own client, so the front never queues them.
+const CALLS_IN_FLIGHT: usize = 1 << 20;
 
 /// Everything a node needs, shared by every incarnation of it.
 #[derive(Debug)]
@@ -128,7 +128,7 @@ pub async fn run_node(plan: Arc<NodePlan>, index: usize) -> turmoil::Result {
     // Session ids signed with a key drawn from the node's seed: nothing of a run comes from outside it.
     let mut key = [0u8; MIN_KEY_BYTES];
     seed.fork("session key").rng().fill_bytes(&mut key);
-    let limits = FrontLimits { max_calls_per_session: CALLS_PER_SESSION, ..FrontLimits::default() };
+    let limits = FrontLimits { max_calls_in_flight: CALLS_IN_FLIGHT, ..FrontLimits::default() };
     let keys = Keys::new(SessionKey::from_bytes(&key)?);
     let front = Front::new(Arc::new(service), keys, limits, Arc::new(clock))?;
     tokio::spawn(tell_agents(current, front.clone(), node.stop.clone()));

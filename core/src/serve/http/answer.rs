@@ -15,14 +15,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::StatusCode;
-use hyper::header::HeaderMap;
+use hyper::header::{self, HeaderMap, HeaderValue};
 use tokio::sync::mpsc;
 
-use crate::jsonrpc::{Message, Request, ResponseBody};
+use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Request, RequestId, ResponseBody};
 use crate::serve::body::{self, Held, Reply};
 use crate::serve::dispatch::{self, Agent};
 use crate::serve::headers::{accepts, modern_status};
-use crate::serve::live::{Flight, LiveSession};
+use crate::serve::live::{Admit, Flight, LiveSession};
 use crate::serve::service::progress_token;
 use crate::serve::shared::Shared;
 use crate::serve::sse::{RING, StreamLog};
@@ -103,6 +103,20 @@ pub(super) async fn answer(
     let (kept, held) = if modern { (None, Some(flight)) } else { (Some(flight), None) };
     tokio::spawn(pump(era, rest, notes, first, log, kept));
     body::sse(reader, held.map(Held::new))
+}
+
+/// The answer to a request the front's admission did not run: 429 with `Retry-After` (whole seconds) and a
+/// JSON-RPC error whose data says why and when to come back, or 204 when it was cancelled while it waited.
+pub(super) fn not_admitted(admit: Admit, id: RequestId) -> Reply {
+    let Admit::Refused(refused) = admit else {
+        return body::empty(StatusCode::NO_CONTENT);
+    };
+    let after = refused.retry_after();
+    let mut error = ErrorObject::new(ErrorCode::INTERNAL_ERROR, refused.message());
+    error.data = Some(serde_json::json!({ "httpStatus": 429, "retryAfterMs": after.as_millis() as u64 }));
+    let mut reply = body::json(StatusCode::TOO_MANY_REQUESTS, &Message::error(Some(id), error));
+    reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(after.as_secs()));
+    reply
 }
 
 /// One JSON body for the answer (a 2026-07-28 error with its own status), or 204 when the request was cancelled

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::StatusCode;
-use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::header::HeaderMap;
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::sleep;
 
@@ -16,7 +16,7 @@ use crate::serve::body::{self, Reply};
 use crate::serve::dispatch::Agent;
 use crate::serve::headers::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, accepts, header};
 use crate::serve::lifecycle;
-use crate::serve::live::{Busy, GetGuard, LiveSession};
+use crate::serve::live::{GetGuard, LiveSession};
 use crate::serve::shared::Shared;
 use crate::serve::sse::{self, RING, parse_event_id};
 use crate::serve::token::{self, SessionClaims};
@@ -82,23 +82,13 @@ async fn call(
     session: Arc<LiveSession>,
     request: Request,
 ) -> Reply {
-    let flight = match session.enter(&front.drain, &request.id, front.limits.max_calls_per_session) {
-        Ok(flight) => flight,
-        Err(Busy::Full) => {
-            let mut reply = body::error(
-                StatusCode::TOO_MANY_REQUESTS,
-                Some(request.id),
-                ErrorCode::INTERNAL_ERROR,
-                "too many requests in flight on this session",
-            );
-            reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return reply;
-        }
-        Err(Busy::DuplicateId) => {
-            let message = "a request with this id is already in flight on this session";
-            return body::error(StatusCode::OK, Some(request.id), ErrorCode::INVALID_REQUEST, message);
-        }
+    let Ok(mut flight) = session.enter(&front.drain, &request.id) else {
+        let message = "a request with this id is already in flight on this session";
+        return body::error(StatusCode::OK, Some(request.id), ErrorCode::INVALID_REQUEST, message);
     };
+    if let Err(refused) = flight.admit(&front.admission, &session.key, front.limits.queue_wait).await {
+        return super::answer::not_admitted(refused, request.id);
+    }
     let agent = Agent {
         session: Some(session.key.clone()),
         era: Era::Legacy,

@@ -13,6 +13,12 @@ use crate::serve::headers::{check_mirrored, modern_status};
 use crate::serve::live::Flight;
 use crate::serve::shared::Shared;
 
+/// The admission key of a request with no session: the agent's own name for itself.
+fn agent_key(agent: &Agent) -> Arc<str> {
+    let name = agent.client_info.as_ref().map_or("", |c| c.name.as_str());
+    Arc::from(format!("agent:{name}"))
+}
+
 pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message) -> Reply {
     let request = match msg {
         Message::Request(request) => request,
@@ -31,6 +37,11 @@ pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message)
         Err(e) => return body::json(modern_status(&e), &Message::error(Some(request.id), e)),
     };
     // Every request is its own scope: its stream is its only channel, and closing it cancels it.
-    let flight = Flight::alone(&front.drain, &front.root);
+    let mut flight = Flight::alone(&front.drain, &front.root);
+    // No session to share slots fairly between: the agent as it names itself stands in for one.
+    let key = agent_key(&agent);
+    if let Err(refused) = flight.admit(&front.admission, &key, front.limits.queue_wait).await {
+        return super::answer::not_admitted(refused, request.id);
+    }
     answer(front, headers, agent, request, flight, None).await
 }

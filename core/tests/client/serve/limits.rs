@@ -89,25 +89,42 @@ async fn health_routes_and_unknown_paths() {
 }
 
 #[tokio::test]
-async fn calls_per_session_and_live_sessions_are_bounded() {
+async fn calls_beyond_capacity_wait_their_turn_and_live_sessions_are_bounded() {
     let echo = Echo::new();
-    let limits = FrontLimits { max_calls_per_session: 1, max_sessions: 1, ..FrontLimits::default() };
+    let limits = FrontLimits {
+        max_calls_in_flight: 1,
+        max_queued_calls: 1,
+        queue_wait: Duration::from_secs(30),
+        max_sessions: 1,
+        ..FrontLimits::default()
+    };
     let (front, addr) = start(&echo, Keys::random().unwrap(), limits).await;
     let id = open_session(&addr).await;
     let headers = [JSON_AND_SSE, CT_JSON, ("mcp-session-id", id.as_str())];
-    let (a, h) = (addr.clone(), headers.map(|(k, v)| (k.to_owned(), v.to_owned())));
-    let held = tokio::spawn(async move {
-        let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        send(&a, "POST", &h, &call_body(1, "hold", json!({}), None)).await
-    });
+    let post = |n: u64, tool: &'static str| {
+        let (a, h) = (addr.clone(), headers.map(|(k, v)| (k.to_owned(), v.to_owned())));
+        tokio::spawn(async move {
+            let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            send(&a, "POST", &h, &call_body(n, tool, json!({}), None)).await
+        })
+    };
+    let held = post(1, "hold");
     echo.until_held().await;
-    let second = send(&addr, "POST", &headers, &call_body(2, "echo", json!({}), None)).await;
-    assert_eq!(second.status, 429);
-    assert_eq!(second.header("retry-after"), Some("1"));
+    // Over capacity: the second call waits for the slot instead of being refused.
+    let waiting = post(2, "echo");
+    while front.in_flight() < 2 {
+        tokio::task::yield_now().await;
+    }
+    // The queue is full and this session queues the most: its newest call is shed, with a Retry-After.
+    let third = send(&addr, "POST", &headers, &call_body(3, "echo", json!({}), None)).await;
+    assert_eq!(third.status, 429);
+    let retry_after: u64 = third.header("retry-after").expect("Retry-After").parse().expect("whole seconds");
+    assert!((1..=60).contains(&retry_after));
     // The only session slot is busy: a new session is refused.
     assert_eq!(send(&addr, "POST", &[JSON_AND_SSE, CT_JSON], &initialize_body(1)).await.status, 503);
     echo.0.gate.add_permits(1);
     assert_eq!(held.await.unwrap().status, 200);
+    assert_eq!(waiting.await.unwrap().status, 200, "the waiting call ran once the slot freed");
     assert_eq!(front.in_flight(), 0);
     // Idle now: its state makes room for the next session.
     assert_eq!(send(&addr, "POST", &[JSON_AND_SSE, CT_JSON], &initialize_body(1)).await.status, 200);
