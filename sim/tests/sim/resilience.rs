@@ -132,3 +132,53 @@ fn an_overload_spreads_to_the_healthy_server_only_without_protection() {
     assert_eq!(failed(&s), ["healthy_p99_ratio"]);
     assert!(s["totals"]["amplification_during_fault"].as_f64().unwrap_or(0.0) > 1.5, "{}", s["totals"]);
 }
+
+/// replica_killed shortened: ledger#1 down from 3 s to 8 s, in `mode`, under `profile`; every attempt recorded.
+fn killed(mode: &str, profile: &str) -> (Option<i32>, PathBuf) {
+    let out = scratch(&format!("killed-{mode}-{profile}"));
+    let (mode, profile) = (format!("faults[0].mode=\"{mode}\""), format!("gateway.profile={profile}"));
+    let sets = ["duration=\"12s\"", "faults[0].start=\"3s\"", "faults[0].duration=\"5s\"", "report.calls=\"all\""];
+    let sets: Vec<&str> = sets.into_iter().chain(["report.contrast=\"none\"", &mode, &profile]).collect();
+    let o = sim(Path::new("scenarios/replica_killed.toml"), &out, &sets);
+    (o.status.code(), out)
+}
+
+/// The failed attempts on ledger-1 started inside its window, by `code`, and the attempts there that were retries
+/// (on any replica).
+fn failed_on_the_killed_replica(dir: &Path) -> (std::collections::BTreeMap<String, u64>, u64) {
+    let calls = std::fs::read_to_string(dir.join("calls.csv")).expect("calls.csv");
+    let (mut codes, mut retries) = (std::collections::BTreeMap::new(), 0);
+    for row in calls.lines().skip(1).map(|r| r.split(',').collect::<Vec<&str>>()) {
+        if !(3_000.0..8_000.0).contains(&row[1].parse::<f64>().expect("start_ms")) {
+            continue;
+        }
+        retries += u64::from(row[10] != "0");
+        if row[3] == "ledger-1" && row[8] != "success" {
+            *codes.entry(row[9].to_owned()).or_insert(0) += 1;
+        }
+    }
+    (codes, retries)
+}
+
+/// Each crash mode shows its callers what the real failure does: a killed process refuses the connect, a vanished
+/// host lets it time out, a resetting process closes the connection after the request went out. With the naive
+/// gateway (no failover) every call routed to ledger-1 meanwhile fails so; with the default one, a refused call is
+/// failed over, and a reset one (it may have reached ledger-1, and `deposit` is not idempotent) is never repeated.
+#[test]
+fn each_crash_mode_fails_its_callers_as_the_real_failure_does() {
+    for (mode, code) in [("refuse", "connect_failed"), ("hang", "connect_timeout"), ("reset", "closed")] {
+        let (_, out) = killed(mode, "naive");
+        let (codes, _) = failed_on_the_killed_replica(&out);
+        let (ours, others): (Vec<_>, Vec<_>) = codes.iter().partition(|(c, _)| c.as_str() == code);
+        assert!(ours.first().is_some_and(|(_, n)| **n > 100), "{mode}: {codes:?}");
+        // A call that waited out its deadline behind the dead replica ends as a timeout, whatever the mode.
+        assert!(others.iter().all(|(c, n)| c.as_str() == "deadline_exceeded" && **n <= 2), "{mode}: {codes:?}");
+    }
+    let (code, out) = killed("refuse", "default");
+    assert_eq!(code, Some(0), "the default passes replica_killed's checks");
+    let (codes, retried) = failed_on_the_killed_replica(&out);
+    assert!(codes.get("connect_failed").is_some_and(|n| *n == retried), "each refused call failed over: {codes:?}");
+    let (_, out) = killed("reset", "default");
+    let (codes, retried) = failed_on_the_killed_replica(&out);
+    assert!(codes.get("closed").is_some_and(|n| *n > 0) && retried == 0, "never repeated: {codes:?}, {retried}");
+}

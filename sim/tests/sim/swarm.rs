@@ -99,6 +99,24 @@ fn a_partition_of_every_replica_is_survived() {
     assert!(run.passed(), "{:?}", run.violations);
 }
 
+/// Each crash mode, on one replica of `api` (an idempotent tool, a sibling left) and on `db` (one replica, a tool
+/// without annotations), is survived: every call one outcome, nothing leaked, goodput back, and the default profile
+/// no worse than naive wherever the rule judges.
+#[test]
+fn every_crash_mode_is_survived() {
+    for mode in ["refuse", "hang", "reset"] {
+        let mut scenario = small();
+        for target in ["api#1", "db"] {
+            let fault = format!(
+                "kind = \"crash\"\nmode = \"{mode}\"\ntarget = \"{target}\"\nstart = \"3s\"\nduration = \"2s\""
+            );
+            scenario.faults.push(toml::from_str(&fault).expect("a crash"));
+        }
+        let run = check(&scenario, Options { differential: true, checks: false });
+        assert!(run.passed(), "{mode}: {:?}", run.violations);
+    }
+}
+
 /// `run_seed` draws the seed's timeline and runs both profiles: the baseline is there for the differential checks.
 #[test]
 fn run_seed_runs_the_naive_baseline_too() {
