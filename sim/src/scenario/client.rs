@@ -9,7 +9,7 @@
 //! | `per_connection`   | `ConnectionConfig::max_in_flight`              |
 //! | `http_connections` | `PoolConfig::max_connections`                  |
 //! | `http_queue`       | `PoolConfig::max_waiting`                      |
-//! | `queue_wait`       | `ConnectionConfig::queue_wait`, `PoolConfig::max_wait` |
+//! | `queue_wait`       | `ConnectionConfig::queue_wait`, `PoolConfig::max_wait` (default: `deadline`) |
 //! | `first_response`   | `ConnectionConfig::first_response` (default: `deadline`) |
 //! | `connect_timeout`  | `ClientConfig::connect_timeout`                |
 //! | `deadline`         | `ConnectionConfig::call_deadline`, `GatewayConfig::call_deadline` |
@@ -31,7 +31,9 @@ use super::units::Dur;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClientSpec {
-    /// Global in-flight limit per load host (a default of 50 in-flight calls, the measured client's).
+    /// Global in-flight limit per load host or gateway process. High by default (1,024, Envoy's default circuit
+    /// breaker of a cluster): the bulkheads and adaptive limits are what protect a server, and a fixed low cap made the
+    /// gateway slower than a plain proxy on one agent's burst.
     #[serde(default = "default_max_in_flight")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub max_in_flight: usize,
@@ -39,7 +41,8 @@ pub struct ClientSpec {
     #[serde(default = "default_per_connection")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub per_connection: usize,
-    /// Streamable HTTP servers: the most keep-alive connections per replica (each carries one exchange at a time).
+    /// Streamable HTTP servers: the most keep-alive connections per replica (each carries one exchange at a time, so
+    /// this is also the most requests in flight to it: a plain proxy opens as many as its agents need).
     #[serde(default = "default_http_connections")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub http_connections: usize,
@@ -48,9 +51,10 @@ pub struct ClientSpec {
     #[serde(default = "default_http_queue")]
     #[schemars(range(max = ranges::MAX_CONCURRENCY))]
     pub http_queue: usize,
-    /// Longest wait for an in-flight slot (and, over HTTP, for a pooled connection).
-    #[serde(default = "default_queue_wait")]
-    pub queue_wait: Dur,
+    /// Longest wait for an in-flight slot, a bulkhead's room and, over HTTP, a pooled connection. Default: the
+    /// deadline, so protection sheds only a call that could not have been served in time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_wait: Option<Dur>,
     /// Longest wait for the first byte of a response (or progress). Default: the deadline, so a slow tool that
     /// sends no progress is never cut before the call's own deadline (a tool may think for a minute; nginx waits
     /// 60 s). Set it shorter only for servers known to answer fast.
@@ -73,19 +77,16 @@ pub struct ClientSpec {
 const MAX_LIFECYCLE_RETRIES: u32 = 10;
 
 fn default_max_in_flight() -> usize {
-    50
+    1024
 }
 fn default_per_connection() -> usize {
     256
 }
 fn default_http_connections() -> usize {
-    16
+    1024
 }
 fn default_http_queue() -> usize {
-    256
-}
-fn default_queue_wait() -> Dur {
-    Dur(Duration::from_secs(10))
+    1024
 }
 fn default_connect_timeout() -> Dur {
     Dur(Duration::from_secs(10))
@@ -107,7 +108,7 @@ impl Default for ClientSpec {
             per_connection: default_per_connection(),
             http_connections: default_http_connections(),
             http_queue: default_http_queue(),
-            queue_wait: default_queue_wait(),
+            queue_wait: None,
             first_response: None,
             connect_timeout: default_connect_timeout(),
             deadline: default_deadline(),
@@ -117,6 +118,11 @@ impl Default for ClientSpec {
 }
 
 impl ClientSpec {
+    /// The longest wait for a slot, room or a connection: as set, else the deadline.
+    pub fn queue_wait(&self) -> Dur {
+        self.queue_wait.unwrap_or(self.deadline)
+    }
+
     /// The first-response phase's limit: as set, else the deadline.
     pub fn first_response(&self) -> Dur {
         self.first_response.unwrap_or(self.deadline)
@@ -125,7 +131,7 @@ impl ClientSpec {
     /// Every duration of the table, by key.
     fn durations(&self) -> [(&'static str, Dur); 4] {
         [
-            ("queue_wait", self.queue_wait),
+            ("queue_wait", self.queue_wait()),
             ("first_response", self.first_response()),
             ("connect_timeout", self.connect_timeout),
             ("deadline", self.deadline),
@@ -178,7 +184,7 @@ impl ClientSpec {
             ..ClientConfig::default()
         };
         config.connection.max_in_flight = self.per_connection;
-        config.connection.queue_wait = self.queue_wait.0;
+        config.connection.queue_wait = self.queue_wait().0;
         config.connection.first_response = self.first_response().0;
         config.connection.call_deadline = self.deadline.0;
         config
@@ -186,6 +192,10 @@ impl ClientSpec {
 
     /// The keep-alive pool each replica's client keeps to a Streamable HTTP server.
     pub fn pool(&self) -> PoolConfig {
-        PoolConfig { max_connections: self.http_connections, max_waiting: self.http_queue, max_wait: self.queue_wait.0 }
+        PoolConfig {
+            max_connections: self.http_connections,
+            max_waiting: self.http_queue,
+            max_wait: self.queue_wait().0,
+        }
     }
 }
