@@ -121,3 +121,55 @@ async fn a_waiter_dropped_mid_wait_leaves_the_queue_and_takes_no_slot() {
     drop(ticket);
     assert_eq!(admission.load(), (0, 0));
 }
+
+/// Holds a slot for one "service time" and gives it back.
+async fn serve(admission: Arc<Admission>, k: Arc<str>, wait: Duration) -> Result<Duration, Refused> {
+    let started = tokio::time::Instant::now();
+    let ticket = admission.enter(&k, wait).await?;
+    let waited = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    drop(ticket);
+    Ok(waited)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_1000_and_50_small_sessions_are_all_served_and_100000_hostile_calls_starve_none() {
+    // The gateway's defaults: one orchestrator's burst of 1,000 and 50 small agents fit, nothing waits or is refused.
+    let admission = Admission::new(4_096, 4_096);
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..1_000 {
+        calls.spawn(serve(admission.clone(), key("orchestrator"), Duration::from_secs(30)));
+    }
+    for i in 0..50 {
+        calls.spawn(serve(admission.clone(), key(&format!("agent-{i}")), Duration::from_secs(30)));
+    }
+    let waited: Vec<Duration> = calls.join_all().await.into_iter().map(|r| r.expect("served")).collect();
+    assert!(waited.iter().all(Duration::is_zero), "nobody waited: there was room");
+
+    // A hostile session opens 100,000 calls against the same defaults while 50 agents make 5 calls each, one
+    // after another. The hostile calls beyond the slots and the queue are shed; every agent call is served, and
+    // none waits longer than the hostile calls already running take to finish plus its own turn.
+    let admission = Admission::new(4_096, 4_096);
+    let mut hostile = tokio::task::JoinSet::new();
+    for _ in 0..100_000 {
+        hostile.spawn(serve(admission.clone(), key("hostile"), Duration::from_secs(30)));
+    }
+    tokio::task::yield_now().await;
+    let mut agents = tokio::task::JoinSet::new();
+    for i in 0..50 {
+        let (admission, k) = (admission.clone(), key(&format!("agent-{i}")));
+        agents.spawn(async move {
+            let mut worst = Duration::ZERO;
+            for _ in 0..5 {
+                worst = worst.max(serve(admission.clone(), k.clone(), Duration::from_secs(30)).await?);
+            }
+            Ok::<_, Refused>(worst)
+        });
+    }
+    let worst = agents.join_all().await.into_iter().map(|r| r.expect("every agent call served")).max();
+    assert!(worst.expect("50 agents") <= Duration::from_millis(10), "waited {worst:?}: one service time at most");
+    let outcomes = hostile.join_all().await;
+    let shed = outcomes.iter().filter(|r| r.is_err()).count();
+    assert!(shed > 0 && shed < 100_000, "{shed} hostile calls shed: the excess, not all");
+    assert_eq!(admission.load(), (0, 0));
+}
