@@ -99,7 +99,7 @@ impl Default for Metrics {
         let handshake_failures = Family::<ReplicaLabels, Counter>::default();
         registry.register(
             "handshake_failures",
-            "Failed MCP handshakes (initialize or server/discover) with upstream replicas",
+            "Connections to upstream replicas on which no MCP handshake worked (an era probe answered -32601 and then an initialize that worked is no failure)",
             handshake_failures.clone(),
         );
         let breaker_transitions = Family::<BreakerLabels, Counter>::default();
