@@ -139,10 +139,7 @@ impl Admin {
     }
 
     fn protection(&self) -> Protection {
-        let federation = current(&self.current);
-        let replicas: Vec<String> =
-            federation.servers().iter().flat_map(|s| (0..s.replicas.len()).map(|i| s.replica_id(i))).collect();
-        Protection::read(federation.gateway(), replicas.iter().map(String::as_str))
+        Protection::of(&current(&self.current))
     }
 
     fn switch(&self, switch: &Switch) -> Reply {
