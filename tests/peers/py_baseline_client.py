@@ -3,7 +3,8 @@
 Usage: py_baseline_client.py URL TOOL ARGUMENTS_JSON SESSIONS CALLS
 Opens SESSIONS clients (`mcp.Client`, mode "auto"), each its own session, prints the line `ready` once all are
 connected, then each makes CALLS calls of TOOL one after another (a closed loop, no think time). Prints one JSON
-object: {"ok": [latency_ms, ...], "errors": [message, ...]}. A call is an error when it raises or its result has
+object: {"ok": [[start_ms, end_ms], ...], "errors": [[start_ms, end_ms, message], ...]}, times in ms since `ready`
+was printed (the test places a fault on the same time line). A call is an error when it raises or its result has
 `isError`; the loop goes on after an error, as an agent would.
 """
 
@@ -16,26 +17,30 @@ from contextlib import AsyncExitStack
 from mcp import Client
 
 
-async def session(client: Client, tool: str, arguments: dict, calls: int, ok: list, errors: list) -> None:
+async def session(client: Client, tool: str, arguments: dict, calls: int, t0: float, ok: list, errors: list) -> None:
+    def ms() -> float:
+        return (time.monotonic() - t0) * 1000
+
     for _ in range(calls):
-        started = time.monotonic()
+        started = ms()
         try:
             result = await client.call_tool(tool, arguments)
             if result.is_error:
-                errors.append(f"tool error: {result.content[0].text if result.content else ''}")
+                errors.append([started, ms(), f"tool error: {result.content[0].text if result.content else ''}"])
             else:
-                ok.append((time.monotonic() - started) * 1000)
+                ok.append([started, ms()])
         except Exception as e:  # noqa: BLE001 -- every failure an agent sees counts, whatever its type
-            errors.append(f"{type(e).__name__}: {e}")
+            errors.append([started, ms(), f"{type(e).__name__}: {e}"])
 
 
 async def main(url: str, tool: str, arguments: dict, sessions: int, calls: int) -> None:
-    ok: list[float] = []
-    errors: list[str] = []
+    ok: list[list[float]] = []
+    errors: list[list] = []
     async with AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(Client(url, mode="auto")) for _ in range(sessions)]
         print("ready", flush=True)
-        await asyncio.gather(*(session(c, tool, arguments, calls, ok, errors) for c in clients))
+        t0 = time.monotonic()
+        await asyncio.gather(*(session(c, tool, arguments, calls, t0, ok, errors) for c in clients))
     print(json.dumps({"ok": ok, "errors": errors}), flush=True)
 
 

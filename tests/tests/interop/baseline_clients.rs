@@ -16,11 +16,21 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::time::Instant;
 
-/// What a workload's calls came to: the latency of each ok call, and each error as the client reported it.
+/// What a workload's calls came to: the latency of each ok call, and each error as the client reported it; from the
+/// Python loop also each call's span, to place a fault on.
 #[derive(Debug, Default)]
 pub struct Outcome {
     pub ok_ms: Vec<f64>,
     pub errors: Vec<String>,
+    pub spans: Vec<Span>,
+}
+
+/// One call on the Python loop's time line: ms since the loop began, and whether it was ok.
+#[derive(Debug, Clone, Copy)]
+pub struct Span {
+    pub start_ms: f64,
+    pub end_ms: f64,
+    pub ok: bool,
 }
 
 impl Outcome {
@@ -139,6 +149,8 @@ pub async fn rmcp_loop(url: &str, tool: &'static str, arguments: Value, sessions
 pub struct PythonLoop {
     child: Child,
     stdout: BufReader<ChildStdout>,
+    /// When the loop began (its `ready` line was read): the origin of its spans, a few ms late at most.
+    began: Instant,
 }
 
 impl PythonLoop {
@@ -159,7 +171,12 @@ impl PythonLoop {
             matches!(read, Ok(Ok(n)) if n > 0) && line.trim() == "ready",
             "py_baseline_client.py did not connect to {url}: {read:?} {line:?}"
         );
-        PythonLoop { child, stdout }
+        PythonLoop { child, stdout, began: Instant::now() }
+    }
+
+    /// Now on the loop's time line, in ms.
+    pub fn now_ms(&self) -> f64 {
+        self.began.elapsed().as_secs_f64() * 1000.0
     }
 
     /// Waits (at most 5 minutes) for the loop to end, and reads what it printed.
@@ -170,11 +187,22 @@ impl PythonLoop {
         let status = self.child.wait().await.expect("wait for py_baseline_client.py");
         assert!(status.success(), "py_baseline_client.py: {status}");
         let printed: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-        let ok_ms = printed["ok"].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
-        let errors = printed["errors"]
-            .as_array()
-            .map(|a| a.iter().map(|e| e.as_str().unwrap_or_default().to_owned()).collect())
-            .unwrap_or_default();
-        Outcome { ok_ms, errors }
+        let list = |key: &str| printed[key].as_array().cloned().unwrap_or_default();
+        let span = |call: &Value, ok: bool| Span {
+            start_ms: call[0].as_f64().unwrap_or_default(),
+            end_ms: call[1].as_f64().unwrap_or_default(),
+            ok,
+        };
+        let mut outcome = Outcome::default();
+        for call in list("ok") {
+            let span = span(&call, true);
+            outcome.ok_ms.push(span.end_ms - span.start_ms);
+            outcome.spans.push(span);
+        }
+        for call in list("errors") {
+            outcome.errors.push(call[2].as_str().unwrap_or_default().to_owned());
+            outcome.spans.push(span(&call, false));
+        }
+        outcome
     }
 }

@@ -135,7 +135,8 @@ impl Everything {
 /// `proxy_next_upstream error timeout`), keep-alive connections to them, no retries of its own beyond that default.
 /// Its config, pid file, logs and temp paths live in a temp dir, so it runs as any user.
 pub struct Nginx {
-    _child: Child,
+    child: Child,
+    program: PathBuf,
     dir: PathBuf,
     pub port: u16,
 }
@@ -166,12 +167,7 @@ impl Nginx {
         let path = dir.join("nginx.conf");
         std::fs::write(&path, conf).expect("write nginx.conf");
         let mut child = Command::new(program)
-            .arg("-p")
-            .arg(&dir)
-            .arg("-e")
-            .arg(dir.join("error.log"))
-            .arg("-c")
-            .arg(&path)
+            .args(Nginx::paths(&dir))
             .args(["-g", "daemon off;"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -180,7 +176,13 @@ impl Nginx {
             .spawn()
             .expect("start nginx");
         wait_listening(port, "nginx", &mut child).await;
-        Nginx { _child: child, dir, port }
+        Nginx { child, program: program.to_owned(), dir, port }
+    }
+
+    /// Its prefix, error log and config, all in `dir`.
+    fn paths(dir: &Path) -> [std::ffi::OsString; 6] {
+        let arg = |p: &Path| p.as_os_str().to_owned();
+        ["-p".into(), arg(dir), "-e".into(), arg(&dir.join("error.log")), "-c".into(), arg(&dir.join("nginx.conf"))]
     }
 
     pub fn url(&self) -> String {
@@ -190,7 +192,21 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        // The master is killed by `kill_on_drop`; its workers notice it is gone and exit.
+        // A SIGKILL reaches the master only, and its workers live on (holding their port) after it: `nginx -s stop`
+        // has the master stop them, and it exits once they have. SIGKILL only if it has not within 2 s.
+        let _ = std::process::Command::new(&self.program)
+            .args(Nginx::paths(&self.dir))
+            .args(["-s", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        for _ in 0..200 {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.start_kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
