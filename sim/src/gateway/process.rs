@@ -265,6 +265,11 @@ async fn build(
     let connector = LiveConnector {
         routes,
         config: file.client.to_core(&file.gateway),
+        lifecycle_retries: file
+            .servers
+            .iter()
+            .map(|s| (s.name.clone(), file.client.lifecycle_retries(s.replicas.len())))
+            .collect(),
         limit: InFlightLimit::new(file.client.max_in_flight),
         clock: clock.clone(),
         observer: {

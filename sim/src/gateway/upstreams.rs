@@ -72,6 +72,8 @@ pub type ObserverOf = Arc<dyn Fn(&str) -> Arc<dyn Observer> + Send + Sync>;
 pub struct LiveConnector {
     pub routes: BTreeMap<String, Route>,
     pub config: ClientConfig,
+    /// Each server's reconnects within one call (`ClientSpec::lifecycle_retries`), by server name.
+    pub lifecycle_retries: BTreeMap<String, u32>,
     pub limit: InFlightLimit,
     pub clock: Arc<dyn Clock>,
     /// Each replica's observer, by its endpoint id.
@@ -99,7 +101,11 @@ impl Connector for LiveConnector {
             http: None,
         });
         let hook = list_changed_hook(&self.list_changed, server);
-        let client = McpClient::new(endpoint, route.dialer, self.config.clone(), self.seed.fork(endpoint).seeded_rng())
+        let mut config = self.config.clone();
+        if let Some(retries) = self.lifecycle_retries.get(server) {
+            config.lifecycle_retries = *retries;
+        }
+        let client = McpClient::new(endpoint, route.dialer, config, self.seed.fork(endpoint).seeded_rng())
             .with_clock(self.clock.clone())
             .with_observer((self.observer)(endpoint))
             .with_global_limit(self.limit.clone())

@@ -65,12 +65,13 @@ pub struct ClientSpec {
     /// Overall deadline per attempt.
     #[serde(default = "default_deadline")]
     pub deadline: Dur,
-    /// Reconnect attempts within one call after a failed connect or handshake (backoff 1, 2, 4, 8 s ±20%). A call
-    /// whose replica has just died waits through them before the gateway tries a sibling; a gateway whose servers
-    /// have several replicas may prefer 0, failing over at once.
-    #[serde(default = "default_lifecycle_retries", skip_serializing_if = "is_default_lifecycle_retries")]
+    /// Reconnect attempts within one call after a failed connect or handshake (backoff 1, 2, 4, 8 s ±20%). Default:
+    /// 3 for a server with one replica (a call rides out a quick restart), 0 for a server with several: a call whose
+    /// replica just died goes to a sibling at once instead of waiting through the backoff (7 s with 3), and the dead
+    /// replica is ejected until a probe reaches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = MAX_LIFECYCLE_RETRIES))]
-    pub lifecycle_retries: u32,
+    pub lifecycle_retries: Option<u32>,
 }
 
 /// The most reconnect attempts a call may make.
@@ -94,12 +95,6 @@ fn default_connect_timeout() -> Dur {
 fn default_deadline() -> Dur {
     Dur(Duration::from_secs(30))
 }
-fn default_lifecycle_retries() -> u32 {
-    ClientConfig::default().lifecycle_retries
-}
-fn is_default_lifecycle_retries(n: &u32) -> bool {
-    *n == default_lifecycle_retries()
-}
 
 impl Default for ClientSpec {
     fn default() -> Self {
@@ -112,12 +107,19 @@ impl Default for ClientSpec {
             first_response: None,
             connect_timeout: default_connect_timeout(),
             deadline: default_deadline(),
-            lifecycle_retries: default_lifecycle_retries(),
+            lifecycle_retries: None,
         }
     }
 }
 
 impl ClientSpec {
+    /// Reconnects within one call to a replica of a server with `replicas` replicas: as set, else 3 for a lone
+    /// replica and 0 when a sibling can take the call. [`ClientSpec::to_core`] gives the lone replica's; the
+    /// connectors set each server's.
+    pub fn lifecycle_retries(&self, replicas: usize) -> u32 {
+        self.lifecycle_retries.unwrap_or(if replicas > 1 { 0 } else { ClientConfig::default().lifecycle_retries })
+    }
+
     /// The longest wait for a slot, room or a connection: as set, else the deadline.
     pub fn queue_wait(&self) -> Dur {
         self.queue_wait.unwrap_or(self.deadline)
@@ -169,7 +171,9 @@ impl ClientSpec {
         for (key, n) in self.counts() {
             out.count(format!("client.{key}"), n as f64, MAX_CONCURRENCY as f64);
         }
-        out.count("client.lifecycle_retries", f64::from(self.lifecycle_retries), f64::from(MAX_LIFECYCLE_RETRIES));
+        if let Some(n) = self.lifecycle_retries {
+            out.count("client.lifecycle_retries", f64::from(n), f64::from(MAX_LIFECYCLE_RETRIES));
+        }
     }
 
     /// The core's client settings of each replica's client: this table's timeouts and limits, with the gateway's
@@ -178,7 +182,7 @@ impl ClientSpec {
     pub fn to_core(&self, gateway: &GatewaySpec) -> ClientConfig {
         let mut config = ClientConfig {
             connect_timeout: self.connect_timeout.0,
-            lifecycle_retries: self.lifecycle_retries,
+            lifecycle_retries: self.lifecycle_retries(1),
             profile: gateway.profile,
             credentials: gateway.credentials.iter().map(CredentialSpec::to_core).collect(),
             ..ClientConfig::default()

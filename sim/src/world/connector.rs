@@ -1,7 +1,7 @@
 //! How a simulated gateway (a load host's in-process one, or a gateway node) reaches each replica: its client
 //! over turmoil TCP, with the scenario's client settings.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use mcpstorm_core::resilience::InFlightLimit;
@@ -23,6 +23,8 @@ use crate::seed::Seed;
 #[derive(Debug)]
 pub(super) struct SimConnector {
     config: ClientConfig,
+    /// Each server's reconnects within one call (`ClientSpec::lifecycle_retries`), by server name.
+    lifecycle_retries: BTreeMap<String, u32>,
     limit: InFlightLimit,
     clock: SimClock,
     /// The clients' seed: each replica's client forks it by the replica's host name.
@@ -54,6 +56,11 @@ impl SimConnector {
         let spec = &scenario.client;
         SimConnector {
             config: spec.to_core(&scenario.gateway),
+            lifecycle_retries: scenario
+                .servers
+                .iter()
+                .map(|s| (s.name.clone(), spec.lifecycle_retries(s.replicas)))
+                .collect(),
             limit: InFlightLimit::new(spec.max_in_flight),
             clock: clock.clone(),
             seed,
@@ -90,7 +97,11 @@ impl Connector for SimConnector {
             host: self.host.clone(),
             replica: endpoint.to_owned(),
         });
-        let client = McpClient::new(endpoint, dialer, self.config.clone(), self.seed.fork(endpoint).seeded_rng())
+        let mut config = self.config.clone();
+        if let Some(retries) = self.lifecycle_retries.get(server) {
+            config.lifecycle_retries = *retries;
+        }
+        let client = McpClient::new(endpoint, dialer, config, self.seed.fork(endpoint).seeded_rng())
             .with_observer(observer)
             .with_clock(Arc::new(self.clock.clone()))
             .with_global_limit(self.limit.clone());
