@@ -130,14 +130,11 @@ impl ClientSpec {
         self.first_response.unwrap_or(self.deadline)
     }
 
-    /// Every duration of the table, by key.
-    fn durations(&self) -> [(&'static str, Dur); 4] {
-        [
-            ("queue_wait", self.queue_wait()),
-            ("first_response", self.first_response()),
-            ("connect_timeout", self.connect_timeout),
-            ("deadline", self.deadline),
-        ]
+    /// Every duration the table sets, by key (one that defaults to the deadline is the deadline's to check).
+    fn durations(&self) -> impl Iterator<Item = (&'static str, Dur)> {
+        let derived = [("queue_wait", self.queue_wait), ("first_response", self.first_response)];
+        let derived = derived.into_iter().filter_map(|(key, d)| Some((key, d?)));
+        [("connect_timeout", self.connect_timeout), ("deadline", self.deadline)].into_iter().chain(derived)
     }
 
     /// Every count of the table, by key.
