@@ -11,15 +11,29 @@
 //! `just bench-gateway`'s, never asserted here.
 //!
 //! Workloads run one after another (they are real time), each through nginx and then through the gateway, except the
-//! 20 s tool, whose calls through both middles overlap (they only wait). About 1.5 minutes in all.
+//! 20 s tool, whose calls through both middles overlap (they only wait). About 1.5 minutes in all. A test binary of
+//! its own (`--test baseline`, see tests/Cargo.toml), so that its load never runs beside the other interop tests.
 
 use std::time::Duration;
 
 use mcpstorm_tests::real_servers::{everything_index, nginx, python_baseline};
 use serde_json::json;
 
-use crate::baseline_clients::{Bound, Outcome, PythonLoop, rmcp_burst, rmcp_loop};
+use crate::baseline_clients::{Bound, Outcome, PythonLoop, Span, rmcp_burst, rmcp_loop};
 use crate::baseline_middles::{Everything, Gateway, Nginx, Replica};
+
+mod baseline_clients;
+mod baseline_middles;
+
+/// A real peer, or return from the test (a missing peer was already reported, or panicked on).
+macro_rules! peer_or_skip {
+    ($peer:expr) => {
+        match $peer {
+            Some(p) => p,
+            None => return,
+        }
+    };
+}
 
 /// One workload's outcome through each middle.
 struct Row {
@@ -152,8 +166,12 @@ const KILL_MARGIN_MS: f64 = 20.0;
 /// are sequential), and errors of calls begun after it plus the margin.
 fn around_kill(outcome: &Outcome, kill_ms: f64, sessions: usize) -> (usize, usize) {
     let in_flight = outcome.spans.iter().filter(|c| c.start_ms < kill_ms + KILL_MARGIN_MS && c.end_ms > kill_ms);
-    let late_errors = outcome.spans.iter().filter(|c| !c.ok && c.start_ms >= kill_ms + KILL_MARGIN_MS);
-    (in_flight.count().min(sessions), late_errors.count())
+    (in_flight.count().min(sessions), late_errors(outcome, kill_ms).count())
+}
+
+/// The errors of calls begun after `kill_ms` plus the margin.
+fn late_errors(outcome: &Outcome, kill_ms: f64) -> impl Iterator<Item = &Span> {
+    outcome.spans.iter().filter(move |c| c.error.is_some() && c.start_ms >= kill_ms + KILL_MARGIN_MS)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -264,6 +282,15 @@ fn table(rows: &[Row]) -> String {
                  {nl}, gateway {gl}",
                 row.workload
             );
+            for (middle, outcome, kill_ms) in [("nginx", &row.nginx, nginx_ms), ("gateway", &row.gateway, gateway_ms)] {
+                for c in late_errors(outcome, kill_ms) {
+                    let (start, end) = (c.start_ms - kill_ms, c.end_ms - kill_ms);
+                    let error = c.error.as_deref().unwrap_or_default();
+                    out += &format!(
+                        "\n  through {middle}, begun {start:.0} ms after the kill, failed at {end:.0} ms: {error}"
+                    );
+                }
+            }
         }
         for (middle, outcome) in [("nginx", &row.nginx), ("gateway", &row.gateway)] {
             if let Some(first) = outcome.errors.first() {

@@ -14,9 +14,6 @@ macro_rules! peer_or_skip {
     };
 }
 
-mod baseline;
-mod baseline_clients;
-mod baseline_middles;
 mod eras;
 mod front;
 mod gateway;
