@@ -13,7 +13,7 @@
 //! Keys are sessions (2025-11-25) or, for requests with no session (2026-07-28, stdio), whatever the front names
 //! the agent by; a key's state lives while it has requests running or waiting.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -71,7 +71,8 @@ struct State {
     running: usize,
     waiting: usize,
     seq: u64,
-    keys: HashMap<Arc<str>, Key>,
+    /// Ordered, so a tie (two keys queueing the most) is broken the same way in every run.
+    keys: BTreeMap<Arc<str>, Key>,
     /// Slots freed in the current and the previous second of the rate window, and when the current one started.
     freed: [u64; 2],
     window_start: Instant,
@@ -94,8 +95,14 @@ pub(crate) struct Ticket {
 
 impl Admission {
     pub fn new(capacity: usize, max_waiting: usize) -> Arc<Admission> {
-        let state =
-            State { running: 0, waiting: 0, seq: 0, keys: HashMap::new(), freed: [0; 2], window_start: Instant::now() };
+        let state = State {
+            running: 0,
+            waiting: 0,
+            seq: 0,
+            keys: BTreeMap::new(),
+            freed: [0; 2],
+            window_start: Instant::now(),
+        };
         Arc::new(Admission { capacity: capacity.max(1), max_waiting, state: Mutex::new(state) })
     }
 
