@@ -2,7 +2,8 @@
 
 Usage: py_baseline_client.py URL TOOL ARGUMENTS_JSON SESSIONS CALLS
 Opens SESSIONS clients (`mcp.Client`, mode "auto"), each its own session, prints the line `ready` once all are
-connected, then each makes CALLS calls of TOOL one after another (a closed loop, no think time). Prints one JSON
+connected, then each makes CALLS calls of TOOL one after another (a closed loop, no think time). A client that fails
+as a whole (its connection task died) costs the call it was making, and the agent connects again. Prints one JSON
 object: {"ok": [[start_ms, end_ms], ...], "errors": [[start_ms, end_ms, message], ...]}, times in ms since `ready`
 was printed (the test places a fault on the same time line). A call is an error when it raises or its result has
 `isError`; the loop goes on after an error, as an agent would.
@@ -12,37 +13,81 @@ import asyncio
 import json
 import sys
 import time
-from contextlib import AsyncExitStack
 
 from mcp import Client
 
 
-async def session(client: Client, tool: str, arguments: dict, calls: int, t0: float, ok: list, errors: list) -> None:
-    def ms() -> float:
-        return (time.monotonic() - t0) * 1000
+class Timeline:
+    """Milliseconds since the loop began (set once every session is connected)."""
 
-    for _ in range(calls):
-        started = ms()
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+
+    def ms(self) -> float:
+        return (time.monotonic() - self.t0) * 1000
+
+
+async def session(
+    url: str, tool: str, arguments: dict, calls: int, connected, go: asyncio.Event, clock: Timeline, ok, errors
+) -> None:
+    made, waiting = 0, True
+    while made < calls:
+        begun = None
         try:
-            result = await client.call_tool(tool, arguments)
-            if result.is_error:
-                errors.append([started, ms(), f"tool error: {result.content[0].text if result.content else ''}"])
-            else:
-                ok.append([started, ms()])
-        except Exception as e:  # noqa: BLE001 -- every failure an agent sees counts, whatever its type
-            errors.append([started, ms(), f"{type(e).__name__}: {e}"])
+            async with Client(url, mode="auto") as client:
+                if waiting:
+                    waiting = False
+                    connected()
+                    await go.wait()
+                while made < calls:
+                    begun = clock.ms()
+                    try:
+                        result = await client.call_tool(tool, arguments)
+                        if result.is_error:
+                            text = result.content[0].text if result.content else ""
+                            errors.append([begun, clock.ms(), f"tool error: {text}"])
+                        else:
+                            ok.append([begun, clock.ms()])
+                    except Exception as e:  # noqa: BLE001 -- every failure an agent sees counts, whatever its type
+                        errors.append([begun, clock.ms(), f"{type(e).__name__}: {e}"])
+                    made += 1
+                    begun = None
+        except Exception as e:  # noqa: BLE001
+            # The client itself failed (the SDK ends a client whose connection task dies, e.g. on a response cut
+            # short): the call it was making is lost, and the agent connects again and goes on.
+            if waiting:
+                waiting = False
+                connected()
+                await go.wait()
+            if begun is None and made >= calls:
+                break  # the client failed to close after its last call: no call lost
+            now = clock.ms()
+            errors.append([now if begun is None else begun, now, f"client failed: {type(e).__name__}: {e}"])
+            made += 1
 
 
 async def main(url: str, tool: str, arguments: dict, sessions: int, calls: int) -> None:
     ok: list[list[float]] = []
     errors: list[list] = []
-    async with AsyncExitStack() as stack:
-        clients = [await stack.enter_async_context(Client(url, mode="auto")) for _ in range(sessions)]
-        print("ready", flush=True)
-        t0 = time.monotonic()
-        await asyncio.gather(*(session(c, tool, arguments, calls, t0, ok, errors) for c in clients))
-        # Before the clients close: a failure to close one is not a failed call, and must not lose the counts.
-        print(json.dumps({"ok": ok, "errors": errors}), flush=True)
+    go, all_connected = asyncio.Event(), asyncio.Event()
+    pending = [sessions]
+    clock = Timeline()
+
+    def connected() -> None:
+        pending[0] -= 1
+        if pending[0] == 0:
+            all_connected.set()
+
+    tasks = [
+        asyncio.create_task(session(url, tool, arguments, calls, connected, go, clock, ok, errors))
+        for _ in range(sessions)
+    ]
+    await all_connected.wait()
+    print("ready", flush=True)
+    clock.t0 = time.monotonic()
+    go.set()
+    await asyncio.gather(*tasks)
+    print(json.dumps({"ok": ok, "errors": errors}), flush=True)
 
 
 if __name__ == "__main__":
