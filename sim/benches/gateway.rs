@@ -452,8 +452,9 @@ async fn baseline() -> Result<(), String> {
     let python = std::env::var("MCPSTORM_PYTHON").unwrap_or_else(|_| "python3".into());
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let everything = root.join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let mut pair = [Replica::start(&python, 0).await, Replica::start(&python, 0).await];
-    let slow = Replica::start(&python, 1000).await;
+    let mut pair = [Replica::start(&python, &[]).await, Replica::start(&python, &[]).await];
+    let slow = Replica::start(&python, &["--delay-ms", "1000"]).await;
+    let quiet = Replica::start(&python, &["--json"]).await;
     let node = Everything::start(&everything).await;
     println!("\n## The baseline: nginx against the gateway, the same workloads\n");
     println!(
@@ -469,12 +470,13 @@ async fn baseline() -> Result<(), String> {
         ("8 sessions × 150 calls, replica 2 of 2 killed at 1 s, restarted at 2 s, deposit", 3),
         ("8 sessions × 100 calls, replica 2 of 2 answers 503 for 5 s, 50 ms tool", 4),
         ("8 sessions for 5 s, replica 2 of 2 1 s slower, 50 ms tool", 5),
-        ("one session, 2 calls of a 20 s tool, no progress", 6),
+        ("one session, 2 calls of a 20 s tool, no progress, one JSON answer", 6),
     ] {
         let ports: Vec<u16> = match kind {
             0 | 1 => vec![pair[0].port],
             2 => vec![node.port],
             5 => vec![pair[0].port, slow.port],
+            6 => vec![quiet.port],
             _ => vec![pair[0].port, pair[1].port],
         };
         let urls: Vec<String> = ports.iter().map(|p| format!("http://127.0.0.1:{p}/mcp")).collect();

@@ -1,8 +1,10 @@
 """mcpstorm test peer for the baseline against a plain proxy (tests/tests/interop/baseline.rs): a Python `mcp` SDK 2.x
 server over stateless Streamable HTTP at http://127.0.0.1:PORT/mcp, with the faults the baseline's workloads need.
 
-Usage: python tests/peers/py_baseline_server.py PORT [--delay-ms MS]
+Usage: python tests/peers/py_baseline_server.py PORT [--delay-ms MS] [--json]
   --delay-ms MS  every tool answers MS ms later than it would (the "one replica 1 s slower" workload)
+  --json         answer a request with one JSON body when it is done, instead of an SSE stream opened at once: a
+                 slow tool then sends nothing at all until it answers (the "20 s tool, no progress" workload)
 
 Stateless, so that a plain round-robin proxy in front of two replicas can send a session's requests to either one.
 None of the tools carries annotations, as most real tools carry none: a middle may not assume any is idempotent.
@@ -77,9 +79,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("port", type=int)
     parser.add_argument("--delay-ms", type=int, default=0)
+    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     delay_s = args.delay_ms / 1000
-    app = Unavailable(mcp.streamable_http_app(stateless_http=True))
+    app = Unavailable(mcp.streamable_http_app(stateless_http=True, json_response=args.json))
     # A deep accept queue, as the gateway's own listeners and nginx's (backlog=4096) have: a burst of connects is
     # queued, not dropped into a 1 s SYN retransmission.
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", backlog=4096)

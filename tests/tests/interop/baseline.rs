@@ -49,7 +49,7 @@ async fn the_default_gateway_serves_at_least_what_nginx_serves_and_more_under_fa
     let python = peer_or_skip!(python_baseline());
     let nginx = peer_or_skip!(nginx());
     let everything = peer_or_skip!(everything_index());
-    let mut pair = [Replica::start(&python, 0).await, Replica::start(&python, 0).await];
+    let mut pair = [Replica::start(&python, &[]).await, Replica::start(&python, &[]).await];
     let mut rows = Vec::new();
 
     // One session bursting calls to a 200 ms tool, one replica.
@@ -117,7 +117,7 @@ async fn the_default_gateway_serves_at_least_what_nginx_serves_and_more_under_fa
     rows.push(two_rows(workload, "Python SDK", Rule::More, unavailable));
 
     // One replica of two 1 s slower: a closed loop for a fixed time, counting the calls that end within it.
-    let slow = Replica::start(&python, 1000).await;
+    let slow = Replica::start(&python, &["--delay-ms", "1000"]).await;
     let (n, g) = through_both(&nginx, &[&pair[0], &slow], |url| async move {
         rmcp_loop(&url, "sleep_ms", json!({"ms": 50}), 8, Bound::Time(Duration::from_secs(5))).await
     })
@@ -126,15 +126,17 @@ async fn the_default_gateway_serves_at_least_what_nginx_serves_and_more_under_fa
     let workload = "8 sessions, closed loop for 5 s, replica 2 of 2 1 s slower, 50 ms tool".to_owned();
     rows.push(Row { workload, client: "rmcp", rule: Rule::More, nginx: n, gateway: g });
 
-    // A tool answering after 20 s with no progress: the middles must wait. Both at once, to keep the wall time.
-    let via_nginx = Nginx::start(&nginx, &[pair[0].port, pair[1].port]).await;
-    let via_gateway = Gateway::start("py", &[pair[0].url(), pair[1].url()]).await;
+    // A tool answering after 20 s with no progress, from a replica that answers with one JSON body when done, so
+    // that nothing at all comes back before then: the middles must wait. Both at once, to keep the wall time.
+    let quiet = Replica::start(&python, &["--json"]).await;
+    let via_nginx = Nginx::start(&nginx, &[quiet.port]).await;
+    let via_gateway = Gateway::start("py", &[quiet.url()]).await;
     let nginx_url = via_nginx.url();
     let (n, g) = tokio::join!(
         rmcp_burst(&nginx_url, "sleep_ms", json!({"ms": 20_000}), 2),
         rmcp_burst(&via_gateway.url, "sleep_ms", json!({"ms": 20_000}), 2),
     );
-    let workload = "one session, 2 calls of a 20 s tool, no progress".to_owned();
+    let workload = "one session, 2 calls of a 20 s tool, no progress, one JSON answer".to_owned();
     rows.push(Row { workload, client: "rmcp", rule: Rule::AtLeast, nginx: n, gateway: g });
 
     println!("{}", table(&rows));

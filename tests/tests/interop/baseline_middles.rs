@@ -46,13 +46,15 @@ async fn wait_listening(port: u16, what: &str, child: &mut Child) {
 pub struct Replica {
     python: String,
     pub port: u16,
-    delay_ms: u64,
+    /// The script's flags (`--delay-ms MS`, `--json`).
+    flags: Vec<String>,
     child: Option<Child>,
 }
 
 impl Replica {
-    pub async fn start(python: &str, delay_ms: u64) -> Replica {
-        let mut replica = Replica { python: python.to_owned(), port: free_port(), delay_ms, child: None };
+    pub async fn start(python: &str, flags: &[&str]) -> Replica {
+        let flags = flags.iter().map(|f| (*f).to_owned()).collect();
+        let mut replica = Replica { python: python.to_owned(), port: free_port(), flags, child: None };
         replica.restart().await;
         replica
     }
@@ -73,10 +75,7 @@ impl Replica {
     pub async fn restart(&mut self) {
         let script = peers().join("py_baseline_server.py");
         let mut command = Command::new(&self.python);
-        command.arg(script).arg(self.port.to_string());
-        if self.delay_ms > 0 {
-            command.args(["--delay-ms", &self.delay_ms.to_string()]);
-        }
+        command.arg(script).arg(self.port.to_string()).args(&self.flags);
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
