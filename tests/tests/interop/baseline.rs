@@ -285,11 +285,12 @@ fn table(rows: &[Row]) -> String {
                 row.workload
             );
             for (middle, outcome, kill_ms) in [("nginx", &row.nginx, nginx_ms), ("gateway", &row.gateway, gateway_ms)] {
-                for c in late_errors(outcome, kill_ms) {
+                // Every error of the row on the kill's time line: which calls the kill cost, and when they began.
+                for c in outcome.spans.iter().filter(|c| c.error.is_some()) {
                     let (start, end) = (c.start_ms - kill_ms, c.end_ms - kill_ms);
-                    let error = c.error.as_deref().unwrap_or_default();
+                    let error: String = c.error.as_deref().unwrap_or_default().chars().take(160).collect();
                     out += &format!(
-                        "\n  through {middle}, begun {start:.0} ms after the kill, failed at {end:.0} ms: {error}"
+                        "\n  through {middle}, begun at {start:+.0} ms from the kill, failed at {end:+.0} ms: {error}"
                     );
                 }
             }
