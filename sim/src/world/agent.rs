@@ -10,9 +10,9 @@
 //! | `stubborn`   | at once, up to `max_retries`   | the same                     | **retries**     |
 //!
 //! A degraded result (`isError: true` with `structuredContent.degraded == true`) is the gateway saying "this is a
-//! system-level degradation, do not retry": every model but `stubborn` honours it. So do they a "too many requests"
-//! answer ([`too_many_requests`]): the rmcp and Python SDK clients hand it to their caller and do not retry it, so
-//! an agent gives up on it unless its `retry_after` option makes it wait what the answer names and retry. `reflective` mimics an LLM that
+//! system-level degradation, do not retry": every model but `stubborn` honours it. Every model but `stubborn` also
+//! stops at a "too many requests" answer ([`too_many_requests`]), since the rmcp and Python SDK clients hand it to
+//! their caller without retrying it, unless the agent's `retry_after` option makes it wait what the answer names. `reflective` mimics an LLM that
 //! "tries again differently": it rephrases its first string argument (or adds a `retry_note` when it has none), so a
 //! result cache or an idempotency key derived from the arguments never recognises the retry.
 

@@ -293,8 +293,9 @@ pub(crate) fn conclude(
     Ok(run)
 }
 
-/// What a server host's software does when it (re)starts: serve its replicas, stay down with nothing listening (the
-/// host is up, its process is not: a connect is refused), or reset each connection once its request arrives.
+/// What the software of a replica's or a gateway node's host does when it (re)starts: serve, stay down with nothing
+/// listening (the host is up, its process is not: a connect is refused), or reset each connection once its request
+/// arrives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 enum HostState {
@@ -303,13 +304,13 @@ enum HostState {
     Resetting = 2,
 }
 
-/// Each server host's state, read by its software at every (re)start; a host turmoil crashes (`hang`) keeps its
-/// own.
+/// The state of each replica's and gateway node's host, read by its software at every (re)start; a host turmoil
+/// crashes (`hang`) keeps its own.
 #[derive(Debug, Default)]
 struct HostStates(BTreeMap<String, Arc<AtomicU8>>);
 
 impl HostStates {
-    /// Sets `host`'s state; false for a host that is not a server's.
+    /// Sets `host`'s state; false for a host it does not steer (Redis's, which only hangs).
     fn set(&self, host: &str, state: HostState) -> bool {
         self.0.get(host).map(|s| s.store(state as u8, Ordering::SeqCst)).is_some()
     }
