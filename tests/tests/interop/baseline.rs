@@ -161,8 +161,10 @@ enum Rule {
 }
 
 /// How long after the kill instant (as the test read it) a call may still have been sent to the dying replica: the
-/// loop's time line starts when it prints `ready`, the test's when it reads that line, and the signal takes a moment.
-const KILL_MARGIN_MS: f64 = 20.0;
+/// loop's time line starts when it prints `ready` and the test's when it reads that line, so on a loaded host (CI
+/// runs beside other work on 2 cores) the test's clock can lag the loop's by tens of milliseconds, and the signal
+/// takes a moment. Calls begun later than this are still most of the row (the replica stays dead for 1 s).
+const KILL_MARGIN_MS: f64 = 250.0;
 
 /// Calls in flight at `kill_ms` (begun before it plus the margin, ended after it; at most one a session, whose calls
 /// are sequential), and errors of calls begun after it plus the margin.
