@@ -139,7 +139,7 @@ impl Admin {
     }
 
     fn protection(&self) -> Protection {
-        Protection::of(&current(&self.current))
+        current(&self.current).protection()
     }
 
     fn switch(&self, switch: &Switch) -> Reply {

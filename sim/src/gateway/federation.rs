@@ -30,6 +30,7 @@ use tokio::time::Instant;
 use super::catalog::Catalog;
 use super::metrics::{AttemptLabels, Metrics, ToolLabels};
 use super::proxied::{self, Kind, Proxied};
+use super::state::Protection;
 use super::tap::AttemptTap;
 use crate::scenario::{PrefixMode, ServerSpec, UpstreamSpec};
 
@@ -325,6 +326,14 @@ impl Federation {
 }
 
 impl Federation {
+    /// The protection of this federation's gateway now, with health for every replica of its servers (what the admin
+    /// API and the metrics read).
+    pub fn protection(&self) -> Protection {
+        let replicas: Vec<String> =
+            self.servers().iter().flat_map(|s| (0..s.replicas.len()).map(|i| s.replica_id(i))).collect();
+        Protection::read(self.gateway(), replicas.iter().map(String::as_str))
+    }
+
     fn count(&self, server: &str, replica: &str, tool: &str, outcome: &str) {
         let labels = AttemptLabels {
             server: server.to_owned(),

@@ -26,7 +26,6 @@ use super::metrics::Metrics;
 use super::node::{self, Node, Seams};
 use super::observer::{GatewayObserver, ReplicaObserver};
 use super::service::{GatewayService, tell_agents};
-use super::state::Protection;
 use super::sync;
 use super::upstreams::{LiveConnector, routes};
 use crate::scenario::tables::GatewayFile;
@@ -156,7 +155,7 @@ impl Gateway {
     /// What `GET /metrics` answers now (it needs no `[admin]` table).
     pub fn metrics_text(&self) -> String {
         let federation = current(&self.current);
-        self.metrics.scrape(&Protection::of(&federation), federation.sync().map(|s| s.status()))
+        self.metrics.scrape(&federation.protection(), federation.sync().map(|s| s.status()))
     }
 
     /// The federation calls go to now.

@@ -3,8 +3,6 @@
 //! always agree.
 
 use mcpstorm_core::Gateway;
-
-use super::federation::Federation;
 use serde::Serialize;
 use tokio::time::Instant;
 
@@ -63,13 +61,6 @@ pub fn server_of(replica: &str) -> &str {
 }
 
 impl Protection {
-    /// Reads `federation`'s gateway now, reporting health for every replica of its servers.
-    pub fn of(federation: &Federation) -> Protection {
-        let replicas: Vec<String> =
-            federation.servers().iter().flat_map(|s| (0..s.replicas.len()).map(|i| s.replica_id(i))).collect();
-        Protection::read(federation.gateway(), replicas.iter().map(String::as_str))
-    }
-
     /// Reads `gateway` now; `replicas` are the endpoint ids to report health for, in order.
     pub fn read<'a>(gateway: &Gateway, replicas: impl IntoIterator<Item = &'a str>) -> Protection {
         let now = Instant::now();
