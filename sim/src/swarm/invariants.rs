@@ -116,9 +116,18 @@ pub fn differential(scenario: &Scenario, run: &RunData, naive: &RunData) -> Vec<
     // A call that no mix entry pins to a server goes where the router sends it, and is counted for the server that
     // served it: protection that routes around a sick server moves its calls to another, so such servers' ok calls
     // are judged together, as the calls the agents offered them.
+    // A server some entry pins may still serve the unpinned calls of a tool it offers (`py-review` takes pinned
+    // `lint` calls and routed Python reviews): it belongs to the group too, or calls that failover moves onto it
+    // would read as the others' loss.
     let pinned: BTreeSet<&str> = scenario.load.mix.iter().filter_map(|m| m.server.as_deref()).collect();
-    let routed: Vec<&str> =
-        scenario.servers.iter().map(|s| s.name.as_str()).filter(|name| !pinned.contains(name)).collect();
+    let unpinned: BTreeSet<&str> =
+        scenario.load.mix.iter().filter(|m| m.server.is_none()).map(|m| m.tool.as_str()).collect();
+    let routed: Vec<&str> = scenario
+        .servers
+        .iter()
+        .filter(|s| !pinned.contains(s.name.as_str()) || s.tools.iter().any(|t| unpinned.contains(t.name.as_str())))
+        .map(|s| s.name.as_str())
+        .collect();
     if !routed.is_empty() && !routed.iter().any(|name| cut_off(scenario, name)) {
         let group = |data: &RunData| {
             let mut sum = ServerTotals::default();
