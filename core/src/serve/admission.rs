@@ -123,7 +123,7 @@ impl Admission {
                 return Ok(self.ticket(key));
             }
             if state.waiting >= self.max_waiting && !self.shed_for(&mut state, key) {
-                return Err(Refused::Shed { retry_after: self.retry_after(&mut state, 0) });
+                return Err(Refused::Shed { retry_after: self.retry_after(&mut state) });
             }
             let (tx, rx) = oneshot::channel();
             state.seq += 1;
@@ -230,10 +230,10 @@ impl Admission {
 
     /// When a request refused now may expect a slot: the waiters ahead of it over the rate slots freed lately,
     /// whole seconds, at least 1 and at most 60.
-    fn retry_after(&self, state: &mut State, ahead: usize) -> Duration {
+    fn retry_after(&self, state: &mut State) -> Duration {
         self.roll(state);
         let rate = (state.freed[0] + state.freed[1]) as f64 / 2.0;
-        let queue = (state.waiting + ahead + 1) as f64;
+        let queue = (state.waiting + 1) as f64;
         let secs = if rate > 0.0 { (queue / rate).ceil() } else { 1.0 };
         Duration::from_secs(secs.clamp(1.0, 60.0) as u64)
     }
@@ -276,14 +276,14 @@ impl Waiter {
             Verdict::Run => Ok(self.admission.ticket(&self.key)),
             Verdict::Shed => {
                 let mut state = lock(&self.admission.state);
-                Err(Refused::Shed { retry_after: self.admission.retry_after(&mut state, 0) })
+                Err(Refused::Shed { retry_after: self.admission.retry_after(&mut state) })
             }
         }
     }
 
     fn refused_waiting(&self) -> Refused {
         let mut state = lock(&self.admission.state);
-        Refused::Waited { retry_after: self.admission.retry_after(&mut state, 0) }
+        Refused::Waited { retry_after: self.admission.retry_after(&mut state) }
     }
 }
 
