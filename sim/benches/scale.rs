@@ -177,8 +177,9 @@ fn root() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Runs of each engine per case in the CPU table, alternating, of which the median is printed: one run of a
-/// 2-second child moves by 10% on a busy machine, which is the size of the differences this table is read for.
+/// Runs of each engine per case in the CPU table, alternating, of which the median is printed: a short child's CPU
+/// time moves with the rest of the machine's load by as much as the differences this table is read for, and the
+/// median of alternating runs spreads that over both engines alike (docs/benchmarks.md).
 const REPEATS: usize = 5;
 
 /// Runs every case on both engines ([`REPEATS`] times each, alternating) and prints the table of medians, with the

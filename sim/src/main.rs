@@ -4,8 +4,9 @@ use clap::Parser;
 use mcpstorm_sim::cli::{Cli, run};
 use tracing_subscriber::EnvFilter;
 
-/// mimalloc rather than glibc's malloc: a simulated call allocates dozens of small, short-lived objects, and glibc's
-/// malloc was a quarter of the simulator's CPU; `just bench-sim` measured 19% less CPU on retry_storm with it.
+/// mimalloc rather than glibc's malloc: a simulated call allocates dozens of small, short-lived objects, which a
+/// thread-caching allocator serves without locks or trips to the shared heap. What it saved is in
+/// docs/benchmarks.md ("What the simulator costs").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

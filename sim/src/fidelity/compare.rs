@@ -78,10 +78,9 @@ pub struct SecondPair {
 
 /// How much of the machine's CPU the live run could not have (other processes' and the hypervisor's share) above
 /// which a failed comparison is not judged: the live run was slowed by its host, not by anything the simulator
-/// models. On the project's 2-core machine (2026-12-04), `smoke` alone served 4,053 ok calls against 4,100
-/// simulated, reading 0%; beside two busy loops, 3,977 in one run (a pass) and 3,887 in another (a fail, reading
-/// 91%); beside four, 3,634 and 3,676 (reading 95%). A quarter sits far from both, and leaves room for a quiet
-/// host's background work.
+/// models. A host that slows a live run enough to fail it reads far above a quarter, and a quiet one far below it,
+/// so a quarter tells them apart with room for a quiet host's background work. The runs the bound rests on, with
+/// their readings, are in docs/fidelity.md ("A busy host").
 pub const BUSY_HOST: f64 = 0.25;
 
 /// A seed's verdict.

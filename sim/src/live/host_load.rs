@@ -1,9 +1,9 @@
 //! How much of this machine's CPU a live run did not have: what other processes used while it ran, and what the
 //! hypervisor took from the machine (steal). A live run keeps real time only while it gets the CPU it asks for. The
 //! simulator charges no CPU, so on a busy host every hop of a live call is slower than the scenario says, and a
-//! closed loop serves fewer calls: `smoke` (a 20 ms cycle) served 4,053 calls beside nothing and 3,634 beside four
-//! busy loops on the project's 2-core machine. A fidelity verdict reads this to tell a simulator that is wrong from a
-//! host that was busy (`fidelity::Comparison::outcome`).
+//! closed loop serves fewer calls (docs/fidelity.md, "A busy host", gives `smoke`'s counts beside busy loops). A
+//! fidelity verdict reads this to tell a simulator that is wrong from a host that was busy
+//! (`fidelity::Comparison::outcome`).
 //!
 //! Read from Linux's `/proc`: the machine's CPU time by kind (`/proc/stat`, all CPUs), this process's own CPU time
 //! (`/proc/self/stat`), and the CPU time of the child processes a live run starts (its gateway nodes), which each

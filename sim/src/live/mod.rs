@@ -141,8 +141,9 @@ const MAX_OVERSHOOT: Duration = Duration::from_millis(2);
 
 /// How late this runtime's timers fire, the median of a few 1 ms sleeps (bounded by [`MAX_OVERSHOOT`]). Every
 /// delay a live run makes with a timer (the relays' latency, the fakes' tool latency, arrivals, think time and
-/// retry backoff) aims this much early ([`RunTime::aim`]); unaimed, a call through a 1 ms network to a 10 ms tool
-/// took 14.4 ms live against 11.5 ms simulated (2026-12-03, this 2-core machine).
+/// retry backoff) aims this much early ([`RunTime::aim`]). Unaimed, every hop of a live call is late by the
+/// overshoot while the simulator's is not, so a live call takes longer than its simulated twin by about a
+/// millisecond per timer on its path (docs/fidelity.md, "What differed, and what was done").
 async fn timer_overshoot() -> Duration {
     let step = Duration::from_millis(1);
     let mut late = Vec::with_capacity(OVERSHOOT_SAMPLES as usize);
