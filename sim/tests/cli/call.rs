@@ -2,16 +2,16 @@
 //! and the message names the JSON pointer of each failing value. `tools` and `call` against a hostile server: what
 //! it sends reaches the terminal escaped and bounded.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-use crate::common::BIN;
+use crate::common::{command, mcpstorm};
 use crate::servers::Fake;
 use crate::servers::hostile::{self, DESCRIPTION, TOOL};
 
 fn call(fake: &Fake, tool: &str, args: &str) -> Output {
-    Command::new(BIN).args(["call", "--tcp", &fake.addr, tool, args]).output().expect("run mcpstorm call")
+    mcpstorm(&["call", "--tcp", &fake.addr, tool, args])
 }
 
 #[test]
@@ -33,7 +33,7 @@ fn invalid_arguments_exit_2_naming_each_pointer() {
 fn hostile_stdio(mode: &str, extra: &[&str]) -> Output {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/peers/hostile.py");
     let stdio = format!("python3 {script} {mode}");
-    Command::new(BIN).args(["tools", "--stdio", &stdio]).args(extra).output().expect("run mcpstorm tools")
+    command().args(["tools", "--stdio", &stdio]).args(extra).output().expect("run mcpstorm tools")
 }
 
 /// A server that floods the client with 123,456 each of responses to ids never issued, notifications past the
@@ -71,7 +71,7 @@ fn a_tool_list_past_the_limits_is_refused_naming_the_limit() {
 
 /// `mcpstorm args...` against a server, with its stdout and stderr as text.
 fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let o = Command::new(BIN).args(args).output().expect("run mcpstorm");
+    let o = mcpstorm(args);
     (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 

@@ -3,9 +3,9 @@
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use crate::common::{BIN, mcpstorm};
+use crate::common::{command, mcpstorm};
 use crate::servers::Fake;
 
 fn scratch(name: &str) -> String {
@@ -218,9 +218,8 @@ fn a_scenario_that_is_not_utf8_exits_2_at_its_first_bad_byte() {
 
 /// `mcpstorm args... | head -0`: stdout is a pipe whose reader has gone. Returns the exit code and stderr.
 fn with_stdout_closed(args: &[&str]) -> (Option<i32>, String) {
-    let mut child = Command::new(BIN)
+    let mut child = command()
         .args(args)
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -2,20 +2,15 @@
 //! when missing unless `MCPSTORM_REQUIRE_PEERS=1`), against `mcpstorm serve-fake`, and against small scripted TCP
 //! servers that break one layer each.
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::common::BIN;
+use crate::common::{mcpstorm_env, repo_root};
 use crate::servers::{Fake, hostile, hostile_server, scripted_server};
 const LAYERS: [&str; 10] =
     ["connect", "handshake", "version", "tools", "auth", "ping", "call", "renewal", "reconnect", "anomalies"];
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn require_peers() -> bool {
     std::env::var("MCPSTORM_REQUIRE_PEERS").is_ok_and(|v| v == "1")
@@ -83,14 +78,7 @@ fn diagnose(args: &[&str]) -> Run {
 }
 
 fn diagnose_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let o = Command::new(BIN)
-        .arg("diagnose")
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(repo_root())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mcpstorm diagnose");
+    let o = mcpstorm_env(&[&["diagnose"], args].concat(), env);
     Run {
         code: o.status.code(),
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),

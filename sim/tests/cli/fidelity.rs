@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use mcpstorm_sim::scenario::{Dur, FidelitySpec, load_str, load_str_with};
 
+use crate::common::fixtures::{fixed, scenario};
 use crate::common::{mcpstorm, scratch_in, text};
 
 fn smoke() -> String {
@@ -62,29 +63,22 @@ fn a_bad_key_or_value_in_the_fidelity_table_exits_2_at_its_line_and_column() {
 }
 
 /// A short open-loop scenario (100 calls/s for 3 s, one replica), small enough for a loaded machine in real time.
-const SHORT: &str = r#"
-name = "fidelity_short"
-seed = 3
-duration = "3s"
-[load]
-mode = "open"
-rate = 100
-[[servers]]
-name = "api"
-[[servers.tools]]
-name = "lookup"
-latency = { dist = "fixed", ms = 10 }
-[[load.mix]]
-server = "api"
-tool = "lookup"
-"#;
+fn short() -> String {
+    scenario("fidelity_short", "3s")
+        .seed(3)
+        .open(100.0, &[])
+        .server("api", &[])
+        .tool("lookup", &[&fixed(10)])
+        .mix(Some("api"), "lookup")
+        .build()
+}
 
 #[test]
 fn a_live_and_a_simulated_run_are_judged_and_the_exit_code_is_the_verdict() {
     let dir = scratch_in("fidelity-cli", "short");
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let path = dir.join("short.toml");
-    std::fs::write(&path, SHORT).expect("write");
+    std::fs::write(&path, short()).expect("write");
     let out = dir.join("report");
     let o = mcpstorm(&["fidelity", &path.to_string_lossy(), "--out", &out.to_string_lossy()]);
     let stdout = String::from_utf8_lossy(&o.stdout);

@@ -10,7 +10,8 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::common::{BIN, scratch_in, text};
+use crate::common::fixtures::gateway;
+use crate::common::{command, mcpstorm, scratch_in, text};
 use crate::servers::Fake;
 
 pub(crate) const TOKEN_ENV: &str = "MCPSTORM_TEST_ADMIN_TOKEN";
@@ -43,7 +44,7 @@ fn start_with(config: &str, name: &str, env: &[(&str, &str)]) -> Running {
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let path = dir.join("gateway.toml");
     std::fs::write(&path, config).expect("write config");
-    let mut child = Command::new(BIN)
+    let mut child = command()
         .args(["gateway", "--config"])
         .arg(&path)
         .env(TOKEN_ENV, TOKEN)
@@ -93,42 +94,17 @@ fn exchange(addr: &str, method: &str, path: &str, headers: &str, body: Option<&V
     (status, head.to_owned(), body.to_owned())
 }
 
-pub(crate) fn mcpstorm(args: &[&str]) -> std::process::Output {
-    Command::new(BIN).args(args).output().expect("run mcpstorm")
-}
-
+/// Three servers: `alpha` over TCP at `tcp`, `beta` over HTTP at `http_url`, and `down`, which nothing answers.
 fn config(tcp: &str, http_url: &str) -> String {
-    format!(
-        r#"[listen]
-http = "127.0.0.1:0"
-drain = "2s"
-
-[[servers]]
-name = "alpha"
-[[servers.replicas]]
-tcp = "{tcp}"
-
-[[servers]]
-name = "beta"
-[[servers.replicas]]
-http = "{http_url}"
-
-[[servers]]
-name = "down"
-[[servers.replicas]]
-tcp = "127.0.0.1:1"
-
-[gateway.breaker]
-open = "30s"
-
-[client]
-connect_timeout = "1s"
-
-[admin]
-listen = "127.0.0.1:0"
-token_env = "{TOKEN_ENV}"
-"#
-    )
+    gateway()
+        .drain("2s")
+        .tcp("alpha", tcp)
+        .http("beta", http_url)
+        .tcp("down", "127.0.0.1:1")
+        .table("[gateway.breaker]\nopen = \"30s\"")
+        .table("[client]\nconnect_timeout = \"1s\"")
+        .admin(TOKEN_ENV)
+        .build()
 }
 
 #[test]
@@ -267,9 +243,7 @@ fn host_of(url: &str) -> String {
 #[test]
 fn a_session_begun_on_one_gateway_continues_on_another_with_the_same_key() {
     let fake = Fake::start(None);
-    let one = "[listen]\nhttp = \"127.0.0.1:0\"\n[[servers]]\nname = \"f\"\n[[servers.replicas]]\ntcp = \"ADDR\"\n\
-               [admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"MCPSTORM_TEST_ADMIN_TOKEN\"\n"
-        .replace("ADDR", &fake.addr);
+    let one = gateway().tcp("f", &fake.addr).admin(TOKEN_ENV).build();
     let key = ("MCPSTORM_SESSION_KEY", "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
     let a = start_with(&one, "session-a", &[key]);
     let b = start_with(&one, "session-b", &[key]);
@@ -287,16 +261,11 @@ fn sighup_reloads_the_servers_and_the_history_file_records_calls() {
     let (first, second) = (Fake::start(None), Fake::start(None));
     let dir = scratch_in("gateway", "reload-history");
     let history = dir.join("history/calls.jsonl");
-    let with = |servers: &str| {
-        format!(
-            "[listen]\nhttp = \"127.0.0.1:0\"\n{servers}\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"{TOKEN_ENV}\"\n\
-             [history]\nfile = {:?}\n",
-            history.display().to_string()
-        )
+    let with = |servers: &[(&str, &str)]| {
+        let history = format!("[history]\nfile = {:?}", history.display().to_string());
+        servers.iter().fold(gateway(), |g, (name, addr)| g.tcp(name, addr)).admin(TOKEN_ENV).table(&history).build()
     };
-    let server =
-        |name: &str, addr: &str| format!("[[servers]]\nname = \"{name}\"\n[[servers.replicas]]\ntcp = \"{addr}\"\n");
-    let mut gateway = start(&with(&server("one", &first.addr)), "reload-history");
+    let mut gateway = start(&with(&[("one", &first.addr)]), "reload-history");
     let o = mcpstorm(&["call", "--http", &gateway.mcp, "echo", r#"{"message": "secret-argument"}"#]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 
@@ -309,8 +278,7 @@ fn sighup_reloads_the_servers_and_the_history_file_records_calls() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 
     // A good one replaces the servers: both now offer `echo`, so names are prefixed.
-    std::fs::write(&gateway.path, with(&format!("{}{}", server("one", &first.addr), server("two", &second.addr))))
-        .expect("rewrite");
+    std::fs::write(&gateway.path, with(&[("one", &first.addr), ("two", &second.addr)])).expect("rewrite");
     assert!(Command::new("kill").args(["-HUP", &pid]).status().expect("kill").success());
     let mut names = String::new();
     for _ in 0..50 {
@@ -337,10 +305,7 @@ fn sighup_reloads_the_servers_and_the_history_file_records_calls() {
 #[test]
 fn hostile_agents_get_errors_while_the_others_are_served() {
     let fake = Fake::start(None);
-    let config = "[listen]\nhttp = \"127.0.0.1:0\"\n[[servers]]\nname = \"f\"\n[[servers.replicas]]\ntcp = \"ADDR\"\n\
-                  [admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"MCPSTORM_TEST_ADMIN_TOKEN\"\n"
-        .replace("ADDR", &fake.addr);
-    let gateway = start(config.as_str(), "hostile");
+    let gateway = start(&gateway().tcp("f", &fake.addr).admin(TOKEN_ENV).build(), "hostile");
     let host = host_of(&gateway.mcp);
     let served = || {
         let o = mcpstorm(&["call", "--http", &gateway.mcp, "echo", r#"{"message": "still served"}"#]);
@@ -394,12 +359,7 @@ fn a_server_that_never_answers_does_not_hold_back_serving_the_others() {
     let fake = Fake::start(None);
     let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the silent server");
     let silent_addr = silent.local_addr().expect("addr").to_string();
-    let config = format!(
-        "[listen]\nhttp = \"127.0.0.1:0\"\n[[servers]]\nname = \"live\"\n[[servers.replicas]]\ntcp = \"{}\"\n\
-         [[servers]]\nname = \"silent\"\n[[servers.replicas]]\ntcp = \"{silent_addr}\"\n\
-         [admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"{TOKEN_ENV}\"\n",
-        fake.addr
-    );
+    let config = gateway().tcp("live", &fake.addr).tcp("silent", &silent_addr).admin(TOKEN_ENV).build();
     let gateway = start(&config, "silent-upstream");
     let (conn, _) = silent.accept().expect("the gateway dials the silent server");
     let addr = host_of(&gateway.mcp);

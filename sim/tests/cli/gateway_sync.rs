@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::text;
-use crate::gateway::{Running, TOKEN, http, mcpstorm, start};
+use crate::common::fixtures::gateway;
+use crate::common::{mcpstorm, text};
+use crate::gateway::{Running, TOKEN, TOKEN_ENV, http, start};
 use crate::servers::Fake;
 
 /// A `redis-server` on a loopback port of its own, without persistence; killed when dropped.
@@ -81,27 +82,8 @@ fn config(fake: &str, port: u16, node: &str) -> String {
 
 /// [`config`] with more `[gateway]` tables.
 fn config_with(fake: &str, port: u16, node: &str, more: &str) -> String {
-    format!(
-        r#"{more}
-[listen]
-http = "127.0.0.1:0"
-drain = "1s"
-
-[[servers]]
-name = "alpha"
-[[servers.replicas]]
-tcp = "{fake}"
-
-[gateway.sync]
-redis = "redis://127.0.0.1:{port}"
-node = "{node}"
-
-[admin]
-listen = "127.0.0.1:0"
-token_env = "{token_env}"
-"#,
-        token_env = crate::gateway::TOKEN_ENV
-    )
+    let sync = format!("[gateway.sync]\nredis = \"redis://127.0.0.1:{port}\"\nnode = {node:?}");
+    gateway().drain("1s").tcp("alpha", fake).table(&sync).table(more).admin(TOKEN_ENV).build()
 }
 
 /// The value of the sample `name` (with its labels, as printed) in the node's `/metrics`.

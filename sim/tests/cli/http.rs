@@ -4,40 +4,35 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use crate::common::{BIN, text};
+use crate::common::{mcpstorm, mcpstorm_env, text};
 use crate::servers::Fake;
 
 /// A fake that speaks only the 2025-11-25 era over HTTP: `initialize`, a session id, JSON bodies.
 const LEGACY_JSON: &str = "name = \"old\"\neras = [\"legacy\"]\nhttp_response = \"json\"\n\n[[tools]]\nname = \"t\"\n";
 
-fn mcpstorm(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(BIN).args(args).envs(env.iter().copied()).output().expect("run mcpstorm")
-}
-
 #[test]
 fn tools_and_call_speak_streamable_http_in_both_eras() {
     let fake = Fake::start_http(None);
     let url = fake.url();
-    let o = mcpstorm(&["tools", "--http", &url], &[]);
+    let o = mcpstorm(&["tools", "--http", &url]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.starts_with("mcpstorm-fake 1.0.0 (protocol 2026-07-28): 3 tools"), "{stdout}");
     // Each tool with its argument names, optional ones marked.
     assert!(stdout.contains("  echo(message) "), "{stdout}");
 
-    let o = mcpstorm(&["call", "--http", &url, "echo", r#"{"message": "over http"}"#], &[]);
+    let o = mcpstorm(&["call", "--http", &url, "echo", r#"{"message": "over http"}"#]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "over http\n");
     // Arguments are checked against the schema the server listed over HTTP, as over any transport.
-    let o = mcpstorm(&["call", "--http", &url, "echo", r#"{"message": 1}"#], &[]);
+    let o = mcpstorm(&["call", "--http", &url, "echo", r#"{"message": 1}"#]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 
     let legacy = Fake::start_http(Some(LEGACY_JSON));
-    let o = mcpstorm(&["tools", "--http", &legacy.url(), "--json"], &[]);
+    let o = mcpstorm(&["tools", "--http", &legacy.url(), "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let tools: serde_json::Value = serde_json::from_slice(&o.stdout).expect("tools --json");
     assert_eq!(tools[0]["name"], "t");
@@ -96,7 +91,7 @@ fn recording_server() -> (String, Heads) {
 fn a_header_carries_the_variables_value_which_is_never_printed() {
     let (url, heads) = recording_server();
     let secret = "Bearer s3cret-token-value";
-    let o = mcpstorm(
+    let o = mcpstorm_env(
         &["tools", "--http", &url, "--header", "Authorization=MCPSTORM_TEST_TOKEN"],
         &[("MCPSTORM_TEST_TOKEN", secret)],
     );
@@ -124,7 +119,7 @@ fn bad_http_input_is_exit_2_before_anything_is_dialled() {
         (&["tools", "--tcp", "127.0.0.1:1", "--header", "Authorization=PATH"], "cannot be used with"),
     ];
     for (args, why) in cases {
-        let o = mcpstorm(args, &[]);
+        let o = mcpstorm(args);
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(why), "{args:?}: {stderr}");
@@ -146,7 +141,7 @@ fn line<'a>(stdout: &'a str, layer: &str) -> &'a str {
 fn diagnose_reports_the_transport_layer() {
     // The modern era: SSE answers, no session; the version header is the modern one.
     let fake = Fake::start_http(None);
-    let o = mcpstorm(&["diagnose", "--http", &fake.url(), "--pings", "2"], &[]);
+    let o = mcpstorm(&["diagnose", "--http", &fake.url(), "--pings", "2"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let checks = stdout.lines().filter(|l| !l.starts_with(' '));
@@ -162,7 +157,7 @@ fn diagnose_reports_the_transport_layer() {
 
     // The legacy era: JSON answers and a session id, of which only a prefix is shown (JSON report included).
     let legacy = Fake::start_http(Some(LEGACY_JSON));
-    let o = mcpstorm(&["diagnose", "--http", &legacy.url(), "--pings", "1", "--json"], &[]);
+    let o = mcpstorm(&["diagnose", "--http", &legacy.url(), "--pings", "1", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("diagnose --json");
     let check = &report["checks"][1];
@@ -176,7 +171,7 @@ fn diagnose_reports_the_transport_layer() {
     assert!(check["summary"].as_str().unwrap().contains("MCP-Protocol-Version 2025-11-25 (sent)"), "{check}");
 
     // Nothing listening: connect fails, the transport layer is skipped.
-    let o = mcpstorm(&["diagnose", "--http", "http://127.0.0.1:1/mcp"], &[]);
+    let o = mcpstorm(&["diagnose", "--http", "http://127.0.0.1:1/mcp"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(line(&stdout, "connect").starts_with("FAIL"), "{stdout}");
@@ -186,7 +181,7 @@ fn diagnose_reports_the_transport_layer() {
 #[test]
 fn diagnose_fails_the_transport_layer_on_a_401_with_a_hint() {
     let (url, _) = recording_server();
-    let o = mcpstorm(&["diagnose", "--http", &url], &[]);
+    let o = mcpstorm(&["diagnose", "--http", &url]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let transport = line(&stdout, "transport");

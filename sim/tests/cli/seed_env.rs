@@ -2,13 +2,9 @@
 //! print names the seed as a flag: run with the variable, replay without it (or with another value), same bytes.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::common::{BIN, text};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use crate::common::{command, text};
 
 fn scratch(name: &str) -> String {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("seed-env").join(name);
@@ -18,8 +14,8 @@ fn scratch(name: &str) -> String {
 
 /// `mcpstorm args...` from the repository root with `MCPSTORM_SEED` set to `seed` (or removed).
 fn with_seed(seed: Option<&str>, args: &[&str]) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args).current_dir(root()).env_remove("MCPSTORM_SEED");
+    let mut cmd = command();
+    cmd.args(args).env_remove("MCPSTORM_SEED");
     if let Some(seed) = seed {
         cmd.env("MCPSTORM_SEED", seed);
     }

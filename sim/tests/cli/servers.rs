@@ -3,14 +3,14 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
 use serde_json::{Value, json};
 
-use crate::common::BIN;
+use crate::common::command;
 
 /// `mcpstorm serve-fake` on a free loopback port; killed (by its own handle) when dropped.
 pub struct Fake {
@@ -55,7 +55,7 @@ impl Fake {
     }
 
     fn spawn_on(config: Option<&str>, transport: &str, listen: &str, stderr: Stdio) -> Fake {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = command();
         cmd.arg("serve-fake");
         if let Some(toml) = config {
             static SEQ: AtomicUsize = AtomicUsize::new(0);

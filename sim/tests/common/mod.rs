@@ -1,8 +1,10 @@
-//! `mcpstorm` run to completion from the repository root, and what its runs write: shared by the test binaries that
-//! run the command (`cli`, `sim`).
+//! The tests' support, shared by the test binaries that run the command (`cli`, `sim`): `mcpstorm` run from the
+//! repository root, what its runs write, and the TOML the tests give it ([`fixtures`]).
 
 // Each binary includes this module and uses its own subset of it.
 #![allow(dead_code)]
+
+pub mod fixtures;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -11,13 +13,44 @@ use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcpstorm");
 
-/// Runs `mcpstorm args...` from the repository root (so `scenarios/...` paths resolve) and returns its output.
+/// The repository root, where `scenarios/...` paths resolve.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `mcpstorm`, to be run from the repository root: for a test that spawns it, pipes it or changes its environment.
+pub fn command() -> Command {
+    let mut command = Command::new(BIN);
+    command.current_dir(repo_root());
+    command
+}
+
+/// Runs `mcpstorm args...` from the repository root and returns its output.
 pub fn mcpstorm(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .output()
-        .expect("run mcpstorm")
+    mcpstorm_env(args, &[])
+}
+
+/// [`mcpstorm`] with the environment variables `env` set.
+pub fn mcpstorm_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    command().args(args).envs(env.iter().copied()).output().expect("run mcpstorm")
+}
+
+/// Every file below `dir`, as paths relative to it, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read dir") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).expect("under dir").to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// A fresh scratch directory `group/name` under the test target directory.
