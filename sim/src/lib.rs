@@ -18,21 +18,24 @@
 //!   the tolerances of its `[fidelity]` table.
 //! - [`swarm`]: drawn fault timelines checked against invariants, failures shrunk to a replayable file.
 //! - [`shard`]: one machine's share of a multi-seed study (`--shard K/N`).
-//! - [`gateway`]: `mcpstorm gateway`, the core served to agents as a process (federation, admin API, metrics),
-//!   built from a scenario's `[gateway]` and `[client]` tables by the same functions a simulated load host uses.
+//! - [`gateway`]: the gateway crate (`mcpstorm-gateway`), which this crate depends on: every simulated gateway is
+//!   built by its node from its config tables, and `mcpstorm gateway` is its command.
 //! - [`cli`]: the `mcpstorm` command: subcommands, exit codes, the live commands that talk to real servers.
 
 pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod fidelity;
-pub mod gateway;
 pub mod live;
 pub mod profile;
 pub mod report;
 pub mod run;
 pub mod scenario;
-pub mod seed;
 pub mod shard;
 pub mod swarm;
 pub mod world;
+
+/// The gateway crate: its node builds every simulated gateway, its tables are a scenario's `[gateway]` and `[client]`.
+pub use mcpstorm_gateway as gateway;
+/// Seeds: the gateway crate's, so a simulated node forks its streams as the process does.
+pub use mcpstorm_gateway::seed;

@@ -46,8 +46,8 @@ pub struct FidelityArgs {
     #[arg(long)]
     pub allow_large: bool,
     /// Run both sides through gateway nodes, one per load host: live, `mcpstorm gateway` processes of this binary;
-    /// simulated, the same nodes in the simulator. The same as `--set gateway.nodes=<load.hosts> --set
-    /// gateway.front="http"` (which the reproduce line spells out).
+    /// simulated, the same nodes in the simulator. The same as `--set nodes.count=<load.hosts>` (which the
+    /// reproduce line spells out).
     #[arg(long)]
     pub through_gateway: bool,
 }

@@ -41,8 +41,8 @@ pub struct LiveArgs {
     #[arg(long, value_enum)]
     pub calls: Option<CallsMode>,
     /// Send the agents' calls through `mcpstorm gateway` processes of this binary, one per load host, instead of
-    /// a gateway inside each load host: the same as `--set gateway.nodes=<load.hosts> --set gateway.front="http"`
-    /// (which the reproduce line spells out). A scenario with `[gateway] nodes` always runs them as processes.
+    /// a gateway inside each load host: the same as `--set nodes.count=<load.hosts>` (which the reproduce line spells
+    /// out). A scenario with `[nodes] count` always runs them as processes.
     #[arg(long)]
     pub through_gateway: bool,
 }
@@ -63,9 +63,8 @@ pub(super) fn through_gateway_sets(
     limits: &scenario::Limits,
 ) -> Result<Vec<String>, Failure> {
     let base = scenario::load_file_with(path, &sets, limits).map_err(|e| Failure::BadInput(e.to_string()))?;
-    if base.gateway.nodes == 0 {
-        sets.push(format!("gateway.nodes={}", base.load.hosts));
-        sets.push("gateway.front=\"http\"".to_owned());
+    if base.nodes.count == 0 {
+        sets.push(format!("nodes.count={}", base.load.hosts));
     }
     Ok(sets)
 }

@@ -6,7 +6,6 @@ mod compare;
 mod diagnose;
 mod fidelity;
 mod formulas;
-mod gateway;
 mod live;
 mod merge;
 mod out;
@@ -52,7 +51,7 @@ pub enum Command {
     Diagnose(diagnose::DiagnoseArgs),
     /// Serve MCP to agents: federate real servers' tools behind the core's routing and protection (Streamable HTTP
     /// at /mcp, or stdio), with an admin API and Prometheus metrics.
-    Gateway(gateway::GatewayArgs),
+    Gateway(mcpstorm_gateway::cli::GatewayArgs),
     /// Run a scenario in the simulator and write its report.
     Sim(SimArgs),
     /// Run a scenario in real time on this machine (fake servers on loopback sockets, the real core, the same load,
@@ -123,7 +122,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Call(args) => live(peer::call(args)),
         Command::Diagnose(args) => live(diagnose::run(args)),
         Command::ServeFake(args) => live(serve_fake::run(args)),
-        Command::Gateway(args) => live(gateway::run(args)),
+        Command::Gateway(args) => live(async { Ok(mcpstorm_gateway::cli::run(args).await?) }),
         Command::Profile(args) => live(profile::run(args)),
         Command::Validate(args) => validate::run(args),
         Command::Scenarios(args) => scenarios::run(args),
@@ -133,23 +132,15 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     result.and(out::flush())
 }
 
-/// The random stream of a live process (the commands that talk to real servers), seeded in this one place: `seed`
-/// when the user gives one (to replay a run), else from the OS — never a constant, so that processes started
-/// together do not draw the same jitter. The seed is logged at debug level.
-fn process_rng(seed: Option<u64>) -> mcpstorm_core::SeededRng {
-    let seed = seed.unwrap_or_else(|| getrandom::u64().unwrap_or_else(|_| u64::from(std::process::id())));
-    tracing::debug!(seed, "random stream seeded (replay with --seed {seed})");
-    mcpstorm_core::SeededRng::new(seed)
-}
+use mcpstorm_gateway::cli::{process_rng, wall_clock};
 
-/// The wall clock of a live process: the core reads no std time (a simulator drives its clock), so the command gives
-/// its clients one anchored to the system's, which certificate validity (`https`) is checked against.
-fn wall_clock() -> mcpstorm_core::TokioClock {
-    // Outside the simulated path: a live command, the one place this process learns the time of day.
-    #[allow(clippy::disallowed_methods)]
-    let now = std::time::SystemTime::now();
-    let ms = now.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    mcpstorm_core::TokioClock::new(ms)
+impl From<mcpstorm_gateway::cli::Failure> for Failure {
+    fn from(f: mcpstorm_gateway::cli::Failure) -> Failure {
+        match f {
+            mcpstorm_gateway::cli::Failure::BadInput(m) => Failure::BadInput(m),
+            mcpstorm_gateway::cli::Failure::Failed(m) => Failure::Failed(m),
+        }
+    }
 }
 
 fn live(fut: impl Future<Output = Result<(), Failure>>) -> Result<(), Failure> {

@@ -97,8 +97,7 @@ pub fn unsupported(scenario: &Scenario) -> Option<&'static str> {
         return Some("network.fail_rate (dropped messages; the relays drop only during a partition)");
     }
     let on_node = |target: &str| target == GATEWAY || target.starts_with("gateway-");
-    if scenario.gateway.nodes > 0
-        && scenario.faults.iter().any(|f| f.kind == FaultKind::ClockSkew && on_node(&f.target))
+    if scenario.nodes.count > 0 && scenario.faults.iter().any(|f| f.kind == FaultKind::ClockSkew && on_node(&f.target))
     {
         return Some("clock_skew on a gateway node (a node is a process on this machine's clock)");
     }
@@ -172,7 +171,7 @@ async fn run_in_runtime(
     progress: &mut dyn FnMut(Duration, Duration),
 ) -> Result<(RunData, WallClock), LiveError> {
     let lead = timer_overshoot().await;
-    let node_hosts: Vec<String> = (0..scenario.gateway.nodes).map(node_host).collect();
+    let node_hosts: Vec<String> = (0..scenario.nodes.count).map(node_host).collect();
     // With gateway nodes, the run's time begins once they serve: everything before it reads as its first instant.
     let start = Instant::now() + if node_hosts.is_empty() { Duration::ZERO } else { NODES_START };
     let time = RunTime::Live { start, lead };
@@ -366,7 +365,7 @@ impl Net {
         let dir = std::env::temp_dir();
         let redis = RedisHost::of(&scenario.gateway);
         let mut launches = Vec::new();
-        for i in 0..scenario.gateway.nodes {
+        for i in 0..scenario.nodes.count {
             let name = node_host(i);
             let servers = self.upstreams_of(scenario, placement, &name);
             let redis = redis.as_ref().and_then(|r| self.links.0.get(&(name.clone(), r.name.clone(), r.port)).copied());

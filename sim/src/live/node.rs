@@ -48,7 +48,7 @@ pub fn session_key(seed: u64) -> String {
     key.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The config file of node `name`: the scenario's `[gateway]` and `[client]` tables (its node-only keys dropped),
+/// The config file of node `name`: the scenario's `[gateway]` and `[client]` tables,
 /// `servers` (each replica where this node reaches it), Redis at `redis` with `[gateway.sync]`, served on `listen`.
 pub fn config(
     scenario: &crate::scenario::Scenario,
@@ -58,8 +58,6 @@ pub fn config(
     listen: SocketAddr,
 ) -> GatewayFile {
     let mut gateway = scenario.gateway.clone();
-    gateway.nodes = 0;
-    gateway.front = None;
     if let (Some(sync), Some(redis)) = (gateway.sync.as_mut(), redis) {
         sync.redis = format!("redis://{redis}");
         sync.node = Some(name.to_owned());

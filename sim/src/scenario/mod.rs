@@ -3,51 +3,44 @@
 //! Schema for editors ([`schema`]).
 //!
 //! Every table's module holds its keys (spec and defaults), its rules (`problems`), its bounded keys (`ranges`) and
-//! its conversion to the core's type (`to_core`): `model` (the top table, `[network]`, `[sweep]`) · `report` ·
-//! `gateway` · `sync` and `redis` (`[gateway.sync]`, and the simulated Redis host it names) · `layers` (the
-//! gateway's resilience tables) · `client` · `servers` · `workload` (`[load]`, `[agent]`) · `faults` · `checks` ·
-//! `fidelity` · `swarm`; `trace` (a replay's recorded calls) and `replay` (reading them with the scenario). `tables`
-//! reads the gateway's tables as a file of their own.
+//! its conversion to the core's type (`to_core`). The gateway's own tables come from the gateway crate
+//! ([`mcpstorm_gateway::config`]), declared once for its file and a scenario alike: `[gateway]` with its resilience
+//! tables (`layers`) and `[gateway.sync]`, `[client]`, what a server declares to the router, and the machinery every
+//! config file shares (`units`, `rules`, `ranges`, `doc`, `path`, `error`, the strict reader). The scenario's own:
+//! `model` (the top table, `[network]`, `[sweep]`) · `nodes` (`[nodes]`, gateway nodes as hosts) · `report` · `redis`
+//! (the simulated Redis host `[gateway.sync]` names) · `servers` (the fake servers) · `workload` (`[load]`,
+//! `[agent]`) · `faults` · `checks` · `fidelity` · `swarm`; `trace` (a replay's recorded calls) and `replay`
+//! (reading them with the scenario). `tables` is the gateway's file, read on its own.
 //!
-//! What the tables share: `units` (`Dur`, `SignedDur`) · `shared` (defaults, schemas, reserved target names) ·
-//! `rules` (the issues a rule gives) · `ranges` (the bounds and the list of bounded keys) · `target` (what a fault's
-//! `target` names). The walk and the pipeline: `validate` (asks every table for its problems and ranges) · `read`
-//! (reading a file) · `doc` (the spanned TOML tree: spans to key paths and back) · `path` (key paths) · `overrides`
-//! (`--set`, sweeps) · `cost` (a run's estimated cost and its limits) · `error` (what the CLI prints) · `schema`.
+//! The walk and the pipeline: `validate` (asks every table for its problems and ranges) · `read` (reading a
+//! scenario: the gateway crate's strict path plus `--set`, sweeps and run costs) · `overrides` (`--set`, sweeps) ·
+//! `cost` (a run's estimated cost and its limits) · `shared` (defaults and reserved target names) · `target` (what a
+//! fault's `target` names) · `schema`.
 
 mod checks;
-mod client;
 pub mod cost;
-mod doc;
-mod error;
 mod faults;
 mod fidelity;
-mod gateway;
-mod history;
-pub mod layers;
-mod listen;
 pub mod model;
+mod nodes;
 mod overrides;
-mod path;
 pub mod placement;
-pub mod ranges;
 mod read;
 mod redis;
 mod replay;
 mod report;
-mod rules;
 pub mod schema;
 mod servers;
 mod shared;
 pub mod swarm;
-mod sync;
-pub mod tables;
 mod target;
 pub mod trace;
-mod units;
-mod upstream;
 mod validate;
 mod workload;
+
+// The gateway crate's tables and config machinery, which a scenario embeds: one declaration of each key.
+use mcpstorm_gateway::config::{client, doc, error, gateway, history, listen, path, rules, sync, units, upstream};
+pub use mcpstorm_gateway::config::{file as tables, layers, ranges};
 
 #[cfg(test)]
 mod tests;
@@ -55,23 +48,25 @@ mod tests;
 pub use checks::Checks;
 pub use client::ClientSpec;
 pub use cost::{Cost, Limits};
-pub use error::{Location, Problem, ScenarioError};
+pub use error::{ConfigError as ScenarioError, Location, Problem};
 pub use faults::{CrashMode, DriftKind, Fault, FaultKind};
 pub use fidelity::FidelitySpec;
 pub use gateway::{
-    CredentialSpec, DEFAULT_FORMULA, FormulaName, FrontKind, GatewaySpec, MAX_NODES, PrefixMode, RequirementRule,
-    RouterSpec, ToolsSpec, profile_name,
+    CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, PrefixMode, RequirementRule, RouterSpec, ToolsSpec,
+    profile_name,
 };
 pub use history::HistorySpec;
 pub use listen::{AdminSpec, ListenSpec};
+pub use mcpstorm_gateway::config::{Declared, HealthCheckSpec, server_tag};
 pub use model::label as sweep_label;
 pub use model::{HostsMode, Network, PartitionMode, Scenario, Sweep};
+pub use nodes::{FrontKind, MAX_NODES, NodesSpec};
 pub use overrides::expand_sweep;
 pub use placement::{Placement, load_host, node_host, replica_host, server_host};
 pub use read::{load_file, load_file_with, load_str, load_str_with};
 pub use redis::RedisHost;
 pub use report::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, ReportSpec};
-pub use servers::{Declared, HealthCheckSpec, ServerSpec};
+pub use servers::ServerSpec;
 pub use swarm::SwarmSpec;
 pub use sync::SyncSpec;
 pub use target::{GATEWAY, resolve_target};

@@ -15,6 +15,7 @@ use super::client::ClientSpec;
 use super::faults::Fault;
 use super::fidelity::FidelitySpec;
 use super::gateway::GatewaySpec;
+use super::nodes::NodesSpec;
 use super::path::KeyPath;
 use super::ranges::{self, MAX_SWEEP_VALUES, MIN_TICK, Ranges, Upper};
 use super::report::ReportSpec;
@@ -59,6 +60,7 @@ pub struct Scenario {
     pub load: Load,
     #[serde(default)]
     pub agent: Agent,
+    /// The gateway crate's `[client]` table (each replica's client), as in the gateway's own file.
     #[serde(default)]
     pub client: ClientSpec,
     /// The fault timeline (`[[faults]]`).
@@ -71,13 +73,24 @@ pub struct Scenario {
     pub fidelity: FidelitySpec,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
+    /// The gateway crate's `[gateway]` table, the same keys, defaults and checks as the gateway's own file.
     #[serde(default)]
     pub gateway: GatewaySpec,
+    /// Gateway nodes as hosts of their own (see [`NodesSpec`]); absent: a gateway in each load host.
+    #[serde(default, skip_serializing_if = "NodesSpec::is_default")]
+    pub nodes: NodesSpec,
     #[serde(default)]
     pub report: ReportSpec,
     /// How `mcpstorm swarm` draws this scenario's faults and judges its runs (see [`SwarmSpec`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swarm: Option<SwarmSpec>,
+    /// The core's planted defect (a bulkhead permit leaked per replica failure), for proving that the swarm finds
+    /// and shrinks a real leak. Never read from or written to a file: only code can set it.
+    #[doc(hidden)]
+    #[cfg(feature = "testing")]
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub planted_leak: bool,
 }
 
 impl Scenario {

@@ -16,9 +16,9 @@ use toml::Spanned;
 use toml::de::DeValue;
 
 use super::doc::{self, Node, Source};
-use super::error::{Location, Problem, ScenarioError};
 use super::model::{Scenario, label};
 use super::path::KeyPath;
+use super::{Location, Problem, ScenarioError};
 
 /// Applies every `--set` argument of `src` to `root`, in order (a later one wins). Every bad argument is reported.
 pub(crate) fn apply_sets<'i>(root: &mut Node<'i>, src: &Source<'i>) -> Vec<Problem> {

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::error::Problem;
+use super::Problem;
 use super::model::Scenario;
 use super::rules::Issue;
 use super::servers::ServerSpec;

@@ -20,7 +20,7 @@ use mcpstorm_core::history::ServerCallRecord;
 use serde_json::Value;
 
 use super::doc;
-use super::error::{Location, Problem};
+use super::{Location, Problem};
 
 /// At most this many bad rows are reported (one mistake usually repeats on every row).
 pub(super) const MAX_PROBLEMS: usize = 20;

@@ -3,13 +3,13 @@
 //! [`Issue`] naming the key path; the loader turns paths into `file:line:column`. All issues are collected, never
 //! only the first.
 
-use super::error::{Location, Problem, ScenarioError};
 use super::faults::Hosts;
 use super::model::Scenario;
 use super::ranges::{self, Ranges};
 use super::redis::{self, RedisHost};
 use super::rules::{Issue, Rules};
 use super::servers::ServerSpec;
+use super::{Location, Problem, ScenarioError};
 
 /// The most retries an agent may make per call: beyond it a run is all retries.
 pub const MAX_RETRIES: u32 = ranges::MAX_ATTEMPTS as u32;
@@ -44,13 +44,13 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
     s.client.problems(&mut rules);
     s.gateway.problems(&mut rules);
     // A node lists its servers when it starts, as the process does: no scheduled membership to follow.
-    if s.gateway.nodes > 0 {
+    if s.nodes.count > 0 {
         for (i, server) in s.servers.iter().enumerate() {
             for (key, set) in [("join_at", server.join_at.is_some()), ("leave_at", server.leave_at.is_some())] {
                 if set {
                     rules.fail(
                         format!("servers[{i}].{key}"),
-                        "gateway nodes list every server when they start: membership changes need nodes = 0",
+                        "gateway nodes list every server when they start: membership changes need `[nodes] count = 0`",
                     );
                 }
             }
@@ -60,7 +60,7 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
         redis::problems(sync, &s.gateway, &s.servers, &mut rules);
     }
     let redis = RedisHost::of(&s.gateway);
-    let hosts = Hosts { load_hosts: s.load.hosts, nodes: s.gateway.nodes, redis: redis.as_ref() };
+    let hosts = Hosts { load_hosts: s.load.hosts, nodes: s.nodes.count, redis: redis.as_ref() };
     for (k, fault) in s.faults.iter().enumerate() {
         fault.problems(k, run, &s.servers, &hosts, &mut rules);
     }
@@ -90,6 +90,7 @@ pub(crate) fn ranges(s: &Scenario) -> Ranges {
         fault.ranges(k, &mut out);
     }
     s.gateway.ranges(&mut out);
+    s.nodes.ranges(&mut out);
     s.fidelity.ranges(&mut out);
     if let Some(sweep) = &s.sweep {
         sweep.ranges(&mut out);

@@ -92,7 +92,7 @@ pub fn check(scenario: &Scenario, options: Options) -> SwarmRun {
             // The naive baseline runs the core as shipped: without the planted defect the scenario may carry.
             #[cfg(feature = "testing")]
             {
-                baseline.gateway.planted_leak = false;
+                baseline.planted_leak = false;
             }
             simulations += 1;
             naive = simulate(&baseline, &mut Vec::new());

@@ -67,7 +67,7 @@ pub struct Timeline {
 fn target_hosts(scenario: &Scenario, fault: &Fault) -> Vec<String> {
     if fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY {
         // The gateways' clocks: the nodes', or the load hosts' when each runs its gateway in-process.
-        return match scenario.gateway.nodes {
+        return match scenario.nodes.count {
             0 => (0..scenario.load.hosts).map(load_host).collect(),
             n => (0..n).map(node_host).collect(),
         };

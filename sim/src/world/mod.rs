@@ -116,7 +116,7 @@ pub fn run(
 
     let load_hosts: Vec<String> = (0..scenario.load.hosts).map(load_host).collect();
     // With `[gateway] nodes`, the gateways are the nodes, hosts of their own; else one in each load host.
-    let node_hosts: Vec<String> = (0..scenario.gateway.nodes).map(node_host).collect();
+    let node_hosts: Vec<String> = (0..scenario.nodes.count).map(node_host).collect();
     recorder.set_gateways(if node_hosts.is_empty() { load_hosts.len() } else { node_hosts.len() });
     if let Some(host) = RedisHost::of(&scenario.gateway) {
         handles.redis = Some(redis::place(&mut sim, &host));
@@ -288,7 +288,7 @@ pub(crate) fn conclude(
         audit,
         mode,
         // A live run's gateway nodes are processes of their own, out of the recorder's sight.
-        attempts_recorded: !(mode == RunMode::Live && scenario.gateway.nodes > 0),
+        attempts_recorded: !(mode == RunMode::Live && scenario.nodes.count > 0),
     };
     Ok(run)
 }

@@ -45,7 +45,7 @@ pub fn registry(scenario: &Scenario) -> ScheduledRegistry {
 
 /// The requirement a mix entry naming a server adds to its calls.
 pub fn pin(entry: &MixEntry) -> Vec<Requirement> {
-    entry.server.iter().map(|name| Requirement::Tag(scenario::ServerSpec::server_tag(name))).collect()
+    entry.server.iter().map(|name| Requirement::Tag(scenario::server_tag(name))).collect()
 }
 
 /// Which servers may serve which mix entry, from the scenario's tables alone.

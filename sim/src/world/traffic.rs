@@ -101,10 +101,10 @@ impl Host {
         let spec = &scenario.client;
         let clock = plan.clocks.get(host_index).cloned().unwrap_or_default();
         let gateway = &scenario.gateway;
-        if gateway.nodes > 0 {
+        if scenario.nodes.count > 0 {
             return Ok(Host {
                 gateway: None,
-                nodes: (0..gateway.nodes)
+                nodes: (0..scenario.nodes.count)
                     .map(|i| {
                         let dialer = plan.links.dialer(host, &node_host(i), NODE_PORT);
                         remote::node_client(scenario, i, &clock, seed, dialer)
@@ -128,7 +128,7 @@ impl Host {
         let mut config = tables::gateway_config(gateway, spec);
         #[cfg(feature = "testing")]
         if let Some(bulkhead) = config.resilience.bulkhead.as_mut() {
-            bulkhead.leak_permit_on_replica_failure = gateway.planted_leak;
+            bulkhead.leak_permit_on_replica_failure = scenario.planted_leak;
         }
         let mut observer: Arc<dyn Observer> = Arc::new(GatewayObserver {
             recorder: plan.recorder.clone(),

@@ -185,8 +185,7 @@ fn what_live_runs_cannot_do_is_refused_as_bad_input() {
         (vec!["network.fail_rate=0.01"], "network.fail_rate"),
         (
             vec![
-                "gateway.nodes=1",
-                "gateway.front=\"http\"",
+                "nodes.count=1",
                 "faults[0]={ kind = \"clock_skew\", target = \"gateway\", start = \"1s\", offset = \"1s\" }",
             ],
             "clock_skew on a gateway node",
@@ -209,8 +208,7 @@ fn gateway_nodes_run_as_processes_serve_the_agents_and_a_crashed_node_fails_only
         SPIKE,
         &[
             "servers[0].replicas=2",
-            "gateway.nodes=2",
-            "gateway.front=\"http\"",
+            "nodes.count=2",
             "client.connect_timeout=\"300ms\"",
             "client.deadline=\"1s\"",
             "faults[0]={ kind = \"crash\", mode = \"refuse\", target = \"gateway-0\", start = \"2s\", duration = \"2s\" }",
@@ -246,7 +244,7 @@ fn through_gateway_runs_the_load_hosts_gateways_as_processes_and_the_reproduce_l
     assert_eq!(s["attempts_recorded"], false);
     assert!(s["totals"]["ok"].as_u64().expect("ok") > 200, "{s}");
     let reproduce = s["reproduce"].as_str().expect("reproduce").to_owned();
-    assert!(reproduce.contains("--set 'gateway.nodes=1' --set 'gateway.front=\"http\"'"), "{reproduce}");
+    assert!(reproduce.contains("--set 'nodes.count=1'"), "{reproduce}");
     // The printed line runs as it says (its --out aside): the same nodes, the same report.
     let again = dir.join("again");
     let words = shlex::split(&reproduce).expect("a shell line");

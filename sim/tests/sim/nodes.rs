@@ -10,7 +10,7 @@ fn scratch(name: &str) -> PathBuf {
     scratch_in("nodes", name)
 }
 
-const NODES: [&str; 3] = ["gateway.nodes=2", "gateway.front=\"http\"", "load.hosts=2"];
+const NODES: [&str; 2] = ["nodes.count=2", "load.hosts=2"];
 
 /// Two nodes on api's two replicas, round-robin; node 1's link to api#0 is cut from 2 s to 6 s.
 const CUT: &str = r#"name = "nodes_cut"
@@ -127,7 +127,7 @@ fn a_partition_from_one_node_leaves_the_other_nodes_calls_on_that_replica_alone(
 fn a_crashed_node_fails_only_its_own_agents_calls_and_restarts_afresh() {
     let out = scratch("crash");
     let crash = "faults[0]={ kind = \"crash\", target = \"gateway-0\", start = \"2s\", duration = \"1s\" }";
-    let o = sim(Path::new("scenarios/smoke.toml"), &out, &[NODES[0], NODES[1], NODES[2], crash]);
+    let o = sim(Path::new("scenarios/smoke.toml"), &out, &[NODES[0], NODES[1], crash]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let events = std::fs::read_to_string(out.join("events.csv")).expect("events.csv");
     assert!(events.contains(",host_crashed,gateway-0,") && events.contains(",host_restarted,gateway-0,"), "{events}");
@@ -148,7 +148,7 @@ fn a_crashed_node_fails_only_its_own_agents_calls_and_restarts_afresh() {
 #[test]
 fn a_nodes_degraded_answer_ends_the_agents_call_as_degraded() {
     let out = scratch("degraded");
-    let o = sim(Path::new("scenarios/breaker_sync.toml"), &out, &NODES[..2]);
+    let o = sim(Path::new("scenarios/breaker_sync.toml"), &out, &NODES[..1]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let totals = summary(&out)["totals"].clone();
     let answered: u64 = totals["degraded"].as_object().map_or(0, |m| m.values().filter_map(|v| v.as_u64()).sum());

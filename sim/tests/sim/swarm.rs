@@ -49,7 +49,7 @@ recovery_within = "4s"
 #[test]
 fn the_planted_leak_is_found_and_shrunk() {
     let mut scenario = small();
-    scenario.gateway.planted_leak = true;
+    scenario.planted_leak = true;
     scenario.swarm =
         Some(SwarmSpec { kinds: vec![mcpstorm_sim::scenario::FaultKind::ErrorBurst], ..small().swarm.unwrap() });
     let options = Options { differential: false, checks: false };
@@ -67,7 +67,7 @@ fn the_planted_leak_is_found_and_shrunk() {
     assert_eq!((again.scenario, again.runs), (shrunk.scenario.clone(), shrunk.runs), "shrinking is deterministic");
     // Without the defect, the shrunk timeline holds every safety invariant.
     let mut fixed = shrunk.scenario;
-    fixed.gateway.planted_leak = false;
+    fixed.planted_leak = false;
     let run = check(&fixed, options);
     assert!(invariants::safety(&fixed, run.run.as_ref().unwrap()).is_empty(), "{:?}", run.violations);
 }

@@ -124,7 +124,7 @@ fn serde_problems_are_collected() {
 #[test]
 fn read_errors_name_the_file() {
     let err = load_file(Path::new("/nonexistent/x.toml"), &[]).expect_err("no such file");
-    assert!(err.to_string().starts_with("/nonexistent/x.toml: cannot read the scenario: "), "{err}");
+    assert!(err.to_string().starts_with("/nonexistent/x.toml: cannot read it: "), "{err}");
     assert_eq!(err.count(), 1);
 }
 

@@ -89,5 +89,5 @@ fn faults_on_redis_are_the_ones_redis_can_have_and_from_names_a_load_host() {
 #[test]
 fn gossip_is_refused_naming_its_replacement() {
     let text = edit(BASE, "[load]", "[gateway]\ngossip = true\n\n[load]");
-    expect_one(&text, &[], "gateway.gossip", "gossip = |", "[gateway.sync] redis = \"redis://redis:6379\"");
+    expect_one(&text, &[], "gateway.gossip", "|gossip = ", "[gateway.sync] redis = \"redis://redis:6379\"");
 }

@@ -1,0 +1,189 @@
+//! The gateway process's `[[servers]]` tables: real MCP servers, each with its replicas (`[[servers.replicas]]`,
+//! one of `http`, `stdio` or `tcp`), and what a scenario's server may declare for the router (tags, the capability
+//! matrix row, `latency_p95_ms`, `max_concurrent_requests`, a health tool).
+//!
+//! A header's value that could be a secret is never written in the file: it is `env:NAME`, read from the
+//! environment when the gateway starts, so the file can be committed and the secret never reaches a log.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::declared::{Declared, HealthCheckSpec};
+use super::ranges::{self, MAX_CONCURRENCY, MAX_DURATION_MS, MAX_HOSTS, Ranges};
+use super::rules::Rules;
+
+/// One real MCP server behind the gateway.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSpec {
+    /// Unique. Agents see its tools under their own names, or `name__tool` when two servers offer one name (see
+    /// `[gateway.tools] prefix`); the admin API and the metrics name it.
+    pub name: String,
+    /// Where the server runs: identical replicas the router chooses between, in this order.
+    #[schemars(length(min = 1, max = ranges::MAX_HOSTS))]
+    pub replicas: Vec<ReplicaSpec>,
+    /// Free-form labels for the router. Every server also carries `server:<name>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The capability matrix row: attribute (ending in `_support`) → supported values, e.g.
+    /// `{ language_support = ["python", "rust"] }`, for `[gateway] requirements`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub capabilities: BTreeMap<String, Vec<String>>,
+    /// Declared P95 latency (ms): the router's `latency_ratio` divides by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = ranges::MAX_DURATION_MS))]
+    pub latency_p95_ms: Option<f64>,
+    /// Declared concurrency limit: the router's `capacity`, and each replica's bulkhead cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
+    pub max_concurrent_requests: Option<u32>,
+    /// Active health checks call this tool instead of `ping`; three failures in a row take the replica out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<HealthCheckSpec>,
+}
+
+/// How to reach one replica: exactly one of `http`, `stdio`, `tcp`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaSpec {
+    /// MCP Streamable HTTP at this URL (either protocol era, detected), e.g. `"http://127.0.0.1:9001/mcp"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<String>,
+    /// A command the gateway starts, speaking MCP over its stdin and stdout, e.g. `"python3 ledger.py"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdio: Option<String>,
+    /// Newline-delimited MCP over TCP at `host:port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<String>,
+    /// Headers sent on every request to an `http` replica. A value is `env:NAME` (read from the environment at
+    /// start), or a literal for a header whose name cannot hold a secret.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// Where a replica is, once its one key is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaAddr<'a> {
+    Http(&'a str),
+    Stdio(&'a str),
+    Tcp(&'a str),
+}
+
+/// A header value read from the environment rather than written in the file.
+pub const ENV_PREFIX: &str = "env:";
+
+/// Header names whose value may be a secret: such a value must be `env:NAME`.
+fn may_hold_secret(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["authorization", "cookie", "token", "secret", "key", "password", "credential"].iter().any(|w| name.contains(w))
+}
+
+impl ReplicaSpec {
+    /// The one address this replica names (validation has checked there is exactly one).
+    pub fn addr(&self) -> Option<ReplicaAddr<'_>> {
+        match (&self.http, &self.stdio, &self.tcp) {
+            (Some(url), None, None) => Some(ReplicaAddr::Http(url)),
+            (None, Some(cmd), None) => Some(ReplicaAddr::Stdio(cmd)),
+            (None, None, Some(addr)) => Some(ReplicaAddr::Tcp(addr)),
+            _ => None,
+        }
+    }
+
+    fn problems(&self, at: &str, rules: &mut Rules) {
+        let given = [&self.http, &self.stdio, &self.tcp].iter().filter(|v| v.is_some()).count();
+        if given != 1 {
+            rules.fail(at.to_owned(), format!("give exactly one of `http`, `stdio`, `tcp` (found {given})"));
+        }
+        let empty = [("http", &self.http), ("stdio", &self.stdio), ("tcp", &self.tcp)];
+        for (key, value) in empty {
+            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                rules.fail(format!("{at}.{key}"), "must not be empty");
+            }
+        }
+        if let Some(cmd) = &self.stdio
+            && !cmd.trim().is_empty()
+            && shlex::split(cmd).is_none_or(|w| w.is_empty())
+        {
+            rules.fail(format!("{at}.stdio"), format!("cannot split {cmd:?} into words (an unclosed quote?)"));
+        }
+        if let Some(url) = &self.http
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            rules.fail(format!("{at}.http"), format!("{url:?} is not an http:// or https:// URL"));
+        }
+        if !self.headers.is_empty() && self.http.is_none() {
+            rules.fail(format!("{at}.headers"), "headers are sent only to an `http` replica");
+        }
+        for (name, value) in &self.headers {
+            let key = format!("{at}.headers.{name}");
+            match value.strip_prefix(ENV_PREFIX) {
+                Some("") => rules.fail(key, "`env:` needs a variable name, e.g. \"env:API_TOKEN\""),
+                Some(_) => {}
+                None if may_hold_secret(name) => rules.fail(
+                    key,
+                    "this header may hold a secret: write \"env:NAME\" and set NAME in the gateway's environment",
+                ),
+                None => {}
+            }
+        }
+    }
+}
+
+impl UpstreamSpec {
+    /// The endpoint id of replica `i` in the router, the admin API and the metrics: `name#i`, as a fault targets a
+    /// scenario's replica.
+    pub fn replica_id(&self, i: usize) -> String {
+        format!("{}#{i}", self.name)
+    }
+
+    /// What this server declares to the router.
+    pub fn declared(&self) -> Declared<'_> {
+        Declared {
+            tags: &self.tags,
+            capabilities: &self.capabilities,
+            latency_p95_ms: self.latency_p95_ms,
+            max_concurrent_requests: self.max_concurrent_requests,
+            health_check: self.health_check.as_ref(),
+        }
+    }
+
+    /// The rules of the `[[servers]]` array: at least one server, unique non-empty names, each replica valid.
+    pub fn problems_of(servers: &[UpstreamSpec], rules: &mut Rules) {
+        if servers.is_empty() {
+            rules.fail("servers", "at least one server is needed");
+        }
+        let mut seen = BTreeSet::new();
+        for (i, server) in servers.iter().enumerate() {
+            let at = format!("servers[{i}]");
+            if server.name.is_empty() {
+                rules.fail(format!("{at}.name"), "must not be empty");
+            } else if server.name.contains('#') || server.name.contains("__") {
+                rules.fail(
+                    format!("{at}.name"),
+                    "must not contain `#` (replica ids are `name#i`) or `__` (prefixed tools are `name__tool`)",
+                );
+            } else if !seen.insert(server.name.as_str()) {
+                rules.fail(format!("{at}.name"), format!("duplicate server name {:?}", server.name));
+            }
+            if server.replicas.is_empty() {
+                rules.fail(format!("{at}.replicas"), "at least one replica is needed");
+            }
+            for (r, replica) in server.replicas.iter().enumerate() {
+                replica.problems(&format!("{at}.replicas[{r}]"), rules);
+            }
+        }
+    }
+
+    /// The counts and durations with their bounds.
+    pub fn ranges(&self, i: usize, out: &mut Ranges) {
+        out.count(format!("servers[{i}].replicas"), self.replicas.len() as f64, MAX_HOSTS as f64);
+        if let Some(ms) = self.latency_p95_ms {
+            out.count(format!("servers[{i}].latency_p95_ms"), ms, MAX_DURATION_MS as f64);
+        }
+        if let Some(n) = self.max_concurrent_requests {
+            out.count(format!("servers[{i}].max_concurrent_requests"), f64::from(n), MAX_CONCURRENCY as f64);
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! Federation: the servers' tools as one list, and each agent's call sent down the protected path.
+//!
+//! - **Discovery.** Each server is listed from its first replica that answers. A listed server is declared to the
+//!   router with its tools (a re-listing replaces the declaration); a server no replica of which answers is left
+//!   out of the list, and tried again every [`RELIST_EVERY`] while it has no listing. One bad upstream never fails
+//!   an agent's session: the others' tools are listed and served.
+//! - **Changes.** An upstream's `notifications/tools/list_changed` (or a re-listing that differs) rebuilds the
+//!   catalog; when the names agents see change, [`Federation::changes`] fires so the front tells every agent.
+//! - **Calls.** `tools/call` resolves the agent's name to (server, upstream name) and calls
+//!   [`Gateway::call`](mcpstorm_core::Gateway::call) with the server's `server:<name>` tag required: routing across
+//!   the server's replicas, breakers, bulkheads, retries under the budget, degraded results. An upstream's JSON-RPC
+//!   error is the agent's; a failure to reach the server is a tool result with `isError` that names its class.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use mcpstorm_core::gateway::{ManualError, Operation};
+use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
+use mcpstorm_core::mcp::{CallToolResult, ProgressParams, Tool};
+use mcpstorm_core::resilience::BreakerTransition;
+use mcpstorm_core::resilience::degraded_result;
+use mcpstorm_core::router::{Requirement, StaticRegistry};
+use mcpstorm_core::sync::BreakerSync;
+use mcpstorm_core::{CallError, CallOptions, CancelToken, Delivery, Gateway, ToolCall};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::catalog::Catalog;
+use super::metrics::{AttemptLabels, Metrics, ToolLabels};
+use super::proxied::{self, Kind, Proxied};
+use super::state::Protection;
+use super::tap::AttemptTap;
+use crate::config::{PrefixMode, UpstreamSpec, server_tag};
+
+/// How often a server with no listing (down at start, or never answered) is tried again.
+pub const RELIST_EVERY: Duration = Duration::from_secs(5);
+
+/// The federation calls go to now; SIGHUP swaps it (see `process`).
+pub type Current = Arc<RwLock<Arc<Federation>>>;
+
+/// Reads the current federation.
+pub fn current(current: &Current) -> Arc<Federation> {
+    current.read().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+/// The listings and the names built from them.
+#[derive(Debug, Default)]
+struct Listings {
+    tools: BTreeMap<String, Arc<Vec<Tool>>>,
+    catalog: Catalog,
+}
+
+/// See the module documentation.
+pub struct Federation {
+    gateway: Arc<Gateway>,
+    servers: Vec<UpstreamSpec>,
+    mode: PrefixMode,
+    listings: RwLock<Listings>,
+    proxied: RwLock<Proxied>,
+    /// Bumped when the names agents see change.
+    changes: watch::Sender<u64>,
+    metrics: Arc<Metrics>,
+    /// Breaker sync with the other nodes (`[gateway.sync]`).
+    sync: Option<Arc<BreakerSync>>,
+    /// Sees every attempt (the simulator's recorder, on a simulated node).
+    tap: Option<Arc<dyn AttemptTap>>,
+}
+
+impl std::fmt::Debug for Federation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Federation").field("servers", &self.servers.len()).finish_non_exhaustive()
+    }
+}
+
+impl Federation {
+    pub fn new(gateway: Arc<Gateway>, servers: Vec<UpstreamSpec>, mode: PrefixMode, metrics: Arc<Metrics>) -> Self {
+        Federation {
+            gateway,
+            servers,
+            mode,
+            listings: RwLock::default(),
+            proxied: RwLock::default(),
+            changes: watch::channel(0).0,
+            metrics,
+            sync: None,
+            tap: None,
+        }
+    }
+
+    /// With a watcher of every attempt (see [`AttemptTap`]).
+    pub fn with_tap(mut self, tap: Arc<dyn AttemptTap>) -> Self {
+        self.tap = Some(tap);
+        self
+    }
+
+    /// With breaker sync: the admin API's switches are shared with the other nodes.
+    pub fn with_sync(mut self, sync: Arc<BreakerSync>) -> Self {
+        self.sync = Some(sync);
+        self
+    }
+
+    pub fn sync(&self) -> Option<&Arc<BreakerSync>> {
+        self.sync.as_ref()
+    }
+
+    /// An operator's switch on one breaker: applied here, and on every node when breaker sync is on.
+    pub fn operate(
+        &self,
+        endpoint: &str,
+        tool: &str,
+        op: &Operation,
+    ) -> Result<Option<BreakerTransition>, ManualError> {
+        match &self.sync {
+            Some(sync) => sync.operate(&self.gateway, endpoint, tool, op),
+            None => self.gateway.operate(endpoint, tool, op),
+        }
+    }
+
+    pub fn gateway(&self) -> &Arc<Gateway> {
+        &self.gateway
+    }
+
+    pub fn servers(&self) -> &[UpstreamSpec] {
+        &self.servers
+    }
+
+    /// Fires each time the names agents see change.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Whether every server has a listing (the process's readiness).
+    pub fn all_listed(&self) -> bool {
+        let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
+        self.servers.iter().all(|s| listings.tools.contains_key(&s.name))
+    }
+
+    /// Lists every server (concurrently); see [`relist`](Self::relist).
+    pub async fn discover(&self) {
+        let all = self.servers.iter().map(|s| self.relist(&s.name));
+        futures_join_all(all).await;
+    }
+
+    /// Lists `server` from its first replica that answers and, when that changed anything, declares it to the
+    /// router and rebuilds the catalog. A server no replica of which answers keeps its last listing (its calls then
+    /// meet the breakers), or stays unlisted.
+    pub async fn relist(&self, server: &str) {
+        let Some(spec) = self.servers.iter().find(|s| s.name == server) else { return };
+        let mut listed = None;
+        for i in 0..spec.replicas.len() {
+            let (_, client) = self.gateway.client(server, &spec.replica_id(i));
+            match client.list_tools().await {
+                Ok(tools) => {
+                    listed = Some(tools);
+                    break;
+                }
+                Err(e) => tracing::warn!(server, replica = %spec.replica_id(i), error = %e, "cannot list tools"),
+            }
+        }
+        let Some(tools) = listed else { return };
+        if let Some(extras) = proxied::list(&self.gateway, spec).await {
+            let mut proxied = self.proxied.write().unwrap_or_else(PoisonError::into_inner);
+            proxied.set(&self.servers, server, extras, self.mode);
+        }
+        let replicas = (0..spec.replicas.len()).map(|i| spec.replica_id(i));
+        let entry = spec.declared().entry(server, replicas, tools.iter().map(|t| t.name.clone()));
+        self.gateway.with_router(|router| {
+            router.sync(&mut StaticRegistry::new(vec![entry]), tokio::time::Instant::now());
+        });
+        let changed = {
+            let mut listings = self.listings.write().unwrap_or_else(PoisonError::into_inner);
+            listings.tools.insert(server.to_owned(), tools);
+            let catalog = Catalog::build(
+                self.servers.iter().filter_map(|s| {
+                    listings.tools.get(&s.name).map(|t| (s.name.as_str(), t.iter().map(|t| t.name.clone()).collect()))
+                }),
+                self.mode,
+            );
+            let changed = catalog != listings.catalog;
+            listings.catalog = catalog;
+            changed
+        };
+        if changed {
+            self.changes.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Re-lists every server without a listing, every [`RELIST_EVERY`], until `stop`.
+    pub async fn relist_missing(&self, stop: CancelToken) {
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(RELIST_EVERY) => {}
+            }
+            let missing: Vec<String> = {
+                let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
+                self.servers.iter().filter(|s| !listings.tools.contains_key(&s.name)).map(|s| s.name.clone()).collect()
+            };
+            for server in missing {
+                self.relist(&server).await;
+            }
+        }
+    }
+
+    /// The `tools/list` result: every listed tool under its agent-facing name, as its server described it.
+    pub fn list_tools(&self) -> Value {
+        let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
+        let tools: Vec<Value> = listings
+            .catalog
+            .entries()
+            .filter_map(|(name, origin)| {
+                let tool = listings.tools.get(&origin.server)?.iter().find(|t| t.name == origin.name)?;
+                let mut tool = serde_json::to_value(tool).ok()?;
+                tool["name"] = Value::from(name);
+                Some(tool)
+            })
+            .collect();
+        json!({ "tools": tools })
+    }
+
+    /// The `prompts/list`, `resources/list` or `resources/templates/list` result.
+    pub fn list(&self, kind: Kind) -> Value {
+        self.proxied.read().unwrap_or_else(PoisonError::into_inner).list(kind)
+    }
+
+    /// `prompts/get` (`kind` prompts, member `name`) or `resources/read` (resources, member `uri`), sent to the
+    /// server the agent-facing name leads to.
+    pub async fn forward(
+        &self,
+        method: &str,
+        kind: Kind,
+        member: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        let params = params.unwrap_or_else(|| json!({}));
+        let Some(shown) = params.get(member).and_then(Value::as_str) else {
+            return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("{method} needs a string `{member}`")));
+        };
+        let origin = self.proxied.read().unwrap_or_else(PoisonError::into_inner).resolve(kind, shown);
+        let origin = origin.ok_or_else(|| {
+            let code = if kind == Kind::Prompts { ErrorCode::INVALID_PARAMS } else { ErrorCode::RESOURCE_NOT_FOUND };
+            ErrorObject::new(code, format!("unknown {member}: {shown}"))
+        })?;
+        let Some(spec) = self.servers.iter().find(|s| s.name == origin.server) else {
+            return Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the server left the configuration"));
+        };
+        proxied::forward(&self.gateway, spec, method, params, member, &origin).await
+    }
+
+    /// `tools/call` with `params` (`name`, `arguments`), under the protected path.
+    pub async fn call_tool(
+        &self,
+        params: Option<Value>,
+        progress: Option<mpsc::Sender<ProgressParams>>,
+        cancel: CancelToken,
+    ) -> Result<Value, ErrorObject> {
+        let mut params = params.unwrap_or(Value::Null);
+        // Taken, not copied: the call owns its arguments from here on.
+        let arguments = match params.get_mut("arguments").map(Value::take) {
+            None | Some(Value::Null) => json!({}),
+            Some(a @ Value::Object(_)) => a,
+            Some(_) => return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, "`arguments` must be an object")),
+        };
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, "tools/call needs a string `name`"));
+        };
+        let origin = {
+            let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
+            listings.catalog.resolve(name).cloned()
+        };
+        let Some(origin) = origin else {
+            return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Unknown tool: {name}")));
+        };
+        let requires = [Requirement::Tag(server_tag(&origin.server))];
+        let mut call = ToolCall::borrowing(&origin.name, &arguments);
+        call.requires = &requires;
+        call.opts = CallOptions { cancel: Some(cancel), progress, ..CallOptions::default() };
+        let started = Instant::now();
+        let routed = match &self.tap {
+            None => self.gateway.call(call).await,
+            Some(tap) => {
+                let sent = Mutex::new(Vec::new());
+                let routed = self
+                    .gateway
+                    .call_prepared(call, |_, arguments| {
+                        let mut sent = sent.lock().unwrap_or_else(PoisonError::into_inner);
+                        let at = tap.sending(!sent.is_empty());
+                        sent.push(at);
+                        std::future::ready(arguments)
+                    })
+                    .await;
+                let sent = sent.into_inner().unwrap_or_else(PoisonError::into_inner);
+                tap.ended(&origin.name, &arguments, &routed, &sent);
+                routed
+            }
+        };
+        let labels = ToolLabels { server: origin.server.clone(), tool: origin.name.clone() };
+        self.metrics.call_seconds.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
+        for attempt in routed.attempts() {
+            let outcome: &str = match &attempt.outcome {
+                Ok(r) if r.is_error => "tool_error",
+                Ok(_) => "ok",
+                Err(e) => e.class().into(),
+            };
+            self.count(&origin.server, &attempt.endpoint, &origin.name, outcome);
+        }
+        if let Some(declined) = routed.degraded() {
+            self.count(&origin.server, "", &origin.name, "degraded");
+            // The core names the tool as its server does; the agent knows it by the name it called.
+            let said = declined.result.structured_content.as_ref();
+            let retry_after = said.and_then(|s| s["retryAfterMs"].as_u64()).map(Duration::from_millis);
+            let fallback = said.and_then(|s| s["fallbackTool"].as_str());
+            return Ok(result_value(&degraded_result(name, declined.reason, retry_after, fallback)));
+        }
+        let tries = routed.attempts().count();
+        let last = routed.attempts().last().map(|a| a.endpoint.clone());
+        match routed.into_outcome() {
+            Ok(result) => Ok(result_value(&result)),
+            Err(CallError::Protocol(error)) => Err(error),
+            Err(e) => Ok(result_value(&unreachable(&origin.server, name, &e, last.as_deref(), tries))),
+        }
+    }
+}
+
+impl Federation {
+    /// The protection of this federation's gateway now, with health for every replica of its servers (what the admin
+    /// API and the metrics read).
+    pub fn protection(&self) -> Protection {
+        let replicas: Vec<String> =
+            self.servers().iter().flat_map(|s| (0..s.replicas.len()).map(|i| s.replica_id(i))).collect();
+        Protection::read(self.gateway(), replicas.iter().map(String::as_str))
+    }
+
+    fn count(&self, server: &str, replica: &str, tool: &str, outcome: &str) {
+        let labels = AttemptLabels {
+            server: server.to_owned(),
+            replica: replica.to_owned(),
+            tool: tool.to_owned(),
+            outcome: outcome.to_owned(),
+        };
+        self.metrics.attempts.get_or_create(&labels).inc();
+    }
+}
+
+/// A call the gateway could not complete at its server: an error result the agent can read, naming the class and
+/// whether the server may have run the tool (so the agent knows whether sending it again could run it twice).
+fn unreachable(server: &str, tool: &str, e: &CallError, replica: Option<&str>, tries: usize) -> CallToolResult {
+    let class: &str = e.class().into();
+    let delivery = e.delivery();
+    let mut text = format!("The gateway could not complete `{tool}` at server `{server}` ({class} error): {e}");
+    if let (Delivery::MaybeDelivered, Some(replica)) = (delivery, replica) {
+        let retried = if tries > 1 { format!("after {tries} attempts") } else { "not retried".to_owned() };
+        text.push_str(&format!(
+            ". The request may have reached {replica}; {retried}: the gateway sends a request that may have been \
+             delivered again only for a tool annotated read-only or idempotent"
+        ));
+    }
+    let mut result = CallToolResult::text(text, true);
+    let delivery: &str = delivery.into();
+    result.structured_content =
+        Some(json!({ "upstreamError": class, "server": server, "tool": tool, "delivery": delivery }));
+    result
+}
+
+fn result_value(result: &CallToolResult) -> Value {
+    serde_json::to_value(result).unwrap_or_else(|_| json!({ "content": [], "isError": true }))
+}
+
+/// Runs every future to completion, concurrently, on this task.
+async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl IntoIterator<Item = F>) {
+    let mut set: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    std::future::poll_fn(|cx| {
+        set.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if set.is_empty() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+    })
+    .await;
+}

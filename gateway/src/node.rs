@@ -1,0 +1,129 @@
+//! One gateway node: a [`Federation`] over its servers, its core gateway built from the `[gateway]` and `[client]`
+//! tables, breaker sync with the other nodes, and its background work started (statistics and health checks,
+//! re-listing servers that have no listing or said their tools changed).
+//!
+//! The `mcpstorm gateway` process and a simulated gateway node (`[gateway] nodes` in a scenario) both start here:
+//! only the seams differ ([`Seams`]: how replicas are dialed, the clock, the observer, Redis's dialer), so the
+//! simulator runs the process's path unchanged.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpstorm_core::client::ListChanged;
+use mcpstorm_core::router::StaticRegistry;
+use mcpstorm_core::sync::BreakerSync;
+use mcpstorm_core::{CancelToken, Clock, Connector, Dialer, Gateway as CoreGateway, Observer};
+use tokio::sync::mpsc;
+
+use super::federation::Federation;
+use super::metrics::Metrics;
+use super::tap::AttemptTap;
+use crate::config::file::gateway_config;
+use crate::config::{ClientSpec, GatewaySpec, UpstreamSpec};
+use crate::seed::Seed;
+
+/// The longest a node's start waits for its servers' first listing before it serves what is listed.
+pub const STARTUP_LISTING: Duration = Duration::from_secs(3);
+
+/// What a node is made of besides its tables: where the process and the simulator differ.
+pub struct Seams {
+    /// Makes each replica's client.
+    pub connector: Arc<dyn Connector>,
+    pub clock: Arc<dyn Clock>,
+    /// The core gateway's observer (breaker sync's tap wraps it, to publish this node's own transitions).
+    pub observer: Arc<dyn Observer>,
+    /// Breaker sync with the other nodes, and the dialer of its Redis (`[gateway.sync]`).
+    pub sync: Option<(BreakerSync, Arc<dyn Dialer>)>,
+    /// Names the servers whose tool list changed (their replicas said so), to list again.
+    pub list_changed: Option<mpsc::UnboundedReceiver<String>>,
+    /// Sees every attempt (the simulator's recorder).
+    pub tap: Option<Arc<dyn AttemptTap>>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl std::fmt::Debug for Seams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Seams").field("sync", &self.sync.is_some()).finish_non_exhaustive()
+    }
+}
+
+/// The hook each replica's client of a node calls when its server's tool list changed (or its client saw the
+/// listing drift): sends the server's name to `changed`, the receiving end of [`Seams::list_changed`], to list again.
+pub fn list_changed_hook(changed: &mpsc::UnboundedSender<String>, server: &str) -> ListChanged {
+    let (changed, server) = (changed.clone(), server.to_owned());
+    ListChanged(Arc::new(move || {
+        let _ = changed.send(server.clone());
+    }))
+}
+
+/// A started node: its federation, and the token that stops its background work.
+#[derive(Debug)]
+pub struct Node {
+    pub federation: Arc<Federation>,
+    pub stop: CancelToken,
+}
+
+/// Builds the node of `servers` with `gateway` and `client`, lists every server, and starts its background work.
+/// `seed` forks the router's, the resilience layers' and the clients' random streams.
+pub async fn start(
+    servers: Vec<UpstreamSpec>,
+    gateway: &GatewaySpec,
+    client: &ClientSpec,
+    seams: Seams,
+    seed: &Seed,
+) -> Result<Node, String> {
+    let router = gateway.router(seed.fork("router").seeded_rng(), tokio::time::Instant::now())?;
+    let observer = match &seams.sync {
+        Some((sync, _)) => sync.observer(seams.observer),
+        None => seams.observer,
+    };
+    let core = CoreGateway::new(
+        router,
+        Box::new(StaticRegistry::new(Vec::new())),
+        seams.connector,
+        seams.clock,
+        gateway_config(gateway, client),
+        seed.fork("resilience").seeded_rng(),
+    )
+    .with_observer(observer);
+    let mut federation = Federation::new(Arc::new(core), servers, gateway.tools.prefix, seams.metrics);
+    let stop = CancelToken::new();
+    if let Some((sync, dialer)) = seams.sync {
+        let sync = Arc::new(sync);
+        sync.spawn(federation.gateway().clone(), dialer, stop.clone());
+        federation = federation.with_sync(sync);
+    }
+    if let Some(tap) = seams.tap {
+        federation = federation.with_tap(tap);
+    }
+    let federation = Arc::new(federation);
+    // Listing every server is awaited up to a bound, then goes on in the background: a server that is down or
+    // unresolvable at start must not keep the process from serving the others (its replicas are each tried up to
+    // their connect and handshake timeouts, one after another). What is still unlisted then answers as missing and
+    // is listed when it comes (see `relist_missing`); `/readyz` says 503 until every server is listed.
+    let discovery = {
+        let federation = federation.clone();
+        tokio::spawn(async move { federation.discover().await })
+    };
+    let _ = tokio::time::timeout(STARTUP_LISTING, discovery).await;
+    tokio::spawn(federation.gateway().clone().run_background(stop.clone()));
+    {
+        let (federation, stop) = (federation.clone(), stop.clone());
+        tokio::spawn(async move { federation.relist_missing(stop).await });
+    }
+    if let Some(mut changed) = seams.list_changed {
+        let (federation, stop) = (federation.clone(), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                let server = tokio::select! {
+                    biased;
+                    () = stop.cancelled() => return,
+                    s = changed.recv() => s,
+                };
+                let Some(server) = server else { return };
+                federation.relist(&server).await;
+            }
+        });
+    }
+    Ok(Node { federation, stop })
+}

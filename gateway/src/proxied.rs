@@ -1,0 +1,205 @@
+//! Prompts and resources, federated like tools: every server's prompts (by name) and resources and resource
+//! templates (by URI) listed under one list with the catalog's naming rule, and each `prompts/get` or
+//! `resources/read` sent to the first of its server's replicas that answers. They bypass the tool-call protection
+//! (breakers count tool calls); a replica that fails is passed over for the next.
+//!
+//! A prefixed resource URI is `server__` followed by the upstream's URI: an opaque name that only this gateway
+//! resolves, as a prefixed tool name is.
+
+use std::collections::BTreeMap;
+
+use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
+use mcpstorm_core::{CallError, CallOptions, Gateway};
+use serde_json::{Value, json};
+
+use super::catalog::{Catalog, Origin};
+use crate::config::{PrefixMode, UpstreamSpec};
+
+/// The kinds of lists proxied here: the list method, the list's key in its result, the member key that names an
+/// entry, and the server capability that offers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Prompts,
+    Resources,
+    Templates,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Prompts, Kind::Resources, Kind::Templates];
+
+    pub fn list_method(self) -> &'static str {
+        match self {
+            Kind::Prompts => "prompts/list",
+            Kind::Resources => "resources/list",
+            Kind::Templates => "resources/templates/list",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Kind::Prompts => "prompts",
+            Kind::Resources => "resources",
+            Kind::Templates => "resourceTemplates",
+        }
+    }
+
+    fn name_member(self) -> &'static str {
+        match self {
+            Kind::Prompts => "name",
+            Kind::Resources => "uri",
+            Kind::Templates => "uriTemplate",
+        }
+    }
+
+    fn capability(self) -> &'static str {
+        match self {
+            Kind::Prompts => "prompts",
+            Kind::Resources | Kind::Templates => "resources",
+        }
+    }
+}
+
+/// The most pages one listing may take, against a server whose cursor never ends.
+const MAX_PAGES: usize = 100;
+
+/// Every server's entries of each kind, and the names built from them.
+#[derive(Debug, Default)]
+pub struct Proxied {
+    entries: BTreeMap<(Kind, String), Vec<Value>>,
+    catalogs: BTreeMap<Kind, Catalog>,
+}
+
+impl Proxied {
+    /// Replaces `server`'s entries (`None`: the server does not offer the kind) and rebuilds the names.
+    pub fn set(
+        &mut self,
+        servers: &[UpstreamSpec],
+        server: &str,
+        listed: BTreeMap<Kind, Vec<Value>>,
+        mode: PrefixMode,
+    ) {
+        for kind in Kind::ALL {
+            self.entries.remove(&(kind, server.to_owned()));
+        }
+        for (kind, entries) in listed {
+            self.entries.insert((kind, server.to_owned()), entries);
+        }
+        for kind in Kind::ALL {
+            let names = servers.iter().filter_map(|s| {
+                let entries = self.entries.get(&(kind, s.name.clone()))?;
+                let names = entries.iter().filter_map(|e| e.get(kind.name_member())?.as_str().map(str::to_owned));
+                Some((s.name.as_str(), names.collect()))
+            });
+            self.catalogs.insert(kind, Catalog::build(names, mode));
+        }
+    }
+
+    /// The list result of `kind` under agent-facing names.
+    pub fn list(&self, kind: Kind) -> Value {
+        let Some(catalog) = self.catalogs.get(&kind) else { return json!({ kind.key(): [] }) };
+        let entries: Vec<Value> = catalog
+            .entries()
+            .filter_map(|(shown, origin)| {
+                let entries = self.entries.get(&(kind, origin.server.clone()))?;
+                let entry =
+                    entries.iter().find(|e| e.get(kind.name_member()).and_then(Value::as_str) == Some(&origin.name))?;
+                let mut entry = entry.clone();
+                entry[kind.name_member()] = Value::from(shown);
+                Some(entry)
+            })
+            .collect();
+        json!({ kind.key(): entries })
+    }
+
+    /// Where an agent-facing prompt name or resource URI leads. A URI no listing holds but a template might match
+    /// is looked up by its `server__` prefix, or else sent to the one server that offers templates.
+    pub fn resolve(&self, kind: Kind, shown: &str) -> Option<Origin> {
+        if let Some(origin) = self.catalogs.get(&kind).and_then(|c| c.resolve(shown)) {
+            return Some(origin.clone());
+        }
+        if kind != Kind::Resources {
+            return None;
+        }
+        let templates = self.catalogs.get(&Kind::Templates)?;
+        let servers: std::collections::BTreeSet<&str> = templates.entries().map(|(_, o)| o.server.as_str()).collect();
+        for server in &servers {
+            if let Some(rest) = shown.strip_prefix(&format!("{server}{}", super::catalog::SEPARATOR)) {
+                return Some(Origin { server: (*server).to_owned(), name: rest.to_owned() });
+            }
+        }
+        let only = (servers.len() == 1).then(|| servers.first().copied()).flatten()?;
+        Some(Origin { server: only.to_owned(), name: shown.to_owned() })
+    }
+}
+
+/// Lists every kind `server`'s first answering replica offers (by its capabilities), following cursors.
+pub async fn list(gateway: &Gateway, spec: &UpstreamSpec) -> Option<BTreeMap<Kind, Vec<Value>>> {
+    for i in 0..spec.replicas.len() {
+        let (_, client) = gateway.client(&spec.name, &spec.replica_id(i));
+        let Ok(session) = client.session().await else { continue };
+        let mut listed = BTreeMap::new();
+        let mut failed = false;
+        for kind in Kind::ALL {
+            if session.init.capabilities.get(kind.capability()).is_none() {
+                continue;
+            }
+            let mut entries = Vec::new();
+            let mut cursor: Option<String> = None;
+            for _ in 0..MAX_PAGES {
+                let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+                match session.conn.request(kind.list_method(), params, CallOptions::default()).await {
+                    Ok(page) => {
+                        entries.extend(page.get(kind.key()).and_then(Value::as_array).cloned().unwrap_or_default());
+                        cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+                        if cursor.is_none() {
+                            break;
+                        }
+                    }
+                    // A server that declares the capability but not this method (templates): nothing of the kind.
+                    Err(CallError::Protocol(e)) if e.code() == ErrorCode::METHOD_NOT_FOUND => break,
+                    Err(e) => {
+                        tracing::warn!(server = %spec.name, method = kind.list_method(), error = %e, "cannot list");
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            listed.insert(kind, entries);
+        }
+        if !failed {
+            return Some(listed);
+        }
+    }
+    None
+}
+
+/// Sends `method` with `params` (its naming member replaced by the upstream's name) to the first replica of
+/// `origin.server` that answers.
+pub async fn forward(
+    gateway: &Gateway,
+    spec: &UpstreamSpec,
+    method: &str,
+    mut params: Value,
+    member: &str,
+    origin: &Origin,
+) -> Result<Value, ErrorObject> {
+    params[member] = Value::from(origin.name.clone());
+    let mut last = None;
+    for i in 0..spec.replicas.len() {
+        let (_, client) = gateway.client(&spec.name, &spec.replica_id(i));
+        let session = match client.session().await {
+            Ok(s) => s,
+            Err(e) => {
+                last = Some(e);
+                continue;
+            }
+        };
+        match session.conn.request(method, Some(params.clone()), CallOptions::default()).await {
+            Ok(result) => return Ok(result),
+            Err(CallError::Protocol(e)) => return Err(e),
+            Err(e) => last = Some(e),
+        }
+    }
+    let why = last.map_or_else(|| "it has no replica".to_owned(), |e| e.to_string());
+    Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("server `{}` could not be reached: {why}", spec.name)))
+}

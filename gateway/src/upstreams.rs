@@ -1,0 +1,122 @@
+//! The real servers behind the gateway: how each replica is dialed (`http`, `stdio`, `tcp`, with headers from the
+//! environment), and the core's [`Connector`] that makes each replica's client with the `[client]` table's
+//! settings, the process-wide in-flight limit and the shared HTTP pool settings.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use mcpstorm_core::resilience::InFlightLimit;
+use mcpstorm_core::transport::PoolConfig;
+use mcpstorm_core::{
+    ClientConfig, Clock, Connector, Dialer, HttpEndpoint, McpClient, Observer, Secret, StdioDialer, TcpDialer,
+};
+
+use tokio::sync::mpsc;
+
+use super::node::list_changed_hook;
+use crate::config::{ENV_PREFIX, ReplicaAddr, UpstreamSpec};
+use crate::seed::Seed;
+
+/// How one replica is reached.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub dialer: Arc<dyn Dialer>,
+    pub http: Option<HttpEndpoint>,
+}
+
+/// Every replica's route by endpoint id (`server#i`). Headers are read from the environment here, once: a
+/// variable that is not set is an error naming the variable and the key, never a value.
+pub fn routes(servers: &[UpstreamSpec], pool: &PoolConfig) -> Result<BTreeMap<String, Route>, String> {
+    let mut routes = BTreeMap::new();
+    for server in servers {
+        for (i, replica) in server.replicas.iter().enumerate() {
+            let at = format!("servers[{}] {:?} replicas[{i}]", server.name, server.name);
+            let route = match replica.addr() {
+                Some(ReplicaAddr::Http(url)) => {
+                    let mut endpoint = HttpEndpoint::new(url).map_err(|e| format!("{at}.http: {e}"))?;
+                    for (name, value) in &replica.headers {
+                        let value = match value.strip_prefix(ENV_PREFIX) {
+                            Some(var) => std::env::var(var)
+                                .map_err(|_| format!("{at}.headers.{name}: environment variable {var} is not set"))?,
+                            None => value.clone(),
+                        };
+                        endpoint = endpoint
+                            .with_header(name, Secret::new(value))
+                            .map_err(|e| format!("{at}.headers.{name}: {e}"))?;
+                    }
+                    endpoint.pool = pool.clone();
+                    Route { dialer: Arc::new(endpoint.tcp_dialer()), http: Some(endpoint) }
+                }
+                Some(ReplicaAddr::Stdio(cmd)) => {
+                    let mut words = shlex::split(cmd)
+                        .filter(|w| !w.is_empty())
+                        .ok_or_else(|| format!("{at}.stdio: cannot split {cmd:?} into words"))?;
+                    let program = words.remove(0);
+                    Route { dialer: Arc::new(StdioDialer::new(program, words)), http: None }
+                }
+                Some(ReplicaAddr::Tcp(addr)) => {
+                    Route { dialer: Arc::new(TcpDialer { addr: addr.to_owned() }), http: None }
+                }
+                None => return Err(format!("{at}: give exactly one of `http`, `stdio`, `tcp`")),
+            };
+            routes.insert(server.replica_id(i), route);
+        }
+    }
+    Ok(routes)
+}
+
+/// Makes the observer of a replica's client, given its endpoint id.
+pub type ObserverOf = Arc<dyn Fn(&str) -> Arc<dyn Observer> + Send + Sync>;
+
+/// Makes each replica's client on first use.
+pub struct LiveConnector {
+    pub routes: BTreeMap<String, Route>,
+    pub config: ClientConfig,
+    /// Each server's reconnects within one call (`ClientSpec::lifecycle_retries`), by server name.
+    pub lifecycle_retries: BTreeMap<String, u32>,
+    pub limit: InFlightLimit,
+    pub clock: Arc<dyn Clock>,
+    /// Each replica's observer, by its endpoint id.
+    pub observer: ObserverOf,
+    /// Each replica's client draws its reconnect jitter from its own stream forked from this one.
+    pub seed: Seed,
+    /// Each client's call-history ring (see `history`), when the history is kept.
+    pub history: Option<usize>,
+    /// Told the server's name when a replica's server says its tool list changed (see `node::list_changed_hook`).
+    pub list_changed: mpsc::UnboundedSender<String>,
+}
+
+impl std::fmt::Debug for LiveConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveConnector").field("routes", &self.routes.keys().collect::<Vec<_>>()).finish_non_exhaustive()
+    }
+}
+
+impl Connector for LiveConnector {
+    fn connect(&self, server: &str, endpoint: &str) -> Arc<McpClient> {
+        // The router only names endpoints the registry declared, and every declared one has a route; an unknown one
+        // gets a dialer that fails every dial, so its calls fail as unreachable rather than the process stopping.
+        let route = self.routes.get(endpoint).cloned().unwrap_or_else(|| Route {
+            dialer: Arc::new(TcpDialer { addr: format!("unknown replica {endpoint}:0") }),
+            http: None,
+        });
+        let hook = list_changed_hook(&self.list_changed, server);
+        let mut config = self.config.clone();
+        if let Some(retries) = self.lifecycle_retries.get(server) {
+            config.lifecycle_retries = *retries;
+        }
+        let client = McpClient::new(endpoint, route.dialer, config, self.seed.fork(endpoint).seeded_rng())
+            .with_clock(self.clock.clone())
+            .with_observer((self.observer)(endpoint))
+            .with_global_limit(self.limit.clone())
+            .on_list_changed(hook);
+        let client = match self.history {
+            Some(ring) => client.with_history(ring),
+            None => client,
+        };
+        Arc::new(match route.http {
+            Some(http) => client.with_http(http),
+            None => client,
+        })
+    }
+}
