@@ -148,12 +148,14 @@ pub enum LocalError {
     DeadlineExceeded,
     #[error("cancelled: {0}")]
     Cancelled(String),
-    /// The arguments fail the tool's `inputSchema`; the error names the JSON pointer of each failing value.
+    /// The arguments fail the tool's `inputSchema` (with the `schema` feature), or are not an object (always); the
+    /// error names the JSON pointer of each failing value.
     #[error("invalid arguments for {0}")]
     InvalidArguments(ArgumentError),
     #[error("unknown tool {0:?}")]
     UnknownTool(String),
-    /// The tool's schema cannot be compiled, so its calls cannot be checked and are not sent.
+    /// The tool's schema cannot be compiled, so its calls cannot be checked and are not sent. Only a build with the
+    /// `schema` feature compiles schemas, so only it returns this.
     #[error("{0}")]
     UnusableSchema(SchemaError),
 }

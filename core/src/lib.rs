@@ -12,7 +12,7 @@
 //! - [`client`]: dial, session, tool discovery, reconnection, session snapshots and resume.
 //! - [`conn`]: one connection: ids, pending table, writer lanes, reader, phased timeouts, cancellation, its stats.
 //! - [`capabilities`]: the capability record, its per-session cache, schema drift, the hints a router reads.
-//! - [`schema`]: JSON Schema checks of arguments and results, and content hashes.
+//! - [`schema`]: JSON Schema checks of arguments and results (feature `schema`), and content hashes.
 //! - [`router`]: discovery and candidates, health, routing formulas and the weighted choice.
 //! - [`resilience`]: circuit breakers, retry budgets, backoff, adaptive concurrency, bulkheads, the client-wide
 //!   in-flight cap, degraded responses.
@@ -20,12 +20,27 @@
 //! - [`history`]: call records, the idempotency cache, failure attribution and resume.
 //! - [`transport`]: newline-delimited frames and Streamable HTTP, their limits and pools.
 //! - [`observe`]: events, anomalies and the observers that receive them.
-//! - [`serve`]: the server side: the MCP front a gateway serves agents with (Streamable HTTP, stdio), its signed
-//!   session ids and its limits.
+//! - `serve` (feature `serve`): the server side: the MCP front a gateway serves agents with (Streamable HTTP,
+//!   stdio), its signed session ids and its limits.
+//! - `sync` (feature `sync`): breaker sync between gateway nodes through Redis.
 //! - [`rt`]: the runtime seams: clock, dialers, the seeded random stream.
 //! - [`error`]: every error type, by layer.
 //!
 //! `credential` and `cancel` are internal; their few public items are exported here.
+//!
+//! # Features
+//!
+//! The heavy parts are optional, as tower's middleware is; all are on by default. A client-only build
+//! (`default-features = false`: the client, sessions, routing, the resilience layers and the [`Gateway`] facade)
+//! compiles none of them, and a part that is off is absent from the API rather than a stand-in that claims to work.
+//!
+//! - `serve`: the `serve` module, the MCP front, with hyper's server half and the HMAC of its session ids.
+//! - `sync`: the `sync` module, breaker sync between gateway nodes, with the `redis` crate.
+//! - `schema`: runtime JSON Schema checks with `jsonschema` (`schema::ToolSchemas`, `ToolEntry::schemas`): a tool's
+//!   arguments are checked before a call is sent and its structured result after. Without it, a call's arguments
+//!   go out unchecked (beyond "a JSON object") and results are accepted as sent; the error types and content
+//!   hashes of [`schema`] stay.
+//! - `testing`: a planted defect for the test suites (off by default, never in production).
 
 mod cancel;
 pub mod capabilities;
@@ -42,8 +57,10 @@ pub mod resilience;
 pub mod router;
 pub mod rt;
 pub mod schema;
+#[cfg(feature = "serve")]
 pub mod serve;
 pub mod session;
+#[cfg(feature = "sync")]
 pub mod sync;
 pub mod transport;
 

@@ -1,7 +1,8 @@
 //! The capability record of each server and how it is kept fresh.
 //!
 //! - **The record** ([`Capabilities`]): the server's identity, its tools with their schemas (compiled at a tool's
-//!   first call), annotations and router hints ([`RouterHints`]), and the tool list's content hash, its ETag.
+//!   first call; `schemas.rs`, the `schema` feature's), annotations and router hints ([`RouterHints`]), and the
+//!   tool list's content hash, its ETag.
 //!   [`SchemaCache`] reuses compiled validators when a re-fetched list (new session, `list_changed`) hashes the same,
 //!   and per tool when only some schemas changed.
 //! - **The cache** of one session (`cache.rs`): the tool list fetched once, all pages, within bounds a server
@@ -12,6 +13,8 @@ mod cache;
 mod drift;
 mod hints;
 mod record;
+#[cfg(feature = "schema")]
+mod schemas;
 
 pub(crate) use cache::{FetchCtx, ListingLimits, ToolCache};
 pub use drift::DriftStats;

@@ -8,15 +8,10 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use serde_json::Value;
 
 use super::RouterHints;
+#[cfg(feature = "schema")]
+use super::schemas::Compiled;
 use crate::mcp::{Implementation, Tool, ToolAnnotations};
-use crate::schema::{ContentHash, SchemaError, ToolSchemas};
-
-/// A tool's schemas, compiled at the first call of the tool and kept. Compiling at listing time would let a
-/// server that lists 100,000 tools make the client build 100,000 validators (about 1 GB) it never uses; compiled
-/// lazily, their memory is bounded by the tools actually called. Shared (`Arc`) between records whose listings give
-/// the tool the same schemas, so a re-fetch never compiles twice.
-#[derive(Debug, Default)]
-struct LazySchemas(OnceLock<Result<Arc<ToolSchemas>, SchemaError>>);
+use crate::schema::ContentHash;
 
 /// One listed tool with everything derived from it.
 #[derive(Debug, Clone)]
@@ -25,9 +20,10 @@ pub struct ToolEntry {
     listed: Arc<Vec<Tool>>,
     index: usize,
     schema_hash: ContentHash,
-    schemas: Arc<LazySchemas>,
-    /// The cache's compilation counter.
-    compilations: Arc<AtomicU64>,
+    /// Its validators, compiled at first use (`capabilities::schemas`). Without the `schema` feature an entry has
+    /// none and offers no `schemas()`: nothing may look checked that is not.
+    #[cfg(feature = "schema")]
+    pub(super) compiled: Compiled,
     annotations: ToolAnnotations,
     hints: RouterHints,
 }
@@ -41,21 +37,6 @@ impl ToolEntry {
     pub fn tool(&self) -> &Tool {
         // In range by construction (`SchemaCache::build` makes one entry per listed tool).
         &self.listed[self.index]
-    }
-
-    /// The compiled schemas (compiled now, at the first use), or why the tool cannot be called.
-    pub fn schemas(&self) -> Result<&Arc<ToolSchemas>, &SchemaError> {
-        self.schemas
-            .0
-            .get_or_init(|| {
-                self.compilations.fetch_add(1, Ordering::Relaxed);
-                let compiled = ToolSchemas::compile(self.tool()).map(Arc::new);
-                if let Err(e) = &compiled {
-                    tracing::warn!(error = %e, "tool schema does not compile; calls to it fail locally");
-                }
-                compiled
-            })
-            .as_ref()
     }
 
     pub fn annotations(&self) -> &ToolAnnotations {
@@ -155,7 +136,7 @@ pub struct SchemaCache {
 
 impl SchemaCache {
     /// Tools whose schemas were compiled so far (input and output schema together count one). Compilation happens
-    /// at a tool's first use, not at listing.
+    /// at a tool's first use, not at listing; without the `schema` feature nothing compiles and this stays 0.
     pub fn compilations(&self) -> u64 {
         self.compilations.load(Ordering::Relaxed)
     }
@@ -178,7 +159,14 @@ impl SchemaCache {
         Capabilities { server, server_hints, tools: set, quiet_stamp: Arc::default() }
     }
 
-    fn build(&self, hash: ContentHash, tools: Vec<Tool>, previous: Option<&ToolSet>) -> ToolSet {
+    /// The tool set of a new listing. What carries over from `previous` is each unchanged tool's compiled schemas,
+    /// so without the `schema` feature nothing does.
+    fn build(
+        &self,
+        hash: ContentHash,
+        tools: Vec<Tool>,
+        #[cfg_attr(not(feature = "schema"), expect(unused_variables))] previous: Option<&ToolSet>,
+    ) -> ToolSet {
         let listed = Arc::new(tools);
         let mut entries = Vec::with_capacity(listed.len());
         let mut by_name = BTreeMap::new();
@@ -188,10 +176,6 @@ impl SchemaCache {
                 tool.input_schema.clone(),
                 tool.output_schema.clone().unwrap_or(Value::Null),
             ]));
-            let reused = previous
-                .and_then(|p| p.by_name.get(&tool.name).and_then(|i| p.entries.get(*i)))
-                .filter(|old| old.schema_hash == schema_hash)
-                .map(|old| old.schemas.clone());
             if by_name.contains_key(&tool.name) {
                 duplicates += 1;
             } else {
@@ -201,8 +185,12 @@ impl SchemaCache {
                 listed: listed.clone(),
                 index,
                 schema_hash,
-                schemas: reused.unwrap_or_default(),
-                compilations: self.compilations.clone(),
+                #[cfg(feature = "schema")]
+                compiled: Compiled::reuse(
+                    previous.and_then(|p| p.by_name.get(&tool.name).and_then(|i| p.entries.get(*i))),
+                    schema_hash,
+                    &self.compilations,
+                ),
                 annotations: ToolAnnotations::from_value(tool.annotations.as_ref()),
                 hints: RouterHints::from_meta(tool.extra.get("_meta")),
             });

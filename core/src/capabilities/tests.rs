@@ -1,4 +1,3 @@
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -36,63 +35,6 @@ fn hash_ignores_key_order_and_changes_with_a_schema() {
     let rd = SchemaCache::default().record(server(), None, d);
     assert_ne!(rd.hash(), ra.hash());
     assert_eq!(rd.tool("echo").unwrap().schema_hash(), ra.tool("echo").unwrap().schema_hash());
-}
-
-fn listing(n_type: &str) -> Vec<Tool> {
-    vec![
-        Tool::new("a", json!({"type": "object", "properties": {"n": {"type": n_type}}})),
-        Tool::new("b", json!({"type": "object", "properties": {"s": {"type": "string"}}})),
-        Tool::new("c", json!({"type": "object"})),
-    ]
-}
-
-#[test]
-fn an_unchanged_hash_compiles_nothing_and_a_change_compiles_only_what_changed() {
-    let cache = SchemaCache::default();
-    let first = cache.record(server(), None, listing("integer"));
-    assert_eq!(cache.compilations(), 0, "nothing compiles at listing");
-    for name in ["a", "b", "c"] {
-        first.tool(name).unwrap().schemas().unwrap();
-    }
-    assert_eq!(cache.compilations(), 3, "each at its first use");
-    first.tool("a").unwrap().schemas().unwrap();
-    assert_eq!(cache.compilations(), 3, "and only once");
-
-    // Same listing again (a new session, or list_changed that changed nothing): nothing compiles, the very same
-    // validators are used — even if the server's identity changed.
-    let again = cache.record(Implementation::new("srv", "1.1"), None, listing("integer"));
-    assert_eq!(cache.compilations(), 3);
-    assert_eq!(again.hash(), first.hash());
-    assert!(again.shares_tools_with(&first));
-    assert_eq!(again.server().version, "1.1");
-    let (sa, sb) = (first.tool("a").unwrap().schemas().unwrap(), again.tool("a").unwrap().schemas().unwrap());
-    assert!(Arc::ptr_eq(sa, sb));
-
-    // One schema changed: only that tool compiles; the others keep their validators.
-    let changed = cache.record(server(), None, listing("string"));
-    for name in ["a", "b", "c"] {
-        changed.tool(name).unwrap().schemas().unwrap();
-    }
-    assert_eq!(cache.compilations(), 4);
-    assert_ne!(changed.hash(), first.hash());
-    assert!(!Arc::ptr_eq(first.tool("a").unwrap().schemas().unwrap(), changed.tool("a").unwrap().schemas().unwrap()));
-    assert!(Arc::ptr_eq(first.tool("b").unwrap().schemas().unwrap(), changed.tool("b").unwrap().schemas().unwrap()));
-    changed.tool("a").unwrap().schemas().unwrap().validate_arguments(&json!({"n": "now a string"})).unwrap();
-}
-
-#[test]
-fn a_broken_tool_does_not_spoil_the_others_and_its_error_is_kept() {
-    let cache = SchemaCache::default();
-    let mut tools = listing("integer");
-    tools.push(Tool::new("broken", json!({"type": "object", "required": "n"})));
-    let caps = cache.record(server(), None, tools.clone());
-    let err = caps.tool("broken").unwrap().schemas().unwrap_err().clone();
-    assert_eq!(err.tool, "broken");
-    assert!(caps.tool("a").unwrap().schemas().is_ok());
-    // Not recompiled on every look either.
-    let again = cache.record(server(), None, tools);
-    assert_eq!(again.tool("broken").unwrap().schemas().unwrap_err(), &err);
-    assert_eq!(cache.compilations(), 2, "a and broken, once each");
 }
 
 #[test]
@@ -134,6 +76,6 @@ fn a_name_listed_twice_keeps_its_first_listing() {
         vec![Tool::new("x", json!({"type": "object", "required": ["a"]})), Tool::new("x", json!({"type": "object"}))],
     );
     assert_eq!(caps.tools().len(), 2);
-    let s = caps.tool("x").unwrap().schemas().unwrap();
-    assert!(s.validate_arguments(&json!({})).is_err());
+    // What `schemas()` compiles (with the `schema` feature) is this listing.
+    assert_eq!(caps.tool("x").unwrap().tool().input_schema, json!({"type": "object", "required": ["a"]}));
 }

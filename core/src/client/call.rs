@@ -23,6 +23,8 @@ impl McpClient {
     /// Arguments are checked against the tool's `inputSchema` first: invalid ones fail with
     /// [`LocalError::InvalidArguments`] (naming the JSON pointer) and nothing is sent. A successful result's
     /// `structuredContent` is checked against the `outputSchema`; a mismatch is [`CallError::MalformedResponse`].
+    /// Both checks need the crate's `schema` feature (on by default); without it only "arguments are an object" is
+    /// checked.
     ///
     /// When the outcome signals schema drift (see the table in `capabilities/drift.rs`), the tool list is fetched again and a call the
     /// server rejected is re-checked against the fresh schema: resent once if it passes, failed locally if not.
@@ -202,14 +204,22 @@ impl McpClient {
         opts: Bounded,
     ) -> Result<CallToolResult, CallError> {
         let tool = caps.tool(name).ok_or_else(|| LocalError::UnknownTool(name.to_owned()))?;
-        let schemas = tool.schemas().map_err(|e| LocalError::UnusableSchema(e.clone()))?;
-        schemas.validate_arguments(arguments).map_err(LocalError::InvalidArguments)?;
+        // The schema checks are the `schema` feature's (jsonschema): these two gated statements are the whole seam.
+        // Built without it, the arguments go out as given and any result is accepted, and neither
+        // `ToolEntry::schemas` nor `ToolSchemas` exists, so no caller can take a call for a checked one.
+        #[cfg(feature = "schema")]
+        let schemas = {
+            let schemas = tool.schemas().map_err(|e| LocalError::UnusableSchema(e.clone()))?;
+            schemas.validate_arguments(arguments).map_err(LocalError::InvalidArguments)?;
+            schemas
+        };
         // Built by hand: `json!` would copy `arguments` by serializing it into a new tree, not by cloning it.
         let mut params = Map::with_capacity(2);
         params.insert("name".to_owned(), Value::String(name.to_owned()));
         params.insert("arguments".to_owned(), arguments.clone());
         let params = Value::Object(params);
         let result = session.conn.call_tool_result_bounded(params, opts, Instant::now()).await?;
+        #[cfg(feature = "schema")]
         schemas.validate_result(&result).map_err(|e| CallError::MalformedResponse(e.to_string()))?;
         self.remember(tool.tool(), arguments, &result);
         Ok(result)

@@ -6,10 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use jsonschema::{Draft, Validator};
 use serde_json::Value;
 
-use super::error::Violation;
-
-/// Violations reported per check. Beyond this an error says "and more": a bad call is fixed one problem at a time.
-pub const MAX_VIOLATIONS: usize = 10;
+use super::error::{MAX_VIOLATIONS, Violation};
 
 /// How many violations are read from the validator before sorting and cutting to [`MAX_VIOLATIONS`]. Sorting makes
 /// the listed ones independent of the validator's internal (hash-map) order whenever there are at most this many.

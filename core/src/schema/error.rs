@@ -5,6 +5,9 @@ use std::fmt;
 
 use serde_json::Value;
 
+/// Violations reported per check. Beyond this an error says "and more": a bad call is fixed one problem at a time.
+pub const MAX_VIOLATIONS: usize = 10;
+
 /// Longest message kept for one violation. A message quotes the offending value, which can be a whole argument
 /// object; the pointer already says where it is.
 pub(crate) const MAX_MESSAGE_CHARS: usize = 200;
@@ -61,7 +64,7 @@ fn fmt_violations(f: &mut fmt::Formatter<'_>, violations: &[Violation], truncate
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArgumentError {
     pub tool: String,
-    /// The first few violations (at most [`MAX_VIOLATIONS`](super::MAX_VIOLATIONS)), ordered by pointer.
+    /// The first few violations (at most [`MAX_VIOLATIONS`]), ordered by pointer.
     pub violations: Vec<Violation>,
     /// More violations were found than are listed.
     pub truncated: bool,

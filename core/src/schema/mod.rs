@@ -14,16 +14,27 @@
 //!   naming it; the other tools work.
 //! - **Hashing**: [`ContentHash`] (SHA-256 of canonical JSON) is what the capability record uses as its ETag and to
 //!   reuse compiled validators (see `capabilities`).
+//!
+//! **The `schema` feature.** The checks (`compile.rs`, `tool.rs`: `SchemaValidator`, `ToolSchemas`) are the
+//! only users of jsonschema and exist only with the crate's `schema` feature (on by default). What a check reports
+//! (the error types) and the content hashes stay in every build: the error types are part of [`LocalError`]
+//! and of history records, and hashing keys the capability record whether or not anything is validated.
+//!
+//! [`LocalError`]: crate::LocalError
 
+#[cfg(feature = "schema")]
 mod compile;
 mod error;
 mod hash;
+#[cfg(feature = "schema")]
 mod tool;
 
-pub use compile::{Dialect, MAX_VIOLATIONS, SchemaValidator};
-pub use error::{ArgumentError, OutputError, SchemaError, SchemaKind, Violation};
+#[cfg(feature = "schema")]
+pub use compile::{Dialect, SchemaValidator};
+pub use error::{ArgumentError, MAX_VIOLATIONS, OutputError, SchemaError, SchemaKind, Violation};
 pub use hash::{ContentHash, canonical_json};
+#[cfg(feature = "schema")]
 pub use tool::ToolSchemas;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "schema"))]
 mod tests;

@@ -9,6 +9,10 @@ mod drift;
 mod eras;
 mod fake_tcp;
 mod http;
+// The tests of an optional part are compiled with it. (The fake server, every test's peer, depends on the core with
+// its default features, so in practice they are always on here.)
+#[cfg(feature = "schema")]
 mod schemas;
+#[cfg(feature = "serve")]
 mod serve;
 mod sessions;
