@@ -78,17 +78,19 @@ impl Default for Limits {
 const MIB: f64 = 1024.0 * 1024.0;
 const GIB: f64 = 1024.0 * MIB;
 
-/// The process before any host: binaries, runtimes, the report's fonts and plots (a `smoke` run peaks at 36 MB).
+// Each constant sits above what a run was measured to use (docs/benchmarks.md, "Figures behind constants in the
+// code"): the estimate refuses runs that would not fit, so it errs high.
+
+/// The process before any host: binaries, runtimes, the report's fonts and plots.
 pub(crate) const PROCESS_BYTES: f64 = 48.0 * MIB;
 /// One turmoil host: its runtime and listener.
 const HOST_BYTES: f64 = 256.0 * KIB;
 /// One load host's client of one replica: a connection with two 64 KiB TCP buffers, session, router statistics and
-/// breakers (measured: about 300 KB per pair, 20 load hosts × 20 replicas).
+/// breakers.
 const PAIR_BYTES: f64 = 512.0 * KIB;
-/// One logical call in flight: its task, arguments, pending requests and the recorder's share (measured: about
-/// 11 KB at retry_storm's peak of 5,000 attempts in flight).
+/// One logical call in flight: its task, arguments, pending requests and the recorder's share.
 pub(crate) const CALL_BYTES: f64 = 16.0 * KIB;
-/// One row of `calls.csv` on disk (measured: 160 to 190 bytes, more with an output hash).
+/// One row of `calls.csv` on disk (more with an output hash).
 const ROW_BYTES: f64 = 190.0;
 const KIB: f64 = 1024.0;
 

@@ -2,7 +2,8 @@
 //! other replicas of its server.
 //!
 //! turmoil's cost per tick grows steeply with the number of hosts (each tick visits every host's runtime and every
-//! link), so a 60-replica topology with one host per replica ran at 2x real time. Replicas that share a fate can
+//! link), so a topology with a host per replica runs many times slower than one whose replicas share their server's host
+//! (the host curve in docs/benchmarks.md). Replicas that share a fate can
 //! share a host: a replica is a listener of its own (one port each) on its server's host, and only a replica that a
 //! `crash` or `partition` fault names — the two faults that act on a host rather than on a server's behaviour —
 //! gets a host of its own, named after the replica so the fault's events read the same either way. Every other
