@@ -2,17 +2,18 @@
 //! tables, breaker sync with the other nodes, and its background work started (statistics and health checks,
 //! re-listing servers that have no listing or said their tools changed).
 //!
-//! The `mcpstorm gateway` process and a simulated gateway node (`[gateway] nodes` in a scenario) both start here:
-//! only the seams differ ([`Seams`]: how replicas are dialed, the clock, the observer, Redis's dialer), so the
-//! simulator runs the process's path unchanged.
+//! The `mcpstorm gateway` process and a simulated gateway node (`[nodes]` in a scenario) both start here: only the
+//! seams differ ([`Seams`]: how replicas are dialed, the clock, the observer, Redis's dialer), so the simulator runs
+//! the process's path unchanged. A simulated load host's in-process gateway is built by [`core_gateway`], the same
+//! construction of the core gateway without the federation.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcpstorm_core::client::ListChanged;
-use mcpstorm_core::router::StaticRegistry;
+use mcpstorm_core::router::{Registry, StaticRegistry};
 use mcpstorm_core::sync::BreakerSync;
-use mcpstorm_core::{CancelToken, Clock, Connector, Dialer, Gateway as CoreGateway, Observer};
+use mcpstorm_core::{CancelToken, Clock, Connector, Dialer, Gateway as CoreGateway, GatewayConfig, Observer};
 use tokio::sync::mpsc;
 
 use super::federation::Federation;
@@ -63,6 +64,48 @@ pub struct Node {
     pub stop: CancelToken,
 }
 
+/// What the core gateway of a node is made of besides `[gateway]`: its settings (from [`gateway_config`]), where
+/// its servers come from, and the seams.
+pub struct CoreParts {
+    pub config: GatewayConfig,
+    pub registry: Box<dyn Registry>,
+    pub connector: Arc<dyn Connector>,
+    pub clock: Arc<dyn Clock>,
+    pub observer: Arc<dyn Observer>,
+}
+
+impl std::fmt::Debug for CoreParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CoreParts").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+/// The core gateway of a node: its router from `[gateway]` (formula, settings) and the layers of `parts.config`,
+/// with `sync`'s tap around the observer so this node's own breaker transitions are published. `seed` forks the
+/// router's and the resilience layers' streams. The one construction of a core gateway, for [`start`] and for a
+/// simulated load host's in-process gateway alike.
+pub fn core_gateway(
+    gateway: &GatewaySpec,
+    parts: CoreParts,
+    sync: Option<&BreakerSync>,
+    seed: &Seed,
+) -> Result<CoreGateway, String> {
+    let router = gateway.router(seed.fork("router").seeded_rng(), tokio::time::Instant::now())?;
+    let observer = match sync {
+        Some(sync) => sync.observer(parts.observer),
+        None => parts.observer,
+    };
+    let core = CoreGateway::new(
+        router,
+        parts.registry,
+        parts.connector,
+        parts.clock,
+        parts.config,
+        seed.fork("resilience").seeded_rng(),
+    );
+    Ok(core.with_observer(observer))
+}
+
 /// Builds the node of `servers` with `gateway` and `client`, lists every server, and starts its background work.
 /// `seed` forks the router's, the resilience layers' and the clients' random streams.
 pub async fn start(
@@ -72,20 +115,15 @@ pub async fn start(
     seams: Seams,
     seed: &Seed,
 ) -> Result<Node, String> {
-    let router = gateway.router(seed.fork("router").seeded_rng(), tokio::time::Instant::now())?;
-    let observer = match &seams.sync {
-        Some((sync, _)) => sync.observer(seams.observer),
-        None => seams.observer,
+    let parts = CoreParts {
+        config: gateway_config(gateway, client),
+        // The servers are declared to the router as the federation lists them.
+        registry: Box::new(StaticRegistry::new(Vec::new())),
+        connector: seams.connector,
+        clock: seams.clock,
+        observer: seams.observer,
     };
-    let core = CoreGateway::new(
-        router,
-        Box::new(StaticRegistry::new(Vec::new())),
-        seams.connector,
-        seams.clock,
-        gateway_config(gateway, client),
-        seed.fork("resilience").seeded_rng(),
-    )
-    .with_observer(observer);
+    let core = core_gateway(gateway, parts, seams.sync.as_ref().map(|(sync, _)| sync), seed)?;
     let mut federation = Federation::new(Arc::new(core), servers, gateway.tools.prefix, seams.metrics);
     let stop = CancelToken::new();
     if let Some((sync, dialer)) = seams.sync {

@@ -35,7 +35,7 @@ use super::units::Dur;
 /// | `[gateway.throttle]` | on          | SRE adaptive throttling per replica                                        |
 /// | `[gateway.bulkhead]` | on          | a permit pool per replica (declared `max_concurrent_requests`, configured, or the client's cap) |
 /// | `[gateway.limiter]`  | aimd        | the adaptive limit inside each pool, from its cap down (`gradient2`, `fixed`) |
-/// | `[gateway.sync]`     | off         | the gateway nodes share breakers through Redis ([`SyncSpec`]); in a scenario, the load hosts (the nodes, with `nodes`), through a simulated Redis host named by the URL ([`RedisHost`](super::redis::RedisHost)) |
+/// | `[gateway.sync]`     | off         | the gateway nodes share breakers through Redis ([`SyncSpec`]); in a scenario, the load hosts (or its `[nodes]`), through a simulated Redis host named by the URL |
 /// | `[gateway.fallbacks]`| none        | `tool = "fallback_tool"`, named in degraded results                        |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
@@ -66,7 +66,7 @@ pub struct GatewaySpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limiter: Option<LimiterSpec>,
     /// Breaker sync between gateway nodes through Redis (in a scenario: between the load hosts, or the gateway nodes
-    /// with `nodes`, through a simulated Redis host named by the URL).
+    /// with `[nodes]`, through a simulated Redis host named by the URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncSpec>,
     /// Fallback tools named in degraded results: `inventory_lookup = "query_cached_inventory"`.

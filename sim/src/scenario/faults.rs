@@ -26,7 +26,7 @@ use mcpstorm_fake::Transport;
 /// | `error_burst`   | `rate`                                | the target's calls fail with probability `rate`       |
 /// | `hang`          |                                       | the target accepts requests and answers nothing       |
 /// | `crash`         | `mode`                                | the target goes down as `mode` says; it restarts afresh at the end |
-/// | `partition`     | `from`                                | the target is cut off from every load host, or every gateway node with `[gateway] nodes` (or from the one host `from` only); repaired at the end |
+/// | `partition`     | `from`                                | the target is cut off from every load host, or every gateway node with `[nodes] count` (or from the one host `from` only); repaired at the end |
 /// | `schema_drift`  | `tool`, `what`, `param`, `schema`, `to`, `version`, `notify` | at `start`, `what = "add_required"` (`param`, its property `schema` with a `default`), `"replace"` (the new input `schema`), `"rename"` (`to`) or `"version"` (`version`); `notify` sends `list_changed` |
 /// | `clock_skew`    | `offset`, `drift`, `jump`, `reset`    | the target's wall clock (`gateway`: every load host's, or every node's with `nodes`): skew set to `offset`, drifting at rate `drift`, stepped by `jump`; reset at the end only with `reset = true` |
 /// | `session_expiry`|                                       | at `start`, the target forgets every session                 |
@@ -47,7 +47,7 @@ use mcpstorm_fake::Transport;
 /// only mode: Redis's host vanishes; it restarts with its data), `partition` (cut off from the load hosts), `latency_spike` (`extra` only: every reply
 /// and message waits that much longer) and `hang` (nothing answered until the end).
 ///
-/// With `[gateway] nodes`, each gateway node (`gateway-0`, ...) is a target of `crash` (by default `mode = "hang"`;
+/// With `[nodes] count`, each gateway node (`gateway-0`, ...) is a target of `crash` (by default `mode = "hang"`;
 /// it restarts afresh, as a process would) and `partition` (cut off from every load host, or from the load host `from` only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -57,10 +57,10 @@ pub struct Fault {
     pub kind: FaultKind,
     /// A server name (every replica) or `name#i` (replica i, from 0); for `clock_skew` also `gateway` (every load
     /// host, or every gateway node with `nodes`); with `[gateway.sync]`, also the Redis host (`redis`); with
-    /// `[gateway] nodes`, also a node (`gateway-0`, ...) for `crash` and `partition`.
+    /// `[nodes] count`, also a node (`gateway-0`, ...) for `crash` and `partition`.
     pub target: String,
     /// `partition`: cut the target off from this one of its callers only, not from all of them: a load host
-    /// (`load-0`, `load-1`, ...), or with `[gateway] nodes` a node (`gateway-0`, ...; a node's own partition takes
+    /// (`load-0`, `load-1`, ...), or with `[nodes] count` a node (`gateway-0`, ...; a node's own partition takes
     /// a load host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
@@ -221,7 +221,7 @@ impl Fault {
         let at = |field: &str| format!("faults[{k}].{field}");
         let redis = world.redis.is_some_and(|r| r.name == fault.target);
         let gateway = fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY;
-        // A gateway node (`gateway-N`, with `[gateway] nodes`): a host that crashes or is cut off.
+        // A gateway node (`gateway-N`, with `[nodes] count`): a host that crashes or is cut off.
         let node = host_index(&fault.target, NODE_PREFIX).is_some_and(|i| i < world.nodes);
         if redis {
             check_redis_fault(c, k, fault);

@@ -35,7 +35,7 @@ pub fn load_host(index: usize) -> String {
     format!("load-{index}")
 }
 
-/// Gateway node `index`'s host (`[gateway] nodes`).
+/// Gateway node `index`'s host (`[nodes] count`).
 pub fn node_host(index: usize) -> String {
     format!("gateway-{index}")
 }

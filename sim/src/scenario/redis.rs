@@ -1,6 +1,6 @@
 //! The Redis host of a scenario's `[gateway.sync]`: the simulated world places a host running the Redis double,
 //! named by the URL's host (`redis = "redis://redis:6379"` places host `redis`, listening on 6379), and every load
-//! host's gateway (every gateway node's, with `[gateway] nodes`) is a sync node of it. Faults name that host as their `target` (`crash`, `partition`,
+//! host's gateway (every gateway node's, with `[nodes] count`) is a sync node of it. Faults name that host as their `target` (`crash`, `partition`,
 //! `latency_spike`, `hang`).
 //!
 //! A scenario is self-contained: it reads no environment (so no `password_env`), and each node is named by its host
@@ -55,7 +55,7 @@ pub(super) fn problems(sync: &SyncSpec, gateway: &GatewaySpec, servers: &[Server
     if sync.node.is_some() {
         rules.fail(
             "gateway.sync.node",
-            "the simulator names each node by its host (load-0, ..., or gateway-0, ... with `nodes`): remove `node`",
+            "the simulator names each node by its host (load-0, ..., or gateway-0, ... with `[nodes] count`): remove `node`",
         );
     }
     if sync.redis.contains('@') {

@@ -72,7 +72,7 @@ fn target_hosts(scenario: &Scenario, fault: &Fault) -> Vec<String> {
             n => (0..n).map(node_host).collect(),
         };
     }
-    // A gateway node is a host of its own (validation allowed it only with `nodes`).
+    // A gateway node is a host of its own (validation allowed it only with `[nodes] count`).
     if fault.target.starts_with("gateway-") {
         return vec![fault.target.clone()];
     }

@@ -3,7 +3,7 @@
 //! Hosts are kept few (turmoil's cost grows steeply with hosts per tick): a host per server whose replicas share it
 //! (a replica that a crash or partition names gets its own: see [`Placement`]) and a handful of
 //! load-generator hosts that each multiplex hundreds of agent sessions (with `[gateway.sync]`, their gateways are
-//! sync nodes of a Redis host: see [`redis`]). With `[gateway] nodes`, the gateways are hosts of their own instead
+//! sync nodes of a Redis host: see [`redis`]). With `[nodes] count`, the gateways are hosts of their own instead
 //! (`gateway-0` ...: see [`node`]), each the `mcpstorm gateway` process's node, and the load hosts' agents call them
 //! over simulated Streamable HTTP ([`remote`]). The step loop applies the fault timeline
 //! between steps, samples gauges once per simulated second, and after the load ends lets every started call reach
@@ -115,7 +115,7 @@ pub fn run(
     }
 
     let load_hosts: Vec<String> = (0..scenario.load.hosts).map(load_host).collect();
-    // With `[gateway] nodes`, the gateways are the nodes, hosts of their own; else one in each load host.
+    // With `[nodes] count`, the gateways are the nodes, hosts of their own; else one in each load host.
     let node_hosts: Vec<String> = (0..scenario.nodes.count).map(node_host).collect();
     recorder.set_gateways(if node_hosts.is_empty() { load_hosts.len() } else { node_hosts.len() });
     if let Some(host) = RedisHost::of(&scenario.gateway) {

@@ -14,7 +14,7 @@ use mcpstorm_fake::Listener;
 /// one per slot (see [`Placement`](crate::scenario::Placement)).
 pub const SERVER_PORT: u16 = 9000;
 
-/// The port a gateway node serves agents on (`[gateway] nodes`; the process's default `[listen] http` port).
+/// The port a gateway node serves agents on (`[nodes] count`; the process's default `[listen] http` port).
 pub const NODE_PORT: u16 = 8848;
 
 /// The port of the replica in `slot` on its host. Validation bounds replicas at 1,000, far below the last port.

@@ -1,4 +1,4 @@
-//! Gateway nodes (`[gateway] nodes`): hosts `gateway-0` ... each running what `mcpstorm gateway` runs — the node of
+//! Gateway nodes (`[nodes] count`): hosts `gateway-0` ... each running what `mcpstorm gateway` runs — the node of
 //! [`gateway::node::start`](crate::gateway::node::start) over the scenario's servers, served to agents by the core's
 //! [`Front`] (MCP Streamable HTTP at `/mcp`) on a turmoil listener. Only the seams are the simulator's: replicas are
 //! reached as a load host's in-process gateway reaches them ([`SimConnector`]), the node's wall clock is its own

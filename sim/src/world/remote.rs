@@ -1,4 +1,4 @@
-//! Agents calling through a gateway node (`[gateway] nodes`): a load host's agents speak MCP over simulated
+//! Agents calling through a gateway node (`[nodes] count`): a load host's agents speak MCP over simulated
 //! Streamable HTTP to a node's front (the core's client, over the turmoil dialer), as agents speak to a deployed
 //! `mcpstorm gateway`. The node records the attempts it sends (see `node`); the agent records its logical calls as
 //! it does through an in-process gateway: ok, an error by class, or degraded.

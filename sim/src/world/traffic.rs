@@ -21,6 +21,7 @@ use mcpstorm_core::router::Requirement;
 use mcpstorm_core::schema::ContentHash;
 use mcpstorm_core::sync::{BreakerSync, SyncConfig};
 use mcpstorm_core::{Gateway, Observer, ToolCall};
+use mcpstorm_gateway::node::{self, CoreParts};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
@@ -78,11 +79,11 @@ impl LoadPlan {
 }
 
 /// One load host: its gateway process, a [`Gateway`] routing over every scenario server's replicas; or, with
-/// `[gateway] nodes`, its agents' client of each gateway node.
+/// `[nodes] count`, its agents' client of each gateway node.
 struct Host {
     /// The in-process gateway; `None` with gateway nodes.
     gateway: Option<Arc<Gateway>>,
-    /// This host's client of each gateway node (`[gateway] nodes`); empty without.
+    /// This host's client of each gateway node (`[nodes] count`); empty without.
     nodes: Vec<Arc<McpClient>>,
     /// This host's wall clock (the call history's timestamps, and the gateway's wall time).
     clock: SimClock,
@@ -117,32 +118,32 @@ impl Host {
                 sync: None,
             });
         }
-        let router_rng = seed.fork("router").seeded_rng();
-        // The resilience layers' jitter (the gateway's retry backoff).
-        let layers_rng = seed.fork("resilience").seeded_rng();
         let links = plan.links.clone();
         let connector =
             SimConnector::new(scenario, &plan.recorder, &plan.placement, host, &clock, seed.fork("client"), links);
-        let router = gateway.router(router_rng, Instant::now())?;
         #[cfg_attr(not(feature = "testing"), allow(unused_mut))]
         let mut config = tables::gateway_config(gateway, spec);
         #[cfg(feature = "testing")]
         if let Some(bulkhead) = config.resilience.bulkhead.as_mut() {
             bulkhead.leak_permit_on_replica_failure = scenario.planted_leak;
         }
-        let mut observer: Arc<dyn Observer> = Arc::new(GatewayObserver {
+        let observer: Arc<dyn Observer> = Arc::new(GatewayObserver {
             recorder: plan.recorder.clone(),
             time: plan.time,
             host: host.to_owned(),
             node: false,
         });
         let sync = sync_node(scenario, host, seed, &clock)?;
-        if let Some(sync) = &sync {
-            observer = sync.observer(observer);
-        }
-        let (registry, connector) = (Box::new(registry(scenario)), Arc::new(connector));
-        let gateway = Gateway::new(router, registry, connector, Arc::new(clock.clone()), config, layers_rng)
-            .with_observer(observer);
+        // Built as the gateway crate builds a node's core gateway (the same router, layers, seeds and sync tap), with
+        // the scenario's membership schedule as its registry.
+        let parts = CoreParts {
+            config,
+            registry: Box::new(registry(scenario)),
+            connector: Arc::new(connector),
+            clock: Arc::new(clock.clone()),
+            observer,
+        };
+        let gateway = node::core_gateway(gateway, parts, sync.as_ref(), &seed)?;
         Ok(Host {
             gateway: Some(Arc::new(gateway)),
             nodes: Vec::new(),
