@@ -9,7 +9,8 @@
 //! config file shares (`units`, `rules`, `ranges`, `doc`, `path`, `error`, the strict reader). The scenario's own:
 //! `model` (the top table, `[network]`, `[sweep]`) · `nodes` (`[nodes]`, gateway nodes as hosts) · `report` · `redis`
 //! (the simulated Redis host `[gateway.sync]` names) · `servers` (the fake servers) · `workload` (`[load]`,
-//! `[agent]`) · `faults` · `checks` · `fidelity` · `swarm`; `trace` (a replay's recorded calls) and `replay`
+//! `[agent]`) · `faults` · `checks` · `fidelity` · `swarm` · `reference` (`gateway_config`: the gateway's settings
+//! taken from its own file); `trace` (a replay's recorded calls) and `replay`
 //! (reading them with the scenario). `tables` is the gateway's file, read on its own.
 //!
 //! The walk and the pipeline: `validate` (asks every table for its problems and ranges) · `read` (reading a
@@ -27,6 +28,7 @@ mod overrides;
 pub mod placement;
 mod read;
 mod redis;
+mod reference;
 mod replay;
 mod report;
 pub mod schema;
@@ -65,6 +67,7 @@ pub use overrides::expand_sweep;
 pub use placement::{Placement, load_host, node_host, replica_host, server_host};
 pub use read::{load_file, load_file_with, load_str, load_str_with};
 pub use redis::RedisHost;
+pub use reference::GATEWAY_CONFIG;
 pub use report::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, ReportSpec};
 pub use servers::ServerSpec;
 pub use swarm::SwarmSpec;

@@ -34,6 +34,7 @@ use super::workload::{Agent, Load};
 /// | `seed`        | 1        | the run's seed; `--seed` overrides                              |
 /// | `duration`    | required | simulated time to run (a closed loop with `calls` may end early), at most 7 days |
 /// | `tick`        | `"1ms"`  | turmoil's step, 1 ms to 1 s                                     |
+/// | `gateway_config` | none  | a gateway config file whose `[gateway]` and `[client]` the scenario runs |
 ///
 /// Every duration is at most 7 days and every count has a maximum (see [`ranges`](super::ranges)); a run whose
 /// estimated cost exceeds the limits of [`cost`](super::cost) is refused unless `--allow-large` is given.
@@ -53,6 +54,12 @@ pub struct Scenario {
     /// turmoil's step, 1 ms to 1 s (and at most `duration`): every tick is executed; the hosts' timers count whole ms.
     #[serde(default = "default_tick")]
     pub tick: Dur,
+    /// A gateway config file (the one `mcpstorm gateway --config` reads), relative to this scenario's directory:
+    /// the scenario runs its `[gateway]` and `[client]`, and the router declarations of each of its servers that
+    /// the scenario models under the same name. The scenario then sets none of those itself, and `--set` cannot
+    /// change them (edit the file). Cleared when loaded: the scenario then holds the file's tables as its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_config: Option<String>,
     #[serde(default)]
     pub network: Network,
     /// The fake MCP servers (`[[servers]]`), each with its `[[servers.tools]]`.

@@ -1,5 +1,6 @@
-//! Loading a scenario: read (UTF-8), parse (spanned), apply `--set`, deserialize strictly, validate (ranges
-//! included), hold each run to the cost limits, expand the sweep.
+//! Loading a scenario: read (UTF-8), parse (spanned), apply `--set`, deserialize strictly, put in the gateway
+//! config file that `gateway_config` names (see `reference`), validate (ranges included), hold each run to the cost
+//! limits, expand the sweep.
 //!
 //! Each stage reports every problem it can find, each with `file:line:column` (or the `--set` argument) and the key
 //! path; a later stage runs only when the earlier ones found nothing, since its findings would be noise. serde stops
@@ -17,6 +18,7 @@ use super::doc::{self, Node, Source};
 use super::model::Scenario;
 use super::overrides;
 use super::path::KeyPath;
+use super::reference::{self, Taken};
 use super::replay::{self, TraceError};
 use super::rules::Issue;
 use super::validate;
@@ -61,7 +63,7 @@ pub fn load_str_with(text: &str, origin: &str, sets: &[String], limits: &Limits)
     };
     // With a sweep, only the rows run, so only they are held to the cost limits.
     let runs_itself = scenario.sweep.is_none();
-    fail_if_any(checked(&mut scenario, runs_itself, limits, &root, &src), &src)?;
+    prepared(&mut scenario, runs_itself, limits, &root, &src)?;
 
     let rows = expand(&root, &scenario, &src, limits)?;
     if let Some(sweep) = &mut scenario.sweep {
@@ -70,13 +72,33 @@ pub fn load_str_with(text: &str, origin: &str, sets: &[String], limits: &Limits)
     Ok(scenario)
 }
 
+/// The gateway config file the scenario names put in (its problems in their own order: the scenario's key, then
+/// the file's), then [`checked`].
+fn prepared(
+    scenario: &mut Scenario,
+    runs: bool,
+    limits: &Limits,
+    root: &Node<'_>,
+    src: &Source<'_>,
+) -> Result<(), ScenarioError> {
+    let taken = reference::attach(scenario, root, src).map_err(ScenarioError::Invalid)?;
+    fail_if_any(checked(scenario, runs, limits, root, src, taken.as_ref()), src)
+}
+
 /// Validation; when it passes, a replay's trace (read relative to the scenario's file, its rows checked against the
 /// servers); then, when `runs` (the scenario is run as it is), the run-cost limits: the estimate is only meaningful
 /// for values in their ranges, and a replay's counts the trace's calls.
-fn checked(scenario: &mut Scenario, runs: bool, limits: &Limits, root: &Node<'_>, src: &Source<'_>) -> Vec<Problem> {
+fn checked(
+    scenario: &mut Scenario,
+    runs: bool,
+    limits: &Limits,
+    root: &Node<'_>,
+    src: &Source<'_>,
+    taken: Option<&Taken>,
+) -> Vec<Problem> {
     let issues = validate::check(scenario);
     if !issues.is_empty() {
-        return locate(issues, root, src);
+        return reference::place(issues, taken, root, src);
     }
     match replay::attach(scenario, src.origin) {
         Ok(()) => {}
@@ -126,14 +148,13 @@ fn expand(
             return Err(ScenarioError::Invalid(vec![at_param(format!("`{at}` {message}"))]));
         }
         let found = match deserialize::<Scenario>(&run, src) {
-            Ok(mut scenario) => {
-                let issues = checked(&mut scenario, true, limits, &run, src);
-                if issues.is_empty() {
+            Ok(mut scenario) => match prepared(&mut scenario, true, limits, &run, src) {
+                Ok(()) => {
                     runs.push((label, scenario));
                     continue;
                 }
-                issues
-            }
+                Err(e) => e.problems().to_vec(),
+            },
             Err(found) => found,
         };
         for mut p in found {

@@ -6,7 +6,7 @@ use super::*;
 use crate::scenario::tables::{GatewayFile, gateway_config};
 
 /// `[gateway]` and `[client]`, as a scenario holds them.
-const TABLES: &str = r#"[gateway]
+pub(super) const TABLES: &str = r#"[gateway]
 formula = "round_robin"
 requirements = [{ argument = "language", attribute = "language_support" }]
 

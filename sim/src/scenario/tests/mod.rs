@@ -9,6 +9,7 @@ use mcpstorm_core::session::GatewayProfile;
 use super::*;
 
 mod crash_rules;
+mod gateway_config;
 mod gateway_file;
 mod key_ranges;
 mod no_panic;

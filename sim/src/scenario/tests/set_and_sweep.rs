@@ -77,8 +77,8 @@ fn bad_set_arguments_name_the_argument() {
             "t.toml:6:12: servers[0].replicas: invalid type: string \"2\", expected an integer >= 0",
             "--set load.sessions=x: load.sessions: invalid type: string \"x\", expected an integer >= 0",
             "--set faults[3].start=1s: faults[3]: index 3 is out of range: the array has 1 entry (index 0)",
-            "--set a=1: a: unknown key; expected one of `name`, `description`, `seed`, `duration`, `tick`, `network`, \
-             `servers`, `load`, `agent`, `client`, `faults`, `checks`, `fidelity`, `sweep`, `gateway`, `nodes`, `report`, \
+            "--set a=1: a: unknown key; expected one of `name`, `description`, `seed`, `duration`, `tick`, \
+             `gateway_config`, `network`, `servers`, `load`, `agent`, `client`, `faults`, `checks`, `fidelity`, `sweep`, `gateway`, `nodes`, `report`, \
              `swarm`",
         ]
     );
