@@ -62,12 +62,24 @@ pub fn scratch_in(group: &str, name: &str) -> PathBuf {
 
 /// `mcpstorm sim SCENARIO --out OUT --set ...` (a relative scenario path is from the repository root).
 pub fn sim(scenario: &Path, out: &Path, sets: &[&str]) -> Output {
+    run_scenario("sim", scenario, out, sets)
+}
+
+/// `mcpstorm COMMAND SCENARIO --out OUT --set ...`: `sim`, `live` or `fidelity`.
+pub fn run_scenario(command: &str, scenario: &Path, out: &Path, sets: &[&str]) -> Output {
     let (scenario, out) = (scenario.to_string_lossy(), out.to_string_lossy());
-    let mut args = vec!["sim", scenario.as_ref(), "--out", out.as_ref()];
+    let mut args = vec![command, scenario.as_ref(), "--out", out.as_ref()];
     for s in sets {
         args.extend(["--set", s]);
     }
     mcpstorm(&args)
+}
+
+/// [`sim`], which must exit 0: its stdout.
+pub fn sim_ok(scenario: &Path, out: &Path, sets: &[&str]) -> String {
+    let o = sim(scenario, out, sets);
+    assert!(o.status.success(), "mcpstorm sim {} failed: {}", scenario.display(), text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// A run directory's `summary.json`.

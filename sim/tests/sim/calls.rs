@@ -2,11 +2,12 @@
 //! `summary.json`, with hashes and timestamps from the core's seams, byte-identical for the same seed.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use mcpstorm_core::schema::ContentHash;
 use mcpstorm_sim::world::EPOCH_SECS;
 use serde_json::{Value, json};
+
+use crate::common::{mcpstorm, scratch_in, sim_ok};
 
 /// The smoke scenario with failures and retries: a fifth of echo calls fail with a JSON-RPC error, and agents retry
 /// twice at once.
@@ -17,26 +18,13 @@ const FAILING: &[&str] = &[
     "agent.max_retries=2",
 ];
 
+/// The smoke scenario with `sets`, which must run.
 fn sim(out: &Path, sets: &[&str]) {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpstorm"));
-    cmd.current_dir(&root).arg("sim").arg("scenarios/smoke.toml").arg("--out").arg(out);
-    for s in sets {
-        cmd.arg("--set").arg(s);
-    }
-    let o = cmd.output().expect("run mcpstorm");
-    assert!(
-        o.status.success(),
-        "mcpstorm sim failed: {}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    sim_ok(Path::new("scenarios/smoke.toml"), out, sets);
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("calls").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    scratch_in("calls", name)
 }
 
 struct Calls {
@@ -218,13 +206,12 @@ fn calls_sample_writes_every_attempt_of_one_call_in_a_hundred() {
 fn a_large_run_writes_a_sample_unless_asked() {
     let big: &[&str] = &["load.sessions=100", "duration=\"4s\""];
     let run = |out: &Path, extra: &[&str]| {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpstorm"));
-        cmd.current_dir(&root).args(["sim", "scenarios/smoke.toml", "--out"]).arg(out).args(extra);
+        let out = out.to_string_lossy();
+        let mut args = [&["sim", "scenarios/smoke.toml", "--out", &out], extra].concat();
         for s in big {
-            cmd.arg("--set").arg(s);
+            args.extend(["--set", s]);
         }
-        let o = cmd.output().expect("run mcpstorm");
+        let o = mcpstorm(&args);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };

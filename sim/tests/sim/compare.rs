@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::common::mcpstorm;
+use crate::common::{command, mcpstorm};
 
 fn scratch(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compare").join(name)
@@ -165,15 +165,14 @@ fn formulas_compare_routing_formulas() {
 
 /// `compare` of the smoke scenario on 5 seeds, with `extra` arguments and environment variables.
 fn smoke_compare(values: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = std::process::Command::new(crate::common::BIN);
+    let mut cmd = command();
     cmd.args(["compare", "scenarios/smoke.toml", "--vary", "load.sessions", "--values", values, "--seeds", "5"])
         .args(["--set", "duration=3s", "--jobs", "2", "--out"])
         .arg(out)
         .args(extra)
         .env_remove("JOB_COMPLETION_INDEX")
         .env_remove("MCPSTORM_SHARD_COUNT")
-        .envs(env.iter().copied())
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."));
+        .envs(env.iter().copied());
     cmd.output().expect("run mcpstorm")
 }
 
@@ -282,13 +281,14 @@ fn bad_shards_exit_2() {
 fn ties_are_ties_and_the_fault_windows_have_their_own_figures() {
     let out = scratch("ties");
     let _ = std::fs::remove_dir_all(&out);
-    let o = std::process::Command::new(crate::common::BIN)
-        .args(["compare", "scenarios/smoke.toml", "--vary", "report.calls", "--values", "all,off", "--seeds", "3"])
-        .args(["--set", "duration=3s", "--jobs", "2", "--out"])
-        .arg(&out)
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .output()
-        .expect("run mcpstorm");
+    let out_arg = out.to_string_lossy();
+    let o = mcpstorm(
+        &[
+            &["compare", "scenarios/smoke.toml", "--vary", "report.calls", "--values", "all,off", "--seeds", "3"][..],
+            &["--set", "duration=3s", "--jobs", "2", "--out", &out_arg],
+        ]
+        .concat(),
+    );
     let stdout = ok(o);
     let md = std::fs::read_to_string(out.join("compare.md")).expect("compare.md");
     // The metric tables' rows (eight cells), not the checks table's.

@@ -2,8 +2,9 @@
 //! `mcpstorm sim` command and every CSV, JSON, SVG and PNG is compared byte for byte (`summary.md` carries wall-clock
 //! time and is the one file allowed to differ).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
+
+use crate::common::{files_under, repo_root, sim_ok};
 
 /// Overrides that keep each shipped scenario short enough for a debug-build test while keeping its faults.
 fn shortening(name: &str) -> &'static [&'static str] {
@@ -31,42 +32,9 @@ fn shortening(name: &str) -> &'static [&'static str] {
     }
 }
 
-fn run(scenario: &Path, out: &Path, sets: &[&str]) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpstorm"));
-    cmd.arg("sim").arg(scenario).arg("--out").arg(out);
-    for s in sets {
-        cmd.arg("--set").arg(s);
-    }
-    let output = cmd.output().expect("run mcpstorm");
-    assert!(
-        output.status.success(),
-        "{} failed: {}\n{}",
-        scenario.display(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).expect("read report dir") {
-            let path = entry.expect("dir entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.push(path.strip_prefix(dir).expect("under dir").to_path_buf());
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn every_shipped_scenario_is_byte_identical_across_runs() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = repo_root();
     let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("determinism");
     let _ = std::fs::remove_dir_all(&scratch);
     let mut scenarios: Vec<PathBuf> = std::fs::read_dir(root.join("scenarios"))
@@ -79,9 +47,9 @@ fn every_shipped_scenario_is_byte_identical_across_runs() {
     for scenario in &scenarios {
         let name = scenario.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
         let (a, b) = (scratch.join(name).join("a"), scratch.join(name).join("b"));
-        run(scenario, &a, shortening(name));
-        run(scenario, &b, shortening(name));
-        let (fa, fb) = (files(&a), files(&b));
+        sim_ok(scenario, &a, shortening(name));
+        sim_ok(scenario, &b, shortening(name));
+        let (fa, fb) = (files_under(&a), files_under(&b));
         assert_eq!(fa, fb, "{name}: the two runs wrote different files");
         assert!(fa.iter().any(|f| f.ends_with("timeseries.csv")), "{name}: no timeseries.csv in {fa:?}");
         for f in fa.iter().filter(|f| !f.ends_with("summary.md")) {
@@ -93,11 +61,11 @@ fn every_shipped_scenario_is_byte_identical_across_runs() {
 
 #[test]
 fn a_different_seed_gives_a_different_run() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = repo_root();
     let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("determinism-seed");
     let smoke = root.join("scenarios/smoke.toml");
-    run(&smoke, &scratch.join("s1"), &["seed=1"]);
-    run(&smoke, &scratch.join("s2"), &["seed=2"]);
+    sim_ok(&smoke, &scratch.join("s1"), &["seed=1"]);
+    sim_ok(&smoke, &scratch.join("s2"), &["seed=2"]);
     let read = |d: &str| std::fs::read(scratch.join(d).join("timeseries.csv")).expect("timeseries");
     assert_ne!(read("s1"), read("s2"), "the seed must drive the run");
 }

@@ -11,39 +11,23 @@ use mcpstorm_sim::run::RunData;
 use mcpstorm_sim::scenario::{Limits, Scenario, load_str_with};
 use mcpstorm_sim::world;
 
+use crate::common::fixtures::{self, fixed};
 use crate::common::scratch_in;
 
 /// An open loop of 200 calls/s on one server whose tool takes 20 ms; every call fails from 5 s to 8 s.
-const BURST: &str = r#"
-name = "fidelity_burst"
-duration = "14s"
-
-[[servers]]
-name = "api"
-
-[[servers.tools]]
-name = "get"
-latency = { dist = "fixed", ms = 20 }
-
-[load]
-mode = "open"
-rate = 200.0
-
-[[load.mix]]
-server = "api"
-tool = "get"
-
-[[faults]]
-kind = "error_burst"
-target = "api"
-start = "5s"
-duration = "3s"
-rate = 1.0
-"#;
+fn burst() -> String {
+    fixtures::scenario("fidelity_burst", "14s")
+        .server("api", &[])
+        .tool("get", &[&fixed(20)])
+        .open(200.0, &[])
+        .mix(Some("api"), "get")
+        .table("[[faults]]\nkind = \"error_burst\"\ntarget = \"api\"\nstart = \"5s\"\nduration = \"3s\"\nrate = 1.0")
+        .build()
+}
 
 fn scenario(sets: &[&str]) -> Scenario {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    load_str_with(BURST, "fidelity_burst.toml", &sets, &Limits::default()).unwrap_or_else(|e| panic!("{e}"))
+    load_str_with(&burst(), "fidelity_burst.toml", &sets, &Limits::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn simulate(s: &Scenario) -> RunData {

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{failed, scratch_in, sim, summary, text};
+use crate::common::fixtures;
+use crate::common::{failed, files_under, scratch_in, sim, summary, text};
 
 fn scratch(name: &str) -> PathBuf {
     scratch_in("profiles", name)
@@ -78,59 +79,26 @@ fn a_configured_secret_never_reaches_any_output() {
     let dir = scratch("secret");
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let scenario = dir.join("secret.toml");
-    let text_in = format!(
-        r#"name = "secret"
-duration = "3s"
-
-[[servers]]
-name = "vault"
-session_ttl = "30s"
-auth_schemes = ["bearer"]
-
-[[servers.tools]]
-name = "get"
-reply = "ok"
-
-[load]
-mode = "closed"
-sessions = 3
-think_time = "50ms"
-
-[[load.mix]]
-server = "vault"
-tool = "get"
-
-[[faults]]
-kind = "auth_rotation"
-target = "vault"
-start = "1s"
-schemes = ["mcp-jwt"]
-
-[gateway]
-credentials = [{{ scheme = "bearer", secret = "{SECRET}" }}, {{ scheme = "mcp-jwt", secret = "{SECRET}-jwt" }}]
-
-[report]
-contrast = "naive"
-"#
+    let credentials = format!(
+        "[gateway]\ncredentials = [{{ scheme = \"bearer\", secret = \"{SECRET}\" }}, \
+         {{ scheme = \"mcp-jwt\", secret = \"{SECRET}-jwt\" }}]"
     );
+    let text_in = fixtures::scenario("secret", "3s")
+        .server("vault", &["session_ttl = \"30s\"", "auth_schemes = [\"bearer\"]"])
+        .tool("get", &["reply = \"ok\""])
+        .closed(3, "50ms")
+        .mix(Some("vault"), "get")
+        .table("[[faults]]\nkind = \"auth_rotation\"\ntarget = \"vault\"\nstart = \"1s\"\nschemes = [\"mcp-jwt\"]")
+        .table(&credentials)
+        .table("[report]\ncontrast = \"naive\"")
+        .build();
     std::fs::write(&scenario, text_in).expect("write scenario");
     let out = dir.join("run");
     let o = sim(&scenario, &out, &[]);
     // Whether the checks pass is not the subject here; only that the run completed and wrote its report.
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
     assert!(!text(&o).contains(SECRET), "the secret is in the console output");
-    let mut files = Vec::new();
-    let mut stack = vec![out.clone()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).expect("read run dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.push(path);
-            }
-        }
-    }
+    let files: Vec<PathBuf> = files_under(&out).into_iter().map(|f| out.join(f)).collect();
     assert!(files.len() > 10, "expected a full report with its contrast run, got {files:?}");
     for f in &files {
         let bytes = std::fs::read(f).expect("read output file");
