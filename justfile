@@ -18,6 +18,10 @@ compare SCENARIO *ARGS:
 validate SCENARIO *ARGS:
     cargo run --quiet --release -p mcpstorm-sim --bin mcpstorm -- validate {{SCENARIO}} {{ARGS}}
 
+# Run the gateway process (the binary the Dockerfile ships), e.g. just gateway --config examples/gateway.toml
+gateway *ARGS:
+    cargo run --quiet --release -p mcpstorm-gateway --bin mcpstorm-gateway -- {{ARGS}}
+
 # Run the whole test suite (the README's test command).
 test:
     cargo test --workspace
@@ -34,7 +38,7 @@ bench:
     cargo bench -p mcpstorm-core --bench route
     cargo bench -p mcpstorm-core --bench breaker
 
-# What `mcpstorm gateway` adds to a call: agents → gateway → fake against agents → fake, Streamable HTTP on loopback.
+# What the gateway adds to a call: agents → gateway → fake against agents → fake, Streamable HTTP on loopback.
 bench-gateway:
     cargo bench -p mcpstorm-sim --bench gateway
 
