@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{mcpstorm, scratch_in, sim, summary, text};
+use crate::common::fixtures::{ScenarioToml, fixed, scenario};
+use crate::common::{mcpstorm, run_scenario, scratch_in, sim, summary, text};
 
 fn scratch(name: &str) -> PathBuf {
     scratch_in("live", name)
@@ -11,12 +12,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// `mcpstorm live SCENARIO --out OUT --set ...`.
 fn live(scenario: &Path, out: &Path, sets: &[&str]) -> std::process::Output {
-    let (scenario, out) = (scenario.to_string_lossy(), out.to_string_lossy());
-    let mut args = vec!["live", scenario.as_ref(), "--out", out.as_ref()];
-    for s in sets {
-        args.extend(["--set", s]);
-    }
-    mcpstorm(&args)
+    run_scenario("live", scenario, out, sets)
 }
 
 /// `text` as a scenario file in the scratch directory `name`, run live into `name/live` with `sets`: the report
@@ -57,37 +53,27 @@ fn column(dir: &Path, name: &str) -> Vec<f64> {
 }
 
 /// Open loop at 100 calls/s for 6 s on one server with a fixed 5 ms tool; 200 ms slower from 2 s to 4 s.
-const SPIKE: &str = r#"name = "live_spike"
-seed = 5
-duration = "6s"
+fn spike() -> String {
+    api_lookup("live_spike", 5, &[], &[])
+        .table("[[faults]]\nkind = \"latency_spike\"\ntarget = \"api\"\nstart = \"2s\"\nduration = \"2s\"\nextra = \"200ms\"")
+        .build()
+}
 
-[[servers]]
-name = "api"
-workers = 64
-
-[[servers.tools]]
-name = "lookup"
-latency = { dist = "fixed", ms = 5 }
-
-[load]
-mode = "open"
-rate = 100.0
-
-[[load.mix]]
-tool = "lookup"
-
-[[faults]]
-kind = "latency_spike"
-target = "api"
-start = "2s"
-duration = "2s"
-extra = "200ms"
-"#;
+/// `name` on seed `seed` for 6 s: an open loop of 100 calls/s to `api`'s `lookup`, a fixed 5 ms on 64 workers, with
+/// more keys for the server and the tool.
+fn api_lookup(name: &str, seed: u64, server: &[&str], tool: &[&str]) -> ScenarioToml {
+    scenario(name, "6s")
+        .seed(seed)
+        .server("api", &[server, &["workers = 64"]].concat())
+        .tool("lookup", &[tool, &[&fixed(5)]].concat())
+        .open(100.0, &[])
+        .mix(None, "lookup")
+}
 
 #[test]
 fn a_live_run_writes_the_sim_report_layout_with_its_mode_and_a_spike_raises_the_p99_in_its_window() {
     let dir = scratch("spike");
-    let path = scenario_file(&dir, SPIKE);
+    let path = scenario_file(&dir, &spike());
     let out = dir.join("live");
     let o = live(&path, &out, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -116,43 +102,17 @@ fn a_live_run_writes_the_sim_report_layout_with_its_mode_and_a_spike_raises_the_
 }
 
 /// Two replicas, round-robin; replica 1 crashes from 2 s to 4 s.
-const CRASH: &str = r#"name = "live_crash"
-seed = 9
-duration = "6s"
-
-[[servers]]
-name = "api"
-replicas = 2
-workers = 64
-
-[[servers.tools]]
-name = "lookup"
-annotations = { readOnlyHint = true }
-latency = { dist = "fixed", ms = 5 }
-
-[load]
-mode = "open"
-rate = 100.0
-
-[[load.mix]]
-tool = "lookup"
-
-[gateway]
-formula = "round_robin"
-
-[report]
-calls = "all"
-
-[[faults]]
-kind = "crash"
-target = "api#1"
-start = "2s"
-duration = "2s"
-"#;
+fn crash() -> String {
+    api_lookup("live_crash", 9, &["replicas = 2"], &["annotations = { readOnlyHint = true }"])
+        .table("[gateway]\nformula = \"round_robin\"")
+        .table("[report]\ncalls = \"all\"")
+        .table("[[faults]]\nkind = \"crash\"\ntarget = \"api#1\"\nstart = \"2s\"\nduration = \"2s\"")
+        .build()
+}
 
 #[test]
 fn a_crashed_replica_serves_nothing_in_its_window_and_calls_go_to_the_other() {
-    let (out, o) = live_run("crash", CRASH, &[]);
+    let (out, o) = live_run("crash", &crash(), &[]);
     // The checks (none) pass; the run itself must not fail.
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let events = std::fs::read_to_string(out.join("events.csv")).expect("events.csv");
@@ -180,7 +140,7 @@ fn a_crashed_replica_serves_nothing_in_its_window_and_calls_go_to_the_other() {
 #[test]
 fn what_live_runs_cannot_do_is_refused_as_bad_input() {
     let dir = scratch("refused");
-    let path = scenario_file(&dir, SPIKE);
+    let path = scenario_file(&dir, &spike());
     for (sets, key) in [
         (vec!["network.fail_rate=0.01"], "network.fail_rate"),
         (
@@ -205,7 +165,7 @@ fn gateway_nodes_run_as_processes_serve_the_agents_and_a_crashed_node_fails_only
     // and started again at 4 s.
     let (out, o) = live_run(
         "nodes",
-        SPIKE,
+        &spike(),
         &[
             "servers[0].replicas=2",
             "nodes.count=2",
@@ -235,7 +195,7 @@ fn gateway_nodes_run_as_processes_serve_the_agents_and_a_crashed_node_fails_only
 #[test]
 fn through_gateway_runs_the_load_hosts_gateways_as_processes_and_the_reproduce_line_says_so() {
     let dir = scratch("through");
-    let path = scenario_file(&dir, SPIKE);
+    let path = scenario_file(&dir, &spike());
     let out = dir.join("live");
     let (p, o_) = (path.to_string_lossy(), out.to_string_lossy());
     let o = mcpstorm(&["live", p.as_ref(), "--out", o_.as_ref(), "--through-gateway", "--set", "duration=4s"]);
@@ -276,7 +236,7 @@ fn breaker_sync_runs_live_through_the_redis_double_and_the_gateways_converge() {
 #[test]
 fn a_run_this_machine_cannot_keep_in_real_time_stops_without_a_report() {
     let dir = scratch("overload");
-    let path = scenario_file(&dir, SPIKE);
+    let path = scenario_file(&dir, &spike());
     let out = dir.join("live");
     // Sixty thousand arrivals a second (each a task through a debug build's gateway, relay and fake server) on a
     // machine the tests share: the arrivals themselves fall behind within a second. The rate is several times what a

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::{fixed, scenario};
 use crate::common::{scratch_in, sim, summary, text};
 
 fn scratch(name: &str) -> PathBuf {
@@ -13,45 +14,19 @@ fn scratch(name: &str) -> PathBuf {
 const NODES: [&str; 2] = ["nodes.count=2", "load.hosts=2"];
 
 /// Two nodes on api's two replicas, round-robin; node 1's link to api#0 is cut from 2 s to 6 s.
-const CUT: &str = r#"name = "nodes_cut"
-seed = 3
-duration = "8s"
-
-[[servers]]
-name = "api"
-replicas = 2
-workers = 8
-
-[[servers.tools]]
-name = "lookup"
-annotations = { readOnlyHint = true }
-latency = { dist = "fixed", ms = 20 }
-
-[load]
-mode = "open"
-rate = 200.0
-hosts = 2
-
-[[load.mix]]
-tool = "lookup"
-
-[client]
-connect_timeout = "1s"
-first_response = "500ms"
-deadline = "2s"
-
-[gateway]
-formula = "round_robin"
-nodes = 2
-front = "http"
-
-[[faults]]
-kind = "partition"
-target = "api#0"
-from = "gateway-1"
-start = "2s"
-duration = "4s"
-"#;
+fn cut() -> String {
+    scenario("nodes_cut", "8s")
+        .seed(3)
+        .server("api", &["replicas = 2", "workers = 8"])
+        .tool("lookup", &["annotations = { readOnlyHint = true }", &fixed(20)])
+        .open(200.0, &["hosts = 2"])
+        .mix(None, "lookup")
+        .table("[client]\nconnect_timeout = \"1s\"\nfirst_response = \"500ms\"\ndeadline = \"2s\"")
+        .table("[gateway]\nformula = \"round_robin\"")
+        .table("[nodes]\ncount = 2\nfront = \"http\"")
+        .table("[[faults]]\nkind = \"partition\"\ntarget = \"api#0\"\nfrom = \"gateway-1\"\nstart = \"2s\"\nduration = \"4s\"")
+        .build()
+}
 
 #[test]
 fn nodes_serve_the_agents_calls_and_are_the_replicas_callers() {
@@ -103,7 +78,7 @@ fn a_partition_from_one_node_leaves_the_other_nodes_calls_on_that_replica_alone(
     let dir = scratch("cut");
     std::fs::create_dir_all(&dir).expect("scratch");
     let scenario = dir.join("nodes_cut.toml");
-    std::fs::write(&scenario, CUT).expect("write");
+    std::fs::write(&scenario, cut()).expect("write");
     let (cut, whole) = (dir.join("cut"), dir.join("whole"));
     let o = sim(&scenario, &cut, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

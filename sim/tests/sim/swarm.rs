@@ -6,41 +6,27 @@ use mcpstorm_sim::swarm::strategy::fault_timeline;
 use mcpstorm_sim::swarm::{Options, check, invariants, run_seed};
 use proptest::prelude::*;
 
+use crate::common::fixtures;
+
 /// Small and short: two servers (one with two replicas), 40 calls/s for 14 s; faults between 2 s and 7 s, 4 s left
 /// for recovery.
 fn small() -> Scenario {
-    let text = r#"
-name = "swarm_small"
-duration = "14s"
-[[servers]]
-name = "api"
-replicas = 2
-[[servers.tools]]
-name = "get"
-annotations = { readOnlyHint = true, idempotentHint = true }
-latency = { dist = "fixed", ms = 5 }
-error_kind = "jsonrpc"
-[[servers]]
-name = "db"
-[[servers.tools]]
-name = "query"
-latency = { dist = "fixed", ms = 5 }
-[load]
-mode = "open"
-rate = 40.0
-[[load.mix]]
-server = "api"
-tool = "get"
-[[load.mix]]
-server = "db"
-tool = "query"
-[swarm]
-warmup = "2s"
-min_fault = "500ms"
-max_fault = "3s"
-recovery_within = "4s"
-"#;
-    load_str(text, "swarm_small.toml", &[]).expect("valid scenario")
+    let get = [
+        "annotations = { readOnlyHint = true, idempotentHint = true }",
+        &fixtures::fixed(5),
+        "error_kind = \"jsonrpc\"",
+    ];
+    let text = fixtures::scenario("swarm_small", "14s")
+        .server("api", &["replicas = 2"])
+        .tool("get", &get)
+        .server("db", &[])
+        .tool("query", &[&fixtures::fixed(5)])
+        .open(40.0, &[])
+        .mix(Some("api"), "get")
+        .mix(Some("db"), "query")
+        .table("[swarm]\nwarmup = \"2s\"\nmin_fault = \"500ms\"\nmax_fault = \"3s\"\nrecovery_within = \"4s\"")
+        .build();
+    load_str(&text, "swarm_small.toml", &[]).expect("valid scenario")
 }
 
 /// The core's planted defect (a bulkhead permit kept per failed call, settable only from code) breaks the `leaked`
