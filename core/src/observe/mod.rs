@@ -154,8 +154,9 @@ impl Observer for NoopObserver {
     fn event(&self, _: &Event<'_>) {}
 }
 
-/// Sends events to `tracing`: anomalies at warn, per-request events at trace (per-request logging at a higher level has
-/// been measured at 30% CPU). Anomalies a peer controls go through an [`AnomalyLog`], so a flood of them writes
+/// Sends events to `tracing`: anomalies at warn, per-request events at trace (logging every request costs a share of
+/// the CPU that grows with the call rate, where an anomaly is rare; docs/benchmarks.md, "Figures behind constants in
+/// the code"). Anomalies a peer controls go through an [`AnomalyLog`], so a flood of them writes
 /// O(log n) lines, not n.
 #[derive(Debug, Default)]
 pub struct TracingObserver {

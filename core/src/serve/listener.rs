@@ -4,8 +4,8 @@
 //! connections larger than that (1,000 agents' calls in flight open 1,000 connections at once, and a gateway's
 //! upstream pool does the same to its servers) overflows the accept queue before the accept loop drains it. Linux
 //! then drops the SYNs it cannot queue, and each of those clients waits out its initial retransmission timeout,
-//! one second, before its call even starts. Measured on the knee benchmark's Streamable HTTP rows: a P99 of about
-//! 1.2 s at 200 in flight, with the kernel's `ListenOverflows` counter rising by the dropped SYNs.
+//! one second, before its call even starts: a burst of agents pays a second per dropped SYN in its tail latency
+//! (docs/benchmarks.md, "A deep accept queue").
 
 use std::io;
 use std::net::SocketAddr;
