@@ -29,47 +29,42 @@ use super::units::Dur;
 
 /// The gateway core's settings on each load host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+// An absent key takes its value from `Default`: a default is declared once, there.
+#[serde(default, deny_unknown_fields)]
 pub struct ClientSpec {
     /// Global in-flight limit per load host or gateway process. High by default (1,024, Envoy's default circuit
     /// breaker of a cluster): the bulkheads and adaptive limits are what protect a server, and a fixed low cap made the
     /// gateway slower than a plain proxy on one agent's burst.
-    #[serde(default = "default_max_in_flight")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub max_in_flight: usize,
     /// Per-connection in-flight limit.
-    #[serde(default = "default_per_connection")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub per_connection: usize,
     /// Streamable HTTP servers: the most keep-alive connections per replica (each carries one exchange at a time, so
     /// this is also the most requests in flight to it: a plain proxy opens as many as its agents need).
-    #[serde(default = "default_http_connections")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub http_connections: usize,
     /// Streamable HTTP servers: the most requests waiting for one of those connections, per replica; one more is
     /// refused at once as an overload, like a full in-flight queue.
-    #[serde(default = "default_http_queue")]
     #[schemars(range(max = ranges::MAX_CONCURRENCY))]
     pub http_queue: usize,
     /// Longest wait for an in-flight slot, a bulkhead's room and, over HTTP, a pooled connection. Default: the
     /// deadline, so protection sheds only a call that could not have been served in time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_wait: Option<Dur>,
     /// Longest wait for the first byte of a response (or progress). Default: the deadline, so a slow tool that
     /// sends no progress is never cut before the call's own deadline (a tool may think for a minute; nginx waits
     /// 60 s). Set it shorter only for servers known to answer fast.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub first_response: Option<Dur>,
-    #[serde(default = "default_connect_timeout")]
     pub connect_timeout: Dur,
     /// Overall deadline per attempt.
-    #[serde(default = "default_deadline")]
     pub deadline: Dur,
     /// Reconnect attempts within one call after a failed connect or handshake (backoff 1, 2, 4, 8 s ±20%). Default:
     /// 3 for a server with one replica (a call rides out a quick restart), 0 for a server with several: a call whose
     /// replica just died goes to a sibling at once instead of waiting through the backoff (7 s with 3), and the dead
     /// replica is ejected until a probe reaches it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = MAX_LIFECYCLE_RETRIES))]
     pub lifecycle_retries: Option<u32>,
 }
@@ -77,36 +72,20 @@ pub struct ClientSpec {
 /// The most reconnect attempts a call may make.
 const MAX_LIFECYCLE_RETRIES: u32 = 10;
 
-fn default_max_in_flight() -> usize {
-    1024
-}
-fn default_per_connection() -> usize {
-    256
-}
-fn default_http_connections() -> usize {
-    1024
-}
-fn default_http_queue() -> usize {
-    1024
-}
-fn default_connect_timeout() -> Dur {
-    Dur(Duration::from_secs(10))
-}
-fn default_deadline() -> Dur {
-    Dur(Duration::from_secs(30))
-}
-
 impl Default for ClientSpec {
+    /// The core's per-connection limit and connect timeout; the other values are the gateway's own (each key's doc
+    /// says why), not a lone client's.
     fn default() -> Self {
+        let core = ClientConfig::default();
         ClientSpec {
-            max_in_flight: default_max_in_flight(),
-            per_connection: default_per_connection(),
-            http_connections: default_http_connections(),
-            http_queue: default_http_queue(),
+            max_in_flight: 1024,
+            per_connection: core.connection.max_in_flight,
+            http_connections: 1024,
+            http_queue: 1024,
             queue_wait: None,
             first_response: None,
-            connect_timeout: default_connect_timeout(),
-            deadline: default_deadline(),
+            connect_timeout: Dur(core.connect_timeout),
+            deadline: Dur(Duration::from_secs(30)),
             lifecycle_retries: None,
         }
     }

@@ -13,98 +13,69 @@ use super::units::Dur;
 
 /// Where agents reach the gateway (MCP Streamable HTTP at `/mcp`) and what each may do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+// An absent key takes its value from `Default`: a default is declared once, there.
+#[serde(default, deny_unknown_fields)]
 pub struct ListenSpec {
     /// `host:port` of the MCP endpoint (`/mcp`, with `/healthz`, `/readyz` and `/metrics`). A host other than
     /// loopback needs `agent_tokens_env`.
-    #[serde(default = "default_http")]
     pub http: String,
     /// Environment variables each holding one bearer token an agent may present (`Authorization: Bearer ...`).
     /// Empty: no agent auth, allowed only on a loopback bind.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub agent_tokens_env: Vec<String>,
     /// `Origin` values accepted besides loopback ones (`http://localhost:*`, `http://127.0.0.1:*`, `http://[::1]:*`);
     /// any other origin is refused with 403 (the MCP specification's guard against DNS rebinding).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_origins: Vec<String>,
     /// The largest request body, in bytes (413 beyond).
-    #[serde(default = "default_max_body")]
     pub max_body_bytes: usize,
     /// The most agent sessions this process keeps state for at once. A session id costs nothing while idle: when the
     /// table is full, the least recently used idle session's state is dropped, and only with none idle does a new
     /// session get 503.
-    #[serde(default = "default_max_sessions")]
     pub max_sessions: usize,
     /// The most agent calls running at once in this process, over every session. Up to it nothing waits, whoever
     /// sends; beyond it a call waits (up to `[client] deadline`) and each freed slot goes to the waiting session with
     /// the fewest running: a fair share that bites only under contention, never a per-session cap.
-    #[serde(default = "default_max_calls")]
     pub max_calls_in_flight: usize,
     /// The most calls waiting for a slot, over every session. When full, the session queueing the most sheds its
     /// newest call (HTTP 429 with `Retry-After`), never another session's.
-    #[serde(default = "default_max_queued")]
     pub max_queued_calls: usize,
     /// On SIGTERM: how long calls in flight may still finish before the process closes them and exits.
-    #[serde(default = "default_drain")]
     pub drain: Dur,
 }
 
 /// The operators' API (`/admin/breakers`, `/admin/drain`) on its own listener, behind a bearer token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+// An absent key takes its value from `Default`: a default is declared once, there.
+#[serde(default, deny_unknown_fields)]
 pub struct AdminSpec {
     /// `host:port` of the admin API.
-    #[serde(default = "default_admin")]
     pub listen: String,
     /// The environment variable holding the bearer token every admin request must present (401 without it).
-    #[serde(default = "default_token_env")]
     pub token_env: String,
 }
 
-fn default_http() -> String {
-    "127.0.0.1:8848".to_owned()
-}
-fn default_admin() -> String {
-    "127.0.0.1:8849".to_owned()
-}
-fn default_token_env() -> String {
-    "MCPSTORM_ADMIN_TOKEN".to_owned()
-}
-// The bounds' defaults are the front's own: one owner.
-fn default_max_body() -> usize {
-    FrontLimits::default().max_body
-}
-fn default_max_sessions() -> usize {
-    FrontLimits::default().max_sessions
-}
-fn default_max_calls() -> usize {
-    FrontLimits::default().max_calls_in_flight
-}
-fn default_max_queued() -> usize {
-    FrontLimits::default().max_queued_calls
-}
-fn default_drain() -> Dur {
-    Dur(std::time::Duration::from_secs(10))
-}
-
 impl Default for ListenSpec {
+    /// Loopback, no tokens, and the bounds the front itself defaults to ([`FrontLimits::default`]).
     fn default() -> Self {
+        let front = FrontLimits::default();
         ListenSpec {
-            http: default_http(),
+            http: "127.0.0.1:8848".to_owned(),
             agent_tokens_env: Vec::new(),
             allowed_origins: Vec::new(),
-            max_body_bytes: default_max_body(),
-            max_sessions: default_max_sessions(),
-            max_calls_in_flight: default_max_calls(),
-            max_queued_calls: default_max_queued(),
-            drain: default_drain(),
+            max_body_bytes: front.max_body,
+            max_sessions: front.max_sessions,
+            max_calls_in_flight: front.max_calls_in_flight,
+            max_queued_calls: front.max_queued_calls,
+            drain: Dur(std::time::Duration::from_secs(10)),
         }
     }
 }
 
 impl Default for AdminSpec {
+    /// Loopback, on the port after the MCP endpoint's.
     fn default() -> Self {
-        AdminSpec { listen: default_admin(), token_env: default_token_env() }
+        AdminSpec { listen: "127.0.0.1:8849".to_owned(), token_env: "MCPSTORM_ADMIN_TOKEN".to_owned() }
     }
 }
 
@@ -167,5 +138,21 @@ impl AdminSpec {
         if self.token_env.is_empty() {
             rules.fail("admin.token_env", "must name an environment variable");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ClientSpec;
+
+    #[test]
+    fn an_absent_key_takes_the_tables_default_and_the_bounds_are_the_fronts() {
+        assert_eq!(toml::from_str::<ListenSpec>("").unwrap(), ListenSpec::default());
+        assert_eq!(toml::from_str::<AdminSpec>("").unwrap(), AdminSpec::default());
+        assert_eq!(toml::from_str::<ClientSpec>("").unwrap(), ClientSpec::default());
+        let listen: ListenSpec = toml::from_str("drain = \"3s\"").unwrap();
+        assert_eq!(listen, ListenSpec { drain: Dur(std::time::Duration::from_secs(3)), ..ListenSpec::default() });
+        assert_eq!(listen.max_sessions, FrontLimits::default().max_sessions);
     }
 }

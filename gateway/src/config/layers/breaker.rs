@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use mcpstorm_core::resilience::{BreakerConfig, WindowConfig};
 
-use super::{WINDOW_BUCKETS, yes};
+use super::WINDOW_BUCKETS;
 use crate::config::ranges::{self, MAX_THRESHOLD, MAX_WINDOW_CALLS, Ranges, Upper};
 use crate::config::units::Dur;
 
@@ -31,102 +31,76 @@ use crate::config::units::Dur;
 /// | `hold`               | `"1s"`  | while open on a latency fault and probing, how long a call may wait for the breaker (never past its deadline); `"0s"`: decline at once |
 /// | `probe_interval`     | `"50ms"`  | while open, one call per interval goes through as a probe; `"0s"`: none before the open period ends |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+// An absent key takes its value from `Default`, which reads the core's defaults: a default is declared once, there.
+#[serde(default, deny_unknown_fields)]
 pub struct BreakerSpec {
     /// false: no breakers.
-    #[serde(default = "yes")]
     pub enabled: bool,
     /// The time the failure and slow-call rates are computed over (ten buckets).
-    #[serde(default = "default_breaker_window")]
     pub window: Dur,
     /// Count-based instead: the rates are over the last this many calls.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_WINDOW_CALLS))]
     pub window_calls: Option<u32>,
     /// Open when failures / calls reach this (inclusive), in (0, 1].
-    #[serde(default = "default_failure_rate")]
     pub failure_rate: f64,
     /// Open when slow calls / calls reach this (inclusive), in (0, 1].
-    #[serde(default = "default_slow_call_rate")]
     pub slow_call_rate: f64,
     /// A call taking at least this long is slow.
-    #[serde(default = "default_slow_call")]
     pub slow_call: Dur,
     /// No verdict before this many calls are in the window.
-    #[serde(default = "default_minimum_calls")]
     #[schemars(range(min = 1, max = ranges::MAX_WINDOW_CALLS))]
     pub minimum_calls: u32,
     /// The first open period.
-    #[serde(default = "default_open")]
     pub open: Dur,
     /// Each re-open without a close in between multiplies the open period by this (≥ 1).
-    #[serde(default = "default_open_growth")]
     pub open_growth: f64,
     /// The open period's cap (≥ `open`).
-    #[serde(default = "default_open_max")]
     pub open_max: Dur,
     /// The open period is scaled by a uniform factor in 1 ± this, in [0, 1): breakers of many gateways do not probe
     /// in lockstep.
-    #[serde(default = "default_open_jitter")]
     pub open_jitter: f64,
     /// Probes admitted at once in half-open, and consecutive successes that close it.
-    #[serde(default = "default_probes")]
     #[schemars(range(min = 1, max = ranges::MAX_THRESHOLD))]
     pub half_open_probes: u32,
     /// Half-open that has not decided by then re-opens (a probe that never reports cannot wedge it).
-    #[serde(default = "default_half_open_max_wait")]
     pub half_open_max_wait: Dur,
     /// While open, one call per interval goes through as a probe, and its success in time ends the open period at
     /// once; `"0s"`: no probe before the open period ends.
-    #[serde(default = "default_probe_interval")]
     pub probe_interval: Dur,
     /// While open on a latency fault and probing, a call may wait this long (never past its deadline) for the
     /// breaker to let calls through again, instead of a degraded result at once; `"0s"`: decline at once.
-    #[serde(default = "default_hold")]
     pub hold: Dur,
 }
 
-fn default_breaker_window() -> Dur {
-    match BreakerConfig::default().window {
-        WindowConfig::Time { buckets, bucket_width } => Dur(bucket_width * buckets),
-        WindowConfig::Count { .. } => Dur(Duration::from_secs(10)),
+impl Default for BreakerSpec {
+    /// The core's defaults ([`BreakerConfig::default`]) in the table's form, the inverse of [`to_core`](Self::to_core).
+    fn default() -> Self {
+        let core = BreakerConfig::default();
+        let (window, window_calls) = match core.window {
+            WindowConfig::Time { buckets, bucket_width } => (Dur(bucket_width * buckets), None),
+            // A count window leaves `window` unread; it keeps a time a user switching back would expect.
+            WindowConfig::Count { size } => (Dur(Duration::from_secs(10)), Some(size)),
+        };
+        BreakerSpec {
+            enabled: true,
+            window,
+            window_calls,
+            failure_rate: core.failure_rate,
+            slow_call_rate: core.slow_call_rate,
+            slow_call: Dur(core.slow_call),
+            minimum_calls: core.minimum_calls,
+            open: Dur(core.open),
+            open_growth: core.open_growth,
+            open_max: Dur(core.open_max),
+            open_jitter: core.open_jitter,
+            half_open_probes: core.half_open_probes,
+            half_open_max_wait: Dur(core.half_open_max_wait),
+            // The table spells the core's "none" as "0s".
+            probe_interval: Dur(core.probe_interval.unwrap_or_default()),
+            hold: Dur(core.hold.unwrap_or_default()),
+        }
     }
-}
-fn default_failure_rate() -> f64 {
-    BreakerConfig::default().failure_rate
-}
-fn default_slow_call_rate() -> f64 {
-    BreakerConfig::default().slow_call_rate
-}
-fn default_slow_call() -> Dur {
-    Dur(BreakerConfig::default().slow_call)
-}
-fn default_minimum_calls() -> u32 {
-    BreakerConfig::default().minimum_calls
-}
-fn default_open() -> Dur {
-    Dur(BreakerConfig::default().open)
-}
-fn default_open_growth() -> f64 {
-    BreakerConfig::default().open_growth
-}
-fn default_open_max() -> Dur {
-    Dur(BreakerConfig::default().open_max)
-}
-fn default_open_jitter() -> f64 {
-    BreakerConfig::default().open_jitter
-}
-fn default_probes() -> u32 {
-    BreakerConfig::default().half_open_probes
-}
-fn default_half_open_max_wait() -> Dur {
-    Dur(BreakerConfig::default().half_open_max_wait)
-}
-fn default_hold() -> Dur {
-    Dur(BreakerConfig::default().hold.unwrap_or_default())
-}
-fn default_probe_interval() -> Dur {
-    Dur(BreakerConfig::default().probe_interval.unwrap_or_default())
 }
 
 impl BreakerSpec {

@@ -47,7 +47,9 @@ macro_rules! defaults_from_empty_table {
         }
     )*};
 }
-defaults_from_empty_table!(BreakerSpec, RetrySpec, BudgetSpec, ThrottleSpec, BulkheadSpec);
+// The breaker's, the retry's, the budget's and the throttle's `Default` read the core's defaults instead, and their
+// tables take an absent key from it.
+defaults_from_empty_table!(BulkheadSpec);
 
 /// The layers of one gateway, as the `[gateway]` table holds them.
 #[derive(Debug, Clone, Copy)]
@@ -159,6 +161,21 @@ mod tests {
         assert_eq!(c.budget, Some(BudgetConfig::default()));
         assert_eq!(c.throttle, Some(ThrottleConfig::default()));
         assert_eq!(c.bulkhead, Some(BulkheadConfig::default()));
+    }
+
+    #[test]
+    fn an_absent_key_takes_the_core_default_and_a_given_key_keeps_its_value() {
+        let breaker: BreakerSpec = toml::from_str("failure_rate = 0.9\nwindow_calls = 20").unwrap();
+        assert_eq!(breaker, BreakerSpec { failure_rate: 0.9, window_calls: Some(20), ..BreakerSpec::default() });
+        let retry: RetrySpec = toml::from_str("max_attempts = 5").unwrap();
+        assert_eq!(retry, RetrySpec { max_attempts: 5, ..RetrySpec::default() });
+        assert_eq!(retry.to_core().backoff, RetryPolicy::default().backoff);
+        assert_eq!(toml::from_str::<BudgetSpec>("").unwrap(), BudgetSpec::default());
+        let throttle: ThrottleSpec = toml::from_str("enabled = false").unwrap();
+        assert_eq!(throttle, ThrottleSpec { enabled: false, ..ThrottleSpec::default() });
+        // Serialized and read back, a table is the same: what `--set` and the schema's defaults rely on.
+        let text = toml::to_string(&BreakerSpec::default()).unwrap();
+        assert_eq!(toml::from_str::<BreakerSpec>(&text).unwrap(), BreakerSpec::default());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use mcpstorm_core::resilience::Backoff;
 use mcpstorm_core::resilience::BudgetConfig;
 use mcpstorm_core::resilience::RetryPolicy;
 
-use super::{WINDOW_BUCKETS, yes};
+use super::WINDOW_BUCKETS;
 use crate::config::ranges::{self, MAX_ATTEMPTS, Ranges, Upper};
 use crate::config::units::Dur;
 
@@ -25,31 +25,27 @@ use crate::config::units::Dur;
 /// | `jitter`       | 0.2             | `proportional` only: ± this fraction                          |
 /// | `failover`     | true            | a call that never reached its replica (connection refused, no session, a proxy's empty 503) goes to another replica, whatever the tool, and a replica whose address refuses connections leaves the rotation until a probe answers; independent of `enabled` |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+// An absent key takes its value from `Default`, which reads the core's defaults: a default is declared once, there.
+#[serde(default, deny_unknown_fields)]
 pub struct RetrySpec {
     /// false: one attempt per call.
-    #[serde(default = "yes")]
     pub enabled: bool,
     /// Attempts in all, the first included (≥ 1).
-    #[serde(default = "default_max_attempts")]
     #[schemars(range(min = 1, max = ranges::MAX_ATTEMPTS))]
     pub max_attempts: u32,
     /// `"full_jitter"` or `"proportional"` (the measured client's 1, 2, 4, 8, 10 s ± 20%; `"seed"` is accepted too).
-    #[serde(default)]
     pub backoff: BackoffKind,
     /// The first wait's ceiling (full jitter) or the first wait (proportional); default 100 ms (full jitter), 1 s
     /// (proportional).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub base: Option<Dur>,
     /// The longest wait.
-    #[serde(default = "default_backoff_cap")]
     pub cap: Dur,
     /// `proportional` backoff only: each wait is scaled by a uniform factor in 1 ± this, in [0, 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub jitter: Option<f64>,
     /// A call never sent goes to another replica whatever the tool; a refusing replica is ejected until a probe
     /// answers. Independent of `enabled`.
-    #[serde(default = "yes")]
     pub failover: bool,
 }
 
@@ -72,43 +68,54 @@ pub enum BackoffKind {
 /// | `min_per_second` | 10      | a floor, so a quiet server can still be retried        |
 /// | `ttl`            | `"10s"` | how long a request's deposit counts                    |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+// An absent key takes its value from `Default`, which reads the core's defaults: a default is declared once, there.
+#[serde(default, deny_unknown_fields)]
 pub struct BudgetSpec {
     /// false: no budget.
-    #[serde(default = "yes")]
     pub enabled: bool,
     /// Retries allowed per request (≥ 0).
-    #[serde(default = "default_ratio")]
     pub ratio: f64,
     /// Retries allowed per second whatever the traffic (≥ 0).
-    #[serde(default = "default_min_per_second")]
     pub min_per_second: f64,
     /// How long a request's deposit counts.
-    #[serde(default = "default_ttl")]
     pub ttl: Dur,
 }
 
-fn default_max_attempts() -> u32 {
-    RetryPolicy::default().max_attempts
+/// The core's retry default's backoff as (base, cap): the table's `cap`, and `base` under full jitter, default to them.
+fn core_backoff() -> (Duration, Duration) {
+    match RetryPolicy::default().backoff {
+        Backoff::FullJitter { base, cap } | Backoff::Proportional { base, cap, .. } => (base, cap),
+    }
 }
-fn default_backoff_cap() -> Dur {
-    Dur(Duration::from_secs(10))
+
+impl Default for RetrySpec {
+    /// The core's defaults ([`RetryPolicy::default`]); `base` and `jitter` unset depend on the backoff chosen.
+    fn default() -> Self {
+        RetrySpec {
+            enabled: true,
+            max_attempts: RetryPolicy::default().max_attempts,
+            backoff: BackoffKind::default(),
+            base: None,
+            cap: Dur(core_backoff().1),
+            jitter: None,
+            failover: true,
+        }
+    }
 }
-fn default_ratio() -> f64 {
-    BudgetConfig::default().ratio
-}
-fn default_min_per_second() -> f64 {
-    BudgetConfig::default().min_per_second
-}
-fn default_ttl() -> Dur {
-    Dur(BudgetConfig::default().ttl)
+
+impl Default for BudgetSpec {
+    /// The core's defaults ([`BudgetConfig::default`]).
+    fn default() -> Self {
+        let core = BudgetConfig::default();
+        BudgetSpec { enabled: true, ratio: core.ratio, min_per_second: core.min_per_second, ttl: Dur(core.ttl) }
+    }
 }
 
 impl RetrySpec {
     pub fn to_core(&self) -> RetryPolicy {
         let backoff = match self.backoff {
             BackoffKind::FullJitter => {
-                Backoff::FullJitter { base: self.base.map_or(Duration::from_millis(100), |d| d.0), cap: self.cap.0 }
+                Backoff::FullJitter { base: self.base.map_or(core_backoff().0, |d| d.0), cap: self.cap.0 }
             }
             BackoffKind::Proportional => Backoff::Proportional {
                 base: self.base.map_or(Backoff::RECONNECT_BASE, |d| d.0),

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use mcpstorm_core::resilience::ThrottleConfig;
 
-use super::yes;
 use crate::config::ranges::{Ranges, Upper};
 use crate::config::units::Dur;
 
@@ -20,24 +19,23 @@ use crate::config::units::Dur;
 /// | `k`       | 2.0      | how many requests per accept before shedding  |
 /// | `window`  | `"2m"`   | the requests and accepts counted              |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+// An absent key takes its value from `Default`, which reads the core's defaults: a default is declared once, there.
+#[serde(default, deny_unknown_fields)]
 pub struct ThrottleSpec {
     /// false: no throttling.
-    #[serde(default = "yes")]
     pub enabled: bool,
     /// Requests per accept tolerated before shedding (≥ 1; the SRE book's 2).
-    #[serde(default = "default_k")]
     pub k: f64,
     /// The requests and accepts counted (24 buckets).
-    #[serde(default = "default_throttle_window")]
     pub window: Dur,
 }
 
-fn default_k() -> f64 {
-    ThrottleConfig::default().k
-}
-fn default_throttle_window() -> Dur {
-    Dur(ThrottleConfig::default().window)
+impl Default for ThrottleSpec {
+    /// The core's defaults ([`ThrottleConfig::default`]).
+    fn default() -> Self {
+        let core = ThrottleConfig::default();
+        ThrottleSpec { enabled: true, k: core.k, window: Dur(core.window) }
+    }
 }
 
 impl ThrottleSpec {
