@@ -13,6 +13,8 @@ use super::peer::{ServerArgs, Target};
 use super::terminal::{Bound, show};
 use crate::profile::{self, Knee, Measured, ToolProfile, fit, measure::MeasureError, quantile};
 
+mod config;
+
 #[derive(Debug, Args)]
 #[command(after_help = "Measures each tool one call at a time (latency distribution, error rate), then sweeps \
 concurrency 1, 2, 4, … on one tool to find the server's knee, and writes a scenario whose server behaves alike and \
@@ -25,6 +27,17 @@ for bad input (arguments, an unknown tool, arguments that fail a tool's inputSch
 pub struct ProfileArgs {
     #[command(flatten)]
     pub server: ServerArgs,
+    /// Measure every server of this gateway config file (each replica as the gateway reaches it: its URL and
+    /// headers, its command, its address) and write one scenario whose servers behave alike, whose load calls them
+    /// all, and whose gateway settings are the file's own, by reference (`gateway_config`).
+    #[arg(
+        long = "config",
+        value_name = "GATEWAY.toml",
+        // One more way to name what to measure: in the group of --stdio, --tcp and --http, which needs exactly one.
+        group = "Target",
+        conflicts_with_all = ["headers", "auth", "timeout", "retries"]
+    )]
+    pub config: Option<PathBuf>,
     /// Where to write the scenario (TOML).
     #[arg(long, value_name = "FILE.toml")]
     pub out: PathBuf,
@@ -62,13 +75,16 @@ pub struct ProfileArgs {
 const WARMUP: u64 = 3;
 
 pub async fn run(args: ProfileArgs) -> Result<(), Failure> {
+    let given = given_arguments(&args.args)?;
+    if let Some(path) = &args.config {
+        return config::run(path, &args, &given).await;
+    }
     let knee_out = knee_path(&args.out);
     for path in [&args.out, &knee_out] {
         if path.exists() && !args.force {
             return Err(Failure::BadInput(format!("{} exists; pass --force to overwrite it", path.display())));
         }
     }
-    let given = given_arguments(&args.args)?;
     if !args.i_own_this_server {
         local_only(&args.server.target).await?;
     }
@@ -77,14 +93,23 @@ pub async fn run(args: ProfileArgs) -> Result<(), Failure> {
     config.connection.max_in_flight = config.connection.max_in_flight.max(max_c);
     let client =
         Arc::new(args.server.route()?.client(config, args.server.rng(), Arc::new(TracingObserver::quiet_close())));
-    let result = profile_with(&client, &args, &given).await;
+    let result = profile_with(&client, &Plan::of(&args, &given, max_c)).await;
     client.close().await;
     let measured = result?;
     let mut files = vec![(args.out.clone(), profile::scenario_text(&measured))];
     if let Some(text) = profile::knee_text(&measured) {
         files.push((knee_out, text));
     }
-    // What we write must run: a profile that does not validate is our bug, said before a file is left behind.
+    let written = write_checked(files)?;
+    if args.server.json {
+        return outln!("{}", serde_json::to_string_pretty(&as_json(&measured, &written)).unwrap_or_default());
+    }
+    print(&measured, &written)
+}
+
+/// Writes each scenario once every one validates: what we write must run, so a profile that does not validate is
+/// our bug, said before a file is left behind.
+fn write_checked(files: Vec<(PathBuf, String)>) -> Result<Vec<PathBuf>, Failure> {
     for (path, text) in &files {
         crate::scenario::load_str(text, &path.display().to_string(), &[])
             .map_err(|e| Failure::Failed(format!("the measured scenario does not validate (a bug): {e}")))?;
@@ -92,11 +117,36 @@ pub async fn run(args: ProfileArgs) -> Result<(), Failure> {
     for (path, text) in &files {
         std::fs::write(path, text).map_err(|e| Failure::Failed(format!("cannot write {}: {e}", path.display())))?;
     }
-    let written: Vec<PathBuf> = files.into_iter().map(|(p, _)| p).collect();
-    if args.server.json {
-        return outln!("{}", serde_json::to_string_pretty(&as_json(&measured, &written)).unwrap_or_default());
+    Ok(files.into_iter().map(|(p, _)| p).collect())
+}
+
+/// What one server's measurement does: which tools, with which arguments, and the sweep.
+struct Plan<'a> {
+    /// The tools to measure; empty: every tool the server marks readOnlyHint.
+    tools: Vec<String>,
+    given: &'a [(String, Value)],
+    knee_tool: Option<String>,
+    calls: u64,
+    /// The sweep's most calls in flight (0: no sweep), and its calls per step.
+    max_concurrency: usize,
+    sweep_calls: u64,
+    /// Over Streamable HTTP.
+    http: bool,
+}
+
+impl<'a> Plan<'a> {
+    /// The flags' plan for the one server they name.
+    fn of(args: &ProfileArgs, given: &'a [(String, Value)], max_concurrency: usize) -> Self {
+        Plan {
+            tools: args.tools.clone(),
+            given,
+            knee_tool: args.knee_tool.clone(),
+            calls: args.calls,
+            max_concurrency,
+            sweep_calls: args.sweep_calls,
+            http: args.server.target.http.is_some(),
+        }
     }
-    print(&measured, &written)
 }
 
 /// `x.toml` → `x.knee.toml`: the sweep's scenario, beside the measurement's.
@@ -105,16 +155,13 @@ fn knee_path(out: &std::path::Path) -> PathBuf {
     out.with_file_name(format!("{stem}.knee.toml"))
 }
 
-async fn profile_with(
-    client: &Arc<McpClient>,
-    args: &ProfileArgs,
-    given: &[(String, Value)],
-) -> Result<Measured, Failure> {
+async fn profile_with(client: &Arc<McpClient>, plan: &Plan<'_>) -> Result<Measured, Failure> {
+    let given = plan.given;
     let failed = |e: &dyn std::fmt::Display| Failure::Failed(show(&format!("{}: {e}", client.server()), Bound::ERROR));
     let listed = client.list_tools().await.map_err(|e| failed(&e))?;
     let session = client.session().await.map_err(|e| failed(&e))?;
     let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
-    for name in args.tools.iter().chain(given.iter().map(|(n, _)| n)).chain(args.knee_tool.iter()) {
+    for name in plan.tools.iter().chain(given.iter().map(|(n, _)| n)).chain(plan.knee_tool.iter()) {
         if !names.contains(&name.as_str()) {
             return Err(Failure::BadInput(show(
                 &format!("{} has no tool {name:?}; it lists: {}", client.server(), names.join(", ")),
@@ -122,10 +169,10 @@ async fn profile_with(
             )));
         }
     }
-    let chosen: Vec<_> = if args.tools.is_empty() {
+    let chosen: Vec<_> = if plan.tools.is_empty() {
         listed.iter().filter(|t| t.hint("readOnlyHint")).collect()
     } else {
-        listed.iter().filter(|t| args.tools.contains(&t.name)).collect()
+        listed.iter().filter(|t| plan.tools.contains(&t.name)).collect()
     };
     if chosen.is_empty() {
         return Err(Failure::BadInput(show(
@@ -144,13 +191,13 @@ async fn profile_with(
             .iter()
             .find(|(n, _)| *n == tool.name)
             .map_or_else(|| profile::sample_arguments(&tool.input_schema), |(_, a)| a.clone());
-        let measured = profile::measure(client, tool, arguments, args.calls, WARMUP)
+        let measured = profile::measure(client, tool, arguments, plan.calls, WARMUP)
             .await
             .map_err(|e| measure_failure(client, &tool.name, e))?;
         let shape = fit(&measured.latencies_ms);
         tools.push((measured, shape));
     }
-    let knee = knee(client, args, &tools).await?;
+    let knee = knee(client, plan, &tools).await?;
     let skipped = listed.iter().filter(|t| !chosen.iter().any(|c| c.name == t.name)).map(|t| t.name.clone()).collect();
     let info = &session.init.server_info;
     Ok(Measured {
@@ -159,7 +206,7 @@ async fn profile_with(
         server_name: info.name.clone(),
         server_version: info.version.clone(),
         protocol: session.init.protocol_version.clone(),
-        http: args.server.target.http.is_some(),
+        http: plan.http,
         tools,
         knee,
         skipped,
@@ -168,16 +215,16 @@ async fn profile_with(
 
 async fn knee(
     client: &Arc<McpClient>,
-    args: &ProfileArgs,
+    plan: &Plan<'_>,
     tools: &[(ToolProfile, profile::Shape)],
 ) -> Result<Option<Knee>, Failure> {
-    let max_c = usize::try_from(args.max_concurrency).unwrap_or(usize::MAX);
-    let on = match &args.knee_tool {
+    let max_c = plan.max_concurrency;
+    let on = match &plan.knee_tool {
         Some(name) => tools.iter().find(|(t, _)| t.tool.name == *name),
         None => tools.first(),
     };
     let (Some((tool, _)), true) = (on, max_c > 0) else { return Ok(None) };
-    profile::sweep(client, &tool.tool.name, &tool.arguments, max_c, args.sweep_calls)
+    profile::sweep(client, &tool.tool.name, &tool.arguments, max_c, plan.sweep_calls)
         .await
         .map(Some)
         .map_err(|e| measure_failure(client, &tool.tool.name, e))

@@ -11,6 +11,7 @@ use super::fit::Shape;
 use super::knee::Knee;
 use super::measure::ToolProfile;
 use super::quantile;
+use crate::scenario::GATEWAY_CONFIG;
 
 /// Everything a profile run learnt, and how it was started.
 #[derive(Debug, Clone)]
@@ -88,13 +89,29 @@ pub fn knee_text(m: &Measured) -> Option<String> {
 
 /// The top-level keys, the network and the server with its tools.
 fn top(s: &mut String, m: &Measured, name: &str, description: &str, duration_s: u64) {
-    let server = scenario_name(&m.server_name);
+    keys(s, name, description, duration_s, None);
+    server(s, m, &scenario_name(&m.server_name), 1);
+}
+
+/// The top-level keys (`gateway_config` naming `config` when given) and the network.
+fn keys(s: &mut String, name: &str, description: &str, duration_s: u64, config: Option<&str>) {
     let _ = writeln!(s, "name = {}", toml_str(name));
     let _ = writeln!(s, "description = {}", toml_str(description));
     let _ = writeln!(s, "seed = 1\nduration = \"{duration_s}s\"");
+    if let Some(config) = config {
+        s.push_str("# The gateway's [gateway], [client] and each server's router declarations: the config's own.\n");
+        let _ = writeln!(s, "{GATEWAY_CONFIG} = {}", toml_str(config));
+    }
     s.push_str("\n# The measured latencies include the transport: the simulated network adds next to nothing.\n");
     s.push_str("[network]\nlatency = \"0s\"\n\n");
-    let _ = writeln!(s, "[[servers]]\nname = {}", toml_str(&server));
+}
+
+/// The server `name` as measured, `replicas` alike, with its tools.
+fn server(s: &mut String, m: &Measured, name: &str, replicas: usize) {
+    let _ = writeln!(s, "[[servers]]\nname = {}", toml_str(name));
+    if replicas > 1 {
+        let _ = writeln!(s, "replicas = {replicas}");
+    }
     let _ = writeln!(s, "version = {}", toml_str(&m.server_version));
     match m.knee.as_ref().map(|k| (k.workers, k)) {
         Some((Some(w), k)) => {
@@ -114,6 +131,59 @@ fn top(s: &mut String, m: &Measured, name: &str, description: &str, duration_s: 
     }
 }
 
+/// One server of a gateway config, measured: its name there, its replicas, and what they answered (every replica's
+/// calls pooled; the knee from its first replica).
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    pub name: String,
+    pub replicas: usize,
+    pub measured: Measured,
+}
+
+/// The scenario of a whole gateway config: a server per upstream, as measured, and a load that repeats every
+/// measurement through the gateway, whose settings are the config's own: `gateway_config` names `config` (relative
+/// to the scenario's directory).
+pub fn config_scenario_text(config: &str, servers: &[Upstream]) -> String {
+    let mut s = String::new();
+    if let Some(first) = servers.first() {
+        let _ =
+            writeln!(s, "# Measured from a gateway config's servers by `mcpstorm profile` on {}:", first.measured.when);
+        let _ = writeln!(s, "#   {}", one_line(&first.measured.command));
+    }
+    for up in servers {
+        let _ = writeln!(
+            s,
+            "# {} ({} replica{}):",
+            one_line(&up.name),
+            up.replicas,
+            if up.replicas == 1 { "" } else { "s" }
+        );
+        measurements(&mut s, &up.measured);
+    }
+    s.push_str("# Run it: mcpstorm sim THIS_FILE, with faults on top: add [[faults]] below, or\n");
+    s.push_str("#   --set 'faults=[{ kind = \"crash\", target = \"NAME#0\", start = \"2s\", duration = \"3s\" }]'.\n");
+    s.push_str(
+        "# The simulator keeps time in whole milliseconds: a call measured under 1 ms takes 1 to 2 ms there.\n\n",
+    );
+    let tools = servers.iter().flat_map(|up| up.measured.tools.iter().map(move |(t, _)| (up, t)));
+    let total_calls: u64 = tools.clone().map(|(_, t)| t.calls).sum();
+    let measured_ms: f64 = tools.clone().map(|(_, t)| t.latencies_ms.iter().sum::<f64>()).sum();
+    let duration_s = ((measured_ms * 2.0 / 1000.0).ceil() as u64).max(10);
+    let names: Vec<&str> = servers.iter().map(|up| up.name.as_str()).collect();
+    let description = format!("the servers of {config} as measured: {}", names.join(", "));
+    keys(&mut s, "gateway_profile", &description, duration_s, Some(config));
+    for up in servers {
+        server(&mut s, &up.measured, &up.name, up.replicas);
+        s.push('\n');
+    }
+    let _ =
+        writeln!(s, "[load]\nmode = \"closed\"\nsessions = 1\nthink_time = \"0s\"\ncalls = {total_calls}\nhosts = 1");
+    for (up, t) in tools {
+        mix(&mut s, &up.name, t, Some(t.calls.max(1)));
+    }
+    s
+}
+
 fn mix(s: &mut String, server: &str, t: &ToolProfile, weight: Option<u64>) {
     let _ = writeln!(s, "\n[[load.mix]]\nserver = {}\ntool = {}", toml_str(server), toml_str(&t.tool.name));
     if let Some(w) = weight {
@@ -127,6 +197,11 @@ fn mix(s: &mut String, server: &str, t: &ToolProfile, weight: Option<u64>) {
 fn header(s: &mut String, m: &Measured) {
     let _ = writeln!(s, "# Measured from a real server by `mcpstorm profile` on {}:", m.when);
     let _ = writeln!(s, "#   {}", one_line(&m.command));
+    measurements(s, m);
+}
+
+/// What was measured of one server, as comments.
+fn measurements(s: &mut String, m: &Measured) {
     let over = if m.http { "Streamable HTTP" } else { "its transport" };
     let _ = writeln!(
         s,

@@ -16,5 +16,6 @@ mod gateway_sync;
 mod help;
 mod http;
 mod profile;
+mod profile_config;
 mod scenarios;
 mod seed_env;
