@@ -83,16 +83,16 @@ async fn measure_all(
     for (server, replicas) in clients {
         let Some(first) = replicas.first() else { continue };
         let tools = first.list_tools().await.map_err(|e| Failure::Failed(format!("{}: {e}", first.server())))?;
-        listed.push((*server, tools.iter().map(|t| t.name.clone()).collect::<BTreeSet<String>>()));
+        listed.push((*server, replicas, tools.iter().map(|t| t.name.clone()).collect::<BTreeSet<String>>()));
     }
     let asked = args.tools.iter().chain(given.iter().map(|(n, _)| n)).chain(args.knee_tool.iter());
     for name in asked {
-        if !listed.iter().any(|(_, names)| names.contains(name)) {
+        if !listed.iter().any(|(_, _, names)| names.contains(name)) {
             return Err(Failure::BadInput(format!("no server of the gateway config lists a tool {name:?}")));
         }
     }
     let mut out = Vec::new();
-    for ((server, names), (_, replicas)) in listed.iter().zip(clients) {
+    for (server, replicas, names) in &listed {
         let mine = |n: &String| names.contains(n);
         let given: Vec<(String, Value)> = given.iter().filter(|(n, _)| mine(n)).cloned().collect();
         let mut plan = Plan::of(args, &given, max_c);
@@ -114,9 +114,10 @@ async fn measure_all(
 }
 
 /// The first replica's measurement with every other replica's calls of each tool added, each tool fitted again.
-fn pooled(mut replicas: Vec<Measured>) -> Option<Measured> {
-    let others = replicas.split_off(1);
-    let mut first = replicas.pop()?;
+fn pooled(replicas: Vec<Measured>) -> Option<Measured> {
+    let mut replicas = replicas.into_iter();
+    let mut first = replicas.next()?;
+    let others: Vec<Measured> = replicas.collect();
     for (tool, shape) in &mut first.tools {
         for other in &others {
             let Some((theirs, _)) = other.tools.iter().find(|(t, _)| t.tool.name == tool.tool.name) else { continue };
