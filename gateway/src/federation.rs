@@ -11,7 +11,7 @@
 //!   the server's replicas, breakers, bulkheads, retries under the budget, degraded results. An upstream's JSON-RPC
 //!   error is the agent's; a failure to reach the server is a tool result with `isError` that names its class.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::{CallToolResult, ProgressParams, Tool};
 use mcpstorm_core::resilience::BreakerTransition;
 use mcpstorm_core::resilience::degraded_result;
-use mcpstorm_core::router::{Requirement, StaticRegistry};
+use mcpstorm_core::router::{RegistryEvent, Requirement, StaticRegistry};
 use mcpstorm_core::sync::BreakerSync;
 use mcpstorm_core::{CallError, CallOptions, CancelToken, Delivery, Gateway, ToolCall};
 use serde_json::{Value, json};
@@ -66,6 +66,8 @@ pub struct Federation {
     sync: Option<Arc<BreakerSync>>,
     /// Sees every attempt (the simulator's recorder, on a simulated node).
     tap: Option<Arc<dyn AttemptTap>>,
+    /// Configured servers out of rotation (see [`withdraw`](Self::withdraw)): not listed, not routed to.
+    withheld: RwLock<BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for Federation {
@@ -86,6 +88,7 @@ impl Federation {
             metrics,
             sync: None,
             tap: None,
+            withheld: RwLock::default(),
         }
     }
 
@@ -131,10 +134,41 @@ impl Federation {
         self.changes.subscribe()
     }
 
-    /// Whether every server has a listing (the process's readiness).
+    /// Whether every server in rotation has a listing (the process's readiness).
     pub fn all_listed(&self) -> bool {
+        let withheld = self.withheld.read().unwrap_or_else(PoisonError::into_inner);
         let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
-        self.servers.iter().all(|s| listings.tools.contains_key(&s.name))
+        self.servers.iter().all(|s| withheld.contains(&s.name) || listings.tools.contains_key(&s.name))
+    }
+
+    /// Takes `server` out of rotation: the router forgets it (its replicas stop being candidates at once), its tools
+    /// leave the names agents see, and nothing lists it until [`admit`](Self::admit). How a simulated gateway follows
+    /// a scenario's membership (`join_at`, `leave_at`); unknown names are ignored.
+    pub fn withdraw(&self, server: &str) {
+        if !self.servers.iter().any(|s| s.name == server) {
+            return;
+        }
+        self.withheld.write().unwrap_or_else(PoisonError::into_inner).insert(server.to_owned());
+        self.gateway.with_router(|router| router.apply(RegistryEvent::Leave(server.to_owned()), Instant::now()));
+        let changed = {
+            let mut listings = self.listings.write().unwrap_or_else(PoisonError::into_inner);
+            listings.tools.remove(server).is_some() && self.rebuild_catalog(&mut listings)
+        };
+        if changed {
+            self.changes.send_modify(|n| *n += 1);
+        }
+    }
+
+    fn is_withheld(&self, server: &str) -> bool {
+        self.withheld.read().unwrap_or_else(PoisonError::into_inner).contains(server)
+    }
+
+    /// Puts a withdrawn `server` back in rotation: it is listed and declared to the router again.
+    pub async fn admit(&self, server: &str) {
+        let was = self.withheld.write().unwrap_or_else(PoisonError::into_inner).remove(server);
+        if was {
+            self.relist(server).await;
+        }
     }
 
     /// Lists every server (concurrently); see [`relist`](Self::relist).
@@ -148,6 +182,9 @@ impl Federation {
     /// meet the breakers), or stays unlisted.
     pub async fn relist(&self, server: &str) {
         let Some(spec) = self.servers.iter().find(|s| s.name == server) else { return };
+        if self.is_withheld(server) {
+            return;
+        }
         let mut listed = None;
         for i in 0..spec.replicas.len() {
             let (_, client) = self.gateway.client(server, &spec.replica_id(i));
@@ -159,7 +196,8 @@ impl Federation {
                 Err(e) => tracing::warn!(server, replica = %spec.replica_id(i), error = %e, "cannot list tools"),
             }
         }
-        let Some(tools) = listed else { return };
+        // Withdrawn while its listing was on the way: it stays out.
+        let Some(tools) = listed.filter(|_| !self.is_withheld(server)) else { return };
         if let Some(extras) = proxied::list(&self.gateway, spec).await {
             let mut proxied = self.proxied.write().unwrap_or_else(PoisonError::into_inner);
             proxied.set(&self.servers, server, extras, self.mode);
@@ -172,19 +210,24 @@ impl Federation {
         let changed = {
             let mut listings = self.listings.write().unwrap_or_else(PoisonError::into_inner);
             listings.tools.insert(server.to_owned(), tools);
-            let catalog = Catalog::build(
-                self.servers.iter().filter_map(|s| {
-                    listings.tools.get(&s.name).map(|t| (s.name.as_str(), t.iter().map(|t| t.name.clone()).collect()))
-                }),
-                self.mode,
-            );
-            let changed = catalog != listings.catalog;
-            listings.catalog = catalog;
-            changed
+            self.rebuild_catalog(&mut listings)
         };
         if changed {
             self.changes.send_modify(|n| *n += 1);
         }
+    }
+
+    /// The names agents see, rebuilt from `listings`; whether they changed.
+    fn rebuild_catalog(&self, listings: &mut Listings) -> bool {
+        let catalog = Catalog::build(
+            self.servers.iter().filter_map(|s| {
+                listings.tools.get(&s.name).map(|t| (s.name.as_str(), t.iter().map(|t| t.name.clone()).collect()))
+            }),
+            self.mode,
+        );
+        let changed = catalog != listings.catalog;
+        listings.catalog = catalog;
+        changed
     }
 
     /// Re-lists every server without a listing, every [`RELIST_EVERY`], until `stop`.

@@ -26,6 +26,9 @@ use crate::seed::Seed;
 /// The longest a node's start waits for its servers' first listing before it serves what is listed.
 pub const STARTUP_LISTING: Duration = Duration::from_secs(3);
 
+/// A change to the core's settings built from the tables (see [`Seams::adjust`]).
+pub type Adjust = Box<dyn FnOnce(&mut GatewayConfig) + Send>;
+
 /// What a node is made of besides its tables: where the process and the simulator differ.
 pub struct Seams {
     /// Makes each replica's client.
@@ -40,6 +43,12 @@ pub struct Seams {
     /// Sees every attempt (the simulator's recorder).
     pub tap: Option<Arc<dyn AttemptTap>>,
     pub metrics: Arc<Metrics>,
+    /// Configured servers that start out of rotation until [`Federation::admit`] (a simulated server's later
+    /// `join_at`); the process has none.
+    pub withheld: Vec<String>,
+    /// Changes the core's settings built from the tables before the node is built: only the simulator's test
+    /// machinery (its planted defect) uses it.
+    pub adjust: Option<Adjust>,
 }
 
 impl std::fmt::Debug for Seams {
@@ -115,8 +124,12 @@ pub async fn start(
     seams: Seams,
     seed: &Seed,
 ) -> Result<Node, String> {
+    let mut config = gateway_config(gateway, client);
+    if let Some(adjust) = seams.adjust {
+        adjust(&mut config);
+    }
     let parts = CoreParts {
-        config: gateway_config(gateway, client),
+        config,
         // The servers are declared to the router as the federation lists them.
         registry: Box::new(StaticRegistry::new(Vec::new())),
         connector: seams.connector,
@@ -135,6 +148,9 @@ pub async fn start(
         federation = federation.with_tap(tap);
     }
     let federation = Arc::new(federation);
+    for server in &seams.withheld {
+        federation.withdraw(server);
+    }
     // Listing every server is awaited up to a bound, then goes on in the background: a server that is down or
     // unresolvable at start must not keep the process from serving the others (its replicas are each tried up to
     // their connect and handshake timeouts, one after another). What is still unlisted then answers as missing and

@@ -301,6 +301,8 @@ async fn build(
         list_changed: Some(changed_rx),
         tap: None,
         metrics: metrics.clone(),
+        withheld: Vec::new(),
+        adjust: None,
     };
     let Node { federation, stop } = node::start(file.servers.clone(), &file.gateway, &file.client, seams, &seed)
         .await

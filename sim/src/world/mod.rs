@@ -38,9 +38,9 @@ pub(crate) use agent::fill_required;
 pub use clock::{RunTime, SimClock};
 pub(crate) use faults::{Handles, NetAction, Timeline};
 pub use net::{Links, NODE_PORT, SERVER_PORT, TurmoilDialer, TurmoilLinks, TurmoilListener, port};
-pub(crate) use node::upstreams;
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE, baseline, below_baseline, recovery_after};
 pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
+pub(crate) use routing::upstreams;
 pub(crate) use traffic::{LoadPlan, run_host};
 
 use crate::check::{error_window, evaluate_checks};

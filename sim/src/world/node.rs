@@ -25,14 +25,13 @@ use super::clock::{HostTime, RunTime, SimClock};
 use super::connector::SimConnector;
 use super::net::{Links, NODE_PORT, TurmoilLinks};
 use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Recorder};
+use super::routing::upstreams;
 use super::traffic::sync_node;
 use crate::gateway::metrics::Metrics;
 use crate::gateway::node::{self, Seams};
 use crate::gateway::service::{GatewayService, tell_agents};
 use crate::gateway::tap::AttemptTap;
-use crate::scenario::{
-    Placement, RedisHost, ReplicaSpec, Scenario, UpstreamSpec, node_host, replica_host, server_host,
-};
+use crate::scenario::{Placement, RedisHost, Scenario, node_host, replica_host};
 use crate::seed::Seed;
 
 /// The calls a node's front runs at once: a load host multiplexes all its agents over one session per node, and
@@ -49,30 +48,6 @@ pub struct NodePlan {
     pub clocks: Vec<SimClock>,
     /// Each node's attempts sent and not yet ended, by node index: those of a crashed incarnation never end.
     pub outstanding: Vec<Arc<AtomicU64>>,
-}
-
-/// The scenario's servers as a gateway file's `[[servers]]`: each replica's address is where the world placed it
-/// (the connector dials by the replica's name, so the address is only what an operator would have written).
-pub fn upstreams(scenario: &Scenario, placement: &Placement) -> Vec<UpstreamSpec> {
-    scenario
-        .servers
-        .iter()
-        .map(|s| UpstreamSpec {
-            name: s.name.clone(),
-            replicas: (0..s.replicas)
-                .map(|r| {
-                    let at = placement.address(&server_host(&s.name, r));
-                    let tcp = format!("{}:{}", at.host, super::net::port(at.slot));
-                    ReplicaSpec { tcp: Some(tcp), ..ReplicaSpec::default() }
-                })
-                .collect(),
-            tags: s.tags.clone(),
-            capabilities: s.capabilities.clone(),
-            latency_p95_ms: s.latency_p95_ms,
-            max_concurrent_requests: s.max_concurrent_requests,
-            health_check: s.health_check.clone(),
-        })
-        .collect()
 }
 
 /// Runs gateway node `index` until the run ends.
@@ -120,6 +95,9 @@ pub async fn run_node(plan: Arc<NodePlan>, index: usize) -> turmoil::Result {
         list_changed: Some(changed_rx),
         tap: Some(Arc::new(tap)),
         metrics: Arc::new(Metrics::default()),
+        // Validation keeps membership changes (and so late joiners) away from gateway nodes.
+        withheld: Vec::new(),
+        adjust: None,
     };
     let servers = upstreams(scenario, &plan.placement);
     let node = node::start(servers, &scenario.gateway, &scenario.client, seams, &seed).await?;

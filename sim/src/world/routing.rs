@@ -1,8 +1,8 @@
 //! The scenario's servers as the gateways' router sees them, and the independent judge of where calls may go.
 //!
-//! [`registry`] turns `[[servers]]` into the core's [`ServerEntry`]s — replicas are the server's hosts, tools its
-//! tools, the capability matrix, tags (plus the automatic `server:<name>`), declared hints and health check — and
-//! schedules `join_at` / `leave_at` as membership events of a [`ScheduledRegistry`].
+//! [`membership`] schedules `join_at` / `leave_at` as the node's [`Change`]s: a server with a later `join_at` starts out
+//! of rotation and is admitted then, and one with `leave_at` is withdrawn then. (Each gateway declares its servers to
+//! its router as it lists them, with what `[[servers]]` declares: see the gateway crate's federation.)
 //!
 //! [`Needs`] decides, from the same server tables but without the router or the gateway's requirement rules, which
 //! servers may serve each `[[load.mix]]` entry. An attempt served elsewhere is a *misroute*: so a scenario whose
@@ -10,37 +10,67 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use mcpstorm_core::router::{RegistryEvent, Requirement, ScheduledRegistry, ServerEntry};
+use std::time::Duration;
+
+use mcpstorm_core::router::Requirement;
 
 use crate::scenario::server_host;
-use crate::scenario::{self, MixEntry, Scenario};
+use crate::scenario::{self, MixEntry, Placement, ReplicaSpec, Scenario, UpstreamSpec};
 
 /// The capability attribute an argument is judged against: `language` → `language_support`.
 fn attribute_of(argument: &str) -> String {
     format!("{argument}_support")
 }
 
-/// One scenario server as the router's declaration: its replicas are its hosts.
-fn server_spec(server: &scenario::ServerSpec) -> ServerEntry {
-    let replicas = (0..server.replicas).map(|r| server_host(&server.name, r));
-    server.declared().entry(&server.name, replicas, server.tools.iter().map(|t| t.name.clone()))
+/// A scheduled change of a gateway's servers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The server joins: it is listed and routed to from now on.
+    Admit(String),
+    /// The server leaves: its replicas stop being candidates at once.
+    Withdraw(String),
 }
 
-/// Every server, registered at `join_at` (the start when absent) and deregistered at `leave_at`.
-pub fn registry(scenario: &Scenario) -> ScheduledRegistry {
-    let mut initial = Vec::new();
+/// The servers out of rotation when a gateway starts (a `join_at` after the start), and every later change in time
+/// order (a join before a leave at the same instant).
+pub fn membership(scenario: &Scenario) -> (Vec<String>, Vec<(Duration, Change)>) {
+    let mut withheld = Vec::new();
     let mut timeline = Vec::new();
     for server in &scenario.servers {
-        let spec = server_spec(server);
-        match server.join_at {
-            Some(at) if !at.0.is_zero() => timeline.push((at.0, RegistryEvent::Join(spec))),
-            _ => initial.push(spec),
+        if let Some(at) = server.join_at.filter(|at| !at.0.is_zero()) {
+            withheld.push(server.name.clone());
+            timeline.push((at.0, Change::Admit(server.name.clone())));
         }
         if let Some(at) = server.leave_at {
-            timeline.push((at.0, RegistryEvent::Leave(server.name.clone())));
+            timeline.push((at.0, Change::Withdraw(server.name.clone())));
         }
     }
-    ScheduledRegistry::new(initial, timeline)
+    timeline.sort_by_key(|(at, change)| (*at, matches!(change, Change::Withdraw(_))));
+    (withheld, timeline)
+}
+
+/// The scenario's servers as a gateway file's `[[servers]]`: each replica's address is where the world placed it
+/// (the connector dials by the replica's name, so the address is only what an operator would have written).
+pub fn upstreams(scenario: &Scenario, placement: &Placement) -> Vec<UpstreamSpec> {
+    scenario
+        .servers
+        .iter()
+        .map(|s| UpstreamSpec {
+            name: s.name.clone(),
+            replicas: (0..s.replicas)
+                .map(|r| {
+                    let at = placement.address(&server_host(&s.name, r));
+                    let tcp = format!("{}:{}", at.host, super::net::port(at.slot));
+                    ReplicaSpec { tcp: Some(tcp), ..ReplicaSpec::default() }
+                })
+                .collect(),
+            tags: s.tags.clone(),
+            capabilities: s.capabilities.clone(),
+            latency_p95_ms: s.latency_p95_ms,
+            max_concurrent_requests: s.max_concurrent_requests,
+            health_check: s.health_check.clone(),
+        })
+        .collect()
 }
 
 /// The requirement a mix entry naming a server adds to its calls.
@@ -115,9 +145,6 @@ impl Needs {
 
 #[cfg(test)]
 mod tests {
-    use mcpstorm_core::router::Registry;
-
-    use std::time::Duration;
 
     use super::*;
     use crate::scenario::load_str;
@@ -185,27 +212,17 @@ tool = "health"
     }
 
     #[test]
-    fn the_registry_declares_each_server_and_schedules_joins_and_leaves() {
+    fn membership_withholds_late_joiners_and_schedules_joins_and_leaves() {
         let scenario = scenario();
-        let mut registry = registry(&scenario);
-        let mut events = Vec::new();
-        registry.poll(Duration::ZERO, &mut events);
-        let [RegistryEvent::Join(py)] = events.as_slice() else { panic!("only py at the start: {events:?}") };
-        assert_eq!(py.replicas, ["py-0", "py-1"]);
-        assert!(py.tags.contains("eu") && py.tags.contains("server:py"));
-        assert!(py.tools.contains("review") && py.tools.contains("health"));
-        assert_eq!(py.hints.latency_p95, Some(Duration::from_millis(250)));
-        assert!(py.matrix["language_support"].contains("python"));
-        assert!(py.checks.is_empty(), "no declared health tool: the router pings");
-        events.clear();
-        registry.poll(Duration::from_secs(15), &mut events);
-        let [RegistryEvent::Join(poly)] = events.as_slice() else { panic!("poly joins at 10 s: {events:?}") };
-        assert_eq!(poly.checks.len(), 1);
-        assert_eq!(poly.checks[0].tool.as_deref(), Some("review"));
-        assert_eq!(poly.checks[0].capability, None, "the declared check guards the whole server");
-        events.clear();
-        registry.poll(Duration::from_secs(25), &mut events);
-        assert_eq!(events, [RegistryEvent::Leave("poly".into())]);
+        let (withheld, timeline) = membership(&scenario);
+        assert_eq!(withheld, ["poly"], "only poly joins after the start");
+        assert_eq!(
+            timeline,
+            [
+                (Duration::from_secs(10), Change::Admit("poly".into())),
+                (Duration::from_secs(20), Change::Withdraw("poly".into()))
+            ]
+        );
         assert_eq!(pin(&scenario.load.mix[1]), [Requirement::Tag("server:py".into())]);
         assert!(pin(&scenario.load.mix[0]).is_empty());
     }

@@ -14,29 +14,32 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcpstorm_core::CancelToken;
 use mcpstorm_core::McpClient;
 use mcpstorm_core::history::{CallKey, CallStart, ServerCallRecord};
 use mcpstorm_core::router::Requirement;
 use mcpstorm_core::schema::ContentHash;
 use mcpstorm_core::sync::{BreakerSync, SyncConfig};
-use mcpstorm_core::{Gateway, Observer, ToolCall};
-use mcpstorm_gateway::node::{self, CoreParts};
+use mcpstorm_core::{Dialer, Gateway, Observer, ToolCall};
+use mcpstorm_gateway::federation::Federation;
+use mcpstorm_gateway::metrics::Metrics;
+use mcpstorm_gateway::node::{self, Adjust, Node, Seams};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
 use super::agent::{self, Next};
 use super::clock::{HostTime, RunTime, SimClock};
 use super::connector::SimConnector;
 use super::net::{Links, NODE_PORT};
+
 use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Recorder};
 use super::remote;
 use super::replay;
-use super::routing::{Needs, pin, registry};
-use crate::scenario::{LoadMode, Placement, RedisHost, Scenario, node_host, tables};
+use super::routing::{Change, Needs, membership, pin, upstreams};
+use crate::scenario::{LoadMode, Placement, RedisHost, Scenario, node_host, replica_host};
 use crate::seed::Seed;
 
 /// Everything a load host needs, shared by every incarnation of it.
@@ -78,11 +81,11 @@ impl LoadPlan {
     }
 }
 
-/// One load host: its gateway process, a [`Gateway`] routing over every scenario server's replicas; or, with
-/// `[nodes] count`, its agents' client of each gateway node.
+/// One load host: its gateway, the gateway crate's node over every scenario server's replicas, which its agents call
+/// in-process; or, with `[nodes] count`, its agents' client of each gateway node.
 struct Host {
-    /// The in-process gateway; `None` with gateway nodes.
-    gateway: Option<Arc<Gateway>>,
+    /// The in-process gateway node; `None` with gateway nodes.
+    node: Option<Node>,
     /// This host's client of each gateway node (`[nodes] count`); empty without.
     nodes: Vec<Arc<McpClient>>,
     /// This host's wall clock (the call history's timestamps, and the gateway's wall time).
@@ -92,67 +95,97 @@ struct Host {
     host: String,
     /// Judges misroutes from the scenario's tables, independently of the router.
     needs: Needs,
-    /// This gateway as a breaker sync node, with `[gateway.sync]`; its link is spawned by [`run_host`].
-    sync: Option<BreakerSync>,
 }
 
 impl Host {
-    fn new(plan: &LoadPlan, host_index: usize, host: &str, seed: Seed) -> Result<Host, String> {
+    async fn new(plan: &LoadPlan, host_index: usize, host: &str, seed: Seed) -> Result<Host, String> {
         let scenario = &plan.scenario;
-        let spec = &scenario.client;
         let clock = plan.clocks.get(host_index).cloned().unwrap_or_default();
-        let gateway = &scenario.gateway;
+        let mut load_host = Host {
+            node: None,
+            nodes: Vec::new(),
+            clock: clock.clone(),
+            time: HostTime::new(plan.time),
+            host: host.to_owned(),
+            needs: Needs::new(scenario),
+        };
         if scenario.nodes.count > 0 {
-            return Ok(Host {
-                gateway: None,
-                nodes: (0..scenario.nodes.count)
-                    .map(|i| {
-                        let dialer = plan.links.dialer(host, &node_host(i), NODE_PORT);
-                        remote::node_client(scenario, i, &clock, seed, dialer)
-                    })
-                    .collect(),
-                clock,
-                time: HostTime::new(plan.time),
-                host: host.to_owned(),
-                needs: Needs::new(scenario),
-                sync: None,
-            });
+            load_host.nodes = (0..scenario.nodes.count)
+                .map(|i| {
+                    let dialer = plan.links.dialer(host, &node_host(i), NODE_PORT);
+                    remote::node_client(scenario, i, &clock, seed, dialer)
+                })
+                .collect();
+            return Ok(load_host);
         }
+        // A replica's tool-list change re-lists its server, as in the process.
+        let (changed_tx, changed_rx) = mpsc::unbounded_channel::<String>();
         let links = plan.links.clone();
         let connector =
-            SimConnector::new(scenario, &plan.recorder, &plan.placement, host, &clock, seed.fork("client"), links);
-        #[cfg_attr(not(feature = "testing"), allow(unused_mut))]
-        let mut config = tables::gateway_config(gateway, spec);
-        #[cfg(feature = "testing")]
-        if let Some(bulkhead) = config.resilience.bulkhead.as_mut() {
-            bulkhead.leak_permit_on_replica_failure = scenario.planted_leak;
-        }
+            SimConnector::new(scenario, &plan.recorder, &plan.placement, host, &clock, seed.fork("client"), links)
+                .on_list_changed(changed_tx);
         let observer: Arc<dyn Observer> = Arc::new(GatewayObserver {
             recorder: plan.recorder.clone(),
             time: plan.time,
             host: host.to_owned(),
             node: false,
         });
-        let sync = sync_node(scenario, host, seed, &clock)?;
-        // Built as the gateway crate builds a node's core gateway (the same router, layers, seeds and sync tap), with
-        // the scenario's membership schedule as its registry.
-        let parts = CoreParts {
-            config,
-            registry: Box::new(registry(scenario)),
+        let sync =
+            sync_node(scenario, host, seed, &clock)?.zip(RedisHost::of(&scenario.gateway)).map(|(sync, redis)| {
+                let dialer: Arc<dyn Dialer> = plan.links.dialer(host, &redis.name, redis.port);
+                (sync, dialer)
+            });
+        let (withheld, _) = membership(scenario);
+        let seams = Seams {
             connector: Arc::new(connector),
-            clock: Arc::new(clock.clone()),
+            clock: Arc::new(clock),
             observer,
-        };
-        let gateway = node::core_gateway(gateway, parts, sync.as_ref(), &seed)?;
-        Ok(Host {
-            gateway: Some(Arc::new(gateway)),
-            nodes: Vec::new(),
-            clock,
-            time: HostTime::new(plan.time),
-            host: host.to_owned(),
-            needs: Needs::new(scenario),
             sync,
-        })
+            list_changed: Some(changed_rx),
+            // The agents record their own attempts (they know the logical call each belongs to).
+            tap: None,
+            metrics: Arc::new(Metrics::default()),
+            withheld,
+            adjust: planted_defect(scenario),
+        };
+        let servers = upstreams(scenario, &plan.placement);
+        load_host.node = Some(node::start(servers, &scenario.gateway, &scenario.client, seams, &seed).await?);
+        Ok(load_host)
+    }
+
+    /// The in-process gateway's core, where the agents' calls go.
+    fn gateway(&self) -> Option<&Arc<Gateway>> {
+        self.node.as_ref().map(|node| node.federation.gateway())
+    }
+}
+
+/// The core's planted defect (a bulkhead permit leaked per replica failure) when the scenario plants it.
+#[cfg(feature = "testing")]
+fn planted_defect(scenario: &Scenario) -> Option<Adjust> {
+    scenario.planted_leak.then(|| {
+        Box::new(|config: &mut mcpstorm_core::GatewayConfig| {
+            if let Some(bulkhead) = config.resilience.bulkhead.as_mut() {
+                bulkhead.leak_permit_on_replica_failure = true;
+            }
+        }) as Adjust
+    })
+}
+
+#[cfg(not(feature = "testing"))]
+fn planted_defect(_: &Scenario) -> Option<Adjust> {
+    None
+}
+
+/// Follows the scenario's membership on `federation`: each server admitted at its `join_at`, withdrawn at its
+/// `leave_at`, by the host's run time.
+async fn follow_membership(scenario: &Scenario, federation: Arc<Federation>, time: HostTime, run: RunTime) {
+    for (at, change) in membership(scenario).1 {
+        let wait = at.saturating_sub(time.now());
+        sleep_until(run.aim(Instant::now() + wait)).await;
+        match change {
+            Change::Admit(server) => federation.admit(&server).await,
+            Change::Withdraw(server) => federation.withdraw(&server),
+        }
     }
 }
 
@@ -220,15 +253,13 @@ pub type HostError = Box<dyn std::error::Error + Send + Sync>;
 pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> Result<(), HostError> {
     let run = Seed::new(plan.scenario.seed);
     let seed = run.fork("load host").fork(&host);
-    let load_host = Arc::new(Host::new(&plan, host_index, &host, seed)?);
-    // The gateway's background work (registry changes, statistics, health checks) and its breaker sync with the
-    // other gateways run until the load is done.
-    let cancel = CancelToken::new();
-    let background = load_host.gateway.clone().map(|g| tokio::spawn(g.run_background(cancel.clone())));
-    let redis = RedisHost::of(&plan.scenario.gateway);
-    let syncing = load_host.sync.as_ref().zip(load_host.gateway.clone()).zip(redis).and_then(|((sync, g), redis)| {
-        let dialer = plan.links.dialer(&host, &redis.name, redis.port);
-        sync.spawn(g, dialer, cancel.clone())
+    let load_host = Arc::new(Host::new(&plan, host_index, &host, seed).await?);
+    // The node's background work (statistics, health checks, re-listing, breaker sync) runs until the load is done;
+    // the scenario's membership changes follow the run's clock.
+    let members = load_host.node.as_ref().map(|node| {
+        let (scenario, federation) = (plan.scenario.clone(), node.federation.clone());
+        let (time, run) = (load_host.time, plan.time);
+        tokio::spawn(async move { follow_membership(&scenario, federation, time, run).await })
     });
     let (targets, weights) = targets(&plan.scenario);
     let targets = Arc::new(targets);
@@ -292,9 +323,11 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> R
             }
         }
         LoadMode::Replay => {
-            // The trace's calls dealt to this host, each sent at its (scaled) offset from the load's start.
+            // The trace's calls dealt to this host, each sent at its (scaled) offset from the run's start: a call due
+            // while the gateway was still listing its servers waits for it, late by that much.
             let schedule = replay::schedule(&plan.scenario.load, host_index)?;
-            let start = Instant::now();
+            let now = Instant::now();
+            let start = now.checked_sub(load_host.time.at(now)).unwrap_or(now);
             let origin = load_host.time.at(start);
             let mut via = host_index;
             for (at, entry) in schedule {
@@ -319,15 +352,12 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> R
     }
     drop(live);
     let _ = drained.recv().await;
-    cancel.cancel("load over");
-    if let Some(background) = background {
-        let _ = background.await;
+    if let Some(members) = members {
+        members.abort();
     }
-    // Not awaited: a link waiting on a hung Redis would hold the host past the drain.
-    if let Some(link) = syncing {
-        link.abort();
-    }
-    if let Some(gateway) = &load_host.gateway {
+    if let Some(node) = &load_host.node {
+        node.stop.cancel("load over");
+        let gateway = node.federation.gateway();
         plan.recorder.gateway_ended(host_index, gateway.in_flight_snapshot());
         gateway.close().await;
     }
@@ -380,7 +410,7 @@ async fn closed_session((plan, load_host, targets, weights): SessionCtx, mut rng
 /// ([`agent::next`]). Each attempt goes through the host's gateway with the replicas already tried, so a retry prefers
 /// another one; the agent fills the arguments from the schema of the replica the router chose.
 async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: Duration, via: usize) {
-    let Some(gateway) = &host.gateway else {
+    let Some(gateway) = host.gateway() else {
         // Through a gateway node: agent `via`'s node.
         if let Some(node) = host.nodes.get(via % host.nodes.len().max(1)) {
             let agents = remote::Agents { scenario: &plan.scenario, recorder: &plan.recorder, time: &host.time };
@@ -427,23 +457,25 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
         let starts = starts.into_inner().unwrap_or_else(PoisonError::into_inner);
         for (i, a) in routed.attempts().enumerate() {
             tried.push(a.replica);
-            served_by = host.needs.server_of(&a.endpoint);
+            // The node names replicas `server#i`; the world, its judge and its report by their hosts.
+            let replica: Arc<str> = Arc::from(&*replica_host(&a.endpoint));
+            served_by = host.needs.server_of(&replica);
             let start = starts
                 .get(i)
                 .copied()
                 .unwrap_or_else(|| CallStart::new(host.clock.wall_ms_at(now), now, Instant::now()));
-            answered_by = Some((Arc::clone(&a.endpoint), start.offset));
+            answered_by = Some((Arc::clone(&replica), start.offset));
             // The in-flight gauge counts a gateway retry's earlier attempts finished when the call returns.
             let end = AttemptEnd {
                 load_host: &host.host,
-                replica: &a.endpoint,
+                replica: &replica,
                 sent: start.offset,
                 now,
-                misroute: host.needs.misroute(target.entry, &a.endpoint),
+                misroute: host.needs.misroute(target.entry, &replica),
                 verdict: AttemptVerdict::of(a.outcome.as_ref()),
             };
             recorder.attempt_ended(logical, end, || {
-                let key = CallKey::with_hash(&*a.endpoint, target.tool.as_str(), target.input);
+                let key = CallKey::with_hash(&*replica, target.tool.as_str(), target.input);
                 ServerCallRecord::new(start, key, a.outcome.as_ref(), sent)
             });
             sent += 1;
