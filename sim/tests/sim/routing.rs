@@ -118,3 +118,22 @@ fn the_default_gateway_never_does_worse_than_naive_on_one_slow_replica() {
         assert!(s["totals"]["breaker_opens"].as_u64().unwrap() >= 1, "{formula}: api-3's breaker opened: {s}");
     }
 }
+
+/// A scenario's membership is the node's: go-review (`join_at = "10s"`) is out of rotation until then, and
+/// poly-review (`leave_at = "20s"`) is forgotten at once when it leaves, in every attempt `calls.csv` records.
+#[test]
+fn servers_join_and_leave_the_gateways_rotation_on_time() {
+    let (code, summary) = sim("scenarios/capability_routing.toml", "membership", &["report.calls=\"all\""]);
+    assert_eq!(code, Some(0), "{summary}");
+    let calls = std::fs::read_to_string(scratch("membership").join("calls.csv")).expect("calls.csv");
+    let mut starts: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+    for row in calls.lines().skip(1) {
+        let fields: Vec<&str> = row.split(',').collect();
+        let server = fields[3].rsplit_once('-').map_or(fields[3], |(server, _)| server);
+        starts.entry(server).or_default().push(fields[1].parse().expect("start_ms"));
+    }
+    let go = &starts["go-review"];
+    assert!(!go.is_empty() && go.iter().all(|&ms| ms >= 10_000.0), "go-review before its join: {:?}", go.first());
+    let poly = &starts["poly-review"];
+    assert!(!poly.is_empty() && poly.iter().all(|&ms| ms < 20_000.0), "poly-review after it left: {:?}", poly.last());
+}
