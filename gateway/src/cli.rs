@@ -98,6 +98,18 @@ pub fn wall_clock() -> mcpstorm_core::TokioClock {
     mcpstorm_core::TokioClock::new(ms)
 }
 
+/// The command line parsed as `T`, or the exit code after clap printed why not (2 for bad input, 0 for `--help` and
+/// `--version`); then logging started (see [`init_logging`]). Both binaries start so.
+pub fn parse_and_log<T: clap::Parser>() -> Result<T, ExitCode> {
+    let parsed = T::try_parse().map_err(|e| {
+        let code = if e.use_stderr() { 2 } else { 0 };
+        let _ = e.print();
+        ExitCode::from(code)
+    })?;
+    init_logging();
+    Ok(parsed)
+}
+
 /// Logs to stderr at `RUST_LOG`'s level (`warn` when unset), coloured only on a terminal.
 pub fn init_logging() {
     use tracing_subscriber::EnvFilter;
