@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpstorm_core::client::ListChanged;
-use mcpstorm_core::router::{Registry, StaticRegistry};
+use mcpstorm_core::router::{Registry, ServerEntry, StaticRegistry};
 use mcpstorm_core::sync::BreakerSync;
 use mcpstorm_core::{CancelToken, Clock, Connector, Dialer, Gateway as CoreGateway, GatewayConfig, Observer};
 use tokio::sync::mpsc;
@@ -46,6 +46,13 @@ pub struct Seams {
     /// Configured servers that start out of rotation until [`Federation::admit`] (a simulated server's later
     /// `join_at`); the process has none.
     pub withheld: Vec<String>,
+    /// Servers declared to the router before their first listing, so calls route from the first instant (a
+    /// simulated load host's node, whose agents start with the run: the scenario says what each server offers);
+    /// each listing then declares its server again, as in the process, which declares nothing before it lists.
+    pub declared: Vec<ServerEntry>,
+    /// How long the start waits for the first listing of every server before it returns ([`STARTUP_LISTING`] for
+    /// the process; zero for a node that declared its servers).
+    pub startup_listing: Duration,
     /// Changes the core's settings built from the tables before the node is built: only the simulator's test
     /// machinery (its planted defect) uses it.
     pub adjust: Option<Adjust>,
@@ -130,8 +137,8 @@ pub async fn start(
     }
     let parts = CoreParts {
         config,
-        // The servers are declared to the router as the federation lists them.
-        registry: Box::new(StaticRegistry::new(Vec::new())),
+        // The servers are declared to the router as the federation lists them (and before, when the seams say so).
+        registry: Box::new(StaticRegistry::new(seams.declared)),
         connector: seams.connector,
         clock: seams.clock,
         observer: seams.observer,
@@ -159,7 +166,7 @@ pub async fn start(
         let federation = federation.clone();
         tokio::spawn(async move { federation.discover().await })
     };
-    let _ = tokio::time::timeout(STARTUP_LISTING, discovery).await;
+    let _ = tokio::time::timeout(seams.startup_listing, discovery).await;
     tokio::spawn(federation.gateway().clone().run_background(stop.clone()));
     {
         let (federation, stop) = (federation.clone(), stop.clone());

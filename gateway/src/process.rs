@@ -303,6 +303,8 @@ async fn build(
         metrics: metrics.clone(),
         withheld: Vec::new(),
         adjust: None,
+        declared: Vec::new(),
+        startup_listing: node::STARTUP_LISTING,
     };
     let Node { federation, stop } = node::start(file.servers.clone(), &file.gateway, &file.client, seams, &seed)
         .await

@@ -98,6 +98,8 @@ pub async fn run_node(plan: Arc<NodePlan>, index: usize) -> turmoil::Result {
         // Validation keeps membership changes (and so late joiners) away from gateway nodes.
         withheld: Vec::new(),
         adjust: None,
+        declared: Vec::new(),
+        startup_listing: node::STARTUP_LISTING,
     };
     let servers = upstreams(scenario, &plan.placement);
     let node = node::start(servers, &scenario.gateway, &scenario.client, seams, &seed).await?;

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use std::time::Duration;
 
-use mcpstorm_core::router::Requirement;
+use mcpstorm_core::router::{Requirement, ServerEntry};
 
 use crate::scenario::server_host;
 use crate::scenario::{self, MixEntry, Placement, ReplicaSpec, Scenario, UpstreamSpec};
@@ -69,6 +69,21 @@ pub fn upstreams(scenario: &Scenario, placement: &Placement) -> Vec<UpstreamSpec
             latency_p95_ms: s.latency_p95_ms,
             max_concurrent_requests: s.max_concurrent_requests,
             health_check: s.health_check.clone(),
+        })
+        .collect()
+}
+
+/// What a load host's node declares to its router before it lists anything: each server in rotation at the start,
+/// as its `[[servers]]` table says (the replicas as the node names them, `server#i`; the tools the fake offers).
+pub fn declarations(scenario: &Scenario, upstreams: &[UpstreamSpec], withheld: &[String]) -> Vec<ServerEntry> {
+    scenario
+        .servers
+        .iter()
+        .zip(upstreams)
+        .filter(|(server, _)| !withheld.contains(&server.name))
+        .map(|(server, upstream)| {
+            let replicas = (0..upstream.replicas.len()).map(|i| upstream.replica_id(i));
+            upstream.declared().entry(&server.name, replicas, server.tools.iter().map(|t| t.name.clone()))
         })
         .collect()
 }

@@ -38,7 +38,7 @@ use super::net::{Links, NODE_PORT};
 use super::recorder::{AttemptEnd, AttemptVerdict, GatewayObserver, Outcome, Recorder};
 use super::remote;
 use super::replay;
-use super::routing::{Change, Needs, membership, pin, upstreams};
+use super::routing::{Change, Needs, declarations, membership, pin, upstreams};
 use crate::scenario::{LoadMode, Placement, RedisHost, Scenario, node_host, replica_host};
 use crate::seed::Seed;
 
@@ -136,6 +136,8 @@ impl Host {
                 (sync, dialer)
             });
         let (withheld, _) = membership(scenario);
+        let servers = upstreams(scenario, &plan.placement);
+        let declared = declarations(scenario, &servers, &withheld);
         let seams = Seams {
             connector: Arc::new(connector),
             clock: Arc::new(clock),
@@ -147,8 +149,11 @@ impl Host {
             metrics: Arc::new(Metrics::default()),
             withheld,
             adjust: planted_defect(scenario),
+            // The agents start with the run: the node routes from the first instant by what the scenario declares,
+            // and its listings, made meanwhile, declare each server again as the process's do.
+            declared,
+            startup_listing: Duration::ZERO,
         };
-        let servers = upstreams(scenario, &plan.placement);
         load_host.node = Some(node::start(servers, &scenario.gateway, &scenario.client, seams, &seed).await?);
         Ok(load_host)
     }
