@@ -35,11 +35,7 @@ pub fn routes(servers: &[UpstreamSpec], pool: &PoolConfig) -> Result<BTreeMap<St
                 Some(ReplicaAddr::Http(url)) => {
                     let mut endpoint = HttpEndpoint::new(url).map_err(|e| format!("{at}.http: {e}"))?;
                     for (name, value) in &replica.headers {
-                        let value = match value.strip_prefix(ENV_PREFIX) {
-                            Some(var) => std::env::var(var)
-                                .map_err(|_| format!("{at}.headers.{name}: environment variable {var} is not set"))?,
-                            None => value.clone(),
-                        };
+                        let value = resolve(value).map_err(|var| not_set(&at, "headers", name, var))?;
                         endpoint = endpoint
                             .with_header(name, Secret::new(value))
                             .map_err(|e| format!("{at}.headers.{name}: {e}"))?;
@@ -52,7 +48,13 @@ pub fn routes(servers: &[UpstreamSpec], pool: &PoolConfig) -> Result<BTreeMap<St
                         .filter(|w| !w.is_empty())
                         .ok_or_else(|| format!("{at}.stdio: cannot split {cmd:?} into words"))?;
                     let program = words.remove(0);
-                    Route { dialer: Arc::new(StdioDialer::new(program, words)), http: None }
+                    let mut dialer = StdioDialer::new(program, words);
+                    for (name, value) in &replica.env {
+                        let value = resolve(value).map_err(|var| not_set(&at, "env", name, var))?;
+                        dialer.env.push((name.clone(), value));
+                    }
+                    dialer.cwd = replica.cwd.as_ref().map(std::path::PathBuf::from);
+                    Route { dialer: Arc::new(dialer), http: None }
                 }
                 Some(ReplicaAddr::Tcp(addr)) => {
                     Route { dialer: Arc::new(TcpDialer { addr: addr.to_owned() }), http: None }
@@ -63,6 +65,18 @@ pub fn routes(servers: &[UpstreamSpec], pool: &PoolConfig) -> Result<BTreeMap<St
         }
     }
     Ok(routes)
+}
+
+/// A literal value, or the `env:NAME` variable's from this process's environment (`Err(NAME)` when it is unset).
+fn resolve(value: &str) -> Result<String, &str> {
+    match value.strip_prefix(ENV_PREFIX) {
+        Some(var) => std::env::var(var).map_err(|_| var),
+        None => Ok(value.to_owned()),
+    }
+}
+
+fn not_set(at: &str, table: &str, name: &str, var: &str) -> String {
+    format!("{at}.{table}.{name}: environment variable {var} is not set")
 }
 
 /// Makes the observer of a replica's client, given its endpoint id.

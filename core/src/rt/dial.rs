@@ -57,23 +57,44 @@ impl Dialer for TcpDialer {
 
 /// Spawns a server as a child process and talks to it over its stdin and stdout (MCP's stdio transport).
 /// The child's stderr is inherited: servers log there, and it is never protocol.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StdioDialer {
     pub program: String,
     pub args: Vec<String>,
+    /// Variables added to the child's environment (it inherits the rest). Values may be secrets: `Debug` shows
+    /// only the names.
     pub env: Vec<(String, String)>,
+    /// The child's working directory; `None`: this process's.
+    pub cwd: Option<std::path::PathBuf>,
 }
 
 impl StdioDialer {
     pub fn new(program: impl Into<String>, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        StdioDialer { program: program.into(), args: args.into_iter().map(Into::into).collect(), env: Vec::new() }
+        let args = args.into_iter().map(Into::into).collect();
+        StdioDialer { program: program.into(), args, env: Vec::new(), cwd: None }
+    }
+}
+
+impl Debug for StdioDialer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<&str> = self.env.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("StdioDialer")
+            .field("program", &self.program)
+            .field("args", &self.args.len())
+            .field("env", &env)
+            .field("cwd", &self.cwd)
+            .finish()
     }
 }
 
 impl Dialer for StdioDialer {
     fn dial(&self) -> DialFuture<'_> {
         Box::pin(async move {
-            let mut child = tokio::process::Command::new(&self.program)
+            let mut command = tokio::process::Command::new(&self.program);
+            if let Some(cwd) = &self.cwd {
+                command.current_dir(cwd);
+            }
+            let mut child = command
                 .args(&self.args)
                 .envs(self.env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::piped())

@@ -61,6 +61,16 @@ pub struct ReplicaSpec {
     /// start), or a literal for a header whose name cannot hold a secret.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// Variables added to a `stdio` replica's environment (it inherits the gateway's), e.g.
+    /// `{ MEMORY_FILE_PATH = "/var/lib/memory.json", GITHUB_TOKEN = "env:GITHUB_TOKEN" }`. A value is a literal or
+    /// `env:NAME`, read from the gateway's environment at start; a variable whose name could hold a secret must be
+    /// `env:NAME`, as a header's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// A `stdio` replica's working directory (a repository's path, say); relative paths are the gateway process's
+    /// working directory's. Absent: the gateway's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 /// Where a replica is, once its one key is chosen.
@@ -116,16 +126,36 @@ impl ReplicaSpec {
         if !self.headers.is_empty() && self.http.is_none() {
             rules.fail(format!("{at}.headers"), "headers are sent only to an `http` replica");
         }
-        for (name, value) in &self.headers {
-            let key = format!("{at}.headers.{name}");
-            match value.strip_prefix(ENV_PREFIX) {
-                Some("") => rules.fail(key, "`env:` needs a variable name, e.g. \"env:API_TOKEN\""),
-                Some(_) => {}
-                None if may_hold_secret(name) => rules.fail(
-                    key,
-                    "this header may hold a secret: write \"env:NAME\" and set NAME in the gateway's environment",
-                ),
-                None => {}
+        if !self.env.is_empty() && self.stdio.is_none() {
+            rules.fail(format!("{at}.env"), "an environment is given only to a `stdio` replica's command");
+        }
+        if self.cwd.is_some() && self.stdio.is_none() {
+            rules.fail(format!("{at}.cwd"), "a working directory is given only to a `stdio` replica's command");
+        }
+        if self.cwd.as_deref().is_some_and(|d| d.trim().is_empty()) {
+            rules.fail(format!("{at}.cwd"), "must not be empty");
+        }
+        for name in self.env.keys() {
+            if name.is_empty() || name.contains(['=', '\0']) {
+                rules.fail(format!("{at}.env"), format!("{name:?} is not an environment variable's name"));
+            }
+        }
+        let secrets = [("headers", &self.headers, "header"), ("env", &self.env, "variable")];
+        for (table, values, what) in secrets {
+            for (name, value) in values {
+                let key = format!("{at}.{table}.{name}");
+                match value.strip_prefix(ENV_PREFIX) {
+                    Some("") => rules.fail(key, "`env:` needs a variable name, e.g. \"env:API_TOKEN\""),
+                    Some(_) => {}
+                    None if may_hold_secret(name) => rules.fail(
+                        key,
+                        format!(
+                            "this {what} may hold a secret: write \"env:NAME\" and set NAME in the gateway's \
+                             environment"
+                        ),
+                    ),
+                    None => {}
+                }
             }
         }
     }

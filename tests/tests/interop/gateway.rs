@@ -111,3 +111,33 @@ async fn an_agent_reaches_two_real_servers_federated_and_a_collision_is_prefixed
     agent.close().await;
     process.stop().await;
 }
+
+/// A stdio replica's `env` and `cwd` reach the command the gateway starts (the Python SDK's server reports them): a
+/// literal, an `env:NAME` read from the gateway's own environment, and the working directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_replica_runs_with_its_env_and_cwd() {
+    peer_or_skip!(python_command());
+    let python = std::env::var("MCPSTORM_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = repo_root().join("tests/peers/py_env_server.py");
+    // A variable every test process has, so the test needs no environment of its own.
+    let home = std::env::var("HOME").expect("HOME is set");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stdio-cwd");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let servers = format!(
+        "[[servers]]\nname = \"py\"\n[[servers.replicas]]\nstdio = {:?}\ncwd = {:?}\n\
+         env = {{ MCPSTORM_PEER_PLAIN = \"as written\", MCPSTORM_PEER_TOKEN = \"env:HOME\" }}\n",
+        format!("{python} {}", script.display()),
+        dir.display().to_string(),
+    );
+    let (mut process, url) = gateway(&servers).await;
+    let agent =
+        McpClient::http("agent", HttpEndpoint::new(&url).expect("url"), ClientConfig::default(), SeededRng::new(1));
+    let seen = agent.call_tool("surroundings", json!({}), Default::default()).await.expect("call");
+    assert!(!seen.is_error, "{seen:?}");
+    let seen: Value = serde_json::from_str(seen.content[0]["text"].as_str().expect("text")).expect("JSON");
+    let cwd = std::fs::canonicalize(&dir).expect("canonical");
+    assert_eq!(seen["cwd"].as_str().map(PathBuf::from), Some(cwd), "{seen}");
+    assert_eq!(seen["plain"], "as written", "{seen}");
+    assert_eq!(seen["token"], home.as_str(), "{seen}");
+    process.stop().await;
+}

@@ -107,6 +107,36 @@ fn each_replica_names_exactly_one_address_and_secrets_come_from_the_environment(
             "only to an `http`",
         ),
         ("stdio = \"python3 a.py\"", "stdio = \"python3 'a.py\"", "servers[0].replicas[1].stdio", "unclosed quote"),
+        (
+            "stdio = \"python3 a.py\"",
+            "stdio = \"python3 a.py\"\nenv = { GITHUB_TOKEN = \"ghp_abc\" }",
+            "servers[0].replicas[1].env.GITHUB_TOKEN",
+            "this variable may hold a secret",
+        ),
+        (
+            "stdio = \"python3 a.py\"",
+            "stdio = \"python3 a.py\"\nenv = { X = \"env:\" }",
+            "servers[0].replicas[1].env.X",
+            "needs a variable name",
+        ),
+        (
+            "tcp = \"127.0.0.1:9001\"",
+            "tcp = \"127.0.0.1:9001\"\nenv = { X = \"1\" }",
+            "servers[0].replicas[0].env",
+            "only to a `stdio`",
+        ),
+        (
+            "tcp = \"127.0.0.1:9001\"",
+            "tcp = \"127.0.0.1:9001\"\ncwd = \"/srv\"",
+            "servers[0].replicas[0].cwd",
+            "only to a `stdio`",
+        ),
+        (
+            "stdio = \"python3 a.py\"",
+            "stdio = \"python3 a.py\"\ncwd = \" \"",
+            "servers[0].replicas[1].cwd",
+            "must not be empty",
+        ),
     ];
     for (from, to, key, says) in cases {
         let text = edit(&format!("{TABLES}{GATEWAY_SERVERS}"), from, to);
