@@ -225,7 +225,8 @@ def env_names(config):
         names.append(sync["password_env"])
     for server in config.get("servers", []):
         for replica in server.get("replicas", []):
-            names += [v[4:] for v in replica.get("headers", {}).values() if v.startswith("env:")]
+            for table in ("headers", "env"):
+                names += [v[4:] for v in replica.get(table, {}).values() if v.startswith("env:")]
     return names
 
 

@@ -64,7 +64,8 @@ impl From<StartError> for Failure {
 
 /// Loads the config, starts every upstream, serves until SIGTERM (drained) and returns.
 pub async fn run(args: GatewayArgs) -> Result<(), Failure> {
-    let file = GatewayFile::load(&args.config).map_err(|e| Failure::BadInput(e.to_string()))?;
+    // Every variable the file names is checked here, before any upstream is started.
+    let file = GatewayFile::load_for_start(&args.config).map_err(|e| Failure::BadInput(e.to_string()))?;
     let seed = Seed::new(process_rng(None).next_u64());
     let servers = file.servers.len();
     let mut gateway = Process::start(args.config.clone(), file, seed, wall_clock()).await?;

@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::client::ClientSpec;
+use super::environment;
 use super::error::ConfigError;
 use super::gateway::GatewaySpec;
 use super::history::HistorySpec;
@@ -53,6 +54,19 @@ impl GatewayFile {
     /// Parses and checks `text`; `origin` names it in errors.
     pub fn load_str(text: &str, origin: &str) -> Result<GatewayFile, ConfigError> {
         read_str(text, origin, GatewayFile::check)
+    }
+
+    /// [`load`](Self::load), and every environment variable the file reads must be set in this process's
+    /// environment (see [`environment`](super::environment)): what a process checks before it starts anything, each
+    /// missing variable at the `file:line:column` of the key that names it.
+    pub fn load_for_start(path: &Path) -> Result<GatewayFile, ConfigError> {
+        read_file(path, |file: &GatewayFile| {
+            let issues = file.check();
+            if !issues.is_empty() {
+                return issues;
+            }
+            environment::unset(file, |var| std::env::var(var).ok())
+        })
     }
 
     /// Every table's rules and bounds; `[gateway]` and `[client]` are checked as a scenario checks them.

@@ -5,7 +5,8 @@
 //! scenario that simulates it. The tables: `gateway` (`[gateway]` and `[gateway.router]`) · `layers` (its resilience
 //! tables) · `sync` (`[gateway.sync]`) · `client` (`[client]`) · `upstream` (`[[servers]]` of real servers) ·
 //! `declared` (what any server declares to the router) · `listen` (`[listen]`, `[admin]`) · `history` (`[history]`) ·
-//! `file` (the whole gateway file, and [`gateway_config`], the one conversion to the core's settings).
+//! `file` (the whole gateway file, and [`gateway_config`], the one conversion to the core's settings) ·
+//! `environment` (the variables the file reads at start).
 //!
 //! The machinery every config file shares (a scenario's loader adds `--set`, sweeps and run costs on top): `read` (the
 //! strict path), `doc` (the spanned TOML tree), `path` (key paths), `rules` (the issues a rule gives), `ranges` (the
@@ -14,6 +15,7 @@
 pub mod client;
 pub mod declared;
 pub mod doc;
+pub mod environment;
 pub mod error;
 pub mod file;
 pub mod gateway;

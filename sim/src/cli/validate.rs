@@ -12,8 +12,9 @@ use crate::scenario::tables::GatewayFile;
 use crate::scenario::{Limits, cost, expand_sweep, load_file_with};
 
 #[derive(Debug, Args)]
-#[command(after_help = "Exit codes: 0 when the scenario (with its --set overrides) or the gateway config is valid; 2 \
-when it is not, every problem listed.")]
+#[command(after_help = "Exit codes: 0 when the scenario (with its --set overrides) or the gateway config is valid \
+(a gateway config's unset environment variables are warnings on stderr, unless --env); 2 when it is not, every problem \
+listed.")]
 pub struct ValidateArgs {
     /// The scenario file, or a gateway config.
     pub scenario: PathBuf,
@@ -25,11 +26,19 @@ pub struct ValidateArgs {
     /// still apply.
     #[arg(long)]
     pub allow_large: bool,
+    /// A gateway config: every environment variable it names (tokens, passwords, `env:NAME` headers and stdio
+    /// variables) must be set here, as where it will run; without it, an unset one is only a warning (the deploy
+    /// environment may differ).
+    #[arg(long)]
+    pub env: bool,
 }
 
 /// Prints `ok: <name> (...)` and the run's estimated cost (each sweep row's), and succeeds; or prints every problem,
 /// one per line, and fails with bad input (exit 2).
 pub fn run(args: ValidateArgs) -> Result<(), Failure> {
+    if args.env && !is_gateway_config(&args.scenario) {
+        return Err(Failure::BadInput("--env applies to a gateway config, not to a scenario".into()));
+    }
     if is_gateway_config(&args.scenario) {
         return gateway_config(&args);
     }
@@ -84,8 +93,17 @@ fn gateway_config(args: &ValidateArgs) -> Result<(), Failure> {
     if !args.set.is_empty() || args.allow_large {
         return Err(Failure::BadInput("--set and --allow-large apply to scenarios, not to a gateway config".into()));
     }
-    match GatewayFile::load(&args.scenario) {
+    let loaded = if args.env { GatewayFile::load_for_start(&args.scenario) } else { GatewayFile::load(&args.scenario) };
+    match loaded {
         Ok(file) => {
+            // Checked only once the file itself is valid: then every problem found here is an unset variable.
+            if !args.env
+                && let Err(unset) = GatewayFile::load_for_start(&args.scenario)
+            {
+                for problem in unset.problems() {
+                    errln!("warning: {problem} (where the gateway runs it must be set; --env makes this an error)");
+                }
+            }
             let replicas: usize = file.servers.iter().map(|s| s.replicas.len()).sum();
             outln!(
                 "ok: gateway config ({}, {}), serving http://{}/mcp{}",

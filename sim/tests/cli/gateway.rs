@@ -382,3 +382,43 @@ fn a_server_that_never_answers_does_not_hold_back_serving_the_others() {
     };
     assert!(open, "the silent server's handshake is still pending while the gateway serves");
 }
+
+/// Every environment variable a gateway file names is checked before anything starts, each at the key that names
+/// it: `validate` warns (the deploy environment may differ), `validate --env` and the gateway refuse (exit 2), and
+/// the gateway never spawns its stdio replica.
+#[test]
+fn an_unset_variable_is_found_before_anything_starts_at_the_key_that_names_it() {
+    let dir = scratch_in("gateway", "unset-env");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let marker = dir.join("spawned");
+    let _ = std::fs::remove_file(&marker);
+    let path = dir.join("gw.toml");
+    let config = format!(
+        "[listen]\nhttp = \"127.0.0.1:0\"\n\n[[servers]]\nname = \"api\"\n[[servers.replicas]]\n\
+         http = \"http://127.0.0.1:9/mcp\"\nheaders = {{ Authorization = \"env:MCPSTORM_TEST_UNSET_TOKEN\" }}\n\n\
+         [[servers]]\nname = \"local\"\n[[servers.replicas]]\nstdio = \"touch {}\"\n\n\
+         [admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"MCPSTORM_TEST_UNSET_ADMIN\"\n",
+        marker.display()
+    );
+    std::fs::write(&path, &config).expect("write");
+    let line_of = |key: &str| config.lines().position(|l| l.starts_with(key)).map(|i| i + 1).expect("key");
+    let header = format!("gw.toml:{}:", line_of("headers"));
+    let admin = format!("gw.toml:{}:", line_of("token_env"));
+    let file = path.to_str().unwrap_or_default();
+
+    let o = mcpstorm(&["validate", file]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("ok: gateway config"), "{}", text(&o));
+    let warned = String::from_utf8_lossy(&o.stderr);
+    assert!(warned.contains("warning: ") && warned.contains(&header), "{warned}");
+    assert!(warned.contains("environment variable MCPSTORM_TEST_UNSET_TOKEN is not set"), "{warned}");
+
+    for args in [vec!["validate", "--env", file], vec!["gateway", "--config", file]] {
+        let o = mcpstorm(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(&header) && err.contains("servers[0].replicas[0].headers.Authorization"), "{err}");
+        assert!(err.contains(&admin) && err.contains("MCPSTORM_TEST_UNSET_ADMIN is not set"), "{err}");
+    }
+    assert!(!marker.exists(), "the gateway started its stdio replica before refusing the file");
+}
