@@ -210,6 +210,8 @@ async fn profile_with(client: &Arc<McpClient>, plan: &Plan<'_>) -> Result<Measur
         tools,
         knee,
         skipped,
+        // Read-only or not, a tool `--tool` did not name was left out because it was not named.
+        skipped_why: if plan.tools.is_empty() { profile::NOT_READ_ONLY } else { profile::NOT_NAMED },
     })
 }
 
@@ -361,10 +363,7 @@ fn print(m: &Measured, written: &[PathBuf]) -> Result<(), Failure> {
         }
     }
     if !m.skipped.is_empty() {
-        outln!(
-            "not measured (not marked readOnlyHint; add --tool NAME): {}",
-            show(&m.skipped.join(", "), Bound::TEXT)
-        )?;
+        outln!("not measured ({}): {}", m.skipped_why, show(&m.skipped.join(", "), Bound::TEXT))?;
     }
     for path in written {
         let shown = path.display().to_string();
@@ -400,7 +399,7 @@ fn as_json(m: &Measured, written: &[PathBuf]) -> Value {
     });
     json!({
         "server": m.server_name, "version": m.server_version, "protocol": m.protocol, "when": m.when,
-        "tools": tools, "knee": knee, "skipped": m.skipped, "scenario": written.first().map(|p| p.display().to_string()),
+        "tools": tools, "knee": knee, "skipped": m.skipped, "skipped_why": m.skipped_why, "scenario": written.first().map(|p| p.display().to_string()),
         "knee_scenario": written.get(1).map(|p| p.display().to_string()),
     })
 }

@@ -20,7 +20,7 @@ pub use args::sample_arguments;
 pub use fit::{Shape, fit};
 pub use knee::{Knee, Step, sweep};
 pub use measure::{Errors, ToolProfile, measure};
-pub use write::{Measured, Upstream, config_scenario_text, knee_text, scenario_text};
+pub use write::{Measured, NOT_NAMED, NOT_READ_ONLY, Upstream, config_scenario_text, knee_text, scenario_text};
 
 /// Quantile `q` (0 to 1) of ascending `sorted`, linear between the two samples around it; 0 when empty.
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {

@@ -27,9 +27,16 @@ pub struct Measured {
     pub http: bool,
     pub tools: Vec<(ToolProfile, Shape)>,
     pub knee: Option<Knee>,
-    /// Tools listed but not measured (not marked read-only, and not asked for).
+    /// Tools listed but not measured: not marked read-only (nothing asked for), or not named by `--tool`.
     pub skipped: Vec<String>,
+    /// Why [`skipped`](Self::skipped) were not measured, as the console and the scenario's comment say it.
+    pub skipped_why: &'static str,
 }
+
+/// Why the tools not measured were left out, when `--tool` chose none.
+pub const NOT_READ_ONLY: &str = "not marked readOnlyHint; measure one with --tool NAME";
+/// Why the tools not measured were left out, when `--tool` chose the others.
+pub const NOT_NAMED: &str = "not named by --tool";
 
 /// A name the scenario format accepts (letters, digits, `_`, `-`), from what the server calls itself.
 pub fn scenario_name(name: &str) -> String {
@@ -242,11 +249,7 @@ fn measurements(s: &mut String, m: &Measured) {
         }
     }
     if !m.skipped.is_empty() {
-        let _ = writeln!(
-            s,
-            "# Not measured (not marked readOnlyHint; measure one with --tool NAME): {}",
-            one_line(&m.skipped.join(", "))
-        );
+        let _ = writeln!(s, "# Not measured ({}): {}", m.skipped_why, one_line(&m.skipped.join(", ")));
     }
 }
 

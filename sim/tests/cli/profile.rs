@@ -115,6 +115,24 @@ fn what_profile_refuses_is_bad_input() {
     assert_eq!(std::fs::read_to_string(&file).ok().as_deref(), Some("kept"));
 }
 
+/// With `--tool`, a tool left out was not named, whatever its annotations: `work` is read-only, and the console, the
+/// JSON and the scenario's comment say it was not named, not that it lacks readOnlyHint.
+#[test]
+fn with_tool_the_others_are_left_out_for_not_being_named() {
+    let fake = Fake::start(Some(FOUR_WORKERS));
+    let dir = scratch_in("profile", "named");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let file = dir.join("named.toml");
+    let _ = std::fs::remove_file(&file);
+    let o = profile(&["--tcp", &fake.addr], &file, &["--tool", "write", "--calls", "5", "--max-concurrency", "0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let m = json(&o);
+    assert_eq!(m["skipped"], serde_json::json!(["work"]), "{m}");
+    assert_eq!(m["skipped_why"], "not named by --tool", "{m}");
+    let written = std::fs::read_to_string(&file).expect("scenario written");
+    assert!(written.contains("# Not measured (not named by --tool): work"), "{written}");
+}
+
 /// A Python SDK server whose tool takes 40 ms on one of 4 workers: `profile` finds the 4 workers, and the simulator
 /// run of the sweep it writes (`*.knee.toml`) repeats the live sweep, step by step: ok calls per second within 10%,
 /// P50 and P99 within 15% (or 3 ms: the simulator keeps whole milliseconds). A live P99 of 80 calls is their
