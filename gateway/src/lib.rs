@@ -9,13 +9,13 @@
 //! - `cli`: the command (`--config FILE [--stdio]`), its exit codes, and a live process's clock and random stream.
 //! - `seed`: random streams forked by name from one seed.
 //! - `catalog`: federation's names (`server__tool` on a collision).
-//! - `federation`: listings, the router's declarations, the protected call.
+//! - `federation`: listings, the router's declarations, the protected call, servers taken out of rotation and back.
 //! - `proxied`: prompts and resources, federated the same way.
 //! - `upstreams`: how each replica is dialed, and the connector that makes its client.
 //! - `service`: the front's service (what agents' requests reach).
 //! - `state`, `metrics`, `observer`, `admin`: what operators see and do; `history`: the call history's file.
 //! - `sync`: `[gateway.sync]`, breaker sync with the other nodes through Redis.
-//! - `node`: one node built from its tables and seams, shared by the process and the simulator's gateway nodes.
+//! - `node`: one node built from its tables and seams, shared by the process and every simulated gateway.
 //! - `tap`: a watcher of every attempt (the simulator's recorder).
 //! - `process`: building it all from the config, serving, SIGTERM and SIGHUP.
 
