@@ -27,6 +27,7 @@ pub mod federation;
 pub mod history;
 pub mod metrics;
 pub mod node;
+pub mod oauth;
 pub mod observer;
 pub mod process;
 pub mod proxied;

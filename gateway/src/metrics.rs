@@ -60,6 +60,12 @@ pub struct SyncLabels {
     pub event: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusedLabels {
+    /// `DenyReason`'s name: `missing`, `expired`, `audience`, `insufficient_scope`, `unverifiable`, ...
+    pub reason: &'static str,
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// Every metric, registered once.
@@ -79,6 +85,7 @@ pub struct Metrics {
     bulkhead_limit: Family<PoolLabels, Gauge>,
     sync_connected: Gauge,
     sync_events: Family<SyncLabels, Counter>,
+    pub agents_refused: Family<RefusedLabels, Counter>,
     /// Scrapes fill the read-at-scrape gauges and encode under this lock, so two scrapes never interleave.
     scrape: Mutex<()>,
 }
@@ -152,8 +159,16 @@ impl Default for Metrics {
              reports dropped on a full queue",
             sync_events.clone(),
         );
+        let agents_refused = Family::<RefusedLabels, Counter>::default();
+        registry.register(
+            "agents_refused",
+            "Agent requests refused by [auth], by reason (401, 403 insufficient_scope, 503 \
+             unverifiable)",
+            agents_refused.clone(),
+        );
         Metrics {
             registry,
+            agents_refused,
             sync_connected,
             sync_events,
             attempts,

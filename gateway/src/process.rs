@@ -7,7 +7,7 @@
 //!   becomes a new federation (servers, `[gateway]` and `[client]`), swapped in for the calls that start from then
 //!   on; agent sessions live in the front and their signed ids, so none is dropped. The old federation's calls in
 //!   flight finish, then its upstream sessions close. Breaker and router state start afresh, as after a restart.
-//!   `[listen]` and `[admin]` need a restart.
+//!   `[listen]`, `[admin]` and `[auth]` need a restart.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -22,14 +22,17 @@ use tokio::sync::mpsc;
 use super::admin::Admin;
 use super::federation::{Current, Federation, current};
 use super::history::{self, HistoryFile};
-use super::metrics::Metrics;
+use super::metrics::{Metrics, RefusedLabels};
 use super::node::{self, Node, Seams};
+use super::oauth::{OnRefused, ResourceServer};
 use super::observer::{GatewayObserver, ReplicaObserver};
 use super::service::{GatewayService, tell_agents};
 use super::sync;
 use super::upstreams::{LiveConnector, routes};
+use crate::config::AuthSpec;
 use crate::config::file::GatewayFile;
 use crate::seed::Seed;
+use mcpstorm_core::serve::auth::{AgentAuth, Denied};
 
 /// One federation and what runs beside it until it is replaced or the process stops.
 #[derive(Debug)]
@@ -84,7 +87,7 @@ impl Gateway {
         let current: Current = Arc::new(RwLock::new(generation.federation.clone()));
         let draining = Arc::new(AtomicBool::new(false));
         let service = GatewayService { current: current.clone(), draining: draining.clone() };
-        let limits = front_limits(&file)?;
+        let limits = front_limits(&file, &metrics, &clock)?;
         let front = Front::from_env(Arc::new(service), limits, clock.clone())
             .map_err(|e| StartError::BadInput(e.to_string()))?;
         Ok(Gateway {
@@ -195,8 +198,8 @@ impl Gateway {
                 return;
             }
         };
-        if file.listen != self.file.listen || file.admin != self.file.admin {
-            tracing::warn!("[listen] and [admin] changes take effect at the next start");
+        if file.listen != self.file.listen || file.admin != self.file.admin || file.auth != self.file.auth {
+            tracing::warn!("[listen], [admin] and [auth] changes take effect at the next start");
         }
         self.reloads += 1;
         let seed = self.seed.fork(&format!("generation-{}", self.reloads));
@@ -225,8 +228,9 @@ impl Gateway {
     }
 }
 
-/// The front's bounds from `[listen]`; agent tokens are read from their environment variables now.
-fn front_limits(file: &GatewayFile) -> Result<FrontLimits, StartError> {
+/// The front's bounds from `[listen]`, and who agents are: agent tokens read from their environment variables now,
+/// and `[auth]`'s resource server, whose issuer is looked up at once (a warm-up, so the first agent does not wait).
+fn front_limits(file: &GatewayFile, metrics: &Arc<Metrics>, clock: &Arc<dyn Clock>) -> Result<FrontLimits, StartError> {
     let listen = &file.listen;
     let mut agent_tokens = Vec::new();
     for var in &listen.agent_tokens_env {
@@ -244,8 +248,33 @@ fn front_limits(file: &GatewayFile) -> Result<FrontLimits, StartError> {
         queue_wait: file.client.deadline.0,
         allowed_origins: listen.allowed_origins.clone(),
         agent_tokens,
+        auth: file.auth.as_ref().map(|spec| resource_server(spec, metrics, clock)).transpose()?,
         ..FrontLimits::default()
     })
+}
+
+fn resource_server(
+    spec: &AuthSpec,
+    metrics: &Arc<Metrics>,
+    clock: &Arc<dyn Clock>,
+) -> Result<Arc<dyn AgentAuth>, StartError> {
+    let secret = match &spec.introspection {
+        Some(intro) => Some(Secret::new(std::env::var(&intro.client_secret_env).map_err(|_| {
+            StartError::BadInput(format!(
+                "auth.introspection.client_secret_env: environment variable {} is not set",
+                intro.client_secret_env
+            ))
+        })?)),
+        None => None,
+    };
+    let counted = metrics.clone();
+    let on_refused: OnRefused = Arc::new(move |denied: &Denied| {
+        counted.agents_refused.get_or_create(&RefusedLabels { reason: denied.reason.into() }).inc();
+    });
+    let server = Arc::new(ResourceServer::new(spec, secret, clock.clone(), None, Some(on_refused)));
+    let warming = server.clone();
+    tokio::spawn(async move { warming.warm().await });
+    Ok(server)
 }
 
 /// A core gateway over `file`'s servers, its background work started and every server listed: the node of

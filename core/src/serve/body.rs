@@ -96,6 +96,11 @@ pub fn text(status: StatusCode, text: &'static str) -> Reply {
     build(status, Some("text/plain"), Body::Full(Some(Bytes::from_static(text.as_bytes()))))
 }
 
+/// A whole body of the given type.
+pub fn bytes(status: StatusCode, content_type: &'static str, body: Bytes) -> Reply {
+    build(status, Some(content_type), Body::Full(Some(body)))
+}
+
 /// One JSON-RPC message as an `application/json` body.
 pub fn json(status: StatusCode, msg: &Message) -> Reply {
     build(status, Some("application/json"), Body::Full(Some(Bytes::from(msg.encode()))))

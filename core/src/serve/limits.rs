@@ -1,6 +1,9 @@
 //! What one front allows a hostile or careless agent: every bound has a default and a refusal.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use super::auth::AgentAuth;
 
 use crate::credential::Secret;
 
@@ -48,6 +51,9 @@ pub struct FrontLimits {
     /// (compared in constant time), else 401 with `WWW-Authenticate: Bearer`. `/healthz` and `/readyz` stay open.
     /// Default none (no agent auth: keep the listener on loopback).
     pub agent_tokens: Vec<Secret>,
+    /// An agent authenticator (an OAuth 2.1 resource server) asked about every `/mcp` request no static token
+    /// matched: when set, it decides, and its refusals carry its challenge (`auth.rs`). Default none.
+    pub auth: Option<Arc<dyn AgentAuth>>,
     /// How long a session id stays valid after `initialize`: 404 after it (the agent starts a new session). Bounds
     /// how long a revoked id lives on replicas that did not see its DELETE. Default 24 h.
     pub session_max_age: Duration,
@@ -74,6 +80,7 @@ impl Default for FrontLimits {
             allowed_origins: Vec::new(),
             allow_loopback_origins: true,
             agent_tokens: Vec::new(),
+            auth: None,
             session_max_age: Duration::from_secs(24 * 3600),
             max_revoked: 65_536,
             max_streams_per_session: 16,

@@ -20,6 +20,7 @@
 //! cancels the rest and closes every connection.
 
 mod admission;
+pub mod auth;
 pub mod body;
 mod dispatch;
 mod front;

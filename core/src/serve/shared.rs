@@ -4,11 +4,10 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use ring::hmac;
-use ring::rand::SystemRandom;
 use tokio::sync::broadcast;
 
 use super::admission::Admission;
+use super::auth::{Denied, DenyReason, Principal, ResourceMetadata, StaticTokens, bearer_token};
 use super::keys::{KeyError, Keys};
 use super::limits::FrontLimits;
 use super::live::{Drain, SessionTable};
@@ -40,7 +39,7 @@ pub(crate) struct Shared {
     pub root: CancelToken,
     streams: AtomicU64,
     pub connections: AtomicUsize,
-    bearer: Bearer,
+    tokens: StaticTokens,
 }
 
 impl std::fmt::Debug for Shared {
@@ -68,39 +67,30 @@ impl Shared {
         self.streams.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Whether an `Authorization` header value is one of the agent tokens (or none are configured).
-    pub fn authorized(&self, authorization: Option<&[u8]>) -> bool {
-        self.bearer.check(authorization)
-    }
-}
-
-/// The agent tokens, kept as HMAC tags under a random key of this process: checking one is a constant-time tag
-/// comparison whatever the lengths, and the tokens themselves are not kept.
-struct Bearer {
-    key: hmac::Key,
-    tags: Vec<hmac::Tag>,
-}
-
-impl Bearer {
-    fn new(limits: &FrontLimits) -> Result<Bearer, KeyError> {
-        let key = hmac::Key::generate(hmac::HMAC_SHA256, &SystemRandom::new()).map_err(|_| KeyError::Random)?;
-        let tags = limits.agent_tokens.iter().map(|t| hmac::sign(&key, t.expose().as_bytes())).collect();
-        Ok(Bearer { key, tags })
+    /// The resource metadata document served at `path`, if any.
+    pub fn metadata_at(&self, path: &str) -> Option<&ResourceMetadata> {
+        self.limits.auth.as_ref()?.metadata().filter(|m| m.paths.iter().any(|p| p == path))
     }
 
-    fn check(&self, authorization: Option<&[u8]>) -> bool {
-        if self.tags.is_empty() {
-            return true;
+    /// Who sent a request with this `Authorization` header value: a static token first (the operator's, every
+    /// scope), then the front's [`AgentAuth`]; with neither configured, anyone.
+    pub async fn authenticate(&self, authorization: Option<&[u8]>) -> Result<Principal, Denied> {
+        let token = authorization.and_then(bearer_token);
+        if token.is_some_and(|t| self.tokens.matches(t)) {
+            return Ok(Principal::operator());
         }
-        // The scheme is case-insensitive (RFC 9110); the token is not.
-        let token = authorization
-            .and_then(|v| v.split_at_checked(7))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case(b"bearer "));
-        let Some((_, token)) = token else {
-            return false;
-        };
-        // Every tag is tried: the time taken does not say which token matched.
-        self.tags.iter().fold(false, |found, tag| hmac::verify(&self.key, token, tag.as_ref()).is_ok() | found)
+        match &self.limits.auth {
+            Some(auth) => {
+                let outcome = auth.authenticate(authorization).await;
+                if let Err(denied) = &outcome {
+                    auth.refused(denied);
+                }
+                outcome
+            }
+            None if self.tokens.is_empty() => Ok(Principal::operator()),
+            None if token.is_none() => Err(Denied::new(DenyReason::Missing, "an agent token is required")),
+            None => Err(Denied::new(DenyReason::Malformed, "not an agent token of this gateway")),
+        }
     }
 }
 
@@ -124,7 +114,7 @@ impl Shared {
             root: CancelToken::new(),
             streams: AtomicU64::new(1),
             connections: AtomicUsize::new(0),
-            bearer: Bearer::new(&limits)?,
+            tokens: StaticTokens::new(&limits.agent_tokens)?,
             limits,
         })
     }

@@ -34,6 +34,9 @@ pub fn references(file: &GatewayFile) -> Vec<EnvRef> {
     if let Some(var) = file.gateway.sync.as_ref().and_then(|sync| sync.password_env.as_deref()) {
         add("gateway.sync.password_env".to_owned(), var);
     }
+    if let Some(intro) = file.auth.as_ref().and_then(|a| a.introspection.as_ref()) {
+        add("auth.introspection.client_secret_env".to_owned(), &intro.client_secret_env);
+    }
     if let Some(admin) = &file.admin {
         add("admin.token_env".to_owned(), &admin.token_env);
     }
@@ -46,7 +49,7 @@ pub fn unset(file: &GatewayFile, lookup: impl Fn(&str) -> Option<String>) -> Vec
     references(file)
         .into_iter()
         .filter_map(|r| {
-            let token = r.key.starts_with("admin.") || r.key.starts_with("listen.");
+            let token = r.key.starts_with("admin.") || r.key.starts_with("listen.") || r.key.starts_with("auth.");
             let message = match lookup(&r.var) {
                 None => format!("environment variable {} is not set", r.var),
                 Some(value) if token && value.trim().is_empty() => format!("environment variable {} is empty", r.var),

@@ -11,6 +11,7 @@ use mcpstorm_core::GatewayConfig;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::auth::AuthSpec;
 use super::client::ClientSpec;
 use super::environment;
 use super::error::ConfigError;
@@ -43,6 +44,9 @@ pub struct GatewayFile {
     /// The call history's rotating file; absent: no history is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<HistorySpec>,
+    /// Agents authorized by an identity provider (OAuth 2.1); absent: `listen.agent_tokens_env` alone, or none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthSpec>,
 }
 
 impl GatewayFile {
@@ -72,7 +76,7 @@ impl GatewayFile {
     /// Every table's rules and bounds; `[gateway]` and `[client]` are checked as a scenario checks them.
     fn check(&self) -> Vec<Issue> {
         let mut rules = Rules::default();
-        self.listen.problems(&mut rules);
+        self.listen.problems(&mut rules, self.auth.is_some());
         UpstreamSpec::problems_of(&self.servers, &mut rules);
         self.client.problems(&mut rules);
         self.gateway.problems(&mut rules);
@@ -82,8 +86,14 @@ impl GatewayFile {
         if let Some(history) = &self.history {
             history.problems(&mut rules);
         }
+        if let Some(auth) = &self.auth {
+            auth.problems(&mut rules);
+        }
         let mut ranges = Ranges::default();
         self.listen.ranges(&mut ranges);
+        if let Some(auth) = &self.auth {
+            auth.ranges(&mut ranges);
+        }
         if let Some(history) = &self.history {
             history.ranges(&mut ranges);
         }

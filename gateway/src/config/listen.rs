@@ -17,7 +17,7 @@ use super::units::Dur;
 #[serde(default, deny_unknown_fields)]
 pub struct ListenSpec {
     /// `host:port` of the MCP endpoint (`/mcp`, with `/healthz`, `/readyz` and `/metrics`). A host other than
-    /// loopback needs `agent_tokens_env`.
+    /// loopback needs `[auth]` or `agent_tokens_env`.
     pub http: String,
     /// Environment variables each holding one bearer token an agent may present (`Authorization: Bearer ...`).
     /// Empty: no agent auth, allowed only on a loopback bind.
@@ -90,13 +90,15 @@ impl ListenSpec {
         socket(&self.http).ok()
     }
 
-    pub fn problems(&self, rules: &mut Rules) {
+    /// `authorized`: an `[auth]` table makes agents authenticate, as agent tokens do.
+    pub fn problems(&self, rules: &mut Rules, authorized: bool) {
         match socket(&self.http) {
             Err(message) => rules.fail("listen.http", message),
-            Ok(addr) if !addr.ip().is_loopback() && self.agent_tokens_env.is_empty() => rules.fail(
+            Ok(addr) if !addr.ip().is_loopback() && self.agent_tokens_env.is_empty() && !authorized => rules.fail(
                 "listen.http",
                 format!(
-                    "{addr} is reachable from other hosts: set listen.agent_tokens_env so agents must authenticate"
+                    "{addr} is reachable from other hosts: set [auth] or listen.agent_tokens_env so agents must \
+                     authenticate"
                 ),
             ),
             Ok(_) => {}

@@ -4,7 +4,7 @@
 //! key means the same thing, with the same default, range and message, in the file an operator deploys and the
 //! scenario that simulates it. The tables: `gateway` (`[gateway]` and `[gateway.router]`) · `layers` (its resilience
 //! tables) · `sync` (`[gateway.sync]`) · `client` (`[client]`) · `upstream` (`[[servers]]` of real servers) ·
-//! `declared` (what any server declares to the router) · `listen` (`[listen]`, `[admin]`) · `history` (`[history]`) ·
+//! `declared` (what any server declares to the router) · `listen` (`[listen]`, `[admin]`) · `history` (`[history]`) · `auth` (`[auth]`) ·
 //! `file` (the whole gateway file, and [`gateway_config`], the one conversion to the core's settings) ·
 //! `environment` (the variables the file reads at start).
 //!
@@ -12,6 +12,7 @@
 //! strict path), `doc` (the spanned TOML tree), `path` (key paths), `rules` (the issues a rule gives), `ranges` (the
 //! bounds of every duration and count), `units` (`Dur`, `SignedDur`), `error` (what the command prints).
 
+pub mod auth;
 pub mod client;
 pub mod declared;
 pub mod doc;
@@ -30,6 +31,7 @@ pub mod sync;
 pub mod units;
 pub mod upstream;
 
+pub use auth::{AuthSpec, IntrospectionSpec};
 pub use client::ClientSpec;
 pub use declared::{Declared, HealthCheckSpec, server_tag};
 pub use error::{ConfigError, Location, Problem};

@@ -27,6 +27,7 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::auth::{self, Denied, ResourceMetadata};
 use super::body::{self, Reply};
 use super::headers::{PROTOCOL_VERSION_HEADER, header};
 use super::limits::origin_allowed;
@@ -35,6 +36,9 @@ use crate::session::MODERN_PROTOCOL_VERSIONS;
 
 /// The MCP endpoint's path.
 pub const MCP_PATH: &str = "/mcp";
+/// Seconds an agent is asked to wait when its token could not be checked: long enough for a key refresh to be
+/// retried, short enough that an agent does not give up.
+const UNVERIFIABLE_RETRY_AFTER: &str = "2";
 /// hyper's read buffer: a request head must fit, bodies stream through it.
 const MAX_BUF: usize = 64 * 1024;
 
@@ -78,6 +82,33 @@ where
     }
 }
 
+/// A refused request: its status, the challenge, and a JSON body saying the same for agents that read bodies. A
+/// token that could not be checked (the identity provider unreachable) is 503 with `Retry-After`: the agent should
+/// wait, not fetch a new token.
+pub(crate) fn refused(front: &Shared, denied: &Denied) -> Reply {
+    let status = StatusCode::from_u16(denied.status()).unwrap_or(StatusCode::UNAUTHORIZED);
+    let document = serde_json::json!({
+        "error": denied.error_code().unwrap_or("unauthorized"),
+        "error_description": denied.detail,
+    });
+    let mut reply = body::bytes(status, "application/json", document.to_string().into());
+    let metadata = front.limits.auth.as_ref().and_then(|a| a.metadata());
+    if let Ok(value) = HeaderValue::from_str(&auth::challenge(denied, metadata)) {
+        reply.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(UNVERIFIABLE_RETRY_AFTER));
+    }
+    reply
+}
+
+/// The resource's metadata document (RFC 9728): public, so any origin may read it.
+fn metadata(meta: &ResourceMetadata) -> Reply {
+    let mut reply = body::bytes(StatusCode::OK, "application/json", meta.document.to_string().into());
+    reply.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    reply
+}
+
 struct ConnectionGauge(Arc<Shared>);
 
 impl Drop for ConnectionGauge {
@@ -94,6 +125,7 @@ async fn route(front: &Arc<Shared>, request: Request<hyper::body::Incoming>) -> 
             return body::text(StatusCode::OK, "ready\n");
         }
         (&Method::GET, "/readyz") => return body::text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
+        (&Method::GET, path) if let Some(meta) = front.metadata_at(path) => return metadata(meta),
         (_, MCP_PATH) => {}
         _ => return body::empty(StatusCode::NOT_FOUND),
     }
@@ -104,18 +136,17 @@ async fn route(front: &Arc<Shared>, request: Request<hyper::body::Incoming>) -> 
     {
         return body::empty(StatusCode::FORBIDDEN);
     }
-    if !front.authorized(headers.get(header::AUTHORIZATION).map(HeaderValue::as_bytes)) {
-        let mut reply = body::empty(StatusCode::UNAUTHORIZED);
-        reply.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"mcpstorm\""));
-        return reply;
-    }
+    let principal = match front.authenticate(headers.get(header::AUTHORIZATION).map(HeaderValue::as_bytes)).await {
+        Ok(principal) => principal,
+        Err(denied) => return refused(front, &denied),
+    };
     if front.closing.is_cancelled() {
         return body::empty(StatusCode::SERVICE_UNAVAILABLE);
     }
     let modern_header = header(headers, PROTOCOL_VERSION_HEADER).is_some_and(|v| MODERN_PROTOCOL_VERSIONS.contains(&v));
     // 2026-07-28 has no GET or DELETE.
     match *request.method() {
-        Method::POST => post::post(front, request).await,
+        Method::POST => post::post(front, request, &principal).await,
         Method::GET if !modern_header => legacy::get(front, request.headers()),
         Method::DELETE if !modern_header => legacy::delete(front, request.headers()),
         _ => {

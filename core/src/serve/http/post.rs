@@ -9,12 +9,13 @@ use hyper::{Request, StatusCode};
 use super::{legacy, modern};
 use crate::jsonrpc::{DecodeError, ErrorCode, Message};
 use crate::mcp::{SUPPORTED_PROTOCOL_VERSIONS, method};
+use crate::serve::auth::{Denied, DenyReason, Principal};
 use crate::serve::body::{self, Reply};
 use crate::serve::headers::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, accepts, header};
 use crate::serve::shared::Shared;
 use crate::session::{MODERN_PROTOCOL_VERSIONS, envelope_version};
 
-pub(super) async fn post(front: &Arc<Shared>, request: Request<Incoming>) -> Reply {
+pub(super) async fn post(front: &Arc<Shared>, request: Request<Incoming>, principal: &Principal) -> Reply {
     let (parts, incoming) = request.into_parts();
     let headers = &parts.headers;
     if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
@@ -46,11 +47,40 @@ pub(super) async fn post(front: &Arc<Shared>, request: Request<Incoming>) -> Rep
             return body::error(StatusCode::BAD_REQUEST, e.request_id().cloned(), code, e.to_string());
         }
     };
+    if let Some(denied) = missing_scopes(front, principal, &msg) {
+        front.limits.auth.as_ref().inspect(|a| a.refused(&denied));
+        return super::refused(front, &denied);
+    }
     if is_modern(headers, &msg) {
         modern::post(front, headers, msg).await
     } else {
         legacy::post(front, headers, msg).await
     }
+}
+
+/// The refusal of a `tools/call` whose tool needs scopes the principal was not granted (403 `insufficient_scope`,
+/// naming every scope the call needs so the agent can ask for them at once).
+fn missing_scopes(front: &Shared, principal: &Principal, msg: &Message) -> Option<Denied> {
+    let auth = front.limits.auth.as_ref()?;
+    let Message::Request(request) = msg else { return None };
+    if request.method != method::TOOLS_CALL {
+        return None;
+    }
+    let tool = request.params.as_ref()?.get("name")?.as_str()?;
+    let needed = auth.tool_scopes(tool);
+    let missing = principal.missing(needed);
+    if missing.is_empty() {
+        return None;
+    }
+    let mut denied =
+        Denied::new(DenyReason::InsufficientScope, format!("{tool} needs the scope {}", missing.join(" ")));
+    let base = auth.metadata().map(|m| m.scopes.clone()).unwrap_or_default();
+    for scope in base.iter().chain(needed) {
+        if !denied.scopes.contains(scope) {
+            denied.scopes.push(scope.clone());
+        }
+    }
+    Some(denied)
 }
 
 /// Which revision handles a message: the `MCP-Protocol-Version` header when it names a version we know, then a

@@ -21,6 +21,7 @@
 
 mod endpoint;
 mod exchange;
+mod fetch;
 mod head;
 mod listen;
 mod pool;
@@ -40,6 +41,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 pub use endpoint::{HttpConfigError, HttpEndpoint, HttpLimits, PoolConfig};
+pub use fetch::{Fetched, Fetcher};
 pub use head::{HttpResponseHead, ResponseHook};
 
 use super::{DirectAnswers, FrameError, Incoming, MessageSink, MessageSource, QuickRead};
