@@ -144,3 +144,24 @@ pub fn nginx() -> Option<PathBuf> {
     }
     found
 }
+
+/// The identity provider of the OAuth tests: panva's `oidc-provider` run by `tests/peers/idp/idp.mjs` (its options
+/// and clients are documented at its top), installed by `npm ci --prefix tests/peers/idp`.
+pub fn identity_provider() -> Option<Command> {
+    let dir = repo_root().join("tests/peers/idp");
+    if !dir.join("node_modules/oidc-provider").exists() {
+        return missing("oidc-provider", "npm ci --prefix tests/peers/idp");
+    }
+    let mut command = Command::new("node");
+    command.arg(dir.join("idp.mjs"));
+    Some(command)
+}
+
+/// An agent on the Python `mcp` SDK that sends a bearer token (`tests/peers/py_token_client.py`): one JSON line of
+/// what it saw, exit 3 with the status and challenge when the server answered 401 or 403.
+pub fn python_token_client(url: &str) -> Option<Command> {
+    python_http_client(url, "auto")?;
+    let mut command = Command::new(python());
+    command.arg(repo_root().join("tests/peers/py_token_client.py")).arg(url);
+    Some(command)
+}

@@ -20,6 +20,7 @@ mod gateway;
 mod http;
 mod http_fake;
 mod in_turmoil;
+mod oauth;
 mod redis;
 mod redis_in_turmoil;
 mod redis_wire;
