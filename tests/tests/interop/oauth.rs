@@ -13,6 +13,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mcpstorm_core::transport::Fetcher;
 use mcpstorm_core::{Clock, TokioClock};
 use mcpstorm_sim::gateway::Process;
+// The binary's clock: tokens' `exp` are real times.
+use mcpstorm_sim::gateway::cli::wall_clock;
 use mcpstorm_sim::scenario::tables::GatewayFile;
 use mcpstorm_sim::seed::Seed;
 use mcpstorm_tests::real_servers::{identity_provider, python_server, python_token_client, repo_root};
@@ -94,16 +96,11 @@ async fn gateway(port: u16, issuer: &str) -> Option<(Process, String)> {
          [[servers]]\nname = \"py\"\n[[servers.replicas]]\nstdio = {command:?}\n"
     );
     let file = GatewayFile::load_str(&text, "gateway.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut process = Process::start(PathBuf::from("gateway.toml"), file, Seed::new(7), TokioClock::new(now_ms()))
+    let mut process = Process::start(PathBuf::from("gateway.toml"), file, Seed::new(7), wall_clock())
         .await
         .unwrap_or_else(|e| panic!("{e:?}"));
     process.open(false).await.unwrap_or_else(|e| panic!("{e:?}"));
     Some((process, audience))
-}
-
-/// The wall clock, read once as the gateway binary does (tokens' `exp` are real times).
-fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The Python SDK agent against `url` with `token`, calling `call` with `args`: its JSON line and exit code.
