@@ -167,6 +167,13 @@ pub enum AuthError {
     /// `MCP_AUTH_MISMATCH` answer after it rotated schemes). Nothing was sent with a wrong credential.
     #[error("no configured credential for the server's auth schemes: it accepts [{}], we have [{}]", schemes(.accepted), schemes(.offered))]
     Mismatch { accepted: Vec<AuthScheme>, offered: Vec<AuthScheme> },
+    /// No access token for the server could be had (its authorization server is down, slow or refusing us):
+    /// nothing was sent. Every replica shares the authorization server, so this is no replica's fault.
+    #[error("no access token for the server: {0}")]
+    TokenUnavailable(String),
+    /// The server refused a fresh token too (HTTP 401 twice): our client's grant or scopes are wrong for it.
+    #[error("the server refused our access token (HTTP 401), a fresh one as well: {0}")]
+    TokenRefused(String),
 }
 
 fn schemes(list: &[AuthScheme]) -> String {

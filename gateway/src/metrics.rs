@@ -66,6 +66,13 @@ pub struct RefusedLabels {
     pub reason: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TokenLabels {
+    pub server: String,
+    /// `ok`, `http_4xx`, `http_5xx`, `http_2xx_unreadable`, `unreachable`, `discovery`.
+    pub outcome: String,
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// Every metric, registered once.
@@ -86,6 +93,7 @@ pub struct Metrics {
     sync_connected: Gauge,
     sync_events: Family<SyncLabels, Counter>,
     pub agents_refused: Family<RefusedLabels, Counter>,
+    pub upstream_token_requests: Family<TokenLabels, Counter>,
     /// Scrapes fill the read-at-scrape gauges and encode under this lock, so two scrapes never interleave.
     scrape: Mutex<()>,
 }
@@ -166,9 +174,16 @@ impl Default for Metrics {
              unverifiable)",
             agents_refused.clone(),
         );
+        let upstream_token_requests = Family::<TokenLabels, Counter>::default();
+        registry.register(
+            "upstream_token_requests",
+            "Access token requests for OAuth-protected upstreams ([servers.oauth]), by server and outcome",
+            upstream_token_requests.clone(),
+        );
         Metrics {
             registry,
             agents_refused,
+            upstream_token_requests,
             sync_connected,
             sync_events,
             attempts,

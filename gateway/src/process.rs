@@ -22,13 +22,13 @@ use tokio::sync::mpsc;
 use super::admin::Admin;
 use super::federation::{Current, Federation, current};
 use super::history::{self, HistoryFile};
-use super::metrics::{Metrics, RefusedLabels};
+use super::metrics::{Metrics, RefusedLabels, TokenLabels};
 use super::node::{self, Node, Seams};
 use super::oauth::{OnRefused, ResourceServer};
 use super::observer::{GatewayObserver, ReplicaObserver};
 use super::service::{GatewayService, tell_agents};
 use super::sync;
-use super::upstreams::{LiveConnector, routes};
+use super::upstreams::{LiveConnector, TokenHook, routes};
 use crate::config::AuthSpec;
 use crate::config::file::GatewayFile;
 use crate::seed::Seed;
@@ -287,7 +287,12 @@ async fn build(
     seed: Seed,
 ) -> Result<Generation, StartError> {
     let pool = file.client.pool();
-    let routes = routes(&file.servers, &pool).map_err(StartError::BadInput)?;
+    let counted = metrics.clone();
+    let on_token: TokenHook = Arc::new(move |server: &str, outcome: &str| {
+        let labels = TokenLabels { server: server.to_owned(), outcome: outcome.to_owned() };
+        counted.upstream_token_requests.get_or_create(&labels).inc();
+    });
+    let routes = routes(&file.servers, &pool, clock, Some(on_token)).map_err(StartError::BadInput)?;
     let (changed_tx, changed_rx) = mpsc::unbounded_channel::<String>();
     let tracing = Arc::new(TracingObserver::default());
     let connector = LiveConnector {

@@ -14,8 +14,10 @@ use mcpstorm_core::{
 use tokio::sync::mpsc;
 
 use super::node::list_changed_hook;
+use super::oauth::client::{OnTokenRequest, UpstreamAuth};
 use crate::config::{ENV_PREFIX, ReplicaAddr, UpstreamSpec};
 use crate::seed::Seed;
+use mcpstorm_core::transport::Authorizer;
 
 /// How one replica is reached.
 #[derive(Debug, Clone)]
@@ -26,9 +28,17 @@ pub struct Route {
 
 /// Every replica's route by endpoint id (`server#i`). Headers are read from the environment here, once: a
 /// variable that is not set is an error naming the variable and the key, never a value.
-pub fn routes(servers: &[UpstreamSpec], pool: &PoolConfig) -> Result<BTreeMap<String, Route>, String> {
+/// A server with `[servers.oauth]` gets one OAuth client (`oauth::client`), shared by its replicas: one token per
+/// server, renewed once for all of them. `on_token` is told each token request's server and outcome.
+pub fn routes(
+    servers: &[UpstreamSpec],
+    pool: &PoolConfig,
+    clock: &Arc<dyn Clock>,
+    on_token: Option<TokenHook>,
+) -> Result<BTreeMap<String, Route>, String> {
     let mut routes = BTreeMap::new();
     for server in servers {
+        let authorizer = authorizer(server, clock, on_token.clone())?;
         for (i, replica) in server.replicas.iter().enumerate() {
             let at = format!("servers[{}] {:?} replicas[{i}]", server.name, server.name);
             let route = match replica.addr() {
@@ -41,6 +51,9 @@ pub fn routes(servers: &[UpstreamSpec], pool: &PoolConfig) -> Result<BTreeMap<St
                             .map_err(|e| format!("{at}.headers.{name}: {e}"))?;
                     }
                     endpoint.pool = pool.clone();
+                    if let Some(authorizer) = &authorizer {
+                        endpoint = endpoint.with_authorizer(authorizer.clone());
+                    }
                     Route { dialer: Arc::new(endpoint.tcp_dialer()), http: Some(endpoint) }
                 }
                 Some(ReplicaAddr::Stdio(cmd)) => {
@@ -65,6 +78,28 @@ pub fn routes(servers: &[UpstreamSpec], pool: &PoolConfig) -> Result<BTreeMap<St
         }
     }
     Ok(routes)
+}
+
+/// Told of each upstream token request: the server's name and the outcome (`ok`, `http_5xx`, ...).
+pub type TokenHook = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
+/// The OAuth client of `server`, if it has `[servers.oauth]`; its secret is read from the environment now.
+fn authorizer(
+    server: &UpstreamSpec,
+    clock: &Arc<dyn Clock>,
+    on_token: Option<TokenHook>,
+) -> Result<Option<Arc<dyn Authorizer>>, String> {
+    let Some(spec) = &server.oauth else { return Ok(None) };
+    let var = &spec.client_secret_env;
+    let secret = std::env::var(var).map_err(|_| {
+        format!("servers {:?} oauth.client_secret_env: environment variable {var} is not set", server.name)
+    })?;
+    let url = server.replicas.iter().find_map(|r| r.http.clone()).unwrap_or_default();
+    let name = server.name.clone();
+    let on_request: Option<OnTokenRequest> =
+        on_token.map(|hook| -> OnTokenRequest { Arc::new(move |outcome: &str| hook(&name, outcome)) });
+    let client = UpstreamAuth::new(&server.name, spec, &Secret::new(secret), &url, clock.clone(), on_request);
+    Ok(Some(Arc::new(client)))
 }
 
 /// A literal value, or the `env:NAME` variable's from this process's environment (`Err(NAME)` when it is unset).

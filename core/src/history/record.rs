@@ -140,6 +140,8 @@ impl CallCode {
                 LocalError::UnusableSchema(_) => "unusable_schema",
             }),
             CallError::Auth(AuthError::Mismatch { .. }) => Self::label("auth_mismatch"),
+            CallError::Auth(AuthError::TokenUnavailable(_)) => Self::label("token_unavailable"),
+            CallError::Auth(AuthError::TokenRefused(_)) => Self::label("token_refused"),
         }
     }
 

@@ -11,8 +11,8 @@ use std::future::Future;
 
 pub use burst::{Burst, MAX_BATCH};
 pub use http::{
-    Fetched, Fetcher, HttpConfigError, HttpContext, HttpEndpoint, HttpLimits, HttpResponseHead, HttpSink, HttpSource,
-    PoolConfig, PoolGauge, PoolState, ResponseHook, http_transport,
+    AuthorizationFuture, Authorizer, Fetched, Fetcher, HttpConfigError, HttpContext, HttpEndpoint, HttpLimits,
+    HttpResponseHead, HttpSink, HttpSource, PoolConfig, PoolGauge, PoolState, ResponseHook, http_transport,
 };
 pub use line::{DEFAULT_MAX_FRAME, LineSink, LineSource, decode_frame, decode_frame_with, line_transport};
 

@@ -21,6 +21,9 @@ pub fn references(file: &GatewayFile) -> Vec<EnvRef> {
         add(format!("listen.agent_tokens_env[{i}]"), var);
     }
     for (s, server) in file.servers.iter().enumerate() {
+        if let Some(oauth) = &server.oauth {
+            add(format!("servers[{s}].oauth.client_secret_env"), &oauth.client_secret_env);
+        }
         for (r, replica) in server.replicas.iter().enumerate() {
             for (table, values) in [("headers", &replica.headers), ("env", &replica.env)] {
                 for (name, value) in values {

@@ -3,7 +3,7 @@
 //! A scenario embeds these same tables (`[gateway]`, `[client]`, and the router's declarations of a server), so a
 //! key means the same thing, with the same default, range and message, in the file an operator deploys and the
 //! scenario that simulates it. The tables: `gateway` (`[gateway]` and `[gateway.router]`) · `layers` (its resilience
-//! tables) · `sync` (`[gateway.sync]`) · `client` (`[client]`) · `upstream` (`[[servers]]` of real servers) ·
+//! tables) · `sync` (`[gateway.sync]`) · `client` (`[client]`) · `upstream` (`[[servers]]` of real servers) · `upstream_auth` (`[servers.oauth]`) ·
 //! `declared` (what any server declares to the router) · `listen` (`[listen]`, `[admin]`) · `history` (`[history]`) · `auth` (`[auth]`) ·
 //! `file` (the whole gateway file, and [`gateway_config`], the one conversion to the core's settings) ·
 //! `environment` (the variables the file reads at start).
@@ -30,6 +30,7 @@ pub mod rules;
 pub mod sync;
 pub mod units;
 pub mod upstream;
+pub mod upstream_auth;
 
 pub use auth::{AuthSpec, IntrospectionSpec};
 pub use client::ClientSpec;
@@ -45,3 +46,4 @@ pub use listen::{AdminSpec, ListenSpec};
 pub use sync::SyncSpec;
 pub use units::{Dur, SignedDur};
 pub use upstream::{ENV_PREFIX, ReplicaAddr, ReplicaSpec, UpstreamSpec};
+pub use upstream_auth::{Grant, UpstreamAuthSpec};

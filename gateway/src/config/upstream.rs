@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::declared::{Declared, HealthCheckSpec};
 use super::ranges::{self, MAX_CONCURRENCY, MAX_DURATION_MS, MAX_HOSTS, Ranges};
 use super::rules::Rules;
+use super::upstream_auth::UpstreamAuthSpec;
 
 /// One real MCP server behind the gateway.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -42,6 +43,9 @@ pub struct UpstreamSpec {
     /// Active health checks call this tool instead of `ping`; three failures in a row take the replica out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_check: Option<HealthCheckSpec>,
+    /// An OAuth-protected server: the gateway gets access tokens for it (absent: `headers` alone, or none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<UpstreamAuthSpec>,
 }
 
 /// How to reach one replica: exactly one of `http`, `stdio`, `tcp`.
@@ -203,12 +207,24 @@ impl UpstreamSpec {
             for (r, replica) in server.replicas.iter().enumerate() {
                 replica.problems(&format!("{at}.replicas[{r}]"), rules);
             }
+            if let Some(oauth) = &server.oauth {
+                oauth.problems(&format!("{at}.oauth"), rules);
+                if server.replicas.iter().any(|r| r.http.is_none()) {
+                    rules.fail(
+                        format!("{at}.oauth"),
+                        "OAuth is for `http` replicas: a stdio or tcp replica has no HTTP to carry a token",
+                    );
+                }
+            }
         }
     }
 
     /// The counts and durations with their bounds.
     pub fn ranges(&self, i: usize, out: &mut Ranges) {
         out.count(format!("servers[{i}].replicas"), self.replicas.len() as f64, MAX_HOSTS as f64);
+        if let Some(oauth) = &self.oauth {
+            oauth.ranges(&format!("servers[{i}].oauth"), out);
+        }
         if let Some(ms) = self.latency_p95_ms {
             out.count(format!("servers[{i}].latency_p95_ms"), ms, MAX_DURATION_MS as f64);
         }

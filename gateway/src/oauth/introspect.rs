@@ -7,7 +7,6 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use base64::Engine;
 use mcpstorm_core::serve::auth::{Denied, DenyReason, Principal};
 use mcpstorm_core::transport::Fetcher;
 use mcpstorm_core::{Clock, Secret};
@@ -66,13 +65,9 @@ impl Introspector {
         capacity: usize,
         ttl: Duration,
     ) -> Introspector {
-        // RFC 6749 §2.3.1: both parts form-encoded before the Basic encoding.
-        let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-        let basic =
-            base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", enc(client_id), enc(secret.expose())));
         Introspector {
             fetcher,
-            authorization: Secret::new(format!("Basic {basic}")),
+            authorization: super::basic_credentials(client_id, secret),
             issuer: expect.0.to_owned(),
             audience: expect.1.to_owned(),
             clock,

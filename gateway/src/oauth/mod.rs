@@ -1,8 +1,10 @@
 //! OAuth 2.1 as the MCP authorization spec asks of a gateway. Agents → gateway: the gateway is a resource server
-//! (`resource`: metadata, challenges, token checks). The pieces any OAuth party here needs: an authorization
+//! (`resource`: metadata, challenges, token checks). Gateway → upstreams: the gateway is an OAuth client of each
+//! protected server (`client`), with tokens of its own. The pieces any OAuth party here needs: an authorization
 //! server's metadata (`discovery`), its signing keys (`keys`), a JWT access token's checks (`jwt`), and opaque
 //! tokens' introspection (`introspect`).
 
+pub mod client;
 pub mod discovery;
 pub mod introspect;
 pub mod jwt;
@@ -10,3 +12,14 @@ pub mod keys;
 pub mod resource;
 
 pub use resource::{OnRefused, ResourceServer};
+
+use base64::Engine;
+use mcpstorm_core::Secret;
+
+/// HTTP Basic client authentication at an authorization server (RFC 6749 §2.3.1: the id and the secret each
+/// form-encoded, then the pair base64-encoded): the `Authorization` value.
+pub fn basic_credentials(client_id: &str, secret: &Secret) -> Secret {
+    let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let pair = format!("{}:{}", enc(client_id), enc(secret.expose()));
+    Secret::new(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair)))
+}

@@ -68,6 +68,7 @@ pub fn upstreams(scenario: &Scenario, placement: &Placement) -> Vec<UpstreamSpec
             capabilities: s.capabilities.clone(),
             latency_p95_ms: s.latency_p95_ms,
             max_concurrent_requests: s.max_concurrent_requests,
+            oauth: None,
             health_check: s.health_check.clone(),
         })
         .collect()

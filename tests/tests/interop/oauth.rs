@@ -21,31 +21,40 @@ use mcpstorm_tests::real_servers::{identity_provider, python_server, python_toke
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-fn clock() -> Arc<dyn Clock> {
+mod upstream;
+
+pub(crate) fn clock() -> Arc<dyn Clock> {
     Arc::new(TokioClock::new(0))
 }
 
+/// Starts a peer that prints `listening URL` once it serves, and exits when its stdin closes: the child (killed on
+/// drop) and the URL.
+pub(crate) async fn listening(mut command: tokio::process::Command) -> (tokio::process::Child, String) {
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).kill_on_drop(true);
+    let mut child = command.spawn().expect("start the peer");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    let read = stdout.read_line(&mut line);
+    tokio::time::timeout(Duration::from_secs(30), read).await.expect("the peer starts").expect("read");
+    let url = line.trim().strip_prefix("listening ").unwrap_or_else(|| panic!("{line:?}")).to_owned();
+    (child, url)
+}
+
 /// A running `idp.mjs`; killed when dropped (and it exits by itself when our end of its stdin closes).
-struct Idp {
+pub(crate) struct Idp {
     _child: tokio::process::Child,
-    issuer: String,
+    pub issuer: String,
 }
 
 impl Idp {
-    async fn start(args: &[&str]) -> Option<Idp> {
+    pub(crate) async fn start(args: &[&str]) -> Option<Idp> {
         let mut command = tokio::process::Command::from(identity_provider()?);
-        command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).kill_on_drop(true);
-        let mut child = command.spawn().expect("start node");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        let mut stdout = BufReader::new(stdout);
-        let read = stdout.read_line(&mut line);
-        tokio::time::timeout(Duration::from_secs(30), read).await.expect("the IdP starts").expect("read");
-        let issuer = line.trim().strip_prefix("listening ").unwrap_or_else(|| panic!("{line:?}")).to_owned();
-        Some(Idp { _child: child, issuer })
+        command.args(args);
+        let (child, line) = listening(command).await;
+        Some(Idp { _child: child, issuer: line })
     }
 
-    async fn fetch(&self, path: &str, form: Option<&[(&str, &str)]>) -> Value {
+    pub(crate) async fn fetch(&self, path: &str, form: Option<&[(&str, &str)]>) -> Value {
         let url = format!("{}{path}", self.issuer);
         let fetcher = Fetcher::new(&url, None, clock(), Duration::from_secs(10)).expect("url");
         let fetched = match form {
@@ -57,7 +66,7 @@ impl Idp {
     }
 
     /// A client-credentials token of `client` for `resource` with `scope`.
-    async fn token(&self, client: &str, secret: &str, resource: &str, scope: &str) -> String {
+    pub(crate) async fn token(&self, client: &str, secret: &str, resource: &str, scope: &str) -> String {
         let form = [
             ("grant_type", "client_credentials"),
             ("client_id", client),
@@ -69,17 +78,17 @@ impl Idp {
         answer["access_token"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned()
     }
 
-    async fn stats(&self) -> Value {
+    pub(crate) async fn stats(&self) -> Value {
         self.fetch("/__test/stats", None).await
     }
 
-    async fn control(&self, path: &str) {
+    pub(crate) async fn control(&self, path: &str) {
         self.fetch(path, Some(&[])).await;
     }
 }
 
 /// A free loopback port (bound and released: the gateway's audience must name its port before it binds).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
@@ -104,7 +113,7 @@ async fn gateway(port: u16, issuer: &str) -> Option<(Process, String)> {
 }
 
 /// The Python SDK agent against `url` with `token`, calling `call` with `args`: its JSON line and exit code.
-async fn agent(url: &str, token: Option<&str>, call: Option<(&str, Value)>) -> (Value, i32) {
+pub(crate) async fn agent(url: &str, token: Option<&str>, call: Option<(&str, Value)>) -> (Value, i32) {
     let mut command = python_token_client(url).expect("checked by the caller");
     if let Some(token) = token {
         command.args(["--token", token]);
@@ -121,7 +130,7 @@ async fn agent(url: &str, token: Option<&str>, call: Option<(&str, Value)>) -> (
 
 /// One raw `initialize` posted to `/mcp` with `Authorization: Bearer token`: the status and the response's head (hyper writes header
 /// names in lower case). Fast enough for a flood.
-async fn raw_status(port: u16, token: &str) -> (u16, String) {
+pub(crate) async fn raw_status(port: u16, token: &str) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
     let request = format!(
@@ -138,7 +147,7 @@ async fn raw_status(port: u16, token: &str) -> (u16, String) {
 }
 
 /// A JWT-shaped token with `header` (base64url JSON) and junk claims and signature.
-fn forged(header: &str) -> String {
+pub(crate) fn forged(header: &str) -> String {
     format!("{header}.eyJpc3MiOiJ4IiwiYXVkIjoieSIsImV4cCI6OTk5OTk5OTk5OX0.c2ln")
 }
 

@@ -1,11 +1,13 @@
 //! Where a Streamable HTTP server is and how far we trust it: the MCP endpoint's URL, extra headers (secrets), the
 //! connection pool's size and queue, the limits on what the server may send, and extra TLS roots.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::Uri;
 use hyper::header::{HeaderName, HeaderValue};
 
+use super::authorize::Authorizer;
 use crate::credential::Secret;
 use crate::rt::TcpDialer;
 use crate::transport::DEFAULT_MAX_FRAME;
@@ -101,6 +103,8 @@ pub struct HttpEndpoint {
     pub webpki_roots: bool,
     /// DER certificates trusted besides (or instead of) the Mozilla roots.
     roots: Vec<Vec<u8>>,
+    /// Gets the `Authorization` value of each request (an OAuth client), and hears of the server's 401s.
+    authorizer: Option<Arc<dyn Authorizer>>,
 }
 
 /// The parts of the endpoint URL a request needs.
@@ -127,7 +131,19 @@ impl HttpEndpoint {
             limits: HttpLimits::default(),
             webpki_roots: true,
             roots: Vec::new(),
+            authorizer: None,
         })
+    }
+
+    /// Every request's `Authorization` comes from `authorizer`; a 401 is told to it, and the request sent once more
+    /// with the value it gives then.
+    pub fn with_authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    pub(crate) fn authorizer(&self) -> Option<&Arc<dyn Authorizer>> {
+        self.authorizer.as_ref()
     }
 
     /// Adds a header sent on every request, such as `Authorization: Bearer ...`.

@@ -13,7 +13,8 @@ use super::head::{Body, HttpResponseHead, PROTOCOL_VERSION, SESSION_ID};
 use super::send::{read_body, send};
 use super::stream::{self, StreamCtx};
 use super::{Http, Inbound, status};
-use crate::error::{CallError, HttpError, TransportError};
+use crate::credential::Secret;
+use crate::error::{AuthError, CallError, HttpError, TransportError};
 use crate::jsonrpc::{Message, MetaRequest, Request};
 use crate::mcp::{META_PROTOCOL_VERSION, envelope_version, method};
 use crate::transport::FrameError;
@@ -42,6 +43,27 @@ impl Http {
             }
         }
         headers
+    }
+
+    /// Adds the `Authorization` value of the endpoint's [`Authorizer`](super::Authorizer), if it has one; the value
+    /// sent comes back, for telling the authorizer when the server refuses it.
+    pub(super) async fn authorize(&self, headers: &mut HeaderMap) -> Result<Option<Secret>, CallError> {
+        let Some(authorizer) = self.endpoint.authorizer() else { return Ok(None) };
+        let token = authorizer.authorization().await?;
+        if let Some(value) = token.as_ref().and_then(|t| HeaderValue::from_str(t.expose()).ok()) {
+            let mut value = value;
+            value.set_sensitive(true);
+            headers.insert(header::AUTHORIZATION, value);
+        }
+        Ok(token)
+    }
+
+    /// Tells the authorizer that the server answered 401 to a request that carried `sent`.
+    pub(super) fn refused(&self, sent: Option<&Secret>, response: &HeaderMap) {
+        if let Some(authorizer) = self.endpoint.authorizer() {
+            let challenge = response.get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok());
+            authorizer.refused(sent, challenge);
+        }
     }
 
     /// Keeps the `Mcp-Session-Id` of an `initialize` response ("Session Management"): visible ASCII only, and
@@ -180,7 +202,21 @@ async fn post_request(http: &Arc<Http>, post: Post) -> Result<(), CallError> {
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.extend(modern_headers);
     let sent_session = headers.get(SESSION_ID).cloned();
-    let (response, lease) = send(http, Method::POST, &headers, body, false).await?;
+    let token = http.authorize(&mut headers).await?;
+    let (mut response, mut lease) = send(http, Method::POST, &headers, body.clone(), false).await?;
+    // A refused token is renewed, and the request sent once more: it was refused, not served. A second refusal is
+    // an error of its own, never a loop.
+    if response.status() == StatusCode::UNAUTHORIZED && http.endpoint.authorizer().is_some() {
+        http.refused(token.as_ref(), response.headers());
+        drop((response, lease));
+        let token = http.authorize(&mut headers).await?;
+        (response, lease) = send(http, Method::POST, &headers, body, false).await?;
+        if response.status() == StatusCode::UNAUTHORIZED {
+            http.refused(token.as_ref(), response.headers());
+            let challenge = response.headers().get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok());
+            return Err(AuthError::TokenRefused(challenge.unwrap_or("no challenge").to_owned()).into());
+        }
+    }
     let status = response.status();
     if let Some(hook) = &http.on_response {
         hook(&HttpResponseHead::new(&method, status.as_u16(), response.headers(), &headers));
@@ -224,6 +260,13 @@ pub(super) async fn notify(http: &Arc<Http>, msg: &Message) -> bool {
     let mut headers = http.base_headers(false);
     headers.insert(header::ACCEPT, ACCEPT_POST);
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let token = match http.authorize(&mut headers).await {
+        Ok(token) => token,
+        Err(e) => {
+            tracing::debug!(error = %e, "notification or response not sent: no access token");
+            return false;
+        }
+    };
     match send(http, Method::POST, &headers, Bytes::from(msg.encode()), false).await {
         Ok((response, lease)) if response.status().is_success() => {
             if read_body(response.into_body(), http.limits().max_error_body).await.is_ok() {
@@ -232,6 +275,9 @@ pub(super) async fn notify(http: &Arc<Http>, msg: &Message) -> bool {
             true
         }
         Ok((response, _)) => {
+            if response.status() == StatusCode::UNAUTHORIZED {
+                http.refused(token.as_ref(), response.headers());
+            }
             tracing::debug!(status = %response.status(), "notification or response refused");
             false
         }
@@ -248,6 +294,9 @@ pub(super) async fn delete(http: &Http, session: HeaderValue) {
     headers.insert(SESSION_ID, session);
     if let Some(version) = http.state().version.clone() {
         headers.insert(PROTOCOL_VERSION, version);
+    }
+    if http.authorize(&mut headers).await.is_err() {
+        return;
     }
     if let Ok((response, lease)) = send(http, Method::DELETE, &headers, Bytes::new(), false).await {
         tracing::debug!(status = %response.status(), "session deleted");

@@ -19,6 +19,7 @@
 //!                                   └─► JSON body / SSE events ─► channel ─► HttpSource::recv ─► reader
 //! ```
 
+mod authorize;
 mod endpoint;
 mod exchange;
 mod fetch;
@@ -40,6 +41,7 @@ use hyper::header::HeaderValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
+pub use authorize::{AuthorizationFuture, Authorizer};
 pub use endpoint::{HttpConfigError, HttpEndpoint, HttpLimits, PoolConfig};
 pub use fetch::{Fetched, Fetcher};
 pub use head::{HttpResponseHead, ResponseHook};

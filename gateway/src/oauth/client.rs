@@ -1,0 +1,351 @@
+//! The gateway as an OAuth client of one upstream server (`[servers.oauth]`): the core transport's
+//! [`Authorizer`], shared by the server's replicas, so one token serves them all.
+//!
+//! - **Where to ask.** The server's protected resource metadata (RFC 9728: the URL its 401 names in
+//!   `resource_metadata`, else its well-known URL), whose `resource` must be on the server's own origin, then its
+//!   authorization server's metadata with an exact issuer match (`discovery`). A configured issuer or resource wins.
+//! - **Asking.** `client_credentials`, with `resource` (RFC 8707) and the scopes, authenticated with HTTP Basic.
+//! - **Keeping it fresh.** A token is renewed `refresh_before` its expiry in the background, by one task: calls go
+//!   on with the old token meanwhile. Without a usable token, calls wait for the one request in flight (single
+//!   flight: a thousand calls on an expired token make one token request).
+//! - **Refusals.** A 401 forgets the token it refused (the transport then asks once more and resends once). A token
+//!   fetched within `FRESH` of a refusal is kept: the second refusal then fails the call with `token_refused`, so
+//!   a server that refuses every token costs no more than one token request per `FRESH`.
+//! - **Outages.** A failed token request makes calls that need a new token fail at once (`token_unavailable`) for
+//!   a backoff that doubles up to `max_backoff`; a still-valid token keeps being used.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use mcpstorm_core::error::AuthError;
+use mcpstorm_core::transport::{AuthorizationFuture, Authorizer, Fetcher};
+use mcpstorm_core::{CallError, Clock, Dialer, Secret};
+use serde::Deserialize;
+use tokio::time::Instant;
+
+use super::discovery::discover;
+use crate::config::UpstreamAuthSpec;
+
+/// How long after it was fetched a token is trusted over a refusal (see the module documentation).
+const FRESH: Duration = Duration::from_secs(5);
+/// A token without `expires_in` is used this long.
+const DEFAULT_LIFETIME: Duration = Duration::from_secs(3600);
+
+/// Told of every token request's outcome: `ok`, or why not (`http_NNN`, `unreachable`, `discovery`).
+pub type OnTokenRequest = Arc<dyn Fn(&str) + Send + Sync>;
+
+#[derive(Debug, Clone)]
+struct Token {
+    secret: Secret,
+    fetched: Instant,
+    expires: Instant,
+    refresh_at: Instant,
+}
+
+/// Where tokens come from, once found.
+#[derive(Debug, Clone)]
+struct Endpoint {
+    token_url: String,
+    resource: String,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    token: Option<Token>,
+    endpoint: Option<Endpoint>,
+    /// The metadata URL a 401 named.
+    named_metadata: Option<String>,
+    backoff_until: Option<Instant>,
+    failures: u32,
+    last_error: Option<String>,
+}
+
+/// The OAuth client of one upstream server.
+pub struct UpstreamAuth(Arc<Inner>);
+
+struct Inner {
+    server: String,
+    spec: UpstreamAuthSpec,
+    /// `Basic base64(client_id:secret)`.
+    basic: Secret,
+    /// The first replica's URL: where the metadata is looked for, and the resource when nothing names one.
+    url: String,
+    clock: Arc<dyn Clock>,
+    dialer: Option<Arc<dyn Dialer>>,
+    state: Mutex<State>,
+    /// Held by the one token request in flight.
+    fetching: tokio::sync::Mutex<()>,
+    /// A background renewal is running.
+    renewing: AtomicBool,
+    on_request: Option<OnTokenRequest>,
+}
+
+impl std::fmt::Debug for UpstreamAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamAuth")
+            .field("server", &self.0.server)
+            .field("client_id", &self.0.spec.client_id)
+            .finish()
+    }
+}
+
+#[derive(Deserialize)]
+struct TokenAnswer {
+    access_token: String,
+    #[serde(default)]
+    token_type: Option<String>,
+    #[serde(default)]
+    expires_in: Option<f64>,
+}
+
+impl UpstreamAuth {
+    /// The client of server `server`, whose first replica is at `url`, with the client secret's value.
+    pub fn new(
+        server: &str,
+        spec: &UpstreamAuthSpec,
+        secret: &Secret,
+        url: &str,
+        clock: Arc<dyn Clock>,
+        on_request: Option<OnTokenRequest>,
+    ) -> UpstreamAuth {
+        let basic = super::basic_credentials(&spec.client_id, secret);
+        UpstreamAuth(Arc::new(Inner {
+            server: server.to_owned(),
+            spec: spec.clone(),
+            basic,
+            url: url.to_owned(),
+            clock,
+            dialer: None,
+            state: Mutex::default(),
+            fetching: tokio::sync::Mutex::new(()),
+            renewing: AtomicBool::new(false),
+            on_request,
+        }))
+    }
+}
+
+impl Inner {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn authorization(self: &Arc<Self>) -> Result<Option<Secret>, CallError> {
+        let now = self.clock.now();
+        let current = self.state().token.clone();
+        if let Some(token) = current.as_ref().filter(|t| now < t.expires) {
+            if now >= token.refresh_at && !self.renewing.swap(true, Ordering::AcqRel) {
+                let (inner, seen) = (self.clone(), token.secret.clone());
+                tokio::spawn(async move {
+                    let _ = inner.fetch_single_flight(Some(&seen)).await;
+                    inner.renewing.store(false, Ordering::Release);
+                });
+            }
+            return Ok(Some(bearer(&token.secret)));
+        }
+        let token = self.fetch_single_flight(current.as_ref().map(|t| &t.secret)).await?;
+        Ok(Some(bearer(&token.secret)))
+    }
+
+    /// A token other than `seen` (the one the caller found unusable, or is renewing): the one another caller got
+    /// while this one waited its turn, or a new one.
+    async fn fetch_single_flight(&self, seen: Option<&Secret>) -> Result<Token, CallError> {
+        let _turn = self.fetching.lock().await;
+        let now = self.clock.now();
+        {
+            let state = self.state();
+            if let Some(token) = &state.token
+                && Some(&token.secret) != seen
+                && now < token.expires
+            {
+                return Ok(token.clone());
+            }
+            if let Some(until) = state.backoff_until.filter(|u| now < *u) {
+                let why = state.last_error.clone().unwrap_or_default();
+                return Err(unavailable(&format!("{why} (next try in {:?})", until - now)));
+            }
+        }
+        match self.fetch().await {
+            Ok(token) => {
+                let mut state = self.state();
+                state.token = Some(token.clone());
+                state.failures = 0;
+                state.backoff_until = None;
+                Ok(token)
+            }
+            Err((label, why)) => {
+                self.count(label);
+                tracing::warn!(server = %self.server, error = %why, "no access token for the upstream");
+                let mut state = self.state();
+                let backoff =
+                    self.spec.backoff.0.saturating_mul(1 << state.failures.min(16)).min(self.spec.max_backoff.0);
+                state.failures += 1;
+                state.backoff_until = Some(self.clock.now() + backoff);
+                state.last_error = Some(why.clone());
+                Err(unavailable(&why))
+            }
+        }
+    }
+
+    fn count(&self, outcome: &str) {
+        if let Some(hook) = &self.on_request {
+            hook(outcome);
+        }
+    }
+
+    /// One token request (after discovery, the first time). The error is a metrics label and a message.
+    async fn fetch(&self) -> Result<Token, (&'static str, String)> {
+        let endpoint = self.endpoint().await.map_err(|e| ("discovery", e))?;
+        let fetcher = Fetcher::new(&endpoint.token_url, self.dialer.clone(), self.clock.clone(), self.spec.timeout.0)
+            .map_err(|e| ("discovery", e.to_string()))?;
+        let scope = self.spec.scopes.join(" ");
+        let mut form = vec![("grant_type", "client_credentials"), ("resource", endpoint.resource.as_str())];
+        if !scope.is_empty() {
+            form.push(("scope", scope.as_str()));
+        }
+        let started = self.clock.now();
+        let fetched = fetcher.post_form(&form, Some(&self.basic)).await.map_err(|e| ("unreachable", e.to_string()))?;
+        if fetched.status != 200 {
+            let error = fetched.json().and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned));
+            let why = format!("the token endpoint answered HTTP {} {}", fetched.status, error.unwrap_or_default());
+            return Err((if fetched.status >= 500 { "http_5xx" } else { "http_4xx" }, why));
+        }
+        let answer: TokenAnswer = serde_json::from_slice(&fetched.body)
+            .map_err(|_| ("http_2xx_unreadable", "not a token answer".to_owned()))?;
+        if answer.token_type.as_deref().is_some_and(|t| !t.eq_ignore_ascii_case("bearer")) {
+            return Err(("http_2xx_unreadable", "not a bearer token".to_owned()));
+        }
+        self.count("ok");
+        let lifetime = answer.expires_in.filter(|s| *s > 0.0).map_or(DEFAULT_LIFETIME, Duration::from_secs_f64);
+        // Counted from when the request left: the token's clock started no later.
+        let expires = started + lifetime;
+        let early = self.spec.refresh_before.0.min(lifetime / 2);
+        Ok(Token { secret: Secret::new(answer.access_token), fetched: started, expires, refresh_at: expires - early })
+    }
+
+    /// The token endpoint and the resource, found once.
+    async fn endpoint(&self) -> Result<Endpoint, String> {
+        if let Some(found) = self.state().endpoint.clone() {
+            return Ok(found);
+        }
+        let named = self.state().named_metadata.clone();
+        let (issuer, resource) = match (&self.spec.issuer, named) {
+            (Some(issuer), _) => (issuer.clone(), self.spec.resource.clone().unwrap_or_else(|| self.url.clone())),
+            (None, named) => self.resource_metadata(named).await?,
+        };
+        let timeout = self.spec.timeout.0;
+        let meta =
+            discover(&issuer, self.dialer.clone(), self.clock.clone(), timeout).await.map_err(|e| e.to_string())?;
+        let token_url = meta.token_endpoint.ok_or_else(|| format!("{issuer} publishes no token_endpoint"))?;
+        let found = Endpoint { token_url, resource: self.spec.resource.clone().unwrap_or(resource) };
+        self.state().endpoint = Some(found.clone());
+        Ok(found)
+    }
+
+    /// The issuer and resource the server's protected resource metadata names.
+    async fn resource_metadata(&self, named: Option<String>) -> Result<(String, String), String> {
+        let urls = match named {
+            Some(url) => vec![url],
+            None => well_known(&self.url),
+        };
+        for url in &urls {
+            let fetcher = Fetcher::new(url, self.dialer.clone(), self.clock.clone(), self.spec.timeout.0)
+                .map_err(|e| format!("{url}: {e}"))?;
+            let Ok(fetched) = fetcher.get_json().await else { continue };
+            let Some(doc) = fetched.json().filter(|_| fetched.status == 200) else { continue };
+            let resource = doc.get("resource").and_then(|r| r.as_str()).unwrap_or(&self.url).to_owned();
+            if origin(&resource) != origin(&self.url) {
+                return Err(format!("{url} names the resource {resource}, not on {}'s origin", self.url));
+            }
+            let issuer = doc
+                .get("authorization_servers")
+                .and_then(|a| a.get(0))
+                .and_then(|a| a.as_str())
+                .ok_or_else(|| format!("{url} names no authorization server"))?;
+            return Ok((issuer.to_owned(), resource));
+        }
+        Err(format!("no protected resource metadata at {}", urls.join(" or ")))
+    }
+
+    fn refused(&self, sent: Option<&Secret>, challenge: Option<&str>) {
+        let mut state = self.state();
+        if let Some(url) = challenge.and_then(|c| parameter(c, "resource_metadata"))
+            && state.endpoint.is_none()
+        {
+            state.named_metadata = Some(url);
+        }
+        let now = self.clock.now();
+        let refused_current =
+            state.token.as_ref().is_some_and(|t| sent.is_some_and(|s| s.expose() == bearer(&t.secret).expose()));
+        if refused_current && state.token.as_ref().is_some_and(|t| now.duration_since(t.fetched) >= FRESH) {
+            state.token = None;
+        }
+    }
+}
+
+impl Authorizer for UpstreamAuth {
+    fn authorization(&self) -> AuthorizationFuture<'_> {
+        Box::pin(self.0.authorization())
+    }
+
+    fn refused(&self, sent: Option<&Secret>, challenge: Option<&str>) {
+        self.0.refused(sent, challenge);
+    }
+}
+
+fn bearer(token: &Secret) -> Secret {
+    Secret::new(format!("Bearer {}", token.expose()))
+}
+
+fn unavailable(why: &str) -> CallError {
+    AuthError::TokenUnavailable(why.to_owned()).into()
+}
+
+/// A challenge's `name="value"` parameter.
+fn parameter(challenge: &str, name: &str) -> Option<String> {
+    let at = challenge.find(&format!("{name}=\""))? + name.len() + 2;
+    let rest = &challenge[at..];
+    Some(rest[..rest.find('"')?].to_owned())
+}
+
+/// `scheme://host[:port]` of a URL.
+fn origin(url: &str) -> &str {
+    let after = url.find("://").map_or(0, |i| i + 3);
+    url[after..].find('/').map_or(url, |i| &url[..after + i])
+}
+
+/// RFC 9728 §3.1: the path-suffixed well-known URL first, then the root one.
+fn well_known(url: &str) -> Vec<String> {
+    let base = origin(url);
+    let path = url[base.len()..].split(['?', '#']).next().unwrap_or("").trim_end_matches('/');
+    let root = format!("{base}/.well-known/oauth-protected-resource");
+    if path.is_empty() { vec![root] } else { vec![format!("{root}{path}"), root] }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metadata_is_looked_for_with_the_path_then_at_the_root() {
+        assert_eq!(
+            well_known("http://127.0.0.1:9/mcp"),
+            [
+                "http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp",
+                "http://127.0.0.1:9/.well-known/oauth-protected-resource"
+            ]
+        );
+        assert_eq!(origin("https://a.example:8443/x/y"), "https://a.example:8443");
+    }
+
+    #[test]
+    fn a_challenge_parameter_is_read_by_name() {
+        let c =
+            r#"Bearer error="invalid_token", resource_metadata="http://h/.well-known/oauth-protected-resource/mcp""#;
+        assert_eq!(
+            parameter(c, "resource_metadata").as_deref(),
+            Some("http://h/.well-known/oauth-protected-resource/mcp")
+        );
+        assert_eq!(parameter(c, "scope"), None);
+    }
+}

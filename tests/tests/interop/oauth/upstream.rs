@@ -1,0 +1,149 @@
+//! The gateway as an OAuth client of a protected upstream (`[servers.oauth]`, issue 43): a Python `mcp` SDK server
+//! that validates its own tokens (`tests/peers/py_oauth_server.py`: signature against the issuer's keys, `aud` equal
+//! to its own URL) behind the gateway, the gateway's tokens from `oidc-provider`, and an agent holding a token for
+//! the gateway only. The agent's token never reaches the upstream; a burst on no token makes one token request; a
+//! refused token is renewed once and the call sent again; a server that refuses every token gets a clear error and
+//! no storm of token requests.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mcpstorm_core::{CallOptions, ClientConfig, HttpEndpoint, McpClient, Secret, SeededRng};
+use mcpstorm_sim::gateway::Process;
+use mcpstorm_sim::gateway::cli::wall_clock;
+use mcpstorm_sim::scenario::tables::GatewayFile;
+use mcpstorm_sim::seed::Seed;
+use mcpstorm_tests::real_servers::{python_baseline, python_token_client, repo_root};
+use serde_json::{Value, json};
+
+use super::{Idp, agent, free_port, listening};
+
+/// The variable holding the gateway's client secret. A test cannot set one (the workspace forbids unsafe code, and
+/// `std::env::set_var` is unsafe), so the identity provider is given, as the gateway's secret, the value of one
+/// that cargo sets for every test process.
+const SECRET_ENV: &str = "CARGO_PKG_NAME";
+
+/// The identity provider with the default clients, but the gateway's secret being `SECRET_ENV`'s value.
+async fn idp() -> Option<Idp> {
+    let secret = std::env::var(SECRET_ENV).expect("cargo sets CARGO_PKG_NAME for tests");
+    let clients = json!([
+        {"client_id": "agent", "client_secret": "agent-secret", "scope": "mcp tools:echo tools:add"},
+        {"client_id": "gateway", "client_secret": secret, "scope": "mcp tools:echo tools:add",
+         "grant_types": ["client_credentials"], "introspect": true},
+    ]);
+    let path = std::env::temp_dir().join(format!("mcpstorm-idp-clients-{}.json", std::process::id()));
+    std::fs::write(&path, clients.to_string()).expect("write the clients");
+    Idp::start(&["--port", "0", "--clients", path.to_str().expect("utf-8 path")]).await
+}
+
+/// The protected Python server on `port` for `issuer`, accepting only tokens whose `aud` is `audience` (default:
+/// its own URL).
+async fn upstream(port: u16, issuer: &str, audience: Option<&str>) -> (tokio::process::Child, String) {
+    let python = python_baseline().expect("checked by the caller");
+    let mut command = tokio::process::Command::new(python);
+    command.arg(repo_root().join("tests/peers/py_oauth_server.py"));
+    command.args(["--port", &port.to_string(), "--issuer", issuer]);
+    if let Some(audience) = audience {
+        command.args(["--audience", audience]);
+    }
+    listening(command).await
+}
+
+/// A counter of a `/__test/stats` document (0 when absent).
+fn count(stats: &Value, pointer: &str) -> u64 {
+    stats.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_reaches_a_protected_server_with_its_own_tokens_renewed_once_and_never_the_agents() {
+    let idp = peer_or_skip!(idp().await);
+    peer_or_skip!(python_baseline());
+    peer_or_skip!(python_token_client("http://127.0.0.1:1/mcp"));
+    let up_port = free_port();
+    let (up_child, up_url) = upstream(up_port, &idp.issuer, None).await;
+    let port = free_port();
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let text = format!(
+        "[listen]\nhttp = \"127.0.0.1:{port}\"\ndrain = \"1s\"\n\
+         [auth]\nissuer = {issuer:?}\naudience = {audience:?}\nscopes = [\"mcp\"]\n\
+         [[servers]]\nname = \"secure\"\n[[servers.replicas]]\nhttp = {up_url:?}\n\
+         [servers.oauth]\nclient_id = \"gateway\"\nclient_secret_env = {SECRET_ENV:?}\nscopes = [\"mcp\", \"tools:echo\"]\n",
+        issuer = idp.issuer,
+    );
+    let file = GatewayFile::load_str(&text, "gateway.toml").unwrap_or_else(|e| panic!("{e}"));
+    let mut process = Process::start(PathBuf::from("gateway.toml"), file, Seed::new(7), wall_clock())
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    process.open(false).await.unwrap_or_else(|e| panic!("{e:?}"));
+    // Every client-credentials grant but the agent's one is the gateway's.
+    let token_requests = || async { count(&idp.stats().await, "/grants/client_credentials") - 1 };
+    let agent_token = idp.token("agent", "agent-secret", &audience, "mcp tools:echo").await;
+    // The gateway listed the server at start: one token, found through the server's own metadata.
+    let at_start = token_requests().await;
+    assert_eq!(at_start, 1, "{}", idp.stats().await);
+
+    // An agent holding a token for the gateway: its calls reach the server, which sees the gateway's token.
+    let (seen, code) = agent(&audience, Some(&agent_token), Some(("whoami", json!({})))).await;
+    assert_eq!(code, 0, "{seen}");
+    let whoami: Value = serde_json::from_str(seen["result"].as_str().unwrap_or("{}")).unwrap_or_else(|_| seen.clone());
+    assert_eq!(whoami["aud"], json!(up_url), "the upstream saw a token for itself: {whoami}");
+    assert_eq!(whoami["client_id"], "gateway", "the gateway's own token, never the agent's: {whoami}");
+
+    // A burst of 20 concurrent calls makes no token request: the token is shared and still fresh.
+    let mut endpoint = HttpEndpoint::new(&audience).expect("url");
+    endpoint = endpoint.with_header("Authorization", Secret::new(format!("Bearer {agent_token}"))).expect("header");
+    let client = McpClient::http("agent", endpoint, ClientConfig::default(), SeededRng::new(1));
+    let calls =
+        (0..20).map(|i| client.call_tool("echo", json!({"message": format!("burst {i}")}), CallOptions::default()));
+    let outcomes = futures_util::future::join_all(calls).await;
+    assert!(outcomes.iter().all(|o| o.as_ref().is_ok_and(|r| !r.is_error)), "{outcomes:?}");
+    assert_eq!(token_requests().await, at_start, "a burst on a fresh token asked for none");
+
+    // The server restarts knowing only a new key: it refuses the gateway's token (401), which is renewed once and
+    // the call sent again. The agent sees nothing of it.
+    drop(up_child);
+    idp.control("/__test/ttl?seconds=4").await;
+    idp.control("/__test/rotate?kid=k2").await;
+    tokio::time::sleep(Duration::from_millis(5200)).await;
+    let (restarted, _) = upstream(up_port, &idp.issuer, None).await;
+    let before = token_requests().await;
+    let (seen, code) =
+        agent(&audience, Some(&agent_token), Some(("echo", json!({"message": "after the rotation"})))).await;
+    assert_eq!((code, &seen["result"]), (0, &json!("after the rotation")), "{seen}");
+    assert_eq!(token_requests().await, before + 1, "one renewal for the refused token");
+
+    // Tokens now live 4 s: a steady load across three lifetimes never meets an expired token, and the renewals
+    // run in the background, one per lifetime, not one per call.
+    let before = token_requests().await;
+    let mut outcomes = Vec::new();
+    for wave in 0..30 {
+        let calls =
+            (0..7).map(|i| client.call_tool("echo", json!({"message": format!("{wave}.{i}")}), CallOptions::default()));
+        outcomes.extend(futures_util::future::join_all(calls).await);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let failed: Vec<_> = outcomes.iter().filter(|o| !o.as_ref().is_ok_and(|r| !r.is_error)).collect();
+    assert!(failed.is_empty(), "{} of {} calls failed across the expiries: {failed:?}", failed.len(), outcomes.len());
+    let renewals = token_requests().await - before;
+    eprintln!("4 s tokens under load: {} calls, {renewals} token requests", outcomes.len());
+    assert!((2..=6).contains(&renewals), "210 calls over about 9 s of 4 s tokens made {renewals} token requests");
+
+    // A server that refuses every token (it wants another audience): a clear error, and no storm of token requests.
+    drop(restarted);
+    tokio::time::sleep(Duration::from_millis(5200)).await;
+    let (_wrong, _) = upstream(up_port, &idp.issuer, Some("http://127.0.0.1:1/elsewhere")).await;
+    let before = token_requests().await;
+    for _ in 0..5 {
+        let outcome = client.call_tool("echo", json!({"message": "refused"}), CallOptions::default()).await;
+        let text = format!("{outcome:?}");
+        assert!(text.contains("refused our access token"), "{text}");
+    }
+    let after = token_requests().await;
+    assert!(after <= before + 1, "5 refused calls made {} token requests", after - before);
+    let metrics = process.metrics_text();
+    assert!(
+        metrics.contains("mcpstorm_gateway_upstream_token_requests_total{server=\"secure\",outcome=\"ok\"}"),
+        "{metrics}"
+    );
+    process.stop().await;
+}
