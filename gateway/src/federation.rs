@@ -22,7 +22,7 @@ use mcpstorm_core::resilience::BreakerTransition;
 use mcpstorm_core::resilience::degraded_result;
 use mcpstorm_core::router::{RegistryEvent, Requirement, StaticRegistry};
 use mcpstorm_core::sync::BreakerSync;
-use mcpstorm_core::{CallError, CallOptions, CancelToken, Delivery, Gateway, ToolCall};
+use mcpstorm_core::{CallError, CallOptions, CancelToken, Delivery, Gateway, Secret, ToolCall};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -293,12 +293,14 @@ impl Federation {
         proxied::forward(&self.gateway, spec, method, params, member, &origin).await
     }
 
-    /// `tools/call` with `params` (`name`, `arguments`), under the protected path.
+    /// `tools/call` with `params` (`name`, `arguments`), under the protected path. `on_behalf_of` is the agent's
+    /// access token, which a server's `[servers.oauth]` with `grant = "token_exchange"` exchanges for its own.
     pub async fn call_tool(
         &self,
         params: Option<Value>,
         progress: Option<mpsc::Sender<ProgressParams>>,
         cancel: CancelToken,
+        on_behalf_of: Option<Secret>,
     ) -> Result<Value, ErrorObject> {
         let mut params = params.unwrap_or(Value::Null);
         // Taken, not copied: the call owns its arguments from here on.
@@ -320,7 +322,7 @@ impl Federation {
         let requires = [Requirement::Tag(server_tag(&origin.server))];
         let mut call = ToolCall::borrowing(&origin.name, &arguments);
         call.requires = &requires;
-        call.opts = CallOptions { cancel: Some(cancel), progress, ..CallOptions::default() };
+        call.opts = CallOptions { cancel: Some(cancel), progress, on_behalf_of, ..CallOptions::default() };
         let started = Instant::now();
         let routed = match &self.tap {
             None => self.gateway.call(call).await,

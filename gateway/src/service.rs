@@ -116,7 +116,8 @@ async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -
         }
         None => (None, None),
     };
-    let mut outcome = federation.call_tool(params, progress, ctx.cancel.clone()).await;
+    let on_behalf_of = ctx.principal.as_ref().and_then(|p| p.token.clone());
+    let mut outcome = federation.call_tool(params, progress, ctx.cancel.clone(), on_behalf_of).await;
     if ctx.era == Era::Legacy
         && let Ok(result) = &mut outcome
     {

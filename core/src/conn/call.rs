@@ -262,7 +262,11 @@ fn register<'a>(
     // The sink merges the connection's `_meta` layers into the params as it encodes them (`MetaRequest`).
     let request = Request { id: id.into(), method: ask.method.to_owned(), params: ask.params };
     let meta = meta_layers(shared);
-    let out = Outgoing { msg: Outbound::Request(MetaRequest { request, progress_token: token, meta }), call: Some(id) };
+    let on_behalf_of = opts.on_behalf_of.clone();
+    let out = Outgoing {
+        msg: Outbound::Request(MetaRequest { request, progress_token: token, meta, on_behalf_of }),
+        call: Some(id),
+    };
     Ok((Registered { shared, guard, rx, signal, opts }, out))
 }
 

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::cancel::CancelToken;
+use crate::credential::Secret;
 use crate::mcp::ProgressParams;
 
 /// Which writer lane a request takes.
@@ -37,6 +38,9 @@ pub struct CallOptions {
     pub progress: Option<mpsc::Sender<ProgressParams>>,
     /// Overrides the connection's first-response timeout for this call.
     pub first_response: Option<Duration>,
+    /// The agent the call is made for: its access token, which an HTTP transport's authorizer may exchange for a
+    /// token of the upstream's (delegation). Never sent as it is.
+    pub on_behalf_of: Option<Secret>,
 }
 
 impl CallOptions {
@@ -50,8 +54,8 @@ impl CallOptions {
     /// The options of a call whose deadline is already resolved (a layer's own request under a call, such as the
     /// tool listing a call needs, shares that call's deadline).
     pub(crate) fn until(self, deadline: Instant) -> Bounded {
-        let CallOptions { deadline: _, cancel, lane, progress, first_response } = self;
-        Bounded { deadline, cancel, lane, progress, first_response }
+        let CallOptions { deadline: _, cancel, lane, progress, first_response, on_behalf_of } = self;
+        Bounded { deadline, cancel, lane, progress, first_response, on_behalf_of }
     }
 }
 
@@ -63,4 +67,5 @@ pub(crate) struct Bounded {
     pub lane: Lane,
     pub progress: Option<mpsc::Sender<ProgressParams>>,
     pub first_response: Option<Duration>,
+    pub on_behalf_of: Option<Secret>,
 }

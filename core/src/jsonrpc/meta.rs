@@ -11,6 +11,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::credential::Secret;
+
 use super::message::Wire;
 use super::{Message, Request};
 
@@ -98,12 +100,15 @@ pub struct MetaRequest {
     pub request: Request,
     pub progress_token: Option<i64>,
     pub meta: Arc<MetaLayers>,
+    /// The agent's access token for the transport's authorizer ([`CallOptions::on_behalf_of`](crate::CallOptions));
+    /// not part of the message.
+    pub on_behalf_of: Option<Secret>,
 }
 
 impl MetaRequest {
     /// The request as sent, its `_meta` merged: for a sink that needs the whole message rather than its bytes.
     pub fn into_message(self) -> Message {
-        let MetaRequest { request, progress_token, meta } = self;
+        let MetaRequest { request, progress_token, meta, on_behalf_of: _ } = self;
         let params = with_meta(request.params, progress_token, meta.layers());
         Message::Request(Request { params, ..request })
     }
@@ -244,7 +249,9 @@ mod tests {
     fn merged(params: Option<Value>, token: Option<i64>, layers: [Option<Arc<MetaLayer>>; 2]) -> Option<Value> {
         let request = Request { id: 1.into(), method: "m".into(), params };
         let meta = Arc::new(MetaLayers::new(layers));
-        let Message::Request(r) = (MetaRequest { request, progress_token: token, meta }).into_message() else {
+        let Message::Request(r) =
+            (MetaRequest { request, progress_token: token, meta, on_behalf_of: None }).into_message()
+        else {
             unreachable!("a request stays a request")
         };
         r.params
@@ -287,7 +294,8 @@ mod tests {
         let encoded = |meta: MetaLayers| {
             let request = Request { id: 1.into(), method: "m".into(), params: None };
             let mut out = Vec::new();
-            (MetaRequest { request, progress_token: Some(5), meta: Arc::new(meta) }).encode_into(&mut out);
+            (MetaRequest { request, progress_token: Some(5), meta: Arc::new(meta), on_behalf_of: None })
+                .encode_into(&mut out);
             String::from_utf8(out).unwrap()
         };
         assert_eq!(
@@ -337,7 +345,7 @@ mod tests {
                 for token in [None, Some(7), Some(-1)] {
                     let request = Request { id: 42.into(), method: "tools/\"call".into(), params: params.clone() };
                     let meta = Arc::new(MetaLayers::new(layers.clone()));
-                    let req = MetaRequest { request, progress_token: token, meta };
+                    let req = MetaRequest { request, progress_token: token, meta, on_behalf_of: None };
                     let mut spliced = b"prefix".to_vec();
                     req.encode_into(&mut spliced);
                     let merged = req.clone().into_message();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::auth::Principal;
 use super::lifecycle::{self, discover, method_not_found, stamp_modern};
 use super::running::{Panicked, Running};
 use super::service::{Progress, RequestCtx, Service, progress_token};
@@ -23,6 +24,8 @@ pub(crate) struct Agent {
     pub version: String,
     pub client_info: Option<Implementation>,
     pub client_capabilities: Value,
+    /// Who the agent is, when the front authenticates agents.
+    pub principal: Option<Principal>,
 }
 
 impl Agent {
@@ -40,6 +43,7 @@ impl Agent {
             version: envelope.version,
             client_info: envelope.client_info,
             client_capabilities: envelope.client_capabilities,
+            principal: None,
         })
     }
 }
@@ -93,6 +97,7 @@ async fn call(
         client_capabilities: agent.client_capabilities.clone(),
         progress: Progress::new(progress_token(params.as_ref()), out),
         cancel: token.clone(),
+        principal: agent.principal.clone(),
     };
     // Polled here rather than on a task of its own; see `running.rs` for what that keeps.
     let mut running = Running::new(service.request(ctx, method.to_owned(), params));

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use crate::cancel::CancelToken;
 use crate::jsonrpc::{ErrorObject, Message};
 use crate::mcp::{Implementation, method};
+use crate::serve::auth::Principal;
 use crate::session::Era;
 
 /// A service's answer to one request.
@@ -55,6 +56,8 @@ pub struct RequestCtx {
     pub progress: Progress,
     /// Fired when the agent cancels the request or the front stops (its reason says which).
     pub cancel: CancelToken,
+    /// Who the agent is (`FrontLimits::auth`), for calls made on its behalf; `None` without agent auth.
+    pub principal: Option<Principal>,
 }
 
 /// Where a request's progress goes: to the agent, when the request carried a `progressToken` and its transport can

@@ -41,6 +41,7 @@ where
         version: LATEST_PROTOCOL_VERSION.to_owned(),
         client_info: None,
         client_capabilities: json!({}),
+        principal: None,
     };
     loop {
         let frame = tokio::select! {

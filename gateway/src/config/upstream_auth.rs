@@ -16,7 +16,9 @@ use super::units::Dur;
 #[serde(default, deny_unknown_fields)]
 pub struct UpstreamAuthSpec {
     /// The OAuth grant: `client_credentials` (the gateway as itself, the spec's machine-to-machine extension
-    /// `io.modelcontextprotocol/oauth-client-credentials`).
+    /// `io.modelcontextprotocol/oauth-client-credentials`), or `token_exchange` (RFC 8693: each agent's validated
+    /// token, from `[auth]`, exchanged for a token of this server's, so the server sees the agent as the subject and
+    /// the gateway as the actor; the gateway's own requests, such as listing tools, still use client credentials).
     pub grant: Grant,
     /// The gateway's client id at the upstream's authorization server.
     pub client_id: String,
@@ -42,6 +44,8 @@ pub struct UpstreamAuthSpec {
     pub max_backoff: Dur,
     /// Each request to the authorization server gives up after this long.
     pub timeout: Dur,
+    /// With `token_exchange`: the most agents whose exchanged tokens are kept (each until it expires).
+    pub max_delegated: usize,
 }
 
 /// The grants the gateway can use for an upstream.
@@ -50,6 +54,7 @@ pub struct UpstreamAuthSpec {
 pub enum Grant {
     #[default]
     ClientCredentials,
+    TokenExchange,
 }
 
 impl Default for UpstreamAuthSpec {
@@ -65,6 +70,7 @@ impl Default for UpstreamAuthSpec {
             backoff: Dur(Duration::from_secs(1)),
             max_backoff: Dur(Duration::from_secs(30)),
             timeout: Dur(Duration::from_secs(5)),
+            max_delegated: 10_000,
         }
     }
 }
@@ -82,6 +88,7 @@ impl UpstreamAuthSpec {
                 rules.fail(format!("{at}.{key}"), "must be an absolute http(s) URL");
             }
         }
+        rules.at_least_one(&format!("{at}.max_delegated"), self.max_delegated);
         if self.backoff.0 > self.max_backoff.0 {
             rules.fail(format!("{at}.backoff"), "must not be longer than max_backoff");
         }
@@ -92,5 +99,6 @@ impl UpstreamAuthSpec {
         out.duration(format!("{at}.backoff"), self.backoff.0, Upper::Week);
         out.duration(format!("{at}.max_backoff"), self.max_backoff.0, Upper::Week);
         out.duration(format!("{at}.timeout"), self.timeout.0, Upper::Week);
+        out.count(format!("{at}.max_delegated"), self.max_delegated as f64, 1e7);
     }
 }

@@ -11,9 +11,13 @@
 //! - **Refusals.** A 401 forgets the token it refused (the transport then asks once more and resends once). A token
 //!   fetched within `FRESH` of a refusal is kept: the second refusal then fails the call with `token_refused`, so
 //!   a server that refuses every token costs no more than one token request per `FRESH`.
+//! - **Delegation.** With `token_exchange`, a call made for an agent carries the agent's token (validated by
+//!   `[auth]`), exchanged (RFC 8693) for a token of this server's audience, kept per agent (by its token's hash)
+//!   until due for renewal, at most `max_delegated` agents; the gateway's own requests use client credentials.
 //! - **Outages.** A failed token request makes calls that need a new token fail at once (`token_unavailable`) for
 //!   a backoff that doubles up to `max_backoff`; a still-valid token keeps being used.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -22,18 +26,25 @@ use mcpstorm_core::error::AuthError;
 use mcpstorm_core::transport::{AuthorizationFuture, Authorizer, Fetcher};
 use mcpstorm_core::{CallError, Clock, Dialer, Secret};
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use super::discovery::discover;
-use crate::config::UpstreamAuthSpec;
+use crate::config::{Grant, UpstreamAuthSpec};
 
 /// How long after it was fetched a token is trusted over a refusal (see the module documentation).
 const FRESH: Duration = Duration::from_secs(5);
+/// RFC 8693's grant and token type.
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 /// A token without `expires_in` is used this long.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// Told of every token request's outcome: `ok`, or why not (`http_NNN`, `unreachable`, `discovery`).
 pub type OnTokenRequest = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// One agent's exchanged token; its lock makes the exchange single-flight per agent.
+type Slot = Arc<tokio::sync::Mutex<Option<Token>>>;
 
 #[derive(Debug, Clone)]
 struct Token {
@@ -78,6 +89,8 @@ struct Inner {
     fetching: tokio::sync::Mutex<()>,
     /// A background renewal is running.
     renewing: AtomicBool,
+    /// Exchanged tokens, by the SHA-256 of the agent's token (never the token).
+    delegated: Mutex<HashMap<[u8; 32], Slot>>,
     on_request: Option<OnTokenRequest>,
 }
 
@@ -120,6 +133,7 @@ impl UpstreamAuth {
             state: Mutex::default(),
             fetching: tokio::sync::Mutex::new(()),
             renewing: AtomicBool::new(false),
+            delegated: Mutex::default(),
             on_request,
         }))
     }
@@ -165,7 +179,7 @@ impl Inner {
                 return Err(unavailable(&format!("{why} (next try in {:?})", until - now)));
             }
         }
-        match self.fetch().await {
+        match self.fetch(None).await {
             Ok(token) => {
                 let mut state = self.state();
                 state.token = Some(token.clone());
@@ -173,18 +187,66 @@ impl Inner {
                 state.backoff_until = None;
                 Ok(token)
             }
-            Err((label, why)) => {
-                self.count(label);
-                tracing::warn!(server = %self.server, error = %why, "no access token for the upstream");
-                let mut state = self.state();
-                let backoff =
-                    self.spec.backoff.0.saturating_mul(1 << state.failures.min(16)).min(self.spec.max_backoff.0);
-                state.failures += 1;
-                state.backoff_until = Some(self.clock.now() + backoff);
-                state.last_error = Some(why.clone());
-                Err(unavailable(&why))
+            Err((label, why)) => Err(self.failed(label, why)),
+        }
+    }
+
+    /// A failed token request: counted, logged, and the backoff begun (or lengthened).
+    fn failed(&self, label: &str, why: String) -> CallError {
+        self.count(label);
+        tracing::warn!(server = %self.server, error = %why, "no access token for the upstream");
+        let mut state = self.state();
+        let backoff = self.spec.backoff.0.saturating_mul(1 << state.failures.min(16)).min(self.spec.max_backoff.0);
+        state.failures += 1;
+        state.backoff_until = Some(self.clock.now() + backoff);
+        let error = unavailable(&why);
+        state.last_error = Some(why);
+        error
+    }
+
+    /// A token of this server's for the agent whose token is `subject` (token exchange), kept per agent until it
+    /// is due for renewal. One exchange at a time per agent; agents do not wait for each other.
+    async fn delegated(&self, subject: &Secret) -> Result<Secret, CallError> {
+        let key: [u8; 32] = Sha256::digest(subject.expose().as_bytes()).into();
+        let slot = self.slot(key);
+        let mut held = slot.lock().await;
+        let now = self.clock.now();
+        if let Some(token) = held.as_ref().filter(|t| now < t.refresh_at) {
+            return Ok(bearer(&token.secret));
+        }
+        if let Some(until) = self.state().backoff_until.filter(|u| now < *u) {
+            let why = self.state().last_error.clone().unwrap_or_default();
+            return Err(unavailable(&format!("{why} (next try in {:?})", until - now)));
+        }
+        match self.fetch(Some(subject)).await {
+            Ok(token) => {
+                let value = bearer(&token.secret);
+                *held = Some(token);
+                self.state().failures = 0;
+                Ok(value)
+            }
+            Err((label, why)) => Err(self.failed(label, why)),
+        }
+    }
+
+    /// The agent's slot, made when new. At `max_delegated` agents, the slots of expired tokens go first, then
+    /// any idle one.
+    fn slot(&self, key: [u8; 32]) -> Slot {
+        let mut slots = self.delegated.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = slots.get(&key) {
+            return slot.clone();
+        }
+        if slots.len() >= self.spec.max_delegated {
+            let now = self.clock.now();
+            slots.retain(|_, s| s.try_lock().map_or(true, |t| t.as_ref().is_some_and(|t| now < t.expires)));
+        }
+        if slots.len() >= self.spec.max_delegated {
+            let idle = slots.iter().find(|(_, s)| s.try_lock().is_ok()).map(|(k, _)| *k);
+            if let Some(idle) = idle {
+                slots.remove(&idle);
             }
         }
+        slots.entry(key).or_default().clone()
     }
 
     fn count(&self, outcome: &str) {
@@ -193,13 +255,22 @@ impl Inner {
         }
     }
 
-    /// One token request (after discovery, the first time). The error is a metrics label and a message.
-    async fn fetch(&self) -> Result<Token, (&'static str, String)> {
+    /// One token request (after discovery, the first time): the gateway's own (client credentials), or, with a
+    /// subject token, an exchange of it (RFC 8693). The error is a metrics label and a message.
+    async fn fetch(&self, subject: Option<&Secret>) -> Result<Token, (&'static str, String)> {
         let endpoint = self.endpoint().await.map_err(|e| ("discovery", e))?;
         let fetcher = Fetcher::new(&endpoint.token_url, self.dialer.clone(), self.clock.clone(), self.spec.timeout.0)
             .map_err(|e| ("discovery", e.to_string()))?;
         let scope = self.spec.scopes.join(" ");
-        let mut form = vec![("grant_type", "client_credentials"), ("resource", endpoint.resource.as_str())];
+        let mut form = match subject {
+            None => vec![("grant_type", "client_credentials")],
+            Some(subject) => vec![
+                ("grant_type", TOKEN_EXCHANGE),
+                ("subject_token", subject.expose()),
+                ("subject_token_type", ACCESS_TOKEN_TYPE),
+            ],
+        };
+        form.push(("resource", endpoint.resource.as_str()));
         if !scope.is_empty() {
             form.push(("scope", scope.as_str()));
         }
@@ -280,12 +351,24 @@ impl Inner {
         if refused_current && state.token.as_ref().is_some_and(|t| now.duration_since(t.fetched) >= FRESH) {
             state.token = None;
         }
+        drop(state);
+        let Some(sent) = sent else { return };
+        for slot in self.delegated.lock().unwrap_or_else(PoisonError::into_inner).values() {
+            if let Ok(mut held) = slot.try_lock()
+                && held.as_ref().is_some_and(|t| bearer(&t.secret) == *sent && now.duration_since(t.fetched) >= FRESH)
+            {
+                *held = None;
+            }
+        }
     }
 }
 
 impl Authorizer for UpstreamAuth {
-    fn authorization(&self) -> AuthorizationFuture<'_> {
-        Box::pin(self.0.authorization())
+    fn authorization<'a>(&'a self, on_behalf_of: Option<&'a Secret>) -> AuthorizationFuture<'a> {
+        match (self.0.spec.grant, on_behalf_of) {
+            (Grant::TokenExchange, Some(subject)) => Box::pin(async move { self.0.delegated(subject).await.map(Some) }),
+            _ => Box::pin(self.0.authorization()),
+        }
     }
 
     fn refused(&self, sent: Option<&Secret>, challenge: Option<&str>) {

@@ -12,6 +12,7 @@ use tokio::time::sleep;
 use super::answer::answer;
 use crate::jsonrpc::{ErrorCode, Message, Request};
 use crate::mcp::{SUPPORTED_PROTOCOL_VERSIONS, method};
+use crate::serve::auth::Principal;
 use crate::serve::body::{self, Reply};
 use crate::serve::dispatch::Agent;
 use crate::serve::headers::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, accepts, header};
@@ -25,7 +26,7 @@ use crate::session::Era;
 /// How often an idle GET stream sends a comment: a write is how the server learns its client has gone.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message) -> Reply {
+pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message, principal: &Principal) -> Reply {
     if let Some(version) = header(headers, PROTOCOL_VERSION_HEADER)
         && !SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
     {
@@ -43,7 +44,7 @@ pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message)
         Err(no) => return no.reply(),
     };
     match msg {
-        Message::Request(request) => call(front, headers, claims, session, request).await,
+        Message::Request(request) => call(front, headers, claims, session, request, principal).await,
         Message::Notification(note) => {
             session.notified(note);
             body::empty(StatusCode::ACCEPTED)
@@ -81,6 +82,7 @@ async fn call(
     claims: SessionClaims,
     session: Arc<LiveSession>,
     request: Request,
+    principal: &Principal,
 ) -> Reply {
     let Ok(mut flight) = session.enter(&front.drain, &request.id) else {
         let message = "a request with this id is already in flight on this session";
@@ -95,6 +97,7 @@ async fn call(
         version: claims.protocol_version,
         client_info: claims.client_info,
         client_capabilities: claims.client_capabilities,
+        principal: Some(principal.clone()),
     };
     answer(front, headers, agent, request, flight, Some(session)).await
 }

@@ -7,6 +7,7 @@ use hyper::header::HeaderMap;
 
 use super::answer::answer;
 use crate::jsonrpc::{ErrorCode, Message};
+use crate::serve::auth::Principal;
 use crate::serve::body::{self, Reply};
 use crate::serve::dispatch::Agent;
 use crate::serve::headers::{check_mirrored, modern_status};
@@ -19,7 +20,7 @@ fn agent_key(agent: &Agent) -> Arc<str> {
     Arc::from(format!("agent:{name}"))
 }
 
-pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message) -> Reply {
+pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message, principal: &Principal) -> Reply {
     let request = match msg {
         Message::Request(request) => request,
         // This revision defines no client notifications over HTTP; one sent anyway is accepted and ignored.
@@ -33,7 +34,7 @@ pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message)
         return body::error(StatusCode::BAD_REQUEST, Some(request.id), ErrorCode::HEADER_MISMATCH, message);
     }
     let agent = match Agent::modern(&request) {
-        Ok(agent) => agent,
+        Ok(agent) => Agent { principal: Some(principal.clone()), ..agent },
         Err(e) => return body::json(modern_status(&e), &Message::error(Some(request.id), e)),
     };
     // Every request is its own scope: its stream is its only channel, and closing it cancels it.

@@ -52,9 +52,9 @@ pub(super) async fn post(front: &Arc<Shared>, request: Request<Incoming>, princi
         return super::refused(front, &denied);
     }
     if is_modern(headers, &msg) {
-        modern::post(front, headers, msg).await
+        modern::post(front, headers, msg, principal).await
     } else {
-        legacy::post(front, headers, msg).await
+        legacy::post(front, headers, msg, principal).await
     }
 }
 

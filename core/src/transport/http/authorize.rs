@@ -15,8 +15,10 @@ pub type AuthorizationFuture<'a> = Pin<Box<dyn Future<Output = Result<Option<Sec
 /// Supplies the `Authorization` header of an upstream's requests.
 pub trait Authorizer: Send + Sync + Debug + 'static {
     /// The value to send now (`Bearer …`), or `None` to send none (nothing is known yet of how to get one: the
-    /// server's 401 will say). An error fails the request unsent.
-    fn authorization(&self) -> AuthorizationFuture<'_>;
+    /// server's 401 will say). `on_behalf_of` is the agent's token when the request is a call made for an agent
+    /// (`CallOptions::on_behalf_of`): an authorizer that delegates exchanges it; others ignore it. An error fails the
+    /// request unsent.
+    fn authorization<'a>(&'a self, on_behalf_of: Option<&'a Secret>) -> AuthorizationFuture<'a>;
 
     /// The server answered 401 to a request that carried `sent`, with this `WWW-Authenticate` value: the token is
     /// forgotten if it is still the current one, so the next [`authorization`](Self::authorization) gets another.

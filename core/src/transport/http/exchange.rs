@@ -47,9 +47,13 @@ impl Http {
 
     /// Adds the `Authorization` value of the endpoint's [`Authorizer`](super::Authorizer), if it has one; the value
     /// sent comes back, for telling the authorizer when the server refuses it.
-    pub(super) async fn authorize(&self, headers: &mut HeaderMap) -> Result<Option<Secret>, CallError> {
+    pub(super) async fn authorize(
+        &self,
+        headers: &mut HeaderMap,
+        on_behalf_of: Option<&Secret>,
+    ) -> Result<Option<Secret>, CallError> {
         let Some(authorizer) = self.endpoint.authorizer() else { return Ok(None) };
-        let token = authorizer.authorization().await?;
+        let token = authorizer.authorization(on_behalf_of).await?;
         if let Some(value) = token.as_ref().and_then(|t| HeaderValue::from_str(t.expose()).ok()) {
             let mut value = value;
             value.set_sensitive(true);
@@ -114,6 +118,8 @@ pub(super) struct Post {
     /// The 2026-07-28 "Request Metadata" headers: `MCP-Protocol-Version` equal to the body's `_meta` version,
     /// `Mcp-Method`, and `Mcp-Name` for the three methods that name something. Empty in the 2025-11-25 era.
     pub modern_headers: HeaderMap,
+    /// The agent the request is made for (see [`Authorizer`](super::Authorizer)).
+    pub on_behalf_of: Option<Secret>,
 }
 
 impl Post {
@@ -148,6 +154,7 @@ impl Post {
             initialize: request.method == method::INITIALIZE,
             modern: envelope.is_some(),
             modern_headers,
+            on_behalf_of: None,
         })
     }
 
@@ -161,7 +168,8 @@ impl Post {
     pub fn of_request(request: &MetaRequest) -> Option<Post> {
         let mut body = Vec::new();
         request.encode_into(&mut body);
-        Post::new(&request.request, request.meta_member(META_PROTOCOL_VERSION), body)
+        let post = Post::new(&request.request, request.meta_member(META_PROTOCOL_VERSION), body)?;
+        Some(Post { on_behalf_of: request.on_behalf_of.clone(), ..post })
     }
 }
 
@@ -192,7 +200,7 @@ pub(super) async fn request(http: Arc<Http>, post: Post) {
 }
 
 async fn post_request(http: &Arc<Http>, post: Post) -> Result<(), CallError> {
-    let Post { id, body, method, initialize, modern, modern_headers } = post;
+    let Post { id, body, method, initialize, modern, modern_headers, on_behalf_of } = post;
     if !modern && !initialize && http.session_lost() {
         http.deliver(Ok(Inbound::Message(status::session_not_found(id)))).await;
         return Ok(());
@@ -202,14 +210,14 @@ async fn post_request(http: &Arc<Http>, post: Post) -> Result<(), CallError> {
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.extend(modern_headers);
     let sent_session = headers.get(SESSION_ID).cloned();
-    let token = http.authorize(&mut headers).await?;
+    let token = http.authorize(&mut headers, on_behalf_of.as_ref()).await?;
     let (mut response, mut lease) = send(http, Method::POST, &headers, body.clone(), false).await?;
     // A refused token is renewed, and the request sent once more: it was refused, not served. A second refusal is
     // an error of its own, never a loop.
     if response.status() == StatusCode::UNAUTHORIZED && http.endpoint.authorizer().is_some() {
         http.refused(token.as_ref(), response.headers());
         drop((response, lease));
-        let token = http.authorize(&mut headers).await?;
+        let token = http.authorize(&mut headers, on_behalf_of.as_ref()).await?;
         (response, lease) = send(http, Method::POST, &headers, body, false).await?;
         if response.status() == StatusCode::UNAUTHORIZED {
             http.refused(token.as_ref(), response.headers());
@@ -260,7 +268,7 @@ pub(super) async fn notify(http: &Arc<Http>, msg: &Message) -> bool {
     let mut headers = http.base_headers(false);
     headers.insert(header::ACCEPT, ACCEPT_POST);
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    let token = match http.authorize(&mut headers).await {
+    let token = match http.authorize(&mut headers, None).await {
         Ok(token) => token,
         Err(e) => {
             tracing::debug!(error = %e, "notification or response not sent: no access token");
@@ -295,7 +303,7 @@ pub(super) async fn delete(http: &Http, session: HeaderValue) {
     if let Some(version) = http.state().version.clone() {
         headers.insert(PROTOCOL_VERSION, version);
     }
-    if http.authorize(&mut headers).await.is_err() {
+    if http.authorize(&mut headers, None).await.is_err() {
         return;
     }
     if let Ok((response, lease)) = send(http, Method::DELETE, &headers, Bytes::new(), false).await {

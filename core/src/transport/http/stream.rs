@@ -221,7 +221,7 @@ pub(super) async fn open_get(
     if let Some(last) = last.and_then(|l| HeaderValue::from_str(l).ok()) {
         headers.insert(LAST_EVENT_ID, last);
     }
-    let token = http.authorize(&mut headers).await?;
+    let token = http.authorize(&mut headers, None).await?;
     let (response, lease) = send(http, Method::GET, &headers, Bytes::new(), dedicated).await?;
     if response.status() == StatusCode::UNAUTHORIZED {
         http.refused(token.as_ref(), response.headers());

@@ -28,8 +28,9 @@ async fn idp() -> Option<Idp> {
     let secret = std::env::var(SECRET_ENV).expect("cargo sets CARGO_PKG_NAME for tests");
     let clients = json!([
         {"client_id": "agent", "client_secret": "agent-secret", "scope": "mcp tools:echo tools:add"},
+        {"client_id": "agent-narrow", "client_secret": "narrow-secret", "scope": "mcp tools:echo"},
         {"client_id": "gateway", "client_secret": secret, "scope": "mcp tools:echo tools:add",
-         "grant_types": ["client_credentials"], "introspect": true},
+         "grant_types": ["client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange"], "introspect": true},
     ]);
     let path = std::env::temp_dir().join(format!("mcpstorm-idp-clients-{}.json", std::process::id()));
     std::fs::write(&path, clients.to_string()).expect("write the clients");
@@ -49,6 +50,26 @@ async fn upstream(port: u16, issuer: &str, audience: Option<&str>) -> (tokio::pr
     listening(command).await
 }
 
+/// A gateway with `[auth]` for `idp`'s tokens, over the protected server at `up_url` reached with `grant`.
+async fn gateway(idp: &Idp, up_url: &str, grant: &str) -> (Process, String) {
+    let port = free_port();
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let text = format!(
+        "[listen]\nhttp = \"127.0.0.1:{port}\"\ndrain = \"1s\"\n\
+         [auth]\nissuer = {issuer:?}\naudience = {audience:?}\nscopes = [\"mcp\"]\n\
+         [[servers]]\nname = \"secure\"\n[[servers.replicas]]\nhttp = {up_url:?}\n\
+         [servers.oauth]\ngrant = {grant:?}\nclient_id = \"gateway\"\nclient_secret_env = {SECRET_ENV:?}\n\
+         scopes = [\"mcp\", \"tools:echo\"]\n",
+        issuer = idp.issuer,
+    );
+    let file = GatewayFile::load_str(&text, "gateway.toml").unwrap_or_else(|e| panic!("{e}"));
+    let mut process = Process::start(PathBuf::from("gateway.toml"), file, Seed::new(7), wall_clock())
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    process.open(false).await.unwrap_or_else(|e| panic!("{e:?}"));
+    (process, audience)
+}
+
 /// A counter of a `/__test/stats` document (0 when absent).
 fn count(stats: &Value, pointer: &str) -> u64 {
     stats.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
@@ -61,20 +82,7 @@ async fn the_gateway_reaches_a_protected_server_with_its_own_tokens_renewed_once
     peer_or_skip!(python_token_client("http://127.0.0.1:1/mcp"));
     let up_port = free_port();
     let (up_child, up_url) = upstream(up_port, &idp.issuer, None).await;
-    let port = free_port();
-    let audience = format!("http://127.0.0.1:{port}/mcp");
-    let text = format!(
-        "[listen]\nhttp = \"127.0.0.1:{port}\"\ndrain = \"1s\"\n\
-         [auth]\nissuer = {issuer:?}\naudience = {audience:?}\nscopes = [\"mcp\"]\n\
-         [[servers]]\nname = \"secure\"\n[[servers.replicas]]\nhttp = {up_url:?}\n\
-         [servers.oauth]\nclient_id = \"gateway\"\nclient_secret_env = {SECRET_ENV:?}\nscopes = [\"mcp\", \"tools:echo\"]\n",
-        issuer = idp.issuer,
-    );
-    let file = GatewayFile::load_str(&text, "gateway.toml").unwrap_or_else(|e| panic!("{e}"));
-    let mut process = Process::start(PathBuf::from("gateway.toml"), file, Seed::new(7), wall_clock())
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}"));
-    process.open(false).await.unwrap_or_else(|e| panic!("{e:?}"));
+    let (mut process, audience) = gateway(&idp, &up_url, "client_credentials").await;
     // Every client-credentials grant but the agent's one is the gateway's.
     let token_requests = || async { count(&idp.stats().await, "/grants/client_credentials") - 1 };
     let agent_token = idp.token("agent", "agent-secret", &audience, "mcp tools:echo").await;
@@ -145,5 +153,29 @@ async fn the_gateway_reaches_a_protected_server_with_its_own_tokens_renewed_once
         metrics.contains("mcpstorm_gateway_upstream_token_requests_total{server=\"secure\",outcome=\"ok\"}"),
         "{metrics}"
     );
+    process.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_token_exchange_the_server_sees_each_agent_as_the_subject_and_the_gateway_as_the_actor() {
+    let idp = peer_or_skip!(idp().await);
+    peer_or_skip!(python_baseline());
+    peer_or_skip!(python_token_client("http://127.0.0.1:1/mcp"));
+    let (_up, up_url) = upstream(free_port(), &idp.issuer, None).await;
+    let (mut process, audience) = gateway(&idp, &up_url, "token_exchange").await;
+    let exchanges = || async { count(&idp.stats().await, "/grants/urn:ietf:params:oauth:grant-type:token-exchange") };
+    for (client, secret) in [("agent", "agent-secret"), ("agent-narrow", "narrow-secret")] {
+        let token = idp.token(client, secret, &audience, "mcp tools:echo").await;
+        let before = exchanges().await;
+        for _ in 0..2 {
+            let (seen, code) = agent(&audience, Some(&token), Some(("whoami", json!({})))).await;
+            assert_eq!(code, 0, "{seen}");
+            let whoami: Value = serde_json::from_str(seen["result"].as_str().unwrap_or("{}")).unwrap_or(seen.clone());
+            assert_eq!(whoami["sub"], client, "the agent is the subject: {whoami}");
+            assert_eq!(whoami["act"], json!({"sub": "gateway"}), "the gateway is the actor: {whoami}");
+            assert_eq!(whoami["aud"], json!(up_url), "a token for the server, not the agent's own: {whoami}");
+        }
+        assert_eq!(exchanges().await, before + 1, "{client}'s token was exchanged once, then kept");
+    }
     process.stop().await;
 }
