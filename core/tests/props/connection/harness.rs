@@ -207,6 +207,7 @@ impl Harness {
             lane: if priority { Lane::Priority } else { Lane::Normal },
             progress: tx,
             first_response: None,
+            on_behalf_of: None,
         };
         let conn = self.conn.clone();
         let method_name = if tool { method::TOOLS_CALL } else { "test/echo" };
