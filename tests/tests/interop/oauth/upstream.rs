@@ -51,7 +51,7 @@ async fn upstream(port: u16, issuer: &str, audience: Option<&str>) -> (tokio::pr
 }
 
 /// A gateway with `[auth]` for `idp`'s tokens, over the protected server at `up_url` reached with `grant`.
-async fn gateway(idp: &Idp, up_url: &str, grant: &str) -> (Process, String) {
+async fn gateway(idp: &Idp, up_url: &str, grant: &str, extra: &str) -> (Process, String) {
     let port = free_port();
     let audience = format!("http://127.0.0.1:{port}/mcp");
     let text = format!(
@@ -59,7 +59,7 @@ async fn gateway(idp: &Idp, up_url: &str, grant: &str) -> (Process, String) {
          [auth]\nissuer = {issuer:?}\naudience = {audience:?}\nscopes = [\"mcp\"]\n\
          [[servers]]\nname = \"secure\"\n[[servers.replicas]]\nhttp = {up_url:?}\n\
          [servers.oauth]\ngrant = {grant:?}\nclient_id = \"gateway\"\nclient_secret_env = {SECRET_ENV:?}\n\
-         scopes = [\"mcp\", \"tools:echo\"]\n",
+         scopes = [\"mcp\", \"tools:echo\"]\n{extra}\n",
         issuer = idp.issuer,
     );
     let file = GatewayFile::load_str(&text, "gateway.toml").unwrap_or_else(|e| panic!("{e}"));
@@ -82,7 +82,7 @@ async fn the_gateway_reaches_a_protected_server_with_its_own_tokens_renewed_once
     peer_or_skip!(python_token_client("http://127.0.0.1:1/mcp"));
     let up_port = free_port();
     let (up_child, up_url) = upstream(up_port, &idp.issuer, None).await;
-    let (mut process, audience) = gateway(&idp, &up_url, "client_credentials").await;
+    let (mut process, audience) = gateway(&idp, &up_url, "client_credentials", "").await;
     // Every client-credentials grant but the agent's one is the gateway's.
     let token_requests = || async { count(&idp.stats().await, "/grants/client_credentials") - 1 };
     let agent_token = idp.token("agent", "agent-secret", &audience, "mcp tools:echo").await;
@@ -162,7 +162,7 @@ async fn with_token_exchange_the_server_sees_each_agent_as_the_subject_and_the_g
     peer_or_skip!(python_baseline());
     peer_or_skip!(python_token_client("http://127.0.0.1:1/mcp"));
     let (_up, up_url) = upstream(free_port(), &idp.issuer, None).await;
-    let (mut process, audience) = gateway(&idp, &up_url, "token_exchange").await;
+    let (mut process, audience) = gateway(&idp, &up_url, "token_exchange", "").await;
     let exchanges = || async { count(&idp.stats().await, "/grants/urn:ietf:params:oauth:grant-type:token-exchange") };
     for (client, secret) in [("agent", "agent-secret"), ("agent-narrow", "narrow-secret")] {
         let token = idp.token(client, secret, &audience, "mcp tools:echo").await;
@@ -177,5 +177,54 @@ async fn with_token_exchange_the_server_sees_each_agent_as_the_subject_and_the_g
         }
         assert_eq!(exchanges().await, before + 1, "{client}'s token was exchanged once, then kept");
     }
+    process.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_endpoint_outage_fails_calls_at_once_without_hammering_it_and_they_recover_with_it() {
+    let idp = peer_or_skip!(idp().await);
+    peer_or_skip!(python_baseline());
+    let (_up, up_url) = upstream(free_port(), &idp.issuer, None).await;
+    // Tokens of 3 s, renewed 1.5 s before they expire; backoff 0.5 s doubling to 2 s.
+    idp.control("/__test/ttl?seconds=3").await;
+    let extra = "refresh_before = \"1500ms\"\nbackoff = \"500ms\"\nmax_backoff = \"2s\"";
+    let (mut process, audience) = gateway(&idp, &up_url, "client_credentials", extra).await;
+    let agent_token = idp.token("agent", "agent-secret", &audience, "mcp tools:echo").await;
+    let endpoint = HttpEndpoint::new(&audience)
+        .expect("url")
+        .with_header("Authorization", Secret::new(format!("Bearer {agent_token}")))
+        .expect("header");
+    let client = McpClient::http("agent", endpoint, ClientConfig::default(), SeededRng::new(1));
+    let echo = || client.call_tool("echo", json!({"message": "x"}), CallOptions::default());
+    assert!(echo().await.is_ok_and(|r| !r.is_error), "served before the outage");
+
+    // The token endpoint answers 503 from now on. Once the token has expired, calls fail at once, saying why.
+    idp.control("/__test/fail?status=503").await;
+    let before = count(&idp.stats().await, "/token_requests");
+    tokio::time::sleep(Duration::from_millis(3200)).await;
+    let mut failed = 0;
+    for _ in 0..40 {
+        let started = tokio::time::Instant::now();
+        let outcome = echo().await;
+        let text = format!("{outcome:?}");
+        if !outcome.is_ok_and(|r| !r.is_error) {
+            failed += 1;
+            assert!(text.contains("access token"), "{text}");
+            assert!(started.elapsed() < Duration::from_secs(2), "a call without a token fails at once: {text}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let during = count(&idp.stats().await, "/token_requests") - before;
+    eprintln!("token endpoint down for about 7 s: {failed} of 40 calls failed, {during} token requests");
+    assert_eq!(failed, 40, "no call was served without a token");
+    assert!(during <= 8, "40 calls over about 7 s of outage made {during} token requests (backoff 0.5 s to 2 s)");
+
+    // It comes back: within one backoff the calls are served again.
+    idp.control("/__test/fail?status=0").await;
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let outcome = echo().await;
+    assert!(outcome.as_ref().is_ok_and(|r| !r.is_error), "{outcome:?}");
+    let metrics = process.metrics_text();
+    assert!(metrics.contains("upstream_token_requests_total{server=\"secure\",outcome=\"http_5xx\"}"), "{metrics}");
     process.stop().await;
 }
