@@ -94,6 +94,11 @@ pub(crate) fn free_port() -> u16 {
 
 /// A gateway at `port` with `[auth]` for `issuer`, over the Python SDK's stdio server.
 async fn gateway(port: u16, issuer: &str) -> Option<(Process, String)> {
+    gateway_with(port, issuer, "").await
+}
+
+/// [`gateway`] with more of the file after `[auth]`'s keys.
+async fn gateway_with(port: u16, issuer: &str, more: &str) -> Option<(Process, String)> {
     python_server()?;
     let python = std::env::var("MCPSTORM_PYTHON").unwrap_or_else(|_| "python3".into());
     let command = format!("{python} {}", repo_root().join("tests/peers/py_server.py").display());
@@ -101,7 +106,7 @@ async fn gateway(port: u16, issuer: &str) -> Option<(Process, String)> {
     let text = format!(
         "[listen]\nhttp = \"127.0.0.1:{port}\"\ndrain = \"1s\"\n\
          [auth]\nissuer = {issuer:?}\naudience = {audience:?}\nscopes = [\"mcp\"]\n\
-         tool_scopes = {{ sleep_ms = [\"tools:add\"] }}\nkeys_min_interval = \"1s\"\nleeway = \"1s\"\n\
+         tool_scopes = {{ sleep_ms = [\"tools:add\"] }}\nkeys_min_interval = \"1s\"\nleeway = \"1s\"\n{more}\n\
          [[servers]]\nname = \"py\"\n[[servers.replicas]]\nstdio = {command:?}\n"
     );
     let file = GatewayFile::load_str(&text, "gateway.toml").unwrap_or_else(|e| panic!("{e}"));
@@ -260,5 +265,38 @@ async fn with_the_identity_provider_unreachable_an_agent_is_told_to_retry_later_
     let (status, challenge) = raw_status(port, &forged("eyJhbGciOiJSUzI1NiJ9")).await;
     assert_eq!(status, 503, "a token that cannot be checked is not an invalid token: {challenge}");
     assert!(!challenge.contains("invalid_token") && challenge.contains("retry-after: 2"), "{challenge}");
+    process.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opaque_token_is_introspected_once_and_its_answer_kept_even_a_no() {
+    let idp = peer_or_skip!(upstream::idp_with(&["--format", "opaque"]).await);
+    peer_or_skip!(python_server());
+    let port = free_port();
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let introspection =
+        format!("[auth.introspection]\nclient_id = \"gateway\"\nclient_secret_env = {:?}\n", upstream::SECRET_ENV);
+    let (mut process, _) = peer_or_skip!(gateway_with(port, &idp.issuer, &introspection).await);
+    let introspected = || async { idp.stats().await["introspection_requests"].as_u64().unwrap_or(0) };
+
+    let token = idp.token("agent", "agent-secret", &audience, "mcp tools:echo").await;
+    assert!(!token.starts_with("ey"), "an opaque token: {token}");
+    for _ in 0..3 {
+        assert_eq!(raw_status(port, &token).await.0, 200);
+    }
+    assert_eq!(introspected().await, 1, "asked once, then kept");
+
+    let elsewhere = idp.token("agent", "agent-secret", "http://127.0.0.1:1/mcp", "mcp").await;
+    let (status, head) = raw_status(port, &elsewhere).await;
+    assert_eq!(status, 401, "{head}");
+    assert!(head.contains("not issued for"), "{head}");
+
+    let before = introspected().await;
+    for _ in 0..5 {
+        let (status, head) = raw_status(port, "made-up-opaque-token").await;
+        assert_eq!(status, 401, "{head}");
+        assert!(head.contains("not active"), "{head}");
+    }
+    assert_eq!(introspected().await, before + 1, "a made-up token repeated is asked about once");
     process.stop().await;
 }

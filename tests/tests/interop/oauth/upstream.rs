@@ -21,10 +21,15 @@ use super::{Idp, agent, free_port, listening};
 /// The variable holding the gateway's client secret. A test cannot set one (the workspace forbids unsafe code, and
 /// `std::env::set_var` is unsafe), so the identity provider is given, as the gateway's secret, the value of one
 /// that cargo sets for every test process.
-const SECRET_ENV: &str = "CARGO_PKG_NAME";
+pub(crate) const SECRET_ENV: &str = "CARGO_PKG_NAME";
 
 /// The identity provider with the default clients, but the gateway's secret being `SECRET_ENV`'s value.
-async fn idp() -> Option<Idp> {
+pub(crate) async fn idp() -> Option<Idp> {
+    idp_with(&[]).await
+}
+
+/// [`idp`] with more options for `idp.mjs`.
+pub(crate) async fn idp_with(options: &[&str]) -> Option<Idp> {
     let secret = std::env::var(SECRET_ENV).expect("cargo sets CARGO_PKG_NAME for tests");
     let clients = json!([
         {"client_id": "agent", "client_secret": "agent-secret", "scope": "mcp tools:echo tools:add"},
@@ -34,7 +39,9 @@ async fn idp() -> Option<Idp> {
     ]);
     let path = std::env::temp_dir().join(format!("mcpstorm-idp-clients-{}.json", std::process::id()));
     std::fs::write(&path, clients.to_string()).expect("write the clients");
-    Idp::start(&["--port", "0", "--clients", path.to_str().expect("utf-8 path")]).await
+    let mut args = vec!["--port", "0", "--clients", path.to_str().expect("utf-8 path")];
+    args.extend_from_slice(options);
+    Idp::start(&args).await
 }
 
 /// The protected Python server on `port` for `issuer`, accepting only tokens whose `aud` is `audience` (default:
