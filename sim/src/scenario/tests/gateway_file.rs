@@ -191,3 +191,39 @@ fn breaker_sync_is_a_gateway_table_checked_where_it_is_written() {
     let err = scenario("[gateway.sync]\nredis = \"redis://127.0.0.1:6379\"\n").expect_err("an address in a scenario");
     assert!(err.to_string().contains("must name the simulated host"), "{err}");
 }
+
+#[test]
+fn oauth_tables_refuse_forgeable_algorithms_a_wide_skew_and_a_token_for_a_stdio_replica() {
+    let text = "[listen]\nhttp = \"0.0.0.0:8848\"\n\
+                [auth]\nissuer = \"https://idp.example\"\naudience = \"gw\"\nalgorithms = [\"HS256\", \"none\", \"RS256\"]\nleeway = \"10m\"\n\
+                [[servers]]\nname = \"a\"\n[[servers.replicas]]\nstdio = \"x\"\n[servers.oauth]\nclient_id = \"\"\n";
+    let Err(e) = tables::GatewayFile::load_str(text, "g.toml") else { panic!("loaded") };
+    let keys: Vec<_> = e.problems().iter().filter_map(|p| p.key.clone()).collect();
+    for key in [
+        "auth.audience",
+        "auth.algorithms[0]",
+        "auth.algorithms[1]",
+        "auth.leeway",
+        "servers[0].oauth.client_id",
+        "servers[0].oauth.client_secret_env",
+        "servers[0].oauth",
+    ] {
+        assert!(keys.iter().any(|k| k == key), "{key} not named: {e}");
+    }
+    assert!(!keys.iter().any(|k| k == "listen.http"), "[auth] lets a public bind in: {e}");
+    assert!(!keys.iter().any(|k| k == "auth.algorithms[2]"), "{e}");
+    assert!(e.to_string().contains("can be forged"), "{e}");
+}
+
+#[test]
+fn a_gateway_with_auth_reads_its_introspection_and_client_secrets_from_the_environment() {
+    let text = "[auth]\nissuer = \"https://idp.example\"\naudience = \"https://gw.example/mcp\"\n\
+                [auth.introspection]\nclient_id = \"gw\"\nclient_secret_env = \"INTROSPECT\"\n\
+                [[servers]]\nname = \"a\"\n[[servers.replicas]]\nhttp = \"https://a.example/mcp\"\n\
+                [servers.oauth]\nclient_id = \"gw\"\nclient_secret_env = \"A_SECRET\"\n";
+    let file = tables::GatewayFile::load_str(text, "g.toml").unwrap_or_else(|e| panic!("{e}"));
+    let vars: Vec<_> =
+        crate::gateway::config::environment::references(&file).into_iter().map(|r| (r.key, r.var)).collect();
+    assert!(vars.contains(&("auth.introspection.client_secret_env".into(), "INTROSPECT".into())), "{vars:?}");
+    assert!(vars.contains(&("servers[0].oauth.client_secret_env".into(), "A_SECRET".into())), "{vars:?}");
+}
