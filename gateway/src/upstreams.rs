@@ -14,6 +14,8 @@ use mcpstorm_core::{
 use tokio::sync::mpsc;
 
 use super::node::list_changed_hook;
+use super::oauth::assertion::ClientAuth;
+use super::oauth::basic_credentials;
 use super::oauth::client::{OnTokenRequest, UpstreamAuth};
 use crate::config::{ENV_PREFIX, ReplicaAddr, UpstreamSpec};
 use crate::seed::Seed;
@@ -90,15 +92,26 @@ fn authorizer(
     on_token: Option<TokenHook>,
 ) -> Result<Option<Arc<dyn Authorizer>>, String> {
     let Some(spec) = &server.oauth else { return Ok(None) };
-    let var = &spec.client_secret_env;
-    let secret = std::env::var(var).map_err(|_| {
-        format!("servers {:?} oauth.client_secret_env: environment variable {var} is not set", server.name)
-    })?;
+    let at = format!("servers {:?} oauth", server.name);
+    let auth = match &spec.private_key_file {
+        Some(path) => {
+            let pem = std::fs::read(path).map_err(|e| format!("{at}.private_key_file {path}: {e}"))?;
+            let alg = spec.private_key_alg.as_deref().unwrap_or_default();
+            ClientAuth::private_key(&spec.client_id, &pem, alg, spec.private_key_id.clone())
+                .map_err(|e| format!("{at}.private_key_file {path}: {e}"))?
+        }
+        None => {
+            let var = &spec.client_secret_env;
+            let secret = std::env::var(var)
+                .map_err(|_| format!("{at}.client_secret_env: environment variable {var} is not set"))?;
+            ClientAuth::Basic(basic_credentials(&spec.client_id, &Secret::new(secret)))
+        }
+    };
     let url = server.replicas.iter().find_map(|r| r.http.clone()).unwrap_or_default();
     let name = server.name.clone();
     let on_request: Option<OnTokenRequest> =
         on_token.map(|hook| -> OnTokenRequest { Arc::new(move |outcome: &str| hook(&name, outcome)) });
-    let client = UpstreamAuth::new(&server.name, spec, &Secret::new(secret), &url, clock.clone(), on_request);
+    let client = UpstreamAuth::new(&server.name, spec, auth, &url, clock.clone(), on_request);
     Ok(Some(Arc::new(client)))
 }
 

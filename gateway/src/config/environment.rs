@@ -21,7 +21,7 @@ pub fn references(file: &GatewayFile) -> Vec<EnvRef> {
         add(format!("listen.agent_tokens_env[{i}]"), var);
     }
     for (s, server) in file.servers.iter().enumerate() {
-        if let Some(oauth) = &server.oauth {
+        if let Some(oauth) = server.oauth.as_ref().filter(|o| !o.client_secret_env.is_empty()) {
             add(format!("servers[{s}].oauth.client_secret_env"), &oauth.client_secret_env);
         }
         for (r, replica) in server.replicas.iter().enumerate() {

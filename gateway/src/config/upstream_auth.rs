@@ -10,6 +10,9 @@ use super::ranges::{Ranges, Upper};
 use super::rules::Rules;
 use super::units::Dur;
 
+/// The algorithms a `private_key_jwt` key may sign with.
+pub const KEY_ALGORITHMS: [&str; 5] = ["RS256", "PS256", "ES256", "ES384", "EdDSA"];
+
 /// How the gateway gets tokens for one upstream server (shared by its replicas).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 // An absent key takes its value from `Default`: a default is declared once, there.
@@ -22,8 +25,19 @@ pub struct UpstreamAuthSpec {
     pub grant: Grant,
     /// The gateway's client id at the upstream's authorization server.
     pub client_id: String,
-    /// The environment variable holding the client secret (sent with HTTP Basic).
+    /// The environment variable holding the client secret (sent with HTTP Basic). Or `private_key_file`.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub client_secret_env: String,
+    /// Instead of a secret: a private key (PEM; PKCS#8, or PKCS#1 for RSA) that signs a short-lived assertion the
+    /// authorization server checks against the public key it holds for the client (`private_key_jwt`, RFC 7523).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_key_file: Option<String>,
+    /// The key's algorithm: RS256, PS256, ES256, ES384 or EdDSA.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_key_alg: Option<String>,
+    /// The key's id (`kid`), when the authorization server holds several for the client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_key_id: Option<String>,
     /// Scopes asked for. Empty: none named (the authorization server's default).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
@@ -63,6 +77,9 @@ impl Default for UpstreamAuthSpec {
             grant: Grant::ClientCredentials,
             client_id: String::new(),
             client_secret_env: String::new(),
+            private_key_file: None,
+            private_key_alg: None,
+            private_key_id: None,
             scopes: Vec::new(),
             issuer: None,
             resource: None,
@@ -80,8 +97,23 @@ impl UpstreamAuthSpec {
         if self.client_id.is_empty() {
             rules.fail(format!("{at}.client_id"), "must be the gateway's client id at the authorization server");
         }
-        if self.client_secret_env.is_empty() {
-            rules.fail(format!("{at}.client_secret_env"), "must name an environment variable");
+        match (&self.private_key_file, self.client_secret_env.is_empty()) {
+            (None, true) => rules.fail(
+                format!("{at}.client_secret_env"),
+                "must name an environment variable (or give private_key_file)",
+            ),
+            (Some(_), false) => rules.fail(
+                format!("{at}.private_key_file"),
+                "give client_secret_env or private_key_file, not both: a client authenticates one way",
+            ),
+            (Some(_), true) => match self.private_key_alg.as_deref() {
+                Some(alg) if KEY_ALGORITHMS.contains(&alg) => {}
+                _ => rules.fail(
+                    format!("{at}.private_key_alg"),
+                    format!("must be one of {} with private_key_file", KEY_ALGORITHMS.join(", ")),
+                ),
+            },
+            (None, false) => {}
         }
         for (key, url) in [("issuer", &self.issuer), ("resource", &self.resource)] {
             if url.as_deref().is_some_and(|u| !(u.starts_with("https://") || u.starts_with("http://"))) {

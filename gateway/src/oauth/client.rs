@@ -29,6 +29,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
+use super::assertion::ClientAuth;
 use super::discovery::discover;
 use crate::config::{Grant, UpstreamAuthSpec};
 
@@ -78,8 +79,8 @@ pub struct UpstreamAuth(Arc<Inner>);
 struct Inner {
     server: String,
     spec: UpstreamAuthSpec,
-    /// `Basic base64(client_id:secret)`.
-    basic: Secret,
+    /// How the gateway proves who it is at the token endpoint.
+    auth: ClientAuth,
     /// The first replica's URL: where the metadata is looked for, and the resource when nothing names one.
     url: String,
     clock: Arc<dyn Clock>,
@@ -113,20 +114,19 @@ struct TokenAnswer {
 }
 
 impl UpstreamAuth {
-    /// The client of server `server`, whose first replica is at `url`, with the client secret's value.
+    /// The client of server `server`, whose first replica is at `url`, authenticating with `auth`.
     pub fn new(
         server: &str,
         spec: &UpstreamAuthSpec,
-        secret: &Secret,
+        auth: ClientAuth,
         url: &str,
         clock: Arc<dyn Clock>,
         on_request: Option<OnTokenRequest>,
     ) -> UpstreamAuth {
-        let basic = super::basic_credentials(&spec.client_id, secret);
         UpstreamAuth(Arc::new(Inner {
             server: server.to_owned(),
             spec: spec.clone(),
-            basic,
+            auth,
             url: url.to_owned(),
             clock,
             dialer: None,
@@ -274,8 +274,11 @@ impl Inner {
         if !scope.is_empty() {
             form.push(("scope", scope.as_str()));
         }
+        let proof =
+            self.auth.form_fields(&endpoint.token_url, self.clock.wall_ms() / 1000).map_err(|e| ("assertion", e))?;
+        form.extend(proof.iter().map(|(k, v)| (*k, v.as_str())));
         let started = self.clock.now();
-        let fetched = fetcher.post_form(&form, Some(&self.basic)).await.map_err(|e| ("unreachable", e.to_string()))?;
+        let fetched = fetcher.post_form(&form, self.auth.header()).await.map_err(|e| ("unreachable", e.to_string()))?;
         if fetched.status != 200 {
             let error = fetched.json().and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned));
             let why = format!("the token endpoint answered HTTP {} {}", fetched.status, error.unwrap_or_default());

@@ -4,6 +4,7 @@
 //! server's metadata (`discovery`), its signing keys (`keys`), a JWT access token's checks (`jwt`), and opaque
 //! tokens' introspection (`introspect`).
 
+pub mod assertion;
 pub mod client;
 pub mod discovery;
 pub mod introspect;

@@ -8,6 +8,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mcpstorm_core::{CallOptions, ClientConfig, HttpEndpoint, McpClient, Secret, SeededRng};
 use mcpstorm_sim::gateway::Process;
 use mcpstorm_sim::gateway::cli::wall_clock;
@@ -30,6 +32,11 @@ pub(crate) async fn idp() -> Option<Idp> {
 
 /// [`idp`] with more options for `idp.mjs`.
 pub(crate) async fn idp_with(options: &[&str]) -> Option<Idp> {
+    idp_with_clients(&[], options).await
+}
+
+/// [`idp_with`], with more clients.
+async fn idp_with_clients(more: &[Value], options: &[&str]) -> Option<Idp> {
     let secret = std::env::var(SECRET_ENV).expect("cargo sets CARGO_PKG_NAME for tests");
     let clients = json!([
         {"client_id": "agent", "client_secret": "agent-secret", "scope": "mcp tools:echo tools:add"},
@@ -37,8 +44,9 @@ pub(crate) async fn idp_with(options: &[&str]) -> Option<Idp> {
         {"client_id": "gateway", "client_secret": secret, "scope": "mcp tools:echo tools:add",
          "grant_types": ["client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange"], "introspect": true},
     ]);
-    let path = std::env::temp_dir().join(format!("mcpstorm-idp-clients-{}.json", std::process::id()));
-    std::fs::write(&path, clients.to_string()).expect("write the clients");
+    let clients: Vec<Value> = clients.as_array().into_iter().flatten().chain(more).cloned().collect();
+    let path = std::env::temp_dir().join(format!("mcpstorm-idp-clients-{}-{}.json", std::process::id(), more.len()));
+    std::fs::write(&path, Value::from(clients).to_string()).expect("write the clients");
     let mut args = vec!["--port", "0", "--clients", path.to_str().expect("utf-8 path")];
     args.extend_from_slice(options);
     Idp::start(&args).await
@@ -59,13 +67,19 @@ async fn upstream(port: u16, issuer: &str, audience: Option<&str>) -> (tokio::pr
 
 /// A gateway with `[auth]` for `idp`'s tokens, over the protected server at `up_url` reached with `grant`.
 async fn gateway(idp: &Idp, up_url: &str, grant: &str, extra: &str) -> (Process, String) {
+    let client = format!("client_id = \"gateway\"\nclient_secret_env = {SECRET_ENV:?}");
+    gateway_as(idp, up_url, grant, &client, extra).await
+}
+
+/// [`gateway`] with the `[servers.oauth]` keys that say who the gateway is.
+async fn gateway_as(idp: &Idp, up_url: &str, grant: &str, client: &str, extra: &str) -> (Process, String) {
     let port = free_port();
     let audience = format!("http://127.0.0.1:{port}/mcp");
     let text = format!(
         "[listen]\nhttp = \"127.0.0.1:{port}\"\ndrain = \"1s\"\n\
          [auth]\nissuer = {issuer:?}\naudience = {audience:?}\nscopes = [\"mcp\"]\n\
          [[servers]]\nname = \"secure\"\n[[servers.replicas]]\nhttp = {up_url:?}\n\
-         [servers.oauth]\ngrant = {grant:?}\nclient_id = \"gateway\"\nclient_secret_env = {SECRET_ENV:?}\n\
+         [servers.oauth]\ngrant = {grant:?}\n{client}\n\
          scopes = [\"mcp\", \"tools:echo\"]\n{extra}\n",
         issuer = idp.issuer,
     );
@@ -233,5 +247,34 @@ async fn a_token_endpoint_outage_fails_calls_at_once_without_hammering_it_and_th
     assert!(outcome.as_ref().is_ok_and(|r| !r.is_error), "{outcome:?}");
     let metrics = process.metrics_text();
     assert!(metrics.contains("upstream_token_requests_total{server=\"secure\",outcome=\"http_5xx\"}"), "{metrics}");
+    process.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_private_key_the_gateway_proves_who_it_is_by_a_signed_assertion_and_no_secret() {
+    let key = rcgen::KeyPair::generate().expect("a P-256 key");
+    let point = key.public_key_raw();
+    let (x, y) = (URL_SAFE_NO_PAD.encode(&point[1..33]), URL_SAFE_NO_PAD.encode(&point[33..65]));
+    let client = json!({
+        "client_id": "gateway-jwt", "token_endpoint_auth_method": "private_key_jwt",
+        "token_endpoint_auth_signing_alg": "ES256", "scope": "mcp tools:echo",
+        "jwks": {"keys": [{"kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": "gw-1", "alg": "ES256", "use": "sig"}]},
+    });
+    let idp = peer_or_skip!(idp_with_clients(&[client], &[]).await);
+    peer_or_skip!(python_baseline());
+    peer_or_skip!(python_token_client("http://127.0.0.1:1/mcp"));
+    let path = std::env::temp_dir().join(format!("mcpstorm-gateway-key-{}.pem", std::process::id()));
+    std::fs::write(&path, key.serialize_pem()).expect("write the key");
+    let (_up, up_url) = upstream(free_port(), &idp.issuer, None).await;
+    let who = format!(
+        "client_id = \"gateway-jwt\"\nprivate_key_file = {:?}\nprivate_key_alg = \"ES256\"\nprivate_key_id = \"gw-1\"",
+        path.display().to_string()
+    );
+    let (mut process, audience) = gateway_as(&idp, &up_url, "client_credentials", &who, "").await;
+    let token = idp.token("agent", "agent-secret", &audience, "mcp tools:echo").await;
+    let (seen, code) = agent(&audience, Some(&token), Some(("whoami", json!({})))).await;
+    assert_eq!(code, 0, "{seen}");
+    let whoami: Value = serde_json::from_str(seen["result"].as_str().unwrap_or("{}")).unwrap_or(seen.clone());
+    assert_eq!(whoami["client_id"], "gateway-jwt", "{whoami}");
     process.stop().await;
 }
