@@ -5,6 +5,7 @@
 set -euo pipefail
 url="${1:?usage: client.sh URL}"
 mcpstorm="${MCPSTORM:?set MCPSTORM to the mcpstorm binary}"
+cimd="https://conformance-test.local/client-metadata.json"
 case "${MCP_CONFORMANCE_SCENARIO:-}" in
     # The handshake, then the listing.
     initialize) exec "$mcpstorm" tools --http "$url" ;;
@@ -14,6 +15,15 @@ case "${MCP_CONFORMANCE_SCENARIO:-}" in
     sse-retry) exec "$mcpstorm" call --http "$url" test_reconnection ;;
     # A tool whose server asks the client to elicit input.
     elicitation-sep1034-client-defaults) exec "$mcpstorm" call --http "$url" test_client_elicitation_defaults ;;
-    # The auth scenarios, and any the suite adds: connect and list tools, as a user would first.
-    *) exec "$mcpstorm" tools --http "$url" ;;
+    # A server whose tools/call needs more scopes than tools/list (step-up): list, then call its tool.
+    auth/scope-step-up) exec "$mcpstorm" call --http "$url" --oauth-client-metadata-url "$cimd" test-tool ;;
+    # A client registered beforehand: its id and secret, which the suite hands over in MCP_CONFORMANCE_CONTEXT.
+    auth/pre-registration)
+        id="$(node -p 'JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT).client_id')"
+        MCPSTORM_CLIENT_SECRET="$(node -p 'JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT).client_secret')" \
+            exec "$mcpstorm" tools --http "$url" --oauth-client-id "$id" --oauth-client-secret-env MCPSTORM_CLIENT_SECRET ;;
+    # The auth scenarios, and any the suite adds: connect and list tools, as a user would first. The client metadata
+    # document's URL is the suite's (mcpstorm publishes none of its own); where the authorization server does not
+    # support such documents, mcpstorm registers itself.
+    *) exec "$mcpstorm" tools --http "$url" --oauth-client-metadata-url "$cimd" ;;
 esac

@@ -31,6 +31,7 @@ use tokio::time::Instant;
 
 use super::assertion::ClientAuth;
 use super::discovery::discover;
+use super::{challenge_parameter as parameter, origin, resource_covers};
 use crate::config::{Grant, UpstreamAuthSpec};
 
 /// How long after it was fetched a token is trusted over a refusal (see the module documentation).
@@ -328,8 +329,8 @@ impl Inner {
             let Ok(fetched) = fetcher.get_json().await else { continue };
             let Some(doc) = fetched.json().filter(|_| fetched.status == 200) else { continue };
             let resource = doc.get("resource").and_then(|r| r.as_str()).unwrap_or(&self.url).to_owned();
-            if origin(&resource) != origin(&self.url) {
-                return Err(format!("{url} names the resource {resource}, not on {}'s origin", self.url));
+            if !resource_covers(&resource, &self.url) {
+                return Err(format!("{url} names the resource {resource}, which is not {}", self.url));
             }
             let issuer = doc
                 .get("authorization_servers")
@@ -374,8 +375,9 @@ impl Authorizer for UpstreamAuth {
         }
     }
 
-    fn refused(&self, sent: Option<&Secret>, challenge: Option<&str>) {
+    fn refused(&self, sent: Option<&Secret>, challenge: Option<&str>) -> bool {
         self.0.refused(sent, challenge);
+        true
     }
 }
 
@@ -385,19 +387,6 @@ fn bearer(token: &Secret) -> Secret {
 
 fn unavailable(why: &str) -> CallError {
     AuthError::TokenUnavailable(why.to_owned()).into()
-}
-
-/// A challenge's `name="value"` parameter.
-fn parameter(challenge: &str, name: &str) -> Option<String> {
-    let at = challenge.find(&format!("{name}=\""))? + name.len() + 2;
-    let rest = &challenge[at..];
-    Some(rest[..rest.find('"')?].to_owned())
-}
-
-/// `scheme://host[:port]` of a URL.
-fn origin(url: &str) -> &str {
-    let after = url.find("://").map_or(0, |i| i + 3);
-    url[after..].find('/').map_or(url, |i| &url[..after + i])
 }
 
 /// RFC 9728 §3.1: the path-suffixed well-known URL first, then the root one.

@@ -24,3 +24,24 @@ pub fn basic_credentials(client_id: &str, secret: &Secret) -> Secret {
     let pair = format!("{}:{}", enc(client_id), enc(secret.expose()));
     Secret::new(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair)))
 }
+
+/// A `WWW-Authenticate` challenge's `name="value"` parameter.
+pub fn challenge_parameter(challenge: &str, name: &str) -> Option<String> {
+    let at = challenge.find(&format!("{name}=\""))? + name.len() + 2;
+    let rest = &challenge[at..];
+    Some(rest[..rest.find('"')?].to_owned())
+}
+
+/// `scheme://host[:port]` of a URL.
+pub fn origin(url: &str) -> &str {
+    let after = url.find("://").map_or(0, |i| i + 3);
+    url[after..].find('/').map_or(url, |i| &url[..after + i])
+}
+
+/// Whether a protected resource's metadata may speak for `url`: its `resource` is on the same origin and a path
+/// prefix of `url` (RFC 9728 §3.3: metadata naming another resource is not to be used, or a server could send our
+/// tokens' audience, and so the tokens, elsewhere).
+pub fn resource_covers(resource: &str, url: &str) -> bool {
+    let resource = resource.trim_end_matches('/');
+    origin(resource) == origin(url) && url.starts_with(resource)
+}

@@ -2,6 +2,7 @@
 //! call or check, 2 bad input (arguments, config files, tool arguments, unknown tools). Every failure is one line on
 //! stderr; server-controlled text reaches the terminal only through `terminal::show`.
 
+mod authorize;
 mod compare;
 mod diagnose;
 mod fidelity;

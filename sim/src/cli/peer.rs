@@ -11,6 +11,7 @@ use mcpstorm_core::{
 use serde_json::Value;
 
 use super::Failure;
+use super::authorize::{ClientIdentity, UserAuth};
 use super::out::outln;
 use super::terminal::{Bound, show};
 
@@ -57,6 +58,17 @@ pub struct ServerArgs {
     /// drawn from the OS and logged at debug level (`RUST_LOG=debug`), so a run can be replayed with the same draws.
     #[arg(long, requires = "retries")]
     pub seed: Option<u64>,
+    /// With --http, against a server behind the MCP authorization spec (a 401 naming its metadata): the OAuth client
+    /// id to use, pre-registered at its authorization server. Without it: a client ID metadata document
+    /// (--oauth-client-metadata-url) where supported, else dynamic registration.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["stdio", "tcp"])]
+    pub oauth_client_id: Option<String>,
+    /// The environment variable holding the pre-registered client's secret (a confidential client).
+    #[arg(long, value_name = "ENV_VAR", requires = "oauth_client_id")]
+    pub oauth_client_secret_env: Option<String>,
+    /// The URL of this client's metadata document, used as its client id where the server supports that.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["stdio", "tcp"])]
+    pub oauth_client_metadata_url: Option<String>,
     /// The most tools a server's listing may hold (default 10,000); more is refused naming this flag.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub max_tools: Option<u64>,
@@ -136,9 +148,26 @@ impl ServerArgs {
         Ok(Route { dialer, http: None })
     }
 
-    /// `--http URL` with every `--header`.
+    /// `--http URL` with every `--header`; without an `Authorization` header, the OAuth client that answers the
+    /// server's 401 (`authorize.rs`).
     fn endpoint(&self, url: &str) -> Result<HttpEndpoint, Failure> {
         let mut endpoint = HttpEndpoint::new(url).map_err(|e| Failure::BadInput(format!("--http: {e}")))?;
+        let has_authorization = self.headers.iter().any(|h| h.to_ascii_lowercase().starts_with("authorization="));
+        if !has_authorization {
+            let client_secret = match &self.oauth_client_secret_env {
+                Some(var) => Some(Secret::new(std::env::var(var).map_err(|_| {
+                    Failure::BadInput(format!("--oauth-client-secret-env: environment variable {var} is not set"))
+                })?)),
+                None => None,
+            };
+            let identity = ClientIdentity {
+                client_id: self.oauth_client_id.clone(),
+                client_secret,
+                metadata_url: self.oauth_client_metadata_url.clone(),
+            };
+            let clock: Arc<dyn mcpstorm_core::Clock> = Arc::new(super::wall_clock());
+            endpoint = endpoint.with_authorizer(Arc::new(UserAuth::new(url, identity, clock)));
+        }
         for arg in &self.headers {
             let (name, value) = from_env("--header", arg, "NAME")?;
             // The error names the header, never its value.

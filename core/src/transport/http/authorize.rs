@@ -20,7 +20,10 @@ pub trait Authorizer: Send + Sync + Debug + 'static {
     /// request unsent.
     fn authorization<'a>(&'a self, on_behalf_of: Option<&'a Secret>) -> AuthorizationFuture<'a>;
 
-    /// The server answered 401 to a request that carried `sent`, with this `WWW-Authenticate` value: the token is
-    /// forgotten if it is still the current one, so the next [`authorization`](Self::authorization) gets another.
-    fn refused(&self, sent: Option<&Secret>, challenge: Option<&str>);
+    /// The server answered 401 (or 403 `insufficient_scope`) to a request that carried `sent`, with this
+    /// `WWW-Authenticate` value: the token is forgotten if it is still the current one, so the next
+    /// [`authorization`](Self::authorization) gets another (with the scopes the challenge names). Returns whether
+    /// sending the request again may succeed: `false` leaves the refusal to the caller as the server's answer (a
+    /// 401 that is no OAuth challenge, say).
+    fn refused(&self, sent: Option<&Secret>, challenge: Option<&str>) -> bool;
 }

@@ -62,12 +62,12 @@ impl Http {
         Ok(token)
     }
 
-    /// Tells the authorizer that the server answered 401 to a request that carried `sent`.
-    pub(super) fn refused(&self, sent: Option<&Secret>, response: &HeaderMap) {
-        if let Some(authorizer) = self.endpoint.authorizer() {
-            let challenge = response.get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok());
-            authorizer.refused(sent, challenge);
-        }
+    /// Tells the authorizer that the server refused a request that carried `sent`: whether sending it again may
+    /// succeed (`false` without an authorizer).
+    pub(super) fn refused(&self, sent: Option<&Secret>, response: &HeaderMap) -> bool {
+        let Some(authorizer) = self.endpoint.authorizer() else { return false };
+        let challenge = response.get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok());
+        authorizer.refused(sent, challenge)
     }
 
     /// Keeps the `Mcp-Session-Id` of an `initialize` response ("Session Management"): visible ASCII only, and
@@ -214,12 +214,14 @@ async fn post_request(http: &Arc<Http>, post: Post) -> Result<(), CallError> {
     let (mut response, mut lease) = send(http, Method::POST, &headers, body.clone(), false).await?;
     // A refused token is renewed, and the request sent once more: it was refused, not served. A second refusal is
     // an error of its own, never a loop.
-    if response.status() == StatusCode::UNAUTHORIZED && http.endpoint.authorizer().is_some() {
-        http.refused(token.as_ref(), response.headers());
+    if refused_token(response.status(), response.headers()) && http.refused(token.as_ref(), response.headers()) {
+        if let Some(hook) = &http.on_response {
+            hook(&HttpResponseHead::new(&method, response.status().as_u16(), response.headers(), &headers));
+        }
         drop((response, lease));
         let token = http.authorize(&mut headers, on_behalf_of.as_ref()).await?;
         (response, lease) = send(http, Method::POST, &headers, body, false).await?;
-        if response.status() == StatusCode::UNAUTHORIZED {
+        if refused_token(response.status(), response.headers()) {
             http.refused(token.as_ref(), response.headers());
             let challenge = response.headers().get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok());
             return Err(AuthError::TokenRefused(challenge.unwrap_or("no challenge").to_owned()).into());
@@ -262,6 +264,18 @@ async fn post_request(http: &Arc<Http>, post: Post) -> Result<(), CallError> {
     }
 }
 
+/// Whether an answer refuses the request's token: 401, or 403 `insufficient_scope` (step-up: a token with more
+/// scopes may be had).
+fn refused_token(status: StatusCode, headers: &HeaderMap) -> bool {
+    let step_up = || {
+        headers
+            .get(header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.contains("insufficient_scope"))
+    };
+    status == StatusCode::UNAUTHORIZED || (status == StatusCode::FORBIDDEN && step_up())
+}
+
 /// Posts a notification or a response; `true` when the server accepted it. Failures are logged: no call waits on
 /// them.
 pub(super) async fn notify(http: &Arc<Http>, msg: &Message) -> bool {
@@ -284,7 +298,7 @@ pub(super) async fn notify(http: &Arc<Http>, msg: &Message) -> bool {
         }
         Ok((response, _)) => {
             if response.status() == StatusCode::UNAUTHORIZED {
-                http.refused(token.as_ref(), response.headers());
+                let _ = http.refused(token.as_ref(), response.headers());
             }
             tracing::debug!(status = %response.status(), "notification or response refused");
             false

@@ -84,12 +84,24 @@ impl Fetcher {
         self.send(Method::POST, Some(Bytes::from(body)), authorization).await
     }
 
+    /// `POST` of a JSON body (dynamic client registration, RFC 7591).
+    pub async fn post_json(&self, body: &serde_json::Value) -> Result<Fetched, CallError> {
+        let body = (Bytes::from(body.to_string()), "application/json");
+        match tokio::time::timeout(self.timeout, self.exchange(Method::POST, Some(body), None)).await {
+            Ok(fetched) => fetched,
+            Err(_) => {
+                Err(TransportError::Http(HttpError::Exchange(format!("no answer within {:?}", self.timeout))).into())
+            }
+        }
+    }
+
     async fn send(
         &self,
         method: Method,
         body: Option<Bytes>,
         authorization: Option<&Secret>,
     ) -> Result<Fetched, CallError> {
+        let body = body.map(|b| (b, "application/x-www-form-urlencoded"));
         match tokio::time::timeout(self.timeout, self.exchange(method, body, authorization)).await {
             Ok(fetched) => fetched,
             Err(_) => {
@@ -101,7 +113,7 @@ impl Fetcher {
     async fn exchange(
         &self,
         method: Method,
-        body: Option<Bytes>,
+        body: Option<(Bytes, &'static str)>,
         authorization: Option<&Secret>,
     ) -> Result<Fetched, CallError> {
         let url = self.endpoint.parts();
@@ -111,15 +123,15 @@ impl Fetcher {
             .uri(url.target.as_str())
             .header(header::HOST, url.authority.clone())
             .header(header::ACCEPT, "application/json");
-        if body.is_some() {
-            builder = builder.header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        if let Some((_, content_type)) = &body {
+            builder = builder.header(header::CONTENT_TYPE, *content_type);
         }
         if let Some(secret) = authorization {
             let value = HeaderValue::from_str(secret.expose())
                 .map_err(|_| TransportError::Http(HttpError::Exchange("an unsendable Authorization value".into())))?;
             builder = builder.header(header::AUTHORIZATION, value);
         }
-        let request = builder.body(http_body_util::Full::new(body.unwrap_or_default())).map_err(bad)?;
+        let request = builder.body(http_body_util::Full::new(body.map(|(b, _)| b).unwrap_or_default())).map_err(bad)?;
         let mut lease = self.pool.acquire().await?;
         let Some(sender) = lease.sender() else { return Err(TransportError::NotWritten.into()) };
         let response = sender.send_request(request).await.map_err(|e| hyper_error(&e))?;

@@ -224,7 +224,7 @@ pub(super) async fn open_get(
     let token = http.authorize(&mut headers, None).await?;
     let (response, lease) = send(http, Method::GET, &headers, Bytes::new(), dedicated).await?;
     if response.status() == StatusCode::UNAUTHORIZED {
-        http.refused(token.as_ref(), response.headers());
+        let _ = http.refused(token.as_ref(), response.headers());
     }
     match response.status() {
         StatusCode::METHOD_NOT_ALLOWED => Ok(None),
