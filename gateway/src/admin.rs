@@ -2,7 +2,8 @@
 //! secret) and the admin API, every route of which needs `Authorization: Bearer <token>` (401 without it):
 //!
 //! - `GET /admin/breakers`: every breaker by server, replica and tool with its state and window counts, every
-//!   replica's health score, every bulkhead ([`Protection`]).
+//!   replica's health score, every bulkhead ([`Protection`]), and every configured replica with its state (`ready`,
+//!   `connecting`, `failed`) and last error, whether or not it ever answered.
 //! - `POST /admin/breakers` with `{"server", "tool", "replica"?, "action", "fallback"?}`: the design's manual
 //!   switch. `action` is `force_open`, `force_degrade` (with `fallback`, a tool named in the degraded result) or
 //!   `reset`; without `replica` it applies to every replica of the server. Answers the breakers it changed.
@@ -122,7 +123,11 @@ impl Admin {
         }
         match (request.method().clone(), path.as_str()) {
             (Method::GET, "/admin/breakers") => {
-                reply(StatusCode::OK, &serde_json::to_value(self.protection()).unwrap_or_default())
+                let mut state = serde_json::to_value(self.protection()).unwrap_or_default();
+                // Every configured replica, whatever its state: one that never answered has no breaker yet.
+                let replicas = current(&self.current).replica_states();
+                state["replicas"] = serde_json::to_value(replicas).unwrap_or_default();
+                reply(StatusCode::OK, &state)
             }
             (Method::POST, "/admin/breakers") => match read_json::<Switch>(request).await {
                 Ok(switch) => self.switch(&switch),

@@ -30,8 +30,10 @@ use tokio::time::Instant;
 use super::catalog::Catalog;
 use super::metrics::{AttemptLabels, Metrics, ToolLabels};
 use super::proxied::{self, Kind, Proxied};
+use super::readiness::{ReplicaStatus, Replicas};
 use super::state::Protection;
 use super::tap::AttemptTap;
+use crate::config::ReadyRule;
 use crate::config::{PrefixMode, UpstreamSpec, server_tag};
 
 /// How often a server with no listing (down at start, or never answered) is tried again.
@@ -68,6 +70,8 @@ pub struct Federation {
     tap: Option<Arc<dyn AttemptTap>>,
     /// Configured servers out of rotation (see [`withdraw`](Self::withdraw)): not listed, not routed to.
     withheld: RwLock<BTreeSet<String>>,
+    /// Every configured replica's state, as the listings found it (`/readyz`, the admin API).
+    replicas: Replicas,
 }
 
 impl std::fmt::Debug for Federation {
@@ -80,7 +84,6 @@ impl Federation {
     pub fn new(gateway: Arc<Gateway>, servers: Vec<UpstreamSpec>, mode: PrefixMode, metrics: Arc<Metrics>) -> Self {
         Federation {
             gateway,
-            servers,
             mode,
             listings: RwLock::default(),
             proxied: RwLock::default(),
@@ -89,6 +92,8 @@ impl Federation {
             sync: None,
             tap: None,
             withheld: RwLock::default(),
+            replicas: Replicas::of(&servers),
+            servers,
         }
     }
 
@@ -141,6 +146,37 @@ impl Federation {
         self.servers.iter().all(|s| withheld.contains(&s.name) || listings.tools.contains_key(&s.name))
     }
 
+    /// Whether `rule` holds (`all`: every server in rotation listed; `any`: one is), and the servers with their
+    /// listings' sizes and every replica's state, for `/readyz`.
+    pub fn readiness(&self, rule: ReadyRule) -> (bool, Value) {
+        let withheld = self.withheld.read().unwrap_or_else(PoisonError::into_inner);
+        let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
+        let in_rotation: Vec<&UpstreamSpec> = self.servers.iter().filter(|s| !withheld.contains(&s.name)).collect();
+        let listed = |s: &&UpstreamSpec| listings.tools.contains_key(&s.name);
+        let ready = match rule {
+            ReadyRule::All => in_rotation.iter().all(listed),
+            ReadyRule::Any => in_rotation.iter().any(listed) || in_rotation.is_empty(),
+        };
+        let servers: Vec<Value> = self
+            .servers
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "listed": listings.tools.contains_key(&s.name),
+                    "tools": listings.tools.get(&s.name).map_or(0, |t| t.len()),
+                    "replicas": self.replicas.of_server(&s.name),
+                })
+            })
+            .collect();
+        (ready, json!({ "ready": ready, "rule": rule, "servers": servers }))
+    }
+
+    /// Every configured replica's state (the admin API).
+    pub fn replica_states(&self) -> Vec<ReplicaStatus> {
+        self.replicas.all()
+    }
+
     /// Takes `server` out of rotation: the router forgets it (its replicas stop being candidates at once), its tools
     /// leave the names agents see, and nothing lists it until [`admit`](Self::admit). How a simulated gateway follows
     /// a scenario's membership (`join_at`, `leave_at`); unknown names are ignored.
@@ -190,10 +226,14 @@ impl Federation {
             let (_, client) = self.gateway.client(server, &spec.replica_id(i));
             match client.list_tools().await {
                 Ok(tools) => {
+                    self.replicas.ready(&spec.replica_id(i));
                     listed = Some(tools);
                     break;
                 }
-                Err(e) => tracing::warn!(server, replica = %spec.replica_id(i), error = %e, "cannot list tools"),
+                Err(e) => {
+                    tracing::warn!(server, replica = %spec.replica_id(i), error = %e, "cannot list tools");
+                    self.replicas.failed(&spec.replica_id(i), e.to_string());
+                }
             }
         }
         // Withdrawn while its listing was on the way: it stays out.

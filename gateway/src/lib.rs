@@ -13,7 +13,7 @@
 //! - `proxied`: prompts and resources, federated the same way.
 //! - `upstreams`: how each replica is dialed, and the connector that makes its client.
 //! - `service`: the front's service (what agents' requests reach).
-//! - `state`, `metrics`, `observer`, `admin`: what operators see and do; `history`: the call history's file.
+//! - `state`, `readiness`, `metrics`, `observer`, `admin`: what operators see and do; `history`: the call history's file.
 //! - `sync`: `[gateway.sync]`, breaker sync with the other nodes through Redis.
 //! - `node`: one node built from its tables and seams, shared by the process and every simulated gateway.
 //! - `tap`: a watcher of every attempt (the simulator's recorder).
@@ -31,6 +31,7 @@ pub mod oauth;
 pub mod observer;
 pub mod process;
 pub mod proxied;
+pub mod readiness;
 pub mod seed;
 pub mod service;
 pub mod state;

@@ -86,7 +86,7 @@ impl Gateway {
         let generation = build(&file, &metrics, &clock, seed.fork("generation-0")).await?;
         let current: Current = Arc::new(RwLock::new(generation.federation.clone()));
         let draining = Arc::new(AtomicBool::new(false));
-        let service = GatewayService { current: current.clone(), draining: draining.clone() };
+        let service = GatewayService { current: current.clone(), draining: draining.clone(), ready: file.listen.ready };
         let limits = front_limits(&file, &metrics, &clock)?;
         let front = Front::from_env(Arc::new(service), limits, clock.clone())
             .map_err(|e| StartError::BadInput(e.to_string()))?;

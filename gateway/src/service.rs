@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use super::federation::{Current, Federation, current};
 use super::proxied::Kind;
+use crate::config::ReadyRule;
 
 /// Requests of agents a gateway does not proxy, and why; each gets -32601 with this reason. (Sampling and
 /// elicitation are requests a server makes of its client.) docs/gateway.md lists them.
@@ -30,6 +31,8 @@ pub const NOT_PROXIED: &[(&str, &str)] = &[
 pub struct GatewayService {
     pub current: Current,
     pub draining: Arc<AtomicBool>,
+    /// `[listen] ready`.
+    pub ready: ReadyRule,
 }
 
 /// Tells every connected agent when the names it sees change (until `stop`, when a reload replaced this federation
@@ -74,7 +77,14 @@ impl Service for GatewayService {
     }
 
     fn ready(&self) -> bool {
-        !self.draining.load(Ordering::Relaxed) && current(&self.current).all_listed()
+        self.readiness().0
+    }
+
+    fn readiness(&self) -> (bool, Option<Value>) {
+        let draining = self.draining.load(Ordering::Relaxed);
+        let (listed, mut detail) = current(&self.current).readiness(self.ready);
+        detail["draining"] = Value::Bool(draining);
+        (listed && !draining, Some(detail))
     }
 }
 

@@ -32,6 +32,11 @@ pub trait Service: Send + Sync + 'static {
     fn ready(&self) -> bool {
         true
     }
+
+    /// [`ready`](Self::ready), with a JSON body saying why (`/readyz` answers `ready` or `not ready` without one).
+    fn readiness(&self) -> (bool, Option<Value>) {
+        (self.ready(), None)
+    }
 }
 
 /// How the front describes the service to agents.

@@ -42,6 +42,19 @@ pub struct ListenSpec {
     pub max_queued_calls: usize,
     /// On SIGTERM: how long calls in flight may still finish before the process closes them and exits.
     pub drain: Dur,
+    /// When `/readyz` answers 200: `all` (every configured server listed: a node that cannot reach one takes no
+    /// traffic, so a rollout with a broken upstream stalls rather than spreads) or `any` (one server listed: some
+    /// tools rather than none). A server listed once keeps its listing if it dies later.
+    pub ready: ReadyRule,
+}
+
+/// See [`ListenSpec::ready`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadyRule {
+    #[default]
+    All,
+    Any,
 }
 
 /// The operators' API (`/admin/breakers`, `/admin/drain`) on its own listener, behind a bearer token.
@@ -68,6 +81,7 @@ impl Default for ListenSpec {
             max_calls_in_flight: front.max_calls_in_flight,
             max_queued_calls: front.max_queued_calls,
             drain: Dur(std::time::Duration::from_secs(10)),
+            ready: ReadyRule::default(),
         }
     }
 }

@@ -42,7 +42,7 @@ pub use gateway::{
     profile_name,
 };
 pub use history::HistorySpec;
-pub use listen::{AdminSpec, ListenSpec};
+pub use listen::{AdminSpec, ListenSpec, ReadyRule};
 pub use sync::SyncSpec;
 pub use units::{Dur, SignedDur};
 pub use upstream::{ENV_PREFIX, ReplicaAddr, ReplicaSpec, UpstreamSpec};

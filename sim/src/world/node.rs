@@ -8,6 +8,7 @@
 //! A node is a host (not a client): it serves until the run ends, a `crash` fault stops it and the restart at the
 //! fault's end runs it afresh, as a restarted process starts with no breaker or router state.
 
+use crate::gateway::config::ReadyRule;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -104,7 +105,8 @@ pub async fn run_node(plan: Arc<NodePlan>, index: usize) -> turmoil::Result {
     let servers = upstreams(scenario, &plan.placement);
     let node = node::start(servers, &scenario.gateway, &scenario.client, seams, &seed).await?;
     let current = Arc::new(RwLock::new(node.federation.clone()));
-    let service = GatewayService { current: current.clone(), draining: Arc::new(AtomicBool::new(false)) };
+    let service =
+        GatewayService { current: current.clone(), draining: Arc::new(AtomicBool::new(false)), ready: ReadyRule::All };
     // Session ids signed with a key drawn from the node's seed: nothing of a run comes from outside it.
     let mut key = [0u8; MIN_KEY_BYTES];
     seed.fork("session key").rng().fill_bytes(&mut key);

@@ -128,7 +128,20 @@ fn the_gateway_federates_servers_and_operators_switch_a_tool_off() {
 
     let origin = gateway.mcp.trim_start_matches("http://").split('/').next().unwrap_or_default().to_owned();
     assert_eq!(http(&origin, "GET", "/healthz", None, None).0, 200);
-    assert_eq!(http(&origin, "GET", "/readyz", None, None).0, 503, "server `down` has no listing");
+    let (status, body) = readyz_settled(&origin, "down#0");
+    assert_eq!(status, 503, "server `down` has no listing (ready = \"all\"): {body}");
+    let readiness: Value = serde_json::from_str(&body).expect("/readyz answers JSON");
+    let server =
+        |name: &str| readiness["servers"].as_array().into_iter().flatten().find(|s| s["name"] == name).cloned();
+    let down = server("down").unwrap_or_else(|| panic!("`down` named: {body}"));
+    assert_eq!(
+        (&down["listed"], &down["replicas"][0]["replica"], &down["replicas"][0]["state"]),
+        (&json!(false), &json!("down#0"), &json!("failed")),
+        "{body}"
+    );
+    assert!(down["replicas"][0]["last_error"].as_str().is_some_and(|e| !e.is_empty()), "the error is given: {body}");
+    let alpha = server("alpha").unwrap_or_else(|| panic!("`alpha` named: {body}"));
+    assert_eq!((&alpha["listed"], &alpha["replicas"][0]["state"]), (&json!(true), &json!("ready")), "{body}");
 
     // The admin API: no token, no answer; with it, the manual switch.
     assert_eq!(http(&gateway.admin, "GET", "/admin/breakers", None, None).0, 401);
@@ -151,6 +164,9 @@ fn the_gateway_federates_servers_and_operators_switch_a_tool_off() {
     let breaker = state["breakers"].as_array().into_iter().flatten().find(|b| b["replica"] == "alpha#0");
     assert_eq!(breaker.map(|b| (&b["tool"], &b["state"])), Some((&json!("echo"), &json!("forced_open"))), "{body}");
     assert!(state["health"].as_array().is_some_and(|h| h.iter().any(|r| r["replica"] == "beta#0")), "{body}");
+    // Every configured replica, the one that never answered too.
+    let down = state["replicas"].as_array().into_iter().flatten().find(|r| r["replica"] == "down#0");
+    assert_eq!(down.map(|r| &r["state"]), Some(&json!("failed")), "{body}");
 
     let (status, metrics) = http(&gateway.admin, "GET", "/metrics", None, None);
     assert_eq!(status, 200);
@@ -421,4 +437,47 @@ fn an_unset_variable_is_found_before_anything_starts_at_the_key_that_names_it() 
         assert!(err.contains(&admin) && err.contains("MCPSTORM_TEST_UNSET_ADMIN is not set"), "{err}");
     }
     assert!(!marker.exists(), "the gateway started its stdio replica before refusing the file");
+}
+
+/// `[listen] ready = "any"`: one dead server does not keep the node out of a load balancer; `/readyz` still names
+/// it and its replica's error.
+#[test]
+fn with_ready_any_one_dead_server_leaves_the_node_ready_and_named() {
+    let fake = Fake::start(None);
+    let config = gateway()
+        .ready("any")
+        .tcp("live", &fake.addr)
+        .tcp("down", "127.0.0.1:1")
+        .table("[client]\nconnect_timeout = \"1s\"")
+        .admin(TOKEN_ENV)
+        .build();
+    let gateway = start(&config, "ready-any");
+    let (status, body) = readyz_settled(&host_of(&gateway.mcp), "down#0");
+    assert_eq!(status, 200, "{body}");
+    let readiness: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(readiness["rule"], "any", "{body}");
+    let down = readiness["servers"].as_array().into_iter().flatten().find(|s| s["name"] == "down");
+    assert_eq!(down.map(|d| &d["replicas"][0]["state"]), Some(&json!("failed")), "{body}");
+}
+
+/// `/readyz` once `replica` is no longer `connecting`: a one-replica server's listing retries its connection (1, 2
+/// and 4 s apart) before it fails, while the node already serves the others.
+fn readyz_settled(addr: &str, replica: &str) -> (u16, String) {
+    // 20 s at most: 100 looks 0.2 s apart.
+    for _ in 0..100 {
+        let (status, body) = http(addr, "GET", "/readyz", None, None);
+        let settled = serde_json::from_str::<Value>(&body).is_ok_and(|v| {
+            v["servers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|s| s["replicas"].as_array().into_iter().flatten())
+                .any(|r| r["replica"] == replica && r["state"] != "connecting")
+        });
+        if settled {
+            return (status, body);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    http(addr, "GET", "/readyz", None, None)
 }

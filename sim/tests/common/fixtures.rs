@@ -91,6 +91,12 @@ pub fn gateway() -> GatewayToml {
 }
 
 impl GatewayToml {
+    /// `listen.ready`: `all` or `any`.
+    pub fn ready(mut self, rule: &str) -> Self {
+        self.text.push_str(&format!("ready = {rule:?}\n"));
+        self
+    }
+
     /// `listen.drain`: how long a stop waits for the calls in flight.
     pub fn drain(mut self, drain: &str) -> Self {
         let _ = writeln!(self.text, "drain = {drain:?}");

@@ -25,6 +25,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::auth::{self, Denied, ResourceMetadata};
@@ -102,6 +103,23 @@ pub(crate) fn refused(front: &Shared, denied: &Denied) -> Reply {
     reply
 }
 
+/// `/readyz`: 200 when the service is ready, else 503, with the service's account of why when it gives one. Not
+/// ready while stopping: a load balancer stops sending new agents here during the drain.
+fn readyz(front: &Shared) -> Reply {
+    let (ready, detail) = front.service.readiness();
+    let stopping = front.closing.is_cancelled();
+    let status = if ready && !stopping { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    match detail {
+        Some(mut detail) => {
+            detail["ready"] = Value::Bool(ready && !stopping);
+            detail["stopping"] = Value::Bool(stopping);
+            body::bytes(status, "application/json", detail.to_string().into())
+        }
+        None if status == StatusCode::OK => body::text(status, "ready\n"),
+        None => body::text(status, "not ready\n"),
+    }
+}
+
 /// The resource's metadata document (RFC 9728): public, so any origin may read it.
 fn metadata(meta: &ResourceMetadata) -> Reply {
     let mut reply = body::bytes(StatusCode::OK, "application/json", meta.document.to_string().into());
@@ -120,11 +138,7 @@ impl Drop for ConnectionGauge {
 async fn route(front: &Arc<Shared>, request: Request<hyper::body::Incoming>) -> Reply {
     match (request.method(), request.uri().path()) {
         (&Method::GET, "/healthz") => return body::text(StatusCode::OK, "ok\n"),
-        // Not ready while stopping: a load balancer stops sending new agents here during the drain.
-        (&Method::GET, "/readyz") if front.service.ready() && !front.closing.is_cancelled() => {
-            return body::text(StatusCode::OK, "ready\n");
-        }
-        (&Method::GET, "/readyz") => return body::text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
+        (&Method::GET, "/readyz") => return readyz(front),
         (&Method::GET, path) if let Some(meta) = front.metadata_at(path) => return metadata(meta),
         (_, MCP_PATH) => {}
         _ => return body::empty(StatusCode::NOT_FOUND),
