@@ -1,8 +1,8 @@
 //! The process: the config made into a [`Federation`] (a core gateway and its servers), the front and the admin
 //! listener started, and the signals handled.
 //!
-//! - **SIGTERM** (and Ctrl-C): the front stops accepting, calls in flight finish for up to `[listen] drain`, the
-//!   upstream sessions close, exit 0.
+//! - **SIGTERM** (and Ctrl-C): the front answers new work 503 while calls in flight finish for up to
+//!   `[listen] drain` (their sessions' streams and DELETEs still served), the upstream sessions close, exit 0.
 //! - **SIGHUP**: the config file is read again. A bad file changes nothing (its problems are logged). A good one
 //!   becomes a new federation (servers, `[gateway]` and `[client]`), swapped in for the calls that start from then
 //!   on; agent sessions live in the front and their signed ids, so none is dropped. The old federation's calls in

@@ -16,6 +16,10 @@ use super::shared::Shared;
 use crate::jsonrpc::Message;
 use crate::rt::Clock;
 
+/// How long a drained front stays up after its last call finished: an agent closes its session (DELETE) right after
+/// its call's answer, and a closed listener would fail that close on the agent's side.
+const LINGER: Duration = Duration::from_millis(500);
+
 /// An MCP server front: agents connect over Streamable HTTP ([`Front::listen`]) or stdio ([`Front::serve_stdio`]),
 /// and every request other than the lifecycle ones goes to the [`Service`]. Cheap to clone: clones share it.
 #[derive(Clone, Debug)]
@@ -56,9 +60,11 @@ impl Front {
     /// that connection only), at most `max_connections` open.
     pub async fn listen(&self, listener: TcpListener) {
         loop {
+            // Accepting goes on through the drain (new work is answered 503 there), until the drain ends: an agent
+            // with a call in flight may open another connection for its stream or its DELETE.
             let accepted = tokio::select! {
                 biased;
-                () = self.inner.closing.cancelled() => return,
+                () = self.inner.root.cancelled() => return,
                 accepted = listener.accept() => accepted,
             };
             match accepted {
@@ -114,11 +120,14 @@ impl Front {
         self.inner.notices.send(Message::notification(method, params)).unwrap_or(0)
     }
 
-    /// Stops accepting connections and requests (503), lets the requests in flight finish for up to `drain`, then
-    /// cancels what is left and closes every connection and stream.
+    /// Answers new work 503 (with `Retry-After`), lets the requests in flight finish for up to `drain` (their
+    /// sessions' other requests and DELETEs are still served), lingers [`LINGER`] for the DELETEs of sessions whose
+    /// calls just finished, then cancels what is left and closes every connection and stream.
     pub async fn shutdown(&self, drain: Duration) {
         self.inner.closing.cancel("the gateway is shutting down");
-        let _ = tokio::time::timeout(drain, self.inner.drain.idle()).await;
+        let deadline = tokio::time::Instant::now() + drain;
+        let _ = tokio::time::timeout_at(deadline, self.inner.drain.idle()).await;
+        tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + LINGER)).await;
         self.inner.root.cancel("the gateway stopped");
     }
 

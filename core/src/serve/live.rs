@@ -258,6 +258,11 @@ impl SessionTable {
     pub fn len(&self) -> usize {
         lock(&self.map).len()
     }
+
+    /// Whether the session has requests in flight here.
+    pub fn busy(&self, key: &str) -> bool {
+        lock(&self.map).get(key).is_some_and(|s| s.in_flight() > 0)
+    }
 }
 
 #[cfg(test)]

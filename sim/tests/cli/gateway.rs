@@ -481,3 +481,52 @@ fn readyz_settled(addr: &str, replica: &str) -> (u16, String) {
     }
     http(addr, "GET", "/readyz", None, None)
 }
+
+/// A rolling restart mid-call (issue 48): a Python SDK agent (`mcp` 2.x `Client`) has a 3 s call in flight when the
+/// gateway gets SIGTERM. The call completes, the agent's session closes cleanly (its stream and DELETE still served
+/// during the drain), a new agent meanwhile gets 503 with `Retry-After`, and the gateway exits 0.
+#[test]
+fn a_python_sdk_agents_call_in_flight_finishes_through_a_sigterm() {
+    if crate::diagnose::python_peer().is_none() {
+        return;
+    }
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let server = format!("{} {root}/tests/peers/py_server.py", crate::diagnose::python());
+    let config = gateway()
+        .drain("10s")
+        .table(&format!("[[servers]]\nname = \"py\"\n[[servers.replicas]]\nstdio = {server:?}"))
+        .admin(TOKEN_ENV)
+        .build();
+    let mut gateway = start(&config, "drain-sdk");
+    let agent = Command::new(crate::diagnose::python())
+        .arg(format!("{root}/tests/peers/py_token_client.py"))
+        .arg(&gateway.mcp)
+        .args(["--call", "sleep_ms", "--args", r#"{"ms": 3000}"#, "--mode", "legacy"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the Python SDK agent");
+    // The agent connects, lists and calls (its Python start takes most of a second); then SIGTERM mid-call.
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let pid = gateway.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (status, _) = http(&host_of(&gateway.mcp), "GET", "/readyz", None, None);
+    assert_eq!(status, 503, "draining: not ready");
+    let (status, head, _) = exchange(
+        &host_of(&gateway.mcp),
+        "POST",
+        "/mcp",
+        "",
+        Some(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})),
+    );
+    assert_eq!(status, 503, "new work is sent elsewhere: {head}");
+    assert!(head.to_ascii_lowercase().contains("retry-after: 1"), "{head}");
+    let output = agent.wait_with_output().expect("the agent ends");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the agent's call failed: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let seen: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    assert_eq!(seen["is_error"], false, "{seen}");
+    let exit = gateway.child.wait().expect("wait");
+    assert_eq!(exit.code(), Some(0), "the drain ends with exit 0");
+}

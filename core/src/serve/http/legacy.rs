@@ -103,6 +103,16 @@ async fn call(
 }
 
 /// The session a message names, verified.
+/// While the front drains: whether a request still belongs here. A session's own requests are served while it has
+/// calls in flight (an SDK opens its stream or posts its notifications on another connection meanwhile), and its
+/// DELETE always is, so an agent whose call finished during the drain closes its session cleanly.
+pub(super) fn drain_admits(front: &Shared, method: &hyper::Method, headers: &HeaderMap) -> bool {
+    let Some(id) = header(headers, SESSION_HEADER) else { return false };
+    let max_age = front.limits.session_max_age.as_secs();
+    let Ok(claims) = token::verify(&front.keys, &front.revoked(), id, front.now_secs(), max_age) else { return false };
+    *method == hyper::Method::DELETE || front.sessions.busy(&claims.nonce)
+}
+
 fn session(front: &Shared, headers: &HeaderMap) -> Result<(SessionClaims, Arc<LiveSession>), NoSession> {
     let id = header(headers, SESSION_HEADER).ok_or(NoSession::Missing)?;
     let max_age = front.limits.session_max_age.as_secs();

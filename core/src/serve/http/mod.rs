@@ -43,8 +43,8 @@ const UNVERIFIABLE_RETRY_AFTER: &str = "2";
 /// hyper's read buffer: a request head must fit, bodies stream through it.
 const MAX_BUF: usize = 64 * 1024;
 
-/// Serves one HTTP/1.1 connection (keep-alive: many requests, one at a time) until the client closes it, the front
-/// stops (after the response in progress) or the drain deadline passes.
+/// Serves one HTTP/1.1 connection (keep-alive: many requests, one at a time) until the client closes it, a 503 of
+/// the drain closes it, or the drain ends.
 pub(crate) async fn serve_connection<IO>(front: Arc<Shared>, io: IO)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -63,21 +63,14 @@ where
         .max_headers(limits.max_headers)
         .max_buf_size(MAX_BUF.max(limits.max_header_bytes + 1024));
     let connection = builder.serve_connection(TokioIo::new(io), service);
-    tokio::pin!(connection);
-    let mut stopping = false;
-    loop {
-        tokio::select! {
-            biased;
-            () = front.root.cancelled() => return,
-            () = front.closing.cancelled(), if !stopping => {
-                stopping = true;
-                connection.as_mut().graceful_shutdown();
-            }
-            ended = connection.as_mut() => {
-                if let Err(e) = ended {
-                    tracing::debug!(error = %e, "agent HTTP connection ended with an error");
-                }
-                return;
+    // Through the drain the connection stays open: its session may still send its stream's GET or its DELETE here;
+    // new work is answered 503 with `Connection: close`, which closes it. The drain's end closes them all.
+    tokio::select! {
+        biased;
+        () = front.root.cancelled() => {}
+        ended = connection => {
+            if let Err(e) = ended {
+                tracing::debug!(error = %e, "agent HTTP connection ended with an error");
             }
         }
     }
@@ -154,8 +147,12 @@ async fn route(front: &Arc<Shared>, request: Request<hyper::body::Incoming>) -> 
         Ok(principal) => principal,
         Err(denied) => return refused(front, &denied),
     };
-    if front.closing.is_cancelled() {
-        return body::empty(StatusCode::SERVICE_UNAVAILABLE);
+    if front.closing.is_cancelled() && !legacy::drain_admits(front, request.method(), headers) {
+        // New work goes elsewhere: 503 with Retry-After, and this connection closes after the answer.
+        let mut reply = body::empty(StatusCode::SERVICE_UNAVAILABLE);
+        reply.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        reply.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return reply;
     }
     let modern_header = header(headers, PROTOCOL_VERSION_HEADER).is_some_and(|v| MODERN_PROTOCOL_VERSIONS.contains(&v));
     // 2026-07-28 has no GET or DELETE.

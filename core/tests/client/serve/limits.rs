@@ -139,10 +139,16 @@ async fn shutdown_lets_calls_finish_then_cancels_what_outlives_the_drain() {
     echo.until_held().await;
     let f = front.clone();
     let stopping = tokio::spawn(async move { f.shutdown(Duration::from_secs(600)).await });
-    // Stopping: the listener closes while the held call waits.
-    while TcpStream::connect(&addr).await.is_ok() {
+    // Draining: the listener stays open (the held call's session may still send its DELETE), and new work is
+    // answered 503 with Retry-After while the held call goes on.
+    let refused = loop {
+        let answer = send(&addr, "POST", &[JSON_AND_SSE, CT_JSON], &initialize_body(9)).await;
+        if answer.status == 503 {
+            break answer;
+        }
         tokio::task::yield_now().await;
-    }
+    };
+    assert_eq!(refused.header("retry-after"), Some("1"));
     echo.0.gate.add_permits(1);
     assert_eq!(finishing.await.unwrap().expect("finished during the drain").joined_text(), "released");
     stopping.await.unwrap();
