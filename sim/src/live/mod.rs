@@ -60,6 +60,21 @@ pub const STEP: Duration = Duration::from_millis(5);
 /// How far behind real time the step loop or an arrival may fall before the run stops (see the module's docs).
 pub const MAX_LAG: Duration = Duration::from_millis(250);
 
+/// Test machinery (the `testing` feature, never in a release build): with `MCPSTORM_TEST_LIVE_STALL_MS` set, the
+/// step loop blocks its thread that long once, a second into the run, as a machine that cannot keep up would. The
+/// test of the refusal then does not depend on how fast the machine is.
+#[cfg(feature = "testing")]
+fn stall_once(now: Duration) {
+    static STALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let ms = std::env::var("MCPSTORM_TEST_LIVE_STALL_MS").ok().and_then(|v| v.parse::<u64>().ok());
+    if let Some(ms) = ms
+        && now >= Duration::from_secs(1)
+        && !STALLED.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+}
+
 /// How far out of order calls' ends may reach the recorder: the runtime's threads record concurrently, so a second's
 /// percentiles are taken only this long after it ends.
 const LATENESS: Duration = MAX_LAG;
@@ -246,6 +261,8 @@ async fn run_in_runtime(
             return Err(LiveError::CannotKeepUp { what: "an open-loop arrival", late, at: now });
         }
         due += STEP;
+        #[cfg(feature = "testing")]
+        stall_once(now);
         sleep_until(due).await;
         let late = Instant::now().saturating_duration_since(due);
         if late > MAX_LAG {
