@@ -31,7 +31,7 @@ use tokio::time::Instant;
 
 use super::assertion::ClientAuth;
 use super::discovery::discover;
-use super::{challenge_parameter as parameter, origin, resource_covers};
+use super::{bearer, challenge_parameter as parameter, resource_covers, resource_metadata_urls};
 use crate::config::{Grant, UpstreamAuthSpec};
 
 /// How long after it was fetched a token is trusted over a refusal (see the module documentation).
@@ -321,7 +321,7 @@ impl Inner {
     async fn resource_metadata(&self, named: Option<String>) -> Result<(String, String), String> {
         let urls = match named {
             Some(url) => vec![url],
-            None => well_known(&self.url),
+            None => resource_metadata_urls(&self.url),
         };
         for url in &urls {
             let fetcher = Fetcher::new(url, self.dialer.clone(), self.clock.clone(), self.spec.timeout.0)
@@ -381,20 +381,8 @@ impl Authorizer for UpstreamAuth {
     }
 }
 
-fn bearer(token: &Secret) -> Secret {
-    Secret::new(format!("Bearer {}", token.expose()))
-}
-
 fn unavailable(why: &str) -> CallError {
     AuthError::TokenUnavailable(why.to_owned()).into()
-}
-
-/// RFC 9728 §3.1: the path-suffixed well-known URL first, then the root one.
-fn well_known(url: &str) -> Vec<String> {
-    let base = origin(url);
-    let path = url[base.len()..].split(['?', '#']).next().unwrap_or("").trim_end_matches('/');
-    let root = format!("{base}/.well-known/oauth-protected-resource");
-    if path.is_empty() { vec![root] } else { vec![format!("{root}{path}"), root] }
 }
 
 #[cfg(test)]
@@ -404,13 +392,13 @@ mod tests {
     #[test]
     fn the_metadata_is_looked_for_with_the_path_then_at_the_root() {
         assert_eq!(
-            well_known("http://127.0.0.1:9/mcp"),
+            resource_metadata_urls("http://127.0.0.1:9/mcp"),
             [
                 "http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp",
                 "http://127.0.0.1:9/.well-known/oauth-protected-resource"
             ]
         );
-        assert_eq!(origin("https://a.example:8443/x/y"), "https://a.example:8443");
+        assert_eq!(crate::oauth::origin("https://a.example:8443/x/y"), "https://a.example:8443");
     }
 
     #[test]

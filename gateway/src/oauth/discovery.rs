@@ -20,6 +20,10 @@ pub struct ServerMetadata {
     pub token_endpoint: Option<String>,
     #[serde(default)]
     pub introspection_endpoint: Option<String>,
+    /// The rest of the document (a person's client reads its authorization and registration endpoints, scopes,
+    /// grants and client authentication methods).
+    #[serde(flatten)]
+    pub rest: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The metadata URLs to try for `issuer`, in order.

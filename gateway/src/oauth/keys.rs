@@ -58,8 +58,6 @@ pub struct KeySet {
     cache: Mutex<Cache>,
     /// Held by the one fetch in progress; others wait for it and read its result.
     refreshing: tokio::sync::Mutex<()>,
-    /// Fetches made, for tests and metrics.
-    pub fetches: std::sync::atomic::AtomicU64,
 }
 
 /// The backoff after the first failed fetch.
@@ -67,15 +65,7 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 
 impl KeySet {
     pub fn new(fetcher: Fetcher, clock: Arc<dyn Clock>, ttl: Duration, min_interval: Duration) -> KeySet {
-        KeySet {
-            fetcher,
-            clock,
-            ttl,
-            min_interval,
-            cache: Mutex::default(),
-            refreshing: tokio::sync::Mutex::new(()),
-            fetches: std::sync::atomic::AtomicU64::new(0),
-        }
+        KeySet { fetcher, clock, ttl, min_interval, cache: Mutex::default(), refreshing: tokio::sync::Mutex::new(()) }
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
@@ -117,7 +107,6 @@ impl KeySet {
     }
 
     async fn refresh(&self) {
-        self.fetches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let outcome = match self.fetcher.get_json().await {
             Ok(f) if f.status == 200 => f.json().ok_or_else(|| "the key set is not JSON".to_owned()).map(parse_set),
             Ok(f) => Err(format!("{} answered HTTP {}", self.fetcher.url(), f.status)),

@@ -32,6 +32,20 @@ pub fn challenge_parameter(challenge: &str, name: &str) -> Option<String> {
     Some(rest[..rest.find('"')?].to_owned())
 }
 
+/// An access token as an `Authorization` value.
+pub fn bearer(token: &Secret) -> Secret {
+    Secret::new(format!("Bearer {}", token.expose()))
+}
+
+/// Where a protected resource at `url` publishes its metadata (RFC 9728 §3.1): the path-suffixed well-known URL
+/// first, then the root one.
+pub fn resource_metadata_urls(url: &str) -> Vec<String> {
+    let base = origin(url);
+    let path = url[base.len()..].split(['?', '#']).next().unwrap_or("").trim_end_matches('/');
+    let root = format!("{base}/.well-known/oauth-protected-resource");
+    if path.is_empty() { vec![root] } else { vec![format!("{root}{path}"), root] }
+}
+
 /// `scheme://host[:port]` of a URL.
 pub fn origin(url: &str) -> &str {
     let after = url.find("://").map_or(0, |i| i + 3);

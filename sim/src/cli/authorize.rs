@@ -31,7 +31,9 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::gateway::oauth::discovery::{self, ServerMetadata};
-use crate::gateway::oauth::{challenge_parameter as parameter, origin, resource_covers};
+use crate::gateway::oauth::{
+    bearer, challenge_parameter as parameter, origin, resource_covers, resource_metadata_urls,
+};
 
 /// Authorizations one command may make (the first, and step-ups): a server that keeps asking for more gets no more.
 const MAX_AUTHORIZATIONS: u32 = 3;
@@ -262,13 +264,12 @@ impl Inner {
             }
             None => (origin.clone(), self.url.clone(), None),
         };
-        let (meta, raw) = if resource_doc.is_some() {
-            let meta =
-                discovery::discover(&issuer, None, self.clock.clone(), TIMEOUT).await.map_err(|e| e.to_string())?;
-            (meta, self.raw_metadata(&issuer).await.unwrap_or_else(|| json!({})))
+        let meta = if resource_doc.is_some() {
+            discovery::discover(&issuer, None, self.clock.clone(), TIMEOUT).await.map_err(|e| e.to_string())?
         } else {
             self.march_metadata(&origin).await
         };
+        let raw = &meta.rest;
         let authorization = raw
             .get("authorization_endpoint")
             .and_then(Value::as_str)
@@ -287,52 +288,38 @@ impl Inner {
         {
             s.push_str(" offline_access");
         }
-        Ok(Endpoints { authorization, token, registration, meta: raw, resource, scope })
+        Ok(Endpoints { authorization, token, registration, meta: Value::Object(meta.rest), resource, scope })
     }
 
     /// A server of the 2025-03-26 revision (no resource metadata): its authorization server's metadata at its own
     /// origin, taken as it is (that revision had no issuer to match), else the default endpoints there.
-    async fn march_metadata(&self, origin: &str) -> (ServerMetadata, Value) {
+    async fn march_metadata(&self, origin: &str) -> ServerMetadata {
         let url = format!("{origin}/.well-known/oauth-authorization-server");
         let found = match self.fetcher(&url) {
             Ok(fetcher) => fetcher.get_json().await.ok().filter(|f| f.status == 200).and_then(|f| f.json()),
             Err(_) => None,
         };
-        let raw = found.unwrap_or_else(|| {
+        let mut doc = found.filter(Value::is_object).unwrap_or_else(|| {
             json!({"authorization_endpoint": format!("{origin}/authorize"), "token_endpoint": format!("{origin}/token"),
                    "registration_endpoint": format!("{origin}/register")})
         });
-        let meta = ServerMetadata {
-            issuer: raw.get("issuer").and_then(Value::as_str).unwrap_or(origin).to_owned(),
-            jwks_uri: None,
-            token_endpoint: raw.get("token_endpoint").and_then(Value::as_str).map(str::to_owned),
-            introspection_endpoint: None,
-        };
-        (meta, raw)
-    }
-
-    /// The authorization server's whole metadata document (discovery keeps only what the gateway needs).
-    async fn raw_metadata(&self, issuer: &str) -> Option<Value> {
-        for url in discovery::metadata_urls(issuer) {
-            let fetched = self.fetcher(&url).ok()?.get_json().await.ok()?;
-            if fetched.status == 200
-                && let Some(doc) = fetched.json().filter(|d| d.get("issuer").and_then(Value::as_str) == Some(issuer))
-            {
-                return Some(doc);
-            }
+        if doc.get("issuer").and_then(Value::as_str).is_none() {
+            doc["issuer"] = Value::from(origin);
         }
-        None
+        serde_json::from_value(doc).unwrap_or_else(|_| ServerMetadata {
+            issuer: origin.to_owned(),
+            jwks_uri: None,
+            token_endpoint: Some(format!("{origin}/token")),
+            introspection_endpoint: None,
+            rest: serde_json::Map::new(),
+        })
     }
 
     /// The protected resource metadata: the challenge's URL, else the well-known ones.
     async fn resource_metadata(&self, named: Option<String>) -> Option<Value> {
-        let origin = origin(&self.url);
-        let path = self.url[origin.len()..].split('?').next().unwrap_or("").trim_end_matches('/');
-        let root = format!("{origin}/.well-known/oauth-protected-resource");
         let urls = match named {
             Some(url) => vec![url],
-            None if path.is_empty() => vec![root],
-            None => vec![format!("{root}{path}"), root],
+            None => resource_metadata_urls(&self.url),
         };
         for url in urls {
             let Ok(fetcher) = self.fetcher(&url) else { continue };
@@ -440,10 +427,6 @@ struct Client {
     secret: Option<Secret>,
     /// `client_secret_basic`, `client_secret_post` or `none`.
     method: String,
-}
-
-fn bearer(token: &Secret) -> Secret {
-    Secret::new(format!("Bearer {}", token.expose()))
 }
 
 fn random_bytes<const N: usize>() -> Result<[u8; N], String> {
