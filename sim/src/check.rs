@@ -34,6 +34,9 @@ pub(crate) fn evaluate_checks(scenario: &Scenario, totals: &Totals) -> Vec<Check
     check("recovery_s", c.recovery_s, totals.recovery.seconds(), never);
     check("misroutes", c.misroutes.map(|l| l as f64), count(totals.misroutes), false);
     check("degraded", c.degraded.map(|l| l as f64), count(degraded), false);
+    let tokens = totals.tokens.as_ref().map(|t| t.requests);
+    check("token_requests", c.token_requests.map(|l| l as f64), tokens.and_then(count), false);
+    check("possible_duplicates", c.possible_duplicates.map(|l| l as f64), count(totals.possible_duplicates), false);
     out
 }
 
@@ -93,6 +96,20 @@ mod tests {
         // Nothing to judge: it passes, and says n/a.
         let na = judged(Recovery::NotJudged);
         assert_eq!((na.actual, na.passed, na.missing_actual()), (None, true, "n/a"));
+    }
+
+    #[test]
+    fn possible_duplicates_is_a_maximum() {
+        let s = scenario("possible_duplicates = 2\n");
+        let judged = |n: u64| {
+            let totals = Totals { possible_duplicates: n, ..Totals::default() };
+            let found = evaluate_checks(&s, &totals).into_iter().find(|c| c.name == "possible_duplicates");
+            found.map(|c| (c.limit, c.actual, c.passed))
+        };
+        assert_eq!(judged(2), Some((2.0, Some(2.0), true)));
+        assert_eq!(judged(3), Some((2.0, Some(3.0), false)));
+        let unset = evaluate_checks(&scenario(""), &Totals { possible_duplicates: 9, ..Totals::default() });
+        assert!(unset.iter().all(|c| c.name != "possible_duplicates"), "not asked for, not judged");
     }
 
     #[test]

@@ -13,6 +13,10 @@
 //! | `status` | `success`, `timeout`, `error` or `rejected` |
 //! | `code` | a protocol error's JSON-RPC code, a label otherwise (`deadline_exceeded`, `closed`, `tool_error`) |
 //! | `retries` | attempts of the same logical call before this one |
+//! | `retry_by` | who sent it again: `agent` (after its gateway call ended), `gateway` (within it); empty: a first try |
+//!
+//! With `[nodes]`, a node sees each of its agents' calls as a new call: `retry_by` there names the node's own retries
+//! (`gateway`) and leaves an agent's retry empty.
 //!
 //! Times are written from whole microseconds with integer arithmetic, never through a float, so the file is
 //! byte-identical across runs of the same seed. The file is streamed as attempts finish ([`CallsCsv`], the run's
@@ -26,7 +30,7 @@ use std::time::Duration;
 use mcpstorm_core::history::ServerCallRecord;
 
 use super::error::ReportError;
-use crate::run::{CallSink, CallSinkError};
+use crate::run::{CallSink, CallSinkError, RetryBy};
 use crate::scenario::CallsMode;
 
 pub(crate) const CALLS: &str = "calls.csv";
@@ -43,7 +47,7 @@ pub(crate) fn kept(mode: CallsMode) -> &'static str {
     }
 }
 
-pub(crate) const CALLS_HEADER: [&str; 11] = [
+pub(crate) const CALLS_HEADER: [&str; 12] = [
     "seq",
     "start_ms",
     "timestamp_ms",
@@ -55,6 +59,7 @@ pub(crate) const CALLS_HEADER: [&str; 11] = [
     "status",
     "code",
     "retries",
+    "retry_by",
 ];
 
 /// `calls.csv` being written: created with its header before the run, a row per record as attempts finish.
@@ -77,8 +82,8 @@ impl CallsCsv {
 }
 
 impl CallSink for CallsCsv {
-    fn write(&mut self, record: &ServerCallRecord) -> Result<(), CallSinkError> {
-        write_row(&mut self.w, record).map_err(|source| ReportError::Csv { path: self.path.clone(), source }.into())
+    fn write(&mut self, record: &ServerCallRecord, by: RetryBy) -> Result<(), CallSinkError> {
+        write_row(&mut self.w, record, by).map_err(|source| ReportError::Csv { path: self.path.clone(), source }.into())
     }
 
     fn finish(&mut self) -> Result<(), CallSinkError> {
@@ -87,7 +92,7 @@ impl CallSink for CallsCsv {
     }
 }
 
-pub(crate) fn write_row<W: Write>(w: &mut csv::Writer<W>, r: &ServerCallRecord) -> Result<(), csv::Error> {
+pub(crate) fn write_row<W: Write>(w: &mut csv::Writer<W>, r: &ServerCallRecord, by: RetryBy) -> Result<(), csv::Error> {
     w.write_record([
         r.seq.to_string().as_str(),
         &exact_ms(r.start_offset),
@@ -100,6 +105,7 @@ pub(crate) fn write_row<W: Write>(w: &mut csv::Writer<W>, r: &ServerCallRecord) 
         r.status.into(),
         &r.code.as_ref().map(ToString::to_string).unwrap_or_default(),
         &r.retries.to_string(),
+        by.label(),
     ])
 }
 
@@ -143,17 +149,18 @@ mod tests {
         };
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(CALLS_HEADER).unwrap();
-        for r in [ok, failed] {
-            write_row(&mut w, &r).unwrap();
+        for (r, by) in [(ok, RetryBy::First), (failed, RetryBy::Agent)] {
+            write_row(&mut w, &r, by).unwrap();
         }
         let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let h = "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a";
         assert_eq!(
             text,
             format!(
-                "seq,start_ms,timestamp_ms,server,tool,input_sha256,output_sha256,duration_ms,status,code,retries\n\
-                 7,123.456,1735689600123,db-1,get,{h},{h},4000.001,success,,0\n\
-                 8,123.456,1735689600123,db-1,\"a,b\",{h},,0.999,error,-32602,2\n"
+                "seq,start_ms,timestamp_ms,server,tool,input_sha256,output_sha256,duration_ms,status,code,retries,\
+                 retry_by\n\
+                 7,123.456,1735689600123,db-1,get,{h},{h},4000.001,success,,0,\n\
+                 8,123.456,1735689600123,db-1,\"a,b\",{h},,0.999,error,-32602,2,agent\n"
             )
         );
     }

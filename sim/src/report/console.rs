@@ -6,8 +6,8 @@ use std::path::Path;
 use super::num::{finite, grouped, ms, pct, short};
 use super::plot;
 use super::summary::{
-    actual, clean_totals, convergence, degraded_by_reason, during_fault, errors_by_class, healthy_ms, recovery, times,
-    timing, verdict,
+    actual, clean_totals, convergence, degraded_by_reason, during_fault, errors_by_class, healthy_ms, outcomes,
+    possible_duplicates, recovery, times, timing, verdict,
 };
 use crate::run::{RunData, WallClock};
 use crate::scenario::CallsMode;
@@ -29,14 +29,18 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path, calls: Calls
         if t.errors > 0 { format!(": {}", errors_by_class(&t)) } else { String::new() },
         grouped(t.lost)
     );
+    if t.errors > 0 {
+        let _ = writeln!(s, "  outcomes   {}", outcomes(&t));
+    }
     if run.attempts_recorded {
         let _ = writeln!(
             s,
-            "  attempts   {}  retries {}  amplification {}x  goodput {} ok/s",
+            "  attempts   {}  retries {}  amplification {}x  goodput {} ok/s  possible duplicates {}",
             grouped(t.attempts),
             grouped(t.retries),
             short(t.amplification, 3),
-            short(t.ok_per_s, 2)
+            short(t.ok_per_s, 2),
+            possible_duplicates(&t)
         );
     } else {
         let _ = writeln!(
@@ -70,6 +74,9 @@ pub fn console_summary(run: &RunData, wall: &WallClock, dir: &Path, calls: Calls
             grouped(t.rehandshakes),
             grouped(t.renewals)
         );
+    }
+    if let Some(tokens) = &t.tokens {
+        let _ = writeln!(s, "  tokens     {}", token_traffic(tokens));
     }
     // Only for runs with fault windows or a gateway that protected something.
     if !t.convergence.is_empty() {
@@ -133,6 +140,19 @@ fn replica_share(t: &crate::run::Totals) -> String {
         }
         _ => format!("replicas {}", t.replica_calls.len()),
     }
+}
+
+/// `requests 12 (peak 4/s)  issued 12  shed 0  failed 0  dropped 0`: the identity provider's side of a run.
+pub(crate) fn token_traffic(t: &crate::run::TokenTraffic) -> String {
+    format!(
+        "requests {} (peak {}/s)  issued {}  shed {}  failed {}  dropped {}",
+        grouped(t.requests),
+        grouped(t.peak_per_s),
+        grouped(t.issued),
+        grouped(t.shed),
+        grouped(t.failed),
+        grouped(t.dropped)
+    )
 }
 
 #[cfg(test)]

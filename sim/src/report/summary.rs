@@ -229,7 +229,7 @@ pub(crate) fn markdown(run: &RunData, wall: &WallClock, calls: CallsMode) -> Str
 
 /// The run's totals for people, one `(metric, value)` row each: `summary.md`'s table, and the HTML report's (where a
 /// contrast run's column stands beside it).
-pub(crate) fn total_rows(run: &RunData) -> [(&'static str, String); 36] {
+pub(crate) fn total_rows(run: &RunData) -> [(&'static str, String); 43] {
     let t = clean_totals(&run.totals);
     [
         ("offered (logical calls)", grouped(t.offered)),
@@ -238,8 +238,15 @@ pub(crate) fn total_rows(run: &RunData) -> [(&'static str, String); 36] {
         ("errors", grouped(t.errors)),
         ("errors by class", errors_by_class(&t)),
         ("lost", grouped(t.lost)),
+        ("ok", grouped(t.outcomes.ok)),
+        ("answered degraded (at once: do not retry)", grouped(t.outcomes.degraded)),
+        ("degraded: mean wait", ms(t.outcomes.degraded_mean_wait_ms)),
+        ("failed after waiting", grouped(t.outcomes.failed)),
+        ("failed: mean wait", ms(t.outcomes.failed_mean_wait_ms)),
+        ("agents' time waiting on failed calls", agent_seconds(t.outcomes.failed_wait_s)),
         ("attempts", grouped(t.attempts)),
         ("retries", grouped(t.retries)),
+        ("possible duplicates (retries that may have run a tool twice)", possible_duplicates(&t)),
         ("amplification (attempts per call)", format!("{}x", short(t.amplification, 3))),
         ("error rate", pct(t.error_rate)),
         ("P50", ms(t.p50_ms)),
@@ -286,6 +293,37 @@ pub(crate) fn errors_by_class(t: &Totals) -> String {
         })
         .collect();
     if parts.is_empty() { "-".to_owned() } else { parts.join(", ") }
+}
+
+/// `ok 74,885  degraded 14,650 at once (mean 412 ms, do not retry)  failed 2 after waiting (mean 1,000 ms, 2 s in
+/// all)`: the errors split as the agents lived them (see [`Outcomes`](crate::run::Outcomes)).
+pub(crate) fn outcomes(t: &Totals) -> String {
+    let o = &t.outcomes;
+    format!(
+        "ok {}  degraded {} (mean wait {}, do not retry)  failed {} after waiting (mean {}, agents waited {} in all)",
+        grouped(o.ok),
+        grouped(o.degraded),
+        ms(finite(o.degraded_mean_wait_ms)),
+        grouped(o.failed),
+        ms(finite(o.failed_mean_wait_ms)),
+        agent_seconds(o.failed_wait_s)
+    )
+}
+
+/// `12 (agent 10, gateway 2)`, or `0`: retries that may have run a tool twice (see
+/// [`Totals::possible_duplicates`]).
+pub(crate) fn possible_duplicates(t: &Totals) -> String {
+    if t.possible_duplicates == 0 {
+        return "0".to_owned();
+    }
+    let parts: Vec<String> = t.possible_duplicates_by.iter().map(|(by, n)| format!("{by} {}", grouped(*n))).collect();
+    format!("{} ({})", grouped(t.possible_duplicates), parts.join(", "))
+}
+
+/// Agents' waiting time summed over calls: `0 s`, `0.42 s`, `3,272 s`.
+pub(crate) fn agent_seconds(s: f64) -> String {
+    let s = finite(s);
+    if s >= 100.0 { format!("{} s", grouped(s.round() as u64)) } else { format!("{} s", short(s, 2)) }
 }
 
 /// `ok 1,234, errors 5.1%, P99 812 ms` for the calls completed inside the fault windows, or `n/a`.

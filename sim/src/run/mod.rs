@@ -12,7 +12,7 @@ pub mod failure;
 pub mod memory;
 
 pub use audit::{RunAudit, ServerTotals};
-pub use calls::{CallSink, CallSinkError};
+pub use calls::{CallSink, CallSinkError, RetryBy};
 pub use failure::FailureClass;
 
 use std::collections::BTreeMap;
@@ -215,6 +215,9 @@ pub struct Totals {
     pub errors_by_class: BTreeMap<String, u64>,
     /// Issued but never reached an outcome by the end of the run (must be 0).
     pub lost: u64,
+    /// How the completed calls ended, as the agents lived it: ok, answered degraded, or failed after waiting.
+    #[serde(default)]
+    pub outcomes: Outcomes,
     pub attempts: u64,
     pub retries: u64,
     /// attempts / logical calls.
@@ -273,11 +276,65 @@ pub struct Totals {
     /// tables, not by the router: a mix entry naming another server, a tool the server lacks, or a string argument
     /// `a = v` while some server declares `a_support` and this one's does not hold `v`.
     pub misroutes: u64,
+    /// Retries that may have run a tool a second time: each one a retry (by the agent or the gateway) that reached a
+    /// server, of a call to a tool not marked safe to repeat (neither `readOnlyHint` nor `idempotentHint`) whose
+    /// previous attempt may have run there unseen (it ended without an answer after its request may have been sent:
+    /// the deadline, a timeout, the connection closed or reset). A request refused before sending, a degraded
+    /// result, or an answered error is no such attempt. An upper bound: a deadline that fired before sending
+    /// counts too. The figure an idempotency key would bring to 0.
+    #[serde(default)]
+    pub possible_duplicates: u64,
+    /// [`Totals::possible_duplicates`] by who sent the retry: `agent` or `gateway` (those with none left out).
+    #[serde(default)]
+    pub possible_duplicates_by: BTreeMap<String, u64>,
+    /// With `[identity_provider]`: the token requests it received, and what became of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenTraffic>,
     /// Attempts sent to each replica (host name), in name order.
     pub replica_calls: BTreeMap<String, u64>,
     /// Breaker incidents across gateways (several load hosts only): per (replica, tool), from the first gateway's
     /// opening to the moment every gateway had it open.
     pub convergence: Vec<Convergence>,
+}
+
+/// The identity provider's token requests over the run (`totals.tokens` in `summary.json`): what a token storm
+/// costs it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenTraffic {
+    /// Token requests received, whatever became of them.
+    pub requests: u64,
+    /// The most received in one second.
+    pub peak_per_s: u64,
+    /// Tokens issued.
+    pub issued: u64,
+    /// Shed with 503 for want of room in its queue.
+    pub shed: u64,
+    /// Answered with an outage's error status.
+    pub failed: u64,
+    /// Connections closed unanswered while it was down.
+    pub dropped: u64,
+}
+
+/// The completed logical calls split as the agents lived them (`totals.outcomes` in `summary.json`). `errors`
+/// counts both kinds of failure alike; this tells apart the gateway's degraded answer ("the system is degraded,
+/// do not retry": the agent stops and can fall back) from a call that failed after the agent waited on a server,
+/// a timeout or its own retries, and says how long the agents waited on each.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outcomes {
+    /// Calls that ended ok (`totals.ok`).
+    pub ok: u64,
+    /// Calls that ended with the gateway's degraded result (the `degraded` class of `errors_by_class`).
+    pub degraded: u64,
+    /// Calls that failed any other way (every other class of `errors_by_class`).
+    pub failed: u64,
+    /// Seconds the agents waited on the degraded calls, summed over the calls (from each call's intended start).
+    pub degraded_wait_s: f64,
+    /// The mean wait of a degraded call, ms (0 without any).
+    pub degraded_mean_wait_ms: f64,
+    /// Seconds the agents waited on the failed calls, summed over the calls (agent-seconds spent for nothing).
+    pub failed_wait_s: f64,
+    /// The mean wait of a failed call, ms (0 without any).
+    pub failed_mean_wait_ms: f64,
 }
 
 /// One breaker incident across the gateways.

@@ -57,6 +57,14 @@ pub struct Checks {
     /// Calls the gateway answered with a degraded result (any reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<u64>,
+    /// With `[identity_provider]`: the token requests it received over the run (what a token storm costs it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_requests: Option<u64>,
+    /// Retries that may have run a tool a second time: a retry (by the agent or the gateway) that reached a server,
+    /// of a call to a tool not marked safe to repeat (no `readOnlyHint` or `idempotentHint` annotation), after an
+    /// attempt that may have run there unseen (the deadline, a timeout, the connection closed or reset after sending).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub possible_duplicates: Option<u64>,
     /// With `[report] contrast`: this run's whole-run P99 over the contrast profile's on the same seed (1.0: no worse
     /// than the other profile).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -87,6 +95,8 @@ impl Default for Checks {
             recovery_s: None,
             misroutes: None,
             degraded: None,
+            token_requests: None,
+            possible_duplicates: None,
             contrast_p99_ratio: None,
             contrast_extra_errors: None,
         }

@@ -4,7 +4,7 @@
 
 use mcpstorm_core::history::ServerCallRecord;
 
-use crate::run::{CallSink, CallSinkError};
+use crate::run::{CallSink, CallSinkError, RetryBy};
 use crate::scenario::{CALLS_SAMPLE_EVERY, CallsMode};
 
 #[derive(Debug, Default)]
@@ -30,16 +30,16 @@ impl CallLog {
         CallLog { sink, every, seq: 0, error: None }
     }
 
-    /// One attempt of logical call number `logical` (in the order calls were offered) finished: `record` builds its
-    /// row, and is called only when the row is written.
-    pub(super) fn attempt(&mut self, logical: u64, record: impl FnOnce() -> ServerCallRecord) {
+    /// One attempt of logical call number `logical` (in the order calls were offered), made `by` the agent or the
+    /// gateway, finished: `record` builds its row, and is called only when the row is written.
+    pub(super) fn attempt(&mut self, logical: u64, by: RetryBy, record: impl FnOnce() -> ServerCallRecord) {
         let seq = self.seq;
         self.seq += 1;
         let Some(sink) = self.sink.as_mut().filter(|_| logical % self.every == 0) else {
             return;
         };
         let record = ServerCallRecord { seq, ..record() };
-        if let Err(e) = sink.write(&record) {
+        if let Err(e) = sink.write(&record, by) {
             self.error = Some(e);
             self.sink = None;
         }
@@ -76,7 +76,7 @@ mod tests {
     }
 
     impl CallSink for Kept {
-        fn write(&mut self, r: &ServerCallRecord) -> Result<(), CallSinkError> {
+        fn write(&mut self, r: &ServerCallRecord, _: RetryBy) -> Result<(), CallSinkError> {
             if self.fail_at == Some(r.seq) {
                 return Err("disk full".into());
             }
@@ -110,7 +110,7 @@ mod tests {
         let mut built = 0;
         for n in 0..250u64 {
             for retries in 0..(n % 3 + 1) as u32 {
-                log.attempt(n, || {
+                log.attempt(n, RetryBy::of(retries, 0), || {
                     built += 1;
                     record(retries)
                 });

@@ -159,6 +159,9 @@ impl AttemptTap for NodeTap {
             let end = AttemptEnd {
                 load_host: &self.host,
                 replica: &replica,
+                tool,
+                by: crate::run::RetryBy::of(u32::try_from(i).unwrap_or(u32::MAX), i),
+                outcome: a.outcome.as_ref(),
                 sent: at,
                 now,
                 misroute: false,

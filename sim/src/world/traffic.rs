@@ -256,6 +256,7 @@ pub type HostError = Box<dyn std::error::Error + Send + Sync>;
 /// Runs one load host to completion: the load ends at the scenario's duration (or call budget) and every started
 /// call is then allowed to reach its outcome.
 pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> Result<(), HostError> {
+    plan.recorder.set_tools(&plan.scenario);
     let run = Seed::new(plan.scenario.seed);
     let seed = run.fork("load host").fork(&host);
     let load_host = Arc::new(Host::new(&plan, host_index, &host, seed).await?);
@@ -474,6 +475,9 @@ async fn logical_call(plan: &LoadPlan, host: &Host, target: &Target, intended: D
             let end = AttemptEnd {
                 load_host: &host.host,
                 replica: &replica,
+                tool: &target.tool,
+                by: crate::run::RetryBy::of(sent, i),
+                outcome: a.outcome.as_ref(),
                 sent: start.offset,
                 now,
                 misroute: host.needs.misroute(target.entry, &replica),

@@ -77,13 +77,19 @@ fn check_rows(calls: &Calls, totals: &Value) {
             "duration_ms",
             "status",
             "code",
-            "retries"
+            "retries",
+            "retry_by"
         ]
     );
     assert_eq!(u(&totals["lost"]), 0, "every started attempt finished, so every one has a row");
     assert_eq!(calls.rows.len() as u64, u(&totals["attempts"]), "one row per attempt");
     assert_eq!(calls.count("status", |s| s == "success"), u(&totals["ok"]), "one success per ok logical call");
     assert_eq!(calls.count("retries", |s| s != "0"), u(&totals["retries"]), "rows of retries = retries");
+    let (retries, by) = (calls.col("retries"), calls.col("retry_by"));
+    for r in &calls.rows {
+        let first = r[retries] == "0";
+        assert!(if first { r[by].is_empty() } else { r[by] == "agent" || r[by] == "gateway" }, "{r:?}");
+    }
 
     let input = ContentHash::of(&json!({"message": "hello"})).to_hex();
     let epoch_ms = EPOCH_SECS * 1000;
@@ -142,6 +148,10 @@ fn failures_and_retries_are_recorded_and_byte_identical_across_runs() {
     assert_eq!(calls.count("status", |s| s == "error"), errors, "every failure is the injected internal error");
     let retries = calls.col("retries");
     assert!(calls.rows.iter().any(|r| r[retries] == "2"), "some calls reach their second retry");
+    // One replica and no gateway retry of a JSON-RPC error: every retry is the agent's, and none repeats a call the
+    // server may have run unseen (it answered each).
+    assert_eq!(calls.count("retry_by", |b| b == "agent"), u(&t["retries"]));
+    assert_eq!(u(&t["possible_duplicates"]), 0, "{t}");
     let bytes = |d: &Path| std::fs::read(d.join("calls.csv")).expect("calls.csv");
     assert!(bytes(&a) == bytes(&b), "calls.csv differs between two runs with the same seed");
 }
@@ -229,4 +239,52 @@ fn a_large_run_writes_a_sample_unless_asked() {
     for file in ["timeseries.csv", "summary.json"] {
         assert!(text(&default, file) == text(&flag, file), "{file} depends on what calls.csv keeps");
     }
+}
+
+/// The smoke scenario with its replica resetting every connection once a request arrived (the caller cannot tell
+/// whether the tool ran) for a second, and agents that retry at once.
+const RESETTING: &[&str] = &[
+    "faults=[{ kind = \"crash\", mode = \"reset\", target = \"echo\", start = \"1s\", duration = \"1s\" }]",
+    "agent.retry=\"immediate\"",
+    "agent.max_retries=2",
+];
+
+#[test]
+fn retries_after_an_attempt_that_may_have_run_are_possible_duplicates_unless_the_tool_is_idempotent() {
+    let dir = scratch("resetting");
+    sim(&dir, RESETTING);
+    let t = totals(&dir);
+    let calls = Calls::read(&dir);
+    check_rows_origin(&calls, &t);
+    let dups = u(&t["possible_duplicates"]);
+    assert!(dups > 0, "the echo tool declares no annotations, so a retry after a reset may repeat it: {t}");
+    assert_eq!(t["possible_duplicates_by"]["agent"], dups, "one replica: only the agents retry: {t}");
+    assert!(dups <= u(&t["retries"]), "a possible duplicate is a retry: {t}");
+    assert!(text(&dir, "summary.md").contains(&format!(
+        "| possible duplicates (retries that may have run a tool twice) | {dups} (agent {dups}) |"
+    )));
+
+    // The same run with the tool marked idempotent: the same retries, none of them a possible duplicate.
+    let safe = scratch("resetting-idempotent");
+    let mut sets = RESETTING.to_vec();
+    sets.push("servers[0].tools[0].annotations={ idempotentHint = true }");
+    sim(&safe, &sets);
+    let s = totals(&safe);
+    assert!(u(&s["retries"]) > 0 && u(&s["possible_duplicates"]) == 0, "{s}");
+
+    // As a check: a maximum, exit 1 above it.
+    let checked = scratch("resetting-checked");
+    let mut sets = RESETTING.to_vec();
+    sets.push("checks.possible_duplicates=0");
+    let o = crate::common::sim(Path::new("scenarios/smoke.toml"), &checked, &sets);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stdout));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains(&format!("FAIL  possible_duplicates: actual {dups}, limit 0")), "{stdout}");
+    assert!(stdout.contains(&format!("possible duplicates {dups} (agent {dups})")), "{stdout}");
+}
+
+/// Every retry names who sent it; a first attempt names no one.
+fn check_rows_origin(calls: &Calls, totals: &Value) {
+    assert_eq!(calls.count("retry_by", |b| !b.is_empty()), u(&totals["retries"]), "a retry_by per retry");
+    assert_eq!(calls.count("retry_by", str::is_empty), calls.count("retries", |r| r == "0"));
 }

@@ -17,15 +17,15 @@ use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::mcp::CallToolResult;
 use mcpstorm_core::resilience::{BreakerState, BreakerTransition, DegradedReason, TransitionReason};
 use mcpstorm_core::session::is_session_not_found;
-use mcpstorm_core::{CallError, Event, Observer, observe::SessionEvent};
+use mcpstorm_core::{CallError, observe::SessionEvent};
 
 use super::audit::{AuditLog, Settled};
 use super::call_log::CallLog;
-use super::clock::RunTime;
 use super::phases::Phases;
 use crate::run::memory::{Seconds, latency_histogram, ms};
-use crate::run::{CallSink, CallSinkError, Convergence, EventRow, FailureClass, SecondRow, Totals};
+use crate::run::{CallSink, CallSinkError, Convergence, EventRow, FailureClass, RetryBy, SecondRow, Totals};
 use crate::scenario::CallsMode;
+use duplicates::Duplicates;
 
 /// How a logical call (all its attempts) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +85,12 @@ impl AttemptVerdict {
 pub struct AttemptEnd<'a> {
     pub load_host: &'a str,
     pub replica: &'a str,
+    /// The tool called: whether it is safe to repeat decides whether a retry after this attempt may run it twice.
+    pub tool: &'a str,
+    /// Who sent it: the agent's first try, or a retry by the agent or by the gateway.
+    pub by: RetryBy,
+    /// How it ended: whether it may have run on the server unseen (see [`duplicates::may_have_run`]).
+    pub outcome: Result<&'a CallToolResult, &'a CallError>,
     /// When it was sent and when it finished, simulated time.
     pub sent: Duration,
     pub now: Duration,
@@ -121,11 +127,17 @@ struct Inner {
     during_fault: Histogram<u64>,
     ok_during_fault: u64,
     failed_during_fault: u64,
+    /// Microseconds agents waited on calls that ended degraded, and on calls that failed otherwise (whole numbers, so
+    /// the totals do not depend on the order floats were added in).
+    degraded_wait_us: u64,
+    failed_wait_us: u64,
     /// The tasks (each runs one logical call at a time) whose last answer from their gateway was a degraded result.
     /// The gateway tells its observer ([`Recorder::degraded`]) from inside the calling task, and that task then
     /// reports the call's end ([`Recorder::logical_done`]) as a tool result with `isError: true`: the task says
     /// which of those were degraded. A task leaves the set when it sends an attempt or its call ends.
     declined: BTreeSet<tokio::task::Id>,
+    /// Retries that may have run a tool twice.
+    duplicates: Duplicates,
     /// Breakers open now, by (load host, replica, tool): each load host's gateway has its own.
     open_breakers: BTreeSet<(String, String, String)>,
     /// Breakers made half-open by another node's report (breaker sync's suspects), keyed as `open_breakers`.
@@ -163,7 +175,10 @@ impl Default for Recorder {
                 during_fault: latency_histogram(RUN_SIGFIG),
                 ok_during_fault: 0,
                 failed_during_fault: 0,
+                degraded_wait_us: 0,
+                failed_wait_us: 0,
                 declined: BTreeSet::new(),
+                duplicates: Duplicates::default(),
                 open_breakers: BTreeSet::new(),
                 suspects: BTreeSet::new(),
                 gateways: 1,
@@ -330,6 +345,11 @@ impl Recorder {
         self.lock().calls = CallLog::new(sink, mode);
     }
 
+    /// The scenario's tools: those not marked safe to repeat count towards `possible_duplicates`.
+    pub fn set_tools(&self, scenario: &crate::scenario::Scenario) {
+        self.lock().duplicates = Duplicates::of(scenario);
+    }
+
     /// A logical call was offered at `at`; returns its number, counting from 0 in the order calls are offered.
     pub fn offered(&self, at: Duration) -> u64 {
         let mut inner = self.lock();
@@ -359,7 +379,9 @@ impl Recorder {
         inner.in_flight = inner.in_flight.saturating_sub(1);
         inner.served(end.now, end.replica, end.misroute);
         inner.attempt_verdict(&end);
-        inner.calls.attempt(logical, record);
+        let Inner { duplicates, totals, .. } = &mut *inner;
+        duplicates.attempt(logical, &end, totals);
+        inner.calls.attempt(logical, end.by, record);
     }
 
     /// A schema drift was applied to replica `host`: refusals from it start a new episode.
@@ -446,6 +468,18 @@ impl Recorder {
             Some(class) => {
                 inner.totals.errors += 1;
                 *inner.totals.errors_by_class.entry(class.label().to_owned()).or_default() += 1;
+            }
+        }
+        let waited = latency.as_micros().min(u128::from(u64::MAX)) as u64;
+        match failure {
+            None => {}
+            Some(FailureClass::Degraded) => {
+                inner.totals.outcomes.degraded += 1;
+                inner.degraded_wait_us = inner.degraded_wait_us.saturating_add(waited);
+            }
+            Some(_) => {
+                inner.totals.outcomes.failed += 1;
+                inner.failed_wait_us = inner.failed_wait_us.saturating_add(waited);
             }
         }
     }
@@ -549,6 +583,12 @@ impl Recorder {
         totals.p999_ms = ms(h, 0.999);
         totals.max_ms = if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 };
         totals.ok_per_s = if sim.is_zero() { 0.0 } else { totals.ok as f64 / sim.as_secs_f64() };
+        let o = &mut totals.outcomes;
+        o.ok = totals.ok;
+        o.degraded_wait_s = inner.degraded_wait_us as f64 / 1e6;
+        o.degraded_mean_wait_ms = ratio(inner.degraded_wait_us, o.degraded) / 1e3;
+        o.failed_wait_s = inner.failed_wait_us as f64 / 1e6;
+        o.failed_mean_wait_ms = ratio(inner.failed_wait_us, o.failed) / 1e3;
         // No healthy call in a phase: nothing to compare (`None`, not a 0 that looks measured).
         let p99 = |h: &Histogram<u64>| (!h.is_empty()).then(|| ms(h, 0.99));
         totals.healthy_p99_before_ms = p99(&inner.healthy_before);
@@ -578,90 +618,10 @@ fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
-/// The core's observer on a load host, for its client of one server replica: connection lifecycle and session
-/// changes become events on the timeline, and every `tools/call` refused for a stale schema is counted (with its
-/// send time, `now − latency`), including those the gateway then hid by a transparent resend.
-#[derive(Debug)]
-pub struct SimObserver {
-    pub recorder: Recorder,
-    pub time: RunTime,
-    pub host: String,
-    /// The server replica this client talks to.
-    pub replica: String,
-}
+mod duplicates;
+mod observers;
 
-impl Observer for SimObserver {
-    fn event(&self, event: &Event<'_>) {
-        // Read only by the arms that use it: most events (every finished request) are ignored, and each read of the
-        // host's clock is a lookup and a lock.
-        let now = || self.time.elapsed().unwrap_or_default();
-        match event {
-            Event::ConnectionClosed { server, reason, .. } => {
-                self.recorder.event(now(), "connection_closed", server, format!("{} from {}", reason, self.host));
-            }
-            Event::ConnectionOpened { server, .. } => {
-                self.recorder.event(now(), "connection_opened", server, format!("from {}", self.host));
-            }
-            Event::RequestFinished { method, latency, error: Some(error), .. }
-                if *method == mcpstorm_core::mcp::method::TOOLS_CALL && is_stale_refusal(error) =>
-            {
-                let now = now();
-                let sent = now.saturating_sub(*latency);
-                self.recorder.stale_refusal(&self.host, &self.replica, sent, now);
-            }
-            Event::UnknownResponseDropped { .. } => self.recorder.lock().audit.dropped_response(true),
-            Event::LateResponseDropped { .. } => self.recorder.lock().audit.dropped_response(false),
-            Event::SchemaRefetched { server, reason } => {
-                self.recorder.event(
-                    now(),
-                    "schema_refetched",
-                    server,
-                    format!("{} from {}", <&str>::from(reason), self.host),
-                );
-            }
-            Event::Session { server, what } => {
-                let now = now();
-                self.recorder.session_event(now, *what);
-                // Grants and renewals are routine; the rest is what a reader of the event log looks for.
-                if !matches!(what, SessionEvent::Granted | SessionEvent::Renewed) {
-                    self.recorder.event(now, "session", server, format!("{what} from {}", self.host));
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The observer of a load host's [`Gateway`](mcpstorm_core::Gateway) itself (its clients have [`SimObserver`]s):
-/// breaker transitions, ejections (a replica out of this gateway's rotation, or back) and degraded results go to the
-/// recorder. With `[gateway.sync]` the sync's tap wraps it, and publishes this gateway's own transitions.
-#[derive(Debug)]
-pub struct GatewayObserver {
-    pub recorder: Recorder,
-    pub time: RunTime,
-    pub host: String,
-    /// A gateway node's: its calls are its agents' requests, not their tasks, so a degraded result is counted
-    /// without marking the task (the agent reads it from the result: see `remote`).
-    pub node: bool,
-}
-
-impl Observer for GatewayObserver {
-    fn event(&self, event: &Event<'_>) {
-        let now = || self.time.elapsed().unwrap_or_default();
-        match event {
-            Event::Breaker { replica, tool, transition, .. } => {
-                // A node's federation names replicas `server#i`; the report names them by their hosts.
-                self.recorder.breaker(now(), &self.host, &crate::scenario::replica_host(replica), tool, transition);
-            }
-            Event::Degraded { reason, .. } => self.recorder.degraded(now(), *reason, !self.node),
-            Event::Ejection { replica, ejected, .. } => {
-                let kind = if *ejected { "ejected" } else { "readmitted" };
-                self.recorder.event(now(), kind, &crate::scenario::replica_host(replica), format!("on {}", self.host));
-            }
-            _ => {}
-        }
-    }
-}
+pub use observers::{GatewayObserver, SimObserver};
 
 #[cfg(test)]
 mod tests;
