@@ -143,6 +143,26 @@ pub fn remove(root: &mut Node<'_>, path: &KeyPath) -> bool {
     }
 }
 
+/// Removes the node at `path`, a key of a table or an item of an array (the later items move down one); false when
+/// there is none.
+pub fn remove_at(root: &mut Node<'_>, path: &KeyPath) -> bool {
+    let Some((Seg::Index(i), parent)) = path.0.split_last() else { return remove(root, path) };
+    let Some(parent) = get_mut(root, &KeyPath(parent.to_vec())) else { return false };
+    let DeValue::Array(items) = parent.get_mut() else { return false };
+    if *i >= items.len() {
+        return false;
+    }
+    // toml's array has no `remove`: rebuild it without the item.
+    let mut kept = DeArray::new();
+    for (n, item) in items.iter().enumerate() {
+        if n != *i {
+            kept.push(item.clone());
+        }
+    }
+    *items = kept;
+    true
+}
+
 fn get_mut<'a, 'i>(root: &'a mut Node<'i>, path: &KeyPath) -> Option<&'a mut Node<'i>> {
     let mut node = root;
     for seg in &path.0 {

@@ -26,6 +26,7 @@ pub mod listen;
 pub mod path;
 pub mod ranges;
 pub mod read;
+pub mod recover;
 pub mod rules;
 pub mod sync;
 pub mod units;

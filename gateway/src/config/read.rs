@@ -2,7 +2,8 @@
 //! run costs on top): read (UTF-8), parse (spanned), deserialize strictly, validate.
 //!
 //! Each stage reports every problem it can find, each with `file:line:column` (or the `--set` argument) and the key
-//! path; a later stage runs only when the earlier ones found nothing, since its findings would be noise. serde stops
+//! path; a later stage runs only when the earlier ones found nothing, since its findings would be noise. Syntax
+//! errors are the exception: the rest of the file is still read and checked, see [`recover`](super::recover). serde stops
 //! at the first error, so deserialization is retried with the offending key removed until it succeeds, which reports
 //! every unknown key and wrong type in one go.
 
@@ -16,6 +17,7 @@ use toml::de::{DeTable, DeValue};
 use super::doc::{self, Node, Source};
 use super::error::{ConfigError, Location, Problem};
 use super::path::KeyPath;
+use super::recover;
 use super::rules::Issue;
 
 /// At most this many problems from deserialization (each one costs a retry).
@@ -65,8 +67,10 @@ pub fn read_str<T: DeserializeOwned>(
     check: impl Fn(&T) -> Vec<Issue>,
 ) -> Result<T, ConfigError> {
     let src = Source { origin, text, sets: &[] };
-    let table = DeTable::parse(text).map_err(|e| ConfigError::Invalid(vec![syntax_problem(&src, &e)]))?;
-    let root: Node<'_> = Spanned::new(table.span(), DeValue::Table(table.into_inner()));
+    let root = recover::parse(&src).map_err(|repair| {
+        let problems = repair.problems(&src, |_| Vec::new(), |value: T, root| locate(check(&value), root, &src));
+        invalid(problems, &src)
+    })?;
     let value = deserialize(&root, &src).map_err(|found| invalid(found, &src))?;
     fail_if_any(locate(check(&value), &root, &src), &src)?;
     Ok(value)
@@ -127,6 +131,19 @@ pub fn as_table<'i>(root: &Node<'i>) -> Spanned<DeTable<'i>> {
 /// serde, strictly, reporting every error it can reach: after each one the offending key is removed and serde runs
 /// again. A "missing key" caused by such a removal is not reported (and ends the search).
 pub fn deserialize<T: DeserializeOwned>(root: &Node<'_>, src: &Source<'_>) -> Result<T, Vec<Problem>> {
+    deserialize_excusing(root, src, &|_| false, &KeyPath::clone)
+}
+
+/// [`deserialize`] of a tree that may lack keys through no fault of its own (a syntax error took their lines, see
+/// [`recover`](super::recover)): a missing key that `excused` accepts is not reported and ends the search, with an
+/// error that may then be empty. `restore` turns a path of `root` into the path the file wrote, when items were
+/// taken out of its arrays.
+pub(super) fn deserialize_excusing<T: DeserializeOwned>(
+    root: &Node<'_>,
+    src: &Source<'_>,
+    excused: &dyn Fn(&KeyPath) -> bool,
+    restore: &dyn Fn(&KeyPath) -> KeyPath,
+) -> Result<T, Vec<Problem>> {
     let mut root = root.clone();
     let mut problems = Vec::new();
     let mut removed: Vec<KeyPath> = Vec::new();
@@ -137,14 +154,15 @@ pub fn deserialize<T: DeserializeOwned>(root: &Node<'_>, src: &Source<'_>) -> Re
             Err(e) => e,
         };
         let (path, span, missing) = explain(&root, &error);
-        if missing && removed.contains(&path) {
+        let written = restore(&path);
+        if missing && (removed.contains(&path) || excused(&written)) {
             break;
         }
-        let key = path.to_string();
+        let key = written.to_string();
         let moved = MOVED.iter().find(|(old, _)| *old == key).filter(|_| error.message().starts_with("unknown field "));
         problems.push(Problem {
             location: if span.is_empty() { src.whole() } else { src.location(&span) },
-            key: (!path.is_root()).then_some(key),
+            key: (!written.is_root()).then_some(key),
             message: moved.map_or_else(|| friendly(error.message()), |(_, message)| (*message).to_owned()),
         });
         if !doc::remove(&mut root, &path) {

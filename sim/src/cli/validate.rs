@@ -77,15 +77,18 @@ fn count(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
-/// Whether `path` holds a gateway config rather than a scenario. A file that does not parse is read as a scenario,
-/// whose loader reports the syntax error.
+/// Whether `path` holds a gateway config rather than a scenario. A file with syntax errors is judged by what toml
+/// recovers of it, so that a gateway config's syntax errors come with its other problems, not a scenario's.
 fn is_gateway_config(path: &std::path::Path) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else { return false };
-    let Ok(table) = text.parse::<toml::Table>() else { return false };
-    let replicas_listed = table
-        .get("servers")
-        .and_then(toml::Value::as_array)
-        .is_some_and(|servers| servers.iter().any(|s| s.get("replicas").is_some_and(toml::Value::is_array)));
+    let (table, _) = toml::de::DeTable::parse_recoverable(&text);
+    let table = table.into_inner();
+    let replicas_listed = match table.get("servers").map(|s| s.get_ref()) {
+        Some(toml::de::DeValue::Array(servers)) => servers
+            .iter()
+            .any(|s| matches!(s.get_ref().get("replicas").map(|r| r.get_ref()), Some(toml::de::DeValue::Array(_)))),
+        _ => false,
+    };
     table.contains_key("listen") || table.contains_key("admin") || replicas_listed
 }
 

@@ -3,15 +3,17 @@
 //! limits, expand the sweep.
 //!
 //! Each stage reports every problem it can find, each with `file:line:column` (or the `--set` argument) and the key
-//! path; a later stage runs only when the earlier ones found nothing, since its findings would be noise. serde stops
+//! path; a later stage runs only when the earlier ones found nothing, since its findings would be noise. Syntax
+//! errors are the exception: the rest of the file is still read and checked (see the gateway's `config::recover`). serde stops
 //! at the first error, so deserialization is retried with the offending key removed until it succeeds, which reports
 //! every unknown key and wrong type in one go.
 
 use std::path::Path;
 
-use mcpstorm_gateway::config::read::{deserialize, fail_if_any, invalid, locate, read_text, syntax_problem};
+use mcpstorm_gateway::config::read::{deserialize, fail_if_any, invalid, locate, read_text};
+use mcpstorm_gateway::config::recover;
 use toml::Spanned;
-use toml::de::{DeTable, DeValue};
+use toml::de::DeValue;
 
 use super::cost::{self, Limits};
 use super::doc::{self, Node, Source};
@@ -48,8 +50,21 @@ pub fn load_str(text: &str, origin: &str, sets: &[String]) -> Result<Scenario, S
 /// parsed file, and kept in the scenario's [`Sweep`](super::Sweep).
 pub fn load_str_with(text: &str, origin: &str, sets: &[String], limits: &Limits) -> Result<Scenario, ScenarioError> {
     let src = Source { origin, text, sets };
-    let table = DeTable::parse(text).map_err(|e| ScenarioError::Invalid(vec![syntax_problem(&src, &e)]))?;
-    let mut root: Node<'_> = Spanned::new(table.span(), DeValue::Table(table.into_inner()));
+    let mut root = recover::parse(&src).map_err(|repair| {
+        // The rest of the file is read and checked as it would be without the lines the syntax errors damaged, its
+        // sweep aside; the run-cost limits wait for a file that parses.
+        let problems = repair.problems(
+            &src,
+            |root| overrides::apply_sets(root, &src),
+            |mut scenario: Scenario, root| {
+                prepared(&mut scenario, false, limits, root, &src)
+                    .err()
+                    .map(|e| e.problems().to_vec())
+                    .unwrap_or_default()
+            },
+        );
+        invalid(problems, &src)
+    })?;
 
     // A `--set` that cannot be applied is left out, so that serde still reports everything else.
     let mut problems = overrides::apply_sets(&mut root, &src);

@@ -226,6 +226,28 @@ fn validate_checks_a_gateway_config_with_file_line_column() {
     let o = mcpstorm(&["gateway", "--config", bad.to_str().unwrap_or_default()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("gateway.breaker.open"), "{}", text(&o));
+
+    // A syntax error in another table comes with it, in file order, and nothing it caused (issue 48 item 6).
+    let broken = dir.join("broken.toml");
+    let text_broken = config("127.0.0.1:9", "http://127.0.0.1:9/mcp")
+        .replace("open = \"30s\"", "open = \"0s\"")
+        .replace("connect_timeout = \"1s\"", "connect_timeout = 1s");
+    let line_of = |key: &str| text_broken.lines().position(|l| l.starts_with(key)).map(|i| i + 1).expect("key");
+    std::fs::write(&broken, &text_broken).expect("write");
+    for args in [vec!["validate"], vec!["gateway", "--config"]] {
+        let o = mcpstorm(&[args.clone(), vec![broken.to_str().unwrap_or_default()]].concat());
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        // Each problem's line names the file with a line number (`gateway` puts `mcpstorm: ` before the first).
+        let at_line =
+            |l: &&str| l.split("/broken.toml:").nth(1).is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+        let lines: Vec<&str> = err.lines().filter(at_line).collect();
+        let (open, syntax) =
+            (format!("/broken.toml:{}:", line_of("open")), format!("/broken.toml:{}:", line_of("connect_timeout")));
+        assert_eq!(lines.len(), 2, "{args:?}: {err}");
+        assert!(lines[0].contains(&open) && lines[0].contains("gateway.breaker.open"), "{args:?}: {err}");
+        assert!(lines[1].contains(&syntax) && lines[1].contains("TOML syntax"), "{args:?}: {err}");
+    }
 }
 
 /// `initialize` (2025-11-25) on the gateway at `addr`: the session id it issued.

@@ -15,6 +15,7 @@ mod key_ranges;
 mod no_panic;
 mod nodes_rules;
 mod parsing;
+mod recovery;
 mod replay_rules;
 mod rules;
 mod run_cost;
