@@ -25,8 +25,38 @@ const EMPIRICAL_POINTS: usize = 101;
 /// Kolmogorov–Smirnov's critical value factor at the 5% level: D ≤ 1.36 / √n.
 const KS_5_PERCENT: f64 = 1.36;
 
-/// The shape of ascending `sorted_ms` (one sample per answered call).
+/// What the simulator adds to a call around its tool's time, on average, at its default tick of 1 ms and the
+/// profile scenario's `[network] latency = "0s"`: the round trip (agent, gateway, server and back) takes one tick,
+/// and a tool's time ends at the first tick after it, half a tick later on average. A profiled latency is the whole
+/// call as the client saw it, its transport included; the scenario's tool takes this much less, so that the
+/// simulated call takes what was measured (within half a tick), not 1 to 2 ms more.
+pub const SIMULATOR_CALL_MS: f64 = 1.5;
+
+/// The smallest median a lognormal may have.
+const MIN_P50_MS: f64 = 0.001;
+
+/// The shape of ascending `sorted_ms` (one sample per answered call), as the scenario's tool takes it: the fit is
+/// made on the measured calls, and then [`SIMULATOR_CALL_MS`] comes off every figure (at 0 ms the least).
 pub fn fit(sorted_ms: &[f64]) -> Shape {
+    let measured = fit_measured(sorted_ms);
+    Shape { latency: less_simulator_call(measured.latency), ..measured }
+}
+
+fn less_simulator_call(latency: LatencyDist) -> LatencyDist {
+    let less = |ms: f64| round3((ms - SIMULATOR_CALL_MS).max(0.0));
+    match latency {
+        LatencyDist::Fixed { ms } => LatencyDist::Fixed { ms: less(ms) },
+        LatencyDist::Lognormal { p50_ms, p99_ms } => {
+            let p50_ms = less(p50_ms).max(MIN_P50_MS);
+            LatencyDist::Lognormal { p50_ms, p99_ms: less(p99_ms).max(p50_ms) }
+        }
+        LatencyDist::Empirical { ms } => LatencyDist::Empirical { ms: ms.into_iter().map(less).collect() },
+        other => other,
+    }
+}
+
+/// The shape of the measured calls themselves.
+fn fit_measured(sorted_ms: &[f64]) -> Shape {
     let n = sorted_ms.len();
     let ks_critical = KS_5_PERCENT / (n.max(1) as f64).sqrt();
     let (min, max) = (sorted_ms.first().copied().unwrap_or(0.0), sorted_ms.last().copied().unwrap_or(0.0));
@@ -88,7 +118,24 @@ mod tests {
     #[test]
     fn calls_that_all_take_the_same_time_are_fixed() {
         let shape = fit(&[20.0, 20.1, 20.2, 20.3]);
-        assert_eq!(shape.latency, LatencyDist::Fixed { ms: 20.15 });
+        assert_eq!(shape.latency, LatencyDist::Fixed { ms: 20.15 - SIMULATOR_CALL_MS });
+    }
+
+    /// The simulator's own cost of a call comes off every figure, never below 0 ms.
+    #[test]
+    fn the_tool_takes_the_measured_call_less_what_the_simulator_adds() {
+        let v: Vec<f64> = (0..101).map(|i| 1.0 + f64::from(i) / 10.0).collect();
+        let measured = fit_measured(&v);
+        let LatencyDist::Empirical { ms } = &measured.latency else { panic!("{measured:?}") };
+        let LatencyDist::Empirical { ms: simulated } = fit(&v).latency else { panic!("not empirical") };
+        assert_eq!(simulated.len(), ms.len());
+        for (m, s) in ms.iter().zip(&simulated) {
+            assert!((s - (m - SIMULATOR_CALL_MS).max(0.0)).abs() < 1e-9, "{m} became {s}");
+        }
+        assert_eq!(fit(&[0.5, 0.5]).latency, LatencyDist::Fixed { ms: 0.0 });
+        let shifted = less_simulator_call(LatencyDist::Lognormal { p50_ms: 1.0, p99_ms: 1.2 });
+        assert_eq!(shifted, LatencyDist::Lognormal { p50_ms: MIN_P50_MS, p99_ms: MIN_P50_MS });
+        assert!(shifted.validate().is_ok());
     }
 
     #[test]

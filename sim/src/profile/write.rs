@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use mcpstorm_fake::LatencyDist;
 use serde_json::Value;
 
-use super::fit::Shape;
+use super::fit::{SIMULATOR_CALL_MS, Shape};
 use super::knee::Knee;
 use super::measure::ToolProfile;
 use super::quantile;
@@ -33,6 +33,16 @@ pub struct Measured {
     pub skipped_why: &'static str,
 }
 
+/// How a tool's latency relates to the measured calls, as a comment.
+fn simulator_call(s: &mut String) {
+    let _ = writeln!(
+        s,
+        "# Each tool's latency is the measured call less {SIMULATOR_CALL_MS} ms, what the simulator adds to a call (a tick \
+         for the\n# round trip, half a tick on average as it keeps whole milliseconds): simulated calls take what was \
+         measured.\n"
+    );
+}
+
 /// Why the tools not measured were left out, when `--tool` chose none.
 pub const NOT_READ_ONLY: &str = "not marked readOnlyHint; measure one with --tool NAME";
 /// Why the tools not measured were left out, when `--tool` chose the others.
@@ -51,10 +61,8 @@ pub fn scenario_text(m: &Measured) -> String {
     let server = scenario_name(&m.server_name);
     let mut s = String::new();
     header(&mut s, m);
-    s.push_str(
-        "# Run it: mcpstorm sim THIS_FILE. Its load repeats the measurement above. The simulator keeps time in\n",
-    );
-    s.push_str("# whole milliseconds: a call measured under 1 ms takes 1 to 2 ms there.\n\n");
+    s.push_str("# Run it: mcpstorm sim THIS_FILE. Its load repeats the measurement above.\n");
+    simulator_call(&mut s);
     let total_calls: u64 = m.tools.iter().map(|(t, _)| t.calls).sum();
     let measured_ms: f64 = m.tools.iter().map(|(t, _)| t.latencies_ms.iter().sum::<f64>()).sum();
     // The closed loop ends after `calls`; the duration only bounds it (twice the measured time, at least 10 s).
@@ -169,9 +177,7 @@ pub fn config_scenario_text(config: &str, servers: &[Upstream]) -> String {
     }
     s.push_str("# Run it: mcpstorm sim THIS_FILE, with faults on top: add [[faults]] below, or\n");
     s.push_str("#   --set 'faults=[{ kind = \"crash\", target = \"NAME#0\", start = \"2s\", duration = \"3s\" }]'.\n");
-    s.push_str(
-        "# The simulator keeps time in whole milliseconds: a call measured under 1 ms takes 1 to 2 ms there.\n\n",
-    );
+    simulator_call(&mut s);
     let tools = servers.iter().flat_map(|up| up.measured.tools.iter().map(move |(t, _)| (up, t)));
     let total_calls: u64 = tools.clone().map(|(_, t)| t.calls).sum();
     let measured_ms: f64 = tools.clone().map(|(_, t)| t.latencies_ms.iter().sum::<f64>()).sum();
