@@ -218,8 +218,9 @@ def scenario_doc(name: str) -> dict:
 class Sim:
     """Runs the binary, each distinct command once per invocation."""
 
-    def __init__(self, binary: str):
-        self.binary = binary
+    def __init__(self, binary: str | None = None):
+        # Found (or built) on the first run: a block that runs nothing (`scenario_keys`) needs no binary.
+        self._binary = binary
         self.cache: dict[tuple, Run] = {}
         self.runs = 0
 
@@ -227,7 +228,9 @@ class Sim:
         if (ROOT / out).exists():
             shutil.rmtree(ROOT / out)
         (ROOT / out).parent.mkdir(parents=True, exist_ok=True)
-        cmd = [self.binary, *args, "--out", str(out)]
+        if self._binary is None:
+            self._binary = binary()
+        cmd = [self._binary, *args, "--out", str(out)]
         started = time.monotonic()
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         took = time.monotonic() - started
@@ -376,6 +379,18 @@ def block_retry_storm_table(ctx: Context) -> str:
             f"{times(dt['amplification'])}, {ms(dt['p99_ms'])}",
             f"{times(nt['amplification'])}, {ms(nt['p99_ms'])}",
         ),
+        ("whole run: calls ok", grouped(dt["outcomes"]["ok"]), grouped(nt["outcomes"]["ok"])),
+        (
+            "answered degraded: at once, \"do not retry\" (mean wait)",
+            degraded_cell(dt["outcomes"]),
+            degraded_cell(nt["outcomes"]),
+        ),
+        ("failed after waiting (mean wait)", failed_cell(dt["outcomes"]), failed_cell(nt["outcomes"])),
+        (
+            "agents' time spent waiting on calls that failed",
+            agent_seconds(dt["outcomes"]["failed_wait_s"]),
+            agent_seconds(nt["outcomes"]["failed_wait_s"]),
+        ),
         ("checks", checks(d, False), checks(n, True)),
     ]
     table = [f"| seed {d['seed']} | {run.profile()} gateway | {naive_run.profile()} gateway |", "|---|---:|---:|"]
@@ -384,6 +399,13 @@ def block_retry_storm_table(ctx: Context) -> str:
     failed = [f"`{c['name']}`" for c in n["checks"] if not c["passed"]]
     note = (
         f"Checks the naive run fails: {words(failed)}." if failed else "The naive run passes every check on this seed."
+    )
+    do, no = dt["outcomes"], nt["outcomes"]
+    note += (
+        f" Errors over the whole run (`errors`, degraded answers included): {grouped(dt['errors'])} default, "
+        f"{grouped(nt['errors'])} naive. Of the default's, {grouped(do['degraded'])} are degraded answers, given in "
+        f"{ms(do['degraded_mean_wait_ms'])} on average; the agents spent {agent_seconds(do['failed_wait_s'])} waiting "
+        f"on calls that failed in the end, against {agent_seconds(no['failed_wait_s'])} with the naive gateway."
     )
 
     # The healthy-P99 ratio over a few seeds at a fifth of the rate: how much of its distance from 1 is noise.
@@ -402,6 +424,19 @@ def block_retry_storm_table(ctx: Context) -> str:
     # The picture's markdown line sits above the console, outside the blocks; only the file is generated.
     ctx.image(run.out / "contrast.png", "retry_storm.png")
     return "\n".join([*table, "", para(note + " " + spread)])
+
+
+def agent_seconds(s: float) -> str:
+    """Agents' waiting summed over calls, as the console prints it: `0.42 s`, `3,272 s`."""
+    return f"{grouped(round_half_up(s))} s" if s >= 100 else f"{short(s, 2)} s"
+
+
+def degraded_cell(o: dict) -> str:
+    return f"{grouped(o['degraded'])} ({ms(o['degraded_mean_wait_ms'])})"
+
+
+def failed_cell(o: dict) -> str:
+    return f"{grouped(o['failed'])} ({ms(o['failed_mean_wait_ms'])})"
 
 
 def convergence(t: dict) -> str:
@@ -972,6 +1007,267 @@ def block_protection_candidates(ctx: Context) -> str:
         "out, per server.)")])
 
 
+# ---------------------------------------------------------------------------------------------------------------------
+# The scenario format's every key, from its JSON Schema (scenarios/scenario.schema.json, generated from the Rust types:
+# each description is a `///` comment). No simulator run: a key the types gain appears here on the next `just docs`,
+# and a key without a description fails it.
+
+SCENARIO_SCHEMA = ROOT / "scenarios" / "scenario.schema.json"
+# The top-level tables in the order a scenario file reads; a table the schema gains is listed after these.
+TABLE_ORDER = ["network", "servers", "load", "agent", "client", "faults", "gateway", "nodes", "report", "checks",
+               "fidelity", "sweep", "swarm"]
+DURATION_PATTERN = "^([0-9]+(\\.[0-9]+)?(d|h|m|s|ms|us|ns))+$"
+
+
+class SchemaDoc:
+    """Walks the schema into sections (one per TOML table), each a list of rows (key, type, default, meaning)."""
+
+    def __init__(self, schema: dict):
+        self.defs = schema.get("definitions", {})
+        self.root = schema
+        self.undocumented: list[str] = []
+
+    def deref(self, node) -> dict:
+        """`node` with its `$ref` (or single `allOf`) merged in; the node's own keys (description, default) win."""
+        if not isinstance(node, dict):
+            return {}
+        node = dict(node)
+        while True:
+            if "$ref" in node:
+                target = self.defs[node.pop("$ref").rsplit("/", 1)[-1]]
+            elif len(node.get("allOf", [])) == 1:
+                target = node.pop("allOf")[0]
+                target = self.deref(target)
+            else:
+                return node
+            node = {**target, **node}
+
+    @staticmethod
+    def is_table(p: dict) -> bool:
+        return "properties" in p and "oneOf" not in p
+
+    def is_table_array(self, p: dict) -> bool:
+        return p.get("type") == "array" and self.is_table(self.deref(p.get("items")))
+
+    def is_variants(self, p: dict) -> bool:
+        alts = [self.deref(a) for a in p.get("oneOf", [])]
+        return bool(alts) and all("properties" in a for a in alts)
+
+    def enum_values(self, p: dict) -> list[tuple[str, str]] | None:
+        """(`"value"`, its description) for an enum of strings (`oneOf` of consts, or `enum`), else None."""
+        if "enum" in p:
+            return [(json.dumps(v), "") for v in p["enum"]]
+        alts = [self.deref(a) for a in p.get("oneOf", [])]
+        if alts and all("const" in a or "enum" in a for a in alts):
+            values = []
+            for a in alts:
+                for v in a.get("enum", [a.get("const")]):
+                    values.append((json.dumps(v), a.get("description", "")))
+            return values
+        return None
+
+    def type_of(self, p) -> str:
+        if p is True or p == {}:
+            return "any JSON value"
+        p = self.deref(p)
+        values = self.enum_values(p)
+        if values is not None:
+            return " \\| ".join(f"`{v}`" for v, _ in values)
+        if "anyOf" in p:
+            return " or ".join(self.type_of(a) for a in p["anyOf"])
+        t = p.get("type")
+        if isinstance(t, list):
+            return " or ".join(t)
+        if t == "string":
+            return "duration" if p.get("pattern") == DURATION_PATTERN else "string"
+        if t in ("integer", "number"):
+            lo, hi = p.get("minimum"), p.get("maximum")
+            word = "integer" if t == "integer" else "number"
+            num = lambda x: f"{x:g}" if isinstance(x, float) else grouped(x)
+            if lo is not None and hi is not None:
+                return f"{word}, {num(lo)} to {num(hi)}"
+            if lo is not None:
+                return f"{word} ≥ {num(lo)}"
+            return word
+        if t == "boolean":
+            return "boolean"
+        if t == "array":
+            items = p.get("items")
+            return f"array of {self.type_of(items)}" if items is not None else "array"
+        if t == "object":
+            extra = p.get("additionalProperties")
+            if isinstance(extra, dict):
+                return f"table of {self.type_of(extra)}"
+            return "table"
+        return "any JSON value"
+
+    def describe(self, path: str, prop, p: dict) -> str:
+        """A row's meaning: the key's own description, else its type's; and an enum's values with theirs."""
+        own = prop.get("description") if isinstance(prop, dict) else None
+        text = own or p.get("description") or ""
+        # A type's long description (a table, an example block) is shown once, under its section, not in a cell.
+        if not own and ("\n\n" in text or "|" in text.split("\n", 1)[0]):
+            text = text.split("\n\n", 1)[0]
+        values = self.enum_values(p)
+        # Each value's own description, unless the key's already names every value.
+        if values and any(d for _, d in values) and not all(v in text for v, _ in values):
+            text = (text + " " if text else "") + "; ".join(f"`{v}`: {one_line(d)}" if d else f"`{v}`"
+                                                            for v, d in values)
+        if not text.strip():
+            self.undocumented.append(path)
+        return one_line(text)
+
+    def default_of(self, key: str, prop, p: dict, parent_default, required: list[str]) -> str:
+        own = prop.get("default") if isinstance(prop, dict) and "default" in prop else p.get("default")
+        if own is None and isinstance(parent_default, dict) and key in parent_default:
+            own = parent_default[key]
+        if own is not None:
+            if own == {} or own == []:
+                return "empty"
+            try:
+                return f"`{toml_inline(own)}`".replace("|", "\\|")
+            except DocsError:
+                return f"`{json.dumps(own)}`"
+        return "**required**" if key in required else "none"
+
+    def sections(self) -> list[tuple[str, str, list[tuple[str, str, str, str]]]]:
+        """(heading, the table's own description, rows) for the top level and every table below it."""
+        out: list = []
+        self._section("", "Top level", self.root, None, out, top=True)
+        return out
+
+    def _section(self, path: str, heading: str, node: dict, default, out: list, top: bool = False) -> None:
+        node = self.deref(node)
+        props = node.get("properties", {})
+        required = node.get("required", [])
+        rows, later = [], []
+        keys = list(props)
+        if top:
+            known = [k for k in TABLE_ORDER if k in props]
+            keys = [k for k in keys if not self.is_table(self.deref(props[k])) and not self.is_table_array(
+                self.deref(props[k]))] + known + [k for k in keys if k not in known]
+            keys = list(dict.fromkeys(keys))
+        for key in keys:
+            prop = props[key]
+            p = self.deref(prop)
+            where = f"{path}.{key}" if path else key
+            sub_default = prop.get("default") if isinstance(prop, dict) and "default" in prop else p.get("default")
+            if sub_default is None and isinstance(default, dict):
+                sub_default = default.get(key)
+            if self.is_table(p):
+                later.append((where, f"`[{where}]`", prop, sub_default, False))
+                continue
+            if self.is_table_array(p):
+                later.append((where, f"`[[{where}]]`", prop, None, True))
+                continue
+            if self.is_variants(p):
+                later.append((where, f"`{where}`: one of these shapes", prop, None, None))
+                rows.append((f"`{key}`", "inline table (below)", self.default_of(key, prop, p, default, required),
+                             self.describe(where, prop, p)))
+                continue
+            rows.append((f"`{key}`", self.type_of(p), self.default_of(key, prop, p, default, required),
+                         self.describe(where, prop, p)))
+        intro = one_para(node.get("description", ""))
+        out.append((heading, intro, rows))
+        for where, title, prop, sub_default, array in later:
+            if array is None:
+                self._variants(where, title, prop, out)
+                continue
+            p = self.deref(prop)
+            table = self.deref(p["items"]) if array else p
+            merged = {**table}
+            if isinstance(prop, dict) and prop.get("description") and not table.get("description"):
+                merged["description"] = prop["description"]
+            elif isinstance(prop, dict) and prop.get("description") and prop["description"] != table["description"]:
+                merged["description"] = prop["description"] + "\n\n" + table["description"]
+            self._section(where, title, merged, sub_default, out)
+
+    def _variants(self, path: str, heading: str, prop: dict, out: list) -> None:
+        p = self.deref(prop)
+        rows = []
+        for alt in (self.deref(a) for a in p["oneOf"]):
+            props = alt["properties"]
+            tag = next((k for k, v in props.items() if isinstance(v, dict) and "const" in v), None)
+            label = f"`{tag} = {json.dumps(props[tag]['const'])}`" if tag else "—"
+            required = alt.get("required", [])
+            keys = []
+            for key, sub in props.items():
+                if key == tag:
+                    continue
+                sp = self.deref(sub)
+                default = self.default_of(key, sub, sp, None, required)
+                keys.append(f"`{key}` ({self.type_of(sp)}, {default})")
+            text = one_line(alt.get("description", ""))
+            if not text:
+                self.undocumented.append(f"{path} ({label.strip('`')})")
+            rows.append((label, ", ".join(keys) or "none", "", text))
+        out.append((heading, one_para(p.get("description", "")), rows))
+
+
+def one_line(text: str) -> str:
+    """A description as one table cell: rustdoc links as plain code, lines joined, pipes escaped."""
+    text = re.sub(r"\[(`[^`\]]+`)\](?!\()", r"\1", text)
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def one_para(text: str) -> str:
+    """A table's own description as markdown under its heading: rustdoc links as plain code, and without the key
+    tables some types' doc comments hold (the rows below say the same, from each key's own comment)."""
+    text = re.sub(r"\[(`[^`\]]+`)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"\[(`[^`\]]+`)\](?!\()", r"\1", text)
+    keyed = re.compile(r"^\|\s*(key|field)\s*\|")
+    paras = [p for p in text.strip().split("\n\n") if p and not keyed.match(p.lstrip())]
+    return "\n\n".join(paras)
+
+
+def block_scenario_keys(ctx: Context) -> str:
+    """Every key of the scenario format, per table, with its type, default and description: from the JSON Schema,
+    so a key cannot exist undocumented (one without a description fails `just docs`)."""
+    doc = SchemaDoc(json.loads(SCENARIO_SCHEMA.read_text(encoding="utf-8")))
+    out = []
+    sections = doc.sections()
+    if doc.undocumented:
+        raise DocsError(f"{rel(SCENARIO_SCHEMA)}: no description for {', '.join(doc.undocumented)}: give the Rust "
+                        "field a `///` doc comment and regenerate the schema (MCPSTORM_WRITE_SCHEMA=1 cargo test -p "
+                        "mcpstorm-sim --lib schema)")
+    for heading, intro, rows in sections:
+        out.append(f"### {heading}")
+        out.append("")
+        if intro:
+            out += [intro, ""]
+        if rows:
+            variants = heading.endswith("one of these shapes")
+            head = "| shape | keys (type, default) | | meaning |" if variants else "| key | type | default | meaning |"
+            out += [head, "|---|---|---|---|"]
+            out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+            out.append("")
+    missing = schema_keys_missing(json.loads(SCENARIO_SCHEMA.read_text(encoding="utf-8")), "\n".join(out))
+    if missing:
+        raise DocsError(f"scenario_keys: keys of the schema missing from the section: {', '.join(missing)}")
+    return "\n".join(out)
+
+
+def schema_keys_missing(schema: dict, text: str) -> list[str]:
+    """Every property name of the schema (any depth, any definition) that `text` never shows as `` `name` `` or
+    `name = ` or `[...name]`: the section's own test, independent of how it was rendered."""
+    names: set[str] = set()
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            for key, value in node.get("properties", {}).items():
+                names.add(key)
+                walk(value)
+            for value in node.values():
+                if isinstance(value, (dict, list)):
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return sorted(n for n in names if not re.search(rf"`{re.escape(n)}`|`{re.escape(n)} = |[.\[]{re.escape(n)}\]", text))
+
+
 BLOCKS = {
     "sync_convergence": block_sync_convergence,
     "retry_storm_console": block_retry_storm_console,
@@ -988,6 +1284,7 @@ BLOCKS = {
     "http_pool": block_http_pool,
     "dominance": block_dominance,
     "protection_candidates": block_protection_candidates,
+    "scenario_keys": block_scenario_keys,
 }
 
 
@@ -1119,7 +1416,7 @@ def main() -> int:
                 raise DocsError(f"--only: unknown block {', '.join(unknown)}; known: {', '.join(BLOCKS)}")
         texts = read_docs()  # bad markers fail before anything runs
         started = time.monotonic()
-        ctx = Context(Sim(binary()))
+        ctx = Context(Sim())
         new = {path: render(text, path, only, ctx) for path, text in texts.items()}
         log(f"{ctx.sim.runs} run{'' if ctx.sim.runs == 1 else 's'} in {time.monotonic() - started:.1f} s")
     except DocsError as e:

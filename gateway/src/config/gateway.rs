@@ -226,38 +226,36 @@ pub struct RequirementRule {
 }
 
 /// The router's tunables (the core's `RouterConfig`), per gateway.
-///
-/// | key                 | default  | meaning                                                                 |
-/// |---------------------|----------|-------------------------------------------------------------------------|
-/// | `check_interval`    | `"15s"`  | active health checks per replica (and per declared health tool)         |
-/// | `check_timeout`     | `"5s"`   | a check slower than this failed                                          |
-/// | `failure_threshold` | 3        | consecutive failed checks that take a replica's weight to 0 (one success restores it) |
-/// | `error_window`      | `"5m"`   | the sliding window of passive error rate and P95                         |
-/// | `ewma_decay`        | `"10s"`  | Peak-EWMA latency decay                                                  |
-/// | `drift_drop`        | 0.15     | a score drop larger than this share within `drift_window` ...            |
-/// | `drift_window`      | `"5m"`   | ...                                                                     |
-/// | `drift_penalty`     | `"10m"`  | ... halves the replica's weight for this long                            |
-/// | `refresh_every`     | `"1s"`   | how often the gateway folds statistics and starts due checks             |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouterSpec {
+    /// How often each replica gets an active health check (a ping, or its declared health tool).
     #[serde(default = "RouterSpec::check_interval")]
     pub check_interval: Dur,
+    /// A check slower than this failed.
     #[serde(default = "RouterSpec::check_timeout")]
     pub check_timeout: Dur,
+    /// Consecutive failed checks that take a replica's weight to 0; one success restores it.
     #[serde(default = "RouterSpec::failure_threshold")]
     #[schemars(range(min = 1, max = ranges::MAX_THRESHOLD))]
     pub failure_threshold: u32,
+    /// The sliding window of the passive error rate and P95.
     #[serde(default = "RouterSpec::error_window")]
     pub error_window: Dur,
+    /// Peak-EWMA latency decay.
     #[serde(default = "RouterSpec::ewma_decay")]
     pub ewma_decay: Dur,
+    /// A replica whose score drops by more than this share within `drift_window` has its weight halved for
+    /// `drift_penalty`.
     #[serde(default = "RouterSpec::drift_drop")]
     pub drift_drop: f64,
+    /// The window a score drop (`drift_drop`) is measured over.
     #[serde(default = "RouterSpec::drift_window")]
     pub drift_window: Dur,
+    /// How long a drifting replica's weight stays halved.
     #[serde(default = "RouterSpec::drift_penalty")]
     pub drift_penalty: Dur,
+    /// How often the gateway folds statistics and starts due checks.
     #[serde(default = "RouterSpec::refresh_every")]
     pub refresh_every: Dur,
 }

@@ -224,47 +224,50 @@ impl FakeServerConfig {
     }
 }
 
-/// One tool.
-///
-/// | field                | default                     | meaning                                                  |
-/// |----------------------|-----------------------------|----------------------------------------------------------|
-/// | `name`               | required                    | unique within the server                                 |
-/// | `title`              | none                        | passed through to `tools/list`                           |
-/// | `description`        | none                        | passed through to `tools/list`                           |
-/// | `input_schema`       | `{"type": "object"}`        | listed, and its top level checked against each call      |
-/// | `annotations`        | none                        | passed through (`readOnlyHint`, `idempotentHint`, ...)   |
-/// | `latency`            | fixed 0 ms                  | see [`LatencyDist`]                                      |
-/// | `error_rate`         | 0                           | probability in [0, 1] that a call fails                  |
-/// | `error_kind`         | `"is_error"`                | how it fails: `"is_error"` result or `"jsonrpc"` error   |
-/// | `progress_ms`        | none (`steps`: every step)  | progress period while a call runs, if it has a token     |
-/// | `reply`              | `"ok {tool} {latency_ms}ms"`| result text; placeholders `{tool}` `{latency_ms}` `{arg:NAME}` |
-/// | `structured_content` | false                       | also return `structuredContent: {"result": text}` (and list an `outputSchema`) |
-/// | `output_schema`      | `{"result": string}` object | the listed `outputSchema` when `structured_content` is on; may contradict the result, to script a server that breaks its own contract |
+/// One tool (`[[servers.tools]]`): what `tools/list` shows of it, and how its calls behave.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolConfig {
+    /// The tool's name, unique within the server.
     pub name: String,
+    /// Passed through to `tools/list`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Passed through to `tools/list`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The `inputSchema` listed (absent: `{"type": "object"}`); the server checks each call's arguments against its
+    /// top level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<Value>,
+    /// MCP tool annotations, passed through to `tools/list` (`readOnlyHint`, `idempotentHint`, `destructiveHint`,
+    /// `openWorldHint`, `title`). A tool without `idempotentHint` or `readOnlyHint` is not idempotent: the gateway
+    /// does not retry it after a request that may have been sent, and `possible_duplicates` counts its retries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
+    /// How long a call takes: `{ dist = "...", ... }`, one of the shapes of [`LatencyDist`] (default: fixed 0 ms).
     #[serde(default)]
     pub latency: LatencyDist,
+    /// Probability in [0, 1] that a call fails (as `error_kind` says).
     #[serde(default)]
     pub error_rate: f64,
+    /// How an injected failure (`error_rate`, an `error_burst` fault) reaches the caller.
     #[serde(default)]
     pub error_kind: ErrorKind,
+    /// Progress period while a call runs, ms, when the call has a progress token (absent: none; a `steps` latency
+    /// reports after every step).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = MAX_PROGRESS_MS))]
     pub progress_ms: Option<u64>,
+    /// The result's text (absent: `"ok {tool} {latency_ms}ms"`); placeholders `{tool}`, `{latency_ms}` and
+    /// `{arg:NAME}` (the call's argument NAME).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
+    /// Also return `structuredContent: {"result": text}`, and list an `outputSchema`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub structured_content: bool,
+    /// The `outputSchema` listed when `structured_content` is on (absent: an object with a string `result`); it may
+    /// contradict the result, to script a server that breaks its own contract.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
 }

@@ -38,21 +38,14 @@ pub const MAX_STEPS: u64 = 1_000_000;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LatencyDist {
-    Fixed {
-        ms: f64,
-    },
-    Uniform {
-        min_ms: f64,
-        max_ms: f64,
-    },
-    Normal {
-        mean_ms: f64,
-        stddev_ms: f64,
-    },
-    Lognormal {
-        p50_ms: f64,
-        p99_ms: f64,
-    },
+    /// Every call takes `ms`.
+    Fixed { ms: f64 },
+    /// Uniform between `min_ms` and `max_ms`.
+    Uniform { min_ms: f64, max_ms: f64 },
+    /// Normal with mean `mean_ms` and standard deviation `stddev_ms`, clamped at 0.
+    Normal { mean_ms: f64, stddev_ms: f64 },
+    /// Lognormal with median `p50_ms` and 99th percentile `p99_ms`: the long tail of a real service.
+    Lognormal { p50_ms: f64, p99_ms: f64 },
     /// The call's argument `name` (a non-negative number of ms); `default_ms` when it is absent.
     Arg {
         name: String,

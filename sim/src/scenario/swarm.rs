@@ -11,55 +11,59 @@ use super::ranges::{self, MAX_CALLS, MAX_MULTIPLIER, MAX_SWARM_FAULTS, Ranges, U
 use super::units::Dur;
 
 /// How `mcpstorm swarm` draws faults for this scenario and judges the runs.
-///
-/// | key               | default | meaning                                                                    |
-/// |-------------------|---------|----------------------------------------------------------------------------|
-/// | `kinds`           | all that heal | fault kinds to draw from: `latency_spike`, `error_burst`, `hang`, `crash`, `partition`, `session_expiry`, and for HTTP servers `http_status`, `stream_reset`, `slow_headers` |
-/// | `max_faults`      | 3       | each seed draws 1 to this many faults                                      |
-/// | `max_at_once`     | 2       | at most this many fault windows overlap                                    |
-/// | `warmup`          | `"3s"`  | no fault starts earlier: the pre-fault goodput is measured here            |
-/// | `min_fault`, `max_fault` | `"1s"`, `"8s"` | a fault's length                                       |
-/// | `min_rate`, `max_rate` | 0.3, 1.0 | an `error_burst`'s (and `stream_reset`'s, `http_status`'s) rate    |
-/// | `max_extra`       | `"500ms"` | a `latency_spike`'s or `slow_headers`' added latency, at most            |
-/// | `max_multiplier`  | 10      | a `latency_spike`'s multiplier, at most                                    |
-/// | `recovery_within` | `"30s"` | liveness: goodput back to ≥ 95% of its pre-fault level (3 s in a row) within this after the last fault heals; draws leave this much room |
-/// | `error_slack`, `error_slack_calls` | 0.02, 5 | differential: the default profile may fail this share of a server's calls plus this many more than the naive one (the two runs' arrivals match, but retries and routing draw differently) |
-/// | `p99_ratio`, `p99_slack` | 1.5, `"20ms"` | differential: an untouched server's P99 may be at most `p99_ratio` × naive's + `p99_slack` |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SwarmSpec {
+    /// Fault kinds to draw from (default: all that heal: `latency_spike`, `error_burst`, `hang`, `crash`,
+    /// `partition`, `session_expiry`, and for HTTP servers `http_status`, `stream_reset`, `slow_headers`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kinds: Vec<FaultKind>,
+    /// Each seed draws 1 to this many faults.
     #[serde(default = "SwarmSpec::max_faults")]
     #[schemars(range(min = 1, max = ranges::MAX_SWARM_FAULTS))]
     pub max_faults: u32,
+    /// At most this many fault windows overlap.
     #[serde(default = "SwarmSpec::max_at_once")]
     #[schemars(range(min = 1, max = ranges::MAX_SWARM_FAULTS))]
     pub max_at_once: u32,
+    /// No fault starts earlier: the pre-fault goodput is measured here.
     #[serde(default = "SwarmSpec::warmup")]
     pub warmup: Dur,
+    /// A fault's shortest length.
     #[serde(default = "SwarmSpec::min_fault")]
     pub min_fault: Dur,
+    /// A fault's longest length.
     #[serde(default = "SwarmSpec::max_fault")]
     pub max_fault: Dur,
+    /// An `error_burst`'s (and `stream_reset`'s, `http_status`'s) lowest rate.
     #[serde(default = "SwarmSpec::min_rate")]
     pub min_rate: f64,
+    /// An `error_burst`'s (and `stream_reset`'s, `http_status`'s) highest rate.
     #[serde(default = "SwarmSpec::max_rate")]
     pub max_rate: f64,
+    /// A `latency_spike`'s or `slow_headers`' added latency, at most.
     #[serde(default = "SwarmSpec::max_extra")]
     pub max_extra: Dur,
+    /// A `latency_spike`'s multiplier, at most.
     #[serde(default = "SwarmSpec::max_multiplier")]
     #[schemars(range(min = 1, max = ranges::MAX_MULTIPLIER))]
     pub max_multiplier: f64,
+    /// Liveness: goodput back to ≥ 95% of its pre-fault level (3 s in a row) within this after the last fault
+    /// heals; draws leave this much room.
     #[serde(default = "SwarmSpec::recovery_within")]
     pub recovery_within: Dur,
+    /// Differential: the default profile may fail this share of a server's calls (plus `error_slack_calls`) more
+    /// than the naive one (the two runs' arrivals match, but retries and routing draw differently).
     #[serde(default = "SwarmSpec::error_slack")]
     pub error_slack: f64,
+    /// Differential: failed calls the default profile may have beyond the naive one's, on top of `error_slack`.
     #[serde(default = "SwarmSpec::error_slack_calls")]
     #[schemars(range(max = ranges::MAX_CALLS))]
     pub error_slack_calls: u64,
+    /// Differential: an untouched server's P99 may be at most this × naive's + `p99_slack`.
     #[serde(default = "SwarmSpec::p99_ratio")]
     pub p99_ratio: f64,
+    /// Differential: the slack added to `p99_ratio` × naive's P99.
     #[serde(default = "SwarmSpec::p99_slack")]
     pub p99_slack: Dur,
 }

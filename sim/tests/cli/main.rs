@@ -10,6 +10,7 @@ mod servers;
 mod call;
 mod contract;
 mod diagnose;
+mod docs_keys;
 mod fidelity;
 mod gateway;
 mod gateway_sync;

@@ -71,12 +71,15 @@ pub struct LimiterSpec {
     /// `"fixed"`, `"aimd"` or `"gradient2"`.
     #[serde(default)]
     pub kind: LimiterName,
+    /// The limit a pool starts at (default: the pool's cap, so it only drops lower on evidence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = ranges::MAX_CONCURRENCY))]
     pub initial: Option<usize>,
+    /// The lowest the limit may fall (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub min: Option<usize>,
+    /// The highest the limit may rise (default, and at most: the pool's cap).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = ranges::MAX_CONCURRENCY))]
     pub max: Option<usize>,
