@@ -16,6 +16,10 @@
 //!   until due for renewal, at most `max_delegated` agents; the gateway's own requests use client credentials.
 //! - **Outages.** A failed token request makes calls that need a new token fail at once (`token_unavailable`) for
 //!   a backoff that doubles up to `max_backoff`; a still-valid token keeps being used.
+//! - **Naive** (`[gateway] profile = "naive"`): the first design, kept to show what the above prevents. Every call
+//!   without a usable token asks for one itself, nothing is renewed ahead of expiry, every refusal forgets the token
+//!   and nothing backs off: a mass expiry makes as many token requests as there are calls (the retry storm of
+//!   docker-agent #3198, at the identity provider).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -94,6 +98,8 @@ struct Inner {
     /// Exchanged tokens, by the SHA-256 of the agent's token (never the token).
     delegated: Mutex<HashMap<[u8; 32], Slot>>,
     on_request: Option<OnTokenRequest>,
+    /// Per-call tokens, no renewal ahead, no backoff (see the module documentation).
+    naive: bool,
 }
 
 impl std::fmt::Debug for UpstreamAuth {
@@ -136,7 +142,25 @@ impl UpstreamAuth {
             renewing: AtomicBool::new(false),
             delegated: Mutex::default(),
             on_request,
+            naive: false,
         }))
+    }
+
+    /// Reaches the metadata and token endpoints through `dialer` instead of TCP to their URLs' hosts (the
+    /// simulator's network). Before the client is shared.
+    pub fn with_dialer(mut self, dialer: Arc<dyn Dialer>) -> UpstreamAuth {
+        if let Some(inner) = Arc::get_mut(&mut self.0) {
+            inner.dialer = Some(dialer);
+        }
+        self
+    }
+
+    /// The naive client (see the module documentation). Before the client is shared.
+    pub fn naive(mut self) -> UpstreamAuth {
+        if let Some(inner) = Arc::get_mut(&mut self.0) {
+            inner.naive = true;
+        }
+        self
     }
 }
 
@@ -148,6 +172,9 @@ impl Inner {
     async fn authorization(self: &Arc<Self>) -> Result<Option<Secret>, CallError> {
         let now = self.clock.now();
         let current = self.state().token.clone();
+        if self.naive {
+            return self.per_call(current.filter(|t| now < t.expires)).await;
+        }
         if let Some(token) = current.as_ref().filter(|t| now < t.expires) {
             if now >= token.refresh_at && !self.renewing.swap(true, Ordering::AcqRel) {
                 let (inner, seen) = (self.clone(), token.secret.clone());
@@ -160,6 +187,25 @@ impl Inner {
         }
         let token = self.fetch_single_flight(current.as_ref().map(|t| &t.secret)).await?;
         Ok(Some(bearer(&token.secret)))
+    }
+
+    /// The naive client's token: the one it holds while unexpired, else one this call asks for itself (no turn
+    /// taken, no backoff honoured); the last to arrive is kept.
+    async fn per_call(&self, current: Option<Token>) -> Result<Option<Secret>, CallError> {
+        if let Some(token) = current {
+            return Ok(Some(bearer(&token.secret)));
+        }
+        match self.fetch(None).await {
+            Ok(token) => {
+                let value = bearer(&token.secret);
+                self.state().token = Some(token);
+                Ok(Some(value))
+            }
+            Err((label, why)) => {
+                self.count(label);
+                Err(unavailable(&why))
+            }
+        }
     }
 
     /// A token other than `seen` (the one the caller found unusable, or is renewing): the one another caller got
@@ -352,7 +398,8 @@ impl Inner {
         let now = self.clock.now();
         let refused_current =
             state.token.as_ref().is_some_and(|t| sent.is_some_and(|s| s.expose() == bearer(&t.secret).expose()));
-        if refused_current && state.token.as_ref().is_some_and(|t| now.duration_since(t.fetched) >= FRESH) {
+        let trusted = |t: &Token| !self.naive && now.duration_since(t.fetched) < FRESH;
+        if refused_current && state.token.as_ref().is_some_and(|t| !trusted(t)) {
             state.token = None;
         }
         drop(state);

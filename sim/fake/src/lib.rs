@@ -37,6 +37,7 @@ mod faults;
 mod gate;
 mod http;
 mod http_state;
+pub mod idp;
 mod inflight;
 mod latency;
 mod listener;

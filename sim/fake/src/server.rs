@@ -59,6 +59,15 @@ impl FakeServer {
         self
     }
 
+    /// Requires a bearer token `authority` issued and still honours on every HTTP request (401 `invalid_token`
+    /// otherwise). Before serving, as [`FakeServer::with_timer_lead`].
+    pub fn with_tokens(mut self, authority: Arc<crate::idp::TokenAuthority>) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.tokens = Some(authority);
+        }
+        self
+    }
+
     /// Largest incoming frame (default 16 MiB, as the core's client). Larger frames are answered with `-32600`.
     pub fn with_max_frame(mut self, max_frame: usize) -> Self {
         self.max_frame = max_frame;

@@ -18,6 +18,7 @@ use crate::config::{FakeServerConfig, ToolConfig};
 use crate::conn_registry::ConnRegistry;
 use crate::faults::FaultCell;
 use crate::http_state::HttpState;
+use crate::idp::TokenAuthority;
 use crate::latency::PreparedLatency;
 use crate::sessions::SessionTable;
 use crate::stats::Counters;
@@ -44,6 +45,8 @@ pub(crate) struct Shared {
     pub counters: Arc<Counters>,
     /// How much earlier than its latency a call's timer is set (zero but in a live run: `with_timer_lead`).
     pub timer_lead: Duration,
+    /// With an identity provider: every HTTP request needs a bearer token it issued and still honours.
+    pub tokens: Option<Arc<TokenAuthority>>,
 }
 
 /// The tools and version a server shows right now. Replaced whole by a drift, so a call keeps the snapshot it was
@@ -96,6 +99,7 @@ impl Shared {
             hang: Hang::default(),
             counters: Arc::default(),
             timer_lead: Duration::ZERO,
+            tokens: None,
             config,
         }
     }

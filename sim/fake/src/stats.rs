@@ -93,6 +93,9 @@ counters! {
     http_slow_headers,
     /// Fault: sessions the session store forgot.
     http_sessions_forgotten,
+    /// Requests refused with 401 `invalid_token` (a server that requires tokens): none, expired, or of a withdrawn
+    /// key.
+    http_unauthorized,
 }
 
 impl Counters {

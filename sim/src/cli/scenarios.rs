@@ -32,6 +32,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("smoke", include_str!("../../../scenarios/smoke.toml")),
     ("sync_outage", include_str!("../../../scenarios/sync_outage.toml")),
     ("sync_poison", include_str!("../../../scenarios/sync_poison.toml")),
+    ("token_storm", include_str!("../../../scenarios/token_storm.toml")),
 ];
 
 pub fn run(args: ScenariosArgs) -> Result<(), Failure> {

@@ -9,6 +9,7 @@ use mcpstorm_core::AuthScheme;
 
 use std::time::Duration;
 
+use super::idp::IDP_HOST;
 use super::ranges::{self, MAX_MULTIPLIER, Ranges, Upper};
 use super::redis::RedisHost;
 use super::rules::{Rules, fmt};
@@ -34,9 +35,13 @@ use mcpstorm_fake::Transport;
 /// | `http_status`   | `status`, `rate`, `retry_after`       | HTTP servers: a share `rate` (default 1) of requests is answered `status` (400 to 599; 429 and 503 with `Retry-After: retry_after` if given) |
 /// | `stream_reset`  | `rate`                                | HTTP servers: each SSE response stream is cut before its response with probability `rate` |
 /// | `slow_headers`  | `extra`                               | HTTP servers: every response's status line waits `extra` |
+/// | `token_expiry`  |                                       | target `idp`: at `start`, every token issued until then expires (the servers answer 401 `invalid_token`; the holders were told a later expiry) |
+/// | `key_rotation`  |                                       | target `idp`: at `start`, a new signing key; the old one is withdrawn, and the tokens signed with it refused |
+/// | `idp_outage`    | `extra`, `status`, `rate`             | target `idp`: its token endpoint is slow (`extra` on every request), erroring (a share `rate`, default 1, answered `status`), or with neither, down (every connection closed unanswered) |
 ///
 /// `session_expiry` on an HTTP server also forgets its `Mcp-Session-Id` sessions (their next request gets 404).
-/// `schema_drift`, `session_expiry` and `auth_rotation` happen at an instant: they take no `duration`.
+/// `schema_drift`, `session_expiry`, `auth_rotation`, `token_expiry` and `key_rotation` happen at an instant: they
+/// take no `duration`.
 ///
 /// A `crash`'s `mode` ([`CrashMode`]) says what went down: `"refuse"` (a replica's default) the process, on a host
 /// that stays up, so its connections end and a new connect is refused at once; `"hang"` the whole host, so a new
@@ -53,11 +58,13 @@ use mcpstorm_fake::Transport;
 #[serde(deny_unknown_fields)]
 pub struct Fault {
     /// `latency_spike`, `error_burst`, `hang`, `crash`, `partition`, `schema_drift`, `clock_skew`, `session_expiry`,
-    /// `auth_rotation`, `http_status`, `stream_reset` or `slow_headers`.
+    /// `auth_rotation`, `http_status`, `stream_reset`, `slow_headers`, `token_expiry`, `key_rotation` or
+    /// `idp_outage`.
     pub kind: FaultKind,
     /// A server name (every replica) or `name#i` (replica i, from 0); for `clock_skew` also `gateway` (every load
     /// host, or every gateway node with `nodes`); with `[gateway.sync]`, also the Redis host (`redis`); with
-    /// `[nodes] count`, also a node (`gateway-0`, ...) for `crash` and `partition`.
+    /// `[nodes] count`, also a node (`gateway-0`, ...) for `crash` and `partition`; with `[identity_provider]`,
+    /// `idp` for `token_expiry`, `key_rotation` and `idp_outage` (which take no other target).
     pub target: String,
     /// `partition`: cut the target off from this one of its callers only, not from all of them: a load host
     /// (`load-0`, `load-1`, ...), or with `[nodes] count` a node (`gateway-0`, ...; a node's own partition takes
@@ -198,12 +205,27 @@ pub enum FaultKind {
     HttpStatus,
     StreamReset,
     SlowHeaders,
+    TokenExpiry,
+    KeyRotation,
+    IdpOutage,
 }
 
 impl FaultKind {
     /// Whether the fault happens at one instant (no `duration`).
     pub fn instant(self) -> bool {
-        matches!(self, FaultKind::SchemaDrift | FaultKind::SessionExpiry | FaultKind::AuthRotation)
+        matches!(
+            self,
+            FaultKind::SchemaDrift
+                | FaultKind::SessionExpiry
+                | FaultKind::AuthRotation
+                | FaultKind::TokenExpiry
+                | FaultKind::KeyRotation
+        )
+    }
+
+    /// Whether the fault acts on the identity provider, and only there.
+    pub fn of_idp(self) -> bool {
+        matches!(self, FaultKind::TokenExpiry | FaultKind::KeyRotation | FaultKind::IdpOutage)
     }
 }
 
@@ -223,7 +245,20 @@ impl Fault {
         let gateway = fault.kind == FaultKind::ClockSkew && fault.target == GATEWAY;
         // A gateway node (`gateway-N`, with `[nodes] count`): a host that crashes or is cut off.
         let node = host_index(&fault.target, NODE_PREFIX).is_some_and(|i| i < world.nodes);
-        if redis {
+        let idp = world.idp && fault.target == IDP_HOST;
+        if fault.kind.of_idp() != idp {
+            let message = match (world.idp, idp) {
+                (false, _) => format!("{} needs an `[identity_provider]`, its target", fault.kind),
+                (true, false) => format!("{} targets the identity provider: target = {IDP_HOST:?}", fault.kind),
+                (true, true) => format!(
+                    "{} does not apply to the identity provider: token_expiry, key_rotation or idp_outage",
+                    fault.kind
+                ),
+            };
+            c.fail(at(if idp { "kind" } else { "target" }), message);
+        } else if idp {
+            check_idp_fault(c, k, fault);
+        } else if redis {
             check_redis_fault(c, k, fault);
             if fault.mode.is_some_and(|m| m != CrashMode::Hang) {
                 c.fail(at("mode"), "a crash of Redis takes mode = \"hang\" only (its host vanishes)");
@@ -299,7 +334,13 @@ impl Fault {
             FaultKind::HttpStatus | FaultKind::StreamReset | FaultKind::SlowHeaders => {
                 check_http_fault(c, servers, k, fault)
             }
-            FaultKind::Hang | FaultKind::Crash | FaultKind::Partition | FaultKind::SessionExpiry => {}
+            FaultKind::Hang
+            | FaultKind::Crash
+            | FaultKind::Partition
+            | FaultKind::SessionExpiry
+            | FaultKind::TokenExpiry
+            | FaultKind::KeyRotation
+            | FaultKind::IdpOutage => {}
         }
     }
 
@@ -335,6 +376,8 @@ pub(super) struct Hosts<'a> {
     pub load_hosts: usize,
     pub nodes: usize,
     pub redis: Option<&'a RedisHost>,
+    /// The scenario has an `[identity_provider]`.
+    pub idp: bool,
 }
 
 /// The gateway nodes' host names start so (see `placement::node_host`).
@@ -362,6 +405,19 @@ fn check_redis_fault(c: &mut Rules, k: usize, fault: &Fault) {
             at("kind"),
             format!("{kind} does not apply to Redis ({:?}): crash, partition, latency_spike or hang", fault.target),
         ),
+    }
+}
+
+/// An `idp_outage`'s status is an error status; its rate a probability.
+fn check_idp_fault(c: &mut Rules, k: usize, fault: &Fault) {
+    let at = |field: &str| format!("faults[{k}].{field}");
+    if let Some(code) = fault.status.filter(|code| !(400..=599).contains(code)) {
+        c.fail(at("status"), format!("must be an error status, 400 to 599, got {code}"));
+    }
+    match (fault.rate, fault.status) {
+        (Some(_), None) => c.fail(at("rate"), "is the share answered `status`: give `status` too"),
+        (Some(r), Some(_)) => c.probability(&at("rate"), r),
+        _ => {}
     }
 }
 
@@ -514,17 +570,19 @@ fn allowed_keys(kind: FaultKind) -> &'static [&'static str] {
         FaultKind::SlowHeaders => &["extra"],
         FaultKind::Partition => &["from"],
         FaultKind::Crash => &["mode"],
-        FaultKind::Hang | FaultKind::SessionExpiry => &[],
+        FaultKind::IdpOutage => &["extra", "status", "rate"],
+        FaultKind::Hang | FaultKind::SessionExpiry | FaultKind::TokenExpiry | FaultKind::KeyRotation => &[],
     }
 }
 
 /// The kind a key belongs to, for the error message.
 fn owner_of(field: &str) -> Option<&'static str> {
     match field {
-        "extra" => Some("latency_spike, slow_headers"),
+        "extra" => Some("latency_spike, slow_headers, idp_outage"),
         "multiplier" => Some("latency_spike"),
-        "rate" => Some("error_burst, http_status, stream_reset"),
-        "status" | "retry_after" => Some("http_status"),
+        "rate" => Some("error_burst, http_status, stream_reset, idp_outage"),
+        "status" => Some("http_status, idp_outage"),
+        "retry_after" => Some("http_status"),
         "schemes" => Some("auth_rotation"),
         "from" => Some("partition"),
         "mode" => Some("crash"),
@@ -544,7 +602,8 @@ mod tests {
         use FaultKind::*;
         let kinds =
             [LatencySpike, ErrorBurst, Hang, Crash, Partition, SchemaDrift, ClockSkew, SessionExpiry, AuthRotation];
-        let kinds = kinds.into_iter().chain([HttpStatus, StreamReset, SlowHeaders]);
+        let kinds =
+            kinds.into_iter().chain([HttpStatus, StreamReset, SlowHeaders, TokenExpiry, KeyRotation, IdpOutage]);
         for kind in kinds {
             assert_eq!(serde_json::to_value(kind).ok(), Some(Value::from(kind.as_ref())));
             assert_eq!(kind.to_string(), kind.as_ref());

@@ -22,6 +22,7 @@ mod checks;
 pub mod cost;
 mod faults;
 mod fidelity;
+mod idp;
 pub mod model;
 mod nodes;
 mod overrides;
@@ -53,6 +54,7 @@ pub use cost::{Cost, Limits};
 pub use error::{ConfigError as ScenarioError, Location, Problem};
 pub use faults::{CrashMode, DriftKind, Fault, FaultKind};
 pub use fidelity::FidelitySpec;
+pub use idp::{IDP_HOST, IDP_PORT, IdentityProviderSpec};
 pub use gateway::{
     CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, PrefixMode, RequirementRule, RouterSpec, ToolsSpec,
     profile_name,

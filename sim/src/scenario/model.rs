@@ -15,6 +15,7 @@ use super::client::ClientSpec;
 use super::faults::Fault;
 use super::fidelity::FidelitySpec;
 use super::gateway::GatewaySpec;
+use super::idp::IdentityProviderSpec;
 use super::nodes::NodesSpec;
 use super::path::KeyPath;
 use super::ranges::{self, MAX_SWEEP_VALUES, MIN_TICK, Ranges, Upper};
@@ -86,6 +87,10 @@ pub struct Scenario {
     /// Gateway nodes as hosts of their own (see [`NodesSpec`]); absent: a gateway in each load host.
     #[serde(default, skip_serializing_if = "NodesSpec::is_default")]
     pub nodes: NodesSpec,
+    /// An OAuth identity provider on a host of its own (`idp`), issuing the tokens of the servers with
+    /// `require_token` (see [`IdentityProviderSpec`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_provider: Option<IdentityProviderSpec>,
     #[serde(default)]
     pub report: ReportSpec,
     /// How `mcpstorm swarm` draws this scenario's faults and judges its runs (see [`SwarmSpec`]).

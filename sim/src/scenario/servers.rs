@@ -77,6 +77,10 @@ pub struct ServerSpec {
     /// the Python SDK) or `"invalid_params"` (-32602, the TypeScript SDK).
     #[serde(default)]
     pub validation_error: ValidationError,
+    /// Every HTTP request needs a bearer token from the scenario's `[identity_provider]` that it still honours
+    /// (401 `invalid_token` otherwise): the gateways get theirs with client credentials. Needs `transport = "http"`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_token: bool,
     /// The wire the replicas speak: `"ndjson"` (newline-delimited JSON-RPC, the default) or `"http"` (MCP
     /// Streamable HTTP; refused until the gateway's HTTP client is wired into the simulator).
     #[serde(default, skip_serializing_if = "is_ndjson")]
@@ -147,6 +151,8 @@ impl ServerSpec {
             auth_schemes,
             validation_error,
             transport,
+            // The world gives the replica the identity provider's token authority.
+            require_token: _,
             // Read by the router (tags, capabilities and hints through `router_meta`) and the registry.
             tags: _,
             capabilities: _,

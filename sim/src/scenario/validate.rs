@@ -43,6 +43,8 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
     s.agent.problems(&mut rules);
     s.client.problems(&mut rules);
     s.gateway.problems(&mut rules);
+    let counted = s.checks.token_requests.is_some();
+    super::idp::problems(s.identity_provider.as_ref(), &s.servers, counted, &mut rules);
     // A node lists its servers when it starts, as the process does: no scheduled membership to follow.
     if s.nodes.count > 0 {
         for (i, server) in s.servers.iter().enumerate() {
@@ -60,7 +62,12 @@ pub(crate) fn check(s: &Scenario) -> Vec<Issue> {
         redis::problems(sync, &s.gateway, &s.servers, &mut rules);
     }
     let redis = RedisHost::of(&s.gateway);
-    let hosts = Hosts { load_hosts: s.load.hosts, nodes: s.nodes.count, redis: redis.as_ref() };
+    let hosts = Hosts {
+        load_hosts: s.load.hosts,
+        nodes: s.nodes.count,
+        redis: redis.as_ref(),
+        idp: s.identity_provider.is_some(),
+    };
     for (k, fault) in s.faults.iter().enumerate() {
         fault.problems(k, run, &s.servers, &hosts, &mut rules);
     }
@@ -91,6 +98,9 @@ pub(crate) fn ranges(s: &Scenario) -> Ranges {
     }
     s.gateway.ranges(&mut out);
     s.nodes.ranges(&mut out);
+    if let Some(idp) = &s.identity_provider {
+        idp.ranges(&mut out);
+    }
     s.fidelity.ranges(&mut out);
     if let Some(sweep) = &s.sweep {
         sweep.ranges(&mut out);

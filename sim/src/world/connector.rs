@@ -2,18 +2,21 @@
 //! over turmoil TCP, with the scenario's client settings.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mcpstorm_core::resilience::InFlightLimit;
-use mcpstorm_core::{ClientConfig, Connector, HttpEndpoint, McpClient, transport::PoolConfig};
+use mcpstorm_core::session::GatewayProfile;
+use mcpstorm_core::transport::{Authorizer, PoolConfig};
+use mcpstorm_core::{ClientConfig, Connector, HttpEndpoint, McpClient};
 use mcpstorm_fake::Transport;
 use tokio::sync::mpsc;
 
 use super::clock::SimClock;
+use super::idp;
 use super::net::{Links, port};
 use super::recorder::{Recorder, SimObserver};
 use crate::gateway::node::list_changed_hook;
-use crate::scenario::{Placement, Scenario, replica_host};
+use crate::scenario::{IDP_HOST, IDP_PORT, Placement, Scenario, replica_host};
 use crate::seed::Seed;
 
 /// Makes a load host's gateway's client of one replica, as one gateway process would: the world's dialer, the
@@ -40,6 +43,12 @@ pub(super) struct SimConnector {
     /// Told a server's name when one of its replicas says its tool list changed: a gateway node re-lists it, as the
     /// process does (a load host's in-process gateway needs no re-listing: its agents read the core's own).
     list_changed: Option<mpsc::UnboundedSender<String>>,
+    /// The servers that require tokens from the identity provider, and whether this gateway's OAuth client is the
+    /// naive one.
+    tokens: BTreeSet<String>,
+    naive: bool,
+    /// Each such server's OAuth client, made at its first replica's connect: one per server, shared by its replicas.
+    authorizers: Mutex<BTreeMap<String, Arc<dyn Authorizer>>>,
 }
 
 impl SimConnector {
@@ -71,6 +80,9 @@ impl SimConnector {
             http: scenario.servers.iter().filter(|s| s.transport == Transport::Http).map(|s| s.name.clone()).collect(),
             pool: spec.pool(),
             list_changed: None,
+            tokens: scenario.servers.iter().filter(|s| s.require_token).map(|s| s.name.clone()).collect(),
+            naive: scenario.gateway.profile == GatewayProfile::Naive,
+            authorizers: Mutex::default(),
         }
     }
 
@@ -78,6 +90,21 @@ impl SimConnector {
     pub(super) fn on_list_changed(mut self, changed: mpsc::UnboundedSender<String>) -> SimConnector {
         self.list_changed = Some(changed);
         self
+    }
+}
+
+impl SimConnector {
+    /// The OAuth client of `server` on this gateway, made at the first connect to one of its replicas (at
+    /// `host:port`, whose URL names the resource).
+    fn authorizer(&self, server: &str, host: &str, port: u16) -> Arc<dyn Authorizer> {
+        let mut made = self.authorizers.lock().unwrap_or_else(PoisonError::into_inner);
+        made.entry(server.to_owned())
+            .or_insert_with(|| {
+                let dialer = self.links.dialer(&self.host, IDP_HOST, IDP_PORT);
+                let url = format!("http://{host}:{port}/mcp");
+                idp::authorizer(self.naive, server, &url, dialer, &self.clock)
+            })
+            .clone()
     }
 }
 
@@ -112,6 +139,9 @@ impl Connector for SimConnector {
         Arc::new(match http {
             Some(Ok(mut http)) => {
                 http.pool = self.pool.clone();
+                if self.tokens.contains(server) {
+                    http = http.with_authorizer(self.authorizer(server, &address.host, port));
+                }
                 client.with_http(http)
             }
             // Host names are the scenario's server names, which validation keeps to URL-safe text; a name that

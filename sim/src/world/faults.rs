@@ -9,10 +9,12 @@
 //! reset (a real clock does not jump back by itself).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::run::FaultWindow;
-use crate::scenario::{CrashMode, DriftKind, Fault, FaultKind, GATEWAY, RedisHost, Scenario, resolve_target};
+use crate::scenario::{CrashMode, DriftKind, Fault, FaultKind, GATEWAY, IDP_HOST, RedisHost, Scenario, resolve_target};
+use mcpstorm_fake::idp::{IdpControl, Outage, TokenAuthority};
 use mcpstorm_fake::{Drift, FakeControl, RedisControl, StatusBurst};
 
 use super::clock::SimClock;
@@ -46,6 +48,17 @@ pub struct Handles {
     pub controls: BTreeMap<String, FakeControl>,
     pub clocks: BTreeMap<String, SimClock>,
     pub redis: Option<(String, RedisControl)>,
+    /// The identity provider's, with `[identity_provider]`.
+    pub idp: Option<IdpHandle>,
+}
+
+/// What the identity provider's faults steer: its outage, and the tokens it has issued.
+#[derive(Debug, Clone)]
+pub struct IdpHandle {
+    pub control: IdpControl,
+    pub authority: Arc<TokenAuthority>,
+    /// The authority's clock.
+    pub clock: SimClock,
 }
 
 #[derive(Debug)]
@@ -75,6 +88,9 @@ fn target_hosts(scenario: &Scenario, fault: &Fault) -> Vec<String> {
     // A gateway node is a host of its own (validation allowed it only with `[nodes] count`).
     if fault.target.starts_with("gateway-") {
         return vec![fault.target.clone()];
+    }
+    if fault.kind.of_idp() {
+        return vec![IDP_HOST.to_owned()];
     }
     if let Some(redis) = RedisHost::of(&scenario.gateway).filter(|r| r.name == fault.target) {
         return vec![redis.name];
@@ -169,6 +185,22 @@ impl Timeline {
                 }
                 Vec::new()
             }
+            FaultKind::TokenExpiry | FaultKind::KeyRotation => {
+                if let Some(idp) = &handles.idp {
+                    if kind == FaultKind::TokenExpiry {
+                        idp.authority.expire_issued(idp.clock.wall_ms_at(now));
+                    } else {
+                        idp.authority.rotate();
+                    }
+                }
+                Vec::new()
+            }
+            FaultKind::IdpOutage => {
+                if let Some(idp) = &handles.idp {
+                    self.recompute_idp(&idp.control);
+                }
+                Vec::new()
+            }
             FaultKind::ClockSkew => {
                 let mut out = Vec::new();
                 for host in hosts {
@@ -253,7 +285,10 @@ impl Timeline {
                 | FaultKind::SchemaDrift
                 | FaultKind::ClockSkew
                 | FaultKind::SessionExpiry
-                | FaultKind::AuthRotation => {}
+                | FaultKind::AuthRotation
+                | FaultKind::TokenExpiry
+                | FaultKind::KeyRotation
+                | FaultKind::IdpOutage => {}
             }
         }
         control.set_extra_latency(extra);
@@ -279,6 +314,23 @@ impl Timeline {
         }
         control.set_latency(extra);
         control.set_hung(hung);
+    }
+
+    /// The identity provider's outage from the `idp_outage`s active: extras add, the later erroring one in the file
+    /// wins, any outage that is neither slow nor erroring takes it down.
+    fn recompute_idp(&self, control: &IdpControl) {
+        let mut outage = Outage::default();
+        for (i, f) in self.faults.iter().enumerate() {
+            if self.active[i] && f.kind == FaultKind::IdpOutage {
+                let one = outage_of(f);
+                outage.extra = outage.extra.saturating_add(one.extra);
+                if one.status.is_some() {
+                    (outage.status, outage.rate) = (one.status, one.rate);
+                }
+                outage.down |= one.down;
+            }
+        }
+        control.set_outage(outage);
     }
 
     /// Windows for shading plots, labelled `kind target`. An offset or drift that is never reset lasts to the end of
@@ -352,9 +404,20 @@ impl Timeline {
                 format!("schemes={}", schemes.join(","))
             }
             FaultKind::Crash => format!("mode={}", self.modes[i]),
-            FaultKind::Hang | FaultKind::Partition | FaultKind::SessionExpiry => String::new(),
+            FaultKind::IdpOutage => outage_of(f).describe(),
+            FaultKind::Hang
+            | FaultKind::Partition
+            | FaultKind::SessionExpiry
+            | FaultKind::TokenExpiry
+            | FaultKind::KeyRotation => String::new(),
         }
     }
+}
+
+/// The outage one (validated) `idp_outage` describes.
+fn outage_of(f: &Fault) -> Outage {
+    let extra = f.extra.map(|d| d.0).unwrap_or_default();
+    Outage { extra, status: f.status, rate: f.rate.unwrap_or(1.0), down: extra.is_zero() && f.status.is_none() }
 }
 
 /// The fake server's drift for a (validated) `schema_drift` fault.

@@ -18,6 +18,7 @@ mod call_log;
 mod clock;
 mod connector;
 mod faults;
+mod idp;
 mod net;
 mod node;
 mod phases;
@@ -44,7 +45,7 @@ pub(crate) use routing::upstreams;
 pub(crate) use traffic::{LoadPlan, run_host};
 
 use crate::check::{error_window, evaluate_checks};
-use crate::run::{CallSink, CallSinkError, RunData, RunMode, WallClock};
+use crate::run::{CallSink, CallSinkError, RunData, RunMode, TokenTraffic, WallClock};
 use crate::scenario::{CrashMode, FaultKind, LoadMode, profile_name};
 use crate::scenario::{Placement, RedisHost, Scenario};
 use crate::seed::Seed;
@@ -97,6 +98,7 @@ pub fn run(
     let mut handles = Handles::default();
     let placement = Arc::new(Placement::of(scenario));
     let mut states = HostStates::default();
+    handles.idp = scenario.identity_provider.as_ref().map(|spec| idp::place(&mut sim, spec, scenario.seed));
     for (host, replicas) in placement.hosts() {
         let mut servers = Vec::with_capacity(replicas.len());
         for (slot, placed) in replicas.iter().enumerate() {
@@ -104,8 +106,11 @@ pub fn run(
             let config = spec.fake_config(placed.replica, scenario.seed);
             // Each replica's own wall clock: its sessions expire by it, and clock_skew faults move it.
             let clock = SimClock::default();
-            let server = FakeServer::with_clock(config, Arc::new(clock.clone()))
+            let mut server = FakeServer::with_clock(config, Arc::new(clock.clone()))
                 .map_err(|e| SimError::Server { server: spec.name.clone(), message: e.to_string() })?;
+            if let Some(idp) = handles.idp.as_ref().filter(|_| spec.require_token) {
+                server = server.with_tokens(idp.authority.clone());
+            }
             handles.controls.insert(placed.name.clone(), server.control());
             handles.clocks.insert(placed.name.clone(), clock);
             servers.push((net::port(u16::try_from(slot).unwrap_or(u16::MAX)), server));
@@ -266,6 +271,7 @@ pub(crate) fn conclude(
     totals.schema_refusals =
         handles.controls.values().map(|c| c.stats().schema_rejections).fold(0, u64::saturating_add);
     totals.amplification_during_fault = phases.amplification_during(&seconds);
+    totals.tokens = handles.idp.as_ref().map(|idp| token_traffic(&idp.control.stats()));
     // A replay's arrivals, like an open loop's, do not wait for outcomes.
     let open = scenario.load.mode != LoadMode::Closed;
     totals.recovery = phases.recovery(&seconds, open, scenario.duration.0.min(finished_at));
@@ -291,6 +297,18 @@ pub(crate) fn conclude(
         attempts_recorded: !(mode == RunMode::Live && scenario.nodes.count > 0),
     };
     Ok(run)
+}
+
+/// The identity provider's counters as the report shows them.
+fn token_traffic(stats: &mcpstorm_fake::idp::IdpStats) -> TokenTraffic {
+    TokenTraffic {
+        requests: stats.requests,
+        peak_per_s: stats.peak_per_second(),
+        issued: stats.issued,
+        shed: stats.shed,
+        failed: stats.failed,
+        dropped: stats.dropped,
+    }
 }
 
 /// What the software of a replica's or a gateway node's host does when it (re)starts: serve, stay down with nothing

@@ -17,6 +17,7 @@ fn shortening(name: &str) -> &'static [&'static str] {
         "clock_skew" => &["load.sessions=2", "load.think_time=500ms", "tick=10ms"],
         "latency_spike" => &["duration=20s", "faults[0].start=5s", "faults[0].duration=10s", "load.rate=40.0"],
         "capability_routing" => &["load.rate=20.0"],
+        "token_storm" => &["load.rate=100.0"],
         "replica_killed" => &["duration=\"24s\"", "faults[0].start=\"8s\"", "faults[0].duration=\"8s\""],
         "gateway_nodes" => {
             // Shortened, the cut is a larger share of the run: its P99 is the cut node's first timeouts.

@@ -34,6 +34,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::config::ProtocolEra;
 use crate::faults::StatusBurst;
+use crate::idp::Refusal;
 use crate::shared::Shared;
 use crate::stats::Counters;
 use body::Reply;
@@ -94,6 +95,11 @@ async fn handle(shared: &Arc<Shared>, request: Request<hyper::body::Incoming>) -
         Counters::bump(&shared.counters.http_status_injected);
         return injected(burst);
     }
+    if let Some(authority) = &shared.tokens
+        && let Err(refusal) = bearer(request.headers()).ok_or(Refusal::Malformed).and_then(|t| authority.check(t))
+    {
+        return unauthorized(shared, refusal);
+    }
     let modern_header =
         header(request.headers(), PROTOCOL_VERSION_HEADER).is_some_and(|v| MODERN_PROTOCOL_VERSIONS.contains(&v));
     // 2026-07-28 has no GET or DELETE: a server (or request) of that revision answers them 405.
@@ -109,6 +115,24 @@ async fn handle(shared: &Arc<Shared>, request: Request<hyper::body::Incoming>) -
             reply
         }
     }
+}
+
+/// The bearer token of an `Authorization` header.
+fn bearer(headers: &hyper::HeaderMap) -> Option<&str> {
+    let value = header(headers, header::AUTHORIZATION.as_str())?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim())
+}
+
+/// 401 `invalid_token` (RFC 6750 §3.1), saying why; the client's OAuth layer renews its token and resends once.
+fn unauthorized(shared: &Shared, refusal: Refusal) -> Reply {
+    Counters::bump(&shared.counters.http_unauthorized);
+    let mut reply = body::empty(StatusCode::UNAUTHORIZED);
+    let challenge = format!(r#"Bearer error="invalid_token", error_description="{}""#, refusal.describe());
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        reply.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    reply
 }
 
 /// An HTTP-level refusal with no body, counted.

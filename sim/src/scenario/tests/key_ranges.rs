@@ -20,6 +20,7 @@ max_latency = "2ms"
 name = "a"
 replicas = 2
 transport = "http"
+require_token = true
 workers = 8
 page_size = 10
 cache_ttl_ms = 1000
@@ -85,6 +86,21 @@ duration = "1s"
 status = 429
 rate = 0.5
 retry_after = "1s"
+
+[[faults]]
+kind = "idp_outage"
+target = "idp"
+start = "2s"
+duration = "1s"
+extra = "10ms"
+status = 503
+rate = 0.5
+
+[identity_provider]
+token_ttl = "10m"
+latency = "10ms"
+workers = 4
+max_queue = 16
 
 [gateway.router]
 check_interval = "15s"

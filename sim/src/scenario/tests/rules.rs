@@ -606,7 +606,7 @@ fn http_faults() {
             "kind = \"slow_headers\"\nextra = \"1s\"\nrate = 0.5",
             "faults[0].rate",
             "rate = |0.5",
-            "does not apply to kind = \"slow_headers\" (it belongs to error_burst, http_status, stream_reset)",
+            "does not apply to kind = \"slow_headers\" (it belongs to error_burst, http_status, stream_reset, idp_outage)",
         ),
         (
             "kind = \"stream_reset\"\nrate = 0.5\nstatus = 500",

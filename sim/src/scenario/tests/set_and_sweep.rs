@@ -78,7 +78,7 @@ fn bad_set_arguments_name_the_argument() {
             "--set load.sessions=x: load.sessions: invalid type: string \"x\", expected an integer >= 0",
             "--set faults[3].start=1s: faults[3]: index 3 is out of range: the array has 1 entry (index 0)",
             "--set a=1: a: unknown key; expected one of `name`, `description`, `seed`, `duration`, `tick`, \
-             `gateway_config`, `network`, `servers`, `load`, `agent`, `client`, `faults`, `checks`, `fidelity`, `sweep`, `gateway`, `nodes`, `report`, \
+             `gateway_config`, `network`, `servers`, `load`, `agent`, `client`, `faults`, `checks`, `fidelity`, `sweep`, `gateway`, `nodes`, `identity_provider`, `report`, \
              `swarm`",
         ]
     );
