@@ -23,3 +23,4 @@ mod resilience;
 mod routing;
 mod swarm;
 mod sync;
+mod tokens;

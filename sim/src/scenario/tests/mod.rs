@@ -11,6 +11,7 @@ use super::*;
 mod crash_rules;
 mod gateway_config;
 mod gateway_file;
+mod idp;
 mod key_ranges;
 mod no_panic;
 mod nodes_rules;
