@@ -16,6 +16,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use mcpstorm_core::mcp::method;
 use mcpstorm_core::resilience::InFlightLimit;
 use mcpstorm_core::serve::{Front, FrontLimits};
+use mcpstorm_core::session::GatewayProfile;
 use mcpstorm_core::{CancelToken, Clock, Secret, TokioClock, TracingObserver};
 use tokio::sync::mpsc;
 
@@ -292,7 +293,8 @@ async fn build(
         let labels = TokenLabels { server: server.to_owned(), outcome: outcome.to_owned() };
         counted.upstream_token_requests.get_or_create(&labels).inc();
     });
-    let routes = routes(&file.servers, &pool, clock, Some(on_token)).map_err(StartError::BadInput)?;
+    let naive = file.gateway.profile == GatewayProfile::Naive;
+    let routes = routes(&file.servers, &pool, clock, (Some(on_token), naive)).map_err(StartError::BadInput)?;
     let (changed_tx, changed_rx) = mpsc::unbounded_channel::<String>();
     let tracing = Arc::new(TracingObserver::default());
     let connector = LiveConnector {

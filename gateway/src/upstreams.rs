@@ -31,16 +31,17 @@ pub struct Route {
 /// Every replica's route by endpoint id (`server#i`). Headers are read from the environment here, once: a
 /// variable that is not set is an error naming the variable and the key, never a value.
 /// A server with `[servers.oauth]` gets one OAuth client (`oauth::client`), shared by its replicas: one token per
-/// server, renewed once for all of them. `on_token` is told each token request's server and outcome.
+/// server, renewed once for all of them (with `naive`, the naive profile's client: a token per call). `on_token` is
+/// told each token request's server and outcome.
 pub fn routes(
     servers: &[UpstreamSpec],
     pool: &PoolConfig,
     clock: &Arc<dyn Clock>,
-    on_token: Option<TokenHook>,
+    (on_token, naive): (Option<TokenHook>, bool),
 ) -> Result<BTreeMap<String, Route>, String> {
     let mut routes = BTreeMap::new();
     for server in servers {
-        let authorizer = authorizer(server, clock, on_token.clone())?;
+        let authorizer = authorizer(server, clock, on_token.clone(), naive)?;
         for (i, replica) in server.replicas.iter().enumerate() {
             let at = format!("servers[{}] {:?} replicas[{i}]", server.name, server.name);
             let route = match replica.addr() {
@@ -90,6 +91,7 @@ fn authorizer(
     server: &UpstreamSpec,
     clock: &Arc<dyn Clock>,
     on_token: Option<TokenHook>,
+    naive: bool,
 ) -> Result<Option<Arc<dyn Authorizer>>, String> {
     let Some(spec) = &server.oauth else { return Ok(None) };
     let at = format!("servers {:?} oauth", server.name);
@@ -112,7 +114,7 @@ fn authorizer(
     let on_request: Option<OnTokenRequest> =
         on_token.map(|hook| -> OnTokenRequest { Arc::new(move |outcome: &str| hook(&name, outcome)) });
     let client = UpstreamAuth::new(&server.name, spec, auth, &url, clock.clone(), on_request);
-    Ok(Some(Arc::new(client)))
+    Ok(Some(Arc::new(if naive { client.naive() } else { client })))
 }
 
 /// A literal value, or the `env:NAME` variable's from this process's environment (`Err(NAME)` when it is unset).

@@ -36,7 +36,8 @@ pub(super) async fn run(path: &Path, args: &ProfileArgs, given: &[(String, Value
     }
     let reference = relative(path, &args.out)?;
     let clock: Arc<dyn mcpstorm_core::Clock> = Arc::new(crate::gateway::cli::wall_clock());
-    let routes = upstreams::routes(&file.servers, &file.client.pool(), &clock, None)
+    let naive = file.gateway.profile == mcpstorm_core::session::GatewayProfile::Naive;
+    let routes = upstreams::routes(&file.servers, &file.client.pool(), &clock, (None, naive))
         .map_err(|e| Failure::BadInput(format!("{}: {e}", path.display())))?;
     let max_c = usize::try_from(args.max_concurrency).unwrap_or(usize::MAX);
     let mut clients = Vec::new();
