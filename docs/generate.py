@@ -381,7 +381,7 @@ def block_retry_storm_table(ctx: Context) -> str:
         ),
         ("whole run: calls ok", grouped(dt["outcomes"]["ok"]), grouped(nt["outcomes"]["ok"])),
         (
-            "answered degraded: at once, \"do not retry\" (mean wait)",
+            "answered degraded, \"do not retry\" (mean wait)",
             degraded_cell(dt["outcomes"]),
             degraded_cell(nt["outcomes"]),
         ),
@@ -403,8 +403,9 @@ def block_retry_storm_table(ctx: Context) -> str:
     do, no = dt["outcomes"], nt["outcomes"]
     note += (
         f" Errors over the whole run (`errors`, degraded answers included): {grouped(dt['errors'])} default, "
-        f"{grouped(nt['errors'])} naive. Of the default's, {grouped(do['degraded'])} are degraded answers, given in "
-        f"{ms(do['degraded_mean_wait_ms'])} on average; the agents spent {agent_seconds(do['failed_wait_s'])} waiting "
+        f"{grouped(nt['errors'])} naive. Of the default's, {grouped(do['degraded'])} are degraded answers, given after "
+        f"{ms(do['degraded_mean_wait_ms'])} on average (a breaker's `hold` and a full bulkhead's `queue_wait` wait for "
+        f"room or for the spike's end before declining); the agents spent {agent_seconds(do['failed_wait_s'])} waiting "
         f"on calls that failed in the end, against {agent_seconds(no['failed_wait_s'])} with the naive gateway."
     )
 

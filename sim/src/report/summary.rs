@@ -239,7 +239,7 @@ pub(crate) fn total_rows(run: &RunData) -> [(&'static str, String); 43] {
         ("errors by class", errors_by_class(&t)),
         ("lost", grouped(t.lost)),
         ("ok", grouped(t.outcomes.ok)),
-        ("answered degraded (at once: do not retry)", grouped(t.outcomes.degraded)),
+        ("answered degraded (\"do not retry\")", grouped(t.outcomes.degraded)),
         ("degraded: mean wait", ms(t.outcomes.degraded_mean_wait_ms)),
         ("failed after waiting", grouped(t.outcomes.failed)),
         ("failed: mean wait", ms(t.outcomes.failed_mean_wait_ms)),
@@ -295,8 +295,8 @@ pub(crate) fn errors_by_class(t: &Totals) -> String {
     if parts.is_empty() { "-".to_owned() } else { parts.join(", ") }
 }
 
-/// `ok 74,885  degraded 14,650 at once (mean 412 ms, do not retry)  failed 2 after waiting (mean 1,000 ms, 2 s in
-/// all)`: the errors split as the agents lived them (see [`Outcomes`](crate::run::Outcomes)).
+/// `ok 74,885  degraded 14,650 (mean wait 708 ms, do not retry)  failed 2 after waiting (mean 4,900 ms, agents
+/// waited 9.8 s in all)`: the errors split as the agents lived them (see [`Outcomes`](crate::run::Outcomes)).
 pub(crate) fn outcomes(t: &Totals) -> String {
     let o = &t.outcomes;
     format!(
