@@ -1,5 +1,5 @@
-//! One service of a live run behind its relays: a fake server replica, the Redis double of `[gateway.sync]`, or a
-//! gateway node (an `mcpstorm gateway` process, see `node`). Its callers reach it only through their relays (one per
+//! One service of a live run behind its relays: a fake server replica, the Redis double of `[gateway.sync]`, the
+//! identity provider double of `[identity_provider]`, or a gateway node (an `mcpstorm gateway` process, see `node`). Its callers reach it only through their relays (one per
 //! caller, so a partition can cut one link), which is where crashes and partitions happen:
 //!
 //! - a crash stops the service at once and its relays end every connection (turmoil closes a crashed host's
@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use mcpstorm_fake::idp::IdentityProvider;
 use mcpstorm_fake::{FakeServer, RedisDouble};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -60,6 +61,14 @@ impl InProcess {
         InProcess::new(move |listener| {
             let double = double.clone();
             Box::pin(async move { double.serve(listener).await })
+        })
+    }
+
+    /// The identity provider double (the tokens it issued outlive a restart).
+    pub fn idp(idp: IdentityProvider) -> InProcess {
+        InProcess::new(move |listener| {
+            let idp = idp.clone();
+            Box::pin(async move { idp.serve(listener).await })
         })
     }
 

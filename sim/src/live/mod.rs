@@ -42,8 +42,8 @@ use tokio::time::{Instant, sleep_until};
 
 use crate::run::{CallSink, CallSinkError, RunData, RunMode, WallClock};
 use crate::scenario::{
-    FaultKind, GATEWAY, Placement, RedisHost, ReplicaSpec, Scenario, UpstreamSpec, cost, load_host, node_host,
-    server_host,
+    FaultKind, GATEWAY, IDP_HOST, IDP_PORT, Placement, RedisHost, ReplicaSpec, Scenario, UpstreamSpec, cost, load_host,
+    node_host, server_host,
 };
 use crate::seed::Seed;
 use crate::world::{
@@ -116,10 +116,9 @@ pub fn unsupported(scenario: &Scenario) -> Option<&'static str> {
     {
         return Some("clock_skew on a gateway node (a node is a process on this machine's clock)");
     }
-    if scenario.identity_provider.is_some() {
-        // The double and the servers' token check run only on the simulator's network so far; a live twin would
-        // serve them on loopback as the fake servers are.
-        return Some("identity_provider (the live twin serves no identity provider yet: run it with `mcpstorm sim`)");
+    if scenario.identity_provider.is_some() && scenario.nodes.count > 0 {
+        // A node is a gateway process: its file would need `[servers.oauth]` with a secret in its environment.
+        return Some("identity_provider with gateway nodes (the nodes' files carry no OAuth client yet)");
     }
     None
 }
@@ -205,6 +204,7 @@ async fn run_in_runtime(
     let mut handles = Handles::default();
     let mut net =
         Net { hosts: Hosts::new(), links: LiveLinks::default(), seed: Seed::new(scenario.seed).fork("relays") };
+    net.start_idp(scenario, gateways, time, &mut handles)?;
     net.start_servers(scenario, &placement, gateways, time, &mut handles)?;
     net.start_redis(scenario, gateways, time, &mut handles)?;
     if !node_hosts.is_empty() {
@@ -346,6 +346,10 @@ impl Net {
                 let server = FakeServer::with_clock(config, Arc::new(clock.clone()))
                     .map_err(|e| LiveError::Server { server: spec.name.clone(), message: e.to_string() })?
                     .with_timer_lead(time.lead());
+                let server = match handles.idp.as_ref().filter(|_| spec.require_token) {
+                    Some(idp) => server.with_tokens(idp.authority.clone()),
+                    None => server,
+                };
                 handles.controls.insert(p.name.clone(), server.control());
                 handles.clocks.insert(p.name.clone(), clock);
                 let started = Endpoint::start(Box::new(InProcess::fake(server))).map_err(|e| setup(&p.name, e))?;
@@ -354,6 +358,22 @@ impl Net {
             }
         }
         Ok(())
+    }
+
+    /// With `[identity_provider]`: the simulator's identity provider double on a loopback port, behind a relay per
+    /// gateway (its handle goes into `handles`, for the token faults).
+    fn start_idp(
+        &mut self,
+        scenario: &Scenario,
+        gateways: &[String],
+        time: RunTime,
+        handles: &mut Handles,
+    ) -> Result<(), LiveError> {
+        let Some(spec) = &scenario.identity_provider else { return Ok(()) };
+        let (idp, handle) = crate::world::identity_provider(spec, scenario.seed, SimClock::on(time));
+        handles.idp = Some(handle);
+        let started = Endpoint::start(Box::new(InProcess::idp(idp))).map_err(|e| setup(IDP_HOST, e))?;
+        self.place(scenario, (IDP_HOST, IDP_PORT, IDP_HOST), started, gateways, time)
     }
 
     /// With `[gateway.sync]`: the simulator's Redis double on a loopback port, behind a relay per gateway (its

@@ -26,7 +26,20 @@ const CLIENT_ID: &str = "mcpstorm-sim";
 /// Places the identity provider in `sim`; its handle steers its faults and reads its counters.
 pub fn place(sim: &mut turmoil::Sim<'_>, spec: &IdentityProviderSpec, seed: u64) -> IdpHandle {
     // Tokens are issued and checked by the provider's wall clock (the simulated one; no fault skews it).
-    let clock = SimClock::default();
+    let (idp, handle) = identity_provider(spec, seed, SimClock::default());
+    sim.host(IDP_HOST, move || {
+        let idp = idp.clone();
+        async move {
+            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", IDP_PORT)).await?;
+            idp.serve(TurmoilListener(listener)).await;
+            Ok(())
+        }
+    });
+    handle
+}
+
+/// The identity provider of `spec`, issuing and checking tokens by `clock`, and its handle.
+pub fn identity_provider(spec: &IdentityProviderSpec, seed: u64, clock: SimClock) -> (IdentityProvider, IdpHandle) {
     let authority = TokenAuthority::new(spec.token_ttl.0, Arc::new(clock.clone()));
     let config = IdpConfig {
         issuer: IdentityProviderSpec::issuer(),
@@ -37,15 +50,7 @@ pub fn place(sim: &mut turmoil::Sim<'_>, spec: &IdentityProviderSpec, seed: u64)
     };
     let idp = IdentityProvider::new(config, authority.clone());
     let control = idp.control();
-    sim.host(IDP_HOST, move || {
-        let idp = idp.clone();
-        async move {
-            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", IDP_PORT)).await?;
-            idp.serve(TurmoilListener(listener)).await;
-            Ok(())
-        }
-    });
-    IdpHandle { control, authority, clock }
+    (idp, IdpHandle { control, authority, clock })
 }
 
 /// The OAuth client of server `server` (whose first replica is at `url`) for the gateway on host `host`: client

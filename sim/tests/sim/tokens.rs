@@ -1,11 +1,11 @@
 //! Token storms through the real `mcpstorm sim` command (scenarios/token_storm.toml at a third of its rate): the
 //! default gateway's OAuth clients ask the identity provider once per client and event and fail no call; the naive
-//! profile's ask per call, the provider sheds them, and calls fail. A scenario that misuses the tables is refused
-//! with the key that is wrong.
+//! profile's ask per call, the provider sheds them, and calls fail. The live twin runs the same storm on loopback
+//! (the identity provider double and the fakes in this process, the gateways' real OAuth clients).
 
 use std::path::Path;
 
-use crate::common::{failed, scratch_in, sim, summary, text};
+use crate::common::{failed, run_scenario, scratch_in, sim, summary, text};
 
 const SHORT: &[&str] = &["load.rate=100.0", "report={}"];
 
@@ -35,4 +35,31 @@ fn a_mass_token_expiry_costs_one_request_per_client_on_default_and_a_storm_on_na
     assert!(t["tokens"]["requests"].as_u64().unwrap_or(0) > 100, "{t}");
     assert!(t["tokens"]["shed"].as_u64().unwrap_or(0) > 0, "{t}");
     assert!(t["errors_by_class"]["auth"].as_u64().unwrap_or(0) > 0, "{t}");
+}
+
+/// token_storm's timeline compressed into 22 s of real time, the default gateway only.
+const SHORT_LIVE: &[&str] = &[
+    "duration=\"22s\"",
+    "load.rate=100.0",
+    "report={}",
+    "faults[0].start=\"4s\"",
+    "faults[0].duration=\"10s\"",
+    "faults[1].start=\"7s\"",
+    "faults[2].start=\"16s\"",
+];
+
+#[test]
+fn the_live_twin_rides_out_the_same_storm_with_one_request_per_client_and_event() {
+    let out = scratch_in("tokens", "live");
+    let o = run_scenario("live", Path::new("scenarios/token_storm.toml"), &out, SHORT_LIVE);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = &summary(&out)["totals"];
+    assert_eq!(t["tokens"]["requests"], 12, "{t}");
+    assert_eq!(t["errors"], 0, "{t}");
+    // Gateway nodes are processes whose files carry no OAuth client: refused before anything runs.
+    let refused = scratch_in("tokens", "live-nodes");
+    let o = run_scenario("live", Path::new("scenarios/token_storm.toml"), &refused, &["nodes.count=1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("live runs do not support identity_provider with gateway nodes"), "{}", text(&o));
+    assert!(!refused.join("summary.json").exists(), "nothing runs");
 }
