@@ -907,6 +907,35 @@ def block_protection_replica_killed(ctx: Context) -> str:
     return contrast_block(ctx, REPLICA_KILLED, "default gateway against naive")
 
 
+TOKEN_STORM = "token_storm"
+
+
+def block_token_storm(ctx: Context) -> str:
+    """token_storm beside its naive contrast: the identity provider's side (token requests, the busiest second, shed)
+    and the calls', and the side-by-side plot."""
+    run = ctx.sim.sim(TOKEN_STORM, TOKEN_STORM)
+    rows = [
+        "| profile | token requests | busiest second | shed by the provider | failed calls | P99 | checks |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in [run, run.contrast()]:
+        s = r.summary()
+        t = s["totals"]
+        k = t["tokens"]
+        rows.append(
+            f"| {r.profile()} | {grouped(k['requests'])} | {grouped(k['peak_per_s'])}/s | {grouped(k['shed'])} "
+            f"| {grouped(t['errors'])} ({pct(t['error_rate'])}) | {ms(t['p99_ms'])} | {'PASS' if s['passed'] else 'FAIL'} |"
+        )
+    seed = run.summary()["seed"]
+    picture = ctx.image(run.out / "contrast.png", f"{TOKEN_STORM}.png")
+    return (
+        f"Seed {seed}, `mcpstorm sim scenarios/{TOKEN_STORM}.toml` (the naive row is its `[report] contrast` run):"
+        + "\n\n" + "\n".join(rows) + "\n\n"
+        + f"![{TOKEN_STORM}: default gateway against naive, a mass token expiry while the identity provider is slow]"
+        + f"({picture})"
+    )
+
+
 HTTP_POOL = "http_pool"
 
 
@@ -1282,6 +1311,7 @@ BLOCKS = {
     "protection_latency_spike": block_protection_latency_spike,
     "protection_replica_crash": block_protection_replica_crash,
     "protection_replica_killed": block_protection_replica_killed,
+    "token_storm": block_token_storm,
     "http_pool": block_http_pool,
     "dominance": block_dominance,
     "protection_candidates": block_protection_candidates,
