@@ -333,6 +333,22 @@ impl Federation {
         proxied::forward(&self.gateway, spec, method, params, member, &origin).await
     }
 
+    /// `completion/complete`, sent to the server of the prompt or resource template its `ref` names (by the name
+    /// agents see).
+    pub async fn complete(&self, params: Option<Value>) -> Result<Value, ErrorObject> {
+        let params = params.unwrap_or_else(|| json!({}));
+        let (kind, member, shown) = proxied::completion_ref(&params)?;
+        let origin = self.proxied.read().unwrap_or_else(PoisonError::into_inner).resolve(kind, shown);
+        let origin = origin.ok_or_else(|| {
+            let what = if kind == Kind::Prompts { "prompt" } else { "resource template" };
+            ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("unknown {what}: {shown}"))
+        })?;
+        let Some(spec) = self.servers.iter().find(|s| s.name == origin.server) else {
+            return Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the server left the configuration"));
+        };
+        proxied::complete(&self.gateway, spec, params, member, &origin).await
+    }
+
     /// `tools/call` with `params` (`name`, `arguments`), under the protected path. `on_behalf_of` is the agent's
     /// access token, which a server's `[servers.oauth]` with `grant = "token_exchange"` exchanges for its own.
     pub async fn call_tool(

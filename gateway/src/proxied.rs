@@ -184,6 +184,39 @@ pub async fn forward(
     origin: &Origin,
 ) -> Result<Value, ErrorObject> {
     params[member] = Value::from(origin.name.clone());
+    send(gateway, spec, method, params).await
+}
+
+/// What a `completion/complete` asks about: its `ref` names a prompt (`ref/prompt`, by `name`) or a resource
+/// template (`ref/resource`, by `uri`, which holds the template as listed); the kind and member to resolve.
+pub fn completion_ref(params: &Value) -> Result<(Kind, &'static str, &str), ErrorObject> {
+    let invalid = |why: &str| ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("completion/complete: {why}"));
+    let reference = params.get("ref").ok_or_else(|| invalid("needs a `ref`"))?;
+    let (kind, member) = match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => (Kind::Prompts, "name"),
+        Some("ref/resource") => (Kind::Templates, "uri"),
+        _ => return Err(invalid("`ref.type` must be \"ref/prompt\" or \"ref/resource\"")),
+    };
+    let shown = reference.get(member).and_then(Value::as_str);
+    let shown = shown.ok_or_else(|| invalid(&format!("`ref` needs a string `{member}`")))?;
+    Ok((kind, member, shown))
+}
+
+/// Sends a `completion/complete` to the server of the prompt or resource template its `ref` names, under the
+/// upstream's own name (`origin.name`).
+pub async fn complete(
+    gateway: &Gateway,
+    spec: &UpstreamSpec,
+    mut params: Value,
+    member: &str,
+    origin: &Origin,
+) -> Result<Value, ErrorObject> {
+    params["ref"][member] = Value::from(origin.name.clone());
+    send(gateway, spec, "completion/complete", params).await
+}
+
+/// Sends `method` with `params` to the first replica of `spec` that answers.
+async fn send(gateway: &Gateway, spec: &UpstreamSpec, method: &str, params: Value) -> Result<Value, ErrorObject> {
     let mut last = None;
     for i in 0..spec.replicas.len() {
         let (_, client) = gateway.client(&spec.name, &spec.replica_id(i));
@@ -202,4 +235,53 @@ pub async fn forward(
     }
     let why = last.map_or_else(|| "it has no replica".to_owned(), |e| e.to_string());
     Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("server `{}` could not be reached: {why}", spec.name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(server: &str, kind: Kind, member: &str, names: &[&str]) -> (String, BTreeMap<Kind, Vec<Value>>) {
+        let entries = names.iter().map(|n| json!({ member: n })).collect();
+        (server.to_owned(), BTreeMap::from([(kind, entries)]))
+    }
+
+    fn spec(name: &str) -> UpstreamSpec {
+        toml::from_str(&format!("name = \"{name}\"\n[[replicas]]\nstdio = \"true\"\n")).expect("a server")
+    }
+
+    #[test]
+    fn a_completion_ref_names_a_prompt_or_a_resource_template() {
+        let prompt =
+            json!({ "ref": { "type": "ref/prompt", "name": "greet" }, "argument": { "name": "a", "value": "" } });
+        assert_eq!(completion_ref(&prompt).unwrap(), (Kind::Prompts, "name", "greet"));
+        let template = json!({ "ref": { "type": "ref/resource", "uri": "a__file:///{path}" } });
+        assert_eq!(completion_ref(&template).unwrap(), (Kind::Templates, "uri", "a__file:///{path}"));
+        for bad in [
+            json!({}),
+            json!({ "ref": { "type": "ref/tool", "name": "x" } }),
+            json!({ "ref": { "type": "ref/prompt" } }),
+        ] {
+            assert_eq!(completion_ref(&bad).unwrap_err().code(), ErrorCode::INVALID_PARAMS, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_completion_routes_by_the_prefixed_name_to_its_server() {
+        let servers = [spec("a"), spec("b")];
+        let mut proxied = Proxied::default();
+        for (server, listed) in
+            [names("a", Kind::Prompts, "name", &["greet", "only_a"]), names("b", Kind::Prompts, "name", &["greet"])]
+        {
+            proxied.set(&servers, &server, listed, PrefixMode::Conditional);
+        }
+        let mut listed = names("b", Kind::Prompts, "name", &["greet"]).1;
+        listed.extend(names("b", Kind::Templates, "uriTemplate", &["file:///{path}"]).1);
+        proxied.set(&servers, "b", listed, PrefixMode::Conditional);
+        let origin = |server: &str, name: &str| Some(Origin { server: server.to_owned(), name: name.to_owned() });
+        assert_eq!(proxied.resolve(Kind::Prompts, "b__greet"), origin("b", "greet"));
+        assert_eq!(proxied.resolve(Kind::Prompts, "only_a"), origin("a", "only_a"));
+        assert_eq!(proxied.resolve(Kind::Prompts, "greet"), None, "a colliding name is only known prefixed");
+        assert_eq!(proxied.resolve(Kind::Templates, "file:///{path}"), origin("b", "file:///{path}"));
+    }
 }

@@ -22,7 +22,6 @@ use crate::config::ReadyRule;
 pub const NOT_PROXIED: &[(&str, &str)] = &[
     ("resources/subscribe", "resource subscriptions are not relayed by this gateway"),
     ("resources/unsubscribe", "resource subscriptions are not relayed by this gateway"),
-    ("completion/", "completions are not proxied by this gateway"),
     ("logging/", "upstream logging levels are not proxied by this gateway"),
 ];
 
@@ -62,6 +61,7 @@ impl Service for GatewayService {
                 "resources/templates/list" => Ok(federation.list(Kind::Templates)),
                 "prompts/get" => federation.forward(&method, Kind::Prompts, "name", params).await,
                 "resources/read" => federation.forward(&method, Kind::Resources, "uri", params).await,
+                "completion/complete" => federation.complete(params).await,
                 other => Err(not_served(other)),
             }
         })
@@ -69,8 +69,11 @@ impl Service for GatewayService {
 
     fn describe(&self) -> ServerDescription {
         ServerDescription {
-            // `listChanged`: an upstream's change reaches every connected agent.
-            capabilities: json!({ "tools": { "listChanged": true }, "prompts": {}, "resources": {} }),
+            // `listChanged`: an upstream's change reaches every connected agent. `completions`: routed to the
+            // server of the prompt or resource template asked about.
+            capabilities: json!({
+                "tools": { "listChanged": true }, "prompts": {}, "resources": {}, "completions": {}
+            }),
             server_info: Implementation::new("mcpstorm-gateway", env!("CARGO_PKG_VERSION")),
             instructions: None,
         }
