@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use mcpstorm_core::gateway::{ManualError, Operation};
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
+use mcpstorm_core::mcp::logging::{LogLevel, LogSink};
 use mcpstorm_core::mcp::{CallToolResult, ProgressParams, Tool};
 use mcpstorm_core::resilience::BreakerTransition;
 use mcpstorm_core::resilience::degraded_result;
@@ -333,6 +334,21 @@ impl Federation {
         proxied::forward(&self.gateway, spec, method, params, member, &origin).await
     }
 
+    /// The server of the tool agents know as `tool` (whose name its log messages carry).
+    pub fn tool_server(&self, tool: &str) -> Option<String> {
+        let listings = self.listings.read().unwrap_or_else(PoisonError::into_inner);
+        listings.catalog.resolve(tool).map(|origin| origin.server.clone())
+    }
+
+    /// An agent's `logging/setLevel`: 2025-11-25 upstream sessions are asked for the most verbose level any agent
+    /// has set (each agent then gets only what its own level admits; see `proxied::set_log_level`).
+    pub async fn set_log_level(&self, level: LogLevel) {
+        let lowered = self.proxied.write().unwrap_or_else(PoisonError::into_inner).lower_log_floor(level);
+        if let Some(level) = lowered {
+            proxied::set_log_level(&self.gateway, &self.servers, level).await;
+        }
+    }
+
     /// `completion/complete`, sent to the server of the prompt or resource template its `ref` names (by the name
     /// agents see).
     pub async fn complete(&self, params: Option<Value>) -> Result<Value, ErrorObject> {
@@ -357,6 +373,7 @@ impl Federation {
         progress: Option<mpsc::Sender<ProgressParams>>,
         cancel: CancelToken,
         on_behalf_of: Option<Secret>,
+        logs: Option<LogSink>,
     ) -> Result<Value, ErrorObject> {
         let mut params = params.unwrap_or(Value::Null);
         // Taken, not copied: the call owns its arguments from here on.
@@ -378,7 +395,7 @@ impl Federation {
         let requires = [Requirement::Tag(server_tag(&origin.server))];
         let mut call = ToolCall::borrowing(&origin.name, &arguments);
         call.requires = &requires;
-        call.opts = CallOptions { cancel: Some(cancel), progress, on_behalf_of, ..CallOptions::default() };
+        call.opts = CallOptions { cancel: Some(cancel), progress, on_behalf_of, logs, ..CallOptions::default() };
         let started = Instant::now();
         let routed = match &self.tap {
             None => self.gateway.call(call).await,

@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
+use mcpstorm_core::mcp::logging::{self, LogLevel};
+use mcpstorm_core::session::Era;
 use mcpstorm_core::{CallError, CallOptions, Gateway};
 use serde_json::{Value, json};
 
@@ -67,6 +69,9 @@ const MAX_PAGES: usize = 100;
 pub struct Proxied {
     entries: BTreeMap<(Kind, String), Vec<Value>>,
     catalogs: BTreeMap<Kind, Catalog>,
+    /// The most verbose log level any agent has set (`logging/setLevel`): what 2025-11-25 upstream sessions are
+    /// asked for (see [`set_log_level`]).
+    log_floor: Option<LogLevel>,
 }
 
 impl Proxied {
@@ -109,6 +114,17 @@ impl Proxied {
             })
             .collect();
         json!({ kind.key(): entries })
+    }
+
+    /// Lowers the level asked of upstream sessions to `level` if it is more verbose than any before; the new level,
+    /// or `None` when it already covered `level`. It never rises again: an agent that set `debug` may still be
+    /// listening, and an upstream session's level is one for every agent whose calls share it.
+    pub fn lower_log_floor(&mut self, level: LogLevel) -> Option<LogLevel> {
+        if self.log_floor.is_some_and(|floor| floor <= level) {
+            return None;
+        }
+        self.log_floor = Some(level);
+        self.log_floor
     }
 
     /// Where an agent-facing prompt name or resource URI leads. A URI no listing holds but a template might match
@@ -215,6 +231,36 @@ pub async fn complete(
     send(gateway, spec, "completion/complete", params).await
 }
 
+/// Sends `logging/setLevel` with `level` to every replica session of `servers` that speaks 2025-11-25 and offers
+/// logging (a 2026-07-28 session takes each call's level from its `_meta`). Best effort: a replica that fails is
+/// logged and passed over; one that connects later starts at its server's own default.
+pub async fn set_log_level(gateway: &Gateway, servers: &[UpstreamSpec], level: LogLevel) {
+    for spec in servers {
+        for i in 0..spec.replicas.len() {
+            let (_, client) = gateway.client(&spec.name, &spec.replica_id(i));
+            let Ok(session) = client.session().await else { continue };
+            if session.era != Era::Legacy || session.init.capabilities.get("logging").is_none() {
+                continue;
+            }
+            let params = json!({ "level": level.as_str() });
+            if let Err(e) = session.conn.request(logging::SET_LEVEL, Some(params), CallOptions::default()).await {
+                tracing::warn!(server = %spec.name, replica = %spec.replica_id(i), error = %e, "cannot set its log level");
+            }
+        }
+    }
+}
+
+/// An upstream's log message as an agent sees it: `logger` names the server (`server`, or `server/logger` when
+/// the upstream named its own logger), so that an agent behind the gateway can tell whose message it is.
+pub fn name_logger(params: &mut Value, server: &str) {
+    let Some(params) = params.as_object_mut() else { return };
+    let logger = match params.get("logger").and_then(Value::as_str) {
+        Some(own) if !own.is_empty() => format!("{server}/{own}"),
+        _ => server.to_owned(),
+    };
+    params.insert("logger".to_owned(), Value::from(logger));
+}
+
 /// Sends `method` with `params` to the first replica of `spec` that answers.
 async fn send(gateway: &Gateway, spec: &UpstreamSpec, method: &str, params: Value) -> Result<Value, ErrorObject> {
     let mut last = None;
@@ -248,6 +294,28 @@ mod tests {
 
     fn spec(name: &str) -> UpstreamSpec {
         toml::from_str(&format!("name = \"{name}\"\n[[replicas]]\nstdio = \"true\"\n")).expect("a server")
+    }
+
+    #[test]
+    fn a_log_message_names_its_server_in_logger() {
+        let mut named = json!({ "level": "info", "logger": "db", "data": "x" });
+        name_logger(&mut named, "fixture");
+        assert_eq!(named, json!({ "level": "info", "logger": "fixture/db", "data": "x" }));
+        for mut anonymous in
+            [json!({ "level": "info", "data": "x" }), json!({ "level": "info", "logger": "", "data": 1 })]
+        {
+            name_logger(&mut anonymous, "fixture");
+            assert_eq!(anonymous["logger"], "fixture");
+        }
+    }
+
+    #[test]
+    fn upstreams_are_asked_for_the_most_verbose_level_any_agent_set() {
+        let mut proxied = Proxied::default();
+        assert_eq!(proxied.lower_log_floor(LogLevel::Warning), Some(LogLevel::Warning));
+        assert_eq!(proxied.lower_log_floor(LogLevel::Error), None, "warning already covers error");
+        assert_eq!(proxied.lower_log_floor(LogLevel::Debug), Some(LogLevel::Debug));
+        assert_eq!(proxied.lower_log_floor(LogLevel::Info), None, "never less verbose again");
     }
 
     #[test]

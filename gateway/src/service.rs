@@ -7,14 +7,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use mcpstorm_core::CancelToken;
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
+use mcpstorm_core::mcp::logging::{self, LogLevel, LogSink};
 use mcpstorm_core::mcp::{Implementation, ProgressParams, method};
 use mcpstorm_core::serve::{Front, RequestCtx, ServerDescription, Service, ServiceFuture};
 use mcpstorm_core::session::{Era, META_SERVER_INFO};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use super::federation::{Current, Federation, current};
-use super::proxied::Kind;
+use super::proxied::{self, Kind};
 use crate::config::ReadyRule;
 
 /// Requests of agents a gateway does not proxy, and why; each gets -32601 with this reason. (Sampling and
@@ -22,7 +24,6 @@ use crate::config::ReadyRule;
 pub const NOT_PROXIED: &[(&str, &str)] = &[
     ("resources/subscribe", "resource subscriptions are not relayed by this gateway"),
     ("resources/unsubscribe", "resource subscriptions are not relayed by this gateway"),
-    ("logging/", "upstream logging levels are not proxied by this gateway"),
 ];
 
 /// See the module documentation.
@@ -62,6 +63,7 @@ impl Service for GatewayService {
                 "prompts/get" => federation.forward(&method, Kind::Prompts, "name", params).await,
                 "resources/read" => federation.forward(&method, Kind::Resources, "uri", params).await,
                 "completion/complete" => federation.complete(params).await,
+                logging::SET_LEVEL => set_level(&federation, &ctx, params.as_ref()).await,
                 other => Err(not_served(other)),
             }
         })
@@ -70,9 +72,10 @@ impl Service for GatewayService {
     fn describe(&self) -> ServerDescription {
         ServerDescription {
             // `listChanged`: an upstream's change reaches every connected agent. `completions`: routed to the
-            // server of the prompt or resource template asked about.
+            // server of the prompt or resource template asked about. `logging`: a tool call's upstream log messages
+            // reach its agent.
             capabilities: json!({
-                "tools": { "listChanged": true }, "prompts": {}, "resources": {}, "completions": {}
+                "tools": { "listChanged": true }, "prompts": {}, "resources": {}, "completions": {}, "logging": {}
             }),
             server_info: Implementation::new("mcpstorm-gateway", env!("CARGO_PKG_VERSION")),
             instructions: None,
@@ -112,7 +115,38 @@ fn not_served(method: &str) -> ErrorObject {
     }
 }
 
-/// One agent tool call: the upstream's progress relayed to the agent under the agent's token.
+/// A 2025-11-25 agent's `logging/setLevel` (the front has checked the level and keeps it for the session once this
+/// answers): 2025-11-25 upstream sessions are asked for it if it is the most verbose yet. 2026-07-28 has no such
+/// request: each request carries its level in `_meta`.
+async fn set_level(federation: &Federation, ctx: &RequestCtx, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    if ctx.era == Era::Modern {
+        let why = "logging/setLevel is not part of 2026-07-28: a request asks for its log messages in `_meta`";
+        return Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, why));
+    }
+    let level = LogLevel::of(params.and_then(|p| p.get("level")));
+    let level = level.ok_or_else(|| ErrorObject::new(ErrorCode::INVALID_PARAMS, "`level` must be a log level"))?;
+    federation.set_log_level(level).await;
+    Ok(json!({}))
+}
+
+/// Relays a call's upstream log messages to its agent, `logger` naming `server`, each if the agent's level admits it
+/// (a 2025-11-25 upstream session may send more: its level is the most verbose any agent set). The sink for the
+/// call and the relay's task; none when the agent asked for no log messages.
+fn relay_logs(ctx: &RequestCtx, server: Option<String>) -> (Option<LogSink>, Option<JoinHandle<()>>) {
+    let (Some(level), Some(server)) = (ctx.logs.level(), server) else { return (None, None) };
+    let (tx, mut rx) = mpsc::channel::<Value>(64);
+    let logs = ctx.logs.clone();
+    let relay = tokio::spawn(async move {
+        while let Some(mut params) = rx.recv().await {
+            proxied::name_logger(&mut params, &server);
+            logs.send(params).await;
+        }
+    });
+    (Some(LogSink { level, tx }), Some(relay))
+}
+
+/// One agent tool call: the upstream's progress relayed to the agent under the agent's token, and its log messages
+/// at the agent's level.
 async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -> Result<Value, ErrorObject> {
     let (progress, relay) = match ctx.progress.token() {
         Some(_) => {
@@ -129,15 +163,17 @@ async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -
         }
         None => (None, None),
     };
+    let tool = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
+    let (logs, log_relay) = relay_logs(&ctx, tool.and_then(|t| federation.tool_server(t)));
     let on_behalf_of = ctx.principal.as_ref().and_then(|p| p.token.clone());
-    let mut outcome = federation.call_tool(params, progress, ctx.cancel.clone(), on_behalf_of).await;
+    let mut outcome = federation.call_tool(params, progress, ctx.cancel.clone(), on_behalf_of, logs).await;
     if ctx.era == Era::Legacy
         && let Ok(result) = &mut outcome
     {
         for_legacy_agent(result);
     }
-    if let Some(relay) = relay {
-        // The call's sender is gone, so the relay ends once it has passed on what is queued.
+    // The call's senders are gone, so each relay ends once it has passed on what is queued.
+    for relay in [relay, log_relay].into_iter().flatten() {
         let _ = relay.await;
     }
     outcome

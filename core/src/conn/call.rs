@@ -25,6 +25,7 @@ use super::{Connection, Outbound, Outgoing, Shared};
 use crate::cancel::CancelToken;
 use crate::error::{CallError, LocalError, TransportError};
 use crate::jsonrpc::{DecodeError, ErrorCode, Message, MetaLayers, MetaRequest, Payload, Request};
+use crate::mcp::logging::{LogLevel, META_LOG_LEVEL};
 use crate::mcp::{CallToolResult, CancelledParams, method};
 use crate::observe::Event;
 
@@ -255,12 +256,25 @@ fn register<'a>(
     let signal = Arc::new(ProgressSignal::default());
     let call = ask.form == Form::ToolResult;
     // The progress sender lives in the entry, which the reader feeds.
-    let entry = Entry { tx, call, written: false, progress: opts.progress.take(), signal: signal.clone() };
+    let logs = opts.logs.take();
+    let level = logs.as_ref().map(|l| l.level);
+    let entry = Entry {
+        tx,
+        call,
+        written: false,
+        progress: opts.progress.take(),
+        logs: logs.map(|l| l.tx),
+        signal: signal.clone(),
+    };
     shared.pending.register(id, entry)?;
     let guard = PendingGuard { shared, id, armed: true };
     let token = (ask.method == method::TOOLS_CALL).then_some(id);
     // The sink merges the connection's `_meta` layers into the params as it encodes them (`MetaRequest`).
-    let request = Request { id: id.into(), method: ask.method.to_owned(), params: ask.params };
+    let mut params = ask.params;
+    if let Some(level) = level {
+        ask_for_logs(&mut params, level);
+    }
+    let request = Request { id: id.into(), method: ask.method.to_owned(), params };
     let meta = meta_layers(shared);
     let on_behalf_of = opts.on_behalf_of.clone();
     let out = Outgoing {
@@ -268,6 +282,18 @@ fn register<'a>(
         call: Some(id),
     };
     Ok((Registered { shared, guard, rx, signal, opts }, out))
+}
+
+/// Puts the level a call asks its log messages at in its `params._meta`: how a 2026-07-28 server learns it (one of
+/// 2025-11-25 ignores the key and keeps its session's level).
+fn ask_for_logs(params: &mut Option<Value>, level: LogLevel) {
+    let params = params.get_or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(params) = params {
+        let meta = params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(META_LOG_LEVEL.to_owned(), Value::from(level.as_str()));
+        }
+    }
 }
 
 /// How the hand-off of a request to its lane ended.

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use crate::cancel::CancelToken;
 use crate::credential::Secret;
 use crate::mcp::ProgressParams;
+use crate::mcp::logging::LogSink;
 
 /// Which writer lane a request takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -41,6 +42,9 @@ pub struct CallOptions {
     /// The agent the call is made for: its access token, which an HTTP transport's authorizer may exchange for a
     /// token of the upstream's (delegation). Never sent as it is.
     pub on_behalf_of: Option<Secret>,
+    /// Asks the server for the call's log messages at this level (`_meta` `io.modelcontextprotocol/logLevel`) and
+    /// receives the `notifications/message` params that belong to the call (see `conn::reader`).
+    pub logs: Option<LogSink>,
 }
 
 impl CallOptions {
@@ -54,8 +58,8 @@ impl CallOptions {
     /// The options of a call whose deadline is already resolved (a layer's own request under a call, such as the
     /// tool listing a call needs, shares that call's deadline).
     pub(crate) fn until(self, deadline: Instant) -> Bounded {
-        let CallOptions { deadline: _, cancel, lane, progress, first_response, on_behalf_of } = self;
-        Bounded { deadline, cancel, lane, progress, first_response, on_behalf_of }
+        let CallOptions { deadline: _, cancel, lane, progress, first_response, on_behalf_of, logs } = self;
+        Bounded { deadline, cancel, lane, progress, first_response, on_behalf_of, logs }
     }
 }
 
@@ -68,4 +72,5 @@ pub(crate) struct Bounded {
     pub progress: Option<mpsc::Sender<ProgressParams>>,
     pub first_response: Option<Duration>,
     pub on_behalf_of: Option<Secret>,
+    pub logs: Option<LogSink>,
 }

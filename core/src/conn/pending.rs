@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::error::{CallError, TransportError};
@@ -46,6 +47,8 @@ pub(crate) struct Entry {
     /// The writer has put the request on the wire; abandoning it now means telling the server.
     pub written: bool,
     pub progress: Option<mpsc::Sender<ProgressParams>>,
+    /// Where the call's log messages go, when it asked for them.
+    pub logs: Option<mpsc::Sender<Value>>,
     /// Shared with the waiting caller.
     pub signal: Arc<ProgressSignal>,
 }
@@ -142,6 +145,26 @@ impl PendingTable {
         true
     }
 
+    /// Hands a `notifications/message`'s params to the call it belongs to: `id` when the transport knows it (it
+    /// came on that request's SSE stream), else the one pending call that asked for log messages. With several
+    /// (a stdio upstream, whose one stream says nothing about which request a message is for) the message is not
+    /// handed to any: given to the wrong call it would reach another agent. False when no call took it.
+    pub fn log(&self, id: Option<i64>, params: Value) -> bool {
+        let inner = self.lock();
+        let tx = match id {
+            Some(id) => inner.map.get(&id).and_then(|e| e.logs.as_ref()),
+            None => {
+                let mut asking = inner.map.values().filter_map(|e| e.logs.as_ref());
+                match (asking.next(), asking.next()) {
+                    (Some(tx), None) => Some(tx),
+                    _ => None,
+                }
+            }
+        };
+        // Lossy, as progress is: the reader never waits for a consumer.
+        tx.is_some_and(|tx| tx.try_send(params).is_ok())
+    }
+
     /// Fails every pending call at once with `err` and refuses new ones. Returns false if already closed.
     pub fn fail_all(&self, err: &TransportError) -> bool {
         let drained = {
@@ -173,7 +196,31 @@ mod tests {
 
     fn entry() -> (Entry, oneshot::Receiver<Reply>) {
         let (tx, rx) = oneshot::channel();
-        (Entry { tx, call: false, written: false, progress: None, signal: Arc::default() }, rx)
+        (Entry { tx, call: false, written: false, progress: None, logs: None, signal: Arc::default() }, rx)
+    }
+
+    #[test]
+    fn a_log_message_goes_to_its_request_or_to_the_one_call_that_asked() {
+        let t = PendingTable::default();
+        let (quiet, _) = entry();
+        t.register(1, quiet).unwrap();
+        assert!(!t.log(None, serde_json::json!("nobody asked")));
+        let asking = |id: i64| {
+            let (mut e, _) = entry();
+            let (tx, rx) = mpsc::channel(4);
+            e.logs = Some(tx);
+            t.register(id, e).unwrap();
+            rx
+        };
+        let mut two = asking(2);
+        assert!(t.log(None, serde_json::json!("one asked")));
+        assert_eq!(two.try_recv().unwrap(), "one asked");
+        let mut three = asking(3);
+        assert!(!t.log(None, serde_json::json!("whose?")), "two calls asked: neither may get another's message");
+        assert!(t.log(Some(3), serde_json::json!("on 3's stream")));
+        assert_eq!(three.try_recv().unwrap(), "on 3's stream");
+        assert!(!t.log(Some(1), serde_json::json!("1 did not ask")));
+        assert!(two.try_recv().is_err());
     }
 
     #[test]

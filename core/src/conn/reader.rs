@@ -12,8 +12,9 @@ use super::pending::{Answer, Delivery, Reply};
 use super::stats::Counters;
 use crate::error::{CallError, TransportError};
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, Response, ResponseBody};
-use crate::mcp::{CallToolResult, ProgressParams, call_frame, method};
+use crate::mcp::{CallToolResult, ProgressParams, call_frame, logging, method};
 use crate::observe::Event;
+use crate::transport::take_stream_request;
 use crate::transport::{DirectAnswers, FrameError, Incoming, MessageSource, QuickRead};
 
 pub(crate) async fn run<R: MessageSource>(
@@ -142,6 +143,14 @@ fn on_notification(shared: &Shared, n: Notification, notifications: Option<&mpsc
             Counters::bump(&shared.counters.stray_progress);
         }
         return;
+    }
+    if n.method == logging::MESSAGE
+        && let Some(mut params) = n.params.clone()
+    {
+        let id = take_stream_request(&mut params);
+        if shared.pending.log(id, params) {
+            return;
+        }
     }
     let Some(tx) = notifications else { return };
     if let Err(mpsc::error::TrySendError::Full(n) | mpsc::error::TrySendError::Closed(n)) = tx.try_send(n) {

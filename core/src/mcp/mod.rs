@@ -9,6 +9,7 @@ use crate::jsonrpc::{Payload, RequestId};
 
 pub(crate) mod call_frame;
 mod call_result;
+pub mod logging;
 
 /// The revision we ask for first.
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";

@@ -9,10 +9,12 @@ use tokio::sync::mpsc;
 
 use super::auth::Principal;
 use super::lifecycle::{self, discover, method_not_found, stamp_modern};
+use super::logs::{LevelCell, Logs, requested_level};
 use super::running::{Panicked, Running};
 use super::service::{Progress, RequestCtx, Service, progress_token};
 use crate::cancel::CancelToken;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
+use crate::mcp::logging::{self, LogLevel};
 use crate::mcp::{Implementation, method};
 use crate::session::{DISCOVER, Era};
 
@@ -26,6 +28,8 @@ pub(crate) struct Agent {
     pub client_capabilities: Value,
     /// Who the agent is, when the front authenticates agents.
     pub principal: Option<Principal>,
+    /// A 2025-11-25 session's log level (`None`: a 2026-07-28 request, whose level is in its `_meta`).
+    pub log_level: Option<Arc<LevelCell>>,
 }
 
 impl Agent {
@@ -44,6 +48,7 @@ impl Agent {
             client_info: envelope.client_info,
             client_capabilities: envelope.client_capabilities,
             principal: None,
+            log_level: None,
         })
     }
 }
@@ -68,6 +73,7 @@ pub(crate) async fn answer(
         (method::INITIALIZE, false) => {
             Err(ErrorObject::new(ErrorCode::INVALID_REQUEST, "this session is already initialized"))
         }
+        (logging::SET_LEVEL, false) => set_level(service, agent, params, token, out).await?,
         _ => call(service, agent, &method, params, token, out).await?,
     };
     Some(match result {
@@ -79,6 +85,38 @@ pub(crate) async fn answer(
         }
         Err(error) => Message::error(Some(id), error),
     })
+}
+
+impl Agent {
+    /// The level a request of this agent asks its log messages at: its session's, or its own `_meta`'s.
+    pub fn log_level(&self, params: Option<&Value>) -> Option<LogLevel> {
+        match &self.log_level {
+            Some(cell) => cell.get(),
+            None => requested_level(params),
+        }
+    }
+}
+
+/// A 2025-11-25 session's `logging/setLevel`: a level that is not one of the eight is refused here; the service
+/// hears a valid one (it may pass it on), and once it agrees the session keeps it.
+async fn set_level(
+    service: &Arc<dyn Service>,
+    agent: &Agent,
+    params: Option<Value>,
+    token: CancelToken,
+    out: Option<mpsc::Sender<Message>>,
+) -> Option<Result<Value, ErrorObject>> {
+    let Some(level) = LogLevel::of(params.as_ref().and_then(|p| p.get("level"))) else {
+        let levels = LogLevel::ALL.map(LogLevel::as_str).join(", ");
+        return Some(Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("`level` must be one of {levels}"))));
+    };
+    let answered = call(service, agent, logging::SET_LEVEL, params, token, out).await?;
+    if answered.is_ok()
+        && let Some(cell) = &agent.log_level
+    {
+        cell.set(level);
+    }
+    Some(answered)
 }
 
 async fn call(
@@ -95,6 +133,7 @@ async fn call(
         protocol_version: agent.version.clone(),
         client_info: agent.client_info.clone(),
         client_capabilities: agent.client_capabilities.clone(),
+        logs: Logs::new(agent.log_level(params.as_ref()), out.clone()),
         progress: Progress::new(progress_token(params.as_ref()), out),
         cancel: token.clone(),
         principal: agent.principal.clone(),

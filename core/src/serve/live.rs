@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::admission::{Admission, Refused, Ticket};
+use super::logs::LevelCell;
 use super::sse::StreamLog;
 use crate::cancel::CancelToken;
 use crate::jsonrpc::{Notification, RequestId};
@@ -57,6 +58,8 @@ pub(crate) struct LiveSession {
     get_generation: AtomicU64,
     gets_open: AtomicUsize,
     last_used: AtomicU64,
+    /// The session's log level (`logging/setLevel`).
+    pub log_level: Arc<LevelCell>,
 }
 
 /// A request with this id is already in flight in the session.
@@ -73,6 +76,7 @@ impl LiveSession {
             get_generation: AtomicU64::new(0),
             gets_open: AtomicUsize::new(0),
             last_used: AtomicU64::new(0),
+            log_level: Arc::default(),
         })
     }
 

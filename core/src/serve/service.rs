@@ -19,7 +19,9 @@ pub type ServiceFuture = Pin<Box<dyn Future<Output = Result<Value, ErrorObject>>
 
 /// What the front asks of the gateway behind it. One instance shared by every agent session.
 pub trait Service: Send + Sync + 'static {
-    /// A request other than the lifecycle ones the front answers itself (initialize, ping, server/discover).
+    /// A request other than the lifecycle ones the front answers itself (initialize, ping, server/discover). A
+    /// 2025-11-25 session's `logging/setLevel` comes here too (the level is valid): when the service answers it
+    /// without an error, the front keeps the level for the session's later requests (`RequestCtx::logs`).
     /// `ctx` carries the agent session's id, the negotiated era/version, a progress sink (send
     /// `notifications/progress` to the agent, if the request had a progressToken) and a CancelToken fired when
     /// the agent cancels (notifications/cancelled, closed stream, DELETE) or the front stops.
@@ -59,6 +61,8 @@ pub struct RequestCtx {
     pub client_info: Option<Implementation>,
     pub client_capabilities: Value,
     pub progress: Progress,
+    /// The agent's log level and where the request's log messages go (see [`Logs`](super::Logs)).
+    pub logs: super::Logs,
     /// Fired when the agent cancels the request or the front stops (its reason says which).
     pub cancel: CancelToken,
     /// Who the agent is (`FrontLimits::auth`), for calls made on its behalf; `None` without agent auth.

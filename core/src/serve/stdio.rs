@@ -42,6 +42,7 @@ where
         client_info: None,
         client_capabilities: json!({}),
         principal: None,
+        log_level: Some(session.log_level.clone()),
     };
     loop {
         let frame = tokio::select! {

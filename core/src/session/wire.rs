@@ -18,7 +18,7 @@ pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabi
 /// Request `_meta` key: the client's name and version. Optional (SHOULD).
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// Request `_meta` key: the log level the client wants for this request (absent: no log notifications).
-pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+pub const META_LOG_LEVEL: &str = crate::mcp::logging::META_LOG_LEVEL;
 /// Result `_meta` key: the server's name and version, stamped on every modern result (SHOULD).
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 

@@ -6,6 +6,7 @@
 mod burst;
 mod http;
 mod line;
+mod tag;
 
 use std::future::Future;
 
@@ -15,6 +16,7 @@ pub use http::{
     HttpResponseHead, HttpSink, HttpSource, PoolConfig, PoolGauge, PoolState, ResponseHook, http_transport,
 };
 pub use line::{DEFAULT_MAX_FRAME, LineSink, LineSource, decode_frame, decode_frame_with, line_transport};
+pub(crate) use tag::{tag_stream_request, take_stream_request};
 
 use crate::error::{CallError, TransportError};
 use crate::jsonrpc::{DecodeError, Message, MetaRequest};

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Message, RequestId};
+use mcpstorm_core::mcp::logging::{self, LogLevel, LogSink};
 use mcpstorm_core::mcp::method;
 use mcpstorm_core::{CallError, CancelToken, LocalError, TransportError};
 use mcpstorm_core::{CallOptions, ConnectionConfig, conn::Lane};
@@ -60,6 +61,25 @@ async fn tool_calls_carry_their_id_as_progress_token() {
     assert_eq!(token.and_then(|t| t.as_i64()), req.id.as_number());
     peer.respond(req.id, json!({})).await;
     call.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_asks_for_log_messages_says_its_level_and_gets_them() {
+    let (conn, mut peer) = peer::connect(config(), 1 << 16);
+    let (tx, mut logs) = tokio::sync::mpsc::channel(4);
+    let opts = CallOptions { logs: Some(LogSink { level: LogLevel::Info, tx }), ..CallOptions::default() };
+    let call = tokio::spawn({
+        let conn = conn.clone();
+        async move { conn.request(method::TOOLS_CALL, Some(json!({"name": "t"})), opts).await }
+    });
+    let req = peer.request().await;
+    let level = req.params.as_ref().unwrap().pointer("/_meta/io.modelcontextprotocol~1logLevel").cloned();
+    assert_eq!(level, Some(json!("info")));
+    let message = json!({"level": "info", "logger": "db", "data": "working"});
+    peer.send(Message::notification(logging::MESSAGE, Some(message.clone()))).await;
+    peer.respond(req.id, json!({})).await;
+    call.await.unwrap().unwrap();
+    assert_eq!(logs.try_recv().unwrap(), message, "the message came before the answer, to the call");
 }
 
 #[tokio::test(start_paused = true)]

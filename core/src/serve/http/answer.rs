@@ -58,7 +58,10 @@ pub(super) async fn answer(
     let era = agent.era;
     let sse_ok = accepts(headers, "text/event-stream");
     let json_ok = accepts(headers, "application/json");
-    let sse = sse_ok && (progress_token(request.params.as_ref()).is_some() || !json_ok);
+    // A request that may bring notifications (progress it asked for, log messages at its agent's level) is
+    // answered on a stream that can carry them.
+    let notes = progress_token(request.params.as_ref()).is_some() || agent.log_level(request.params.as_ref()).is_some();
+    let sse = sse_ok && (notes || !json_ok);
     if !sse {
         let answered = dispatch::answer(&front.service, &agent, request, flight.token.clone(), None).await;
         drop(flight);

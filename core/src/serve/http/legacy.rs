@@ -98,6 +98,7 @@ async fn call(
         client_info: claims.client_info,
         client_capabilities: claims.client_capabilities,
         principal: Some(principal.clone()),
+        log_level: Some(session.log_level.clone()),
     };
     answer(front, headers, agent, request, flight, Some(session)).await
 }

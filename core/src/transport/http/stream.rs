@@ -85,7 +85,8 @@ pub(super) async fn pump(
             }
             *delivered = true;
             match Message::decode(&event.data) {
-                Ok(msg) => {
+                Ok(mut msg) => {
+                    crate::transport::tag_stream_request(&mut msg, ctx.request);
                     let ours = matches!(&msg, Message::Response(r)
                         if ctx.request.is_some() && r.id.as_ref().and_then(|id| id.as_number()) == ctx.request);
                     if ours && ctx.initialize {

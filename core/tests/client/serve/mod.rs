@@ -4,6 +4,7 @@
 
 mod eras;
 mod limits;
+mod logs;
 mod sessions;
 
 use std::sync::Arc;
@@ -35,7 +36,8 @@ pub struct Seen {
     pub held: AtomicUsize,
 }
 
-/// Tools: `echo` (its `text` back, with two progress notifications first when asked), `whoami` (the context the
+/// Tools: `echo` (its `text` back, with a debug and an info log message and two progress notifications first, each
+/// when asked), `whoami` (the context the
 /// front gave), `hold` (answers once the test opens the gate, or counts its cancellation), `boom` (panics).
 #[derive(Debug, Clone)]
 pub struct Echo(pub Arc<Seen>);
@@ -73,6 +75,9 @@ async fn call(seen: Arc<Seen>, ctx: RequestCtx, params: Value) -> Result<Value, 
     let args = &params["arguments"];
     match params["name"].as_str().unwrap_or_default() {
         "echo" => {
+            for level in ["debug", "info"] {
+                ctx.logs.send(json!({"level": level, "data": format!("echo {level}")})).await;
+            }
             for step in 1..=2 {
                 ctx.progress.send(f64::from(step), Some(2.0), Some(format!("step {step}"))).await;
             }
@@ -116,6 +121,7 @@ impl Service for Echo {
                     Ok(json!({ "tools": tools }))
                 }
                 "tools/call" => call(seen, ctx, params.unwrap_or_default()).await,
+                "logging/setLevel" => Ok(json!({})),
                 other => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
             }
         })

@@ -208,6 +208,7 @@ impl Harness {
             progress: tx,
             first_response: None,
             on_behalf_of: None,
+            logs: None,
         };
         let conn = self.conn.clone();
         let method_name = if tool { method::TOOLS_CALL } else { "test/echo" };
