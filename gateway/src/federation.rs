@@ -239,7 +239,8 @@ impl Federation {
         }
         // Withdrawn while its listing was on the way: it stays out.
         let Some(tools) = listed.filter(|_| !self.is_withheld(server)) else { return };
-        if let Some(extras) = proxied::list(&self.gateway, spec).await {
+        let tools = admitted_tools(spec, tools);
+        if let Some(extras) = proxied::list(&self.gateway, spec).await.map(|e| admitted_entries(spec, e)) {
             let mut proxied = self.proxied.write().unwrap_or_else(PoisonError::into_inner);
             proxied.set(&self.servers, server, extras, self.mode);
         }
@@ -324,11 +325,14 @@ impl Federation {
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("{method} needs a string `{member}`")));
         };
         let origin = self.proxied.read().unwrap_or_else(PoisonError::into_inner).resolve(kind, shown);
+        let spec = origin.as_ref().and_then(|o| self.servers.iter().find(|s| s.name == o.server));
+        // A URI no listing holds reaches a server through its templates: its server's filter still decides.
+        let origin = origin.filter(|o| spec.is_none_or(|spec| admits(spec, kind, &o.name)));
         let origin = origin.ok_or_else(|| {
             let code = if kind == Kind::Prompts { ErrorCode::INVALID_PARAMS } else { ErrorCode::RESOURCE_NOT_FOUND };
             ErrorObject::new(code, format!("unknown {member}: {shown}"))
         })?;
-        let Some(spec) = self.servers.iter().find(|s| s.name == origin.server) else {
+        let Some(spec) = spec else {
             return Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the server left the configuration"));
         };
         proxied::forward(&self.gateway, spec, method, params, member, &origin).await
@@ -487,6 +491,37 @@ fn result_value(result: &CallToolResult) -> Value {
     serde_json::to_value(result).unwrap_or_else(|_| json!({ "content": [], "isError": true }))
 }
 
+/// `tools` less those `spec`'s `tools` filter hides (the same list when it hides none).
+fn admitted_tools(spec: &UpstreamSpec, tools: Arc<Vec<Tool>>) -> Arc<Vec<Tool>> {
+    if tools.iter().all(|t| spec.admits_tool(&t.name)) {
+        return tools;
+    }
+    Arc::new(tools.iter().filter(|t| spec.admits_tool(&t.name)).cloned().collect())
+}
+
+/// A server's prompts, resources and templates less those its `prompts` and `resources` filters hide; an entry
+/// without a name or URI is left to the catalog (which lists only named entries).
+fn admitted_entries(spec: &UpstreamSpec, mut listed: BTreeMap<Kind, Vec<Value>>) -> BTreeMap<Kind, Vec<Value>> {
+    for (kind, entries) in &mut listed {
+        let member = match kind {
+            Kind::Prompts => "name",
+            Kind::Resources => "uri",
+            Kind::Templates => "uriTemplate",
+        };
+        entries.retain(|e| e.get(member).and_then(Value::as_str).is_none_or(|name| admits(spec, *kind, name)));
+    }
+    listed
+}
+
+/// Whether `spec`'s filter of `kind` lets agents see and use its entry `name` (a prompt's name, a resource's URI or
+/// a template's `uriTemplate`).
+fn admits(spec: &UpstreamSpec, kind: Kind, name: &str) -> bool {
+    match kind {
+        Kind::Prompts => spec.admits_prompt(name),
+        Kind::Resources | Kind::Templates => spec.admits_resource(name),
+    }
+}
+
 /// Runs every future to completion, concurrently, on this task.
 async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl IntoIterator<Item = F>) {
     let mut set: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
@@ -495,4 +530,74 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl Int
         if set.is_empty() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
     })
     .await;
+}
+
+/// The servers' filters applied to listings, before the names are built (`admitted_tools`, `admitted_entries`).
+#[cfg(test)]
+mod filter_tests {
+    use super::*;
+
+    fn server(name: &str, filters: Value) -> UpstreamSpec {
+        let mut spec = json!({ "name": name, "replicas": [{ "tcp": "127.0.0.1:9001" }] });
+        spec.as_object_mut().expect("an object").extend(filters.as_object().cloned().unwrap_or_default());
+        serde_json::from_value(spec).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn tools(names: &[&str]) -> Arc<Vec<Tool>> {
+        let tool = |n: &&str| serde_json::from_value(json!({ "name": n, "inputSchema": { "type": "object" } }));
+        Arc::new(names.iter().map(|n| tool(n).expect("a tool")).collect())
+    }
+
+    fn names(catalog: &Catalog) -> Vec<(&str, &str)> {
+        catalog.entries().map(|(n, o)| (n, o.server.as_str())).collect()
+    }
+
+    #[test]
+    fn a_hidden_tool_leaves_the_names_and_its_collision_no_longer_prefixes() {
+        let ledger = server("ledger", json!({}));
+        let docs = server("docs", json!({ "tools": { "deny": ["search", "drop_*"] } }));
+        let listings = [
+            ("ledger", admitted_tools(&ledger, tools(&["balance", "search"]))),
+            ("docs", admitted_tools(&docs, tools(&["search", "read", "drop_index"]))),
+        ];
+        let build =
+            |mode| Catalog::build(listings.iter().map(|(s, t)| (*s, t.iter().map(|t| t.name.clone()).collect())), mode);
+        let catalog = build(PrefixMode::Conditional);
+        assert_eq!(names(&catalog), [("balance", "ledger"), ("search", "ledger"), ("read", "docs")]);
+        for hidden in ["docs__search", "ledger__search", "drop_index", "docs__drop_index"] {
+            assert_eq!(catalog.resolve(hidden), None, "{hidden}: refused as an unknown tool");
+        }
+        let always = build(PrefixMode::Always);
+        assert_eq!(always.resolve("docs__search"), None, "hidden under `always` too");
+        // Nothing hidden: the very same listing, not a copy.
+        let all = tools(&["a", "b"]);
+        assert!(Arc::ptr_eq(&all, &admitted_tools(&ledger, all.clone())));
+    }
+
+    #[test]
+    fn hidden_prompts_resources_and_templates_leave_their_lists() {
+        let everything = server(
+            "everything",
+            json!({
+                "prompts": { "allow": ["simple-*", "args-*"], "deny": ["args-*"] },
+                "resources": { "deny": ["demo://secret/*"] },
+            }),
+        );
+        let listed = BTreeMap::from([
+            (Kind::Prompts, vec![json!({ "name": "simple-prompt" }), json!({ "name": "args-prompt" }), json!({})]),
+            (Kind::Resources, vec![json!({ "uri": "demo://docs/a" }), json!({ "uri": "demo://secret/key" })]),
+            (
+                Kind::Templates,
+                vec![json!({ "uriTemplate": "demo://docs/{id}" }), json!({ "uriTemplate": "demo://secret/{id}" })],
+            ),
+        ]);
+        let kept = admitted_entries(&everything, listed);
+        assert_eq!(kept[&Kind::Prompts], [json!({ "name": "simple-prompt" }), json!({})], "deny wins; unnamed kept");
+        assert_eq!(kept[&Kind::Resources], [json!({ "uri": "demo://docs/a" })]);
+        assert_eq!(kept[&Kind::Templates], [json!({ "uriTemplate": "demo://docs/{id}" })]);
+        // What the read path checks for a URI that reaches the server through a template.
+        assert!(admits(&everything, Kind::Resources, "demo://docs/b"));
+        assert!(!admits(&everything, Kind::Resources, "demo://secret/other"));
+        assert!(!admits(&everything, Kind::Prompts, "args-prompt"));
+    }
 }

@@ -24,6 +24,7 @@ pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod federation;
+pub mod filter;
 pub mod history;
 pub mod metrics;
 pub mod node;

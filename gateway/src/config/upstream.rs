@@ -14,6 +14,7 @@ use super::declared::{Declared, HealthCheckSpec};
 use super::ranges::{self, MAX_CONCURRENCY, MAX_DURATION_MS, MAX_HOSTS, Ranges};
 use super::rules::Rules;
 use super::upstream_auth::UpstreamAuthSpec;
+use crate::filter;
 
 /// One real MCP server behind the gateway.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -46,6 +47,56 @@ pub struct UpstreamSpec {
     /// An OAuth-protected server: the gateway gets access tokens for it (absent: `headers` alone, or none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth: Option<UpstreamAuthSpec>,
+    /// Which of its tools agents see and may call, by the server's own tool names, e.g.
+    /// `{ deny = ["delete_*"] }`. Absent: every tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<NameFilterSpec>,
+    /// Which of its prompts agents see and may get, by the server's own prompt names. Absent: every prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<NameFilterSpec>,
+    /// Which of its resources agents see and may read, by URI (a template by its `uriTemplate`; a read is checked on
+    /// the URI it asks for), e.g. `{ allow = ["file:///srv/docs/*"] }`. Absent: every resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<NameFilterSpec>,
+}
+
+/// Glob patterns (`*` any run of characters, `?` one) on a server's own names. Deny wins over allow; without
+/// `allow`, everything not denied passes. What does not pass is absent from every list and refused like an unknown
+/// name.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NameFilterSpec {
+    /// Only names matching one of these pass (absent: every name). An empty list would hide everything: use
+    /// `deny = ["*"]` for that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+    /// Names matching one of these never pass, whatever `allow` says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
+}
+
+impl NameFilterSpec {
+    /// Whether `name` (the server's own) passes.
+    pub fn admits(&self, name: &str) -> bool {
+        filter::admits(self.allow.as_deref(), &self.deny, name)
+    }
+
+    fn problems(&self, at: &str, rules: &mut Rules) {
+        if self.allow.as_ref().is_some_and(Vec::is_empty) {
+            rules.fail(
+                format!("{at}.allow"),
+                "an empty allow-list would hide every name: leave `allow` out to allow all, or write deny = [\"*\"]",
+            );
+        }
+        let lists = [("allow", self.allow.as_deref().unwrap_or_default()), ("deny", self.deny.as_slice())];
+        for (key, patterns) in lists {
+            for (i, pattern) in patterns.iter().enumerate() {
+                if let Some(why) = filter::problem(pattern) {
+                    rules.fail(format!("{at}.{key}[{i}]"), format!("{pattern:?}: {why}"));
+                }
+            }
+        }
+    }
 }
 
 /// How to reach one replica: exactly one of `http`, `stdio`, `tcp`.
@@ -172,6 +223,21 @@ impl UpstreamSpec {
         format!("{}#{i}", self.name)
     }
 
+    /// Whether agents may see and call the server's tool `name` (`tools`).
+    pub fn admits_tool(&self, name: &str) -> bool {
+        self.tools.as_ref().is_none_or(|f| f.admits(name))
+    }
+
+    /// Whether agents may see and get the server's prompt `name` (`prompts`).
+    pub fn admits_prompt(&self, name: &str) -> bool {
+        self.prompts.as_ref().is_none_or(|f| f.admits(name))
+    }
+
+    /// Whether agents may see and read the server's resource `uri`, or a template `uriTemplate` (`resources`).
+    pub fn admits_resource(&self, uri: &str) -> bool {
+        self.resources.as_ref().is_none_or(|f| f.admits(uri))
+    }
+
     /// What this server declares to the router.
     pub fn declared(&self) -> Declared<'_> {
         Declared {
@@ -206,6 +272,12 @@ impl UpstreamSpec {
             }
             for (r, replica) in server.replicas.iter().enumerate() {
                 replica.problems(&format!("{at}.replicas[{r}]"), rules);
+            }
+            let filters = [("tools", &server.tools), ("prompts", &server.prompts), ("resources", &server.resources)];
+            for (key, spec) in filters {
+                if let Some(spec) = spec {
+                    spec.problems(&format!("{at}.{key}"), rules);
+                }
             }
             if let Some(oauth) = &server.oauth {
                 oauth.problems(&format!("{at}.oauth"), rules);

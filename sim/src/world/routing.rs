@@ -70,6 +70,9 @@ pub fn upstreams(scenario: &Scenario, placement: &Placement) -> Vec<UpstreamSpec
             max_concurrent_requests: s.max_concurrent_requests,
             oauth: None,
             health_check: s.health_check.clone(),
+            tools: None,
+            prompts: None,
+            resources: None,
         })
         .collect()
 }

@@ -13,7 +13,7 @@ use mcpstorm_tests::real_servers::{everything_server, python_http_client, python
 use serde_json::{Value, json};
 
 /// A gateway on a free loopback port over the servers of `servers` (TOML `[[servers]]` tables); its `/mcp` URL.
-async fn gateway(servers: &str) -> (Process, String) {
+pub(super) async fn gateway(servers: &str) -> (Process, String) {
     let text = format!("[listen]\nhttp = \"127.0.0.1:0\"\ndrain = \"1s\"\n{servers}");
     let file = GatewayFile::load_str(&text, "gateway.toml").unwrap_or_else(|e| panic!("{e}"));
     let mut process = Process::start(PathBuf::from("gateway.toml"), file, Seed::new(7), TokioClock::new(0))
@@ -29,6 +29,24 @@ fn python_command() -> Option<String> {
     python_server()?;
     let python = std::env::var("MCPSTORM_PYTHON").unwrap_or_else(|_| "python3".into());
     Some(format!("{python} {}", repo_root().join("tests/peers/py_server.py").display()))
+}
+
+/// The `[[servers]]` tables of the Python SDK's server (`py`) and server-everything (`everything`), each with the
+/// lines given added to its table; `None` (the test returns) when a peer is missing.
+pub(super) fn python_and_everything(py: &str, everything: &str) -> Option<String> {
+    let command = python_command()?;
+    everything_server()?;
+    let script = repo_root().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    Some(format!(
+        "[[servers]]\nname = \"py\"\n{py}[[servers.replicas]]\nstdio = {command:?}\n\n\
+         [[servers]]\nname = \"everything\"\n{everything}[[servers.replicas]]\nstdio = \"node {} stdio\"\n",
+        script.display()
+    ))
+}
+
+/// An agent of the gateway at `url`: the core's own client over Streamable HTTP.
+pub(super) fn agent(url: &str) -> McpClient {
+    McpClient::http("agent", HttpEndpoint::new(url).expect("url"), ClientConfig::default(), SeededRng::new(1))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -53,17 +71,9 @@ async fn the_python_sdk_client_calls_a_python_server_through_the_gateway_in_both
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_reaches_two_real_servers_federated_and_a_collision_is_prefixed() {
-    let command = peer_or_skip!(python_command());
-    peer_or_skip!(everything_server());
-    let everything = repo_root().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let servers = format!(
-        "[[servers]]\nname = \"py\"\n[[servers.replicas]]\nstdio = {command:?}\n\n\
-         [[servers]]\nname = \"everything\"\n[[servers.replicas]]\nstdio = \"node {} stdio\"\n",
-        everything.display()
-    );
+    let servers = peer_or_skip!(python_and_everything("", ""));
     let (mut process, url) = gateway(&servers).await;
-    let agent =
-        McpClient::http("agent", HttpEndpoint::new(&url).expect("url"), ClientConfig::default(), SeededRng::new(1));
+    let agent = agent(&url);
     let tools = agent.list_tools().await.expect("tools/list through the gateway");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     // Both servers have an `echo`: each becomes `server__echo`, neither shadows the other.

@@ -15,6 +15,7 @@ macro_rules! peer_or_skip {
 }
 
 mod eras;
+mod filter;
 mod front;
 mod gateway;
 mod http;
