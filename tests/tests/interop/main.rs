@@ -21,6 +21,7 @@ mod gateway;
 mod http;
 mod http_fake;
 mod in_turmoil;
+mod logging;
 mod oauth;
 mod redis;
 mod redis_in_turmoil;
