@@ -54,12 +54,12 @@ pub use cost::{Cost, Limits};
 pub use error::{ConfigError as ScenarioError, Location, Problem};
 pub use faults::{CrashMode, DriftKind, Fault, FaultKind};
 pub use fidelity::FidelitySpec;
-pub use idp::{IDP_HOST, IDP_PORT, IdentityProviderSpec};
 pub use gateway::{
     CredentialSpec, DEFAULT_FORMULA, FormulaName, GatewaySpec, PrefixMode, RequirementRule, RouterSpec, ToolsSpec,
     profile_name,
 };
 pub use history::HistorySpec;
+pub use idp::{IDP_HOST, IDP_PORT, IdentityProviderSpec};
 pub use listen::{AdminSpec, ListenSpec};
 pub use mcpstorm_gateway::config::{Declared, HealthCheckSpec, server_tag};
 pub use model::label as sweep_label;
