@@ -28,11 +28,12 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::catalog::Catalog;
+use super::catalog::{Catalog, Origin};
 use super::metrics::{AttemptLabels, Metrics, ToolLabels};
 use super::proxied::{self, Kind, Proxied};
 use super::readiness::{ReplicaStatus, Replicas};
 use super::state::Protection;
+use super::subscriptions::Subscriptions;
 use super::tap::AttemptTap;
 use crate::config::ReadyRule;
 use crate::config::{PrefixMode, UpstreamSpec, server_tag};
@@ -73,6 +74,8 @@ pub struct Federation {
     withheld: RwLock<BTreeSet<String>>,
     /// Every configured replica's state, as the listings found it (`/readyz`, the admin API).
     replicas: Replicas,
+    /// Agents' resource subscriptions.
+    subscriptions: Arc<Subscriptions>,
 }
 
 impl std::fmt::Debug for Federation {
@@ -95,6 +98,7 @@ impl Federation {
             withheld: RwLock::default(),
             replicas: Replicas::of(&servers),
             servers,
+            subscriptions: Arc::default(),
         }
     }
 
@@ -129,6 +133,11 @@ impl Federation {
 
     pub fn gateway(&self) -> &Arc<Gateway> {
         &self.gateway
+    }
+
+    /// Agents' resource subscriptions (see `subscribe`).
+    pub fn subscriptions(&self) -> &Arc<Subscriptions> {
+        &self.subscriptions
     }
 
     pub fn servers(&self) -> &[UpstreamSpec] {
@@ -321,6 +330,18 @@ impl Federation {
         params: Option<Value>,
     ) -> Result<Value, ErrorObject> {
         let params = params.unwrap_or_else(|| json!({}));
+        let (spec, origin) = self.origin(method, kind, member, &params)?;
+        proxied::forward(&self.gateway, spec, method, params, member, &origin).await
+    }
+
+    /// Where the agent-facing name in `params[member]` leads, when its server's filter admits it.
+    pub(crate) fn origin(
+        &self,
+        method: &str,
+        kind: Kind,
+        member: &str,
+        params: &Value,
+    ) -> Result<(&UpstreamSpec, Origin), ErrorObject> {
         let Some(shown) = params.get(member).and_then(Value::as_str) else {
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("{method} needs a string `{member}`")));
         };
@@ -335,7 +356,7 @@ impl Federation {
         let Some(spec) = spec else {
             return Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the server left the configuration"));
         };
-        proxied::forward(&self.gateway, spec, method, params, member, &origin).await
+        Ok((spec, origin))
     }
 
     /// The server of the tool agents know as `tool` (whose name its log messages carry).

@@ -36,6 +36,8 @@ pub mod readiness;
 pub mod seed;
 pub mod service;
 pub mod state;
+pub mod subscribe;
+pub mod subscriptions;
 pub mod sync;
 pub mod tap;
 pub mod upstreams;

@@ -12,7 +12,7 @@ use mcpstorm_core::mcp::{Implementation, ProgressParams, method};
 use mcpstorm_core::serve::{Front, RequestCtx, ServerDescription, Service, ServiceFuture};
 use mcpstorm_core::session::{Era, META_SERVER_INFO};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
 
 use super::federation::{Current, Federation, current};
@@ -21,10 +21,7 @@ use crate::config::ReadyRule;
 
 /// Requests of agents a gateway does not proxy, and why; each gets -32601 with this reason. (Sampling and
 /// elicitation are requests a server makes of its client.) docs/gateway.md lists them.
-pub const NOT_PROXIED: &[(&str, &str)] = &[
-    ("resources/subscribe", "resource subscriptions are not relayed by this gateway"),
-    ("resources/unsubscribe", "resource subscriptions are not relayed by this gateway"),
-];
+pub const NOT_PROXIED: &[(&str, &str)] = &[];
 
 /// See the module documentation.
 #[derive(Debug)]
@@ -35,18 +32,35 @@ pub struct GatewayService {
     pub ready: ReadyRule,
 }
 
-/// Tells every connected agent when the names it sees change (until `stop`, when a reload replaced this federation
-/// or the node stopped): the process's and a simulated node's.
+/// Tells every connected agent when the names it sees change, and each subscribed agent session when a resource it
+/// subscribed to was updated (until `stop`, when a reload replaced this federation or the node stopped): the
+/// process's and a simulated node's.
 pub async fn tell_agents(current: Current, front: Front, stop: CancelToken) {
-    let mut changes = self::current(&current).changes();
+    let federation = self::current(&current);
+    let mut changes = federation.changes();
+    let mut updates = federation.resource_updates();
+    drop(federation);
     loop {
         tokio::select! {
             biased;
             () = stop.cancelled() => return,
-            changed = changes.changed() => if changed.is_err() { return },
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let told = front.notify_all(method::TOOLS_LIST_CHANGED, None);
+                tracing::info!(agents = told, "tool list changed");
+            }
+            update = updates.recv() => match update {
+                Ok(update) => {
+                    front.notify_session(&update.session, method::RESOURCES_UPDATED, Some(json!({ "uri": update.uri })));
+                }
+                Err(broadcast::error::RecvError::Lagged(skipped)) => {
+                    tracing::warn!(skipped, "resource updates skipped: the front fell behind");
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
         }
-        let told = front.notify_all(method::TOOLS_LIST_CHANGED, None);
-        tracing::info!(agents = told, "tool list changed");
     }
 }
 
@@ -64,6 +78,14 @@ impl Service for GatewayService {
                 "resources/read" => federation.forward(&method, Kind::Resources, "uri", params).await,
                 "completion/complete" => federation.complete(params).await,
                 logging::SET_LEVEL => set_level(&federation, &ctx, params.as_ref()).await,
+                method::RESOURCES_SUBSCRIBE => match subscriber(&ctx, &method) {
+                    Ok(agent) => federation.subscribe(&agent, params).await,
+                    Err(e) => Err(e),
+                },
+                method::RESOURCES_UNSUBSCRIBE => match subscriber(&ctx, &method) {
+                    Ok(agent) => federation.unsubscribe(&agent, params).await,
+                    Err(e) => Err(e),
+                },
                 other => Err(not_served(other)),
             }
         })
@@ -73,13 +95,18 @@ impl Service for GatewayService {
         ServerDescription {
             // `listChanged`: an upstream's change reaches every connected agent. `completions`: routed to the
             // server of the prompt or resource template asked about. `logging`: a tool call's upstream log messages
-            // reach its agent.
+            // reach its agent. `subscribe`: relayed to the resource's server (see `subscriptions`).
             capabilities: json!({
-                "tools": { "listChanged": true }, "prompts": {}, "resources": {}, "completions": {}, "logging": {}
+                "tools": { "listChanged": true }, "prompts": {}, "resources": { "subscribe": true }, "completions": {},
+                "logging": {}
             }),
             server_info: Implementation::new("mcpstorm-gateway", env!("CARGO_PKG_VERSION")),
             instructions: None,
         }
+    }
+
+    fn session_ended(&self, session: &str) {
+        current(&self.current).session_ended(session);
     }
 
     fn ready(&self) -> bool {
@@ -112,6 +139,19 @@ fn not_served(method: &str) -> ErrorObject {
     match NOT_PROXIED.iter().find(|(prefix, _)| method.starts_with(prefix)) {
         Some((_, why)) => ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("{method}: {why}")),
         None => ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}")),
+    }
+}
+
+/// The agent session a `resources/subscribe` or `resources/unsubscribe` is for: a 2025-11-25 one (its HTTP session
+/// or the stdio peer). 2026-07-28 has neither request (`subscriptions/listen` replaces them, which the gateway does
+/// not serve).
+fn subscriber(ctx: &RequestCtx, method: &str) -> Result<Arc<str>, ErrorObject> {
+    match (&ctx.session, ctx.era) {
+        (Some(session), Era::Legacy) => Ok(session.clone()),
+        _ => {
+            let why = format!("{method} is not part of 2026-07-28: subscriptions/listen replaces it");
+            Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, why))
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, PoisonError};
 use tokio::time::{Instant, sleep, timeout};
 
 use super::ready::Unusable;
-use super::{ListChanged, McpClient, Session};
+use super::{ListChanged, McpClient, Session, WatchSlot};
 use crate::capabilities::ToolCache;
 use crate::conn::{Connection, ConnectionConfig, ConnectionParts, NotificationHandler};
 use crate::error::{CallError, TransportError};
@@ -105,7 +105,11 @@ impl McpClient {
             config,
             observer: self.observer.clone(),
             global: self.global.clone(),
-            on_notification: Some(notification_handler(tools.clone(), self.list_changed.clone())),
+            on_notification: Some(notification_handler(
+                tools.clone(),
+                self.list_changed.clone(),
+                self.resource_updated.clone(),
+            )),
             guard,
         };
         let conn = match &self.http {
@@ -200,12 +204,19 @@ impl McpClient {
     }
 }
 
-fn notification_handler(tools: Arc<ToolCache>, hook: Option<ListChanged>) -> NotificationHandler {
+fn notification_handler(tools: Arc<ToolCache>, hook: Option<ListChanged>, watch: WatchSlot) -> NotificationHandler {
     Arc::new(move |n| {
         if n.method == method::TOOLS_LIST_CHANGED {
             tools.mark_stale();
             if let Some(hook) = &hook {
                 (hook.0)();
+            }
+        } else if n.method == method::RESOURCES_UPDATED
+            && let Some(uri) = n.params.as_ref().and_then(|p| p.get("uri")).and_then(serde_json::Value::as_str)
+        {
+            let hook = watch.read().unwrap_or_else(PoisonError::into_inner).clone();
+            if let Some(hook) = hook {
+                (hook.0)(uri);
             }
         } else {
             tracing::trace!(method = %n.method, "server notification");

@@ -92,7 +92,22 @@ pub struct McpClient {
     /// Told after the server's `notifications/tools/list_changed` has marked the listing stale, and after a re-fetch
     /// on a drift signal.
     list_changed: Option<ListChanged>,
+    /// Told the URI of each `notifications/resources/updated` the server sends (see [`McpClient::watch_resources`]).
+    resource_updated: WatchSlot,
 }
+
+/// What [`McpClient::watch_resources`] calls with the URI of each `notifications/resources/updated`.
+#[derive(Clone)]
+pub struct ResourceUpdated(pub Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for ResourceUpdated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResourceUpdated")
+    }
+}
+
+/// The resource-update hook, settable while connections are live (every connection's handler reads it).
+pub(crate) type WatchSlot = Arc<std::sync::RwLock<Option<ResourceUpdated>>>;
 
 /// What [`McpClient::on_list_changed`] calls: a gateway re-lists the server and tells its own agents.
 #[derive(Clone)]
@@ -140,7 +155,15 @@ impl McpClient {
             pinned: tokio::sync::Mutex::new(None),
             drift: DriftCounters::default(),
             list_changed: None,
+            resource_updated: WatchSlot::default(),
         }
+    }
+
+    /// Calls `hook` with the URI of every `notifications/resources/updated` the server sends from now on, on the
+    /// current connection and every later one (replacing a previous hook): a gateway that subscribed to a resource
+    /// upstream hands the update to the agents that subscribed through it.
+    pub fn watch_resources(&self, hook: ResourceUpdated) {
+        *self.resource_updated.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(hook);
     }
 
     /// Calls `hook` whenever the server sends `notifications/tools/list_changed` (after the client has marked its
@@ -209,6 +232,11 @@ impl McpClient {
     pub fn in_flight_snapshot(&self) -> (usize, usize) {
         let pending = self.live.try_lock().and_then(|live| live.get().map(|s| s.conn.pending())).unwrap_or(0);
         (pending, self.global.as_ref().map_or(0, InFlightLimit::in_flight))
+    }
+
+    /// The current session, if there is one; never connects.
+    pub fn current_session(&self) -> Option<Session> {
+        self.live.current().map(|s| Session::clone(&s))
     }
 
     /// Shares an era cache (keyed by server name) with other clients; by default each client has its own.

@@ -34,6 +34,10 @@ pub mod method {
     pub const CANCELLED: &str = "notifications/cancelled";
     pub const PROGRESS: &str = "notifications/progress";
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    /// 2025-11-25 (2026-07-28 has `subscriptions/listen` instead): resource subscriptions and their updates.
+    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+    pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

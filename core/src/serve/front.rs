@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use super::keys::{KeyError, Keys};
 use super::limits::FrontLimits;
 use super::service::Service;
-use super::shared::Shared;
+use super::shared::{Notice, Shared};
 use crate::jsonrpc::Message;
 use crate::rt::Clock;
 
@@ -117,7 +117,15 @@ impl Front {
     /// 2025-11-25 GET stream and to the stdio peer. 2026-07-28 has no channel for it. Returns how many listeners
     /// it was queued for.
     pub fn notify_all(&self, method: &str, params: Option<Value>) -> usize {
-        self.inner.notices.send(Message::notification(method, params)).unwrap_or(0)
+        self.inner.notices.send(Notice { to: None, msg: Message::notification(method, params) }).unwrap_or(0)
+    }
+
+    /// Sends a notification (e.g. `notifications/resources/updated`) to one agent session, by the id the service
+    /// knows it by ([`RequestCtx::session`](super::RequestCtx)): on its 2025-11-25 GET stream, or to the stdio
+    /// peer. Lossy as [`Front::notify_all`] is: a session with no stream open in this process gets nothing.
+    pub fn notify_session(&self, session: &str, method: &str, params: Option<Value>) {
+        let notice = Notice { to: Some(Arc::from(session)), msg: Message::notification(method, params) };
+        let _ = self.inner.notices.send(notice);
     }
 
     /// Answers new work 503 (with `Retry-After`), lets the requests in flight finish for up to `drain` (their

@@ -148,6 +148,11 @@ pub(crate) struct GetGuard {
 }
 
 impl GetGuard {
+    /// The session's nonce.
+    pub fn session(&self) -> &str {
+        &self.session.key
+    }
+
     /// Whether this is still the session's newest GET stream and the session has not ended.
     pub fn current(&self) -> bool {
         !self.session.cancel.is_cancelled() && self.session.get_generation.load(Ordering::SeqCst) == self.generation

@@ -30,6 +30,10 @@ pub trait Service: Send + Sync + 'static {
     /// The `capabilities` and `serverInfo` to answer initialize / server/discover with.
     fn describe(&self) -> ServerDescription;
 
+    /// An agent session ended here: its DELETE (2025-11-25 HTTP), or the stdio peer went away. What the service
+    /// keeps for it (resource subscriptions) can go. A session that merely stops calling is never told.
+    fn session_ended(&self, _session: &str) {}
+
     /// Whether `/readyz` answers 200 (else 503; the front also answers 503 once it is stopping).
     fn ready(&self) -> bool {
         true

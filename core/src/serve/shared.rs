@@ -17,9 +17,25 @@ use crate::cancel::CancelToken;
 use crate::jsonrpc::Message;
 use crate::rt::Clock;
 
-/// Server notifications queued per listener (GET stream, stdio); a listener further behind skips the oldest, which
-/// costs nothing for `list_changed` (the agent re-lists once either way).
+/// Server notifications queued per listener (GET stream, stdio), those for other sessions included; a listener
+/// further behind skips the oldest, which costs nothing for `list_changed` (the agent re-lists once either way) and
+/// loses a `resources/updated` (the agent reads the resource at the next one).
 const NOTICES: usize = 64;
+
+/// A server notification for agents: every connected session's (`to` is `None`), or one session's (its nonce, or
+/// `"stdio"` for the stdio peer).
+#[derive(Debug, Clone)]
+pub(crate) struct Notice {
+    pub to: Option<Arc<str>>,
+    pub msg: Message,
+}
+
+impl Notice {
+    /// Whether the listener of session `key` takes this notice.
+    pub fn for_session(&self, key: &str) -> bool {
+        self.to.as_deref().is_none_or(|to| to == key)
+    }
+}
 
 pub(crate) struct Shared {
     pub service: Arc<dyn Service>,
@@ -32,7 +48,7 @@ pub(crate) struct Shared {
     /// Who runs and who waits when agents send more than `max_calls_in_flight`.
     pub admission: Arc<Admission>,
     pub drain: Arc<Drain>,
-    pub notices: broadcast::Sender<Message>,
+    pub notices: broadcast::Sender<Notice>,
     /// Stop accepting connections and requests.
     pub closing: CancelToken,
     /// The drain deadline passed: every request, stream and connection ends. Parent of every session's token.
@@ -117,5 +133,19 @@ impl Shared {
             tokens: StaticTokens::new(&limits.agent_tokens)?,
             limits,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_notice_for_everyone_or_for_one_session() {
+        let msg = Message::notification("notifications/resources/updated", None);
+        let all = Notice { to: None, msg: msg.clone() };
+        let one = Notice { to: Some(Arc::from("n1")), msg };
+        assert!(all.for_session("n1") && all.for_session("stdio"));
+        assert!(one.for_session("n1") && !one.for_session("n2"));
     }
 }

@@ -13,7 +13,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::dispatch::{self, Agent};
 use super::lifecycle;
 use super::live::{Admit, LiveSession};
-use super::shared::Shared;
+use super::shared::{Notice, Shared};
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
 use crate::mcp::{LATEST_PROTOCOL_VERSION, method};
 use crate::session::{Era, envelope_version};
@@ -87,6 +87,7 @@ where
     relay.abort();
     drop(out);
     let _ = writer.await;
+    front.service.session_ended(STDIO_SESSION);
 }
 
 /// Answers lifecycle requests at once (in order: `initialize` settles the era before the next frame is read) and
@@ -164,15 +165,16 @@ async fn write<S: MessageSink>(mut sink: S, mut outbox: mpsc::Receiver<Message>)
     sink.close().await;
 }
 
-/// Broadcast notifications (`list_changed`) to the stdio peer.
-async fn relay(mut notices: broadcast::Receiver<Message>, out: mpsc::Sender<Message>) {
+/// Server notifications for every agent (`list_changed`) or for this one (`resources/updated`) to the stdio peer.
+async fn relay(mut notices: broadcast::Receiver<Notice>, out: mpsc::Sender<Message>) {
     loop {
         match notices.recv().await {
-            Ok(msg) => {
-                if out.send(msg).await.is_err() {
+            Ok(notice) if notice.for_session(STDIO_SESSION) => {
+                if out.send(notice.msg).await.is_err() {
                     return;
                 }
             }
+            Ok(_) => {}
             Err(broadcast::error::RecvError::Lagged(_)) => {}
             Err(broadcast::error::RecvError::Closed) => return,
         }

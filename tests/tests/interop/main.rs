@@ -28,3 +28,4 @@ mod redis_in_turmoil;
 mod redis_wire;
 mod schemas;
 mod servers;
+mod subscriptions;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use hyper::StatusCode;
 use hyper::header::HeaderMap;
 use tokio::sync::{broadcast, mpsc};
-use tokio::time::sleep;
+use tokio::time::sleep_until;
 
 use super::answer::answer;
 use crate::jsonrpc::{ErrorCode, Message, Request};
@@ -18,7 +18,7 @@ use crate::serve::dispatch::Agent;
 use crate::serve::headers::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, accepts, header};
 use crate::serve::lifecycle;
 use crate::serve::live::{GetGuard, LiveSession};
-use crate::serve::shared::Shared;
+use crate::serve::shared::{Notice, Shared};
 use crate::serve::sse::{self, RING, parse_event_id};
 use crate::serve::token::{self, SessionClaims};
 use crate::session::Era;
@@ -158,6 +158,7 @@ pub(super) fn delete(front: &Arc<Shared>, headers: &HeaderMap) -> Reply {
     };
     front.revoked().insert(&claims.nonce);
     front.sessions.remove(&claims.nonce);
+    front.service.session_ended(&claims.nonce);
     body::empty(StatusCode::OK)
 }
 
@@ -190,7 +191,7 @@ pub(super) fn get(front: &Arc<Shared>, headers: &HeaderMap) -> Reply {
 async fn server_messages(
     front: Arc<Shared>,
     get: GetGuard,
-    mut notices: broadcast::Receiver<Message>,
+    mut notices: broadcast::Receiver<Notice>,
     tx: mpsc::Sender<sse::Chunk>,
 ) {
     let stream = front.next_stream_id();
@@ -200,20 +201,25 @@ async fn server_messages(
         if !get.current() || tx.send(Ok(chunk)).await.is_err() {
             return;
         }
-        next = tokio::select! {
-            biased;
-            () = front.closing.cancelled() => None,
-            () = get.ended() => None,
-            received = notices.recv() => match received {
-                Ok(msg) => {
-                    seq += 1;
-                    Some(sse::event(&sse::event_id(stream, seq), &msg.encode()))
-                }
-                // Too far behind: the oldest were skipped; carry on with what is next.
-                Err(broadcast::error::RecvError::Lagged(_)) => Some(sse::keep_alive()),
-                Err(broadcast::error::RecvError::Closed) => None,
-            },
-            () = sleep(KEEP_ALIVE) => Some(sse::keep_alive()),
-        };
+        let quiet_until = tokio::time::Instant::now() + KEEP_ALIVE;
+        while next.is_none() {
+            next = tokio::select! {
+                biased;
+                () = front.closing.cancelled() => return,
+                () = get.ended() => return,
+                received = notices.recv() => match received {
+                    Ok(notice) if notice.for_session(get.session()) => {
+                        seq += 1;
+                        Some(sse::event(&sse::event_id(stream, seq), &notice.msg.encode()))
+                    }
+                    // Another session's: nothing to write.
+                    Ok(_) => None,
+                    // Too far behind: the oldest were skipped; carry on with what is next.
+                    Err(broadcast::error::RecvError::Lagged(_)) => Some(sse::keep_alive()),
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                () = sleep_until(quiet_until) => Some(sse::keep_alive()),
+            };
+        }
     }
 }

@@ -5,6 +5,7 @@
 mod eras;
 mod limits;
 mod logs;
+mod notices;
 mod sessions;
 
 use std::sync::Arc;
