@@ -13,6 +13,7 @@ pub use refetch::RefetchReason;
 
 mod anomalies;
 mod refetch;
+pub mod trace;
 
 /// Identifies a connection in events: the server it talks to and a per-client sequence number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
