@@ -9,7 +9,9 @@ protocol on a pipe (`--remote-debugging-pipe`, no port and no dependency), opens
 - the page throws, or logs an error or warning to the console (a broken inline script, a refused resource);
 - the page makes any request but for itself (a font, a script, a stylesheet or an image from anywhere else);
 - the page is blank: no text in its body, or a screenshot of a single colour;
-- a page other than the swarm's (a table of seeds) inlines no plot.
+- a page other than the swarm's (a table of seeds) inlines no plot;
+- a run's page has a Calls section without a waterfall (unless it made no calls), or a waterfall without a visible
+  bar.
 
 The screenshots are kept in target/html-check/screenshots/ (1280 px wide, the first 2000 px of each page).
 
@@ -181,6 +183,12 @@ class Browser:
              "returnByValue": True},
             session=session,
         )["result"]["value"]
+        # A run page's waterfalls (sim/src/report/waterfall.rs): how many, and how many are drawn with a visible bar.
+        waterfalls = self.send(
+            "Runtime.evaluate",
+            {"expression": WATERFALLS, "returnByValue": True},
+            session=session,
+        )["result"].get("value")
         shot = self.send("Page.captureScreenshot", {"format": "png"}, session=session)["data"]
         png = base64.b64decode(shot)
         screenshot.write_bytes(png)
@@ -189,10 +197,29 @@ class Browser:
             problems.append("the page has no text")
         if plots == 0 and page.parent.name != "swarm":
             problems.append("the page inlines no plot")
+        if waterfalls is not None:
+            shown, drawn, no_calls = waterfalls
+            if shown == 0 and not no_calls:
+                problems.append("the page's Calls section shows no waterfall")
+            if drawn < shown:
+                problems.append(f"{shown - drawn} of {shown} waterfalls render no visible bar")
         if single_colour(png):
             problems.append(f"the screenshot ({screenshot}) is a single colour")
         self.send("Target.closeTarget", {"targetId": target})
         return problems
+
+
+# null on a page without a Calls section; else [waterfalls, waterfalls drawn with a bar wider than 0, no calls].
+WATERFALLS = """(() => {
+  if (!document.getElementById('waterfall')) return null;
+  const svgs = [...document.querySelectorAll('svg.waterfall')];
+  const drawn = svgs.filter(s => {
+    const box = s.getBoundingClientRect();
+    const bars = [...s.querySelectorAll('rect')].filter(r => r.querySelector('title'));
+    return box.width > 0 && box.height > 0 && bars.some(b => b.getBoundingClientRect().width > 0);
+  });
+  return [svgs.length, drawn.length, document.body.innerText.includes('No calls were made.')];
+})()"""
 
 
 def event_problems(event: dict, url: str) -> list[str]:

@@ -179,6 +179,7 @@ mod tests {
             checks: Vec::new(),
             reproduce: "mcpstorm sim s.toml".into(),
             audit: Default::default(),
+            traces: Default::default(),
             mode: Default::default(),
         }
     }

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::html::REPORT_HTML;
-use super::{calls, compare, contrast, csv_out, fidelity, plot, summary, sweep};
+use super::{calls, compare, contrast, csv_out, fidelity, plot, summary, sweep, traces};
 
 /// The command whose report a directory holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +71,7 @@ impl Command {
             (Command::Sim, false) => {
                 [csv_out::TIMESERIES, csv_out::EVENTS, calls::CALLS, summary::SUMMARY_JSON, summary::SUMMARY_MD]
                     .contains(&name)
-                    || [SCENARIO_COPY, REPORT_HTML, sweep::SWEEP_CSV, sweep::SWEEP_MD].contains(&name)
+                    || [SCENARIO_COPY, REPORT_HTML, sweep::SWEEP_CSV, sweep::SWEEP_MD, traces::TRACES].contains(&name)
                     || figure(&[plot::QPS, plot::P99, plot::ERRORS, plot::REPORT, contrast::CONTRAST])
                     || figure(&[sweep::SWEEP_QPS, sweep::SWEEP_P99])
             }

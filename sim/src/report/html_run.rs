@@ -52,6 +52,7 @@ pub(crate) fn render(p: &RunPage<'_>) -> String {
     }
     nav.extend([
         ("faults", "Faults"),
+        (super::waterfall::WATERFALL, "Calls"),
         ("totals", "Totals"),
         ("servers", "Per server"),
         ("scenario", "Scenario"),
@@ -82,6 +83,8 @@ pub(crate) fn render(p: &RunPage<'_>) -> String {
     }
     s.push_str(&section("faults", "Faults"));
     s.push_str(&fault_table(&run.faults, run.sim_seconds));
+    s.push_str(&section(super::waterfall::WATERFALL, "Calls as traces"));
+    s.push_str(&super::waterfall::section(run));
     s.push_str(&section("totals", "Totals"));
     s.push_str(&totals(run, p.contrast.as_ref().map(|c| c.other)));
     s.push_str(&section("servers", "Per server"));
@@ -181,6 +184,9 @@ fn files(p: &RunPage<'_>) -> String {
     ];
     if p.calls {
         names.push(calls::CALLS.to_owned());
+    }
+    if p.run.traces.kept.is_some() {
+        names.push(super::traces::TRACES.to_owned());
     }
     names.push(super::dir::SCENARIO_COPY.to_owned());
     for stem in [plot::REPORT, plot::QPS, plot::P99, plot::ERRORS] {

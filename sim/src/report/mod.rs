@@ -44,6 +44,8 @@ mod plot;
 mod summary;
 mod sweep;
 mod timeline;
+mod traces;
+mod waterfall;
 
 use std::path::{Path, PathBuf};
 
@@ -76,6 +78,9 @@ pub fn write_run(dir: &Path, run: &RunData, wall: &WallClock, calls: CallsMode) 
         out.figure(stem, &fig)?;
     }
     out.write(summary::markdown(run, wall, calls).into_bytes(), summary::SUMMARY_MD)?;
+    if let Some(kept) = &run.traces.kept {
+        out.write(traces::otlp_json(run.seed, kept), traces::TRACES)?;
+    }
     Ok(out.paths)
 }
 

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod calls;
 pub mod failure;
 pub mod memory;
+pub mod traces;
 
 pub use audit::{RunAudit, ServerTotals};
 pub use calls::{CallSink, CallSinkError, RetryBy};
@@ -391,6 +392,9 @@ pub struct RunData {
     /// What the swarm's invariants read; written nowhere.
     #[serde(skip)]
     pub audit: RunAudit,
+    /// The calls kept as traces (`traces.otlp.json`) and those the report's waterfall shows; written nowhere else.
+    #[serde(skip)]
+    pub traces: traces::Traces,
     /// Simulated or live: `summary.json`'s `mode` (and the console's first line).
     #[serde(skip)]
     pub mode: RunMode,

@@ -70,7 +70,7 @@ pub use placement::{Placement, load_host, node_host, replica_host, server_host};
 pub use read::{load_file, load_file_with, load_str, load_str_with};
 pub use redis::RedisHost;
 pub use reference::GATEWAY_CONFIG;
-pub use report::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, ReportSpec};
+pub use report::{CALLS_SAMPLE_EVERY, CallsMode, Contrast, ReportSpec, TracesMode};
 pub use servers::ServerSpec;
 pub use swarm::SwarmSpec;
 pub use sync::SyncSpec;

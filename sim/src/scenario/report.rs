@@ -21,6 +21,43 @@ pub struct ReportSpec {
     /// 100) or `"off"` (no file, and no hashing of results).
     #[serde(default, skip_serializing_if = "CallsMode::is_default")]
     pub calls: CallsMode,
+    /// Which calls go to `traces.otlp.json` as OpenTelemetry spans (the OTLP JSON encoding, the MCP semantic
+    /// conventions, ids drawn from the seed; see docs/traces.md): `"off"` (the default: no file), `"sampled"` (one
+    /// logical call in 100, the calls `calls.csv`'s sample holds), `"all"` (the calls `calls.csv` holds: every call
+    /// when it writes every attempt, else its sample) or `"failed"` (those of `"all"`'s that did not end ok).
+    #[serde(default, skip_serializing_if = "TracesMode::is_default")]
+    pub traces: TracesMode,
+}
+
+/// Which calls a run writes to `traces.otlp.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TracesMode {
+    /// No file: the default, so a run writes only what it wrote before traces existed (a file of spans is for a
+    /// reader who asks for it, and a run's directory stays the same for every other reader).
+    #[default]
+    Off,
+    /// One logical call in 100 (`CALLS_SAMPLE_EVERY`): the calls `calls.csv`'s sample holds.
+    Sampled,
+    /// The calls `calls.csv` holds (as `[report] calls` resolves for the run; a sample with `calls = "off"`).
+    All,
+    /// Those of `"all"`'s that did not end ok (degraded answers included).
+    Failed,
+}
+
+impl TracesMode {
+    fn is_default(&self) -> bool {
+        *self == TracesMode::default()
+    }
+
+    /// One logical call in how many is a candidate, under `calls` (resolved for the run); `None` when off.
+    pub fn every(self, calls: CallsMode) -> Option<u64> {
+        match (self, calls) {
+            (TracesMode::Off, _) => None,
+            (TracesMode::All | TracesMode::Failed, CallsMode::All | CallsMode::Auto) => Some(1),
+            _ => Some(CALLS_SAMPLE_EVERY),
+        }
+    }
 }
 
 /// Which attempts a run writes to `calls.csv`.

@@ -389,6 +389,7 @@ mod tests {
             checks: Vec::new(),
             reproduce: String::new(),
             audit: RunAudit::default(),
+            traces: Default::default(),
             mode: Default::default(),
         }
     }

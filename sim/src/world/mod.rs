@@ -204,6 +204,7 @@ pub(crate) fn recorder_for(scenario: &Scenario, calls: Option<Box<dyn CallSink>>
     recorder.set_phases(phases.clone());
     recorder.set_tick(scenario.tick.0);
     recorder.set_calls(calls, scenario.report.calls);
+    recorder.set_traces(scenario.report.traces, scenario.report.calls);
     (recorder, phases)
 }
 
@@ -293,6 +294,7 @@ pub(crate) fn conclude(
         checks,
         reproduce,
         audit,
+        traces: recorder.finish_traces(),
         mode,
         // A live run's gateway nodes are processes of their own, out of the recorder's sight.
         attempts_recorded: !(mode == RunMode::Live && scenario.nodes.count > 0),

@@ -166,7 +166,10 @@ fn the_same_run_gives_the_same_page_wherever_it_is_written() {
         assert!(page.contains("<td>latency_spike echo</td>"), "{name}: the scenario's one fault");
     }
     let page = std::fs::read_to_string(a.join("report.html")).unwrap();
-    assert!(page.contains("<h2 id=\"contrast\">") && page.matches("<svg ").count() == 2);
+    // The two plots (the run's, both profiles'), and the calls' waterfalls (docs/traces.md).
+    let waterfalls = page.matches("class=\"waterfall\"").count();
+    assert!(page.contains("<h2 id=\"contrast\">") && page.matches("<svg ").count() == 2 + waterfalls);
+    assert!(page.contains("<h2 id=\"waterfall\">") && waterfalls >= 1, "the slowest call at least");
     assert!(page.contains("<pre># The scenario as run: every --set applied, secrets redacted. Seed 1."));
 }
 

@@ -24,3 +24,4 @@ mod routing;
 mod swarm;
 mod sync;
 mod tokens;
+mod traces;

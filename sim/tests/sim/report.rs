@@ -121,6 +121,7 @@ pub(crate) fn storm_run() -> RunData {
         ],
         reproduce: "mcpstorm sim scenarios/retry_storm.toml --seed 42".into(),
         audit: Default::default(),
+        traces: Default::default(),
         mode: Default::default(),
     }
 }
@@ -359,6 +360,7 @@ fn quiet_run(seconds: Vec<SecondRow>) -> RunData {
         checks: vec![],
         reproduce: "mcpstorm sim scenarios/edge.toml --seed 7".into(),
         audit: Default::default(),
+        traces: Default::default(),
         mode: Default::default(),
     }
 }

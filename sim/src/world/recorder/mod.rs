@@ -24,8 +24,10 @@ use super::call_log::CallLog;
 use super::phases::Phases;
 use crate::run::memory::{Seconds, latency_histogram, ms};
 use crate::run::{CallSink, CallSinkError, Convergence, EventRow, FailureClass, RetryBy, SecondRow, Totals};
-use crate::scenario::CallsMode;
+use crate::run::traces::Traces;
+use crate::scenario::{CallsMode, TracesMode};
 use duplicates::Duplicates;
+use traces::TraceLog;
 
 /// How a logical call (all its attempts) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +148,8 @@ struct Inner {
     gateways: usize,
     incidents: BTreeMap<(String, String), usize>,
     audit: AuditLog,
+    /// Calls kept as traces, and the waterfall's picks.
+    traces: TraceLog,
 }
 
 #[derive(Debug, Clone)]
@@ -184,6 +188,7 @@ impl Default for Recorder {
                 gateways: 1,
                 incidents: BTreeMap::new(),
                 audit: AuditLog::default(),
+                traces: TraceLog::default(),
             })),
         }
     }
@@ -345,6 +350,11 @@ impl Recorder {
         self.lock().calls = CallLog::new(sink, mode);
     }
 
+    /// Keeps calls as traces as `mode` says (`calls`: how `[report] calls` resolved for the run).
+    pub fn set_traces(&self, mode: TracesMode, calls: CallsMode) {
+        self.lock().traces = TraceLog::new(mode.every(calls), mode == TracesMode::Failed);
+    }
+
     /// The scenario's tools: those not marked safe to repeat count towards `possible_duplicates`.
     pub fn set_tools(&self, scenario: &crate::scenario::Scenario) {
         self.lock().duplicates = Duplicates::of(scenario);
@@ -357,6 +367,7 @@ impl Recorder {
         inner.bucket(at).offered += 1;
         let n = inner.totals.offered;
         inner.totals.offered += 1;
+        inner.traces.offered(n, at);
         n
     }
 
@@ -381,6 +392,7 @@ impl Recorder {
         inner.attempt_verdict(&end);
         let Inner { duplicates, totals, .. } = &mut *inner;
         duplicates.attempt(logical, &end, totals);
+        inner.traces.attempt(&end);
         inner.calls.attempt(logical, end.by, record);
     }
 
@@ -425,6 +437,7 @@ impl Recorder {
     ) {
         let mut inner = self.lock();
         let outcome = inner.resolve(outcome);
+        inner.traces.done(at, outcome.failure().map_or("ok", FailureClass::label));
         // Waited out by its ok attempt, or by the logical call: started inside the window, and still being retried by
         // its agent when the fault ended (a storm's own retries, which a degraded result tells the agent not to make).
         let started = at.saturating_sub(latency);
@@ -543,6 +556,12 @@ impl Recorder {
         *inner.totals.degraded.entry(<&str>::from(reason).to_owned()).or_default() += 1;
     }
 
+    /// `host`'s gateway declined the current task's call to `tool` at `at` (for its trace; counted by
+    /// [`Recorder::degraded`]).
+    pub fn trace_declined(&self, at: Duration, host: &str, tool: &str, reason: DegradedReason) {
+        self.lock().traces.declined(at, host, tool, reason.into());
+    }
+
     /// `n` attempts sent by a gateway node that crashed will never end: the in-flight gauge lets them go.
     pub fn attempts_lost(&self, n: u64) {
         let mut inner = self.lock();
@@ -608,6 +627,11 @@ impl Recorder {
         (rows, std::mem::take(&mut inner.events), totals)
     }
 
+    /// The run is over: the calls kept as traces, and the waterfall's.
+    pub fn finish_traces(&self) -> Traces {
+        self.lock().traces.finish()
+    }
+
     /// The run is over: flushes the call history's sink, or returns its first failure.
     pub fn finish_calls(&self) -> Result<(), CallSinkError> {
         self.lock().calls.finish()
@@ -620,6 +644,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 
 mod duplicates;
 mod observers;
+mod traces;
 
 pub use observers::{GatewayObserver, SimObserver};
 

@@ -80,7 +80,12 @@ impl Observer for GatewayObserver {
                 // A node's federation names replicas `server#i`; the report names them by their hosts.
                 self.recorder.breaker(now(), &self.host, &crate::scenario::replica_host(replica), tool, transition);
             }
-            Event::Degraded { reason, .. } => self.recorder.degraded(now(), *reason, !self.node),
+            Event::Degraded { reason, tool } => {
+                self.recorder.degraded(now(), *reason, !self.node);
+                if !self.node {
+                    self.recorder.trace_declined(now(), &self.host, tool, *reason);
+                }
+            }
             Event::Ejection { replica, ejected, .. } => {
                 let kind = if *ejected { "ejected" } else { "readmitted" };
                 self.recorder.event(now(), kind, &crate::scenario::replica_host(replica), format!("on {}", self.host));
