@@ -192,7 +192,7 @@ fn contrast_scenario(scenario: &Scenario, asked: GatewayProfile) -> (Scenario, &
 }
 
 /// One run's results before the report is written (its `calls.csv` is written as it runs).
-type Executed = (RunData, WallClock);
+pub(super) type Executed = (RunData, WallClock);
 
 /// Runs, writes the report, prints the one-screen summary. Returns the run and whether its checks passed.
 fn simulate(scenario: &Scenario, out: &Path, reproduce: String, engine: Engine) -> Result<(RunData, bool), Failure> {
@@ -234,7 +234,7 @@ fn execute(scenario: &Scenario, out: &Path, engine: Engine) -> Result<Executed, 
 }
 
 /// Writes a run's report into `out` and prints its one-screen summary. Returns the run and `scenario.toml`'s text.
-fn publish(
+pub(super) fn publish(
     scenario: &Scenario,
     out: &Path,
     reproduce: String,
@@ -248,7 +248,7 @@ fn publish(
 }
 
 /// `report.html`, the run's page, written last: it inlines the plots written before it.
-fn write_html(
+pub(super) fn write_html(
     scenario: &Scenario,
     out: &Path,
     run: &RunData,
@@ -269,7 +269,7 @@ pub(super) fn check_out(out: &Path, command: Command) -> Result<(), Failure> {
 
 /// Which attempts the run writes to `calls.csv`: `--calls`, else the scenario's `[report] calls`, `auto` resolved
 /// for this run's estimated size.
-fn calls_mode(args: &SimArgs, scenario: &Scenario) -> CallsMode {
+pub(super) fn calls_mode(args: &SimArgs, scenario: &Scenario) -> CallsMode {
     args.calls.unwrap_or(scenario.report.calls).resolve(scenario::cost::estimate(scenario).calls)
 }
 
@@ -294,7 +294,7 @@ fn write_resolved(scenario: &Scenario, out: &Path) -> Result<String, Failure> {
     Ok(text)
 }
 
-fn default_out(scenario: &Scenario, sets: &[String], engine: Engine) -> PathBuf {
+pub(super) fn default_out(scenario: &Scenario, sets: &[String], engine: Engine) -> PathBuf {
     let prefix = if engine == Engine::Live { "live-" } else { "" };
     let mut leaf = format!("{prefix}seed-{}", scenario.seed);
     for s in sets {
@@ -306,7 +306,7 @@ fn default_out(scenario: &Scenario, sets: &[String], engine: Engine) -> PathBuf 
     PathBuf::from("reports").join(&scenario.name).join(leaf)
 }
 
-fn reproduce_command(engine: Engine, path: &Path, seed: u64, sets: &[String]) -> String {
+pub(super) fn reproduce_command(engine: Engine, path: &Path, seed: u64, sets: &[String]) -> String {
     let mut cmd = format!("mcpstorm {} {} --seed {seed}", engine.command(), path.display());
     for s in sets {
         cmd.push_str(&format!(" --set '{s}'"));

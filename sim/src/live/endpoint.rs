@@ -31,6 +31,10 @@ pub trait Service: Send + std::fmt::Debug {
     /// Stops at once, as a crash does: every connection drops.
     fn stop(&mut self);
     fn is_up(&self) -> bool;
+    /// Why it stopped on its own (a process that exited while it was meant to serve), once; `None` while it serves.
+    fn died(&mut self) -> Option<String> {
+        None
+    }
 }
 
 type Serve = dyn Fn(TcpListener) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync;
@@ -156,6 +160,11 @@ impl Endpoint {
             relay.reset(false);
         }
         Ok(())
+    }
+
+    /// Why its service stopped on its own, if it did (see [`Service::died`]).
+    pub fn died(&mut self) -> Option<String> {
+        self.service.died()
     }
 
     /// Cuts (or heals) the links from `from`, or from every caller.

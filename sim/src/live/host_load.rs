@@ -73,6 +73,12 @@ pub fn record_child(pid: u32) {
     }
 }
 
+/// Counts `ticks` of CPU time of this run's children (a middle's process groups, measured by their sampler) as
+/// this run's.
+pub fn record_ticks(ticks: u64) {
+    CHILDREN.fetch_add(ticks, Ordering::Relaxed);
+}
+
 /// `/proc/stat`'s first line (`cpu  user nice system idle iowait irq softirq steal guest guest_nice`): (user + nice +
 /// system, steal, the sum of the first eight). Guest time is already inside user and nice.
 fn machine(text: &str) -> Option<(u64, u64, u64)> {

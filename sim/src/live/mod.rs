@@ -20,12 +20,17 @@
 //! [`LiveError::CannotKeepUp`] instead of writing a report. The bound is a quarter of the one-second windows the
 //! report is drawn in: a lag that size would move calls into the wrong second.
 //!
+//! **A middle** ([`middle`], `--middle NAME`): the gateway nodes are another program's processes (or this binary's
+//! gateway, measured alike), every replica serves Streamable HTTP, and the run also reports what the middle cost
+//! (CPU, peak memory) and the `tools/call` requests that reached the fake servers through it ([`MiddleRun`]).
+//!
 //! Refused with [`LiveError::Unsupported`], naming the key: `network.fail_rate`, and a `clock_skew` on a gateway
 //! node. A gateway node's attempts happen in its process, out of the recorder's sight: a run through nodes reports
 //! the agents' calls, and no per-replica attempts.
 
 pub mod endpoint;
 pub mod host_load;
+pub mod middle;
 pub mod node;
 pub mod relay;
 
@@ -47,10 +52,11 @@ use crate::scenario::{
 };
 use crate::seed::Seed;
 use crate::world::{
-    Ended, Handles, Links, LoadPlan, NODE_PORT, NetAction, Recorder, RunTime, SimClock, Timeline, apply_due, conclude,
-    port, recorder_for, run_host, sample_until, upstreams,
+    Ended, Handles, Links, LoadPlan, NODE_PORT, NetAction, NodePaths, Recorder, RunTime, SimClock, Timeline, apply_due,
+    conclude, port, recorder_for, run_host, sample_until, upstreams,
 };
 use endpoint::{Endpoint, InProcess};
+pub use middle::measure::MiddleRun;
 use node::NodeProcess;
 use relay::{Delay, Relay};
 
@@ -104,6 +110,9 @@ pub enum LiveError {
     /// The call history's sink failed (its message names the file).
     #[error("{0}")]
     Calls(CallSinkError),
+    /// The middle did not start, or died while it should have served: what it last said.
+    #[error("{0}")]
+    Middle(String),
 }
 
 /// Whether `scenario` can run live: the first key it uses that live runs do not support.
@@ -139,6 +148,27 @@ pub fn run(
     calls: Option<Box<dyn CallSink>>,
     progress: &mut dyn FnMut(Duration, Duration),
 ) -> Result<(RunData, WallClock), LiveError> {
+    run_through(scenario, gateway_exe, None, reproduce, calls, progress).map(|(run, wall, _)| (run, wall))
+}
+
+/// [`run`] through `middle` (see [`middle`]): the scenario as [`middle::scenario_for`] makes it, and what the
+/// middle cost and sent to the servers.
+pub fn run_through(
+    scenario: &Scenario,
+    gateway_exe: Option<&Path>,
+    middle: Option<&middle::Middle>,
+    reproduce: String,
+    calls: Option<Box<dyn CallSink>>,
+    progress: &mut dyn FnMut(Duration, Duration),
+) -> Result<(RunData, WallClock, Option<MiddleRun>), LiveError> {
+    let adjusted;
+    let scenario = match middle {
+        Some(_) => {
+            adjusted = middle::scenario_for(scenario);
+            &adjusted
+        }
+        None => scenario,
+    };
     if let Some(key) = unsupported(scenario) {
         return Err(LiveError::Unsupported(key));
     }
@@ -147,7 +177,7 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(|e| LiveError::Setup(format!("the runtime: {e}")))?;
-    let result = runtime.block_on(run_in_runtime(scenario, gateway_exe, reproduce, calls, progress));
+    let result = runtime.block_on(run_in_runtime(scenario, (gateway_exe, middle), reproduce, calls, progress));
     // Whatever is still running (calls past the drain, relays) is dropped with the runtime.
     runtime.shutdown_timeout(Duration::from_secs(1));
     result
@@ -182,17 +212,20 @@ type Hosts = BTreeMap<String, Vec<Endpoint>>;
 /// node that needs longer fails the run (see [`node::READY_WITHIN`] for one that never serves).
 pub const NODES_START: Duration = Duration::from_secs(3);
 
+/// [`run_through`] in its runtime; `processes` are the `mcpstorm` binary and the middle, if any.
 async fn run_in_runtime(
     scenario: &Scenario,
-    gateway_exe: Option<&Path>,
+    (gateway_exe, middle): (Option<&Path>, Option<&middle::Middle>),
     reproduce: String,
     calls: Option<Box<dyn CallSink>>,
     progress: &mut dyn FnMut(Duration, Duration),
-) -> Result<(RunData, WallClock), LiveError> {
+) -> Result<(RunData, WallClock, Option<MiddleRun>), LiveError> {
     let lead = timer_overshoot().await;
     let node_hosts: Vec<String> = (0..scenario.nodes.count).map(node_host).collect();
     // With gateway nodes, the run's time begins once they serve: everything before it reads as its first instant.
-    let start = Instant::now() + if node_hosts.is_empty() { Duration::ZERO } else { NODES_START };
+    let ready = middle.map_or(NODES_START, |m| m.ready_within().max(NODES_START));
+    let start = Instant::now() + if node_hosts.is_empty() { Duration::ZERO } else { ready };
+    let usage = middle.map(|_| middle::usage::Usage::start());
     let time = RunTime::Live { start, lead };
     let (recorder, phases) = recorder_for(scenario, calls);
     recorder.set_tick(LATENESS);
@@ -204,16 +237,29 @@ async fn run_in_runtime(
     let mut handles = Handles::default();
     let mut net =
         Net { hosts: Hosts::new(), links: LiveLinks::default(), seed: Seed::new(scenario.seed).fork("relays") };
+    if let Some(middle::Middle::Process(m)) = middle {
+        let names: Vec<String> = scenario.servers.iter().map(|s| s.name.clone()).collect();
+        net.links.1 = match m.paths(&names).map_err(|e| LiveError::Middle(e.to_string()))? {
+            Some(paths) => NodePaths::PerServer(paths.into_iter().collect()),
+            None => NodePaths::Federated(m.federated_path()),
+        };
+    }
     net.start_idp(scenario, gateways, time, &mut handles)?;
     net.start_servers(scenario, &placement, gateways, time, &mut handles)?;
     net.start_redis(scenario, gateways, time, &mut handles)?;
     if !node_hosts.is_empty() {
         let exe = gateway_exe.ok_or(LiveError::Unsupported("[gateway] nodes (no mcpstorm binary to run them)"))?;
-        net.start_nodes(scenario, &placement, exe, &load_hosts, time).await?;
+        match middle {
+            Some(middle::Middle::Process(m)) => {
+                let usage = usage.clone().unwrap_or_default();
+                net.start_middles(scenario, &placement, (m, exe, &usage), &load_hosts, time).await?;
+            }
+            _ => net.start_nodes(scenario, &placement, (exe, usage.clone()), &load_hosts, time).await?,
+        }
         if Instant::now() > start {
             return Err(LiveError::Setup(format!(
-                "the gateway nodes took more than {} s to serve",
-                NODES_START.as_secs()
+                "the gateway nodes took more than {:.1} s to serve",
+                ready.as_secs_f64()
             )));
         }
         sleep_until(start).await;
@@ -247,6 +293,8 @@ async fn run_in_runtime(
     let mut next_sample = Duration::from_secs(1);
     let mut due = start;
     let mut failure = None;
+    // `tools/call` requests the servers had received by the end of each second (with a middle).
+    let mut received = Vec::new();
     let finished_at = loop {
         let now = start.elapsed();
         apply_due(&mut timeline, &handles, &recorder, now, &mut |action| {
@@ -257,7 +305,18 @@ async fn run_in_runtime(
         if let Some(e) = failure.take() {
             return Err(e);
         }
-        sample_until(&recorder, &mut next_sample, now, &mut |at| progress(at, scenario.duration.0));
+        sample_until(&recorder, &mut next_sample, now, &mut |at| {
+            if middle.is_some() {
+                received.push(server_attempts(&handles));
+                if let Some(died) = hosts.values_mut().flatten().find_map(Endpoint::died) {
+                    failure.get_or_insert(LiveError::Middle(died));
+                }
+            }
+            progress(at, scenario.duration.0);
+        });
+        if let Some(e) = failure.take() {
+            return Err(e);
+        }
         if now >= limit || tasks.iter().all(|t| t.is_finished()) {
             break now;
         }
@@ -287,9 +346,29 @@ async fn run_in_runtime(
         }
     }
     let ended = Ended { recorder: &recorder, phases: &phases, handles: &handles, timeline: &timeline, finished_at };
-    let run = conclude(scenario, ended, reproduce, RunMode::Live).map_err(LiveError::Calls)?;
+    let mut run = conclude(scenario, ended, reproduce, RunMode::Live).map_err(LiveError::Calls)?;
+    let measured = middle.zip(usage).map(|(m, usage)| {
+        let total = server_attempts(&handles);
+        received.push(total);
+        let per_second = std::iter::once(0).chain(received.iter().copied()).collect::<Vec<_>>();
+        MiddleRun {
+            name: m.name().to_owned(),
+            instances: node_hosts.len(),
+            cost: usage.finish(),
+            server_attempts: total,
+            server_attempts_per_second: per_second.windows(2).map(|w| w[1].saturating_sub(w[0])).collect(),
+            skipped_checks: Vec::new(),
+        }
+    });
+    let measured =
+        measured.map(|m| middle::measure::judge(&mut run, m, middle.is_some_and(middle::Middle::is_mcpstorm)));
     drop(hosts);
-    Ok((run, WallClock { wall: start.elapsed(), sim: finished_at }))
+    Ok((run, WallClock { wall: start.elapsed(), sim: finished_at }, measured))
+}
+
+/// `tools/call` requests every fake server has received so far.
+fn server_attempts(handles: &Handles) -> u64 {
+    handles.controls.values().map(|c| c.stats().received).fold(0, u64::saturating_add)
 }
 
 /// The run's network as it is built: every host's endpoints, and where each caller dials each of them.
@@ -399,7 +478,7 @@ impl Net {
         &mut self,
         scenario: &Scenario,
         placement: &Placement,
-        exe: &Path,
+        (exe, usage): (&Path, Option<middle::usage::Usage>),
         load_hosts: &[String],
         time: RunTime,
     ) -> Result<(), LiveError> {
@@ -412,9 +491,10 @@ impl Net {
             let servers = self.upstreams_of(scenario, placement, &name);
             let redis = redis.as_ref().and_then(|r| self.links.0.get(&(name.clone(), r.name.clone(), r.port)).copied());
             let file = node::config(scenario, &name, servers, redis, SocketAddr::from(([127, 0, 0, 1], 0)));
-            let (exe, dir, key) = (exe.to_owned(), dir.clone(), key.clone());
+            let (exe, dir, key, usage) = (exe.to_owned(), dir.clone(), key.clone(), usage.clone());
             // Started together: each waits for its servers' first listing.
-            let launch = tokio::spawn(async move { NodeProcess::launch(&exe, &dir, &name, file, key).await });
+            let launch =
+                tokio::spawn(async move { NodeProcess::launch_measured(&exe, &dir, &name, file, key, usage).await });
             launches.push((launch, node_host(i)));
         }
         for (launch, name) in launches {
@@ -428,6 +508,50 @@ impl Net {
                 load_hosts,
                 time,
             )?;
+        }
+        Ok(())
+    }
+
+    /// Starts a process middle's instance for each gateway node (see [`middle`]) and waits until each listens,
+    /// each behind a relay per load host.
+    async fn start_middles(
+        &mut self,
+        scenario: &Scenario,
+        placement: &Placement,
+        (m, exe, usage): (&middle::ProcessMiddle, &Path, &middle::usage::Usage),
+        load_hosts: &[String],
+        time: RunTime,
+    ) -> Result<(), LiveError> {
+        let mut launches = Vec::new();
+        for i in 0..scenario.nodes.count {
+            let node = node_host(i);
+            let servers = self
+                .upstreams_of(scenario, placement, &node)
+                .into_iter()
+                .map(|s| middle::ServerAt {
+                    replicas: s.replicas.iter().filter_map(|r| r.http.as_deref()).map(middle::address_of).collect(),
+                    name: s.name,
+                })
+                .collect();
+            let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+                .and_then(|l| l.local_addr())
+                .map_err(|e| setup("a port for the middle", e))?
+                .port();
+            let scratch =
+                std::env::temp_dir().join(format!("mcpstorm-middle-{}-{}-{node}", m.name, std::process::id()));
+            let ctx = middle::Context { node: node.clone(), port, scratch, exe: exe.to_owned(), servers };
+            let (m, usage) = (m.clone(), usage.clone());
+            launches.push((
+                tokio::spawn(async move { middle::process::MiddleProcess::launch(&m, &ctx, usage).await }),
+                node,
+            ));
+        }
+        for (launch, name) in launches {
+            let launched = launch.await.map_err(|e| LiveError::Setup(e.to_string()))?;
+            let process = launched.map_err(|e| LiveError::Middle(e.to_string()))?;
+            let addr = process.addr();
+            let endpoint = (Endpoint::serving(Box::new(process)), addr);
+            self.place(scenario, (&name, NODE_PORT, &name), endpoint, load_hosts, time)?;
         }
         Ok(())
     }
@@ -499,9 +623,10 @@ fn apply_net(hosts: &mut Hosts, recorder: &Recorder, now: Duration, action: NetA
     Ok(())
 }
 
-/// Each (load host, replica host, port)'s relay: where that load host's gateway dials that replica.
+/// Each (load host, replica host, port)'s relay: where that load host's gateway dials that replica; and where the
+/// gateway nodes serve the agents (a middle's paths).
 #[derive(Debug, Default)]
-struct LiveLinks(BTreeMap<(String, String, u16), SocketAddr>);
+struct LiveLinks(BTreeMap<(String, String, u16), SocketAddr>, NodePaths);
 
 impl Links for LiveLinks {
     fn dialer(&self, caller: &str, host: &str, port: u16) -> Arc<dyn Dialer> {
@@ -511,5 +636,9 @@ impl Links for LiveLinks {
             .get(&(caller.to_owned(), host.to_owned(), port))
             .map_or_else(|| format!("{host}:{port}"), ToString::to_string);
         Arc::new(TcpDialer { addr })
+    }
+
+    fn node_paths(&self) -> NodePaths {
+        self.1.clone()
     }
 }

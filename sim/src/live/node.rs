@@ -26,6 +26,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
 use super::endpoint::Service;
+use super::middle::usage::Usage;
 use crate::scenario::ranges::MAX_CONCURRENCY;
 use crate::scenario::tables::GatewayFile;
 use crate::scenario::{ListenSpec, UpstreamSpec};
@@ -83,12 +84,26 @@ pub struct NodeProcess {
     child: Option<Child>,
     /// The newest lines of its stderr.
     lines: Arc<Mutex<VecDeque<String>>>,
+    /// Its CPU and memory, measured from outside, when it is a run's middle (`--middle mcpstorm`).
+    usage: Option<Usage>,
 }
 
 impl NodeProcess {
     /// Starts node `name` of `exe` with `file` (its `[listen] http` port 0: the process picks one) and waits until
     /// it serves, up to [`READY_WITHIN`]. The config is written to `dir`.
-    pub async fn launch(exe: &Path, dir: &Path, name: &str, mut file: GatewayFile, key: String) -> io::Result<Self> {
+    pub async fn launch(exe: &Path, dir: &Path, name: &str, file: GatewayFile, key: String) -> io::Result<Self> {
+        NodeProcess::launch_measured(exe, dir, name, file, key, None).await
+    }
+
+    /// [`NodeProcess::launch`], its process group counted in `usage` (each start's).
+    pub async fn launch_measured(
+        exe: &Path,
+        dir: &Path,
+        name: &str,
+        mut file: GatewayFile,
+        key: String,
+        usage: Option<Usage>,
+    ) -> io::Result<Self> {
         let config = dir.join(format!("mcpstorm-live-{}-{name}.toml", std::process::id()));
         write_config(&config, &file)?;
         let mut node = NodeProcess {
@@ -99,6 +114,7 @@ impl NodeProcess {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             child: None,
             lines: Arc::default(),
+            usage,
         };
         let serving = node.spawn()?;
         let ready = tokio::time::timeout(READY_WITHIN, serving).await;
@@ -129,7 +145,12 @@ impl NodeProcess {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
+            // A group of its own: what `usage` measures.
+            .process_group(0)
             .spawn()?;
+        if let (Some(usage), Some(pid)) = (&self.usage, child.id()) {
+            usage.watch(pid);
+        }
         let (tx, rx) = oneshot::channel();
         if let Some(stderr) = child.stderr.take() {
             let (lines, name) = (self.lines.clone(), self.name.clone());
@@ -185,9 +206,12 @@ impl Service for NodeProcess {
     /// A crash: the process is killed (SIGKILL), with whatever it had in flight.
     fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            // Its CPU time is the run's own, not another process's (see `host_load`).
-            if let Some(pid) = child.id() {
-                super::host_load::record_child(pid);
+            // Its CPU time is the run's own, not another process's (see `host_load`); a measured node's goes there
+            // from its `usage`.
+            match (&self.usage, child.id()) {
+                (Some(usage), Some(_)) => usage.sample(),
+                (None, Some(pid)) => super::host_load::record_child(pid),
+                _ => {}
             }
             let _ = child.start_kill();
         }
@@ -195,6 +219,13 @@ impl Service for NodeProcess {
 
     fn is_up(&self) -> bool {
         self.child.is_some()
+    }
+
+    fn died(&mut self) -> Option<String> {
+        let status = self.child.as_mut()?.try_wait().ok()??;
+        self.child = None;
+        let said: Vec<String> = self.lines.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect();
+        Some(format!("gateway node {} exited ({status}): {}", self.name, said.join(" | ")))
     }
 }
 

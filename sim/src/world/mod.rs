@@ -39,7 +39,7 @@ pub(crate) use agent::fill_required;
 pub use clock::{RunTime, SimClock};
 pub(crate) use faults::{Handles, NetAction, Timeline};
 pub(crate) use idp::identity_provider;
-pub use net::{Links, NODE_PORT, SERVER_PORT, TurmoilDialer, TurmoilLinks, TurmoilListener, port};
+pub use net::{Links, NODE_PORT, NodePaths, SERVER_PORT, TurmoilDialer, TurmoilLinks, TurmoilListener, port};
 pub use phases::{Phases, RECOVERED_SECONDS, RECOVERED_SHARE, baseline, below_baseline, recovery_after};
 pub use recorder::{GatewayObserver, Outcome, Recorder, SimObserver};
 pub(crate) use routing::upstreams;

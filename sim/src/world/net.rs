@@ -25,6 +25,27 @@ pub fn port(slot: u16) -> u16 {
 /// How host `caller` reaches `host:port` (a replica, or the Redis host): the world's network.
 pub trait Links: Send + Sync + std::fmt::Debug {
     fn dialer(&self, caller: &str, host: &str, port: u16) -> Arc<dyn Dialer>;
+
+    /// Where the gateway nodes serve MCP to the agents: one federated path (the gateway's `/mcp`, the default), or
+    /// a path per server (a live run's middle that does not federate, such as a plain reverse proxy).
+    fn node_paths(&self) -> NodePaths {
+        NodePaths::default()
+    }
+}
+
+/// Where a gateway node serves MCP to the agents (see [`Links::node_paths`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodePaths {
+    /// Every server at this one path: the node federates them (an agent calls a tool by its federated name).
+    Federated(String),
+    /// Each server at its own path, by the server's name (an agent calls the tool's own name there).
+    PerServer(std::collections::BTreeMap<String, String>),
+}
+
+impl Default for NodePaths {
+    fn default() -> Self {
+        NodePaths::Federated("/mcp".to_owned())
+    }
 }
 
 /// turmoil's network: every host dials every other by name.

@@ -6,6 +6,7 @@
 //! An agent calls the federated name of its tool: the tool's own name while one server offers it, or
 //! `server__tool` when several do (the catalog's rule, `gateway::catalog`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use serde_json::Value;
 
 use super::agent::{self, Next, agent_arguments, is_degraded};
 use super::clock::{HostTime, SimClock};
-use super::net::NODE_PORT;
+use super::net::{NODE_PORT, NodePaths};
 use super::recorder::{Outcome, Recorder};
 use crate::gateway::catalog::SEPARATOR;
 use crate::scenario::{Scenario, node_host};
@@ -29,14 +30,55 @@ const AGENT_SLACK: Duration = Duration::from_secs(5);
 /// Connections a load host's client keeps to one node: each carries one request at a time.
 const CONNECTIONS_PER_NODE: usize = 512;
 
-/// Load host's client of node `index`: MCP Streamable HTTP to `gateway-{index}:8848/mcp` over `dialer` (the world's
-/// link to the node), its wall clock the host's, its random stream forked from the host's seed by the node's name.
-pub(super) fn node_client(
+/// A load host's clients of one gateway node: one at the node's federated path, or (a live run's middle that does
+/// not federate) one at each server's path.
+pub(super) enum NodeClients {
+    Federated(Arc<McpClient>),
+    PerServer(BTreeMap<String, Arc<McpClient>>),
+}
+
+impl NodeClients {
+    /// Every client, for the audit and the close at the end of the load.
+    pub(super) fn all(&self) -> Vec<&Arc<McpClient>> {
+        match self {
+            NodeClients::Federated(client) => vec![client],
+            NodeClients::PerServer(clients) => clients.values().collect(),
+        }
+    }
+}
+
+/// Load host's clients of node `index` where `paths` says it serves (see [`node_client`]).
+pub(super) fn node_clients(
+    scenario: &Scenario,
+    index: usize,
+    (clock, seed): (&SimClock, Seed),
+    dialer: Arc<dyn Dialer>,
+    paths: &NodePaths,
+) -> NodeClients {
+    match paths {
+        NodePaths::Federated(path) => NodeClients::Federated(node_client(scenario, index, clock, seed, dialer, path)),
+        NodePaths::PerServer(paths) => NodeClients::PerServer(
+            paths
+                .iter()
+                .map(|(server, path)| {
+                    let seed = seed.fork(server);
+                    (server.clone(), node_client(scenario, index, clock, seed, dialer.clone(), path))
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// Load host's client of node `index`: MCP Streamable HTTP to `gateway-{index}:8848{path}` over `dialer` (the
+/// world's link to the node), its wall clock the host's, its random stream forked from the host's seed by the
+/// node's name.
+fn node_client(
     scenario: &Scenario,
     index: usize,
     clock: &SimClock,
     seed: Seed,
     dialer: Arc<dyn Dialer>,
+    path: &str,
 ) -> Arc<McpClient> {
     let node = node_host(index);
     let deadline = scenario.client.deadline.0.saturating_add(AGENT_SLACK);
@@ -47,7 +89,7 @@ pub(super) fn node_client(
     config.connection.max_in_flight = 1 << 20;
     let client = McpClient::new(node.as_str(), dialer, config, seed.fork("node client").fork(&node).seeded_rng())
         .with_clock(Arc::new(clock.clone()));
-    match HttpEndpoint::new(&format!("http://{node}:{NODE_PORT}/mcp")) {
+    match HttpEndpoint::new(&format!("http://{node}:{NODE_PORT}{path}")) {
         Ok(mut http) => {
             http.pool = PoolConfig { max_connections: CONNECTIONS_PER_NODE, max_waiting: 1 << 20, max_wait: deadline };
             Arc::new(client.with_http(http))
@@ -77,11 +119,24 @@ pub(super) struct Target<'a> {
 }
 
 /// One logical call through `node`: the first attempt, then retries as the agent model says ([`agent::next`]).
-pub(super) async fn logical_call(agents: Agents<'_>, node: &McpClient, target: Target<'_>, intended: Duration) {
+pub(super) async fn logical_call(agents: Agents<'_>, node: &NodeClients, target: Target<'_>, intended: Duration) {
     let Agents { scenario, recorder, time } = agents;
     recorder.offered(intended);
     let rng = agent::AgentRng::for_call(Seed::new(scenario.seed), intended);
-    let (name, server) = federated_name(scenario, node, &target).await;
+    let (node, name, server) = match node {
+        NodeClients::Federated(node) => {
+            let (name, server) = federated_name(scenario, node, &target).await;
+            (node, name, server)
+        }
+        NodeClients::PerServer(clients) => {
+            // The tool's own name at its server's path (a call no server offers goes to the first, which refuses it).
+            let server = server_of(scenario, &target);
+            let Some(client) = server.and_then(|s| clients.get(s)).or_else(|| clients.values().next()) else {
+                return;
+            };
+            (client, target.tool.to_owned(), server)
+        }
+    };
     let mut retry_args: Option<Value> = None;
     let mut outcome = Outcome::Error("local");
     let mut finished = intended;
@@ -106,6 +161,16 @@ pub(super) async fn logical_call(agents: Agents<'_>, node: &McpClient, target: T
     }
     let audited = scenario.load.mix.get(target.entry).and_then(|m| m.server.as_deref()).or(server);
     recorder.logical_done(finished, finished.saturating_sub(intended), outcome, server, audited, None);
+}
+
+/// The server a call goes to: its mix entry's, or the first that offers the tool.
+fn server_of<'a>(scenario: &'a Scenario, target: &Target<'_>) -> Option<&'a str> {
+    let named = scenario.load.mix.get(target.entry).and_then(|m| m.server.as_deref());
+    match named {
+        Some(named) => scenario.servers.iter().find(|s| s.name == named),
+        None => scenario.servers.iter().find(|s| s.tools.iter().any(|t| t.name == target.tool)),
+    }
+    .map(|s| s.name.as_str())
 }
 
 /// What a node's answer says of the call: ok, a tool error, the gateway's degraded result, or the failure to reach
@@ -135,13 +200,7 @@ async fn federated_name<'a>(
     node: &McpClient,
     target: &Target<'_>,
 ) -> (String, Option<&'a str>) {
-    let named = scenario.load.mix.get(target.entry).and_then(|m| m.server.as_deref());
-    let server = match named {
-        Some(named) => scenario.servers.iter().find(|s| s.name == named),
-        None => scenario.servers.iter().find(|s| s.tools.iter().any(|t| t.name == target.tool)),
-    }
-    .map(|s| s.name.as_str());
-    let Some(server) = server else { return (target.tool.to_owned(), None) };
+    let Some(server) = server_of(scenario, target) else { return (target.tool.to_owned(), None) };
     let prefixed = format!("{server}{SEPARATOR}{}", target.tool);
     let listed = node.capabilities().await.is_ok_and(|caps| caps.tool(&prefixed).is_some());
     (if listed { prefixed } else { target.tool.to_owned() }, Some(server))

@@ -86,8 +86,8 @@ impl LoadPlan {
 struct Host {
     /// The in-process gateway node; `None` with gateway nodes.
     node: Option<Node>,
-    /// This host's client of each gateway node (`[nodes] count`); empty without.
-    nodes: Vec<Arc<McpClient>>,
+    /// This host's clients of each gateway node (`[nodes] count`); empty without.
+    nodes: Vec<remote::NodeClients>,
     /// This host's wall clock (the call history's timestamps, and the gateway's wall time).
     clock: SimClock,
     /// Simulated time on this host.
@@ -110,10 +110,11 @@ impl Host {
             needs: Needs::new(scenario),
         };
         if scenario.nodes.count > 0 {
+            let paths = plan.links.node_paths();
             load_host.nodes = (0..scenario.nodes.count)
                 .map(|i| {
                     let dialer = plan.links.dialer(host, &node_host(i), NODE_PORT);
-                    remote::node_client(scenario, i, &clock, seed, dialer)
+                    remote::node_clients(scenario, i, (&clock, seed), dialer, &paths)
                 })
                 .collect();
             return Ok(load_host);
@@ -371,12 +372,16 @@ pub async fn run_host(plan: Arc<LoadPlan>, host_index: usize, host: String) -> R
         // With gateway nodes this host runs no gateway: what it must have let go after its drain is its agents'
         // clients of the nodes (requests still pending, in-flight slots still held). The nodes themselves serve on
         // past the load and are not audited.
-        let (pending, client_slots) =
-            load_host.nodes.iter().map(|c| c.in_flight_snapshot()).fold((0, 0), |(p, s), (cp, cs)| (p + cp, s.max(cs)));
+        let (pending, client_slots) = load_host
+            .nodes
+            .iter()
+            .flat_map(|n| n.all())
+            .map(|c| c.in_flight_snapshot())
+            .fold((0, 0), |(p, s), (cp, cs)| (p + cp, s.max(cs)));
         let snapshot = mcpstorm_core::gateway::InFlightSnapshot { pending, client_slots, ..Default::default() };
         plan.recorder.gateway_ended(host_index, snapshot);
     }
-    for node in &load_host.nodes {
+    for node in load_host.nodes.iter().flat_map(|n| n.all()) {
         node.close().await;
     }
     Ok(())

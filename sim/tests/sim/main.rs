@@ -15,6 +15,7 @@ mod fidelity;
 mod html;
 mod http;
 mod live;
+mod middles;
 mod nodes;
 mod profiles;
 mod replay;
