@@ -24,7 +24,7 @@ pub struct CompareArgs {
     /// The scenario file (TOML).
     pub scenario: PathBuf,
     /// The key that differs between the variants, e.g. `gateway.profile`.
-    #[arg(long, value_name = "KEY", required_unless_present = "formulas", requires = "values")]
+    #[arg(long, value_name = "KEY", required_unless_present_any = ["formulas", "middles"], requires = "values")]
     pub vary: Option<String>,
     /// The values it takes, one variant each; the first is the baseline the others are compared with.
     #[arg(long, value_name = "A,B,...", value_delimiter = ',', requires = "vary")]
@@ -32,6 +32,17 @@ pub struct CompareArgs {
     /// Routing formulas to compare: short for `--vary gateway.formula --values A,B,...` (names checked first).
     #[arg(long, value_name = "A,B,...", value_delimiter = ',', conflicts_with = "vary")]
     pub formulas: Vec<String>,
+    /// Run the scenario live, in real time on this machine, through each of `--middles` (see `mcpstorm live
+    /// --middle`) instead of varying a key in the simulator: one seed, `--rounds` rounds.
+    #[arg(long, requires = "middles")]
+    pub live: bool,
+    /// With `--live`: the middles to compare (`mcpstorm`, `nginx`, or middle files), run in turn, the order
+    /// alternating every round. A middle whose program is not installed is skipped with a message.
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',', requires = "live", conflicts_with_all = ["vary", "formulas"])]
+    pub middles: Vec<String>,
+    /// With `--live`: how many rounds through every middle, 1 to 100 (default 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub rounds: Option<u64>,
     /// How many seeds each variant runs on, 1 to 10000.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
     pub seeds: u64,
@@ -79,6 +90,17 @@ fn varied(args: &CompareArgs) -> Result<(String, Vec<String>), Failure> {
 const FORMULA_KEY: &str = "gateway.formula";
 
 pub fn run(args: CompareArgs) -> Result<(), Failure> {
+    if args.live {
+        return super::compare_live::run(&super::compare_live::Request {
+            scenario: &args.scenario,
+            middles: &args.middles,
+            rounds: args.rounds,
+            sets: &args.sets,
+            out: args.out.as_deref(),
+            allow_large: args.allow_large,
+            runs: &args.runs,
+        });
+    }
     let bad = |e: &dyn std::fmt::Display| Failure::BadInput(e.to_string());
     let (key, values) = varied(&args)?;
     let shard = args.runs.shard()?;

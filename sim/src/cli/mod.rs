@@ -4,6 +4,7 @@
 
 mod authorize;
 mod compare;
+mod compare_live;
 mod diagnose;
 mod fidelity;
 mod formulas;

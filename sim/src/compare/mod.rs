@@ -5,6 +5,7 @@
 //! thread finished first.
 
 pub mod merge;
+pub mod middles;
 pub mod partial;
 pub mod stats;
 
