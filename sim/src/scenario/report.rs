@@ -144,3 +144,23 @@ impl<'de> Deserialize<'de> for Contrast {
             .map_err(|_| D::Error::invalid_value(Unexpected::Str(&name), &"\"default\", \"naive\" or \"none\""))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traces_follow_the_call_historys_sampling() {
+        use CallsMode as C;
+        use TracesMode as T;
+        let sample = Some(CALLS_SAMPLE_EVERY);
+        assert_eq!(T::Off.every(C::All), None);
+        assert_eq!(T::Sampled.every(C::All), sample);
+        for mode in [T::All, T::Failed] {
+            assert_eq!(mode.every(C::All), Some(1));
+            assert_eq!(mode.every(C::Auto), Some(1), "unresolved, as the call history reads it");
+            assert_eq!(mode.every(C::Sample), sample);
+            assert_eq!(mode.every(C::Off), sample);
+        }
+    }
+}

@@ -271,4 +271,30 @@ mod tests {
         );
         assert_eq!((t.start, t.end, t.outcome), (ms(990), ms(3500), "degraded"));
     }
+
+    /// Calls 0..6 offered and ended in one task, those with `n % 3 == 0` ok: `every` 2 with `failed_only` keeps 2 and
+    /// 4; the waterfall's slowest is call 5, its failed call the one with the most attempts.
+    #[test]
+    fn failed_keeps_the_sampled_calls_that_did_not_end_ok() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+        let traces = rt.block_on(async {
+            let task = tokio::spawn(async {
+                let mut log = TraceLog::new(Some(2), true);
+                for n in 0..6u64 {
+                    log.offered(n, ms(n * 100));
+                    if n == 4 {
+                        let a = attempt(RetryBy::First, 0, 400);
+                        log.pending.values_mut().for_each(|p| p.attempts.push((a.clone(), ms(401))));
+                    }
+                    log.done(ms(n * 100 + 5 + n), if n % 3 == 0 { "ok" } else { "local" });
+                }
+                log.finish()
+            });
+            task.await.expect("task")
+        });
+        let kept: Vec<u64> = traces.kept.expect("kept").iter().map(|c| c.logical).collect();
+        assert_eq!(kept, [2, 4]);
+        let shown: Vec<(Pick, u64)> = traces.shown.iter().map(|(p, c)| (*p, c.logical)).collect();
+        assert_eq!(shown, [(Pick::Slowest, 5), (Pick::Failed, 4)]);
+    }
 }
