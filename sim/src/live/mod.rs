@@ -264,6 +264,9 @@ async fn run_in_runtime(
         }
         sleep_until(start).await;
     }
+    if let Some(usage) = &usage {
+        usage.begin();
+    }
     let Net { mut hosts, links, .. } = net;
     let clocks: Vec<SimClock> = load_hosts.iter().map(|_| SimClock::on(time)).collect();
     for (host, clock) in load_hosts.iter().zip(&clocks) {

@@ -101,6 +101,47 @@ fn a_live_run_through_nginx_reaches_each_server_at_its_path() {
     }
 }
 
+/// The Python with FastMCP: `MCPSTORM_FASTMCP_PYTHON`, else the venv `.ci/run` makes (`target/peers/fastmcp`,
+/// from tests/peers/requirements-fastmcp.txt); `None` (and a message, or a failure in CI) without one.
+fn fastmcp_python() -> Option<String> {
+    let python = std::env::var("MCPSTORM_FASTMCP_PYTHON").unwrap_or_else(|_| {
+        crate::common::repo_root().join("target/peers/fastmcp/bin/python").to_string_lossy().into_owned()
+    });
+    let ok =
+        std::process::Command::new(&python).args(["-c", "import fastmcp"]).output().is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(python);
+    }
+    let how = "python3 -m venv target/peers/fastmcp && target/peers/fastmcp/bin/pip install -r \
+               tests/peers/requirements-fastmcp.txt";
+    if std::env::var("MCPSTORM_REQUIRE_PEERS").is_ok_and(|v| v == "1") {
+        panic!("interop peer missing: FastMCP. Install it with: {how}");
+    }
+    eprintln!("\n*** SKIPPING: interop peer missing: FastMCP. Install it with: {how} ***\n");
+    None
+}
+
+/// FastMCP's proxy with a shared upstream session per replica (the per-request mode costs it several times the
+/// CPU, more than this test's load leaves it on a small machine).
+#[test]
+fn a_live_run_through_fastmcps_proxy_reaches_each_server_at_its_path() {
+    let Some(python) = fastmcp_python() else { return };
+    let dir = scratch("fastmcp");
+    let path = two_servers(&dir);
+    let out = dir.join("live");
+    let (p, o_) = (path.to_string_lossy(), out.to_string_lossy());
+    let args = ["live", p.as_ref(), "--middle", "fastmcp_shared", "--out", o_.as_ref(), "--set", "load.rate=40"];
+    let o = crate::common::mcpstorm_env(&args, &[("MCPSTORM_FASTMCP_PYTHON", python.as_str())]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s = summary(&out);
+    let ok = s["totals"]["ok"].as_u64().expect("ok");
+    assert!(ok > 40, "{ok} ok: {}", text(&o));
+    assert!(middle_json(&out)["server_attempts"].as_u64() >= Some(ok), "{}", text(&o));
+    for server in ["api", "files"] {
+        assert!(s["servers"][server]["ok"].as_u64() > Some(0), "{server}: {}", s["servers"]);
+    }
+}
+
 /// No shipped adapter: the mcpstorm gateway given only as a command and a config template.
 #[test]
 fn a_middle_given_only_as_a_command_template_runs() {

@@ -42,11 +42,21 @@ use crate::scenario::{Dur, Scenario};
 type Shipped = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
 
 /// The shipped middles besides `mcpstorm`.
-const SHIPPED: &[Shipped] = &[(
-    "nginx",
-    include_str!("../../../../middles/nginx.toml"),
-    &[("nginx.conf.tmpl", include_str!("../../../../middles/nginx.conf.tmpl"))],
-)];
+const SHIPPED: &[Shipped] = &[
+    (
+        "nginx",
+        include_str!("../../../../middles/nginx.toml"),
+        &[("nginx.conf.tmpl", include_str!("../../../../middles/nginx.conf.tmpl"))],
+    ),
+    ("fastmcp", include_str!("../../../../middles/fastmcp.toml"), FASTMCP_FILES),
+    ("fastmcp_shared", include_str!("../../../../middles/fastmcp_shared.toml"), FASTMCP_FILES),
+];
+
+/// The FastMCP proxy's files, shared by its two modes.
+const FASTMCP_FILES: &[(&str, &str)] = &[
+    ("fastmcp.json.tmpl", include_str!("../../../../middles/fastmcp.json.tmpl")),
+    ("fastmcp_proxy.py", include_str!("../../../../middles/fastmcp_proxy.py")),
+];
 
 /// The name of the middle that is this binary's gateway.
 pub const MCPSTORM: &str = "mcpstorm";
@@ -109,6 +119,13 @@ pub struct MiddleTable {
     /// How long the middle may take to listen after it starts (default 3 s).
     #[serde(default)]
     pub ready_within: Option<Dur>,
+    /// A command (a template) that must succeed for the middle to run here, e.g. that its Python has its package:
+    /// failing, the middle is skipped as a missing program is.
+    #[serde(default)]
+    pub check: Option<String>,
+    /// More values every template sees, by name (`{{mode}}`): two middles can share their templates.
+    #[serde(default)]
+    pub vars: std::collections::BTreeMap<String, String>,
 }
 
 fn default_path() -> String {
@@ -215,12 +232,20 @@ impl ProcessMiddle {
         let sample = middle.context(&Context::sample());
         middle.render_all(&sample, file)?;
         let program = middle.wanted_program();
-        let found = find_program(&program).ok_or_else(|| MiddleError::Missing {
-            middle: name.to_owned(),
-            program: program.clone(),
-            how: middle.table.install.as_ref().map_or_else(String::new, |how| format!(" (install it: {how})")),
-        })?;
-        Ok(ProcessMiddle { program: found, ..middle })
+        let how = middle.table.install.as_ref().map_or_else(String::new, |how| format!(" (install it: {how})"));
+        let missing = |program: String| MiddleError::Missing { middle: name.to_owned(), program, how: how.clone() };
+        let found = find_program(&program).ok_or_else(|| missing(program.clone()))?;
+        let middle = ProcessMiddle { program: found, ..middle };
+        if let Some(check) = &middle.table.check {
+            let ctx = Context { exe: std::env::current_exe().unwrap_or_default(), ..Context::sample() };
+            let check = template::render(check, &middle.context(&ctx))
+                .map_err(|source| MiddleError::Template { file: format!("{file}: check"), source })?;
+            let ran = std::process::Command::new("sh").args(["-c", &check]).output();
+            if !ran.is_ok_and(|o| o.status.success()) {
+                return Err(missing(format!("{} (`{check}` failed)", middle.program.display())));
+            }
+        }
+        Ok(middle)
     }
 
     /// The program asked for: its environment variable's value, `program`, or the command's first word.
@@ -258,7 +283,7 @@ impl ProcessMiddle {
             })
             .collect();
         let config = self.templates.first().map(|(name, _)| ctx.scratch.join(name));
-        json!({
+        let mut context = json!({
             "listen": format!("127.0.0.1:{}", ctx.port),
             "host": "127.0.0.1",
             "port": ctx.port,
@@ -268,7 +293,13 @@ impl ProcessMiddle {
             "exe": ctx.exe.display().to_string(),
             "node": ctx.node,
             "servers": servers,
-        })
+        });
+        if let Some(map) = context.as_object_mut() {
+            for (name, value) in &self.table.vars {
+                map.insert(name.clone(), Value::String(value.clone()));
+            }
+        }
+        context
     }
 
     /// Every template and the command rendered against `context`: (file name, text) for each file, and the command.
@@ -453,20 +484,44 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
-    #[test]
-    fn the_shipped_nginx_file_renders() {
-        let Some((_, text, files)) = SHIPPED.iter().find(|(n, ..)| *n == "nginx") else { panic!("nginx ships") };
+    /// The shipped middles' templates, rendered for two servers (not through `named`: this machine may lack their
+    /// programs, and the templates are what is tested).
+    fn shipped(name: &str) -> (Vec<(String, String)>, String) {
+        let Some((_, text, files)) = SHIPPED.iter().find(|(n, ..)| *n == name) else { panic!("{name} ships") };
         let read = |f: &str| files.iter().find(|(n, _)| *n == f).map(|(_, t)| (*t).to_owned()).expect("its file");
-        // Not `named`: this machine may lack nginx, and the templates are what is tested.
         let parsed: MiddleFile = toml::from_str(text).expect("parses");
+        let table = parsed.middle;
+        let templates = table.config_template.iter().chain(&table.files).map(|f| (f.replace(".tmpl", ""), read(f)));
         let m = ProcessMiddle {
-            name: "nginx".into(),
-            program: PathBuf::from("/usr/sbin/nginx"),
-            templates: vec![("nginx.conf".into(), read("nginx.conf.tmpl"))],
-            table: parsed.middle,
+            name: name.into(),
+            program: PathBuf::from("/usr/bin/x"),
+            templates: templates.collect(),
+            table,
         };
-        let (files, command) = m.render_all(&m.context(&Context::sample()), "nginx.toml").expect("renders");
-        assert!(files[0].1.contains("upstream api {\n        server 127.0.0.1:2;"), "{}", files[0].1);
-        assert!(command.starts_with("/usr/sbin/nginx "), "{command}");
+        let ctx = Context {
+            servers: vec![
+                ServerAt { name: "api".into(), replicas: vec!["127.0.0.1:2".into(), "127.0.0.1:3".into()] },
+                ServerAt { name: "db".into(), replicas: vec!["127.0.0.1:4".into()] },
+            ],
+            ..Context::sample()
+        };
+        m.render_all(&m.context(&ctx), name).expect("renders")
+    }
+
+    #[test]
+    fn the_shipped_middles_render() {
+        let (files, command) = shipped("nginx");
+        assert!(files[0].1.contains("upstream api {\n        server 127.0.0.1:2;\n        server 127.0.0.1:3;"));
+        assert!(files[0].1.contains("location /db/ {\n            proxy_pass http://db/;"), "{}", files[0].1);
+        assert!(command.starts_with("/usr/bin/x -p /tmp/scratch "), "{command}");
+        for (name, mode) in [("fastmcp", "per_call"), ("fastmcp_shared", "shared")] {
+            let (files, command) = shipped(name);
+            let config: Value = serde_json::from_str(&files[0].1).expect("the config is JSON");
+            assert_eq!(config["mode"], mode);
+            assert_eq!(config["servers"][0]["urls"][1], "http://127.0.0.1:3/mcp", "{config}");
+            assert_eq!(config["servers"][1]["name"], "db");
+            assert_eq!(files[1].0, "fastmcp_proxy.py");
+            assert_eq!(command, "/usr/bin/x /tmp/scratch/fastmcp_proxy.py /tmp/scratch/fastmcp.json");
+        }
     }
 }

@@ -1,4 +1,5 @@
-//! What a middle cost this machine, measured from outside it: the CPU time and the peak resident memory of its
+//! What a middle cost this machine, measured from outside it: the CPU time (from the moment the run's time begins:
+//! starting up is not serving calls) and the peak resident memory of its
 //! process groups (each instance runs in a group of its own, so a proxy's workers and a script's children count),
 //! read from Linux's `/proc` by a sampling thread. No middle is asked for its own figures.
 //!
@@ -39,6 +40,8 @@ struct State {
     ticks: BTreeMap<u32, u64>,
     peak_rss_kb: u64,
     measured: bool,
+    /// The ticks already used when the run's time began ([`Usage::begin`]): starting up is not serving calls.
+    before: u64,
 }
 
 /// The watched groups and their figures, shared with the sampling thread.
@@ -98,6 +101,14 @@ impl Usage {
         state.peak_rss_kb = state.peak_rss_kb.max(rss_kb);
     }
 
+    /// The run's time begins: the CPU time used so far (a Python middle's imports, a gateway's first listing) is
+    /// left out of the figure.
+    pub fn begin(&self) {
+        self.sample();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.before = state.ticks.values().sum();
+    }
+
     /// Stops the sampling thread (after one last sample) and gives the figures.
     pub fn finish(&self) -> MiddleCost {
         self.sample();
@@ -106,7 +117,7 @@ impl Usage {
         let ticks: u64 = state.ticks.values().sum();
         super::super::host_load::record_ticks(ticks);
         MiddleCost {
-            cpu_seconds: ticks as f64 / TICKS_PER_SECOND,
+            cpu_seconds: ticks.saturating_sub(state.before) as f64 / TICKS_PER_SECOND,
             peak_rss_bytes: state.peak_rss_kb * 1024,
             measured: state.measured,
         }
