@@ -105,11 +105,12 @@ fn retry_storm_failed_calls_are_deterministic_parented_traces() {
         }
     }
     assert!(decisions.contains("breaker_open"), "a breaker answered some call degraded: {decisions:?}");
-    decode_with_opentelemetry_proto(&a.join(TRACES));
+    decode_with_opentelemetry_proto(&a.join(TRACES), true);
 }
 
-/// OpenTelemetry's own definitions read the file and find the same parenting.
-fn decode_with_opentelemetry_proto(file: &Path) {
+/// OpenTelemetry's own definitions read the file and find the same parenting (and a breaker's decline, with
+/// `declines`).
+fn decode_with_opentelemetry_proto(file: &Path, declines: bool) {
     let script = repo_root().join("tests/peers/py_trace_check.py");
     let probe = Command::new(python()).args(["-c", "import opentelemetry.proto, google.protobuf"]).output();
     if !probe.is_ok_and(|o| o.status.success()) {
@@ -123,7 +124,41 @@ fn decode_with_opentelemetry_proto(file: &Path) {
     assert!(out.status.success(), "py_trace_check.py: {stdout}{}", String::from_utf8_lossy(&out.stderr));
     let summary: Value = serde_json::from_str(stdout.trim()).expect("its summary");
     assert!(summary["traces"].as_u64().is_some_and(|n| n >= 10), "{summary}");
-    assert!(summary["decision breaker_open"].as_u64().is_some_and(|n| n > 0), "{summary}");
+    if declines {
+        assert!(summary["decision breaker_open"].as_u64().is_some_and(|n| n > 0), "{summary}");
+    } else {
+        assert!(summary["server"].as_u64().is_some_and(|n| n > 0), "{summary}");
+    }
+}
+
+/// A healthy run's ok calls, every one of them with `"all"` (a short run writes every attempt): the agent's span, the
+/// gateway's, one attempt admitted by its breaker, and the echo server's answer below it, in time order.
+#[test]
+fn an_ok_call_reaches_the_servers_span() {
+    let smoke = repo_root().join("scenarios/smoke.toml");
+    let out = scratch_in("traces", "smoke");
+    sim_ok(&smoke, &out, &["report.traces=\"all\""]);
+    let spans = spans(&out.join(TRACES));
+    let agents = spans.iter().filter(|(s, _)| s == "agent").count();
+    let summary = crate::common::summary(&out);
+    assert_eq!(agents as u64, summary["totals"]["completed"].as_u64().expect("completed"), "a trace per call");
+    let nanos = |v: &Value| v.as_str().and_then(|s| s.parse::<u128>().ok()).expect("nanos");
+    let mut servers = 0;
+    for (service, span) in &spans {
+        if !service.starts_with("echo") {
+            continue;
+        }
+        servers += 1;
+        let parent = span["parentSpanId"].as_str().expect("a parent");
+        let (_, attempt) = spans.iter().find(|(_, s)| s["spanId"] == parent).expect("its attempt");
+        assert_eq!(
+            attribute(attempt, "mcpstorm.breaker.decision").and_then(|v| v["stringValue"].as_str()),
+            Some("admitted")
+        );
+        assert!(nanos(&span["startTimeUnixNano"]) <= nanos(&span["endTimeUnixNano"]));
+    }
+    assert!(servers >= agents, "every ok call was answered by a replica: {servers} server spans, {agents} calls");
+    decode_with_opentelemetry_proto(&out.join(TRACES), false);
 }
 
 #[test]
