@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+use mcpstorm_core::conn::AskSink;
 use mcpstorm_core::gateway::{ManualError, Operation};
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::logging::{LogLevel, LogSink};
@@ -399,6 +400,7 @@ impl Federation {
         cancel: CancelToken,
         on_behalf_of: Option<Secret>,
         logs: Option<LogSink>,
+        asks: AskSink,
     ) -> Result<Value, ErrorObject> {
         let mut params = params.unwrap_or(Value::Null);
         // Taken, not copied: the call owns its arguments from here on.
@@ -420,7 +422,14 @@ impl Federation {
         let requires = [Requirement::Tag(server_tag(&origin.server))];
         let mut call = ToolCall::borrowing(&origin.name, &arguments);
         call.requires = &requires;
-        call.opts = CallOptions { cancel: Some(cancel), progress, on_behalf_of, logs, ..CallOptions::default() };
+        call.opts = CallOptions {
+            cancel: Some(cancel),
+            progress,
+            on_behalf_of,
+            logs,
+            asks: Some(asks),
+            ..CallOptions::default()
+        };
         let started = Instant::now();
         let routed = match &self.tap {
             None => self.gateway.call(call).await,

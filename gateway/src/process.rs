@@ -305,6 +305,7 @@ async fn build(
             .iter()
             .map(|s| (s.name.clone(), file.client.lifecycle_retries(s.replicas.len())))
             .collect(),
+        eras: file.servers.iter().map(|s| (s.name.clone(), s.era().mode())).collect(),
         limit: InFlightLimit::new(file.client.max_in_flight),
         clock: clock.clone(),
         observer: {

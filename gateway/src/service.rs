@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use mcpstorm_core::CancelToken;
+use mcpstorm_core::conn::{AskSink, Asked};
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::logging::{self, LogLevel, LogSink};
 use mcpstorm_core::mcp::{Implementation, ProgressParams, method};
@@ -185,6 +186,20 @@ fn relay_logs(ctx: &RequestCtx, server: Option<String>) -> (Option<LogSink>, Opt
     (Some(LogSink { level, tx }), Some(relay))
 }
 
+/// Relays what the call's upstream asks of its client (sampling, elicitation, roots) to the call's agent, one at a
+/// time as the upstream asks them, each answered with the agent's answer or the refusal `Asker` gives (the agent did
+/// not declare the capability, or it cannot be asked).
+fn relay_asks(ctx: &RequestCtx) -> (AskSink, JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::channel::<Asked>(8);
+    let asker = ctx.asker.clone();
+    let relay = tokio::spawn(async move {
+        while let Some(Asked { method, params, reply }) = rx.recv().await {
+            let _ = reply.send(asker.ask(&method, params).await);
+        }
+    });
+    (tx, relay)
+}
+
 /// One agent tool call: the upstream's progress relayed to the agent under the agent's token, and its log messages
 /// at the agent's level.
 async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -> Result<Value, ErrorObject> {
@@ -206,7 +221,10 @@ async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -
     let tool = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
     let (logs, log_relay) = relay_logs(&ctx, tool.and_then(|t| federation.tool_server(t)));
     let on_behalf_of = ctx.principal.as_ref().and_then(|p| p.token.clone());
-    let mut outcome = federation.call_tool(params, progress, ctx.cancel.clone(), on_behalf_of, logs).await;
+    let (asks, ask_relay) = relay_asks(&ctx);
+    let mut outcome = federation.call_tool(params, progress, ctx.cancel.clone(), on_behalf_of, logs, asks).await;
+    // An ask still open when the call ended is moot: its upstream request went with the call.
+    ask_relay.abort();
     if ctx.era == Era::Legacy
         && let Ok(result) = &mut outcome
     {

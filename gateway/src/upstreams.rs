@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use mcpstorm_core::resilience::InFlightLimit;
+use mcpstorm_core::session::EraMode;
 use mcpstorm_core::transport::PoolConfig;
 use mcpstorm_core::{
     ClientConfig, Clock, Connector, Dialer, HttpEndpoint, McpClient, Observer, Secret, StdioDialer, TcpDialer,
@@ -129,6 +130,11 @@ fn not_set(at: &str, table: &str, name: &str, var: &str) -> String {
     format!("{at}.{table}.{name}: environment variable {var} is not set")
 }
 
+/// What the gateway declares to its servers that it answers, by relaying to the agent whose call asked.
+pub fn relayed_capabilities() -> serde_json::Value {
+    serde_json::json!({ "sampling": {}, "elicitation": { "form": {}, "url": {} }, "roots": {} })
+}
+
 /// Makes the observer of a replica's client, given its endpoint id.
 pub type ObserverOf = Arc<dyn Fn(&str) -> Arc<dyn Observer> + Send + Sync>;
 
@@ -138,6 +144,8 @@ pub struct LiveConnector {
     pub config: ClientConfig,
     /// Each server's reconnects within one call (`ClientSpec::lifecycle_retries`), by server name.
     pub lifecycle_retries: BTreeMap<String, u32>,
+    /// Each server's era (`[[servers]] era`), by server name.
+    pub eras: BTreeMap<String, EraMode>,
     pub limit: InFlightLimit,
     pub clock: Arc<dyn Clock>,
     /// Each replica's observer, by its endpoint id.
@@ -169,6 +177,11 @@ impl Connector for LiveConnector {
         if let Some(retries) = self.lifecycle_retries.get(server) {
             config.lifecycle_retries = *retries;
         }
+        if let Some(era) = self.eras.get(server) {
+            config.era_mode = *era;
+        }
+        // A server may ask mid-call what the gateway relays to the call's agent (who may refuse: see `asks`).
+        config.client_capabilities = relayed_capabilities();
         let client = McpClient::new(endpoint, route.dialer, config, self.seed.fork(endpoint).seeded_rng())
             .with_clock(self.clock.clone())
             .with_observer((self.observer)(endpoint))

@@ -25,6 +25,7 @@ use crate::transport::DEFAULT_MAX_FRAME;
 /// | `max_tool_list_bytes` | 32 MiB | the listing's size as JSON, all pages together; more is an error naming this limit |
 /// | `profile`           | default | session and schema behaviour; `naive` reproduces the naive design's failures |
 /// | `credentials`       | none    | offered to servers that declare auth schemes (first accepted wins) |
+/// | `client_capabilities` | `{}`  | declared in `initialize`: what the client answers when a server asks mid-call |
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     pub connection: ConnectionConfig,
@@ -51,6 +52,9 @@ pub struct ClientConfig {
     pub profile: GatewayProfile,
     /// Credentials for servers that declare auth schemes; never printed (see [`Secret`](crate::Secret)).
     pub credentials: Vec<Credential>,
+    /// Declared in `initialize` (2025-11-25): the server requests (sampling, elicitation, roots) the client answers,
+    /// by relaying them to whoever a call's `CallOptions::asks` names.
+    pub client_capabilities: serde_json::Value,
 }
 
 impl Default for ClientConfig {
@@ -72,6 +76,7 @@ impl Default for ClientConfig {
             modern_protocol_versions: MODERN_PROTOCOL_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
             profile: GatewayProfile::default(),
             credentials: Vec::new(),
+            client_capabilities: serde_json::json!({}),
         }
     }
 }
@@ -87,6 +92,7 @@ impl ClientConfig {
             protocol_versions: self.protocol_versions.clone(),
             modern_protocol_versions: self.modern_protocol_versions.clone(),
             credentials: self.credentials.clone(),
+            client_capabilities: self.client_capabilities.clone(),
         }
     }
     /// How much of a tool listing the client accepts.

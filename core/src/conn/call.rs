@@ -264,6 +264,7 @@ fn register<'a>(
         written: false,
         progress: opts.progress.take(),
         logs: logs.map(|l| l.tx),
+        asks: opts.asks.take(),
         signal: signal.clone(),
     };
     shared.pending.register(id, entry)?;

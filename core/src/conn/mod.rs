@@ -11,6 +11,7 @@
 //! The reader never blocks on a consumer: a full notification queue or progress channel drops and counts, so a
 //! flooding server cannot stall responses or exhaust memory. Any transport failure fails every pending call at once.
 
+mod asked;
 mod call;
 mod config;
 mod notify;
@@ -26,6 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
+pub use asked::{AskSink, Asked, RELAYED};
 pub use config::ConnectionConfig;
 pub use notify::NotificationHandler;
 pub(crate) use options::Bounded;

@@ -16,6 +16,8 @@ use crate::credential::Secret;
 use crate::mcp::ProgressParams;
 use crate::mcp::logging::LogSink;
 
+use super::asked::AskSink;
+
 /// Which writer lane a request takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Lane {
@@ -45,6 +47,9 @@ pub struct CallOptions {
     /// Asks the server for the call's log messages at this level (`_meta` `io.modelcontextprotocol/logLevel`) and
     /// receives the `notifications/message` params that belong to the call (see `conn::reader`).
     pub logs: Option<LogSink>,
+    /// Receives the requests the server makes of its client during the call (see `conn::asked`); without it they
+    /// get "method not found".
+    pub asks: Option<AskSink>,
 }
 
 impl CallOptions {
@@ -58,8 +63,8 @@ impl CallOptions {
     /// The options of a call whose deadline is already resolved (a layer's own request under a call, such as the
     /// tool listing a call needs, shares that call's deadline).
     pub(crate) fn until(self, deadline: Instant) -> Bounded {
-        let CallOptions { deadline: _, cancel, lane, progress, first_response, on_behalf_of, logs } = self;
-        Bounded { deadline, cancel, lane, progress, first_response, on_behalf_of, logs }
+        let CallOptions { deadline: _, cancel, lane, progress, first_response, on_behalf_of, logs, asks } = self;
+        Bounded { deadline, cancel, lane, progress, first_response, on_behalf_of, logs, asks }
     }
 }
 
@@ -73,4 +78,5 @@ pub(crate) struct Bounded {
     pub first_response: Option<Duration>,
     pub on_behalf_of: Option<Secret>,
     pub logs: Option<LogSink>,
+    pub asks: Option<AskSink>,
 }

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use super::asked::AskSink;
 use crate::error::{CallError, TransportError};
 use crate::jsonrpc::Payload;
 use crate::mcp::{CallToolResult, ProgressParams};
@@ -49,6 +50,8 @@ pub(crate) struct Entry {
     pub progress: Option<mpsc::Sender<ProgressParams>>,
     /// Where the call's log messages go, when it asked for them.
     pub logs: Option<mpsc::Sender<Value>>,
+    /// Where the server's requests during the call go, when the caller relays them.
+    pub asks: Option<AskSink>,
     /// Shared with the waiting caller.
     pub signal: Arc<ProgressSignal>,
 }
@@ -67,6 +70,23 @@ struct Inner {
     map: BTreeMap<i64, Entry>,
     /// Set once the connection failed; no new entry is accepted after it.
     closed: Option<TransportError>,
+}
+
+impl Inner {
+    /// The call a server message belongs to: request `id`'s when the transport knows it, else the only call that
+    /// wants such messages (two that do: neither may get another's).
+    fn attributed<'a, T>(&'a self, id: Option<i64>, wants: impl Fn(&'a Entry) -> Option<&'a T>) -> Option<&'a T> {
+        match id {
+            Some(id) => self.map.get(&id).and_then(wants),
+            None => {
+                let mut wanting = self.map.values().filter_map(wants);
+                match (wanting.next(), wanting.next()) {
+                    (Some(one), None) => Some(one),
+                    _ => None,
+                }
+            }
+        }
+    }
 }
 
 #[derive(Default)]
@@ -151,18 +171,15 @@ impl PendingTable {
     /// handed to any: given to the wrong call it would reach another agent. False when no call took it.
     pub fn log(&self, id: Option<i64>, params: Value) -> bool {
         let inner = self.lock();
-        let tx = match id {
-            Some(id) => inner.map.get(&id).and_then(|e| e.logs.as_ref()),
-            None => {
-                let mut asking = inner.map.values().filter_map(|e| e.logs.as_ref());
-                match (asking.next(), asking.next()) {
-                    (Some(tx), None) => Some(tx),
-                    _ => None,
-                }
-            }
-        };
+        let tx = inner.attributed(id, |e| e.logs.as_ref());
         // Lossy, as progress is: the reader never waits for a consumer.
         tx.is_some_and(|tx| tx.try_send(params).is_ok())
+    }
+
+    /// Where a server request that came on request `id`'s stream goes (`None`: a transport that cannot tell, such as
+    /// stdio: the one call that relays requests, if only one does).
+    pub fn asks(&self, id: Option<i64>) -> Option<AskSink> {
+        self.lock().attributed(id, |e| e.asks.as_ref()).cloned()
     }
 
     /// Fails every pending call at once with `err` and refuses new ones. Returns false if already closed.
@@ -196,7 +213,7 @@ mod tests {
 
     fn entry() -> (Entry, oneshot::Receiver<Reply>) {
         let (tx, rx) = oneshot::channel();
-        (Entry { tx, call: false, written: false, progress: None, logs: None, signal: Arc::default() }, rx)
+        (Entry { tx, call: false, written: false, progress: None, logs: None, asks: None, signal: Arc::default() }, rx)
     }
 
     #[test]

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde_json::json;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::Shared;
+use super::asked::{AskSink, Asked, RELAYED};
 use super::pending::{Answer, Delivery, Reply};
 use super::stats::Counters;
 use crate::error::{CallError, TransportError};
@@ -99,7 +100,7 @@ impl QuickRead for CallResults<'_> {
     }
 }
 
-fn dispatch(shared: &Shared, msg: Message, notifications: Option<&mpsc::Sender<Notification>>) {
+fn dispatch(shared: &Arc<Shared>, msg: Message, notifications: Option<&mpsc::Sender<Notification>>) {
     match msg {
         Message::Response(r) => on_response(shared, r),
         Message::Notification(n) => on_notification(shared, n, notifications),
@@ -158,14 +159,49 @@ fn on_notification(shared: &Shared, n: Notification, notifications: Option<&mpsc
     }
 }
 
-/// A client must answer `ping`; everything else we have not declared a capability for gets "method not found".
-fn on_server_request(shared: &Shared, request: Request) {
+/// A client must answer `ping`. A request the client relays (sampling, elicitation, roots) goes to the call it
+/// belongs to, when that call relays them, and is answered once the call's relay answers; everything else, and a
+/// relayed request no call takes, gets "method not found".
+fn on_server_request(shared: &Arc<Shared>, mut request: Request) {
     Counters::bump(&shared.counters.server_requests);
-    let reply = if request.method == method::PING {
-        Message::result(request.id, json!({}))
-    } else {
-        let msg = format!("client does not support {:?}", request.method);
-        Message::error(Some(request.id), ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, msg))
-    };
-    let _ = shared.try_send_priority(reply);
+    if request.method == method::PING {
+        let _ = shared.try_send_priority(Message::result(request.id, json!({})));
+        return;
+    }
+    if RELAYED.contains(&request.method.as_str()) {
+        let call = request.params.as_mut().and_then(take_stream_request);
+        if let Some(sink) = shared.pending.asks(call) {
+            relay(shared, sink, request);
+            return;
+        }
+    }
+    let msg = format!("client does not support {:?}", request.method);
+    let _ =
+        shared.try_send_priority(Message::error(Some(request.id), ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, msg)));
+}
+
+/// Hands a server request to its call's relay and answers the server when the relay does. The reader never waits:
+/// a full relay is an error now, and the wait for the answer is a task of its own.
+fn relay(shared: &Arc<Shared>, sink: AskSink, request: Request) {
+    let Request { id, method, params } = request;
+    let (reply, answer) = oneshot::channel();
+    if sink.try_send(Asked { method, params, reply }).is_err() {
+        let e = ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the call's client is not taking requests now");
+        let _ = shared.try_send_priority(Message::error(Some(id), e));
+        return;
+    }
+    let shared = Arc::downgrade(shared);
+    tokio::spawn(async move {
+        let msg = match answer.await {
+            Ok(Ok(result)) => Message::result(id, result),
+            Ok(Err(e)) => Message::error(Some(id), e),
+            Err(_) => {
+                let why = "the call this request belongs to ended before it was answered";
+                Message::error(Some(id), ErrorObject::new(ErrorCode::INTERNAL_ERROR, why))
+            }
+        };
+        if let Some(shared) = shared.upgrade() {
+            let _ = shared.try_send_priority(msg);
+        }
+    });
 }

@@ -29,6 +29,8 @@ pub mod method {
     pub const INITIALIZE: &str = "initialize";
     pub const INITIALIZED: &str = "notifications/initialized";
     pub const PING: &str = "ping";
+    /// The requests a server makes of its client during a call (2025-11-25), which a gateway relays to the agent.
+    pub const ASKED_OF_CLIENTS: [&str; 3] = ["sampling/createMessage", "elicitation/create", "roots/list"];
     pub const TOOLS_LIST: &str = "tools/list";
     pub const TOOLS_CALL: &str = "tools/call";
     pub const CANCELLED: &str = "notifications/cancelled";

@@ -7,9 +7,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::asks::{Asker, Asks, Event};
 use super::auth::Principal;
 use super::lifecycle::{self, discover, method_not_found, stamp_modern};
 use super::logs::{LevelCell, Logs, requested_level};
+use super::parked::{PARKABLE, Parks, Retry};
 use super::running::{Panicked, Running};
 use super::service::{Progress, RequestCtx, Service, progress_token};
 use crate::cancel::CancelToken;
@@ -30,6 +32,10 @@ pub(crate) struct Agent {
     pub principal: Option<Principal>,
     /// A 2025-11-25 session's log level (`None`: a 2026-07-28 request, whose level is in its `_meta`).
     pub log_level: Option<Arc<LevelCell>>,
+    /// Where this process waits for the answers to what it asks the agent on a call's stream (2025-11-25).
+    pub asks: Option<Arc<Asks>>,
+    /// Where this process parks a call whose upstream asks the agent something (2026-07-28: see `parked`).
+    pub parks: Option<Arc<Parks>>,
 }
 
 impl Agent {
@@ -49,6 +55,8 @@ impl Agent {
             client_capabilities: envelope.client_capabilities,
             principal: None,
             log_level: None,
+            asks: None,
+            parks: None,
         })
     }
 }
@@ -127,25 +135,93 @@ async fn call(
     token: CancelToken,
     out: Option<mpsc::Sender<Message>>,
 ) -> Option<Result<Value, ErrorObject>> {
-    let ctx = RequestCtx {
-        session: agent.session.clone(),
-        era: agent.era,
-        protocol_version: agent.version.clone(),
-        client_info: agent.client_info.clone(),
-        client_capabilities: agent.client_capabilities.clone(),
-        logs: Logs::new(agent.log_level(params.as_ref()), out.clone()),
-        progress: Progress::new(progress_token(params.as_ref()), out),
-        cancel: token.clone(),
-        principal: agent.principal.clone(),
-    };
+    if let Some(parks) = &agent.parks
+        && PARKABLE.contains(&method)
+        && Asker::may_be_asked(&agent.client_capabilities)
+    {
+        return parkable(parks, service, agent, method, params, token, out).await;
+    }
+    let asker = Asker::new(agent.asks.clone(), out.clone(), agent.client_capabilities.clone(), token.clone());
+    let ctx = request_ctx(agent, params.as_ref(), token.clone(), asker, out);
     // Polled here rather than on a task of its own; see `running.rs` for what that keeps.
     let mut running = Running::new(service.request(ctx, method.to_owned(), params));
     tokio::select! {
         biased;
         () = token.cancelled() => None,
-        answered = &mut running => Some(answered.unwrap_or_else(|Panicked| {
-            tracing::warn!("a service request panicked");
-            Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the gateway failed while answering this request"))
-        })),
+        answered = &mut running => Some(flatten(answered)),
     }
+}
+
+fn request_ctx(
+    agent: &Agent,
+    params: Option<&Value>,
+    cancel: CancelToken,
+    asker: Asker,
+    out: Option<mpsc::Sender<Message>>,
+) -> RequestCtx {
+    RequestCtx {
+        session: agent.session.clone(),
+        era: agent.era,
+        protocol_version: agent.version.clone(),
+        client_info: agent.client_info.clone(),
+        client_capabilities: agent.client_capabilities.clone(),
+        logs: Logs::new(agent.log_level(params), out.clone()),
+        asker,
+        progress: Progress::new(progress_token(params), out),
+        cancel,
+        principal: agent.principal.clone(),
+    }
+}
+
+fn flatten(answered: Result<Result<Value, ErrorObject>, Panicked>) -> Result<Value, ErrorObject> {
+    answered.unwrap_or_else(|Panicked| {
+        tracing::warn!("a service request panicked");
+        Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the gateway failed while answering this request"))
+    })
+}
+
+/// A 2026-07-28 call that may ask its agent something: a retry resumes its parked call; a new call runs here until
+/// it answers (as any call) or asks, when it is parked and the agent gets the input-required result. Its token is
+/// its own from the start (a child of the front's root), since the call outlives the request that parks it; the
+/// request's cancellation before then cancels it.
+async fn parkable(
+    parks: &Arc<Parks>,
+    service: &Arc<dyn Service>,
+    agent: &Agent,
+    method: &str,
+    params: Option<Value>,
+    token: CancelToken,
+    out: Option<mpsc::Sender<Message>>,
+) -> Option<Result<Value, ErrorObject>> {
+    match parks.retry_of(params.as_ref()) {
+        Retry::Fresh => {}
+        Retry::Here(n) => return parks.resume(n, params.as_ref(), &token).await,
+        Retry::Owner(_) => {
+            // The HTTP front forwards these before they get here; no other transport reaches another process.
+            let why = "requestState names a call another gateway process holds, which this transport cannot reach";
+            return Some(Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, why)));
+        }
+    }
+    let call = parks.root.child();
+    let (events_tx, mut events) = mpsc::channel(4);
+    let asker = Asker::interim(events_tx.clone(), agent.client_capabilities.clone(), call.clone());
+    let ctx = request_ctx(agent, params.as_ref(), call.clone(), asker, out);
+    let mut running = Running::new(service.request(ctx, method.to_owned(), params));
+    let first = tokio::select! {
+        biased;
+        () = token.cancelled() => {
+            call.cancel("the agent cancelled the request");
+            return None;
+        }
+        answered = &mut running => return Some(flatten(answered)),
+        Some(Event::Ask(asked)) = events.recv() => asked,
+    };
+    let (n, interim) = parks.park(first, events, call);
+    let parks = parks.clone();
+    tokio::spawn(async move {
+        let answer = flatten(running.await);
+        let _ = events_tx.send(Event::Done(answer)).await;
+        parks.expire(n).await;
+    });
+    Some(Ok(interim))
 }

@@ -59,6 +59,13 @@ impl Front {
     /// Serves Streamable HTTP on `listener` until [`Front::shutdown`]: one task per connection (a panic there ends
     /// that connection only), at most `max_connections` open.
     pub async fn listen(&self, listener: TcpListener) {
+        // Where the fleet's other processes forward this process's agents' answers (see `asks`): the bound address,
+        // unless it is a wildcard (then only `serving_at` can say).
+        if let Ok(addr) = listener.local_addr()
+            && !addr.ip().is_unspecified()
+        {
+            self.inner.asks.serving_at(format!("http://{addr}{}", super::MCP_PATH));
+        }
         loop {
             // Accepting goes on through the drain (new work is answered 503 there), until the drain ends: an agent
             // with a call in flight may open another connection for its stream or its DELETE.
@@ -94,6 +101,13 @@ impl Front {
         let front = self.clone();
         tokio::spawn(async move { front.listen(listener).await });
         Ok(local)
+    }
+
+    /// Says where this process serves MCP for the other processes of its fleet (its address as they reach it, e.g.
+    /// behind a wildcard bind): the answers its agents owe it that reach another process are forwarded there. Call
+    /// before [`Front::listen`]; the first URL set stays.
+    pub fn serving_at(&self, url: String) {
+        self.inner.asks.serving_at(url);
     }
 
     /// Serves one HTTP/1.1 connection (any byte stream) until it closes.

@@ -20,6 +20,7 @@
 //! cancels the rest and closes every connection.
 
 mod admission;
+mod asks;
 pub mod auth;
 pub mod body;
 mod dispatch;
@@ -32,6 +33,7 @@ mod limits;
 mod listener;
 mod live;
 mod logs;
+mod parked;
 mod running;
 mod service;
 mod shared;
@@ -43,6 +45,7 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
+pub use asks::Asker;
 pub use front::Front;
 pub use http::MCP_PATH;
 pub use keys::{KeyError, Keys, MIN_KEY_BYTES, SESSION_KEY_ENV, SessionKey};

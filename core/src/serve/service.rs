@@ -71,6 +71,8 @@ pub struct RequestCtx {
     pub cancel: CancelToken,
     /// Who the agent is (`FrontLimits::auth`), for calls made on its behalf; `None` without agent auth.
     pub principal: Option<Principal>,
+    /// Sends the agent the requests an upstream makes during the call (sampling, elicitation, roots).
+    pub asker: super::Asker,
 }
 
 /// Where a request's progress goes: to the agent, when the request carried a `progressToken` and its transport can

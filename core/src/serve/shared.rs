@@ -7,10 +7,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
 use super::admission::Admission;
+use super::asks::Asks;
 use super::auth::{Denied, DenyReason, Principal, ResourceMetadata, StaticTokens, bearer_token};
 use super::keys::{KeyError, Keys};
 use super::limits::FrontLimits;
 use super::live::{Drain, SessionTable};
+use super::parked::Parks;
 use super::service::Service;
 use super::token::Revoked;
 use crate::cancel::CancelToken;
@@ -56,6 +58,10 @@ pub(crate) struct Shared {
     streams: AtomicU64,
     pub connections: AtomicUsize,
     tokens: StaticTokens,
+    /// The requests this process's calls made of their agents, waiting for answers.
+    pub asks: Arc<Asks>,
+    /// 2026-07-28 agents' calls waiting for their agents' retries (see `parked`).
+    pub parks: Arc<Parks>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -117,9 +123,11 @@ impl Shared {
         limits: FrontLimits,
         clock: Arc<dyn Clock>,
     ) -> Result<Shared, KeyError> {
+        let asks = Arc::new(Asks::new(keys.clone()));
+        let root = CancelToken::new();
         Ok(Shared {
             service,
-            keys,
+            keys: keys.clone(),
             clock,
             revoked: Mutex::new(Revoked::new(limits.max_revoked)),
             sessions: SessionTable::new(limits.max_sessions),
@@ -127,10 +135,12 @@ impl Shared {
             drain: Arc::default(),
             notices: broadcast::channel(NOTICES).0,
             closing: CancelToken::new(),
-            root: CancelToken::new(),
+            root: root.clone(),
             streams: AtomicU64::new(1),
             connections: AtomicUsize::new(0),
             tokens: StaticTokens::new(&limits.agent_tokens)?,
+            asks: asks.clone(),
+            parks: Arc::new(Parks::new(asks, root.clone())),
             limits,
         })
     }

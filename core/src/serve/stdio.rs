@@ -43,6 +43,8 @@ where
         client_capabilities: json!({}),
         principal: None,
         log_level: Some(session.log_level.clone()),
+        asks: Some(front.asks.clone()),
+        parks: None,
     };
     loop {
         let frame = tokio::select! {
@@ -61,7 +63,11 @@ where
                 session.notified(note);
                 None
             }
-            Some(Ok(Message::Response(_))) => None,
+            Some(Ok(Message::Response(response))) => {
+                // The stdio peer's answer to what a call asked it: this process is the only one it talks to.
+                front.asks.answer(&response);
+                None
+            }
             Some(Err(FrameError::Decode(e))) => {
                 let code = if matches!(e, crate::jsonrpc::DecodeError::NotJson(_)) {
                     ErrorCode::PARSE_ERROR
@@ -115,7 +121,7 @@ fn on_request(
     }
     let agent = if enveloped || request.method == method::INITIALIZE {
         match Agent::modern(&request) {
-            Ok(modern) => Agent { session: agent.session.clone(), ..modern },
+            Ok(modern) => Agent { session: agent.session.clone(), parks: Some(front.parks.clone()), ..modern },
             Err(e) => return Some(Message::error(Some(id), e)),
         }
     } else {

@@ -23,4 +23,6 @@ pub struct LifecycleConfig {
     pub modern_protocol_versions: Vec<String>,
     /// Offered to servers that declare auth schemes (first accepted wins).
     pub credentials: Vec<Credential>,
+    /// What `initialize` declares the client answers (see `ClientConfig::client_capabilities`).
+    pub client_capabilities: serde_json::Value,
 }

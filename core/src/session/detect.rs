@@ -50,7 +50,12 @@ pub async fn establish(
         let init = handshake::initialize(conn, config).await?;
         return Ok(Established { era: Era::Legacy, init, detection: Detection::Forced });
     }
-    match cache.get(server) {
+    let cached = cache.get(server);
+    if config.era_mode == EraMode::HandshakeFirst && !matches!(cached, Some(CachedEra::Modern { .. })) {
+        let detection = if cached.is_some() { Detection::Cached } else { Detection::Probed };
+        return handshake_first(conn, config, cache, server, detection).await;
+    }
+    match cached {
         // A server that grants sessions (the mcpstorm extension) grants them in the `server/discover` result: the
         // cached one holds a stale grant, so a new connection asks again.
         Some(CachedEra::Modern { discover, .. }) if grants_sessions(&discover) => {
@@ -75,6 +80,30 @@ pub async fn establish(
             Err(e) => Err(e),
         },
         None => detect(conn, config, cache, server, Detection::Probed).await,
+    }
+}
+
+/// `EraMode::HandshakeFirst` for a server not known to be modern: the handshake, and detection as `Auto` detects
+/// when the server refuses it as a modern-only server does.
+async fn handshake_first(
+    conn: &Connection,
+    config: &LifecycleConfig,
+    cache: &EraCache,
+    server: &str,
+    detection: Detection,
+) -> Result<Established, CallError> {
+    match handshake::initialize(conn, config).await {
+        Ok(init) => {
+            cache.put(server, CachedEra::Legacy);
+            Ok(Established { era: Era::Legacy, init, detection })
+        }
+        // A modern-only server refuses the handshake (-32022, or as a method it does not know): detect.
+        Err(e @ CallError::Lifecycle(LifecycleError::InitializeRefused(_))) => {
+            tracing::info!(server, error = %e, "the handshake was refused; detecting the era");
+            cache.invalidate(server);
+            detect(conn, config, cache, server, Detection::Redetected).await
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::time::Instant;
 
 use super::LifecycleConfig;
@@ -20,7 +19,7 @@ pub(crate) async fn initialize(conn: &Connection, config: &LifecycleConfig) -> R
     };
     let params = InitializeParams {
         protocol_version: ours.clone(),
-        capabilities: json!({}),
+        capabilities: config.client_capabilities.clone(),
         client_info: config.client_info.clone(),
     };
     let limit = config.handshake_timeout;

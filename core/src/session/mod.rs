@@ -73,4 +73,9 @@ pub enum EraMode {
     Auto,
     /// Always the `initialize` handshake; never probe.
     Legacy,
+    /// The `initialize` handshake first; a server that refuses it as a 2026-07-28-only server does (-32022) is
+    /// detected as `Auto` detects. A gateway's choice: a dual-era server is spoken 2025-11-25, the era in which it
+    /// can ask the agent mid-call (sampling, elicitation, roots) and take subscriptions; the Python SDK's `ctx.elicit`
+    /// and `ctx.sample` have no 2026-07-28 path.
+    HandshakeFirst,
 }

@@ -46,5 +46,5 @@ pub use history::HistorySpec;
 pub use listen::{AdminSpec, ListenSpec, ReadyRule};
 pub use sync::SyncSpec;
 pub use units::{Dur, SignedDur};
-pub use upstream::{ENV_PREFIX, ReplicaAddr, ReplicaSpec, UpstreamSpec};
+pub use upstream::{ENV_PREFIX, ReplicaAddr, ReplicaSpec, UpstreamEra, UpstreamSpec};
 pub use upstream_auth::{Grant, UpstreamAuthSpec};

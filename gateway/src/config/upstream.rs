@@ -58,6 +58,42 @@ pub struct UpstreamSpec {
     /// the URI it asks for), e.g. `{ allow = ["file:///srv/docs/*"] }`. Absent: every resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<NameFilterSpec>,
+    /// Which protocol era the gateway speaks to it. `"handshake-first"`: 2025-11-25's `initialize`, and 2026-07-28
+    /// only for a server that refuses it, because a server can ask the agent mid-call (sampling, elicitation, roots)
+    /// and take subscriptions only in 2025-11-25, and SDKs' ask-the-user calls (the Python SDK's `ctx.elicit`) have
+    /// no 2026-07-28 path. `"discover-first"`: 2026-07-28 whenever the server speaks it. `"handshake"`: 2025-11-25
+    /// only. Default: `"handshake-first"`, but `"discover-first"` for a server with `oauth`, whose 2025-11-25
+    /// session would be bound to the token that opened it while the gateway's calls carry renewed or per-agent ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub era: Option<UpstreamEra>,
+}
+
+/// See [`UpstreamSpec::era`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpstreamEra {
+    HandshakeFirst,
+    DiscoverFirst,
+    Handshake,
+}
+
+impl UpstreamSpec {
+    /// The era the gateway speaks to it: `era`, else the default [`UpstreamSpec::era`] describes.
+    pub fn era(&self) -> UpstreamEra {
+        self.era.unwrap_or(if self.oauth.is_some() { UpstreamEra::DiscoverFirst } else { UpstreamEra::HandshakeFirst })
+    }
+}
+
+impl UpstreamEra {
+    /// The core's era mode for it.
+    pub fn mode(self) -> mcpstorm_core::session::EraMode {
+        use mcpstorm_core::session::EraMode;
+        match self {
+            UpstreamEra::HandshakeFirst => EraMode::HandshakeFirst,
+            UpstreamEra::DiscoverFirst => EraMode::Auto,
+            UpstreamEra::Handshake => EraMode::Legacy,
+        }
+    }
 }
 
 /// Glob patterns (`*` any run of characters, `?` one) on a server's own names. Deny wins over allow; without

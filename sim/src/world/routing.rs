@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use mcpstorm_core::router::{Requirement, ServerEntry};
+use mcpstorm_gateway::config::upstream::UpstreamEra;
 
 use crate::scenario::server_host;
 use crate::scenario::{self, MixEntry, Placement, ReplicaSpec, Scenario, UpstreamSpec};
@@ -73,6 +74,8 @@ pub fn upstreams(scenario: &Scenario, placement: &Placement) -> Vec<UpstreamSpec
             tools: None,
             prompts: None,
             resources: None,
+            // As the simulated gateway's client speaks (`EraMode::Auto`), so the live twin's nodes match it.
+            era: Some(UpstreamEra::DiscoverFirst),
         })
         .collect()
 }

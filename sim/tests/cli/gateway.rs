@@ -24,6 +24,8 @@ pub(crate) struct Running {
     pub admin: String,
     /// The config file (rewritten before a SIGHUP).
     path: std::path::PathBuf,
+    /// Every line it has written to stderr so far.
+    pub stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Drop for Running {
@@ -39,7 +41,7 @@ pub(crate) fn start(config: &str, name: &str) -> Running {
 }
 
 /// [`start`] with more environment variables.
-fn start_with(config: &str, name: &str, env: &[(&str, &str)]) -> Running {
+pub(crate) fn start_with(config: &str, name: &str, env: &[(&str, &str)]) -> Running {
     let dir = scratch_in("gateway", name);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let path = dir.join("gateway.toml");
@@ -65,8 +67,10 @@ fn start_with(config: &str, name: &str, env: &[(&str, &str)]) -> Running {
         }
     }
     // Keep reading stderr so the gateway never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    Running { child, mcp: mcp.unwrap_or_default(), admin: admin.unwrap_or_default(), path }
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = stderr.clone();
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| kept.lock().expect("stderr lines").push(l)));
+    Running { child, mcp: mcp.unwrap_or_default(), admin: admin.unwrap_or_default(), path, stderr }
 }
 
 /// One HTTP/1.1 request on a fresh connection: the status code and the body.

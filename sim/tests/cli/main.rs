@@ -7,6 +7,7 @@
 mod common;
 mod servers;
 
+mod asks;
 mod call;
 mod contract;
 mod diagnose;

@@ -19,6 +19,7 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use tokio::sync::mpsc;
 
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Request, RequestId, ResponseBody};
+use crate::serve::Asker;
 use crate::serve::body::{self, Held, Reply};
 use crate::serve::dispatch::{self, Agent};
 use crate::serve::headers::{accepts, modern_status};
@@ -60,7 +61,11 @@ pub(super) async fn answer(
     let json_ok = accepts(headers, "application/json");
     // A request that may bring notifications (progress it asked for, log messages at its agent's level) is
     // answered on a stream that can carry them.
-    let notes = progress_token(request.params.as_ref()).is_some() || agent.log_level(request.params.as_ref()).is_some();
+    // So is one whose upstream may ask the agent something mid-call (sampling, elicitation, roots): the request goes
+    // on the call's stream.
+    let notes = progress_token(request.params.as_ref()).is_some()
+        || agent.log_level(request.params.as_ref()).is_some()
+        || (agent.asks.is_some() && Asker::may_be_asked(&agent.client_capabilities));
     let sse = sse_ok && (notes || !json_ok);
     if !sse {
         let answered = dispatch::answer(&front.service, &agent, request, flight.token.clone(), None).await;

@@ -10,8 +10,10 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::time::sleep_until;
 
 use super::answer::answer;
+use super::forward::{FORWARDED_HEADER, forward};
 use crate::jsonrpc::{ErrorCode, Message, Request};
 use crate::mcp::{SUPPORTED_PROTOCOL_VERSIONS, method};
+use crate::serve::asks::Route;
 use crate::serve::auth::Principal;
 use crate::serve::body::{self, Reply};
 use crate::serve::dispatch::Agent;
@@ -49,8 +51,14 @@ pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message,
             session.notified(note);
             body::empty(StatusCode::ACCEPTED)
         }
-        // We send agents no requests, so a response answers nothing of ours: accepted and ignored.
-        Message::Response(_) => body::empty(StatusCode::ACCEPTED),
+        // The answer to a request a call of this fleet made of the agent: delivered here, or forwarded to the
+        // process that waits for it; an answer to nothing of ours is accepted and ignored.
+        Message::Response(response) => match front.asks.answer(&response) {
+            Route::Owner(url) if header(headers, FORWARDED_HEADER).is_none() => {
+                forward(&url, headers, &Message::Response(response)).await
+            }
+            _ => body::empty(StatusCode::ACCEPTED),
+        },
     }
 }
 
@@ -99,6 +107,8 @@ async fn call(
         client_capabilities: claims.client_capabilities,
         principal: Some(principal.clone()),
         log_level: Some(session.log_level.clone()),
+        asks: Some(front.asks.clone()),
+        parks: None,
     };
     answer(front, headers, agent, request, flight, Some(session)).await
 }

@@ -12,6 +12,7 @@
 //! Before any of it: `Origin` (403), agent bearer tokens (401), and once stopping, 503. Bounds: `FrontLimits`.
 
 mod answer;
+mod forward;
 mod legacy;
 mod modern;
 mod post;

@@ -6,12 +6,15 @@ use hyper::StatusCode;
 use hyper::header::HeaderMap;
 
 use super::answer::answer;
+use super::forward::{FORWARDED_HEADER, relay};
 use crate::jsonrpc::{ErrorCode, Message};
 use crate::serve::auth::Principal;
 use crate::serve::body::{self, Reply};
 use crate::serve::dispatch::Agent;
+use crate::serve::headers::header;
 use crate::serve::headers::{check_mirrored, modern_status};
 use crate::serve::live::Flight;
+use crate::serve::parked::Retry;
 use crate::serve::shared::Shared;
 
 /// The admission key of a request with no session: the agent's own name for itself.
@@ -33,8 +36,14 @@ pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message,
     if let Err(message) = check_mirrored(headers, &request) {
         return body::error(StatusCode::BAD_REQUEST, Some(request.id), ErrorCode::HEADER_MISMATCH, message);
     }
+    // A retry of a call another process of the fleet parked (`parked`): that process answers it.
+    if let Retry::Owner(url) = front.parks.retry_of(request.params.as_ref())
+        && header(headers, FORWARDED_HEADER).is_none()
+    {
+        return relay(&url, headers, &Message::Request(request)).await;
+    }
     let agent = match Agent::modern(&request) {
-        Ok(agent) => Agent { principal: Some(principal.clone()), ..agent },
+        Ok(agent) => Agent { principal: Some(principal.clone()), parks: Some(front.parks.clone()), ..agent },
         Err(e) => return body::json(modern_status(&e), &Message::error(Some(request.id), e)),
     };
     // Every request is its own scope: its stream is its only channel, and closing it cancels it.

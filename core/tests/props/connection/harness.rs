@@ -209,6 +209,7 @@ impl Harness {
             first_response: None,
             on_behalf_of: None,
             logs: None,
+            asks: None,
         };
         let conn = self.conn.clone();
         let method_name = if tool { method::TOOLS_CALL } else { "test/echo" };

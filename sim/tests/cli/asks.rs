@@ -1,0 +1,185 @@
+//! Requests an upstream makes of its agent mid-call, relayed by `mcpstorm gateway` between software nobody here wrote:
+//! the Python `mcp` SDK's server (`tests/peers/py_ask_server.py`: `ctx.elicit` asking to confirm a deletion, sampling,
+//! roots) answered by the Python SDK's client (`tests/peers/py_ask_client.py`), through two gateway processes that
+//! share a session key behind nginx's round robin, with no affinity. In 2025-11-25 the agent's answers land on
+//! either process and reach the one that asked; in 2026-07-28 the question comes back as an input-required result and
+//! the agent's retry reaches the process that parked the call. An agent that declared no capability is refused with
+//! -32601, which its server hands back as the call's error, not a hang.
+//!
+//! Python with the `mcp` SDK 2.x and nginx come from `.ci/run`; without them the test says so and passes, unless
+//! `MCPSTORM_REQUIRE_PEERS=1`, where it fails.
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{repo_root, scratch_in};
+use crate::gateway::{TOKEN_ENV, start_with};
+
+const KEY: (&str, &str) = ("MCPSTORM_SESSION_KEY", "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
+/// Rounds of the confirming tool per agent: enough that round robin puts answers and retries on both processes.
+const ROUNDS: usize = 6;
+
+/// Skips (`None`) or, with `MCPSTORM_REQUIRE_PEERS=1`, fails.
+fn missing<T>(what: &str) -> Option<T> {
+    if std::env::var("MCPSTORM_REQUIRE_PEERS").is_ok_and(|v| v == "1") {
+        panic!("peer missing: {what}");
+    }
+    eprintln!("\n*** SKIPPING: peer missing: {what} ***\n");
+    None
+}
+
+fn python() -> String {
+    std::env::var("MCPSTORM_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+fn nginx() -> Option<String> {
+    let found = ["nginx", "/usr/sbin/nginx"]
+        .into_iter()
+        .find(|p| Command::new(p).arg("-v").output().is_ok_and(|o| o.status.success()));
+    match found {
+        Some(program) => Some(program.to_owned()),
+        None => missing("nginx (apt-get install nginx)"),
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+fn wait_listening(port: u16, what: &str) {
+    for _ in 0..300 {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{what} never listened on port {port}");
+}
+
+/// A child process killed when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// nginx in front of `ports`, round robin (its default) with no affinity, in `dir`.
+fn round_robin(nginx: &str, dir: &Path, ports: &[u16]) -> (Killed, u16) {
+    let port = free_port();
+    let servers: String = ports.iter().map(|p| format!("server 127.0.0.1:{p}; ")).collect();
+    let d = dir.display();
+    let conf = format!(
+        "worker_processes 1; pid {d}/nginx.pid; error_log {d}/error.log warn; daemon off;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{ access_log off; client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;\n\
+         fastcgi_temp_path {d}/fastcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
+         upstream gateways {{ {servers} }}\n\
+         server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://gateways; proxy_http_version 1.1;\n\
+         proxy_set_header Connection \"\"; proxy_set_header Host $http_host; proxy_buffering off; }} }} }}\n"
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).expect("nginx.conf");
+    let child = Command::new(nginx)
+        .arg("-p")
+        .arg(dir)
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start nginx");
+    let child = Killed(child);
+    wait_listening(port, "nginx");
+    (child, port)
+}
+
+/// The Python SDK's server on a free port; `None` (skip) without the SDK.
+fn ask_server() -> Option<(Killed, u16)> {
+    let ok = Command::new(python())
+        .args(["-c", "import mcp.server.mcpserver, mcp.client.streamable_http"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        return missing("Python package mcp 2.x (pip install 'mcp==2.3.0')");
+    }
+    let port = free_port();
+    let child = Command::new(python())
+        .arg(repo_root().join("tests/peers/py_ask_server.py"))
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the Python server");
+    let child = Killed(child);
+    wait_listening(port, "the Python server");
+    Some((child, port))
+}
+
+/// What the Python SDK agent saw at `url` in `mode`, with or without capabilities.
+fn agent(url: &str, mode: &str, capabilities: bool) -> Value {
+    let mut command = Command::new(python());
+    command.arg(repo_root().join("tests/peers/py_ask_client.py")).args([url, mode, &ROUNDS.to_string()]);
+    if !capabilities {
+        command.arg("--no-capabilities");
+    }
+    let output = command.output().expect("run the Python agent");
+    assert!(output.status.success(), "{mode}: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{mode}: {e}: {output:?}"))
+}
+
+fn lines_with(logs: &[&std::sync::Mutex<Vec<String>>], needle: &str) -> usize {
+    logs.iter().map(|l| l.lock().expect("lines").iter().filter(|line| line.contains(needle)).count()).sum()
+}
+
+#[test]
+fn a_server_asks_its_agent_mid_call_through_two_gateways_behind_round_robin() {
+    let Some((_server, server_port)) = ask_server() else { return };
+    let Some(nginx) = nginx() else { return };
+    let config = format!(
+        "[listen]\nhttp = \"127.0.0.1:0\"\ndrain = \"1s\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = {TOKEN_ENV:?}\n\n\
+         [[servers]]\nname = \"files\"\n[[servers.replicas]]\nhttp = \"http://127.0.0.1:{server_port}/mcp\"\n"
+    );
+    let env = [KEY, ("RUST_LOG", "mcpstorm_core=info,warn")];
+    let a = start_with(&config, "asks-a", &env);
+    let b = start_with(&config, "asks-b", &env);
+    let port = |url: &str| url.rsplit(':').next().and_then(|p| p.split('/').next()?.parse::<u16>().ok()).expect("port");
+    let dir = scratch_in("gateway", "asks-nginx");
+    std::fs::create_dir_all(&dir).expect("nginx dir");
+    let (_front, front) = round_robin(&nginx, &dir, &[port(&a.mcp), port(&b.mcp)]);
+    let url = format!("http://127.0.0.1:{front}/mcp");
+
+    for mode in ["legacy", "auto"] {
+        let seen = agent(&url, mode, true);
+        let version = if mode == "legacy" { "2025-11-25" } else { "2026-07-28" };
+        assert_eq!(seen["protocol_version"], version, "{seen}");
+        // The agent confirms every other deletion: each answer reached the call that asked, whichever process
+        // received it.
+        let expected: Vec<String> = (0..ROUNDS)
+            .map(|i| if i % 2 == 0 { format!("deleted /tmp/f{i}") } else { format!("kept /tmp/f{i} (accept)") })
+            .collect();
+        assert_eq!(seen["deleted"], serde_json::json!(expected), "{mode}: {seen}");
+        assert_eq!(seen["asked"].as_array().map(Vec::len), Some(ROUNDS), "{mode}: one question per call: {seen}");
+        assert_eq!(seen["summarize"], "model said: short", "{mode}: sampling relayed: {seen}");
+        assert_eq!(seen["roots"], "file:///work/project", "{mode}: roots relayed: {seen}");
+
+        // No capability declared: the server hears -32601 and hands it back as the call's error at once.
+        let refused = agent(&url, mode, false);
+        let deleted = refused["deleted"][0].as_str().unwrap_or_default();
+        assert!(deleted.starts_with("MCPERROR -32601") && deleted.contains("`elicitation`"), "{mode}: {refused}");
+        assert!(refused["summarize"].as_str().unwrap_or_default().contains("`sampling`"), "{mode}: {refused}");
+        assert!(refused["roots"].as_str().unwrap_or_default().contains("`roots`"), "{mode}: {refused}");
+    }
+    // Round robin put answers (2025-11-25) and retries (2026-07-28) on the process that did not ask: they were
+    // forwarded to the one that did.
+    let logs = [&*a.stderr, &*b.stderr];
+    assert!(lines_with(&logs, "forwarded an agent's answer") > 0, "no 2025-11-25 answer crossed processes");
+    assert!(lines_with(&logs, "forwarded a retry") > 0, "no 2026-07-28 retry crossed processes");
+}

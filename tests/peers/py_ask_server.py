@@ -1,0 +1,53 @@
+"""mcpstorm test peer: a Python `mcp` SDK 2.x server whose tools ask their client mid-call, as real servers do with the
+SDK's own calls (`ctx.elicit`, sampling, roots), served over Streamable HTTP at http://127.0.0.1:PORT/mcp.
+
+Usage: python tests/peers/py_ask_server.py PORT
+
+Tools:
+- `delete_file(path)`: asks the user to confirm (`ctx.elicit`, a form with one boolean) and says what it did.
+- `summarize(text)`: asks the client's model (`sampling/createMessage`) and returns its answer.
+- `client_roots()`: asks the client for its roots (`roots/list`) and returns their URIs.
+"""
+
+import sys
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import SamplingMessage, TextContent
+from pydantic import BaseModel
+
+mcp = MCPServer("mcpstorm-py-ask-peer")
+
+
+class Confirm(BaseModel):
+    confirm: bool
+
+
+@mcp.tool()
+async def delete_file(path: str, ctx: Context) -> str:
+    """Deletes `path` once the user confirms."""
+    answer = await ctx.elicit(f"Delete {path}?", schema=Confirm)
+    if answer.action == "accept" and answer.data.confirm:
+        return f"deleted {path}"
+    return f"kept {path} ({answer.action})"
+
+
+@mcp.tool()
+async def summarize(text: str, ctx: Context) -> str:
+    """Has the client's model summarize `text`."""
+    result = await ctx.session.create_message(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarize: {text}"))],
+        max_tokens=50,
+        related_request_id=ctx.request_id,
+    )
+    return f"model said: {result.content.text}"
+
+
+@mcp.tool()
+async def client_roots(ctx: Context) -> str:
+    """Lists the client's roots."""
+    roots = await ctx.session.list_roots()
+    return " ".join(str(r.uri) for r in roots.roots)
+
+
+if __name__ == "__main__":
+    mcp.run("streamable-http", port=int(sys.argv[1]))
