@@ -13,8 +13,9 @@ case "${MCP_CONFORMANCE_SCENARIO:-}" in
     tools_call) exec "$mcpstorm" call --http "$url" add_numbers '{"a": 2, "b": 3}' ;;
     # A call whose SSE stream the server cuts after a priming event with `retry:`; the answer comes on resumption.
     sse-retry) exec "$mcpstorm" call --http "$url" test_reconnection ;;
-    # A tool whose server asks the client to elicit input.
-    elicitation-sep1034-client-defaults) exec "$mcpstorm" call --http "$url" test_client_elicitation_defaults ;;
+    # A tool whose server asks the client to fill a form whose fields all have defaults: accepted with them.
+    elicitation-sep1034-client-defaults)
+        exec "$mcpstorm" call --http "$url" --elicit accept-defaults test_client_elicitation_defaults ;;
     # A server whose tools/call needs more scopes than tools/list (step-up): list, then call its tool.
     auth/scope-step-up) exec "$mcpstorm" call --http "$url" --oauth-client-metadata-url "$cimd" test-tool ;;
     # A client registered beforehand: its id and secret, which the suite hands over in MCP_CONFORMANCE_CONTEXT.

@@ -6,6 +6,7 @@ mod authorize;
 mod compare;
 mod compare_live;
 mod diagnose;
+mod elicit;
 mod fidelity;
 mod formulas;
 mod live;

@@ -12,8 +12,10 @@ use serde_json::Value;
 
 use super::Failure;
 use super::authorize::{ClientIdentity, UserAuth};
+use super::elicit::{self, ElicitMode};
 use super::out::outln;
 use super::terminal::{Bound, show};
+use mcpstorm_core::session::EraMode;
 
 /// Which server to talk to.
 #[derive(Debug, Args)]
@@ -97,6 +99,10 @@ pub struct CallArgs {
     /// Arguments as a JSON object.
     #[arg(default_value = "{}")]
     pub arguments: String,
+    /// How to answer a form the server asks the user to fill mid-call (elicitation): `ask` on the terminal (the
+    /// default when stdin is one), `decline` (the default otherwise), or `accept-defaults` (the form's defaults).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub elicit: Option<ElicitMode>,
 }
 
 /// How to reach the server: the dialer, and for `--http` the endpoint spoken to over its connections.
@@ -286,8 +292,17 @@ pub async fn call(args: CallArgs) -> Result<(), Failure> {
     if !arguments.is_object() {
         return Err(Failure::BadInput(format!("arguments must be a JSON object, got {arguments}")));
     }
-    let client = args.server.client()?;
-    let result = client.call_tool(&args.tool, arguments, CallOptions::default()).await;
+    let mut config = args.server.config()?;
+    config.client_capabilities = elicit::capabilities();
+    let mode = ElicitMode::resolve(args.elicit);
+    // A server asks only in 2025-11-25 (as `mcpstorm gateway` reasons for its `era`): one that speaks both eras is
+    // spoken that one, so that its forms reach the user, who may also decline them.
+    config.era_mode = EraMode::HandshakeFirst;
+    let client = args.server.route()?.client(config, args.server.rng(), Arc::new(TracingObserver::quiet_close()));
+    let (asks, answering) = elicit::answering(mode);
+    let result =
+        client.call_tool(&args.tool, arguments, CallOptions { asks: Some(asks), ..CallOptions::default() }).await;
+    answering.abort();
     client.close().await;
     let result = result.map_err(|e| match e {
         CallError::Local(LocalError::UnknownTool(t)) => {

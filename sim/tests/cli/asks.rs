@@ -183,3 +183,37 @@ fn a_server_asks_its_agent_mid_call_through_two_gateways_behind_round_robin() {
     assert!(lines_with(&logs, "forwarded an agent's answer") > 0, "no 2025-11-25 answer crossed processes");
     assert!(lines_with(&logs, "forwarded a retry") > 0, "no 2026-07-28 retry crossed processes");
 }
+
+/// `mcpstorm call` as the agent: `--elicit ask` reads the user's answer from stdin, `decline` declines, and
+/// `accept-defaults` declines a form whose required field has no default (the Python server's confirmation).
+#[test]
+fn the_cli_answers_a_servers_form_as_its_user_says() {
+    let Some((_server, port)) = ask_server() else { return };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let run = |mode: &str, stdin: &str| {
+        let mut child = crate::common::command()
+            .args(["call", "--http", &url, "--elicit", mode, "delete_file", r#"{"path": "/tmp/x"}"#])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mcpstorm call");
+        std::io::Write::write_all(child.stdin.as_mut().expect("stdin"), stdin.as_bytes()).expect("type");
+        let output = child.wait_with_output().expect("wait");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).trim().to_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run("ask", "maybe\nyes\n");
+    assert_eq!((code, out.as_str()), (Some(0), "deleted /tmp/x"), "{err}");
+    assert!(
+        err.contains("Delete /tmp/x?") && err.contains("answer yes or no"),
+        "asked, and again after a bad answer: {err}"
+    );
+    let (code, out, err) = run("decline", "");
+    assert_eq!((code, out.as_str()), (Some(0), "kept /tmp/x (decline)"), "{err}");
+    let (code, out, err) = run("accept-defaults", "");
+    assert_eq!((code, out.as_str()), (Some(0), "kept /tmp/x (decline)"), "no default for `confirm`: {err}");
+}
