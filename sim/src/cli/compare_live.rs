@@ -124,10 +124,17 @@ pub fn run(args: &Request<'_>) -> Result<(), Failure> {
 fn prepare(out: &Path) -> Result<(), Failure> {
     let io = |e: std::io::Error| Failure::BadInput(format!("--out {}: {e}", out.display()));
     if out.exists() && std::fs::read_dir(out).map_err(io)?.next().is_some() {
-        if !out.join(MIDDLES_MD).is_file() {
+        // A report, or what a failed run left of one (its runs so far).
+        let ours =
+            |name: &str| name == RUNS || name == MIDDLES_JSON || name == "report.html" || name.starts_with("compare");
+        let names: Vec<String> = std::fs::read_dir(out)
+            .map_err(io)?
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect();
+        if !out.join(MIDDLES_MD).is_file() && !names.iter().all(|n| ours(n)) {
             return Err(Failure::BadInput(format!(
-                "--out {}: holds something other than an earlier `compare --live` report (no {MIDDLES_MD}); \
-                 give an empty or new directory",
+                "--out {}: holds something other than an earlier `compare --live` report; give an empty or new \
+                 directory",
                 out.display()
             )));
         }

@@ -239,6 +239,7 @@ async fn run_in_runtime(
         Net { hosts: Hosts::new(), links: LiveLinks::default(), seed: Seed::new(scenario.seed).fork("relays") };
     if let Some(middle::Middle::Process(m)) = middle {
         let names: Vec<String> = scenario.servers.iter().map(|s| s.name.clone()).collect();
+        net.links.2 = true;
         net.links.1 = match m.paths(&names).map_err(|e| LiveError::Middle(e.to_string()))? {
             Some(paths) => NodePaths::PerServer(paths.into_iter().collect()),
             None => NodePaths::Federated(m.federated_path()),
@@ -626,10 +627,11 @@ fn apply_net(hosts: &mut Hosts, recorder: &Recorder, now: Duration, action: NetA
     Ok(())
 }
 
-/// Each (load host, replica host, port)'s relay: where that load host's gateway dials that replica; and where the
-/// gateway nodes serve the agents (a middle's paths).
+/// Each (load host, replica host, port)'s relay: where that load host's gateway dials that replica; where the
+/// gateway nodes serve the agents (a middle's paths); and whether they are a process middle's, which keeps no
+/// deadline the agents can count on.
 #[derive(Debug, Default)]
-struct LiveLinks(BTreeMap<(String, String, u16), SocketAddr>, NodePaths);
+struct LiveLinks(BTreeMap<(String, String, u16), SocketAddr>, NodePaths, bool);
 
 impl Links for LiveLinks {
     fn dialer(&self, caller: &str, host: &str, port: u16) -> Arc<dyn Dialer> {
@@ -643,5 +645,10 @@ impl Links for LiveLinks {
 
     fn node_paths(&self) -> NodePaths {
         self.1.clone()
+    }
+
+    fn nodes_keep_the_deadline(&self) -> bool {
+        // Only mcpstorm's gateway is known to answer by the scenario's deadline (see the trait's docs).
+        !self.2
     }
 }

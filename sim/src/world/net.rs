@@ -31,6 +31,14 @@ pub trait Links: Send + Sync + std::fmt::Debug {
     fn node_paths(&self) -> NodePaths {
         NodePaths::default()
     }
+
+    /// Whether a gateway node answers every call by the scenario's `[client] deadline`, as mcpstorm's gateway does:
+    /// the agents then wait a little longer for the node's answer. A live run's middle that does not (a plain
+    /// proxy waits as long as the server takes) is waited for that long and no longer: the deadline an agent gives
+    /// each attempt, as it does through an in-process gateway.
+    fn nodes_keep_the_deadline(&self) -> bool {
+        true
+    }
 }
 
 /// Where a gateway node serves MCP to the agents (see [`Links::node_paths`]).

@@ -53,16 +53,21 @@ pub(super) fn node_clients(
     index: usize,
     (clock, seed): (&SimClock, Seed),
     dialer: Arc<dyn Dialer>,
-    paths: &NodePaths,
+    (paths, keeps_deadline): (&NodePaths, bool),
 ) -> NodeClients {
+    // See `Links::nodes_keep_the_deadline`.
+    let slack = if keeps_deadline { AGENT_SLACK } else { Duration::ZERO };
+    let deadline = scenario.client.deadline.0.saturating_add(slack);
     match paths {
-        NodePaths::Federated(path) => NodeClients::Federated(node_client(scenario, index, clock, seed, dialer, path)),
+        NodePaths::Federated(path) => {
+            NodeClients::Federated(node_client(index, (clock, seed), dialer, (path, deadline)))
+        }
         NodePaths::PerServer(paths) => NodeClients::PerServer(
             paths
                 .iter()
                 .map(|(server, path)| {
                     let seed = seed.fork(server);
-                    (server.clone(), node_client(scenario, index, clock, seed, dialer.clone(), path))
+                    (server.clone(), node_client(index, (clock, seed), dialer.clone(), (path, deadline)))
                 })
                 .collect(),
         ),
@@ -70,18 +75,15 @@ pub(super) fn node_clients(
 }
 
 /// Load host's client of node `index`: MCP Streamable HTTP to `gateway-{index}:8848{path}` over `dialer` (the
-/// world's link to the node), its wall clock the host's, its random stream forked from the host's seed by the
-/// node's name.
+/// world's link to the node), each call given `deadline`, its wall clock the host's, its random stream forked from
+/// the host's seed by the node's name.
 fn node_client(
-    scenario: &Scenario,
     index: usize,
-    clock: &SimClock,
-    seed: Seed,
+    (clock, seed): (&SimClock, Seed),
     dialer: Arc<dyn Dialer>,
-    path: &str,
+    (path, deadline): (&str, Duration),
 ) -> Arc<McpClient> {
     let node = node_host(index);
-    let deadline = scenario.client.deadline.0.saturating_add(AGENT_SLACK);
     let mut config = ClientConfig::default();
     config.connection.call_deadline = deadline;
     config.connection.first_response = deadline;

@@ -114,7 +114,8 @@ impl Host {
             load_host.nodes = (0..scenario.nodes.count)
                 .map(|i| {
                     let dialer = plan.links.dialer(host, &node_host(i), NODE_PORT);
-                    remote::node_clients(scenario, i, (&clock, seed), dialer, &paths)
+                    let front = (&paths, plan.links.nodes_keep_the_deadline());
+                    remote::node_clients(scenario, i, (&clock, seed), dialer, front)
                 })
                 .collect();
             return Ok(load_host);
