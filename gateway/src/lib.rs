@@ -34,12 +34,14 @@ pub mod process;
 pub mod proxied;
 pub mod readiness;
 pub mod seed;
+mod listen;
 pub mod service;
 pub mod state;
 pub mod subscribe;
 pub mod subscriptions;
 pub mod sync;
 pub mod tap;
+pub mod telemetry;
 pub mod upstreams;
 
 pub use federation::Current;

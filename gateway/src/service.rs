@@ -10,7 +10,7 @@ use mcpstorm_core::conn::{AskSink, Asked};
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::logging::{self, LogLevel, LogSink};
 use mcpstorm_core::mcp::{Implementation, ProgressParams, method};
-use mcpstorm_core::serve::{Front, RequestCtx, ServerDescription, Service, ServiceFuture};
+use mcpstorm_core::serve::{Front, LISTEN, RequestCtx, ServerDescription, Service, ServiceFuture};
 use mcpstorm_core::session::{Era, META_SERVER_INFO};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
@@ -83,6 +83,7 @@ impl Service for GatewayService {
                     Ok(agent) => federation.subscribe(&agent, params).await,
                     Err(e) => Err(e),
                 },
+                LISTEN => crate::listen::listen(&federation, ctx, params).await,
                 method::RESOURCES_UNSUBSCRIBE => match subscriber(&ctx, &method) {
                     Ok(agent) => federation.unsubscribe(&agent, params).await,
                     Err(e) => Err(e),

@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use super::asks::{Asker, Asks, Event};
 use super::auth::Principal;
 use super::lifecycle::{self, discover, method_not_found, stamp_modern};
+use super::listen::{LISTEN, ListenStream};
 use super::logs::{LevelCell, Logs, requested_level};
 use super::parked::{PARKABLE, Parks, Retry};
 use super::running::{Panicked, Running};
@@ -36,6 +37,8 @@ pub(crate) struct Agent {
     pub asks: Option<Arc<Asks>>,
     /// Where this process parks a call whose upstream asks the agent something (2026-07-28: see `parked`).
     pub parks: Option<Arc<Parks>>,
+    /// Fired when the front starts stopping: ends a 2026-07-28 agent's `subscriptions/listen`.
+    pub closing: Option<CancelToken>,
 }
 
 impl Agent {
@@ -57,6 +60,7 @@ impl Agent {
             log_level: None,
             asks: None,
             parks: None,
+            closing: None,
         })
     }
 }
@@ -82,7 +86,12 @@ pub(crate) async fn answer(
             Err(ErrorObject::new(ErrorCode::INVALID_REQUEST, "this session is already initialized"))
         }
         (logging::SET_LEVEL, false) => set_level(service, agent, params, token, out).await?,
-        _ => call(service, agent, &method, params, token, out).await?,
+        (LISTEN, true) => {
+            let closing = agent.closing.clone().unwrap_or_default();
+            let stream = ListenStream::new(id.clone(), out.clone(), closing);
+            call(service, agent, &method, params, token, out, Some(stream)).await?
+        }
+        _ => call(service, agent, &method, params, token, out, None).await?,
     };
     Some(match result {
         Ok(mut value) => {
@@ -118,7 +127,7 @@ async fn set_level(
         let levels = LogLevel::ALL.map(LogLevel::as_str).join(", ");
         return Some(Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("`level` must be one of {levels}"))));
     };
-    let answered = call(service, agent, logging::SET_LEVEL, params, token, out).await?;
+    let answered = call(service, agent, logging::SET_LEVEL, params, token, out, None).await?;
     if answered.is_ok()
         && let Some(cell) = &agent.log_level
     {
@@ -134,6 +143,7 @@ async fn call(
     params: Option<Value>,
     token: CancelToken,
     out: Option<mpsc::Sender<Message>>,
+    listen: Option<ListenStream>,
 ) -> Option<Result<Value, ErrorObject>> {
     if let Some(parks) = &agent.parks
         && PARKABLE.contains(&method)
@@ -142,7 +152,8 @@ async fn call(
         return parkable(parks, service, agent, method, params, token, out).await;
     }
     let asker = Asker::new(agent.asks.clone(), out.clone(), agent.client_capabilities.clone(), token.clone());
-    let ctx = request_ctx(agent, params.as_ref(), token.clone(), asker, out);
+    let mut ctx = request_ctx(agent, params.as_ref(), token.clone(), asker, out);
+    ctx.listen = listen;
     // Polled here rather than on a task of its own; see `running.rs` for what that keeps.
     let mut running = Running::new(service.request(ctx, method.to_owned(), params));
     tokio::select! {
@@ -170,6 +181,7 @@ fn request_ctx(
         progress: Progress::new(progress_token(params), out),
         cancel,
         principal: agent.principal.clone(),
+        listen: None,
     }
 }
 

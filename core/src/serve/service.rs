@@ -73,6 +73,8 @@ pub struct RequestCtx {
     pub principal: Option<Principal>,
     /// Sends the agent the requests an upstream makes during the call (sampling, elicitation, roots).
     pub asker: super::Asker,
+    /// A 2026-07-28 `subscriptions/listen`'s stream (`None` for any other request).
+    pub listen: Option<super::ListenStream>,
 }
 
 /// Where a request's progress goes: to the agent, when the request carried a `progressToken` and its transport can

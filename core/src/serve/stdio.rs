@@ -45,6 +45,7 @@ where
         log_level: Some(session.log_level.clone()),
         asks: Some(front.asks.clone()),
         parks: None,
+        closing: None,
     };
     loop {
         let frame = tokio::select! {
@@ -121,7 +122,12 @@ fn on_request(
     }
     let agent = if enveloped || request.method == method::INITIALIZE {
         match Agent::modern(&request) {
-            Ok(modern) => Agent { session: agent.session.clone(), parks: Some(front.parks.clone()), ..modern },
+            Ok(modern) => Agent {
+                session: agent.session.clone(),
+                parks: Some(front.parks.clone()),
+                closing: Some(front.closing.clone()),
+                ..modern
+            },
             Err(e) => return Some(Message::error(Some(id), e)),
         }
     } else {

@@ -3,7 +3,8 @@
 //! for what its client subscribed to, at once and then every 5 seconds). Agents are the core's own client over
 //! Streamable HTTP: 2025-11-25 agents subscribe and get the updates on their GET streams; a hidden resource is
 //! refused as on read; a 2026-07-28 agent has no `resources/subscribe`; an agent that unsubscribed gets nothing more;
-//! and when the server's process is killed, the gateway subscribes again on the new one.
+//! and when the server's process is killed, the gateway subscribes again on the new one. A 2026-07-28 agent (the
+//! Python SDK's client) listens instead (`subscriptions/listen`) and gets its updates on that stream.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use mcpstorm_core::client::ResourceUpdated;
 use mcpstorm_core::jsonrpc::ErrorCode;
 use mcpstorm_core::session::EraMode;
 use mcpstorm_core::{CallError, CallOptions, ClientConfig, HttpEndpoint, McpClient, SeededRng};
-use mcpstorm_tests::real_servers::{everything_server, repo_root};
+use mcpstorm_tests::real_servers::{everything_server, python_http_client, repo_root};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -126,5 +127,29 @@ async fn subscribed_agents_get_the_updates_and_a_restarted_server_is_subscribed_
     for agent in [a, b, modern] {
         agent.close().await;
     }
+    process.stop().await;
+}
+
+/// A 2026-07-28 agent nobody here wrote (the Python SDK's client, `tests/peers/py_listen_client.py`) listens
+/// (`subscriptions/listen`) for a resource of server-everything through the gateway: the acknowledgement honours the
+/// resource and tool list changes, and the server's update reaches the stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_07_28_agent_listens_for_a_resource_through_the_gateway() {
+    peer_or_skip!(everything_server());
+    peer_or_skip!(python_http_client("http://127.0.0.1:1/mcp", "auto"));
+    let script = repo_root().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let servers =
+        format!("[[servers]]\nname = \"everything\"\n[[servers.replicas]]\nstdio = \"node {}\"\n", script.display());
+    let (mut process, url) = gateway(&servers).await;
+    let uri = "demo://resource/static/document/features.md";
+    let python = std::env::var("MCPSTORM_PYTHON").unwrap_or_else(|_| "python3".into());
+    let mut client = std::process::Command::new(python);
+    client.arg(repo_root().join("tests/peers/py_listen_client.py")).args([url.as_str(), uri]);
+    let output = tokio::task::spawn_blocking(move || client.output()).await.expect("join").expect("run the agent");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let seen: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(seen["protocol_version"], "2026-07-28", "{seen}");
+    assert_eq!(seen["honored"], json!({ "toolsListChanged": true, "resourceSubscriptions": [uri] }), "{seen}");
+    assert_eq!((seen["event"].as_str(), seen["uri"].as_str()), (Some("ResourceUpdated"), Some(uri)), "{seen}");
     process.stop().await;
 }

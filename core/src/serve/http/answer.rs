@@ -19,7 +19,6 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use tokio::sync::mpsc;
 
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Request, RequestId, ResponseBody};
-use crate::serve::Asker;
 use crate::serve::body::{self, Held, Reply};
 use crate::serve::dispatch::{self, Agent};
 use crate::serve::headers::{accepts, modern_status};
@@ -27,6 +26,7 @@ use crate::serve::live::{Admit, Flight, LiveSession};
 use crate::serve::service::progress_token;
 use crate::serve::shared::Shared;
 use crate::serve::sse::{RING, StreamLog};
+use crate::serve::{Asker, LISTEN};
 use crate::session::Era;
 
 /// How long a request that may stream is held for a one-body answer before its stream starts.
@@ -63,7 +63,9 @@ pub(super) async fn answer(
     // answered on a stream that can carry them.
     // So is one whose upstream may ask the agent something mid-call (sampling, elicitation, roots): the request goes
     // on the call's stream.
-    let notes = progress_token(request.params.as_ref()).is_some()
+    // A subscription is a stream by nature.
+    let notes = request.method == LISTEN
+        || progress_token(request.params.as_ref()).is_some()
         || agent.log_level(request.params.as_ref()).is_some()
         || (agent.asks.is_some() && Asker::may_be_asked(&agent.client_capabilities));
     let sse = sse_ok && (notes || !json_ok);

@@ -109,6 +109,7 @@ async fn call(
         log_level: Some(session.log_level.clone()),
         asks: Some(front.asks.clone()),
         parks: None,
+        closing: None,
     };
     answer(front, headers, agent, request, flight, Some(session)).await
 }

@@ -43,7 +43,12 @@ pub(super) async fn post(front: &Arc<Shared>, headers: &HeaderMap, msg: Message,
         return relay(&url, headers, &Message::Request(request)).await;
     }
     let agent = match Agent::modern(&request) {
-        Ok(agent) => Agent { principal: Some(principal.clone()), parks: Some(front.parks.clone()), ..agent },
+        Ok(agent) => Agent {
+            principal: Some(principal.clone()),
+            parks: Some(front.parks.clone()),
+            closing: Some(front.closing.clone()),
+            ..agent
+        },
         Err(e) => return body::json(modern_status(&e), &Message::error(Some(request.id), e)),
     };
     // Every request is its own scope: its stream is its only channel, and closing it cancels it.
