@@ -12,7 +12,7 @@
 //!   error is the agent's; a failure to reach the server is a tool result with `isError` that names its class.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use mcpstorm_core::conn::AskSink;
@@ -36,8 +36,9 @@ use super::readiness::{ReplicaStatus, Replicas};
 use super::state::Protection;
 use super::subscriptions::Subscriptions;
 use super::tap::AttemptTap;
+use super::telemetry::{CallTrace, Telemetry};
 use crate::config::ReadyRule;
-use crate::config::{PrefixMode, UpstreamSpec, server_tag};
+use crate::config::{PrefixMode, ReplicaAddr, UpstreamSpec, server_tag};
 
 /// How often a server with no listing (down at start, or never answered) is tried again.
 pub const RELIST_EVERY: Duration = Duration::from_secs(5);
@@ -77,6 +78,8 @@ pub struct Federation {
     replicas: Replicas,
     /// Agents' resource subscriptions.
     subscriptions: Arc<Subscriptions>,
+    /// Traces of every tool call (`[telemetry]`); unset: none are built.
+    telemetry: OnceLock<Arc<Telemetry>>,
 }
 
 impl std::fmt::Debug for Federation {
@@ -100,6 +103,7 @@ impl Federation {
             replicas: Replicas::of(&servers),
             servers,
             subscriptions: Arc::default(),
+            telemetry: OnceLock::new(),
         }
     }
 
@@ -107,6 +111,11 @@ impl Federation {
     pub fn with_tap(mut self, tap: Arc<dyn AttemptTap>) -> Self {
         self.tap = Some(tap);
         self
+    }
+
+    /// Traces every tool call from now on (the process's `[telemetry]`; set once, before the front serves).
+    pub fn trace_with(&self, telemetry: Arc<Telemetry>) {
+        let _ = self.telemetry.set(telemetry);
     }
 
     /// With breaker sync: the admin API's switches are shared with the other nodes.
@@ -420,6 +429,8 @@ impl Federation {
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Unknown tool: {name}")));
         };
         let requires = [Requirement::Tag(server_tag(&origin.server))];
+        let telemetry = self.telemetry.get();
+        let trace = telemetry.map(|t| CallTrace::begin(t, params.get("_meta"), name));
         let mut call = ToolCall::borrowing(&origin.name, &arguments);
         call.requires = &requires;
         call.opts = CallOptions {
@@ -428,12 +439,21 @@ impl Federation {
             on_behalf_of,
             logs,
             asks: Some(asks),
+            meta: trace.as_ref().map(CallTrace::attempt_meta),
             ..CallOptions::default()
         };
         let started = Instant::now();
-        let routed = match &self.tap {
-            None => self.gateway.call(call).await,
-            Some(tap) => {
+        let routed = match (&self.tap, telemetry.zip(trace.as_ref())) {
+            (None, None) => self.gateway.call(call).await,
+            (None, Some((telemetry, trace))) => {
+                // Each attempt's span begins as it is sent, and its request carries the attempt's traceparent.
+                let prepared = self.gateway.call_prepared(call, |_, arguments| {
+                    trace.sending(telemetry);
+                    std::future::ready(arguments)
+                });
+                prepared.await
+            }
+            (Some(tap), _) => {
                 let sent = Mutex::new(Vec::new());
                 let routed = self
                     .gateway
@@ -459,21 +479,38 @@ impl Federation {
             };
             self.count(&origin.server, &attempt.endpoint, &origin.name, outcome);
         }
-        if let Some(declined) = routed.degraded() {
-            self.count(&origin.server, "", &origin.name, "degraded");
-            // The core names the tool as its server does; the agent knows it by the name it called.
-            let said = declined.result.structured_content.as_ref();
-            let retry_after = said.and_then(|s| s["retryAfterMs"].as_u64()).map(Duration::from_millis);
-            let fallback = said.and_then(|s| s["fallbackTool"].as_str());
-            return Ok(result_value(&degraded_result(name, declined.reason, retry_after, fallback)));
+        let answer = match (routed.degraded(), routed.outcome()) {
+            (Some(declined), _) => {
+                self.count(&origin.server, "", &origin.name, "degraded");
+                // The core names the tool as its server does; the agent knows it by the name it called.
+                let said = declined.result.structured_content.as_ref();
+                let retry_after = said.and_then(|s| s["retryAfterMs"].as_u64()).map(Duration::from_millis);
+                let fallback = said.and_then(|s| s["fallbackTool"].as_str());
+                Ok(result_value(&degraded_result(name, declined.reason, retry_after, fallback)))
+            }
+            (None, Ok(result)) => Ok(result_value(result)),
+            (None, Err(CallError::Protocol(error))) => Err(error.clone()),
+            (None, Err(e)) => {
+                let tries = routed.attempts().count();
+                let last = routed.attempts().last().map(|a| &*a.endpoint);
+                Ok(result_value(&unreachable(&origin.server, name, e, last, tries)))
+            }
+        };
+        if let Some((telemetry, trace)) = telemetry.zip(trace) {
+            let said = answer.as_ref().map_err(|e| e.code);
+            // A replica's endpoint is `server#i`; its span names the address the config gives it.
+            let address = |endpoint: &str| {
+                let (server, i) = endpoint.rsplit_once('#')?;
+                let spec = self.servers.iter().find(|s| s.name == server)?;
+                match spec.replicas.get(i.parse::<usize>().ok()?)?.addr()? {
+                    ReplicaAddr::Http(url) => Some(url.to_owned()),
+                    ReplicaAddr::Tcp(addr) => Some(format!("tcp://{addr}")),
+                    ReplicaAddr::Stdio(_) => None,
+                }
+            };
+            trace.end(telemetry, &routed, &arguments, said, address);
         }
-        let tries = routed.attempts().count();
-        let last = routed.attempts().last().map(|a| a.endpoint.clone());
-        match routed.into_outcome() {
-            Ok(result) => Ok(result_value(&result)),
-            Err(CallError::Protocol(error)) => Err(error),
-            Err(e) => Ok(result_value(&unreachable(&origin.server, name, &e, last.as_deref(), tries))),
-        }
+        answer
     }
 }
 

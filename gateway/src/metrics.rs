@@ -94,6 +94,9 @@ pub struct Metrics {
     sync_events: Family<SyncLabels, Counter>,
     pub agents_refused: Family<RefusedLabels, Counter>,
     pub upstream_token_requests: Family<TokenLabels, Counter>,
+    /// Spans `[telemetry]` exported, and those it dropped (a full queue, a collector that failed or was too slow).
+    pub trace_spans_exported: Counter,
+    pub trace_spans_dropped: Counter,
     /// Scrapes fill the read-at-scrape gauges and encode under this lock, so two scrapes never interleave.
     scrape: Mutex<()>,
 }
@@ -180,8 +183,22 @@ impl Default for Metrics {
             "Access token requests for OAuth-protected upstreams ([servers.oauth]), by server and outcome",
             upstream_token_requests.clone(),
         );
+        let trace_spans_exported = Counter::default();
+        registry.register(
+            "trace_spans_exported",
+            "Spans the OTLP collector accepted ([telemetry])",
+            trace_spans_exported.clone(),
+        );
+        let trace_spans_dropped = Counter::default();
+        registry.register(
+            "trace_spans_dropped",
+            "Spans not exported ([telemetry]): the queue was full, or the collector refused, failed or timed out",
+            trace_spans_dropped.clone(),
+        );
         Metrics {
             registry,
+            trace_spans_exported,
+            trace_spans_dropped,
             agents_refused,
             upstream_token_requests,
             sync_connected,

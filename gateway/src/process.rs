@@ -29,6 +29,7 @@ use super::oauth::{OnRefused, ResourceServer};
 use super::observer::{GatewayObserver, ReplicaObserver};
 use super::service::{GatewayService, tell_agents};
 use super::sync;
+use super::telemetry::Telemetry;
 use super::upstreams::{LiveConnector, TokenHook, routes};
 use crate::config::AuthSpec;
 use crate::config::file::GatewayFile;
@@ -60,6 +61,8 @@ pub struct Gateway {
     front: Front,
     /// Fired when a stdio agent closes stdin.
     stdio_done: CancelToken,
+    /// `[telemetry]`'s exporter, one for the process: every generation's calls are traced by it.
+    telemetry: Option<Arc<Telemetry>>,
 }
 
 /// Where a started gateway listens.
@@ -84,7 +87,9 @@ impl Gateway {
     pub async fn start(path: PathBuf, file: GatewayFile, seed: Seed, clock: TokioClock) -> Result<Self, StartError> {
         let metrics = Arc::new(Metrics::default());
         let clock: Arc<dyn Clock> = Arc::new(clock);
-        let generation = build(&file, &metrics, &clock, seed.fork("generation-0")).await?;
+        let telemetry = file.telemetry.as_ref().map(|spec| Telemetry::start(spec, &metrics, clock.clone()));
+        let telemetry = telemetry.transpose().map_err(StartError::BadInput)?;
+        let generation = build(&file, &metrics, &clock, seed.fork("generation-0"), telemetry.as_ref()).await?;
         let current: Current = Arc::new(RwLock::new(generation.federation.clone()));
         let draining = Arc::new(AtomicBool::new(false));
         let service = GatewayService { current: current.clone(), draining: draining.clone(), ready: file.listen.ready };
@@ -103,6 +108,7 @@ impl Gateway {
             reloads: 0,
             front,
             stdio_done: CancelToken::new(),
+            telemetry,
         })
     }
 
@@ -154,6 +160,10 @@ impl Gateway {
             let _ = history.await;
         }
         self.generation.federation.gateway().close().await;
+        // The last calls' spans, for as long as one export may take.
+        if let (Some(telemetry), Some(spec)) = (&self.telemetry, &self.file.telemetry) {
+            telemetry.flush(spec.timeout.0).await;
+        }
     }
 
     /// What `GET /metrics` answers now (it needs no `[admin]` table).
@@ -199,12 +209,16 @@ impl Gateway {
                 return;
             }
         };
-        if file.listen != self.file.listen || file.admin != self.file.admin || file.auth != self.file.auth {
-            tracing::warn!("[listen], [admin] and [auth] changes take effect at the next start");
+        if file.listen != self.file.listen
+            || file.admin != self.file.admin
+            || file.auth != self.file.auth
+            || file.telemetry != self.file.telemetry
+        {
+            tracing::warn!("[listen], [admin], [auth] and [telemetry] changes take effect at the next start");
         }
         self.reloads += 1;
         let seed = self.seed.fork(&format!("generation-{}", self.reloads));
-        let generation = match build(&file, &self.metrics, &self.clock, seed).await {
+        let generation = match build(&file, &self.metrics, &self.clock, seed, self.telemetry.as_ref()).await {
             Ok(g) => g,
             Err(StartError::BadInput(e) | StartError::Failed(e)) => {
                 tracing::error!("reload refused, the running configuration stays: {e}");
@@ -279,13 +293,14 @@ fn resource_server(
 }
 
 /// A core gateway over `file`'s servers, its background work started and every server listed: the node of
-/// [`node::start`] with the process's seams (tokio TCP, stdio, the real clock, metrics and logs), and the call
-/// history's writer.
+/// [`node::start`] with the process's seams (tokio TCP, stdio, the real clock, metrics and logs), the call
+/// history's writer, and its calls traced by `telemetry`.
 async fn build(
     file: &GatewayFile,
     metrics: &Arc<Metrics>,
     clock: &Arc<dyn Clock>,
     seed: Seed,
+    telemetry: Option<&Arc<Telemetry>>,
 ) -> Result<Generation, StartError> {
     let pool = file.client.pool();
     let counted = metrics.clone();
@@ -346,6 +361,9 @@ async fn build(
     let Node { federation, stop } = node::start(file.servers.clone(), &file.gateway, &file.client, seams, &seed)
         .await
         .map_err(StartError::BadInput)?;
+    if let Some(telemetry) = telemetry {
+        federation.trace_with(telemetry.clone());
+    }
     let history = file
         .history
         .as_ref()

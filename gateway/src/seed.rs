@@ -48,7 +48,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// One step of SplitMix64 from state `x`: add the golden-ratio increment, then its finaliser.
-fn splitmix64(x: u64) -> u64 {
+pub(crate) fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

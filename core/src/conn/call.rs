@@ -275,6 +275,9 @@ fn register<'a>(
     if let Some(level) = level {
         ask_for_logs(&mut params, level);
     }
+    if let Some(meta) = opts.meta.as_ref().and_then(|keys| Some((keys, request_meta(&mut params)?))) {
+        meta.0.merge_into(meta.1);
+    }
     let request = Request { id: id.into(), method: ask.method.to_owned(), params };
     let meta = meta_layers(shared);
     let on_behalf_of = opts.on_behalf_of.clone();
@@ -288,13 +291,16 @@ fn register<'a>(
 /// Puts the level a call asks its log messages at in its `params._meta`: how a 2026-07-28 server learns it (one of
 /// 2025-11-25 ignores the key and keeps its session's level).
 fn ask_for_logs(params: &mut Option<Value>, level: LogLevel) {
-    let params = params.get_or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(params) = params {
-        let meta = params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(meta) = meta {
-            meta.insert(META_LOG_LEVEL.to_owned(), Value::from(level.as_str()));
-        }
+    if let Some(meta) = request_meta(params) {
+        meta.insert(META_LOG_LEVEL.to_owned(), Value::from(level.as_str()));
     }
+}
+
+/// The request's `params._meta`, made when absent; `None` when `params` or `_meta` is there but not an object (left
+/// as the caller sent it, for the server to refuse).
+fn request_meta(params: &mut Option<Value>) -> Option<&mut Map<String, Value>> {
+    let params = params.get_or_insert_with(|| Value::Object(Map::new())).as_object_mut()?;
+    params.entry("_meta").or_insert_with(|| Value::Object(Map::new())).as_object_mut()
 }
 
 /// How the hand-off of a request to its lane ended.

@@ -31,7 +31,7 @@ pub use asked::{AskSink, Asked, RELAYED};
 pub use config::ConnectionConfig;
 pub use notify::NotificationHandler;
 pub(crate) use options::Bounded;
-pub use options::{CallOptions, Lane};
+pub use options::{AttemptMeta, CallOptions, Lane};
 pub use stats::ConnectionStats;
 
 use crate::cancel::CancelToken;

@@ -6,8 +6,10 @@
 //! connection. Each layer below an entry takes a [`Bounded`], which has a deadline and no way to make one, so no
 //! layer below can add a `call_deadline` of its own.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -50,6 +52,28 @@ pub struct CallOptions {
     /// Receives the requests the server makes of its client during the call (see `conn::asked`); without it they
     /// get "method not found".
     pub asks: Option<AskSink>,
+    /// Keys merged into the request's `params._meta` when it is sent (see [`AttemptMeta`]).
+    pub meta: Option<AttemptMeta>,
+}
+
+/// `params._meta` keys whose values change from one attempt of a call to the next (the gateway's `traceparent`, which
+/// names the attempt's own span). The attempts of a gateway call share its options, so the value is a shared cell:
+/// the embedder sets it just before each attempt is sent (`Gateway::call_prepared`'s hook, which runs once per
+/// attempt, in order, attempts never overlapping), and the request takes what it holds as it is registered.
+#[derive(Debug, Clone, Default)]
+pub struct AttemptMeta(Arc<Mutex<Map<String, Value>>>);
+
+impl AttemptMeta {
+    /// What the next request sent under these options carries, replacing what the last one did.
+    pub fn set(&self, keys: Map<String, Value>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = keys;
+    }
+
+    /// Writes the keys into `meta`, over what is there under their names.
+    pub(crate) fn merge_into(&self, meta: &mut Map<String, Value>) {
+        let keys = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        meta.extend(keys.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
 }
 
 impl CallOptions {
@@ -63,8 +87,8 @@ impl CallOptions {
     /// The options of a call whose deadline is already resolved (a layer's own request under a call, such as the
     /// tool listing a call needs, shares that call's deadline).
     pub(crate) fn until(self, deadline: Instant) -> Bounded {
-        let CallOptions { deadline: _, cancel, lane, progress, first_response, on_behalf_of, logs, asks } = self;
-        Bounded { deadline, cancel, lane, progress, first_response, on_behalf_of, logs, asks }
+        let CallOptions { deadline: _, cancel, lane, progress, first_response, on_behalf_of, logs, asks, meta } = self;
+        Bounded { deadline, cancel, lane, progress, first_response, on_behalf_of, logs, asks, meta }
     }
 }
 
@@ -79,4 +103,5 @@ pub(crate) struct Bounded {
     pub on_behalf_of: Option<Secret>,
     pub logs: Option<LogSink>,
     pub asks: Option<AskSink>,
+    pub meta: Option<AttemptMeta>,
 }

@@ -21,6 +21,7 @@ use super::listen::{AdminSpec, ListenSpec};
 use super::ranges::Ranges;
 use super::read::{read_file, read_str};
 use super::rules::{Issue, Rules};
+use super::telemetry::TelemetrySpec;
 use super::upstream::UpstreamSpec;
 
 /// The gateway process's configuration (any other table or key is refused).
@@ -47,6 +48,9 @@ pub struct GatewayFile {
     /// Agents authorized by an identity provider (OAuth 2.1); absent: `listen.agent_tokens_env` alone, or none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<AuthSpec>,
+    /// Traces of every tool call to an OTLP/HTTP collector; absent: no span is built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<TelemetrySpec>,
 }
 
 impl GatewayFile {
@@ -89,6 +93,9 @@ impl GatewayFile {
         if let Some(auth) = &self.auth {
             auth.problems(&mut rules);
         }
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.problems(&mut rules);
+        }
         let mut ranges = Ranges::default();
         self.listen.ranges(&mut ranges);
         if let Some(auth) = &self.auth {
@@ -96,6 +103,9 @@ impl GatewayFile {
         }
         if let Some(history) = &self.history {
             history.ranges(&mut ranges);
+        }
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.ranges(&mut ranges);
         }
         for (i, server) in self.servers.iter().enumerate() {
             server.ranges(i, &mut ranges);

@@ -4,7 +4,7 @@
 //! key means the same thing, with the same default, range and message, in the file an operator deploys and the
 //! scenario that simulates it. The tables: `gateway` (`[gateway]` and `[gateway.router]`) · `layers` (its resilience
 //! tables) · `sync` (`[gateway.sync]`) · `client` (`[client]`) · `upstream` (`[[servers]]` of real servers) · `upstream_auth` (`[servers.oauth]`) ·
-//! `declared` (what any server declares to the router) · `listen` (`[listen]`, `[admin]`) · `history` (`[history]`) · `auth` (`[auth]`) ·
+//! `declared` (what any server declares to the router) · `listen` (`[listen]`, `[admin]`) · `history` (`[history]`) · `auth` (`[auth]`) · `telemetry` (`[telemetry]`) ·
 //! `file` (the whole gateway file, and [`gateway_config`], the one conversion to the core's settings) ·
 //! `environment` (the variables the file reads at start).
 //!
@@ -29,6 +29,7 @@ pub mod read;
 pub mod recover;
 pub mod rules;
 pub mod sync;
+pub mod telemetry;
 pub mod units;
 pub mod upstream;
 pub mod upstream_auth;
@@ -45,6 +46,7 @@ pub use gateway::{
 pub use history::HistorySpec;
 pub use listen::{AdminSpec, ListenSpec, ReadyRule};
 pub use sync::SyncSpec;
+pub use telemetry::TelemetrySpec;
 pub use units::{Dur, SignedDur};
 pub use upstream::{ENV_PREFIX, ReplicaAddr, ReplicaSpec, UpstreamEra, UpstreamSpec};
 pub use upstream_auth::{Grant, UpstreamAuthSpec};

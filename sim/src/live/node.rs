@@ -68,7 +68,16 @@ pub fn config(
         max_calls_in_flight: usize::try_from(MAX_CONCURRENCY).unwrap_or(usize::MAX),
         ..ListenSpec::default()
     };
-    GatewayFile { listen, servers, gateway, client: scenario.client.clone(), admin: None, history: None, auth: None }
+    GatewayFile {
+        listen,
+        servers,
+        gateway,
+        client: scenario.client.clone(),
+        admin: None,
+        history: None,
+        auth: None,
+        telemetry: None,
+    }
 }
 
 /// One node's process. Killed when dropped.

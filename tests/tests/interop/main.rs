@@ -29,3 +29,4 @@ mod redis_wire;
 mod schemas;
 mod servers;
 mod subscriptions;
+mod traces;

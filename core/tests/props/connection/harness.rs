@@ -210,6 +210,7 @@ impl Harness {
             on_behalf_of: None,
             logs: None,
             asks: None,
+            meta: None,
         };
         let conn = self.conn.clone();
         let method_name = if tool { method::TOOLS_CALL } else { "test/echo" };
