@@ -119,6 +119,20 @@ pub fn collector_url(url: &str) -> Result<CollectorUrl, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::GatewayFile;
+
+    #[test]
+    fn a_bad_table_is_refused_at_its_keys() {
+        let text = "[[servers]]\nname = \"a\"\n[[servers.replicas]]\nhttp = \"http://127.0.0.1:1/mcp\"\n\n\
+                    [telemetry]\notlp = \"https://collector:4318\"\nqueue = 4\nbatch = 8\n";
+        let e = GatewayFile::load_str(text, "gateway.toml").expect_err("refused").to_string();
+        assert!(e.contains("gateway.toml:7:8") && e.contains("plain http://"), "{e}");
+        assert!(e.contains("gateway.toml:9:9") && e.contains("at most telemetry.queue (4)"), "{e}");
+        let ok = text.replace("https", "http").replace("batch = 8", "batch = 4");
+        let file = GatewayFile::load_str(&ok, "gateway.toml").expect("valid");
+        let spec = file.telemetry.expect("the table");
+        assert_eq!((spec.interval.0, spec.record_content), (Duration::from_secs(1), false));
+    }
 
     #[test]
     fn a_collector_url_gives_its_address_and_the_traces_path() {

@@ -142,14 +142,4 @@ impl Ids {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_do_not_repeat_and_are_never_zero() {
-        let ids = Ids { seed: 7, next: AtomicU64::new(0) };
-        let drawn: std::collections::BTreeSet<u64> = (0..10_000).map(|_| ids.next()).collect();
-        assert_eq!(drawn.len(), 10_000);
-        assert!(!drawn.contains(&0));
-    }
-}
+mod tests;
