@@ -165,7 +165,9 @@ pub(super) fn print_tables(data: &CompareData, out: &Path) -> Result<(), Failure
 /// `compare --help` and `merge --help`: what the exit code says.
 pub(super) const EXIT_CODES: &str = "Exit codes: 0 when every variant passed the scenario's [checks] on every seed; \
 1 when any variant failed any check on any seed (the failed checks are listed on the console), or the run failed; \
-2 for bad input. A shard (--shard) only writes its share and judges nothing: `mcpstorm merge` does.";
+2 for bad input. A shard (--shard) only writes its share and judges nothing: `mcpstorm merge` does. With --live, a \
+middle fails when any of its rounds fails a judged check; a middle whose program is not installed is skipped, and \
+none left to run is exit 1.";
 
 /// One shard's runs, written as `shard-K-of-N.json` in `out` for `mcpstorm merge`.
 fn run_shard(plan: &Plan, shard: Shard, jobs: usize, reproduce: &str, out: &Path) -> Result<(), Failure> {

@@ -41,6 +41,9 @@ pub fn run(args: &Request<'_>) -> Result<(), Failure> {
     if base.sweep.is_some() {
         return Err(bad(&format!("{}: has a [sweep]: pick a value with --set", args.scenario.display())));
     }
+    if args.runs.shard()?.is_some() {
+        return Err(bad(&"--live runs in real time on this machine: it has no shards (--shard)"));
+    }
     let seed = args.runs.first(base.seed, 1)?;
     let rounds = args.rounds.unwrap_or(1) as usize;
     let mut chosen: Vec<Middle> = Vec::new();

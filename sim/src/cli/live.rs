@@ -53,7 +53,7 @@ pub struct LiveArgs {
     #[arg(long)]
     pub through_gateway: bool,
     /// Send the agents' calls through this middle instead: `mcpstorm` (this binary's gateway processes), `nginx`
-    /// (a plain reverse proxy), or a middle file (`[middle] command` and `config_template`, see docs/middles.md).
+    /// (a plain reverse proxy), `fastmcp` or `fastmcp_shared` (FastMCP's proxy), or a middle file (`[middle] command` and `config_template`, see docs/middles.md).
     /// One instance per gateway node (one per load host by default); every replica serves Streamable HTTP. The
     /// report adds the middle's CPU and peak memory and the attempts that reached the servers (middle.json).
     #[arg(long, value_name = "NAME|FILE", conflicts_with = "through_gateway")]

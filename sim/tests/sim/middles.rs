@@ -188,3 +188,38 @@ fn an_unknown_middle_or_a_bad_template_is_bad_input() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("typo.toml: c.tmpl:2:13: no `nmae` here"), "{}", text(&o));
 }
+
+/// `compare --live`: both middles in each round, the order reversed in the second, one row each, the overlay plot
+/// and each run's own report.
+#[test]
+fn compare_live_runs_each_middle_in_alternating_order_and_writes_the_table_and_the_plot() {
+    if !nginx_installed() {
+        return;
+    }
+    let dir = scratch("compare");
+    let path = two_servers(&dir);
+    let out = dir.join("compare");
+    let (p, o_) = (path.to_string_lossy(), out.to_string_lossy());
+    let args = ["compare", "--live", "--middles", "mcpstorm,nginx", "--rounds", "2", p.as_ref(), "--out", o_.as_ref()];
+    let o = mcpstorm(&[&args[..], &["--set", "duration=3s"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let said = text(&o);
+    let order: Vec<&str> = said.lines().filter(|l| l.starts_with("== round ")).collect();
+    assert_eq!(
+        order,
+        ["== round 1 of 2: mcpstorm", "== round 1 of 2: nginx", "== round 2 of 2: nginx", "== round 2 of 2: mcpstorm"]
+    );
+    let table = std::fs::read_to_string(out.join("middles.md")).expect("middles.md");
+    assert!(table.contains("| mcpstorm | 2 | ") && table.contains("| nginx | 2 | "), "{table}");
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("middles.json")).expect("middles.json")).expect("JSON");
+    for rounds in json["rounds"].as_array().expect("rounds") {
+        for round in rounds.as_array().expect("a middle's rounds") {
+            assert!(round["middle"]["server_attempts"].as_u64() > Some(100), "{round}");
+        }
+    }
+    assert!(out.join("compare.png").is_file() && out.join("report.html").is_file());
+    assert!(
+        out.join("runs/nginx-round-2/summary.json").is_file() && out.join("runs/nginx-round-2/middle.json").is_file()
+    );
+}
