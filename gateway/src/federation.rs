@@ -440,6 +440,7 @@ impl Federation {
             logs,
             asks: Some(asks),
             meta: trace.as_ref().map(CallTrace::attempt_meta),
+            params: resumed(&params),
             ..CallOptions::default()
         };
         let started = Instant::now();
@@ -600,6 +601,16 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl Int
 }
 
 /// The servers' filters applied to listings, before the names are built (`admitted_tools`, `admitted_entries`).
+/// What a 2026-07-28 agent's retry of an input-required call carries for its server (`inputResponses`,
+/// `requestState`): passed on as they came, since they are the server's own.
+fn resumed(params: &Value) -> Option<std::sync::Arc<serde_json::Map<String, Value>>> {
+    let keep: serde_json::Map<String, Value> = ["inputResponses", "requestState"]
+        .into_iter()
+        .filter_map(|k| Some((k.to_owned(), params.get(k)?.clone())))
+        .collect();
+    (!keep.is_empty()).then(|| std::sync::Arc::new(keep))
+}
+
 #[cfg(test)]
 mod filter_tests {
     use super::*;

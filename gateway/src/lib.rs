@@ -34,6 +34,7 @@ pub mod process;
 pub mod proxied;
 pub mod readiness;
 pub mod seed;
+mod input_required;
 mod listen;
 pub mod service;
 pub mod state;

@@ -10,13 +10,14 @@ use mcpstorm_core::conn::{AskSink, Asked};
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::logging::{self, LogLevel, LogSink};
 use mcpstorm_core::mcp::{Implementation, ProgressParams, method};
-use mcpstorm_core::serve::{Front, LISTEN, RequestCtx, ServerDescription, Service, ServiceFuture};
+use mcpstorm_core::serve::{Asker, Front, LISTEN, RequestCtx, ServerDescription, Service, ServiceFuture};
 use mcpstorm_core::session::{Era, META_SERVER_INFO};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
 
 use super::federation::{Current, Federation, current};
+use super::input_required::{self, MAX_ROUNDS};
 use super::proxied::{self, Kind};
 use crate::config::ReadyRule;
 
@@ -223,13 +224,45 @@ async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -
     let (logs, log_relay) = relay_logs(&ctx, tool.and_then(|t| federation.tool_server(t)));
     let on_behalf_of = ctx.principal.as_ref().and_then(|p| p.token.clone());
     let (asks, ask_relay) = relay_asks(&ctx);
-    let mut outcome = federation.call_tool(params, progress, ctx.cancel.clone(), on_behalf_of, logs, asks).await;
+    // A 2026-07-28 server asks by answering input-required; a 2025-11-25 agent that could be asked is asked for it,
+    // and the call made again with its answers (the server's own protocol), up to `MAX_ROUNDS` times. Only then is
+    // a copy of the call's params kept.
+    let mut again = (ctx.era == Era::Legacy && Asker::may_be_asked(&ctx.client_capabilities)).then(|| params.clone());
+    let mut outcome = federation
+        .call_tool(params, progress.clone(), ctx.cancel.clone(), on_behalf_of.clone(), logs.clone(), asks.clone())
+        .await;
+    for _ in 0..MAX_ROUNDS {
+        let (Some(sent), Ok(result)) = (again.as_mut(), &outcome) else { break };
+        if !input_required::is(result) {
+            break;
+        }
+        outcome = match input_required::answer(&ctx.asker, result).await {
+            Ok(resumed) => {
+                let params = input_required::resume(sent.take(), resumed);
+                *sent = params.clone();
+                let (progress, logs) = (progress.clone(), logs.clone());
+                federation
+                    .call_tool(params, progress, ctx.cancel.clone(), on_behalf_of.clone(), logs, asks.clone())
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+    }
+    drop((progress, logs, asks));
     // An ask still open when the call ended is moot: its upstream request went with the call.
     ask_relay.abort();
-    if ctx.era == Era::Legacy
-        && let Ok(result) = &mut outcome
-    {
-        for_legacy_agent(result);
+    if let Ok(result) = &mut outcome {
+        match ctx.era {
+            Era::Legacy => match input_required::for_legacy_agent(&ctx.asker, result) {
+                Some(e) => outcome = Err(e),
+                None => for_legacy_agent(result),
+            },
+            Era::Modern => {
+                if let Err(e) = input_required::for_modern_agent(&ctx.asker, result) {
+                    outcome = Err(e);
+                }
+            }
+        }
     }
     // The call's senders are gone, so each relay ends once it has passed on what is queued.
     for relay in [relay, log_relay].into_iter().flatten() {

@@ -7,11 +7,14 @@ Tools:
 - `delete_file(path)`: asks the user to confirm (`ctx.elicit`, a form with one boolean) and says what it did.
 - `summarize(text)`: asks the client's model (`sampling/createMessage`) and returns its answer.
 - `client_roots()`: asks the client for its roots (`roots/list`) and returns their URIs.
+- `archive_file(path)`: asks to confirm through the SDK's resolver (`Resolve(Elicit(...))`), which works in both eras:
+  over the back-channel in 2025-11-25, as an input-required result (and the client's retry) in 2026-07-28.
 """
 
 import sys
+from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from mcp_types import SamplingMessage, TextContent
 from pydantic import BaseModel
 
@@ -47,6 +50,16 @@ async def client_roots(ctx: Context) -> str:
     """Lists the client's roots."""
     roots = await ctx.session.list_roots()
     return " ".join(str(r.uri) for r in roots.roots)
+
+
+async def ask_archive(path: str) -> Elicit[Confirm]:
+    return Elicit(f"Archive {path}?", Confirm)
+
+
+@mcp.tool()
+async def archive_file(path: str, confirm: Annotated[Confirm, Resolve(ask_archive)]) -> str:
+    """Archives `path` once the user confirms."""
+    return f"archived {path}" if confirm.confirm else f"kept {path}"
 
 
 if __name__ == "__main__":

@@ -275,6 +275,13 @@ fn register<'a>(
     if let Some(level) = level {
         ask_for_logs(&mut params, level);
     }
+    if let Some(extra) = &opts.params
+        && let Some(Value::Object(params)) = params.as_mut()
+    {
+        for (k, v) in extra.iter() {
+            params.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
     if let Some(meta) = opts.meta.as_ref().and_then(|keys| Some((keys, request_meta(&mut params)?))) {
         meta.0.merge_into(meta.1);
     }

@@ -54,6 +54,9 @@ pub struct CallOptions {
     pub asks: Option<AskSink>,
     /// Keys merged into the request's `params._meta` when it is sent (see [`AttemptMeta`]).
     pub meta: Option<AttemptMeta>,
+    /// Members added to the request's `params` beside what the call sets (a 2026-07-28 retry's `inputResponses` and
+    /// `requestState`, which a gateway passes on); a member the call sets itself is never replaced.
+    pub params: Option<Arc<Map<String, Value>>>,
 }
 
 /// `params._meta` keys whose values change from one attempt of a call to the next (the gateway's `traceparent`, which
@@ -87,8 +90,9 @@ impl CallOptions {
     /// The options of a call whose deadline is already resolved (a layer's own request under a call, such as the
     /// tool listing a call needs, shares that call's deadline).
     pub(crate) fn until(self, deadline: Instant) -> Bounded {
-        let CallOptions { deadline: _, cancel, lane, progress, first_response, on_behalf_of, logs, asks, meta } = self;
-        Bounded { deadline, cancel, lane, progress, first_response, on_behalf_of, logs, asks, meta }
+        let CallOptions { deadline: _, cancel, lane, progress, first_response, on_behalf_of, logs, asks, meta, params } =
+            self;
+        Bounded { deadline, cancel, lane, progress, first_response, on_behalf_of, logs, asks, meta, params }
     }
 }
 
@@ -104,4 +108,5 @@ pub(crate) struct Bounded {
     pub logs: Option<LogSink>,
     pub asks: Option<AskSink>,
     pub meta: Option<AttemptMeta>,
+    pub params: Option<Arc<Map<String, Value>>>,
 }

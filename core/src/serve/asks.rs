@@ -204,6 +204,11 @@ impl Asker {
         ["sampling", "elicitation", "roots"].iter().any(|c| capabilities.get(c).is_some())
     }
 
+    /// The capability the agent lacks for being asked `method` with `params`, if any.
+    pub fn missing(&self, method: &str, params: Option<&Value>) -> Option<&'static str> {
+        missing_capability(method, params, &self.capabilities)
+    }
+
     /// Sends `method` to the agent and waits for its answer, until the agent answers or the call is cancelled (its
     /// deadline included: the caller drops this future). A request the agent did not declare the capability for, or
     /// that cannot reach it, is refused at once with -32601 (what a client that does not support a request answers),

@@ -62,7 +62,7 @@ pub async fn establish(
             detect(conn, config, cache, server, Detection::Probed).await
         }
         Some(CachedEra::Modern { version, discover }) => {
-            conn.set_request_meta(Some(envelope(&version, &json!({}), &config.client_info)));
+            conn.set_request_meta(Some(envelope(&version, &config.client_capabilities, &config.client_info)));
             Ok(Established {
                 era: Era::Modern,
                 init: init_from_discover(&version, &discover),
@@ -213,7 +213,9 @@ fn adopt_modern(
     found: DiscoverResult,
     detection: Detection,
 ) -> Established {
-    conn.set_request_meta(Some(envelope(version, &json!({}), &config.client_info)));
+    // Every request declares what the client answers: a 2026-07-28 server asks (input-required) only a client that
+    // declared it.
+    conn.set_request_meta(Some(envelope(version, &config.client_capabilities, &config.client_info)));
     let init = init_from_discover(version, &found);
     cache.put(server, CachedEra::Modern { version: version.to_owned(), discover: Arc::new(found) });
     Established { era: Era::Modern, init, detection }

@@ -123,10 +123,14 @@ fn ask_server() -> Option<(Killed, u16)> {
     Some((child, port))
 }
 
-/// What the Python SDK agent saw at `url` in `mode`, with or without capabilities.
+/// What the Python SDK agent saw at `url` in `mode`, with or without capabilities, after `rounds` deletions.
 fn agent(url: &str, mode: &str, capabilities: bool) -> Value {
+    agent_rounds(url, mode, capabilities, ROUNDS)
+}
+
+fn agent_rounds(url: &str, mode: &str, capabilities: bool, rounds: usize) -> Value {
     let mut command = Command::new(python());
-    command.arg(repo_root().join("tests/peers/py_ask_client.py")).args([url, mode, &ROUNDS.to_string()]);
+    command.arg(repo_root().join("tests/peers/py_ask_client.py")).args([url, mode, &rounds.to_string()]);
     if !capabilities {
         command.arg("--no-capabilities");
     }
@@ -166,7 +170,10 @@ fn a_server_asks_its_agent_mid_call_through_two_gateways_behind_round_robin() {
             .map(|i| if i % 2 == 0 { format!("deleted /tmp/f{i}") } else { format!("kept /tmp/f{i} (accept)") })
             .collect();
         assert_eq!(seen["deleted"], serde_json::json!(expected), "{mode}: {seen}");
-        assert_eq!(seen["asked"].as_array().map(Vec::len), Some(ROUNDS), "{mode}: one question per call: {seen}");
+        // One question per deletion, and `archive_file`'s (the SDK's resolver: back-channel in 2025-11-25, an
+        // input-required result in 2026-07-28, relayed either way), confirmed.
+        assert_eq!(seen["asked"].as_array().map(Vec::len), Some(ROUNDS + 1), "{mode}: one question per call: {seen}");
+        assert_eq!(seen["archived"], "archived /tmp/a", "{mode}: {seen}");
         assert_eq!(seen["summarize"], "model said: short", "{mode}: sampling relayed: {seen}");
         assert_eq!(seen["roots"], "file:///work/project", "{mode}: roots relayed: {seen}");
 
@@ -182,6 +189,29 @@ fn a_server_asks_its_agent_mid_call_through_two_gateways_behind_round_robin() {
     let logs = [&*a.stderr, &*b.stderr];
     assert!(lines_with(&logs, "forwarded an agent's answer") > 0, "no 2025-11-25 answer crossed processes");
     assert!(lines_with(&logs, "forwarded a retry") > 0, "no 2026-07-28 retry crossed processes");
+}
+
+/// A server the gateway speaks 2026-07-28 to (`era = "discover-first"`) asks the 2026-07-28 way, with an input-required
+/// result (the Python SDK's `Resolve(Elicit(...))`): a 2026-07-28 agent gets it and its retry reaches the server; a
+/// 2025-11-25 agent is asked over its stream and the gateway makes the call again with the answer. Without the
+/// capability: -32021 (2026-07-28) and -32601 (2025-11-25), at once.
+#[test]
+fn a_2026_07_28_servers_input_required_reaches_agents_of_both_eras() {
+    let Some((_server, server_port)) = ask_server() else { return };
+    let config = format!(
+        "[listen]\nhttp = \"127.0.0.1:0\"\ndrain = \"1s\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = {TOKEN_ENV:?}\n\n\
+         [[servers]]\nname = \"files\"\nera = \"discover-first\"\n\
+         [[servers.replicas]]\nhttp = \"http://127.0.0.1:{server_port}/mcp\"\n"
+    );
+    let gateway = start_with(&config, "asks-modern", &[KEY]);
+    for (mode, refusal) in [("auto", "MCPERROR -32021"), ("legacy", "MCPERROR -32601")] {
+        let seen = agent_rounds(&gateway.mcp, mode, true, 0);
+        assert_eq!(seen["archived"], "archived /tmp/a", "{mode}: the agent confirmed: {seen}");
+        assert_eq!(seen["asked"], serde_json::json!(["Archive /tmp/a?"]), "{mode}: {seen}");
+        let refused = agent_rounds(&gateway.mcp, mode, false, 0);
+        let archived = refused["archived"].as_str().unwrap_or_default();
+        assert!(archived.starts_with(refusal) && archived.contains("`elicitation`"), "{mode}: {refused}");
+    }
 }
 
 /// `mcpstorm call` as the agent: `--elicit ask` reads the user's answer from stdin, `decline` declines, and

@@ -211,6 +211,7 @@ impl Harness {
             logs: None,
             asks: None,
             meta: None,
+            params: None,
         };
         let conn = self.conn.clone();
         let method_name = if tool { method::TOOLS_CALL } else { "test/echo" };
