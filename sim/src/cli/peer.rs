@@ -295,8 +295,9 @@ pub async fn call(args: CallArgs) -> Result<(), Failure> {
     let mut config = args.server.config()?;
     config.client_capabilities = elicit::capabilities();
     let mode = ElicitMode::resolve(args.elicit);
-    // A server asks only in 2025-11-25 (as `mcpstorm gateway` reasons for its `era`): one that speaks both eras is
-    // spoken that one, so that its forms reach the user, who may also decline them.
+    // SDKs' ask-the-user calls (the Python SDK's `ctx.elicit`) need 2025-11-25's back-channel, as `mcpstorm gateway`
+    // reasons for its `era`: a server that speaks both eras is spoken that one, so that its forms reach the user.
+    // (The input-required results of a 2026-07-28-only server are not answered: `call` prints them as they are.)
     config.era_mode = EraMode::HandshakeFirst;
     let client = args.server.route()?.client(config, args.server.rng(), Arc::new(TracingObserver::quiet_close()));
     let (asks, answering) = elicit::answering(mode);
