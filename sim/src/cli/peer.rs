@@ -297,7 +297,7 @@ pub async fn call(args: CallArgs) -> Result<(), Failure> {
     let mode = ElicitMode::resolve(args.elicit);
     // SDKs' ask-the-user calls (the Python SDK's `ctx.elicit`) need 2025-11-25's back-channel, as `mcpstorm gateway`
     // reasons for its `era`: a server that speaks both eras is spoken that one, so that its forms reach the user.
-    // (The input-required results of a 2026-07-28-only server are not answered: `call` prints them as they are.)
+    // (A 2026-07-28-only server's input-required result is not answered: `call` says so, and `--json` prints it.)
     config.era_mode = EraMode::HandshakeFirst;
     let client = args.server.route()?.client(config, args.server.rng(), Arc::new(TracingObserver::quiet_close()));
     let (asks, answering) = elicit::answering(mode);
@@ -323,6 +323,13 @@ pub async fn call(args: CallArgs) -> Result<(), Failure> {
         }
         e => failed(&client, &e),
     })?;
+    if result.extra.get("resultType").and_then(Value::as_str) == Some("input_required") && !args.server.json {
+        return Err(Failure::Failed(format!(
+            "{} asks for input the 2026-07-28 way (an input-required result), which `call` does not answer; \
+             --json prints the questions",
+            client.server()
+        )));
+    }
     if args.server.json {
         outln!("{}", serde_json::to_string_pretty(&result).unwrap_or_default())?;
     } else {
