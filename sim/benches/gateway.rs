@@ -14,6 +14,9 @@
 //! divided by its calls, shown split, since on loopback the system part is the TCP stack's. The fake's CPU per call
 //! is measured the same way in every row: on the direct path it is what one bare Streamable HTTP server costs per
 //! call on this machine, and the gateway has two HTTP sides (a server for the agents, a client of the fake).
+//! Each workload runs a third time through a second gateway process, the same config with `[telemetry]` exporting
+//! every call's spans (no sampling) to an OTLP sink in the bench's process that reads each request and answers 200:
+//! *gateway, traced*, with the target of at most 10% more gateway CPU per call, and the spans it exported and dropped.
 //!
 //! Then the baseline (issue 41): the workloads of tests/tests/interop/baseline.rs (a burst in one session, 64
 //! sessions on an echo, a replica killed, one answering 503, one slower, a 20 s tool) through nginx as a plain
@@ -48,6 +51,10 @@ mod spawn;
 #[allow(dead_code)]
 #[path = "../../tests/tests/interop/baseline_middles.rs"]
 mod baseline_middles;
+
+// The traced row's collector, shared with tests/tests/interop/traces.rs.
+#[path = "../../tests/tests/interop/otlp_sink.rs"]
+mod otlp_sink;
 
 use baseline_middles::{Everything, Nginx, Replica};
 
@@ -158,6 +165,17 @@ async fn run() -> Result<(), String> {
     std::fs::write(&config, gateway_config(&fake_url, max)).map_err(|e| format!("{}: {e}", config.display()))?;
     let (gateway, gateway_url) = spawn::spawn_gateway(&config).await?;
     let gateway_pid = gateway.id().map(|p| p.to_string());
+    // The same gateway with `[telemetry]` exporting every call (no sampling) to a sink in this process that reads
+    // each request and answers 200: what tracing costs the gateway, the collector's own work left out.
+    let (sink, _) = otlp_sink::otlp_sink(false).await?;
+    let traced_config = dir.join("gateway-traced.toml");
+    let traced_text = format!(
+        "{}\n[telemetry]\notlp = \"http://{sink}\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"{TRACED_ADMIN_ENV}\"\n",
+        gateway_config(&fake_url, max)
+    );
+    std::fs::write(&traced_config, traced_text).map_err(|e| format!("{}: {e}", traced_config.display()))?;
+    let traced = spawn::spawn_gateway_with_admin(&traced_config, &[(TRACED_ADMIN_ENV, TRACED_ADMIN_TOKEN)]).await?;
+    let (traced_url, traced_pid) = (traced.mcp.clone(), traced.child.id().map(|p| p.to_string()));
     let fake_pid = fake.id().map(|p| p.to_string()).ok_or("serve-fake has no pid")?;
 
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
@@ -179,8 +197,11 @@ async fn run() -> Result<(), String> {
         let calls = fixed_calls.unwrap_or(w.calls).max(w.concurrency);
         let direct = measure(&fake_url, w, calls, &fake_pid, None).await?;
         let through = measure(&gateway_url, w, calls, &fake_pid, gateway_pid.as_deref()).await?;
+        let traced_row = measure(&traced_url, w, calls, &fake_pid, traced_pid.as_deref()).await?;
         let added = through.ms(0.99) - direct.ms(0.99);
-        for (path, row, added) in [("direct", &direct, None), ("gateway", &through, Some(added))] {
+        let added_traced = traced_row.ms(0.99) - direct.ms(0.99);
+        let rows = [("direct", &direct, None), ("gateway", &through, Some(added))];
+        for (path, row, added) in rows.into_iter().chain([("gateway, traced", &traced_row, Some(added_traced))]) {
             println!(
                 "| {} | {} | {path} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {} | {} |",
                 w.label,
@@ -201,13 +222,15 @@ async fn run() -> Result<(), String> {
                 );
             }
         }
-        targets.push((w, added, through.gateway_cpu_us.map_or(f64::NAN, |(u, s)| u + s)));
+        let cpu = |row: &Row| row.gateway_cpu_us.map_or(f64::NAN, |(u, s)| u + s);
+        targets.push((w, added, cpu(&through), cpu(&traced_row)));
     }
+    println!("\nThe traced gateway's span export: {}", trace_counts(&traced.admin).await);
     println!("\nThe issue's targets (printed, not asserted):\n");
     println!("| Target | Measured | Result |");
     println!("|---|---:|---|");
     let verdict = |ok: bool| if ok { "PASS" } else { "MISS" };
-    for (w, added, cpu) in targets {
+    for (w, added, cpu, traced) in targets {
         if w.concurrency == 1000 {
             let starts = if w.spread.is_zero() { "all at once" } else { "first calls spread" };
             println!("| added P99 ≤ 5 ms at 1,000 in flight ({starts}) | {added:.1} ms | {} |", verdict(added <= 5.0));
@@ -218,12 +241,43 @@ async fn run() -> Result<(), String> {
             w.concurrency,
             verdict(cpu <= 40.0)
         );
+        println!(
+            "| tracing on (every call) ≤ 10% more gateway CPU per call ({}, {} in flight) | {traced:.0} µs against \
+             {cpu:.0} µs: {:+.1}% | {} |",
+            w.label,
+            w.concurrency,
+            (traced / cpu - 1.0) * 100.0,
+            verdict(traced <= cpu * 1.1)
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
     if full && only.is_none() {
         baseline().await?;
     }
     Ok(())
+}
+
+/// The traced gateway's admin token (its `/metrics` is on the admin listener).
+const TRACED_ADMIN_ENV: &str = "MCPSTORM_BENCH_TRACED_ADMIN_TOKEN";
+const TRACED_ADMIN_TOKEN: &str = "bench";
+
+/// The traced gateway's exported and dropped span counters, from its admin listener's `/metrics`.
+async fn trace_counts(authority: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let read = async {
+        let mut stream = tokio::net::TcpStream::connect(authority).await.ok()?;
+        let ask = format!(
+            "GET /metrics HTTP/1.1\r\nhost: {authority}\r\nauthorization: Bearer {TRACED_ADMIN_TOKEN}\r\n\
+             connection: close\r\n\r\n"
+        );
+        stream.write_all(ask.as_bytes()).await.ok()?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).await.ok()?;
+        Some(text)
+    };
+    let Some(text) = read.await else { return "unknown (no /metrics)".to_owned() };
+    let counts: Vec<&str> = text.lines().filter(|l| l.starts_with("mcpstorm_gateway_trace_spans_")).collect();
+    counts.join(", ")
 }
 
 /// The gateway's config: one server (the fake), limits raised so that none of them is what the bench measures.

@@ -23,6 +23,9 @@ use crate::config::telemetry::CollectorUrl;
 
 /// The service the spans are the gateway's.
 const SERVICE: &str = "mcpstorm-gateway";
+/// How often a filling batch takes what the calls queued (see `run`): at most this late, and at most the spans
+/// arriving in this time wait in the queue between looks.
+const TICK: Duration = Duration::from_millis(5);
 /// The most of a collector's answer read (its partial-success message); the rest is not needed.
 const MAX_ANSWER: usize = 64 << 10;
 
@@ -50,14 +53,20 @@ impl Exporter {
             let Some(first) = first else { break };
             let mut spans = vec![first];
             let until = Instant::now() + self.interval;
-            while spans.len() < self.batch {
+            loop {
+                while spans.len() < self.batch {
+                    let Ok(span) = rx.try_recv() else { break };
+                    spans.push(span);
+                }
+                let now = Instant::now();
+                if spans.len() >= self.batch || now >= until || stop.is_cancelled() || rx.is_closed() {
+                    break;
+                }
+                // Polled every TICK while a batch fills, rather than woken by each span: a wake per span would cost
+                // each call's thread a notification of this task.
                 tokio::select! {
-                    span = rx.recv() => match span {
-                        Some(span) => spans.push(span),
-                        None => break,
-                    },
-                    () = tokio::time::sleep_until(until) => break,
-                    () = stop.cancelled() => break,
+                    () = tokio::time::sleep(TICK.min(until - now)) => {}
+                    () = stop.cancelled() => {}
                 }
             }
             self.send(&mut conn, spans, &mut failing).await;

@@ -23,6 +23,7 @@ mod http_fake;
 mod in_turmoil;
 mod logging;
 mod oauth;
+mod otlp_sink;
 mod redis;
 mod redis_in_turmoil;
 mod redis_wire;

@@ -8,7 +8,7 @@
 //! its breaker and failed, the second retried by the gateway on the live replica.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::PoisonError;
 use std::time::Duration;
 
 use mcpstorm_core::observe::trace::{TraceParent, attr};
@@ -19,60 +19,10 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use prost::Message;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 
 use super::gateway::gateway;
-
-/// The bodies POSTed to a collector.
-type Received = Arc<Mutex<Vec<Vec<u8>>>>;
-
-/// An OTLP/HTTP collector on a loopback port that keeps every request body and answers 200: a plain HTTP/1.1 reader,
-/// so what it keeps is exactly what crossed the wire.
-async fn collector() -> (u16, Received) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the collector");
-    let port = listener.local_addr().expect("bound").port();
-    let received = Received::default();
-    let kept = received.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let kept = kept.clone();
-            tokio::spawn(async move {
-                let mut stream = BufReader::new(stream);
-                // One request after another on the connection (the exporter keeps it alive).
-                loop {
-                    let mut length = None;
-                    let mut line = String::new();
-                    loop {
-                        line.clear();
-                        if stream.read_line(&mut line).await.unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if line == "\r\n" {
-                            break;
-                        }
-                        if let Some((name, value)) = line.split_once(':') {
-                            if name.eq_ignore_ascii_case("content-length") {
-                                length = value.trim().parse::<usize>().ok();
-                            }
-                        }
-                    }
-                    let mut body = vec![0; length.expect("the exporter sends a Content-Length")];
-                    if stream.read_exact(&mut body).await.is_err() {
-                        return;
-                    }
-                    kept.lock().unwrap_or_else(PoisonError::into_inner).push(body);
-                    let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
-                    if stream.get_mut().write_all(ok).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (port, received)
-}
+use super::otlp_sink::{Received, otlp_sink};
 
 /// Every span received so far, decoded.
 fn spans(received: &Received) -> Vec<Span> {
@@ -127,13 +77,13 @@ async fn replica(python: &str) -> (Child, u16) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_agents_trace_runs_through_the_gateway_into_a_python_server() {
     let python = peer_or_skip!(python_server()).program;
-    let (collector_port, received) = collector().await;
+    let (collector, received) = otlp_sink(true).await.expect("the collector");
     let (mut killed, killed_port) = replica(&python).await;
     let (_live, live_port) = replica(&python).await;
     // Round robin, so the calls after the kill meet the dead replica before any health check could take it out of
     // rotation (checks every 10 minutes here); one export every 50 ms, so the test waits little for its spans.
     let config = format!(
-        "[telemetry]\notlp = \"http://127.0.0.1:{collector_port}\"\ninterval = \"50ms\"\n\n\
+        "[telemetry]\notlp = \"http://{collector}\"\ninterval = \"50ms\"\n\n\
          [gateway]\nformula = \"round_robin\"\n[gateway.router]\ncheck_interval = \"10m\"\n\n\
          [[servers]]\nname = \"traced\"\n\
          [[servers.replicas]]\nhttp = \"http://127.0.0.1:{killed_port}/mcp\"\n\
