@@ -38,7 +38,7 @@ bench:
     cargo bench -p mcpstorm-core --bench route
     cargo bench -p mcpstorm-core --bench breaker
 
-# What the gateway adds to a call: agents → gateway → fake against agents → fake, Streamable HTTP on loopback.
+# What the gateway adds to a call against what nginx adds, in alternating rounds of the same run, and the ratios.
 bench-gateway:
     cargo bench -p mcpstorm-sim --bench gateway
 

@@ -1,22 +1,29 @@
-//! `just bench-gateway`: what `mcpstorm gateway` adds to a call. In one run, the same closed-loop load goes from
-//! agents straight to a fake MCP server, and from agents through the gateway to the same server, everything over
-//! Streamable HTTP on loopback, each process its own (the fake: `mcpstorm serve-fake --transport http`; the gateway:
-//! `mcpstorm gateway` with the default profile, every protection layer on). Prints a markdown table and the issue's
-//! targets marked PASS/MISS; targets are printed, never asserted.
+//! `just bench-gateway`: what `mcpstorm gateway` adds to a call, against what nginx adds, in the same run (issue 47).
 //!
-//! Workloads: the concurrent-client design's experiment (a 200 ms tool at 200 and 1,000 calls in flight) and a 0 ms
-//! echo for the pure overhead. A closed loop whose tasks all start at once sends its calls in waves (1,000 requests
-//! within a few milliseconds, every 200 ms), and the last of a wave waits for the gateway to handle the rest: that
-//! row measures a burst. The 1,000 row runs again with the tasks' first calls spread evenly over one tool time, as
-//! independent agents would make them, so the same 5,000 calls a second arrive evenly: that row measures the steady
-//! load. Its QPS counts the 200 ms ramp at the start. *Added P99* is the P99 through the gateway minus the P99
-//! direct; *gateway CPU per call* is the gateway process's CPU time (user + system, `/proc/<pid>/stat`) over the row
-//! divided by its calls, shown split, since on loopback the system part is the TCP stack's. The fake's CPU per call
-//! is measured the same way in every row: on the direct path it is what one bare Streamable HTTP server costs per
-//! call on this machine, and the gateway has two HTTP sides (a server for the agents, a client of the fake).
-//! Each workload runs a third time through a second gateway process, the same config with `[telemetry]` exporting
-//! every call's spans (no sampling) to an OTLP sink in the bench's process that reads each request and answers 200:
-//! *gateway, traced*, with the target of at most 10% more gateway CPU per call, and the spans it exported and dropped.
+//! The agents (one core `McpClient`, one session, a keep-alive pool of one connection per call in flight) call a
+//! fake MCP server (`mcpstorm serve-fake --transport http`) over Streamable HTTP on loopback, in four modes:
+//! *direct*; through *nginx* as a plain reverse proxy (Debian's package, started with its own config on a free port;
+//! skipped with a message when absent); through *gateway*, `mcpstorm gateway` with the default profile (every
+//! protection layer on); and through *gateway, traced*, the same config with `[telemetry]` exporting every call's
+//! spans (no sampling) to an OTLP sink in the bench's process that reads each request and answers 200. Each is a
+//! process of its own.
+//!
+//! Workloads: a 0 ms echo with 1 call in flight and with 64, and one session's burst: 1,000 tasks on the one client
+//! each making exactly one call to a 200 ms tool at once, every latency from the burst's start. Each workload runs
+//! in rounds (three by default), and each round runs every mode once in turn, so that a slow spell of the shared
+//! host hits all the modes alike. Each round's rows are printed, then each mode's median over the rounds of each
+//! figure: QPS and its share of the same round's direct QPS, P50, P99, *added P99* (the mode's P99 minus the same
+//! round's direct P99), and CPU per call of the middle and of the fake. CPU per call is a process's CPU time, user
+//! and system (`/proc/<pid>/stat`, summed over the process and its children: nginx's master and its workers), over
+//! the round divided by its calls; on loopback the system part is the TCP stack's. On the direct path the fake's
+//! CPU per call is what one bare Streamable HTTP server costs per call on this machine.
+//!
+//! Then two figures of the gateway alone: its RSS (`VmRSS`) with 10,000 idle sessions, each an `initialize` and its
+//! `notifications/initialized`, opened at a fresh gateway process with the same config; and its allocations per
+//! proxied call, counted in this process (common/alloc_count.rs says how). Last, issue 47's targets, as ratios to
+//! nginx in the same run, each with the measured value, nginx's, the ratio, and PASS or MISS: printed, never
+//! asserted. Issue 26's absolute targets (40 µs per call, an added P99 of 5 ms at 1,000 in flight) are retired by
+//! issue 47, and their rows (200 and 1,000 calls in flight of a 200 ms tool, and the spread start) with them.
 //!
 //! Then the baseline (issue 41): the workloads of tests/tests/interop/baseline.rs (a burst in one session, 64
 //! sessions on an echo, a replica killed, one answering 503, one slower, a 20 s tool) through nginx as a plain
@@ -25,13 +32,13 @@
 //! nginx's + 10% + 5 ms), printed, not asserted. The test asserts their ok-call counts. It needs nginx, the Python
 //! `mcp` SDK and server-everything (`just peers`); without nginx it says so and skips.
 //!
-//! Environment: `MCPSTORM_BENCH_CALLS=N` calls per row (default 10 × the row's concurrency, 20,000 for the echo);
-//! `MCPSTORM_BENCH_ONLY=echo` (or `200`, `1000`) keeps the rows whose tool or concurrency matches, for profiling one
-//! workload, and leaves out the baseline; `MCPSTORM_BENCH_ONLY=baseline` runs the baseline alone. Run without
-//! `--bench` (as `cargo test --benches` does) it makes one small smoke row, and no baseline.
+//! Environment: `MCPSTORM_BENCH_ROUNDS=N` rounds (default 3); `MCPSTORM_BENCH_CALLS=N` calls per echo row (default
+//! 2,000 with 1 in flight, about 3 s, and 20,000 with 64); `MCPSTORM_BENCH_ONLY=echo` (or `1`, `64`, `burst`)
+//! keeps the workloads whose tool or key matches, for profiling one, and leaves out the rest; `sessions` or
+//! `allocations` runs that figure alone, `baseline` the baseline alone. Run without `--bench` (as
+//! `cargo test --benches` does) it makes small smoke rows, in two rounds, and no baseline.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -40,58 +47,95 @@ use mcpstorm_core::{CallOptions, ClientConfig, HttpEndpoint, McpClient, SeededRn
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+#[path = "common/agents.rs"]
+mod agents;
+#[path = "common/alloc_count.rs"]
+mod alloc_count;
 #[path = "common/proc_stats.rs"]
 mod proc_stats;
+#[path = "common/rounds.rs"]
+mod rounds;
 #[path = "common/runtime.rs"]
 mod runtime;
+#[path = "common/sessions.rs"]
+mod sessions;
 #[path = "common/spawn.rs"]
 mod spawn;
-// The baseline rows' processes (the Python SDK's server as replicas, server-everything, nginx), shared with the
-// baseline test; its in-process gateway is the test's, the bench runs the gateway process.
+// The processes of the baseline rows (the Python SDK's server as replicas, server-everything, nginx) and nginx in
+// the main rows, shared with the baseline test; its in-process gateway is the allocation count's.
 #[allow(dead_code)]
 #[path = "../../tests/tests/interop/baseline_middles.rs"]
 mod baseline_middles;
 
-// The traced row's collector, shared with tests/tests/interop/traces.rs.
+// The traced mode's collector, shared with tests/tests/interop/traces.rs.
 #[path = "../../tests/tests/interop/otlp_sink.rs"]
 mod otlp_sink;
 
 use baseline_middles::{Everything, Nginx, Replica};
+use rounds::{Memory, Row, Workload};
 
-/// One workload: the tool, its arguments, how many calls in flight.
-struct Workload {
-    label: &'static str,
-    tool: &'static str,
-    arguments: Value,
-    concurrency: usize,
-    /// Calls in the row unless `MCPSTORM_BENCH_CALLS` says otherwise.
-    calls: usize,
-    /// The tasks' first calls, spread evenly over this much time; zero starts them all at once.
-    spread: Duration,
-}
-
-/// One measured row.
-struct Row {
-    calls: usize,
-    secs: f64,
-    errors: usize,
-    first_error: Option<String>,
-    hist: Histogram<u64>,
-    /// The gateway's CPU per call (user, system), µs; none on the direct path.
-    gateway_cpu_us: Option<(f64, f64)>,
-    /// The fake server's CPU per call (user, system), µs: on the direct path, what one bare Streamable HTTP server
-    /// costs per call on this machine, the floor under each of the gateway's two HTTP sides.
-    fake_cpu_us: (f64, f64),
-}
-
-impl Row {
-    fn ms(&self, q: f64) -> f64 {
-        self.hist.value_at_quantile(q) as f64 / 1000.0
-    }
+/// One way from the agents to the fake.
+struct Mode {
+    name: &'static str,
+    url: String,
+    /// The middle's pid (nginx's master); none on the direct path.
+    pid: Option<String>,
 }
 
 fn main() {
-    runtime::run_or_exit("bench-gateway", run());
+    match std::env::var(alloc_count::LOAD_ENV) {
+        Ok(spec) => runtime::run_or_exit("bench-gateway (load child)", load_child(spec)),
+        Err(_) => runtime::run_or_exit("bench-gateway", run()),
+    }
+}
+
+/// The allocation count's load child: echo calls at the URL, then `errors N` on stdout.
+async fn load_child(spec: String) -> Result<(), String> {
+    let (url, calls, in_flight) = alloc_count::load_args(&spec)?;
+    let client = agents::client(&url, in_flight, "echo").await?;
+    let outcomes = agents::closed_loop(&client, "echo", &json!({"message": "x"}), in_flight, calls).await;
+    client.close().await;
+    if let Some(first) = outcomes.iter().find_map(|o| o.2.as_ref()) {
+        eprintln!("bench-gateway (load child): the first error: {first}");
+    }
+    println!("errors {}", outcomes.iter().map(|o| o.1).sum::<usize>());
+    Ok(())
+}
+
+/// The workloads: full, or the smoke run's small ones (the same keys).
+fn workloads(full: bool) -> Vec<Workload> {
+    let echo = |key, concurrency, calls| Workload {
+        key,
+        label: "0 ms echo",
+        tool: "echo",
+        arguments: json!({"message": "x"}),
+        concurrency,
+        calls,
+        burst: false,
+    };
+    let burst = |calls, ms: u64| Workload {
+        key: "burst",
+        label: if full { "one session's burst, 200 ms tool" } else { "one session's burst, 20 ms tool" },
+        tool: "sleep_ms",
+        arguments: json!({"ms": ms}),
+        concurrency: calls,
+        calls,
+        burst: true,
+    };
+    if full {
+        // 2,000 calls with 1 in flight take about 3 s a mode; 20,000 with 64 are enough for the P99 and the CPU
+        // per call to settle.
+        vec![echo("1", 1, 2000), echo("64", 64, 20_000), burst(1000, 200)]
+    } else {
+        vec![echo("1", 1, 20), echo("64", 8, 40), burst(20, 20)]
+    }
+}
+
+fn env_number(name: &str) -> Result<Option<usize>, String> {
+    match std::env::var(name) {
+        Ok(v) => v.parse::<usize>().map(Some).map_err(|e| format!("{name}={v:?}: {e}")),
+        Err(_) => Ok(None),
+    }
 }
 
 async fn run() -> Result<(), String> {
@@ -100,161 +144,212 @@ async fn run() -> Result<(), String> {
     if full && only.as_deref() == Some("baseline") {
         return baseline().await;
     }
-    let fixed_calls = match std::env::var("MCPSTORM_BENCH_CALLS") {
-        Ok(v) => Some(v.parse::<usize>().map_err(|e| format!("MCPSTORM_BENCH_CALLS={v:?}: {e}"))?),
-        Err(_) => None,
+    let fixed_calls = env_number("MCPSTORM_BENCH_CALLS")?;
+    let round_count = env_number("MCPSTORM_BENCH_ROUNDS")?.unwrap_or(if full { 3 } else { 2 }).max(1);
+    let all = workloads(full);
+    // The gateway's limits come from the widest workload of all, so that a filtered run configures it alike.
+    let max = all.iter().map(|w| w.concurrency).max().unwrap_or(1);
+    let workloads: Vec<Workload> = match only.as_deref() {
+        Some(only) => all.into_iter().filter(|w| w.key == only || w.tool == only).collect(),
+        None => all,
     };
-    let workloads = if full {
-        vec![
-            Workload {
-                label: "200 ms tool",
-                tool: "sleep_ms",
-                arguments: json!({"ms": 200}),
-                concurrency: 200,
-                calls: 2000,
-                spread: Duration::ZERO,
-            },
-            Workload {
-                label: "200 ms tool",
-                tool: "sleep_ms",
-                arguments: json!({"ms": 200}),
-                concurrency: 1000,
-                calls: 10_000,
-                spread: Duration::ZERO,
-            },
-            // The same load as independent agents make it: the first calls spread over one tool time, so that
-            // the requests arrive at an even 5,000 a second instead of in waves of 1,000.
-            Workload {
-                label: "200 ms tool, spread",
-                tool: "sleep_ms",
-                arguments: json!({"ms": 200}),
-                concurrency: 1000,
-                calls: 10_000,
-                spread: Duration::from_millis(200),
-            },
-            // Enough calls for the CPU per call and the P99 to settle (about 2 s each way).
-            Workload {
-                label: "0 ms echo",
-                tool: "echo",
-                arguments: json!({"message": "x"}),
-                concurrency: 50,
-                calls: 20_000,
-                spread: Duration::ZERO,
-            },
-        ]
-    } else {
-        vec![Workload {
-            label: "0 ms echo",
-            tool: "echo",
-            arguments: json!({"message": "x"}),
-            concurrency: 4,
-            calls: 40,
-            spread: Duration::ZERO,
-        }]
-    };
-    let workloads: Vec<Workload> = match std::env::var("MCPSTORM_BENCH_ONLY") {
-        Ok(only) => workloads.into_iter().filter(|w| w.tool == only || w.concurrency.to_string() == only).collect(),
-        Err(_) => workloads,
-    };
-    let max = workloads.iter().map(|w| w.concurrency).max().unwrap_or(1);
+    let extra = |name: &str| only.as_deref().is_none_or(|o| o == name);
+
     let (fake, fake_addr) = spawn::spawn_server_with(&["--transport", "http"]).await?;
     let fake_url = format!("http://{fake_addr}/mcp");
+    let fake_pid = fake.id().map(|p| p.to_string()).ok_or("serve-fake has no pid")?;
+    let fake_port = fake_addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok()).ok_or("serve-fake's port")?;
     let dir = std::env::temp_dir().join(format!("mcpstorm-bench-gateway-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let config = dir.join("gateway.toml");
-    std::fs::write(&config, gateway_config(&fake_url, max)).map_err(|e| format!("{}: {e}", config.display()))?;
+    let text = gateway_config(&fake_url, max);
+    std::fs::write(&config, &text).map_err(|e| format!("{}: {e}", config.display()))?;
     let (gateway, gateway_url) = spawn::spawn_gateway(&config).await?;
-    let gateway_pid = gateway.id().map(|p| p.to_string());
     // The same gateway with `[telemetry]` exporting every call (no sampling) to a sink in this process that reads
     // each request and answers 200: what tracing costs the gateway, the collector's own work left out.
     let (sink, _) = otlp_sink::otlp_sink(false).await?;
     let traced_config = dir.join("gateway-traced.toml");
     let traced_text = format!(
-        "{}\n[telemetry]\notlp = \"http://{sink}\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"{TRACED_ADMIN_ENV}\"\n",
-        gateway_config(&fake_url, max)
+        "{text}\n[telemetry]\notlp = \"http://{sink}\"\n\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken_env = \"{TRACED_ADMIN_ENV}\"\n"
     );
     std::fs::write(&traced_config, traced_text).map_err(|e| format!("{}: {e}", traced_config.display()))?;
     let traced = spawn::spawn_gateway_with_admin(&traced_config, &[(TRACED_ADMIN_ENV, TRACED_ADMIN_TOKEN)]).await?;
-    let (traced_url, traced_pid) = (traced.mcp.clone(), traced.child.id().map(|p| p.to_string()));
-    let fake_pid = fake.id().map(|p| p.to_string()).ok_or("serve-fake has no pid")?;
+    let nginx = match find_nginx() {
+        Some(program) => Some(Nginx::start(&program, &[fake_port]).await),
+        None => {
+            println!(
+                "nginx: not found (apt-get install nginx, or set MCPSTORM_NGINX): its rows and ratios are skipped\n"
+            );
+            None
+        }
+    };
+    let pid = |id: Option<u32>| id.map(|p| p.to_string());
+    let mut modes = vec![Mode { name: "direct", url: fake_url.clone(), pid: None }];
+    if let Some(nginx) = &nginx {
+        modes.push(Mode { name: "nginx", url: nginx.url(), pid: pid(nginx.pid()) });
+    }
+    modes.push(Mode { name: "gateway", url: gateway_url, pid: pid(gateway.id()) });
+    modes.push(Mode { name: "gateway, traced", url: traced.mcp.clone(), pid: pid(traced.child.id()) });
 
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    println!("## mcpstorm bench-gateway: agents → gateway → fake, against agents → fake\n");
+    println!("## mcpstorm bench-gateway: direct, nginx and the gateway in the same run\n");
     println!(
-        "Streamable HTTP on both sides over loopback; the fake (`serve-fake --transport http`), the gateway and the \
-         agents (one core `McpClient`, a keep-alive pool of one connection per call in flight) are three processes \
-         on {cores} cores. The gateway runs the default profile: breaker, retry, budget, throttle and bulkhead per \
-         replica. Mode: {}.\n",
+        "Streamable HTTP on both sides over loopback; the fake (`serve-fake --transport http`), each middle and the \
+         agents (one core `McpClient`, one session, a keep-alive pool of one connection per call in flight) are \
+         processes of their own on {cores} cores. nginx: `worker_processes auto`, keep-alive upstream connections, \
+         `proxy_buffering off`. The gateway runs the default profile: breaker, retry, budget, throttle and bulkhead \
+         per replica. {round_count} rounds, each running every mode in turn; medians over the rounds. Mode: {}.\n",
         if full { "full" } else { "smoke (run without --bench)" }
     );
-    println!(
-        "| Workload | In flight | Path | Calls | QPS | P50 (ms) | P99 (ms) | Added P99 (ms) | Gateway CPU per call (µs: \
-         user + system) | Fake's CPU per call (µs: user + system) | Errors |"
-    );
-    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let mut targets = Vec::new();
+    if !workloads.is_empty() {
+        println!("Each round's rows (CPU per call in µs, user + system):\n");
+        println!(
+            "| Workload | In flight | Round | Mode | QPS | P50 (ms) | P99 (ms) | Added P99 (ms) | Middle CPU | Fake \
+             CPU | Errors |"
+        );
+        println!("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    }
+    let mut results = Vec::new();
     for w in &workloads {
-        let calls = fixed_calls.unwrap_or(w.calls).max(w.concurrency);
-        let direct = measure(&fake_url, w, calls, &fake_pid, None).await?;
-        let through = measure(&gateway_url, w, calls, &fake_pid, gateway_pid.as_deref()).await?;
-        let traced_row = measure(&traced_url, w, calls, &fake_pid, traced_pid.as_deref()).await?;
-        let added = through.ms(0.99) - direct.ms(0.99);
-        let added_traced = traced_row.ms(0.99) - direct.ms(0.99);
-        let rows = [("direct", &direct, None), ("gateway", &through, Some(added))];
-        for (path, row, added) in rows.into_iter().chain([("gateway, traced", &traced_row, Some(added_traced))]) {
-            println!(
-                "| {} | {} | {path} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {} | {} |",
-                w.label,
-                w.concurrency,
-                row.calls,
-                row.calls as f64 / row.secs,
-                row.ms(0.5),
-                row.ms(0.99),
-                added.map_or("—".to_owned(), |a| format!("{a:.1}")),
-                row.gateway_cpu_us.map_or("—".to_owned(), split),
-                split(row.fake_cpu_us),
-                row.errors,
-            );
-            if let Some(e) = &row.first_error {
-                eprintln!(
-                    "bench-gateway: {} at {} ({path}): {} errors, the first: {e}",
-                    w.label, w.concurrency, row.errors
-                );
+        let calls = if w.burst { w.calls } else { fixed_calls.unwrap_or(w.calls).max(w.concurrency) };
+        if w.burst {
+            // A burst is not warmed by its own rounds: one unmeasured burst per mode fills the middles' pools.
+            for mode in &modes {
+                measure(mode, w, calls, &fake_pid).await?;
             }
         }
-        let cpu = |row: &Row| row.gateway_cpu_us.map_or(f64::NAN, |(u, s)| u + s);
-        targets.push((w, added, cpu(&through), cpu(&traced_row)));
-    }
-    println!("\nThe traced gateway's span export: {}", trace_counts(&traced.admin).await);
-    println!("\nThe issue's targets (printed, not asserted):\n");
-    println!("| Target | Measured | Result |");
-    println!("|---|---:|---|");
-    let verdict = |ok: bool| if ok { "PASS" } else { "MISS" };
-    for (w, added, cpu, traced) in targets {
-        if w.concurrency == 1000 {
-            let starts = if w.spread.is_zero() { "all at once" } else { "first calls spread" };
-            println!("| added P99 ≤ 5 ms at 1,000 in flight ({starts}) | {added:.1} ms | {} |", verdict(added <= 5.0));
+        let mut rows: Vec<Vec<Row>> = Vec::with_capacity(round_count);
+        for r in 1..=round_count {
+            let mut round: Vec<Row> = Vec::with_capacity(modes.len());
+            for mode in &modes {
+                let row = measure(mode, w, calls, &fake_pid).await?;
+                let added = round.first().map(|direct| row.p99_ms - direct.p99_ms);
+                println!(
+                    "| {} | {} | {r} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {:.0} | {} |",
+                    w.label,
+                    w.concurrency,
+                    mode.name,
+                    row.qps(),
+                    row.p50_ms,
+                    row.p99_ms,
+                    added.map_or("—".to_owned(), |a| format!("{a:.1}")),
+                    row.middle_cpu_us.map_or("—".to_owned(), |(u, s)| format!("{:.0}", u + s)),
+                    row.fake_cpu_us.0 + row.fake_cpu_us.1,
+                    row.errors,
+                );
+                if let Some(e) = &row.first_error {
+                    eprintln!(
+                        "bench-gateway: {} at {} ({}, round {r}): {} errors, the first: {e}",
+                        w.label, w.concurrency, mode.name, row.errors
+                    );
+                }
+                round.push(row);
+            }
+            rows.push(round);
         }
-        println!(
-            "| gateway CPU per call ≤ 40 µs ({}, {} in flight) | {cpu:.0} µs | {} |",
-            w.label,
-            w.concurrency,
-            verdict(cpu <= 40.0)
-        );
-        println!(
-            "| tracing on (every call) ≤ 10% more gateway CPU per call ({}, {} in flight) | {traced:.0} µs against \
-             {cpu:.0} µs: {:+.1}% | {} |",
-            w.label,
-            w.concurrency,
-            (traced / cpu - 1.0) * 100.0,
-            verdict(traced <= cpu * 1.1)
-        );
+        let names: Vec<&'static str> = modes.iter().map(|m| m.name).collect();
+        results.push((w, rounds::summarise(&names, &rows)));
     }
+    if !workloads.is_empty() {
+        rounds::print_medians(&results, round_count);
+        println!("\nThe traced gateway's span export: {}", trace_counts(&traced.admin).await);
+    }
+
+    let memory = if extra("sessions") {
+        let sessions = if full { 10_000 } else { 100 };
+        let memory = idle_sessions(&config, sessions).await?;
+        let per_session = (memory.after_kb as f64 - memory.before_kb as f64) / sessions as f64;
+        println!(
+            "\nThe gateway's memory (a fresh process, the same config): RSS {} kB before any session, {} kB with \
+             {sessions} idle sessions: {per_session:.2} kB per session.",
+            memory.before_kb, memory.after_kb
+        );
+        Some(memory)
+    } else {
+        None
+    };
+    let allocations = if extra("allocations") {
+        let (calls, in_flight) = if full { (20_000, 64) } else { (200, 8) };
+        let (per_call, errors) = allocations_per_call(&text, calls, in_flight).await?;
+        println!(
+            "\nThe gateway's allocations per proxied call (in this process, {calls} echo calls, {in_flight} in \
+             flight, {errors} errors): {per_call:.1}."
+        );
+        Some(per_call)
+    } else {
+        None
+    };
+    rounds::print_targets(&results, memory.as_ref(), allocations);
+    drop(nginx);
     let _ = std::fs::remove_dir_all(&dir);
     if full && only.is_none() {
         baseline().await?;
     }
     Ok(())
+}
+
+/// One round of workload `w` through `mode`: a fresh client (a new session), warmed to the workload's width unless
+/// it is a burst, then `calls` calls.
+async fn measure(mode: &Mode, w: &Workload, calls: usize, fake_pid: &str) -> Result<Row, String> {
+    let client = agents::client(&mode.url, w.concurrency, w.tool).await?;
+    if !w.burst {
+        // Warm the pools (the agent's and the middle's) to the row's width before measuring.
+        agents::closed_loop(&client, w.tool, &w.arguments, w.concurrency, w.concurrency).await;
+    }
+    let cpu_before = (proc_stats::cpu_split_tree(fake_pid), mode.pid.as_deref().map(proc_stats::cpu_split_tree));
+    let started = Instant::now();
+    let outcomes = if w.burst {
+        agents::burst(&client, w.tool, &w.arguments, calls).await
+    } else {
+        agents::closed_loop(&client, w.tool, &w.arguments, w.concurrency, calls).await
+    };
+    let secs = started.elapsed().as_secs_f64();
+    let per_call = |pid: &str, (user, system): (f64, f64)| {
+        let (u, s) = proc_stats::cpu_split_tree(pid);
+        ((u - user) * 1e6 / calls as f64, (s - system) * 1e6 / calls as f64)
+    };
+    let fake_cpu_us = per_call(fake_pid, cpu_before.0);
+    let middle_cpu_us = mode.pid.as_deref().zip(cpu_before.1).map(|(p, b)| per_call(p, b));
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| e.to_string())?;
+    let (mut errors, mut first_error) = (0, None);
+    for (latencies, e, first) in outcomes {
+        for l in latencies {
+            hist.saturating_record(l.max(1));
+        }
+        errors += e;
+        first_error = first_error.or(first);
+    }
+    client.close().await;
+    let ms = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    Ok(Row { calls, secs, p50_ms: ms(0.5), p99_ms: ms(0.99), errors, first_error, middle_cpu_us, fake_cpu_us })
+}
+
+/// A fresh gateway process with the config at `config`, and its RSS before and after `sessions` idle sessions.
+async fn idle_sessions(config: &std::path::Path, sessions: usize) -> Result<Memory, String> {
+    let (child, url) = spawn::spawn_gateway(config).await?;
+    let pid = child.id().ok_or("the gateway has no pid")?.to_string();
+    let authority = url.strip_prefix("http://").and_then(|u| u.strip_suffix("/mcp")).ok_or(format!("{url}?"))?;
+    // Let its start-up (the upstream's tool list) settle before reading its RSS.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before_kb = proc_stats::status_kb_of(&pid, "VmRSS");
+    let open = sessions::open_idle(authority, sessions, 8).await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after_kb = proc_stats::status_kb_of(&pid, "VmRSS");
+    drop(open);
+    drop(child);
+    Ok(Memory { before_kb, after_kb, sessions })
+}
+
+/// The gateway's allocations per proxied call: a gateway with the config `text` in this process, driven by the
+/// load child (common/alloc_count.rs), warmed by a first run. The allocations per call, and the errors.
+async fn allocations_per_call(text: &str, calls: usize, in_flight: usize) -> Result<(f64, usize), String> {
+    let gateway = baseline_middles::Gateway::start_with(text).await;
+    alloc_count::run_load_child(&gateway.url, 10 * in_flight, in_flight).await?;
+    let before = alloc_count::allocations();
+    let errors = alloc_count::run_load_child(&gateway.url, calls, in_flight).await?;
+    let after = alloc_count::allocations();
+    drop(gateway);
+    Ok((after.saturating_sub(before) as f64 / calls as f64, errors))
 }
 
 /// The traced gateway's admin token (its `/metrics` is on the admin listener).
@@ -301,98 +396,6 @@ http_queue = {calls}
 "#,
         calls = 2 * max
     )
-}
-
-/// A closed loop of `w.concurrency` tasks making `calls` calls in all to the MCP endpoint at `url`.
-async fn measure(
-    url: &str,
-    w: &Workload,
-    calls: usize,
-    fake_pid: &str,
-    gateway_pid: Option<&str>,
-) -> Result<Row, String> {
-    let mut endpoint = HttpEndpoint::new(url).map_err(|e| format!("{url}: {e}"))?;
-    endpoint.pool.max_connections = w.concurrency;
-    endpoint.pool.max_waiting = w.concurrency;
-    let mut config = ClientConfig::default();
-    config.connection.max_in_flight = w.concurrency;
-    let client = Arc::new(
-        McpClient::http("agent", endpoint, config, SeededRng::new(0))
-            .with_global_limit(InFlightLimit::new(w.concurrency)),
-    );
-    let tools = client.list_tools().await.map_err(|e| format!("tools/list at {url}: {e}"))?;
-    // Through the gateway a lone server's names stay as the server wrote them.
-    if !tools.iter().any(|t| t.name == w.tool) {
-        return Err(format!("{url} does not list {}", w.tool));
-    }
-    // Warm the pools (the agent's and the gateway's) to the row's width before measuring.
-    round(&client, w, w.concurrency, w.concurrency, Duration::ZERO).await;
-    let cpu_before = (proc_stats::cpu_split(fake_pid), gateway_pid.map(proc_stats::cpu_split));
-    let started = Instant::now();
-    let outcomes = round(&client, w, w.concurrency, calls, w.spread).await;
-    let secs = started.elapsed().as_secs_f64();
-    let per_call = |pid: &str, (user, system): (f64, f64)| {
-        let (u, s) = proc_stats::cpu_split(pid);
-        ((u - user) * 1e6 / calls as f64, (s - system) * 1e6 / calls as f64)
-    };
-    let fake_cpu_us = per_call(fake_pid, cpu_before.0);
-    let gateway_cpu_us = gateway_pid.zip(cpu_before.1).map(|(p, b)| per_call(p, b));
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| e.to_string())?;
-    let (mut errors, mut first_error) = (0, None);
-    for (latencies, e, first) in outcomes {
-        for l in latencies {
-            hist.saturating_record(l.max(1));
-        }
-        errors += e;
-        first_error = first_error.or(first);
-    }
-    client.close().await;
-    Ok(Row { calls, secs, errors, first_error, hist, gateway_cpu_us, fake_cpu_us })
-}
-
-/// CPU per call as the table shows it: the total, then user + system.
-fn split((user, system): (f64, f64)) -> String {
-    format!("{:.0} ({user:.0} + {system:.0})", user + system)
-}
-
-type Outcome = (Vec<u64>, usize, Option<String>);
-
-/// `tasks` tasks calling back to back until `calls` calls are made, task `i` starting `i / tasks` of the way through
-/// `spread`; each task's latencies (µs) and errors.
-async fn round(client: &Arc<McpClient>, w: &Workload, tasks: usize, calls: usize, spread: Duration) -> Vec<Outcome> {
-    let next = Arc::new(AtomicUsize::new(0));
-    let handles: Vec<_> = (0..tasks)
-        .map(|i| {
-            let (client, next, tool, arguments) = (client.clone(), next.clone(), w.tool, w.arguments.clone());
-            let start = spread.mul_f64(i as f64 / tasks as f64);
-            tokio::spawn(async move {
-                if !start.is_zero() {
-                    tokio::time::sleep(start).await;
-                }
-                let (mut latencies, mut errors, mut first) = (Vec::new(), 0, None);
-                while next.fetch_add(1, Ordering::Relaxed) < calls {
-                    let t0 = Instant::now();
-                    let outcome = client.call_tool(tool, arguments.clone(), CallOptions::default()).await;
-                    latencies.push(t0.elapsed().as_micros() as u64);
-                    let failure = match outcome {
-                        Ok(r) if r.is_error => Some(format!("tool error: {:?}", r.content)),
-                        Ok(_) => None,
-                        Err(e) => Some(e.to_string()),
-                    };
-                    if let Some(f) = failure {
-                        errors += 1;
-                        first.get_or_insert(f);
-                    }
-                }
-                (latencies, errors, first)
-            })
-        })
-        .collect();
-    let mut outcomes = Vec::with_capacity(tasks);
-    for h in handles {
-        outcomes.push(h.await.unwrap_or_else(|e| (Vec::new(), 1, Some(format!("task: {e}")))));
-    }
-    outcomes
 }
 
 /// How long one agent task of a baseline row calls.

@@ -187,6 +187,13 @@ impl Nginx {
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
+
+    /// The master's pid (`daemon off`: the child itself); its workers are its children. `just bench-gateway` reads
+    /// their CPU time; the baseline test does not.
+    #[allow(dead_code)]
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
 }
 
 impl Drop for Nginx {
@@ -226,7 +233,13 @@ impl Gateway {
         // `drain` only bounds the stop at the end of the test.
         let text =
             format!("[listen]\nhttp = \"127.0.0.1:0\"\ndrain = \"1s\"\n\n[[servers]]\nname = {name:?}\n{replicas}");
-        let file = GatewayFile::load_str(&text, "gateway.toml").unwrap_or_else(|e| panic!("{e}"));
+        Gateway::start_with(&text).await
+    }
+
+    /// The same with the config `text` (its `[listen] http` on port 0): `just bench-gateway` counts the allocations
+    /// of a gateway with its own config in its process.
+    pub async fn start_with(text: &str) -> Gateway {
+        let file = GatewayFile::load_str(text, "gateway.toml").unwrap_or_else(|e| panic!("{e}"));
         let (url_tx, url_rx) = tokio::sync::oneshot::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
