@@ -30,6 +30,10 @@ pub struct GatewayArgs {
     /// Serve one agent over stdin and stdout (for an agent that spawns the gateway) instead of HTTP.
     #[arg(long)]
     pub stdio: bool,
+    /// Threads that carry calls: 1 runs everything on one thread (no cross-thread wakeups, the cheapest per call);
+    /// more is a work-stealing pool. Default: 1 on a host of at most two cores, else one per core.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub workers: Option<u16>,
 }
 
 /// How the gateway failed, mapped to the process exit code.

@@ -35,6 +35,7 @@ pub mod observer;
 pub mod process;
 pub mod proxied;
 pub mod readiness;
+pub mod runtime;
 pub mod seed;
 pub mod service;
 pub mod state;

@@ -21,7 +21,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match mcpstorm_gateway::runtime::build(cli.args.workers.map(usize::from)) {
         Ok(runtime) => runtime,
         Err(e) => return cli::Failure::Failed(format!("cannot start the runtime: {e}")).exit("mcpstorm-gateway"),
     };

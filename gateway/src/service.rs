@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use mcpstorm_core::CancelToken;
-use mcpstorm_core::conn::{AskSink, Asked};
+use mcpstorm_core::conn::{AskRelay, AskSink, Asked};
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::logging::{self, LogLevel, LogSink};
 use mcpstorm_core::mcp::{Implementation, ProgressParams, method};
@@ -188,18 +188,47 @@ fn relay_logs(ctx: &RequestCtx, server: Option<String>) -> (Option<LogSink>, Opt
     (Some(LogSink { level, tx }), Some(relay))
 }
 
-/// Relays what the call's upstream asks of its client (sampling, elicitation, roots) to the call's agent, one at a
-/// time as the upstream asks them, each answered with the agent's answer or the refusal `Asker` gives (the agent did
-/// not declare the capability, or it cannot be asked).
-fn relay_asks(ctx: &RequestCtx) -> (AskSink, JoinHandle<()>) {
-    let (tx, mut rx) = mpsc::channel::<Asked>(8);
-    let asker = ctx.asker.clone();
-    let relay = tokio::spawn(async move {
-        while let Some(Asked { method, params, reply }) = rx.recv().await {
-            let _ = reply.send(asker.ask(&method, params).await);
+/// Relays what a call's upstream asks of its client (sampling, elicitation, roots) to the call's agent. A request the
+/// agent cannot take (it did not declare the capability, or has no stream) is refused at once, with the reason
+/// `Asker` gives; any other gets a task of its own that answers with the agent's answer. Nothing runs until a server
+/// asks, so the calls of agents that are never asked (nearly all) cost no task. At most [`MAX_OPEN_ASKS`] are open
+/// at a time per call; when the call ends, the open ones are moot (their upstream request went with the call).
+#[derive(Debug)]
+struct AgentAsks {
+    asker: Asker,
+    open: std::sync::Mutex<Vec<tokio::task::AbortHandle>>,
+}
+
+/// Requests of one call's server waiting for its agent at once; more are refused until one is answered.
+const MAX_OPEN_ASKS: usize = 8;
+
+impl AskRelay for AgentAsks {
+    fn take(&self, asked: Asked) -> Result<(), Asked> {
+        let Asked { method, params, reply } = asked;
+        if let Some(refused) = self.asker.refusal(&method, params.as_ref()) {
+            let _ = reply.send(Err(refused));
+            return Ok(());
         }
-    });
-    (tx, relay)
+        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        open.retain(|task| !task.is_finished());
+        if open.len() >= MAX_OPEN_ASKS {
+            return Err(Asked { method, params, reply });
+        }
+        let asker = self.asker.clone();
+        let task = tokio::spawn(async move {
+            let _ = reply.send(asker.ask(&method, params).await);
+        });
+        open.push(task.abort_handle());
+        Ok(())
+    }
+}
+
+impl Drop for AgentAsks {
+    fn drop(&mut self) {
+        for task in self.open.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {
+            task.abort();
+        }
+    }
 }
 
 /// One agent tool call: the upstream's progress relayed to the agent under the agent's token, and its log messages
@@ -223,7 +252,7 @@ async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -
     let tool = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
     let (logs, log_relay) = relay_logs(&ctx, tool.and_then(|t| federation.tool_server(t)));
     let on_behalf_of = ctx.principal.as_ref().and_then(|p| p.token.clone());
-    let (asks, ask_relay) = relay_asks(&ctx);
+    let asks: AskSink = Arc::new(AgentAsks { asker: ctx.asker.clone(), open: Default::default() });
     // A 2026-07-28 server asks by answering input-required; a 2025-11-25 agent that could be asked is asked for it,
     // and the call made again with its answers (the server's own protocol), up to `MAX_ROUNDS` times. Only then is
     // a copy of the call's params kept.
@@ -248,9 +277,8 @@ async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -
             Err(e) => Err(e),
         };
     }
+    // The last holder of `asks` is this call (the core drops its copies with the call), so its open asks end here.
     drop((progress, logs, asks));
-    // An ask still open when the call ended is moot: its upstream request went with the call.
-    ask_relay.abort();
     if let Ok(result) = &mut outcome {
         match ctx.era {
             Era::Legacy => match input_required::for_legacy_agent(&ctx.asker, result) {

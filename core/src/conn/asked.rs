@@ -3,6 +3,8 @@
 //! a gateway relays them to the agent that made the call. The reader answers the server with whatever comes back on
 //! `reply`, or with an error when nobody answers (the call ended, the sink is full).
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -16,8 +18,25 @@ pub struct Asked {
     pub reply: oneshot::Sender<Result<Value, ErrorObject>>,
 }
 
-/// Where a call's server requests go.
-pub type AskSink = mpsc::Sender<Asked>;
+/// Takes a call's server requests. The reader calls [`AskRelay::take`] and never waits, so it must not block: it
+/// starts the answer (a task, or an answer sent at once) and returns.
+pub trait AskRelay: Send + Sync + std::fmt::Debug {
+    /// Takes `asked`, to answer on its `reply`; hands it back when it cannot now (the server gets an error).
+    fn take(&self, asked: Asked) -> Result<(), Asked>;
+}
+
+/// Where a call's server requests go. A trait object rather than a channel, so that a call whose requests will never
+/// come costs no task waiting on one.
+pub type AskSink = Arc<dyn AskRelay>;
+
+/// A channel is a relay: the requests are answered, in order, by whoever holds the receiver.
+impl AskRelay for mpsc::Sender<Asked> {
+    fn take(&self, asked: Asked) -> Result<(), Asked> {
+        self.try_send(asked).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(a) | mpsc::error::TrySendError::Closed(a) => a,
+        })
+    }
+}
 
 /// The requests a client may be asked mid-call and relays; anything else a server asks gets "method not found".
 pub use crate::mcp::method::ASKED_OF_CLIENTS as RELAYED;

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
-pub use asked::{AskSink, Asked, RELAYED};
+pub use asked::{AskRelay, AskSink, Asked, RELAYED};
 pub use config::ConnectionConfig;
 pub use notify::NotificationHandler;
 pub(crate) use options::Bounded;

@@ -185,7 +185,7 @@ fn on_server_request(shared: &Arc<Shared>, mut request: Request) {
 fn relay(shared: &Arc<Shared>, sink: AskSink, request: Request) {
     let Request { id, method, params } = request;
     let (reply, answer) = oneshot::channel();
-    if sink.try_send(Asked { method, params, reply }).is_err() {
+    if sink.take(Asked { method, params, reply }).is_err() {
         let e = ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the call's client is not taking requests now");
         let _ = shared.try_send_priority(Message::error(Some(id), e));
         return;

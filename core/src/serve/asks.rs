@@ -209,23 +209,29 @@ impl Asker {
         missing_capability(method, params, &self.capabilities)
     }
 
+    /// The error `ask` answers at once, without asking: the agent did not declare the capability `method` needs
+    /// (-32601 naming it, and `requiredCapabilities` in `data`), or its request has no stream to carry it.
+    pub fn refusal(&self, method: &str, params: Option<&Value>) -> Option<ErrorObject> {
+        if let Some(missing) = missing_capability(method, params, &self.capabilities) {
+            let why = format!("the agent did not declare the `{missing}` capability that {method} needs");
+            let mut e = ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, why);
+            e.data = Some(json!({ "requiredCapabilities": { missing: {} } }));
+            return Some(e);
+        }
+        matches!(self.to, To::Nobody).then(|| no_stream(method))
+    }
+
     /// Sends `method` to the agent and waits for its answer, until the agent answers or the call is cancelled (its
     /// deadline included: the caller drops this future). A request the agent did not declare the capability for, or
     /// that cannot reach it, is refused at once with -32601 (what a client that does not support a request answers),
     /// naming the capability; one the agent never answered is -32800. Neither counts against the server's health:
     /// the upstream usually hands the error back as its call's.
     pub async fn ask(&self, method: &str, params: Option<Value>) -> Result<Value, ErrorObject> {
-        if let Some(missing) = missing_capability(method, params.as_ref(), &self.capabilities) {
-            let why = format!("the agent did not declare the `{missing}` capability that {method} needs");
-            let mut e = ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, why);
-            e.data = Some(json!({ "requiredCapabilities": { missing: {} } }));
-            return Err(e);
+        if let Some(refused) = self.refusal(method, params.as_ref()) {
+            return Err(refused);
         }
         let (answer, pending) = match &self.to {
-            To::Nobody => {
-                let why = format!("{method} cannot reach this agent: its request has no stream to carry it");
-                return Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, why));
-            }
+            To::Nobody => return Err(no_stream(method)),
             To::Stream(asks, out) => {
                 let (pending, answer) = asks.register();
                 let request = Message::request(RequestId::String(pending.id.clone()), method, params);
@@ -256,6 +262,12 @@ impl Asker {
         drop(pending);
         answered.unwrap_or_else(|_| Err(ErrorObject::new(ErrorCode::REQUEST_CANCELLED, "the agent never answered")))
     }
+}
+
+/// -32601 for a request the agent could take but cannot be sent.
+fn no_stream(method: &str) -> ErrorObject {
+    let why = format!("{method} cannot reach this agent: its request has no stream to carry it");
+    ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, why)
 }
 
 /// The capability `method` needs that `capabilities` lacks, if any. An elicitation in URL mode needs

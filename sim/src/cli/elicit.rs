@@ -5,6 +5,7 @@
 //! elicitation are not answered: the CLI has no model, no roots and no browser (-32601).
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Arc;
 
 use clap::ValueEnum;
 use mcpstorm_core::conn::{AskSink, Asked};
@@ -53,7 +54,7 @@ pub fn answering(mode: ElicitMode) -> (AskSink, JoinHandle<()>) {
             let _ = reply.send(answer);
         }
     });
-    (tx, task)
+    (Arc::new(tx), task)
 }
 
 fn decline() -> Result<Value, ErrorObject> {

@@ -125,7 +125,11 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Call(args) => live(peer::call(args)),
         Command::Diagnose(args) => live(diagnose::run(args)),
         Command::ServeFake(args) => live(serve_fake::run(args)),
-        Command::Gateway(args) => live(async { Ok(mcpstorm_gateway::cli::run(args).await?) }),
+        Command::Gateway(args) => {
+            let runtime = mcpstorm_gateway::runtime::build(args.workers.map(usize::from))
+                .map_err(|e| Failure::Failed(format!("cannot start the runtime: {e}")))?;
+            runtime.block_on(async { Ok(mcpstorm_gateway::cli::run(args).await?) })
+        }
         Command::Profile(args) => live(profile::run(args)),
         Command::Validate(args) => validate::run(args),
         Command::Scenarios(args) => scenarios::run(args),
