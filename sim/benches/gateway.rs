@@ -176,12 +176,7 @@ async fn run() -> Result<(), String> {
     let traced = spawn::spawn_gateway_with_admin(&traced_config, &[(TRACED_ADMIN_ENV, TRACED_ADMIN_TOKEN)]).await?;
     let nginx = match find_nginx() {
         Some(program) => Some(Nginx::start(&program, &[fake_port]).await),
-        None => {
-            println!(
-                "nginx: not found (apt-get install nginx, or set MCPSTORM_NGINX): its rows and ratios are skipped\n"
-            );
-            None
-        }
+        None => None,
     };
     let pid = |id: Option<u32>| id.map(|p| p.to_string());
     let mut modes = vec![Mode { name: "direct", url: fake_url.clone(), pid: None }];
@@ -201,6 +196,9 @@ async fn run() -> Result<(), String> {
          per replica. {round_count} rounds, each running every mode in turn; medians over the rounds. Mode: {}.\n",
         if full { "full" } else { "smoke (run without --bench)" }
     );
+    if nginx.is_none() {
+        println!("nginx: not found (apt-get install nginx, or set MCPSTORM_NGINX): its rows and ratios are skipped.\n");
+    }
     if !workloads.is_empty() {
         println!("Each round's rows (CPU per call in µs, user + system):\n");
         println!(
