@@ -606,7 +606,7 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl Int
 fn resumed(params: &Value) -> Option<std::sync::Arc<serde_json::Map<String, Value>>> {
     let keep: serde_json::Map<String, Value> = ["inputResponses", "requestState"]
         .into_iter()
-        .filter_map(|k| Some((k.to_owned(), params.get(k)?.clone())))
+        .filter_map(|k| params.get(k).map(|v| (k.to_owned(), v.clone())))
         .collect();
     (!keep.is_empty()).then(|| std::sync::Arc::new(keep))
 }

@@ -15,6 +15,7 @@ use super::logs::{LevelCell, Logs, requested_level};
 use super::parked::{PARKABLE, Parks, Retry};
 use super::running::{Panicked, Running};
 use super::service::{Progress, RequestCtx, Service, progress_token};
+use super::shared::Shared;
 use crate::cancel::CancelToken;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
 use crate::mcp::logging::{self, LogLevel};
@@ -69,13 +70,14 @@ impl Agent {
 /// Progress goes to `out` when the request asked for it. `None`: cancelled before it was answered, and MCP sends
 /// no response then.
 pub(crate) async fn answer(
-    service: &Arc<dyn Service>,
+    front: &Shared,
     agent: &Agent,
     request: Request,
     token: CancelToken,
     out: Option<mpsc::Sender<Message>>,
 ) -> Option<Message> {
     let Request { id, method, params } = request;
+    let service = &front.service;
     let modern = agent.era == Era::Modern;
     let result = match (method.as_str(), modern) {
         (method::PING, false) => Ok(json!({})),
@@ -96,7 +98,7 @@ pub(crate) async fn answer(
     Some(match result {
         Ok(mut value) => {
             if modern {
-                stamp_modern(&mut value, &method, &service.describe().server_info);
+                stamp_modern(&mut value, &method, &front.server_info);
             }
             Message::result(id, value)
         }

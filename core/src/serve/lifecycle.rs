@@ -2,6 +2,7 @@
 //! `ping`, `server/discover` and the per-request `_meta` envelope (2026-07-28), and the stamps every modern result
 //! carries. Answers follow the Python SDK 2.3.0 server's, as the fake servers' do.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::service::ServerDescription;
@@ -52,7 +53,7 @@ pub(crate) fn discover(desc: &ServerDescription) -> Value {
     if let Some(instructions) = &desc.instructions {
         result["instructions"] = json!(instructions);
     }
-    stamp_modern(&mut result, DISCOVER, &desc.server_info);
+    stamp_modern(&mut result, DISCOVER, &serde_json::to_value(&desc.server_info).unwrap_or_default());
     result
 }
 
@@ -63,7 +64,7 @@ const CACHEABLE: &[&str] = &["tools/list", "prompts/list", "resources/list", "re
 /// What every modern result carries: `resultType` and the `serverInfo` stamp in `_meta`; a cacheable one (see
 /// [`CACHEABLE`]) also `ttlMs` (0: immediately stale) and `cacheScope` (`private`). Keys already present are kept
 /// (a service may set its own; a result relayed from upstream keeps its own).
-pub(crate) fn stamp_modern(result: &mut Value, method: &str, info: &Implementation) {
+pub(crate) fn stamp_modern(result: &mut Value, method: &str, info: &Value) {
     let Some(obj) = result.as_object_mut() else {
         return;
     };
@@ -73,7 +74,7 @@ pub(crate) fn stamp_modern(result: &mut Value, method: &str, info: &Implementati
     }
     obj.entry("resultType").or_insert(json!("complete"));
     if let Some(meta) = obj.entry("_meta").or_insert_with(|| json!({})).as_object_mut() {
-        meta.entry(META_SERVER_INFO).or_insert_with(|| serde_json::to_value(info).unwrap_or_default());
+        meta.entry(META_SERVER_INFO).or_insert_with(|| info.clone());
     }
 }
 
@@ -110,7 +111,8 @@ pub(crate) fn envelope(params: Option<&Value>) -> Result<Envelope, ErrorObject> 
     }
     Ok(Envelope {
         version: version.to_owned(),
-        client_info: meta.get(META_CLIENT_INFO).and_then(|v| serde_json::from_value(v.clone()).ok()),
+        // Read from the borrowed tree: no copy of it is made.
+        client_info: meta.get(META_CLIENT_INFO).and_then(|v| Implementation::deserialize(v).ok()),
         client_capabilities: capabilities.clone(),
     })
 }

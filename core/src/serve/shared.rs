@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::admission::Admission;
@@ -62,6 +63,9 @@ pub(crate) struct Shared {
     pub asks: Arc<Asks>,
     /// 2026-07-28 agents' calls waiting for their agents' retries (see `parked`).
     pub parks: Arc<Parks>,
+    /// The service's `serverInfo` as every 2026-07-28 result's `_meta` carries it, encoded once (the description is
+    /// fixed for the front's life) rather than for each answer.
+    pub server_info: Value,
 }
 
 impl std::fmt::Debug for Shared {
@@ -125,7 +129,9 @@ impl Shared {
     ) -> Result<Shared, KeyError> {
         let asks = Arc::new(Asks::new(keys.clone()));
         let root = CancelToken::new();
+        let server_info = serde_json::to_value(service.describe().server_info).unwrap_or_default();
         Ok(Shared {
+            server_info,
             service,
             keys: keys.clone(),
             clock,

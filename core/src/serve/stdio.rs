@@ -151,7 +151,7 @@ fn on_request(
             Err(Admit::Cancelled) => return,
         }
         let token = flight.token.clone();
-        if let Some(msg) = dispatch::answer(&front.service, &agent, request, token, Some(out.clone())).await {
+        if let Some(msg) = dispatch::answer(&front, &agent, request, token, Some(out.clone())).await {
             let _ = out.send(msg).await;
         }
         drop(flight);

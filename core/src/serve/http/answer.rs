@@ -70,14 +70,14 @@ pub(super) async fn answer(
         || (agent.asks.is_some() && Asker::may_be_asked(&agent.client_capabilities));
     let sse = sse_ok && (notes || !json_ok);
     if !sse {
-        let answered = dispatch::answer(&front.service, &agent, request, flight.token.clone(), None).await;
+        let answered = dispatch::answer(front, &agent, request, flight.token.clone(), None).await;
         drop(flight);
         return single(era, answered);
     }
     let (out, mut notes) = mpsc::channel::<Message>(RING);
     let mut answering: Answering = Box::pin({
         let (front, token) = (front.clone(), flight.token.clone());
-        async move { dispatch::answer(&front.service, &agent, request, token, Some(out)).await }
+        async move { dispatch::answer(&front, &agent, request, token, Some(out)).await }
     });
     let first = if json_ok {
         tokio::select! {
