@@ -35,7 +35,8 @@
 //! Environment: `MCPSTORM_BENCH_ROUNDS=N` rounds (default 3); `MCPSTORM_BENCH_CALLS=N` calls per echo row (default
 //! 2,000 with 1 in flight, about 3 s, and 20,000 with 64); `MCPSTORM_BENCH_ONLY=echo` (or `1`, `64`, `burst`)
 //! keeps the workloads whose tool or key matches, for profiling one, and leaves out the rest; `sessions` or
-//! `allocations` runs that figure alone, `baseline` the baseline alone. Run without `--bench` (as
+//! `allocations` runs that figure alone, `baseline` the baseline alone; `MCPSTORM_BENCH_GATEWAY_WORKERS=N` starts the
+//! gateway processes with `--workers N` (the runtime's threads). Run without `--bench` (as
 //! `cargo test --benches` does) it makes small smoke rows, in two rounds, and no baseline.
 
 use std::sync::Arc;

@@ -49,10 +49,14 @@ pub async fn spawn_gateway_with_admin(config: &std::path::Path, env: &[(&str, &s
     Ok(Node { child, mcp, admin })
 }
 
+/// `MCPSTORM_BENCH_GATEWAY_WORKERS=N` starts every gateway process with `--workers N`, to compare runtime layouts.
 fn gateway_command(config: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_mcpstorm"));
+    command.arg("gateway");
+    if let Ok(workers) = std::env::var("MCPSTORM_BENCH_GATEWAY_WORKERS") {
+        command.arg("--workers").arg(workers);
+    }
     command
-        .arg("gateway")
         .arg("--config")
         .arg(config)
         .stdin(std::process::Stdio::null())

@@ -219,7 +219,7 @@ impl Drop for Nginx {
 
 /// `mcpstorm gateway` with the default config: one `[[servers]]` named `name` with an `http` replica per URL, and
 /// nothing else but the listener on a free port. It runs the same `Process` the binary runs, on a runtime of its
-/// own (two worker threads, like the binary's on this 2-core machine), so that the clients' tasks do not share its
+/// own built as the binary builds it (`mcpstorm_sim::gateway::runtime`), so that the clients' tasks do not share its
 /// threads.
 pub struct Gateway {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -243,11 +243,7 @@ impl Gateway {
         let (url_tx, url_rx) = tokio::sync::oneshot::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("the gateway's runtime");
+            let runtime = mcpstorm_sim::gateway::runtime::build(None).expect("the gateway's runtime");
             runtime.block_on(async move {
                 let mut process = Process::start(PathBuf::from("gateway.toml"), file, Seed::new(7), TokioClock::new(0))
                     .await
