@@ -221,6 +221,10 @@ impl AskRelay for AgentAsks {
         open.push(task.abort_handle());
         Ok(())
     }
+
+    fn may_ask(&self) -> bool {
+        self.asker.can_ask()
+    }
 }
 
 impl Drop for AgentAsks {

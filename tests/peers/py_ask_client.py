@@ -4,7 +4,8 @@ server-to-client requests (sim/tests/cli/asks.rs).
 Usage: py_ask_client.py URL MODE ROUNDS [--no-capabilities]
   MODE  "legacy" (2025-11-25, the `initialize` handshake) or "auto" (2026-07-28 first)
 Calls `delete_file` ROUNDS times (the user confirms every other one), then `summarize`, `client_roots` and
-`archive_file` (whose question the next answer, confirming or not, goes to), and prints
+`archive_file` (whose question the next answer, confirming or not, goes to), and `protocol_version` (the version the
+call reached the server in, `server_saw`), and prints
 one JSON object with what each returned. With --no-capabilities the client declares no elicitation, sampling or roots
 (it registers no callbacks), so each call's server is refused. A call's JSON-RPC error is reported, not raised; any
 other failure exits non-zero with the error.
@@ -56,6 +57,7 @@ async def main(url: str, mode: str, rounds: int, capabilities: bool) -> None:
         seen["roots"] = await outcome(client.call_tool("client_roots", {}))
         seen["archived"] = await outcome(client.call_tool("archive_file", {"path": "/tmp/a"}))
         seen["protocol_version"] = client.protocol_version
+        seen["server_saw"] = await outcome(client.call_tool("protocol_version", {}))
     seen["asked"] = asked
     print(json.dumps(seen), flush=True)
 

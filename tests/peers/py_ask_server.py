@@ -9,6 +9,7 @@ Tools:
 - `client_roots()`: asks the client for its roots (`roots/list`) and returns their URIs.
 - `archive_file(path)`: asks to confirm through the SDK's resolver (`Resolve(Elicit(...))`), which works in both eras:
   over the back-channel in 2025-11-25, as an input-required result (and the client's retry) in 2026-07-28.
+- `protocol_version()`: the protocol version the call reached the server in (a gateway in front may choose it).
 """
 
 import sys
@@ -60,6 +61,12 @@ async def ask_archive(path: str) -> Elicit[Confirm]:
 async def archive_file(path: str, confirm: Annotated[Confirm, Resolve(ask_archive)]) -> str:
     """Archives `path` once the user confirms."""
     return f"archived {path}" if confirm.confirm else f"kept {path}"
+
+
+@mcp.tool()
+async def protocol_version(ctx: Context) -> str:
+    """The protocol version this call was made in."""
+    return str(ctx.protocol_version)
 
 
 if __name__ == "__main__":

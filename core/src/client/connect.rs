@@ -13,7 +13,7 @@ use crate::conn::{Connection, ConnectionConfig, ConnectionParts, NotificationHan
 use crate::error::{CallError, TransportError};
 use crate::mcp::method;
 use crate::observe::{ConnId, Event, SessionEvent};
-use crate::session::{self, SessionGrant, SessionLease};
+use crate::session::{self, Era, EraMode, SessionGrant, SessionLease};
 use crate::transport::{HttpContext, PoolGauge, ResponseHook, http_transport, line_transport};
 
 impl McpClient {
@@ -166,7 +166,13 @@ impl McpClient {
                 if lease.auth().check().is_err() {
                     self.events.emit(SessionEvent::AuthMismatch);
                 }
-                Ok(Session { conn, init: Arc::new(est.init), era: est.era, tools, lease })
+                // Only where a call can leave the session: over HTTP each request is its own exchange, while over a
+                // stream a dual-era server would take the whole connection for a session's.
+                let dual =
+                    self.http.is_some() && self.lifecycle.era_mode == EraMode::HandshakeFirst && est.era == Era::Legacy;
+                let stateless =
+                    if dual { session::stateless_envelope(&conn, &self.lifecycle).await.map(Arc::new) } else { None };
+                Ok(Session { conn, init: Arc::new(est.init), era: est.era, tools, lease, stateless })
             }
             Err(e) => {
                 self.observer.event(&Event::HandshakeFailed { server: &self.server, error: &e });

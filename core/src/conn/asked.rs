@@ -23,6 +23,13 @@ pub struct Asked {
 pub trait AskRelay: Send + Sync + std::fmt::Debug {
     /// Takes `asked`, to answer on its `reply`; hands it back when it cannot now (the server gets an error).
     fn take(&self, asked: Asked) -> Result<(), Asked>;
+
+    /// Whether an ask could be answered at all. `false` (a gateway's agent that declared no capability to be asked
+    /// under, or has no channel for it) lets a call go where no server can ask: on a 2025-11-25 session to a server
+    /// that speaks 2026-07-28 too, it is sent in the 2026-07-28 era (see `McpClient::call_tool`).
+    fn may_ask(&self) -> bool {
+        true
+    }
 }
 
 /// Where a call's server requests go. A trait object rather than a channel, so that a call whose requests will never

@@ -204,6 +204,12 @@ impl Asker {
         ["sampling", "elicitation", "roots"].iter().any(|c| capabilities.get(c).is_some())
     }
 
+    /// Whether anything could be asked of the agent: it declared a capability to be asked under, and its request has
+    /// a channel to ask it on.
+    pub fn can_ask(&self) -> bool {
+        !matches!(self.to, To::Nobody) && Asker::may_be_asked(&self.capabilities)
+    }
+
     /// The capability the agent lacks for being asked `method` with `params`, if any.
     pub fn missing(&self, method: &str, params: Option<&Value>) -> Option<&'static str> {
         missing_capability(method, params, &self.capabilities)

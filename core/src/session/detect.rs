@@ -107,6 +107,29 @@ async fn handshake_first(
     }
 }
 
+/// For a 2025-11-25 session over Streamable HTTP: whether its server speaks 2026-07-28 too, and if so the envelope
+/// (`_meta`) that sends a request in that era on the session's connection, outside the session. `None` for a server
+/// that does not (or a probe that failed: the session is not affected). The envelope declares the client's
+/// capabilities, as a 2026-07-28 connection's would: a server that wants to ask answers input-required, and the
+/// caller's relay refuses it for an agent that cannot be asked, as it would on such a connection.
+///
+/// Why such calls leave the session: a dual-era server (the Python SDK's) answers a 2025-11-25 call on an SSE stream
+/// tied to the session, and a 2026-07-28 one as plain JSON, which costs it less under a burst; a plain proxy passing
+/// a 2026-07-28 agent through gets the latter.
+pub async fn stateless_envelope(conn: &Connection, config: &LifecycleConfig) -> Option<Map<String, Value>> {
+    let ours = &config.modern_protocol_versions;
+    let version = match probe(conn, config, ours.first()?).await {
+        Ok(Probe::Modern(found)) => found.pick_version(ours).cloned(),
+        Ok(Probe::Unsupported(Some(refused))) => mutual(ours, &refused.supported).cloned(),
+        Ok(Probe::Unsupported(None) | Probe::NotModern(_)) => None,
+        Err(e) => {
+            tracing::debug!(error = %e, "server/discover after the handshake failed; every call stays on the session");
+            None
+        }
+    }?;
+    Some(envelope(&version, &config.client_capabilities, &config.client_info))
+}
+
 /// What one `server/discover` probe told us.
 enum Probe {
     Modern(DiscoverResult),

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use auth::mismatch;
 pub use config::LifecycleConfig;
-pub use detect::{Detection, Established, establish};
+pub use detect::{Detection, Established, establish, stateless_envelope};
 pub use era_cache::{CachedEra, EraCache, MAX_CACHED_SERVERS};
 pub use ext::{
     GatewayProfile, META_AUTH_SCHEMES, META_AUTHORIZATION, META_SESSION, RENEW, SessionGrant, auth_mismatch_accepted,

@@ -61,8 +61,9 @@ pub struct UpstreamSpec {
     /// Which protocol era the gateway speaks to it. `"handshake-first"`: 2025-11-25's `initialize`, and 2026-07-28
     /// only for a server that refuses it, because a server can ask the agent mid-call (sampling, elicitation, roots)
     /// and take subscriptions only in 2025-11-25, and SDKs' ask-the-user calls (the Python SDK's `ctx.elicit`) have
-    /// no 2026-07-28 path. `"discover-first"`: 2026-07-28 whenever the server speaks it. `"handshake"`: 2025-11-25
-    /// only. Default: `"handshake-first"`, but `"discover-first"` for a server with `oauth`, whose 2025-11-25
+    /// no 2026-07-28 path; over Streamable HTTP, a server that speaks both eras is sent the tool calls of agents that
+    /// cannot be asked anything in 2026-07-28, outside the session. `"discover-first"`: 2026-07-28 whenever the server
+    /// speaks it. `"handshake"`: 2025-11-25 only. Default: `"handshake-first"`, but `"discover-first"` for a server with `oauth`, whose 2025-11-25
     /// session would be bound to the token that opened it while the gateway's calls carry renewed or per-agent ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub era: Option<UpstreamEra>,

@@ -3,8 +3,8 @@
 //! roots) answered by the Python SDK's client (`tests/peers/py_ask_client.py`), through two gateway processes that
 //! share a session key behind nginx's round robin, with no affinity. In 2025-11-25 the agent's answers land on
 //! either process and reach the one that asked; in 2026-07-28 the question comes back as an input-required result and
-//! the agent's retry reaches the process that parked the call. An agent that declared no capability is refused with
-//! -32601, which its server hands back as the call's error, not a hang.
+//! the agent's retry reaches the process that parked the call. An agent that declared no capability has its calls
+//! made in 2026-07-28, outside the gateway's session, where the server's asks fail at once, not hang.
 //!
 //! Python with the `mcp` SDK 2.x and nginx come from `.ci/run`; without them the test says so and passes, unless
 //! `MCPSTORM_REQUIRE_PEERS=1`, where it fails.
@@ -177,12 +177,25 @@ fn a_server_asks_its_agent_mid_call_through_two_gateways_behind_round_robin() {
         assert_eq!(seen["summarize"], "model said: short", "{mode}: sampling relayed: {seen}");
         assert_eq!(seen["roots"], "file:///work/project", "{mode}: roots relayed: {seen}");
 
-        // No capability declared: the server hears -32601 and hands it back as the call's error at once.
+        // An agent that can be asked has its calls made on the gateway's 2025-11-25 session, where the server can ask.
+        assert_eq!(seen["server_saw"], "2025-11-25", "{mode}: {seen}");
+
+        // No capability declared: nothing can be asked of the agent, so its calls leave the session and reach the
+        // dual-era server in 2026-07-28 (answered as JSON, as through a plain proxy). The SDK's back-channel asks
+        // fail there at once, naming what they asked; the resolver's input-required is refused naming the capability.
         let refused = agent(&url, mode, false);
+        assert_eq!(refused["server_saw"], "2026-07-28", "{mode}: {refused}");
+        for (call, method) in
+            [("summarize", "sampling/createMessage"), ("roots", "roots/list"), ("archived", "elicitation/create")]
+        {
+            let error = refused[call].as_str().unwrap_or_default();
+            assert!(error.starts_with("MCPERROR") && error.contains(method), "{mode}: {call}: {refused}");
+        }
         let deleted = refused["deleted"][0].as_str().unwrap_or_default();
-        assert!(deleted.starts_with("MCPERROR -32601") && deleted.contains("`elicitation`"), "{mode}: {refused}");
-        assert!(refused["summarize"].as_str().unwrap_or_default().contains("`sampling`"), "{mode}: {refused}");
-        assert!(refused["roots"].as_str().unwrap_or_default().contains("`roots`"), "{mode}: {refused}");
+        assert!(deleted.starts_with("MCPERROR") && deleted.contains("elicitation/create"), "{mode}: {refused}");
+        let archived = refused["archived"].as_str().unwrap_or_default();
+        assert!(archived.contains("`elicitation`"), "{mode}: {refused}");
+        assert_eq!(refused["asked"], serde_json::json!([]), "{mode}: {refused}");
     }
     // Round robin put answers (2025-11-25) and retries (2026-07-28) on the process that did not ask: they were
     // forwarded to the one that did.

@@ -118,3 +118,34 @@ async fn server_everything_streamable_http() {
     let served = serve(&stdio.program, args, port, &[("PORT", port.to_string())]).await;
     exercise(&served, EraMode::Auto, Era::Legacy, "echo").await;
 }
+
+/// `EraMode::HandshakeFirst` (the gateway's default) over HTTP to a server of both eras (the Python SDK 2.x): the
+/// session is 2025-11-25's, a call whose asks could be answered is made on it, and one nobody could be asked for
+/// leaves it for 2026-07-28, as the server itself reports (`protocol_version`). To a 2025-11-25-only server (the
+/// Python SDK 1.x) every call stays on the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handshake_first_calls_leave_the_session_only_when_nothing_can_be_asked_and_the_server_speaks_both_eras() {
+    let stdio = peer_or_skip!(python_server());
+    let script = mcpstorm_tests::real_servers::repo_root().join("tests/peers/py_ask_server.py");
+    let port = free_port();
+    let served = serve(&stdio.program, vec![script.to_string_lossy().into_owned(), port.to_string()], port, &[]).await;
+    let c = client(&served, EraMode::HandshakeFirst);
+    let session = c.session().await.expect("connect over HTTP");
+    assert_eq!((session.era, session.init.protocol_version.as_str()), (Era::Legacy, "2025-11-25"));
+    let saw = |opts: CallOptions| {
+        let c = &c;
+        async move {
+            let result = c.call_tool("protocol_version", json!({}), opts).await.expect("protocol_version");
+            result.content[0]["text"].as_str().unwrap_or_default().to_owned()
+        }
+    };
+    assert_eq!(saw(CallOptions::default()).await, "2026-07-28", "no relay for asks: the call leaves the session");
+    let (asks, _held) = tokio::sync::mpsc::channel::<mcpstorm_core::conn::Asked>(1);
+    let relayed = CallOptions { asks: Some(Arc::new(asks)), ..CallOptions::default() };
+    assert_eq!(saw(relayed).await, "2025-11-25", "asks can be answered: the call stays on the session");
+    c.close().await;
+
+    let stdio = peer_or_skip!(python_mcp1_server());
+    let served = python_http(stdio, &[]).await;
+    exercise(&served, EraMode::HandshakeFirst, Era::Legacy, "echo").await;
+}
