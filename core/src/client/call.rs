@@ -214,16 +214,9 @@ impl McpClient {
             schemas
         };
         // Built by hand: `json!` would copy `arguments` by serializing it into a new tree, not by cloning it.
-        let mut params = Map::with_capacity(3);
+        let mut params = Map::with_capacity(2);
         params.insert("name".to_owned(), Value::String(name.to_owned()));
         params.insert("arguments".to_owned(), arguments.clone());
-        // A call nobody can be asked for leaves a 2025-11-25 session where the server speaks 2026-07-28 too: the era's
-        // envelope makes it a request of its own (see `session::stateless_envelope`).
-        if let Some(envelope) = &session.stateless
-            && opts.asks.as_ref().is_none_or(|asks| !asks.may_ask())
-        {
-            params.insert("_meta".to_owned(), Value::Object(Map::clone(envelope)));
-        }
         let params = Value::Object(params);
         let result = session.conn.call_tool_result_bounded(params, opts, Instant::now()).await?;
         #[cfg(feature = "schema")]

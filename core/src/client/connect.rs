@@ -170,9 +170,10 @@ impl McpClient {
                 // stream a dual-era server would take the whole connection for a session's.
                 let dual =
                     self.http.is_some() && self.lifecycle.era_mode == EraMode::HandshakeFirst && est.era == Era::Legacy;
-                let stateless =
-                    if dual { session::stateless_envelope(&conn, &self.lifecycle).await.map(Arc::new) } else { None };
-                Ok(Session { conn, init: Arc::new(est.init), era: est.era, tools, lease, stateless })
+                if dual {
+                    conn.set_stateless_meta(session::stateless_envelope(&conn, &self.lifecycle).await);
+                }
+                Ok(Session { conn, init: Arc::new(est.init), era: est.era, tools, lease })
             }
             Err(e) => {
                 self.observer.event(&Event::HandshakeFailed { server: &self.server, error: &e });

@@ -28,8 +28,6 @@ pub use config::ClientConfig;
 use live::Live;
 pub use snapshot::{ResumeError, SessionSnapshot};
 
-use serde_json::{Map, Value};
-
 use crate::capabilities::{Capabilities, DriftCounters, ListingLimits, SchemaCache, ToolCache};
 use crate::conn::Connection;
 use crate::error::CallError;
@@ -51,10 +49,6 @@ pub struct Session {
     tools: Arc<ToolCache>,
     /// The session extension's lease and credential on this connection (empty for servers that grant nothing).
     lease: Arc<SessionLease>,
-    /// A 2025-11-25 session over Streamable HTTP to a server that speaks 2026-07-28 too (found by the gateway's
-    /// `EraMode::HandshakeFirst`): the `_meta` envelope that sends a call in that era, outside the session. Taken by
-    /// the calls whose server cannot ask anything of their agent (see `AskRelay::may_ask`).
-    stateless: Option<Arc<Map<String, Value>>>,
 }
 
 #[derive(Debug)]

@@ -26,7 +26,7 @@ pub trait AskRelay: Send + Sync + std::fmt::Debug {
 
     /// Whether an ask could be answered at all. `false` (a gateway's agent that declared no capability to be asked
     /// under, or has no channel for it) lets a call go where no server can ask: on a 2025-11-25 session to a server
-    /// that speaks 2026-07-28 too, it is sent in the 2026-07-28 era (see `McpClient::call_tool`).
+    /// that speaks 2026-07-28 too, it is sent in the 2026-07-28 era (see `Connection::set_stateless_meta`).
     fn may_ask(&self) -> bool {
         true
     }

@@ -24,7 +24,7 @@ use super::stats::Counters;
 use super::{Connection, Outbound, Outgoing, Shared};
 use crate::cancel::CancelToken;
 use crate::error::{CallError, LocalError, TransportError};
-use crate::jsonrpc::{DecodeError, ErrorCode, Message, MetaLayers, MetaRequest, Payload, Request};
+use crate::jsonrpc::{DecodeError, ErrorCode, Message, MetaRequest, Payload, Request};
 use crate::mcp::logging::{LogLevel, META_LOG_LEVEL};
 use crate::mcp::{CallToolResult, CancelledParams, method};
 use crate::observe::Event;
@@ -111,12 +111,18 @@ impl Connection {
     async fn exchange(&self, ask: Ask<'_>, opts: Bounded, started: Instant) -> Result<Answer, CallError> {
         let shared = self.shared().clone();
         let method = ask.method;
+        let stateless = leaves_session(&ask, &opts);
         let result = run(&shared, ask, opts, started).await;
         if let Err(CallError::Protocol(e)) = &result
             && matches!(e.code(), ErrorCode::UNSUPPORTED_PROTOCOL_VERSION | ErrorCode::HEADER_MISMATCH)
-            && meta_layers(&shared).layers()[ENVELOPE].is_some()
         {
-            shared.meta_rejected.store(true, Ordering::Release);
+            if shared.meta.has_envelope() {
+                shared.meta_rejected.store(true, Ordering::Release);
+            } else if stateless && shared.meta.set_stateless(None) {
+                // The server no longer takes 2026-07-28 requests: later calls stay on the session.
+                let code = e.code;
+                tracing::info!(server = %shared.server, code, message = %e.message, "a call outside the session was refused; calls stay on it");
+            }
         }
         shared.emit(&Event::RequestFinished {
             conn: shared.id,
@@ -132,8 +138,16 @@ impl Connection {
     /// version, client capabilities) rides here: see [`crate::session`].
     pub fn set_request_meta(&self, meta: Option<Map<String, Value>>) {
         let shared = self.shared();
-        set_layer(shared, ENVELOPE, meta);
+        shared.meta.set_envelope(meta);
         shared.meta_rejected.store(false, Ordering::Release);
+    }
+
+    /// On a 2025-11-25 connection to a server that speaks 2026-07-28 too: that era's envelope, which a tool call sends
+    /// outside the session when nothing can be asked of its caller (its [`CallOptions::asks`](super::CallOptions)
+    /// relay says so, or it has none); `None` keeps every call on the session. Over Streamable HTTP, where each
+    /// request is its own exchange (see `session::stateless_envelope`).
+    pub fn set_stateless_meta(&self, envelope: Option<Map<String, Value>>) {
+        self.shared().meta.set_stateless(envelope);
     }
 
     /// A second layer of per-request `_meta` keys, merged after the era's envelope: the session extension's session
@@ -141,7 +155,7 @@ impl Connection {
     /// changes on every renewal while the envelope stays, and because replacing it must not reset the envelope's
     /// rejection flag. `None` (the default, and always for servers that grant nothing) adds nothing.
     pub fn set_session_meta(&self, meta: Option<Map<String, Value>>) {
-        set_layer(self.shared(), SESSION, meta);
+        self.shared().meta.set_session(meta);
     }
 
     /// Whether the server refused that envelope on some request since it was set: -32022 (unsupported protocol
@@ -151,19 +165,10 @@ impl Connection {
     }
 }
 
-/// The indexes of the two `_meta` layers in [`MetaLayers`], in order of precedence.
-const ENVELOPE: usize = 0;
-const SESSION: usize = 1;
-
-fn meta_layers(shared: &Shared) -> Arc<MetaLayers> {
-    shared.meta.lock().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
-/// Replaces one layer; the merge is made here, once, rather than per request.
-fn set_layer(shared: &Shared, index: usize, meta: Option<Map<String, Value>>) {
-    let layer = meta.map(Arc::new);
-    let mut layers = shared.meta.lock().unwrap_or_else(|p| p.into_inner());
-    *layers = Arc::new(layers.with(index, layer));
+/// Whether a request is made outside the connection's session, if the connection has a way out (see
+/// [`Connection::set_stateless_meta`]): a tool call whose server could not ask its caller anything.
+fn leaves_session(ask: &Ask<'_>, opts: &Bounded) -> bool {
+    ask.method == method::TOOLS_CALL && opts.asks.as_ref().is_none_or(|asks| !asks.may_ask())
 }
 
 /// A request's phases, in order. `start` is when the request was made; `opts.deadline` bounds every phase.
@@ -252,6 +257,7 @@ fn register<'a>(
     mut opts: Bounded,
 ) -> Result<(Registered<'a>, Outgoing), CallError> {
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let stateless = leaves_session(&ask, &opts);
     let (tx, rx) = oneshot::channel();
     let signal = Arc::new(ProgressSignal::default());
     let call = ask.form == Form::ToolResult;
@@ -286,7 +292,7 @@ fn register<'a>(
         meta.0.merge_into(meta.1);
     }
     let request = Request { id: id.into(), method: ask.method.to_owned(), params };
-    let meta = meta_layers(shared);
+    let meta = shared.meta.of_request(stateless);
     let on_behalf_of = opts.on_behalf_of.clone();
     let out = Outgoing {
         msg: Outbound::Request(MetaRequest { request, progress_token: token, meta, on_behalf_of }),

@@ -14,6 +14,7 @@
 mod asked;
 mod call;
 mod config;
+mod layers;
 mod notify;
 mod options;
 mod pending;
@@ -36,7 +37,7 @@ pub use stats::ConnectionStats;
 
 use crate::cancel::CancelToken;
 use crate::error::TransportError;
-use crate::jsonrpc::{Message, MetaLayers, MetaRequest};
+use crate::jsonrpc::{Message, MetaRequest};
 use crate::observe::{ConnId, Event, Observer};
 use crate::resilience::inflight::InFlightLimit;
 use crate::transport::{MessageSink, MessageSource};
@@ -95,8 +96,9 @@ pub(crate) struct Shared {
     probing: AtomicBool,
     /// Merged into every request's `params._meta`: first the modern era's per-request envelope (see
     /// `set_request_meta`), then the session extension's keys (session id, authorization), which change on renewal
-    /// independently of the era's envelope (see `set_session_meta`). One lock and one clone per request.
-    meta: std::sync::Mutex<Arc<MetaLayers>>,
+    /// independently of the era's envelope (see `set_session_meta`); and the same with a 2026-07-28 envelope for a
+    /// call made outside a 2025-11-25 session (see `set_stateless_meta`). One lock and one clone per request.
+    meta: layers::Layers,
     /// The server refused that envelope (-32020 / -32022) on some request.
     meta_rejected: AtomicBool,
     counters: Counters,
@@ -174,7 +176,7 @@ impl Connection {
             epoch: Instant::now(),
             last_rx: AtomicU64::new(0),
             probing: AtomicBool::new(false),
-            meta: std::sync::Mutex::default(),
+            meta: layers::Layers::default(),
             meta_rejected: AtomicBool::new(false),
             counters: Counters::default(),
             _guard: parts.guard,
