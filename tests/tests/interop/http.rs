@@ -122,7 +122,7 @@ async fn server_everything_streamable_http() {
 /// `EraMode::HandshakeFirst` (the gateway's default) over HTTP to a server of both eras (the Python SDK 2.x): the
 /// session is 2025-11-25's, a call whose asks could be answered is made on it, and one nobody could be asked for
 /// leaves it for 2026-07-28, as the server itself reports (`protocol_version`). To a 2025-11-25-only server (the
-/// Python SDK 1.x) every call stays on the session.
+/// Python SDK 1.x, server-everything) every call stays on the session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handshake_first_calls_leave_the_session_only_when_nothing_can_be_asked_and_the_server_speaks_both_eras() {
     let stdio = peer_or_skip!(python_server());
@@ -147,5 +147,11 @@ async fn handshake_first_calls_leave_the_session_only_when_nothing_can_be_asked_
 
     let stdio = peer_or_skip!(python_mcp1_server());
     let served = python_http(stdio, &[]).await;
+    exercise(&served, EraMode::HandshakeFirst, Era::Legacy, "echo").await;
+    // server-everything refuses the probe outside its session: its session is not harmed by it.
+    let stdio = peer_or_skip!(everything_server());
+    let port = free_port();
+    let args = vec![stdio.args[0].clone(), "streamableHttp".to_owned()];
+    let served = serve(&stdio.program, args, port, &[("PORT", port.to_string())]).await;
     exercise(&served, EraMode::HandshakeFirst, Era::Legacy, "echo").await;
 }
