@@ -16,6 +16,9 @@ pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 /// Revisions we can speak, newest first. A server answering any of these is accepted.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
+/// Modern revisions we speak, newest first.
+pub const MODERN_PROTOCOL_VERSIONS: &[&str] = &["2026-07-28"];
+
 /// Request `_meta` key: the protocol version this request speaks. Required on every modern request.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 

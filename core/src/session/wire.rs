@@ -10,8 +10,7 @@ pub use crate::mcp::{META_PROTOCOL_VERSION, envelope_version};
 
 /// The modern discovery request. Servers of the 2026-07-28 era MUST implement it.
 pub const DISCOVER: &str = "server/discover";
-/// Modern revisions we speak, newest first.
-pub const MODERN_PROTOCOL_VERSIONS: &[&str] = &["2026-07-28"];
+pub use crate::mcp::MODERN_PROTOCOL_VERSIONS;
 
 /// Request `_meta` key: the client's capabilities for this request. Required (`{}` declares none).
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";

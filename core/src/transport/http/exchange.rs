@@ -16,7 +16,7 @@ use super::{Http, Inbound, status};
 use crate::credential::Secret;
 use crate::error::{AuthError, CallError, HttpError, TransportError};
 use crate::jsonrpc::{Message, MetaRequest, Request};
-use crate::mcp::{META_PROTOCOL_VERSION, envelope_version, method};
+use crate::mcp::{META_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSIONS, envelope_version, method};
 use crate::transport::FrameError;
 
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
@@ -26,7 +26,9 @@ const ACCEPT_POST: HeaderValue = HeaderValue::from_static("application/json, tex
 impl Http {
     /// Headers every request carries: the endpoint's own, then the session's (2025-11-25) unless `modern`.
     pub(super) fn base_headers(&self, modern: bool) -> HeaderMap {
-        let mut headers = HeaderMap::new();
+        // Room for these and the request's own (accept, content type, the era's three, authorization): one
+        // allocation rather than a growth per insert.
+        let mut headers = HeaderMap::with_capacity(8 + self.endpoint.extra_headers().len());
         for (name, value) in self.endpoint.extra_headers() {
             if let Ok(mut value) = HeaderValue::from_str(value.expose()) {
                 value.set_sensitive(true);
@@ -117,7 +119,7 @@ pub(super) struct Post {
     pub modern: bool,
     /// The 2026-07-28 "Request Metadata" headers: `MCP-Protocol-Version` equal to the body's `_meta` version,
     /// `Mcp-Method`, and `Mcp-Name` for the three methods that name something. Empty in the 2025-11-25 era.
-    pub modern_headers: HeaderMap,
+    pub modern_headers: Vec<(HeaderName, HeaderValue)>,
     /// The agent the request is made for (see [`Authorizer`](super::Authorizer)).
     pub on_behalf_of: Option<Secret>,
 }
@@ -129,13 +131,13 @@ impl Post {
             tracing::debug!(id = %request.id, "request with a non-integer id not sent over HTTP");
             return None;
         };
-        let mut modern_headers = HeaderMap::new();
+        let mut modern_headers = Vec::new();
         if let Some(version) = envelope {
-            if let Some(v) = version.as_str().and_then(|v| v.parse().ok()) {
-                modern_headers.insert(PROTOCOL_VERSION, v);
+            if let Some(v) = version.as_str().and_then(known_value) {
+                modern_headers.push((PROTOCOL_VERSION, v));
             }
-            if let Ok(m) = HeaderValue::from_str(&request.method) {
-                modern_headers.insert(MCP_METHOD, m);
+            if let Some(m) = known_value(&request.method) {
+                modern_headers.push((MCP_METHOD, m));
             }
             let field = match request.method.as_str() {
                 method::TOOLS_CALL | "prompts/get" => Some("name"),
@@ -144,7 +146,7 @@ impl Post {
             };
             let name = field.and_then(|f| request.params.as_ref()?.get(f)?.as_str());
             if let Some(name) = name {
-                modern_headers.insert(MCP_NAME, name_value(name));
+                modern_headers.push((MCP_NAME, name_value(name)));
             }
         }
         Some(Post {
@@ -170,6 +172,29 @@ impl Post {
         request.encode_into(&mut body);
         let post = Post::new(&request.request, request.meta_member(META_PROTOCOL_VERSION), body)?;
         Some(Post { on_behalf_of: request.on_behalf_of.clone(), ..post })
+    }
+}
+
+/// A header value for a protocol version or a method name: a static one for the versions and methods we speak,
+/// which costs no copy when made or cloned (each request's headers are cloned into the request sent); `None` when
+/// `text` is not a valid header value.
+fn known_value(text: &str) -> Option<HeaderValue> {
+    const KNOWN: &[&str] = &[
+        method::TOOLS_CALL,
+        method::TOOLS_LIST,
+        "prompts/get",
+        "prompts/list",
+        "resources/read",
+        "resources/list",
+        "resources/templates/list",
+        "completion/complete",
+        "server/discover",
+        "subscriptions/listen",
+    ];
+    let known = MODERN_PROTOCOL_VERSIONS.iter().chain(KNOWN).find(|k| **k == text);
+    match known {
+        Some(k) => Some(HeaderValue::from_static(k)),
+        None => HeaderValue::from_str(text).ok(),
     }
 }
 
@@ -208,7 +233,9 @@ async fn post_request(http: &Arc<Http>, post: Post) -> Result<(), CallError> {
     let mut headers = http.base_headers(modern);
     headers.insert(header::ACCEPT, ACCEPT_POST);
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers.extend(modern_headers);
+    for (name, value) in modern_headers {
+        headers.insert(name, value);
+    }
     let sent_session = headers.get(SESSION_ID).cloned();
     let token = http.authorize(&mut headers, on_behalf_of.as_ref()).await?;
     let (mut response, mut lease) = send(http, Method::POST, &headers, body.clone(), false).await?;
