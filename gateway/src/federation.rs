@@ -473,7 +473,7 @@ impl Federation {
         let labels = ToolLabels { server: origin.server.clone(), tool: origin.name.clone() };
         self.metrics.call_seconds.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
         for attempt in routed.attempts() {
-            let outcome: &str = match &attempt.outcome {
+            let outcome: &'static str = match &attempt.outcome {
                 Ok(r) if r.is_error => "tool_error",
                 Ok(_) => "ok",
                 Err(e) => e.class().into(),
@@ -524,12 +524,12 @@ impl Federation {
         Protection::read(self.gateway(), replicas.iter().map(String::as_str))
     }
 
-    fn count(&self, server: &str, replica: &str, tool: &str, outcome: &str) {
+    fn count(&self, server: &str, replica: &str, tool: &str, outcome: &'static str) {
         let labels = AttemptLabels {
             server: server.to_owned(),
             replica: replica.to_owned(),
             tool: tool.to_owned(),
-            outcome: outcome.to_owned(),
+            outcome,
         };
         self.metrics.attempts.get_or_create(&labels).inc();
     }

@@ -27,7 +27,7 @@ pub struct AttemptLabels {
     pub replica: String,
     pub tool: String,
     /// `ok`, `tool_error`, `degraded`, or the error class (`transport`, `protocol`, `lifecycle`, `local`, `auth`).
-    pub outcome: String,
+    pub outcome: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -100,7 +100,8 @@ pub(super) struct Layers {
     origin: Instant,
     rng: SeededRng,
     /// `(replica endpoint, tool)` → its breaker. BTreeMap: deterministic order for reports.
-    breakers: Mutex<BTreeMap<(String, String), Arc<Gate>>>,
+    /// By endpoint, then tool: nested so that a lookup borrows both names (every call looks its breaker up).
+    breakers: Mutex<BTreeMap<String, BTreeMap<String, Arc<Gate>>>>,
     /// Server → its retry budget.
     budgets: Mutex<BTreeMap<String, RetryBudget>>,
     /// Replica endpoint → its throttle.
@@ -144,19 +145,23 @@ impl Layers {
     pub fn breaker(&self, endpoint: &str, tool: &str) -> Option<Arc<Gate>> {
         let config = self.config.breaker.as_ref()?;
         let mut breakers = self.breakers.lock().unwrap_or_else(PoisonError::into_inner);
-        let key = (endpoint.to_owned(), tool.to_owned());
-        if let Some(g) = breakers.get(&key) {
+        if let Some(g) = breakers.get(endpoint).and_then(|tools| tools.get(tool)) {
             return Some(g.clone());
         }
         let gate = Gate::new(Breaker::new(config.clone(), self.origin, self.fork()).ok()?);
-        breakers.insert(key, gate.clone());
+        breakers.entry(endpoint.to_owned()).or_default().insert(tool.to_owned(), gate.clone());
         Some(gate)
     }
 
     /// Every breaker made so far, in (endpoint, tool) order.
     pub fn breakers(&self) -> Vec<((String, String), Arc<Gate>)> {
         let breakers = self.breakers.lock().unwrap_or_else(PoisonError::into_inner);
-        breakers.iter().map(|(k, g)| (k.clone(), g.clone())).collect()
+        breakers
+            .iter()
+            .flat_map(|(endpoint, tools)| {
+                tools.iter().map(move |(tool, g)| ((endpoint.clone(), tool.clone()), g.clone()))
+            })
+            .collect()
     }
 
     /// One replica's admission, in the order that wastes least: its breaker (a state read), then a bulkhead permit

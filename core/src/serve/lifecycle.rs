@@ -68,13 +68,23 @@ pub(crate) fn stamp_modern(result: &mut Value, method: &str, info: &Value) {
     let Some(obj) = result.as_object_mut() else {
         return;
     };
+    // `contains_key` before each insert: `Map::entry` would make its key's `String` even when the member is there,
+    // as a relayed 2026-07-28 result's members are.
+    let mut absent = |key: &str, value: fn() -> Value| {
+        if !obj.contains_key(key) {
+            obj.insert(key.to_owned(), value());
+        }
+    };
     if CACHEABLE.contains(&method) {
-        obj.entry("ttlMs").or_insert(json!(0));
-        obj.entry("cacheScope").or_insert(json!("private"));
+        absent("ttlMs", || json!(0));
+        absent("cacheScope", || json!("private"));
     }
-    obj.entry("resultType").or_insert(json!("complete"));
-    if let Some(meta) = obj.entry("_meta").or_insert_with(|| json!({})).as_object_mut() {
-        meta.entry(META_SERVER_INFO).or_insert_with(|| info.clone());
+    absent("resultType", || json!("complete"));
+    absent("_meta", || json!({}));
+    if let Some(meta) = obj.get_mut("_meta").and_then(Value::as_object_mut)
+        && !meta.contains_key(META_SERVER_INFO)
+    {
+        meta.insert(META_SERVER_INFO.to_owned(), info.clone());
     }
 }
 
