@@ -525,12 +525,8 @@ impl Federation {
     }
 
     fn count(&self, server: &str, replica: &str, tool: &str, outcome: &'static str) {
-        let labels = AttemptLabels {
-            server: server.to_owned(),
-            replica: replica.to_owned(),
-            tool: tool.to_owned(),
-            outcome,
-        };
+        let labels =
+            AttemptLabels { server: server.to_owned(), replica: replica.to_owned(), tool: tool.to_owned(), outcome };
         self.metrics.attempts.get_or_create(&labels).inc();
     }
 }
