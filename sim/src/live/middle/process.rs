@@ -4,16 +4,16 @@
 //! not start or why it died.
 
 use std::collections::VecDeque;
-use std::io;
+use std::io::{self, BufRead, BufReader, Read};
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::net::TcpStream;
-use tokio::process::{Child, Command};
 
 use super::super::endpoint::Service;
 use super::usage::Usage;
@@ -36,8 +36,10 @@ pub struct MiddleProcess {
     addr: SocketAddr,
     child: Option<Child>,
     lines: Lines,
-    /// The tasks reading its stdout and stderr: they end at its exit, once they have kept what it said last.
-    readers: Vec<tokio::task::JoinHandle<()>>,
+    /// The threads reading its stdout and stderr: they end at its exit, once they have kept what it said last.
+    /// Threads, not tasks: [`MiddleProcess::died`] waits for them from inside the runtime, and a task woken on
+    /// the waiting worker could not run until the wait ended.
+    readers: Vec<JoinHandle<()>>,
     usage: Usage,
 }
 
@@ -94,11 +96,8 @@ impl MiddleProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
             .spawn()?;
-        if let Some(pid) = child.id() {
-            self.usage.watch(pid);
-        }
+        self.usage.watch(child.id());
         self.readers.clear();
         if let Some(out) = child.stdout.take() {
             self.readers.push(keep(out, self.lines.clone(), self.name.clone()));
@@ -116,7 +115,7 @@ impl MiddleProcess {
         let status = self.child.as_mut()?.try_wait().ok()??;
         self.child = None;
         let mut waited = Duration::ZERO;
-        while waited < LAST_WORDS && !self.readers.iter().all(tokio::task::JoinHandle::is_finished) {
+        while waited < LAST_WORDS && !self.readers.iter().all(JoinHandle::is_finished) {
             // Blocks this worker a moment, once: the run is failing with this message.
             std::thread::sleep(Duration::from_millis(10));
             waited += Duration::from_millis(10);
@@ -140,11 +139,11 @@ impl MiddleProcess {
     }
 }
 
-/// Keeps the newest lines of `stream` in `lines`.
-fn keep(stream: impl AsyncRead + Unpin + Send + 'static, lines: Lines, name: String) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut reader = BufReader::new(stream).lines();
-        while let Ok(Some(line)) = reader.next_line().await {
+/// Keeps the newest lines of `stream` in `lines`, on a thread of its own that ends at the stream's end.
+fn keep(stream: impl Read + Send + 'static, lines: Lines, name: String) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
             tracing::debug!(middle = %name, "{line}");
             let mut kept = lines.lock().unwrap_or_else(PoisonError::into_inner);
             if kept.len() == KEPT_LINES {
@@ -177,12 +176,12 @@ impl Service for MiddleProcess {
     /// A crash: the process group is killed (SIGKILL), with whatever it had in flight.
     fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            if let Some(pid) = child.id() {
-                // Its CPU time up to now is the middle's (and the run's own, not another process's).
-                self.usage.sample();
-                kill_group(pid);
-            }
-            let _ = child.start_kill();
+            // Its CPU time up to now is the middle's (and the run's own, not another process's).
+            self.usage.sample();
+            kill_group(child.id());
+            let _ = child.kill();
+            // Reaped at once (SIGKILL cannot be ignored), so no zombie outlives the run.
+            let _ = child.wait();
         }
     }
 
