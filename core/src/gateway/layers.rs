@@ -14,7 +14,7 @@ use super::Route;
 use crate::mcp::CallToolResult;
 use crate::observe::{Event, Observer};
 use crate::resilience::breaker::{
-    Breaker, BreakerConfig, BreakerTransition, Gate, HealthVerdict, Permit, RejectReason,
+    Breaker, BreakerConfig, BreakerTransition, Gate, HealthVerdict, Permit, RejectReason, Rejected,
 };
 use crate::resilience::budget::{BudgetConfig, RetryBudget};
 use crate::resilience::bulkhead::{BulkheadConfig, Bulkheads, ClientLimit, PoolKey};
@@ -68,17 +68,19 @@ pub(super) enum Entry {
     /// On the first walk over the candidates: an open breaker declines (its probes are for calls nothing else can
     /// serve, so one sick replica among healthy ones costs nothing).
     First,
-    /// Every candidate refused: an open breaker may take the call as its probe.
-    LastResort,
-    /// After waiting for room, with the bulkhead permit already held.
-    Room(LimitPermit),
+    /// Every candidate refused: an open breaker may take the call as its probe. `past_slow`: see [`Entry::Room`].
+    LastResort { past_slow: bool },
+    /// After waiting for room, with the bulkhead permit already held. `past_slow`: a breaker that refuses for slowness
+    /// alone (`Rejected::slow_only`) is passed — the other layers still apply, and the outcome is not recorded (the
+    /// breaker's probes decide when it closes); see `protected.rs` for when.
+    Room { permit: LimitPermit, past_slow: bool },
 }
 
 /// Why one replica did not take a call.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Refusal {
     /// Its breaker for the tool is open (or forced open, or half-open with every probe slot taken).
-    Breaker { reason: RejectReason, retry_after: Option<Duration>, hold: Option<Duration> },
+    Breaker { reason: RejectReason, retry_after: Option<Duration>, hold: Option<Duration>, slow_only: bool },
     /// Its bulkhead is at its limit: a permit may free soon.
     Full,
     /// Its throttle shed the call.
@@ -176,10 +178,10 @@ impl Layers {
         now: Instant,
         observer: &dyn Observer,
     ) -> Result<Admitted, (Route, Refusal)> {
-        let (permit, may_probe) = match entry {
-            Entry::First => (None, false),
-            Entry::LastResort => (None, true),
-            Entry::Room(permit) => (Some(permit), false),
+        let (permit, may_probe, past_slow) = match entry {
+            Entry::First => (None, false, false),
+            Entry::LastResort { past_slow } => (None, true, past_slow),
+            Entry::Room { permit, past_slow } => (Some(permit), false, past_slow),
         };
         let breaker = match self.breaker(&route.endpoint, tool) {
             None => None,
@@ -188,9 +190,10 @@ impl Layers {
                 report(observer, &route, tool, admission.transition);
                 match admission.decision {
                     Ok(p) => Some(p),
+                    Err(r) if r.slow_only && past_slow => None,
                     Err(r) => {
-                        let refusal = Refusal::Breaker { reason: r.reason, retry_after: r.retry_after, hold: r.hold };
-                        return Err((route, refusal));
+                        let Rejected { reason, retry_after, hold, slow_only } = r;
+                        return Err((route, Refusal::Breaker { reason, retry_after, hold, slow_only }));
                     }
                 }
             }

@@ -223,14 +223,20 @@ impl Gateway {
         }
     }
 
-    /// Another gateway node reported the breaker of `(endpoint, tool)` open for `open_for`: this node's breaker
-    /// follows (made now if it did not exist), unless it is already open or switched manually. The transition goes
-    /// to the observer like a local one, with reason `remote`. `None` when breakers are off, the endpoint is not
-    /// one this gateway routes to, or nothing changed.
-    pub fn follow_remote_open(&self, endpoint: &str, tool: &str, open_for: Duration) -> Option<BreakerTransition> {
+    /// Another gateway node reported the breaker of `(endpoint, tool)` open for `open_for` (for slowness alone:
+    /// `slow_only`): this node's breaker follows (made now if it did not exist), unless it is already open or switched
+    /// manually. The transition goes to the observer like a local one, with reason `remote`. `None` when breakers are
+    /// off, the endpoint is not one this gateway routes to, or nothing changed.
+    pub fn follow_remote_open(
+        &self,
+        endpoint: &str,
+        tool: &str,
+        open_for: Duration,
+        slow_only: bool,
+    ) -> Option<BreakerTransition> {
         let route = self.route_to(endpoint)?;
         let gate = self.layers.breaker(endpoint, tool)?;
-        let transition = gate.follow_remote_open(self.clock.now(), open_for);
+        let transition = gate.follow_remote_open(self.clock.now(), open_for, slow_only);
         layers::report(self.observer.as_ref(), &route, tool, transition.clone());
         transition
     }

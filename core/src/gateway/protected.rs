@@ -245,8 +245,11 @@ impl Gateway {
             // Nothing is awaited in a walk: one reading serves every decision of it.
             let now = self.clock.now();
             // Open breakers' probes only for a call that no candidate would take otherwise.
-            let walk = match self.walk(tool, requirements, tried, now, Entry::First) {
-                Walk::Declined(..) => self.walk(tool, requirements, tried, now, Entry::LastResort),
+            let walk = match self.walk(tool, requirements, tried, (now, deadline), Entry::First) {
+                Walk::Declined(..) => {
+                    let entry = Entry::LastResort { past_slow: false };
+                    self.walk(tool, requirements, tried, (now, deadline), entry)
+                }
                 admitted => admitted,
             };
             let (declined, wait) = match walk {
@@ -268,7 +271,13 @@ impl Gateway {
                     if now >= deadline {
                         return Err(Declined::of(Refusal::Full));
                     }
-                    let entry = permit.map_or(Entry::LastResort, Entry::Room);
+                    // Its breaker may have opened meanwhile: passed if for slowness alone that still fits the deadline
+                    // (see `walk`).
+                    let past_slow = self.answers_within(route.replica, deadline.saturating_duration_since(now));
+                    let entry = match permit {
+                        Some(permit) => Entry::Room { permit, past_slow },
+                        None => Entry::LastResort { past_slow },
+                    };
                     return self
                         .layers
                         .admit(route, tool, &cap, entry, now, self.observer.as_ref())
@@ -341,13 +350,22 @@ impl Gateway {
     /// (the router returns an avoided replica only when nothing else is left). Declined: the first refusal's reason
     /// (a breaker's `retry_after` is the soonest any candidate's breaker may admit again), and what the call may
     /// wait for — room first, then a breaker that holds.
-    fn walk(&self, tool: &str, requirements: &[Requirement], tried: &[ReplicaId], now: Instant, entry: Entry) -> Walk {
-        let probe = matches!(entry, Entry::LastResort);
+    fn walk(
+        &self,
+        tool: &str,
+        requirements: &[Requirement],
+        tried: &[ReplicaId],
+        (now, deadline): (Instant, Instant),
+        entry: Entry,
+    ) -> Walk {
+        let probe = matches!(entry, Entry::LastResort { .. });
         let mut refused: Vec<ReplicaId> = Vec::new();
         let mut first_full: Option<Route> = None;
         let mut first_hold: Option<Wait> = None;
         let mut first_refusal: Option<Refusal> = None;
         let mut soonest: Option<Duration> = None;
+        // The router's first choice among the replicas whose breaker refused for slowness alone.
+        let mut first_slow: Option<Route> = None;
         let cap = |route: &Route| self.client_limit(route);
         loop {
             let avoid: Vec<ReplicaId> = tried.iter().chain(&refused).copied().collect();
@@ -357,11 +375,17 @@ impl Gateway {
             if refused.contains(&route.replica) {
                 break;
             }
-            let entry = if probe { Entry::LastResort } else { Entry::First };
+            let entry = if probe { Entry::LastResort { past_slow: false } } else { Entry::First };
             match self.layers.admit(route, tool, &cap, entry, now, self.observer.as_ref()) {
                 Ok(admitted) => return Walk::Admitted(admitted),
                 Err((route, refusal)) => {
                     refused.push(route.replica);
+                    if matches!(refusal, Refusal::Breaker { slow_only: true, .. })
+                        && first_slow.is_none()
+                        && self.answers_within(route.replica, deadline.saturating_duration_since(now))
+                    {
+                        first_slow = Some(route.clone());
+                    }
                     if let Refusal::Breaker { retry_after, hold, .. } = refusal {
                         if let Some(after) = retry_after {
                             soonest = Some(soonest.map_or(after, |s| s.min(after)));
@@ -378,11 +402,35 @@ impl Gateway {
                 }
             }
         }
+        // No candidate took the call, and some refused only because they are slow, not failing, yet answer within
+        // the call's deadline: declining would trade a slow answer for none, where a plain proxy would wait for it.
+        // So the call passes the first such replica's breaker; its bulkhead and throttle still apply, and a full
+        // bulkhead there is waited for, as for any call. (Replicas that answer fast took the call on the first walk,
+        // if any had room.) A replica too slow for the deadline is still declined: a timeout would be a failure the
+        // agent retries, where the degraded result tells it not to.
+        if let (true, Some(route)) = (probe, first_slow) {
+            let entry = Entry::LastResort { past_slow: true };
+            match self.layers.admit(route, tool, &cap, entry, now, self.observer.as_ref()) {
+                Ok(admitted) => return Walk::Admitted(admitted),
+                Err((route, Refusal::Full)) => {
+                    return Walk::Declined(Declined::of(Refusal::Full), Some(Wait::Room(route)));
+                }
+                Err(_) => {}
+            }
+        }
         let mut declined = Declined::of(first_refusal.unwrap_or(Refusal::Full));
         if declined.reason == DegradedReason::BreakerOpen {
             declined.retry_after = soonest;
         }
         Walk::Declined(declined, first_full.map(Wait::Room).or(first_hold))
+    }
+
+    /// Whether `replica`'s recent latency (the router's peak EWMA, which follows a rise at once) fits in `left` with
+    /// room to spare: twice over, since a slow server's latency varies more, and a call passed to it that times out
+    /// is a failure the agent may retry.
+    fn answers_within(&self, replica: ReplicaId, left: Duration) -> bool {
+        let ewma_ms = self.router().stats(replica).map_or(f64::INFINITY, |s| s.peak_ewma_ms);
+        2.0 * ewma_ms < left.as_secs_f64() * 1_000.0
     }
 
     /// Every layer learns how the attempt ended (classified once, by the caller), and the retry plan decides.

@@ -296,7 +296,7 @@ fn on_state(node: &Node, gateway: &Gateway, nodes: &mut BTreeMap<String, Seen>, 
     });
     match rule::on_remote_open(local, others_open, open_for) {
         Action::Follow(d) => {
-            if gateway.follow_remote_open(&report.replica, &report.tool, d).is_some() {
+            if gateway.follow_remote_open(&report.replica, &report.tool, d, report.slow).is_some() {
                 node.status.followed.fetch_add(1, Ordering::Relaxed);
             }
         }

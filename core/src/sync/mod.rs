@@ -114,6 +114,7 @@ impl Node {
             open_ms,
             until_ms: open_ms.map(|ms| self.clock.wall_ms().saturating_add(ms)),
             fallback,
+            slow: false,
         }
     }
 

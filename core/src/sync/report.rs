@@ -39,6 +39,11 @@ pub struct Report {
     /// A forced degrade's fallback tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
+    /// An `open` for slowness alone (the sender's calls were slow, not failing): a node that follows it refuses for
+    /// slowness alone too (`Rejected::slow_only`), so a server slow everywhere is not declined on any node. Absent
+    /// (false) from nodes older than the field, which is what they meant.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub slow: bool,
 }
 
 impl Report {
@@ -50,6 +55,11 @@ impl Report {
             Shared::ForcedOpen | Shared::Reset => format!("{}\u{1f}{}", self.replica, self.tool),
         }
     }
+}
+
+/// Whether a transition to open was for slowness alone (see [`Report::slow`]).
+pub fn opened_for_slowness(t: &BreakerTransition) -> bool {
+    matches!(t.reason, TransitionReason::SlowCallRate | TransitionReason::ProbeSlow)
 }
 
 /// What of a local transition is shared: opens and closes this node's own calls caused. Followed transitions
@@ -80,10 +90,15 @@ mod tests {
             open_ms: Some(5000),
             until_ms: Some(1_000),
             fallback: None,
+            slow: false,
         };
         let text = serde_json::to_string(&r).expect("encodes");
-        assert!(!text.contains("fallback"), "{text}");
+        assert!(!text.contains("fallback") && !text.contains("slow"), "{text}");
         assert_eq!(serde_json::from_str::<Report>(&text).expect("decodes"), r);
+        let slow = Report { slow: true, ..r.clone() };
+        let text = serde_json::to_string(&slow).expect("encodes");
+        assert!(text.contains(r#""slow":true"#), "{text}");
+        assert_eq!(serde_json::from_str::<Report>(&text).expect("decodes"), slow);
         assert_eq!(r.field(), "http://a/mcp\u{1f}get\u{1f}gw-1");
         let switch = Report { state: Shared::Reset, open_ms: None, until_ms: None, ..r };
         assert_eq!(switch.field(), "http://a/mcp\u{1f}get", "a switch's field is the breaker's, whoever made it");

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::Node;
-use super::report::shared_state;
+use super::report::{Shared, opened_for_slowness, shared_state};
 use crate::observe::{Event, Observer};
 
 #[derive(Debug)]
@@ -20,7 +20,8 @@ impl Observer for Tap {
         if let Event::Breaker { replica, tool, transition, .. } = event
             && let Some(state) = shared_state(transition)
         {
-            let report = self.node.report(replica, tool, state, transition.open_for, None);
+            let mut report = self.node.report(replica, tool, state, transition.open_for, None);
+            report.slow = state == Shared::Open && opened_for_slowness(transition);
             self.node.queue(report);
         }
     }

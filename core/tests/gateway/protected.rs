@@ -287,15 +287,15 @@ async fn a_remote_open_is_followed_without_local_failures() {
     let breaker = BreakerConfig { probe_interval: None, ..BreakerConfig::default() };
     let resilience = ResilienceConfig { breaker: Some(breaker), ..ResilienceConfig::default() };
     let (gw, seen) = protected(spec(), fakes(), resilience);
-    let t = gw.follow_remote_open("s-0", "echo", Duration::from_secs(30)).expect("a transition");
+    let t = gw.follow_remote_open("s-0", "echo", Duration::from_secs(30), false).expect("a transition");
     assert_eq!((t.to, t.reason), (BreakerState::Open, TransitionReason::Remote));
-    assert!(gw.follow_remote_open("s-0", "echo", Duration::from_secs(30)).is_none(), "already open");
+    assert!(gw.follow_remote_open("s-0", "echo", Duration::from_secs(30), false).is_none(), "already open");
     let r = gw.call(ToolCall::new("echo", json!({"message": "x"}))).await;
     assert_eq!(r.degraded().map(|d| d.reason), Some(DegradedReason::BreakerOpen));
     assert_eq!(server.control().stats().received, 0);
     assert_eq!(seen.0.lock().unwrap()[0], "breaker s-0/echo Closed->Open");
     let (naive, _) = protected(spec(), fakes(), ResilienceConfig::default());
-    assert!(naive.follow_remote_open("s-0", "echo", Duration::from_secs(30)).is_none());
+    assert!(naive.follow_remote_open("s-0", "echo", Duration::from_secs(30), false).is_none());
 }
 
 /// Protection is per replica: a failing replica's breaker opens for it alone, and from then on its calls go to its

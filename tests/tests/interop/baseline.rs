@@ -11,8 +11,9 @@
 //! `just bench-gateway`'s, never asserted here.
 //!
 //! Workloads run one after another (they are real time), each through nginx and then through the gateway, except the
-//! 20 s tool, whose calls through both middles overlap (they only wait). About 1.5 minutes in all. A test binary of
-//! its own (`--test baseline`, see tests/Cargo.toml), so that its load never runs beside the other interop tests.
+//! 20 s tool and the every-replica-slow row, whose calls through both middles overlap (they only wait). About 2
+//! minutes in all. A test binary of its own (`--test baseline`, see tests/Cargo.toml), so that its load never runs
+//! beside the other interop tests.
 
 use std::time::Duration;
 
@@ -137,6 +138,27 @@ async fn the_default_gateway_serves_at_least_what_nginx_serves_and_more_under_fa
         rmcp_burst(&via_gateway.url, "sleep_ms", json!({"ms": 20_000}), 2),
     );
     let workload = "one session, 2 calls of a 20 s tool, no progress, one JSON answer".to_owned();
+    rows.push(Row { workload, client: "rmcp", rule: Rule::AtLeast, nginx: n, gateway: g });
+
+    // Every replica slow and none failing: both 2.2 s slower, past the breaker's 2 s slow-call threshold. A first
+    // burst's answers open every breaker on slowness; a second burst then arrives faster than open breakers let
+    // probes through. A plain proxy waits for the answers; so must the gateway, having no faster replica to send the
+    // calls to. Both middles at once, to keep the wall time (the calls only wait).
+    let slow = [
+        Replica::start(&python, &["--delay-ms", "2200"]).await,
+        Replica::start(&python, &["--delay-ms", "2200"]).await,
+    ];
+    let via_nginx = Nginx::start(&nginx, &[slow[0].port, slow[1].port]).await;
+    let via_gateway = Gateway::start("py", &[slow[0].url(), slow[1].url()]).await;
+    let (first, second) = (40, 200);
+    let two_bursts = |url: String| async move {
+        let mut outcome = rmcp_burst(&url, "sleep_ms", json!({"ms": 50}), first).await;
+        outcome.merge(rmcp_burst(&url, "sleep_ms", json!({"ms": 50}), second).await);
+        outcome
+    };
+    let (n, g) = tokio::join!(two_bursts(via_nginx.url()), two_bursts(via_gateway.url.clone()));
+    drop((via_nginx, via_gateway, slow));
+    let workload = format!("{first} then {second} calls at once, every replica 2.2 s slower, 50 ms tool");
     rows.push(Row { workload, client: "rmcp", rule: Rule::AtLeast, nginx: n, gateway: g });
 
     println!("{}", table(&rows));

@@ -53,7 +53,7 @@ impl Outcome {
         }
     }
 
-    fn merge(&mut self, other: Outcome) {
+    pub fn merge(&mut self, other: Outcome) {
         self.ok_ms.extend(other.ok_ms);
         self.errors.extend(other.errors);
     }

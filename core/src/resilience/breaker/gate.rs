@@ -103,8 +103,8 @@ impl Gate {
         self.note(t)
     }
 
-    pub fn follow_remote_open(&self, now: Instant, open_for: Duration) -> Option<BreakerTransition> {
-        let t = self.lock().follow_remote_open(now, open_for);
+    pub fn follow_remote_open(&self, now: Instant, open_for: Duration, slow_only: bool) -> Option<BreakerTransition> {
+        let t = self.lock().follow_remote_open(now, open_for, slow_only);
         self.note(t)
     }
 

@@ -98,6 +98,11 @@ pub struct Rejected {
     /// [`BreakerConfig::hold`]). A fault that fails fast is declined at once: waiting would only make it slow. Set in
     /// half-open too, whose probes decide within a round trip.
     pub hold: Option<Duration>,
+    /// The breaker refuses for slowness alone: it opened because calls were slow while the server still answered them
+    /// (its failure rate under the threshold), and no probe has failed since. When every candidate refuses so, the server is slow as a whole,
+    /// and the gateway sends the call anyway (`gateway/protected.rs`): a slow answer is better than a degraded one
+    /// when there is no faster replica to send it to.
+    pub slow_only: bool,
 }
 
 /// The right to report one outcome. Outcomes count only toward the state period (epoch) they were admitted in, so a
@@ -144,16 +149,19 @@ enum Phase {
     /// released unsent). Probes in flight are not capped here: into a server that hangs, a cap would be full of
     /// hung probes when the server recovers, and the recovery would be seen only when they time out. The
     /// bulkhead's hard cap bounds them. `slow`: the fault is one of latency (the calls that opened it, then the last
-    /// failed probe, were slow), so callers may hold for its end.
+    /// failed probe, were slow), so callers may hold for its end. `slow_only`: see [`Rejected::slow_only`].
     Open {
         until: Instant,
         probed: Option<Instant>,
         slow: bool,
+        slow_only: bool,
     },
+    /// `slow_only`: the open period before it was one of slowness alone.
     HalfOpen {
         since: Instant,
         in_flight: u32,
         successes: u32,
+        slow_only: bool,
     },
     ForcedOpen,
     Disabled,
@@ -218,8 +226,8 @@ impl Breaker {
     /// long for its probes.
     pub fn advance(&mut self, now: Instant) -> Option<BreakerTransition> {
         match self.phase {
-            Phase::Open { until, .. } if now >= until => {
-                let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 0 };
+            Phase::Open { until, slow_only, .. } if now >= until => {
+                let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 0, slow_only };
                 Some(self.enter(now, phase, TransitionReason::OpenElapsed, None))
             }
             Phase::HalfOpen { since, .. } if now.saturating_duration_since(since) >= self.config.half_open_max_wait => {
@@ -245,7 +253,7 @@ impl Breaker {
         let ticket = |probe| Ticket { epoch: self.epoch, probe };
         let decision = match &mut self.phase {
             Phase::Closed | Phase::Disabled | Phase::MetricsOnly => Ok(ticket(Probe::No)),
-            Phase::Open { until, probed, slow } => match self.config.probe_interval {
+            Phase::Open { until, probed, slow, slow_only } => match self.config.probe_interval {
                 // Continuous low-rate probing: one real call per interval goes through, so the end of a fault is
                 // seen within an interval plus a round trip instead of at the end of the open period.
                 Some(every) if may_probe && probed.is_none_or(|at| now.saturating_duration_since(at) >= every) => {
@@ -256,18 +264,22 @@ impl Breaker {
                     let retry_after = until.saturating_duration_since(now);
                     let retry_after = self.config.probe_interval.map_or(retry_after, |every| retry_after.min(every));
                     let hold = self.config.hold.filter(|_| *slow && self.config.probe_interval.is_some());
-                    Err(Rejected { reason: RejectReason::Open, retry_after: Some(retry_after), hold })
+                    let slow_only = *slow_only;
+                    Err(Rejected { reason: RejectReason::Open, retry_after: Some(retry_after), hold, slow_only })
                 }
             },
-            Phase::ForcedOpen => Err(Rejected { reason: RejectReason::ForcedOpen, retry_after: None, hold: None }),
-            Phase::HalfOpen { in_flight, .. } => {
+            Phase::ForcedOpen => {
+                Err(Rejected { reason: RejectReason::ForcedOpen, retry_after: None, hold: None, slow_only: false })
+            }
+            Phase::HalfOpen { in_flight, slow_only, .. } => {
                 if *in_flight < self.config.half_open_probes {
                     *in_flight += 1;
                     Ok(ticket(Probe::HalfOpen))
                 } else {
                     // Its probes decide within a round trip: a caller may hold for the close (or the re-open, which
                     // declines it then unless the fault is one of latency).
-                    Err(Rejected { reason: RejectReason::HalfOpenFull, retry_after: None, hold: self.config.hold })
+                    let (hold, slow_only) = (self.config.hold, *slow_only);
+                    Err(Rejected { reason: RejectReason::HalfOpenFull, retry_after: None, hold, slow_only })
                 }
             }
         };
@@ -296,19 +308,21 @@ impl Breaker {
             }
             _ => {}
         }
-        // A failed open-state probe says what kind of fault is still on: slow (hold callers) or fast (do not).
-        if let (Phase::Open { slow: kind, .. }, HealthVerdict::Failure | HealthVerdict::RetryAfter(_)) =
+        // A failed open-state probe says what kind of fault is still on: slow (hold callers) or fast (do not), and
+        // that it is no longer one of slowness alone.
+        if let (Phase::Open { slow: kind, slow_only, .. }, HealthVerdict::Failure | HealthVerdict::RetryAfter(_)) =
             (&mut self.phase, verdict)
             && ticket.probe == Probe::Open
         {
             *kind = slow;
+            *slow_only = false;
             return None;
         }
         match (self.phase, verdict) {
             // An open-state probe answered in time: the server is back. Half-open takes it from here, this probe
             // counting as its first success.
-            (Phase::Open { .. }, HealthVerdict::Success) if ticket.probe == Probe::Open && !slow => {
-                let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 1 };
+            (Phase::Open { slow_only, .. }, HealthVerdict::Success) if ticket.probe == Probe::Open && !slow => {
+                let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 1, slow_only };
                 if self.config.half_open_probes <= 1 {
                     self.reopens = 0;
                     self.window.clear();
@@ -337,13 +351,13 @@ impl Breaker {
             (Phase::HalfOpen { .. }, HealthVerdict::Success) if slow => {
                 Some(self.open(now, TransitionReason::ProbeSlow, None))
             }
-            (Phase::HalfOpen { since, in_flight, successes }, HealthVerdict::Success) => {
+            (Phase::HalfOpen { since, in_flight, successes, slow_only }, HealthVerdict::Success) => {
                 if successes + 1 >= self.config.half_open_probes {
                     self.reopens = 0;
                     self.window.clear();
                     Some(self.enter(now, Phase::Closed, TransitionReason::ProbesSucceeded, None))
                 } else {
-                    self.phase = Phase::HalfOpen { since, in_flight, successes: successes + 1 };
+                    self.phase = Phase::HalfOpen { since, in_flight, successes: successes + 1, slow_only };
                     None
                 }
             }
@@ -387,10 +401,22 @@ impl Breaker {
         Some(self.enter(now, Phase::Closed, TransitionReason::Manual, None))
     }
 
-    /// Another gateway node opened this breaker for `open_for`: follow it unless already open or switched manually.
-    pub fn follow_remote_open(&mut self, now: Instant, open_for: Duration) -> Option<BreakerTransition> {
+    /// Another gateway node opened this breaker for `open_for` (for slowness alone: `slow_only`, see
+    /// [`Rejected::slow_only`]): follow it unless already open or switched manually.
+    pub fn follow_remote_open(
+        &mut self,
+        now: Instant,
+        open_for: Duration,
+        slow_only: bool,
+    ) -> Option<BreakerTransition> {
         match self.phase {
-            Phase::Closed | Phase::HalfOpen { .. } => Some(self.open(now, TransitionReason::Remote, Some(open_for))),
+            Phase::Closed | Phase::HalfOpen { .. } => {
+                let transition = self.open(now, TransitionReason::Remote, Some(open_for));
+                if let Phase::Open { slow_only: followed, .. } = &mut self.phase {
+                    *followed = slow_only;
+                }
+                Some(transition)
+            }
             _ => None,
         }
     }
@@ -401,7 +427,7 @@ impl Breaker {
     pub fn suspect_remote(&mut self, now: Instant) -> Option<BreakerTransition> {
         match self.phase {
             Phase::Closed => {
-                let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 0 };
+                let phase = Phase::HalfOpen { since: now, in_flight: 0, successes: 0, slow_only: false };
                 Some(self.enter(now, phase, TransitionReason::Remote, None))
             }
             _ => None,
@@ -439,7 +465,10 @@ impl Breaker {
         let counts = self.window.counts(now);
         let slow = reason == TransitionReason::ProbeSlow
             || counts.calls > 0 && counts.slow_rate() >= self.config.slow_call_rate;
-        self.enter(now, Phase::Open { until: now + period, probed: None, slow }, reason, Some(period))
+        // Slow answers, none of them failures: the trip's own reason, or a half-open probe answered late.
+        let slow_only = matches!(reason, TransitionReason::SlowCallRate | TransitionReason::ProbeSlow);
+        let phase = Phase::Open { until: now + period, probed: None, slow, slow_only };
+        self.enter(now, phase, reason, Some(period))
     }
 
     /// `open × open_growth^(n − 1)`, capped at `open_max`, before jitter.

@@ -31,6 +31,9 @@
 //!   stampede). Any failed or slow probe re-opens; `half_open_probes` consecutive successes close. An ignored outcome
 //!   (a cancellation, our own invalid arguments) frees the slot without deciding. If no decision comes within
 //!   `half_open_max_wait`, it re-opens, so a probe that never reports cannot wedge the breaker.
+//! - **Slowness alone.** An open that slow answers caused (not failures) refuses "for slowness alone"
+//!   ([`Rejected::slow_only`]) through its open and half-open periods, until a probe fails: the gateway passes such a
+//!   breaker when no replica took the call and the answer fits the call's deadline (`gateway/protected.rs`).
 //! - **Epochs.** Every transition starts a new epoch; an outcome counts only toward the epoch it was admitted in, so
 //!   a late answer from before an open period cannot close or trip the next one.
 //! - **Events.** Every method that can change state returns the [`BreakerTransition`]; the embedder forwards it to its
@@ -43,6 +46,8 @@ mod gate;
 mod machine;
 mod window;
 
+#[cfg(test)]
+mod slow_only_tests;
 #[cfg(test)]
 mod tests;
 

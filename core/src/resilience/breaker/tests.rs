@@ -10,11 +10,11 @@ use tokio::time::Instant;
 use super::*;
 use crate::rt::SeededRng;
 
-fn ms(n: u64) -> Duration {
+pub(super) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn count_config(size: u32, minimum: u32) -> BreakerConfig {
+pub(super) fn count_config(size: u32, minimum: u32) -> BreakerConfig {
     BreakerConfig {
         window: WindowConfig::Count { size },
         minimum_calls: minimum,
@@ -29,17 +29,22 @@ fn count_config(size: u32, minimum: u32) -> BreakerConfig {
     }
 }
 
-fn breaker(config: BreakerConfig, t0: Instant) -> Breaker {
+pub(super) fn breaker(config: BreakerConfig, t0: Instant) -> Breaker {
     Breaker::new(config, t0, SeededRng::new(1)).unwrap()
 }
 
 /// Admits one call at `now` and reports it at once.
-fn call(b: &mut Breaker, now: Instant, verdict: HealthVerdict, elapsed: Duration) -> Option<BreakerTransition> {
+pub(super) fn call(
+    b: &mut Breaker,
+    now: Instant,
+    verdict: HealthVerdict,
+    elapsed: Duration,
+) -> Option<BreakerTransition> {
     let ticket = b.try_acquire(now).decision.expect("admitted");
     b.on_outcome(now, ticket, verdict, elapsed)
 }
 
-fn to(t: &Option<BreakerTransition>) -> Option<(BreakerState, BreakerState, TransitionReason)> {
+pub(super) fn to(t: &Option<BreakerTransition>) -> Option<(BreakerState, BreakerState, TransitionReason)> {
     t.as_ref().map(|t| (t.from, t.to, t.reason))
 }
 
@@ -63,7 +68,8 @@ fn opens_at_the_failure_threshold_inclusive_only_after_minimum_calls() {
     );
     assert_eq!(t.unwrap().open_for, Some(ms(1000)));
     let r = b.try_acquire(t0 + ms(400)).decision.unwrap_err();
-    assert_eq!(r, Rejected { reason: RejectReason::Open, retry_after: Some(ms(600)), hold: None });
+    let rejected = Rejected { reason: RejectReason::Open, retry_after: Some(ms(600)), hold: None, slow_only: false };
+    assert_eq!(r, rejected);
 }
 
 #[test]
@@ -287,7 +293,7 @@ fn manual_switch_positions_and_reset() {
 
     assert_eq!(to(&b.reset(t0)), Some((BreakerState::MetricsOnly, BreakerState::Closed, TransitionReason::Manual)));
     assert_eq!(b.reset(t0), None);
-    let t = b.follow_remote_open(t0, ms(700)).unwrap();
+    let t = b.follow_remote_open(t0, ms(700), false).unwrap();
     assert_eq!((t.reason, t.open_for), (TransitionReason::Remote, Some(ms(700))));
 }
 
