@@ -99,9 +99,9 @@ pub struct Rejected {
     /// half-open too, whose probes decide within a round trip.
     pub hold: Option<Duration>,
     /// The breaker refuses for slowness alone: it opened because calls were slow while the server still answered them
-    /// (its failure rate under the threshold), and no probe has failed since. When every candidate refuses so, the server is slow as a whole,
-    /// and the gateway sends the call anyway (`gateway/protected.rs`): a slow answer is better than a degraded one
-    /// when there is no faster replica to send it to.
+    /// (its failure rate under the threshold), and no probe has failed since. When no candidate took a call, the
+    /// gateway passes such a breaker if the answer fits the call's deadline (`gateway/protected.rs`): a slow answer is
+    /// better than a degraded one when there is no faster replica to send it to.
     pub slow_only: bool,
 }
 
