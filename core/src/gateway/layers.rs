@@ -13,9 +13,7 @@ use tokio::time::Instant;
 use super::Route;
 use crate::mcp::CallToolResult;
 use crate::observe::{Event, Observer};
-use crate::resilience::breaker::{
-    Breaker, BreakerConfig, BreakerTransition, Gate, HealthVerdict, Permit, RejectReason, Rejected,
-};
+use crate::resilience::breaker::{Breaker, BreakerConfig, BreakerTransition, Gate, HealthVerdict, Permit, Rejected};
 use crate::resilience::budget::{BudgetConfig, RetryBudget};
 use crate::resilience::bulkhead::{BulkheadConfig, Bulkheads, ClientLimit, PoolKey};
 use crate::resilience::degraded::{DegradedReason, Fallbacks, degraded_result};
@@ -79,8 +77,8 @@ pub(super) enum Entry {
 /// Why one replica did not take a call.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Refusal {
-    /// Its breaker for the tool is open (or forced open, or half-open with every probe slot taken).
-    Breaker { reason: RejectReason, retry_after: Option<Duration>, hold: Option<Duration>, slow_only: bool },
+    /// Its breaker for the tool is open (or forced open, or half-open with every probe slot taken): why, as it said.
+    Breaker(Rejected),
     /// Its bulkhead is at its limit: a permit may free soon.
     Full,
     /// Its throttle shed the call.
@@ -191,10 +189,7 @@ impl Layers {
                 match admission.decision {
                     Ok(p) => Some(p),
                     Err(r) if r.slow_only && past_slow => None,
-                    Err(r) => {
-                        let Rejected { reason, retry_after, hold, slow_only } = r;
-                        return Err((route, Refusal::Breaker { reason, retry_after, hold, slow_only }));
-                    }
+                    Err(r) => return Err((route, Refusal::Breaker(r))),
                 }
             }
         };

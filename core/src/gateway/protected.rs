@@ -42,7 +42,7 @@ use crate::conn::Bounded;
 use crate::error::{CallError, Delivery, LocalError};
 use crate::mcp::CallToolResult;
 use crate::observe::Event;
-use crate::resilience::breaker::{HealthVerdict, RejectReason, classify, limiter_sample};
+use crate::resilience::breaker::{HealthVerdict, RejectReason, Rejected, classify, limiter_sample};
 use crate::resilience::bulkhead::ClientLimit;
 use crate::resilience::degraded::DegradedReason;
 use crate::resilience::retry::{RetryPlan, auto_retry_allowed};
@@ -115,10 +115,12 @@ struct Declined {
 impl Declined {
     fn of(refusal: Refusal) -> Declined {
         match refusal {
-            Refusal::Breaker { reason: RejectReason::ForcedOpen, .. } => {
+            Refusal::Breaker(Rejected { reason: RejectReason::ForcedOpen, .. }) => {
                 Declined { reason: DegradedReason::ForcedOpen, retry_after: None }
             }
-            Refusal::Breaker { retry_after, .. } => Declined { reason: DegradedReason::BreakerOpen, retry_after },
+            Refusal::Breaker(Rejected { retry_after, .. }) => {
+                Declined { reason: DegradedReason::BreakerOpen, retry_after }
+            }
             Refusal::Full => Declined { reason: DegradedReason::BulkheadFull, retry_after: None },
             Refusal::Throttled => Declined { reason: DegradedReason::Throttled, retry_after: None },
         }
@@ -380,13 +382,13 @@ impl Gateway {
                 Ok(admitted) => return Walk::Admitted(admitted),
                 Err((route, refusal)) => {
                     refused.push(route.replica);
-                    if matches!(refusal, Refusal::Breaker { slow_only: true, .. })
+                    if matches!(refusal, Refusal::Breaker(Rejected { slow_only: true, .. }))
                         && first_slow.is_none()
                         && self.answers_within(route.replica, deadline.saturating_duration_since(now))
                     {
                         first_slow = Some(route.clone());
                     }
-                    if let Refusal::Breaker { retry_after, hold, .. } = refusal {
+                    if let Refusal::Breaker(Rejected { retry_after, hold, .. }) = refusal {
                         if let Some(after) = retry_after {
                             soonest = Some(soonest.map_or(after, |s| s.min(after)));
                         }
