@@ -410,7 +410,7 @@ impl Federation {
         on_behalf_of: Option<Secret>,
         logs: Option<LogSink>,
         asks: AskSink,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<CallToolResult, ErrorObject> {
         let mut params = params.unwrap_or(Value::Null);
         // Taken, not copied: the call owns its arguments from here on.
         let arguments = match params.get_mut("arguments").map(Value::take) {
@@ -480,25 +480,30 @@ impl Federation {
             };
             self.count(&origin.server, &attempt.endpoint, &origin.name, outcome);
         }
-        let answer = match (routed.degraded(), routed.outcome()) {
+        // What the gateway says in the attempt's place; `None` when the agent gets the attempt's own result, taken
+        // from `routed` once the spans have read it.
+        let instead = match (routed.degraded(), routed.outcome()) {
             (Some(declined), _) => {
                 self.count(&origin.server, "", &origin.name, "degraded");
                 // The core names the tool as its server does; the agent knows it by the name it called.
                 let said = declined.result.structured_content.as_ref();
                 let retry_after = said.and_then(|s| s["retryAfterMs"].as_u64()).map(Duration::from_millis);
                 let fallback = said.and_then(|s| s["fallbackTool"].as_str());
-                Ok(result_value(&degraded_result(name, declined.reason, retry_after, fallback)))
+                Some(Ok(degraded_result(name, declined.reason, retry_after, fallback)))
             }
-            (None, Ok(result)) => Ok(result_value(result)),
-            (None, Err(CallError::Protocol(error))) => Err(error.clone()),
+            (None, Ok(_)) => None,
+            (None, Err(CallError::Protocol(error))) => Some(Err(error.clone())),
             (None, Err(e)) => {
                 let tries = routed.attempts().count();
                 let last = routed.attempts().last().map(|a| &*a.endpoint);
-                Ok(result_value(&unreachable(&origin.server, name, e, last, tries)))
+                Some(Ok(unreachable(&origin.server, name, e, last, tries)))
             }
         };
         if let Some((telemetry, trace)) = telemetry.zip(trace) {
-            let said = answer.as_ref().map_err(|e| e.code);
+            let said = match &instead {
+                Some(instead) => instead.as_ref().map_err(|e| e.code),
+                None => routed.outcome().map_err(|_| ErrorCode::INTERNAL_ERROR.0),
+            };
             // A replica's endpoint is `server#i`; its span names the address the config gives it.
             let address = |endpoint: &str| {
                 let (server, i) = endpoint.rsplit_once('#')?;
@@ -511,7 +516,12 @@ impl Federation {
             };
             trace.end(telemetry, &routed, &arguments, said, address);
         }
-        answer
+        match (instead, routed.into_outcome()) {
+            (Some(instead), _) => instead,
+            (None, Ok(result)) => Ok(result),
+            // `instead` is `None` only for a result.
+            (None, Err(e)) => Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, e.to_string())),
+        }
     }
 }
 
@@ -549,10 +559,6 @@ fn unreachable(server: &str, tool: &str, e: &CallError, replica: Option<&str>, t
     result.structured_content =
         Some(json!({ "upstreamError": class, "server": server, "tool": tool, "delivery": delivery }));
     result
-}
-
-fn result_value(result: &CallToolResult) -> Value {
-    serde_json::to_value(result).unwrap_or_else(|_| json!({ "content": [], "isError": true }))
 }
 
 /// `tools` less those `spec`'s `tools` filter hides (the same list when it hides none).

@@ -5,6 +5,7 @@
 //! client would.
 
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
+use mcpstorm_core::mcp::CallToolResult;
 use mcpstorm_core::serve::Asker;
 use serde_json::{Map, Value};
 
@@ -12,7 +13,12 @@ use serde_json::{Map, Value};
 pub const MAX_ROUNDS: usize = 10;
 
 /// Whether a tool call's result asks for input.
-pub fn is(result: &Value) -> bool {
+pub fn asks(result: &CallToolResult) -> bool {
+    result.extra.get("resultType").and_then(Value::as_str) == Some("input_required")
+}
+
+/// [`asks`], of a result as a tree.
+fn is(result: &Value) -> bool {
     result.get("resultType").and_then(Value::as_str) == Some("input_required")
 }
 

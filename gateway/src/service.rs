@@ -7,10 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use mcpstorm_core::CancelToken;
 use mcpstorm_core::conn::{AskRelay, AskSink, Asked};
-use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
+use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Payload};
 use mcpstorm_core::mcp::logging::{self, LogLevel, LogSink};
-use mcpstorm_core::mcp::{Implementation, ProgressParams, method};
-use mcpstorm_core::serve::{Asker, Front, LISTEN, RequestCtx, ServerDescription, Service, ServiceFuture};
+use mcpstorm_core::mcp::{CallToolResult, Implementation, ProgressParams, method};
+use mcpstorm_core::serve::{
+    Asker, Front, LISTEN, RequestCtx, ServerDescription, Service, ServiceAnswer, ServiceFuture,
+};
 use mcpstorm_core::session::{Era, META_SERVER_INFO};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
@@ -70,9 +72,11 @@ impl Service for GatewayService {
     fn request(&self, ctx: RequestCtx, method: String, params: Option<Value>) -> ServiceFuture {
         let federation = current(&self.current);
         Box::pin(async move {
-            match method.as_str() {
+            if method == method::TOOLS_CALL {
+                return call(&federation, ctx, params).await;
+            }
+            let answered = match method.as_str() {
                 method::TOOLS_LIST => Ok(federation.list_tools()),
-                method::TOOLS_CALL => call(&federation, ctx, params).await,
                 "prompts/list" => Ok(federation.list(Kind::Prompts)),
                 "resources/list" => Ok(federation.list(Kind::Resources)),
                 "resources/templates/list" => Ok(federation.list(Kind::Templates)),
@@ -90,7 +94,8 @@ impl Service for GatewayService {
                     Err(e) => Err(e),
                 },
                 other => Err(not_served(other)),
-            }
+            };
+            answered.map(ServiceAnswer::Tree)
         })
     }
 
@@ -126,14 +131,15 @@ impl Service for GatewayService {
 
 /// A result relayed from a 2026-07-28 upstream to a 2025-11-25 agent, without the later revision's members (its
 /// `resultType` and the upstream's `serverInfo` stamp): the agent's revision has no use for them.
-fn for_legacy_agent(result: &mut Value) {
-    if let Some(obj) = result.as_object_mut() {
-        obj.remove("resultType");
-        if let Some(meta) = obj.get_mut("_meta").and_then(Value::as_object_mut) {
-            meta.remove(META_SERVER_INFO);
-            if meta.is_empty() {
-                obj.remove("_meta");
-            }
+fn for_legacy_agent(result: &mut CallToolResult) {
+    result.extra.remove("resultType");
+    if let Some(meta) = &result.meta {
+        result.meta = meta.without_member(META_SERVER_INFO);
+    }
+    if let Some(meta) = result.extra.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove(META_SERVER_INFO);
+        if meta.is_empty() {
+            result.extra.remove("_meta");
         }
     }
 }
@@ -237,7 +243,7 @@ impl Drop for AgentAsks {
 
 /// One agent tool call: the upstream's progress relayed to the agent under the agent's token, and its log messages
 /// at the agent's level.
-async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -> Result<Value, ErrorObject> {
+async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -> Result<ServiceAnswer, ErrorObject> {
     let (progress, relay) = match ctx.progress.token() {
         Some(_) => {
             let (tx, mut rx) = mpsc::channel::<ProgressParams>(16);
@@ -266,10 +272,10 @@ async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -
         .await;
     for _ in 0..MAX_ROUNDS {
         let (Some(sent), Ok(result)) = (again.as_mut(), &outcome) else { break };
-        if !input_required::is(result) {
+        if !input_required::asks(result) {
             break;
         }
-        outcome = match input_required::answer(&ctx.asker, result).await {
+        outcome = match input_required::answer(&ctx.asker, &tree(result)).await {
             Ok(resumed) => {
                 let params = input_required::resume(sent.take(), resumed);
                 *sent = params.clone();
@@ -283,22 +289,36 @@ async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -
     }
     // The last holder of `asks` is this call (the core drops its copies with the call), so its open asks end here.
     drop((progress, logs, asks));
-    if let Ok(result) = &mut outcome {
-        match ctx.era {
-            Era::Legacy => match input_required::for_legacy_agent(&ctx.asker, result) {
-                Some(e) => outcome = Err(e),
-                None => for_legacy_agent(result),
-            },
-            Era::Modern => {
-                if let Err(e) = input_required::for_modern_agent(&ctx.asker, result) {
-                    outcome = Err(e);
-                }
-            }
-        }
-    }
+    let answer = outcome.and_then(|result| for_agent(&ctx, result));
     // The call's senders are gone, so each relay ends once it has passed on what is queued.
     for relay in [relay, log_relay].into_iter().flatten() {
         let _ = relay.await;
     }
-    outcome
+    answer
+}
+
+/// A tool's result as the agent's era reads it. Nearly every one is written out as text, with no tree in between;
+/// one that still asks for input (rare) is adapted as a tree.
+fn for_agent(ctx: &RequestCtx, mut result: CallToolResult) -> Result<ServiceAnswer, ErrorObject> {
+    if input_required::asks(&result) {
+        let mut asking = tree(&result);
+        return match ctx.era {
+            Era::Legacy => match input_required::for_legacy_agent(&ctx.asker, &asking) {
+                Some(e) => Err(e),
+                None => Ok(asking.into()),
+            },
+            Era::Modern => input_required::for_modern_agent(&ctx.asker, &mut asking).map(|()| asking.into()),
+        };
+    }
+    if ctx.era == Era::Legacy {
+        for_legacy_agent(&mut result);
+    }
+    Payload::serialize(&result)
+        .map(ServiceAnswer::Text)
+        .map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("the tool's result cannot be written: {e}")))
+}
+
+/// A tool's result as a tree.
+fn tree(result: &CallToolResult) -> Value {
+    serde_json::to_value(result).unwrap_or_else(|_| json!({ "content": [], "isError": true }))
 }

@@ -1,3 +1,4 @@
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::DeserializeOwned;
@@ -46,6 +47,27 @@ impl Payload {
     /// The JSON text, as the peer sent it.
     pub fn get(&self) -> &str {
         self.0.get()
+    }
+
+    /// This object without its member `name` (the others' text kept as it came; `None` when none is left). Text that
+    /// is not an object is kept whole.
+    pub fn without_member(&self, name: &str) -> Option<Payload> {
+        // Borrowed names and values: nothing is copied but the text written out. A name spelt with escapes cannot be
+        // borrowed, and goes through a tree.
+        let kept = match serde_json::from_str::<BTreeMap<&str, &RawValue>>(self.get()) {
+            Ok(mut members) => {
+                members.remove(name);
+                (!members.is_empty()).then(|| Payload::serialize(&members))
+            }
+            Err(_) => match self.to_value() {
+                Ok(Value::Object(mut members)) => {
+                    members.remove(name);
+                    (!members.is_empty()).then(|| Payload::serialize(&members))
+                }
+                _ => return Some(self.clone()),
+            },
+        };
+        kept.map(|written| written.unwrap_or_else(|_| self.clone()))
     }
 }
 
@@ -98,6 +120,18 @@ mod tests {
         assert_eq!(Payload::from_raw(&spaced), p);
         assert_ne!(Payload::from_value(&json!(1)), p);
         assert!(p.parse::<Vec<Value>>().is_err());
+    }
+
+    #[test]
+    fn a_member_is_taken_out_and_the_rest_kept_as_written() {
+        let text: Box<RawValue> = serde_json::from_str(r#"{"b": [1, 2], "a": { "x": 1 }}"#).unwrap();
+        let p = Payload::from_raw(&text);
+        assert_eq!(p.without_member("b").unwrap().get(), r#"{"a":{ "x": 1 }}"#);
+        assert_eq!(p.without_member("c").unwrap().get(), r#"{"a":{ "x": 1 },"b":[1, 2]}"#);
+        assert_eq!(Payload::from_value(&json!({"a": 1})).without_member("a"), None);
+        let escaped: Box<RawValue> = serde_json::from_str(r#"{"\u0061": 1, "b": 2}"#).unwrap();
+        assert_eq!(Payload::from_raw(&escaped).without_member("a").unwrap().get(), r#"{"b":2}"#);
+        assert_eq!(Payload::from_value(&json!([1])).without_member("a").unwrap().get(), "[1]");
     }
 
     #[test]

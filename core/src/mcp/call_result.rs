@@ -3,13 +3,14 @@
 //! a single field. This reads each member once, straight into its field, and `_meta` only as far as checking its text
 //! (into [`CallToolResult::meta`]). It accepts exactly what the derive accepted: an object only, `content` and
 //! `isError` absent or of their types, `structuredContent` anything (`null` is `None`), a known member at most once,
-//! every other member into `extra` or `meta` (the last of a repeated one wins). It writes what the derive wrote when
-//! `_meta` was a member of `extra`: `extra`'s members in their (sorted) order with `_meta` in its place.
+//! every other member into `extra` or `meta` (the last of a repeated one wins). It writes `extra`'s members in their
+//! (sorted) order with `_meta` in its place, as the derive did when `_meta` was a member of `extra`; `_meta` as the
+//! server wrote it into text (a proxy relays it untouched), and as its parsed value into a `Value`.
 
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
-use serde::ser::{Error as _, Serialize, SerializeMap, Serializer};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 use super::CallToolResult;
@@ -109,7 +110,7 @@ impl Serialize for CallToolResult {
             }
             return map.end();
         };
-        let mut meta = Some(meta.to_value().map_err(S::Error::custom)?);
+        let mut meta = Some(meta);
         for (name, value) in &self.extra {
             if name.as_str() >= META
                 && let Some(meta) = meta.take()
@@ -157,19 +158,24 @@ mod tests {
     }
 
     #[test]
-    fn writes_meta_in_its_sorted_place_as_its_value() {
-        // `Z` and `$` sort before `_meta`, lowercase after; `_meta`'s text is written as its value (compact, sorted).
+    fn writes_meta_in_its_sorted_place_as_the_server_wrote_it() {
+        // `Z` and `$` sort before `_meta`, lowercase after; `_meta`'s text is written as it came.
         let text = r#"{"isError":true,"zeta":1,"Zeta":2,"$x":3,"_meta":{ "b": 1, "a": [1.0] },"content":[]}"#;
         let r: CallToolResult = serde_json::from_str(text).unwrap();
-        let expected = r#"{"content":[],"isError":true,"$x":3,"Zeta":2,"_meta":{"a":[1.0],"b":1},"zeta":1}"#;
+        let expected = r#"{"content":[],"isError":true,"$x":3,"Zeta":2,"_meta":{ "b": 1, "a": [1.0] },"zeta":1}"#;
         assert_eq!(serde_json::to_string(&r).unwrap(), expected);
         let as_member = CallToolResult { meta: None, ..r.clone() };
         let mut as_member = as_member;
         as_member.extra.insert(META.into(), json!({"a": [1.0], "b": 1}));
-        assert_eq!(serde_json::to_string(&as_member).unwrap(), expected, "as the derive wrote a member of extra");
-        assert_eq!(serde_json::to_value(&r).unwrap(), serde_json::from_str::<Value>(expected).unwrap());
+        let compact = r#"{"content":[],"isError":true,"$x":3,"Zeta":2,"_meta":{"a":[1.0],"b":1},"zeta":1}"#;
+        assert_eq!(serde_json::to_string(&as_member).unwrap(), compact, "as the derive wrote a member of extra");
+        // Into a tree, `_meta` is its parsed value.
+        assert_eq!(serde_json::to_value(&r).unwrap(), serde_json::from_str::<Value>(compact).unwrap());
         let last = CallToolResult { extra: Map::new(), ..r };
-        assert_eq!(serde_json::to_string(&last).unwrap(), r#"{"content":[],"isError":true,"_meta":{"a":[1.0],"b":1}}"#);
+        assert_eq!(
+            serde_json::to_string(&last).unwrap(),
+            r#"{"content":[],"isError":true,"_meta":{ "b": 1, "a": [1.0] }}"#
+        );
     }
 
     #[test]

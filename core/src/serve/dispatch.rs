@@ -9,12 +9,12 @@ use tokio::sync::mpsc;
 
 use super::asks::{Asker, Asks, Event};
 use super::auth::Principal;
-use super::lifecycle::{self, discover, method_not_found, stamp_modern};
+use super::lifecycle::{self, discover, method_not_found, stamp_modern, stamp_modern_text};
 use super::listen::{LISTEN, ListenStream};
 use super::logs::{LevelCell, Logs, requested_level};
 use super::parked::{PARKABLE, Parks, Retry};
 use super::running::{Panicked, Running};
-use super::service::{Progress, RequestCtx, Service, progress_token};
+use super::service::{Progress, RequestCtx, Service, ServiceAnswer, progress_token};
 use super::shared::Shared;
 use crate::cancel::CancelToken;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Request};
@@ -80,10 +80,10 @@ pub(crate) async fn answer(
     let service = &front.service;
     let modern = agent.era == Era::Modern;
     let result = match (method.as_str(), modern) {
-        (method::PING, false) => Ok(json!({})),
+        (method::PING, false) => Ok(json!({}).into()),
         // 2026-07-28 removed ping; a legacy session has no discover.
         (method::PING, true) | (DISCOVER, false) => Err(method_not_found(&method)),
-        (DISCOVER, true) => Ok(discover(&service.describe())),
+        (DISCOVER, true) => Ok(discover(&service.describe()).into()),
         (method::INITIALIZE, false) => {
             Err(ErrorObject::new(ErrorCode::INVALID_REQUEST, "this session is already initialized"))
         }
@@ -96,12 +96,16 @@ pub(crate) async fn answer(
         _ => call(service, agent, &method, params, token, out, None).await?,
     };
     Some(match result {
-        Ok(mut value) => {
+        Ok(ServiceAnswer::Tree(mut value)) => {
             if modern {
                 stamp_modern(&mut value, &method, &front.server_info);
             }
             Message::result(id, value)
         }
+        Ok(ServiceAnswer::Text(text)) if modern => {
+            Message::result_payload(id, stamp_modern_text(text, &method, &front.server_info))
+        }
+        Ok(ServiceAnswer::Text(text)) => Message::result_payload(id, text),
         Err(error) => Message::error(Some(id), error),
     })
 }
@@ -124,7 +128,7 @@ async fn set_level(
     params: Option<Value>,
     token: CancelToken,
     out: Option<mpsc::Sender<Message>>,
-) -> Option<Result<Value, ErrorObject>> {
+) -> Option<Result<ServiceAnswer, ErrorObject>> {
     let Some(level) = LogLevel::of(params.as_ref().and_then(|p| p.get("level"))) else {
         let levels = LogLevel::ALL.map(LogLevel::as_str).join(", ");
         return Some(Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("`level` must be one of {levels}"))));
@@ -146,7 +150,7 @@ async fn call(
     token: CancelToken,
     out: Option<mpsc::Sender<Message>>,
     listen: Option<ListenStream>,
-) -> Option<Result<Value, ErrorObject>> {
+) -> Option<Result<ServiceAnswer, ErrorObject>> {
     if let Some(parks) = &agent.parks
         && PARKABLE.contains(&method)
         && Asker::may_be_asked(&agent.client_capabilities)
@@ -187,7 +191,7 @@ fn request_ctx(
     }
 }
 
-fn flatten(answered: Result<Result<Value, ErrorObject>, Panicked>) -> Result<Value, ErrorObject> {
+fn flatten(answered: Result<Result<ServiceAnswer, ErrorObject>, Panicked>) -> Result<ServiceAnswer, ErrorObject> {
     answered.unwrap_or_else(|Panicked| {
         tracing::warn!("a service request panicked");
         Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the gateway failed while answering this request"))
@@ -206,10 +210,10 @@ async fn parkable(
     params: Option<Value>,
     token: CancelToken,
     out: Option<mpsc::Sender<Message>>,
-) -> Option<Result<Value, ErrorObject>> {
+) -> Option<Result<ServiceAnswer, ErrorObject>> {
     match parks.retry_of(params.as_ref()) {
         Retry::Fresh => {}
-        Retry::Here(n) => return parks.resume(n, params.as_ref(), &token).await,
+        Retry::Here(n) => return parks.resume(n, params.as_ref(), &token).await.map(|r| r.map(ServiceAnswer::Tree)),
         Retry::Owner(_) => {
             // The HTTP front forwards these before they get here; no other transport reaches another process.
             let why = "requestState names a call another gateway process holds, which this transport cannot reach";
@@ -233,9 +237,9 @@ async fn parkable(
     let (n, interim) = parks.park(first, events, call);
     let parks = parks.clone();
     tokio::spawn(async move {
-        let answer = flatten(running.await);
+        let answer = flatten(running.await).map(ServiceAnswer::into_value);
         let _ = events_tx.send(Event::Done(answer)).await;
         parks.expire(n).await;
     });
-    Some(Ok(interim))
+    Some(Ok(ServiceAnswer::Tree(interim)))
 }

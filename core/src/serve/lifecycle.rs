@@ -3,10 +3,12 @@
 //! carries. Answers follow the Python SDK 2.3.0 server's, as the fake servers' do.
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::service::ServerDescription;
-use crate::jsonrpc::{ErrorCode, ErrorObject};
+use crate::jsonrpc::{ErrorCode, ErrorObject, Payload};
 use crate::mcp::{Implementation, InitializeResult, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::session::{DISCOVER, META_PROTOCOL_VERSION, envelope_version};
 use crate::session::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_SERVER_INFO, MODERN_PROTOCOL_VERSIONS};
@@ -86,6 +88,46 @@ pub(crate) fn stamp_modern(result: &mut Value, method: &str, info: &Value) {
     {
         meta.insert(META_SERVER_INFO.to_owned(), info.clone());
     }
+}
+
+/// [`stamp_modern`] for a result the service wrote as text: the text itself when it already has every stamp (a
+/// result relayed from a 2026-07-28 server does), else parsed, stamped and written again.
+pub(crate) fn stamp_modern_text(result: Payload, method: &str, info: &Value) -> Payload {
+    if stamped(result.get(), method) {
+        return result;
+    }
+    let Ok(mut value) = result.to_value() else { return result };
+    stamp_modern(&mut value, method, info);
+    Payload::from_value(&value)
+}
+
+/// The members [`stamp_modern`] adds, as a result's text has them: only looked at, nothing copied.
+#[derive(Deserialize)]
+struct Stamps<'a> {
+    #[serde(rename = "resultType")]
+    result_type: Option<IgnoredAny>,
+    #[serde(rename = "ttlMs")]
+    ttl: Option<IgnoredAny>,
+    #[serde(rename = "cacheScope")]
+    cache_scope: Option<IgnoredAny>,
+    #[serde(rename = "_meta", borrow)]
+    meta: Option<&'a RawValue>,
+}
+
+/// `_meta`'s stamp. The name is [`META_SERVER_INFO`]'s (a test holds them equal).
+#[derive(Deserialize)]
+struct ServerInfoStamp {
+    #[serde(rename = "io.modelcontextprotocol/serverInfo")]
+    server_info: Option<IgnoredAny>,
+}
+
+/// Whether `text` has every member [`stamp_modern`] would add for `method`. Text it cannot read so (not an object,
+/// a repeated member) is not: the full parse decides.
+fn stamped(text: &str, method: &str) -> bool {
+    let Ok(stamps) = serde_json::from_str::<Stamps>(text) else { return false };
+    let cached = !CACHEABLE.contains(&method) || (stamps.ttl.is_some() && stamps.cache_scope.is_some());
+    let meta = stamps.meta.and_then(|m| serde_json::from_str::<ServerInfoStamp>(m.get()).ok());
+    stamps.result_type.is_some() && cached && meta.is_some_and(|m| m.server_info.is_some())
 }
 
 /// A modern request's envelope, checked.
@@ -173,5 +215,32 @@ mod tests {
         let d = discover(&desc());
         assert_eq!(d["resultType"], "complete");
         assert_eq!(d["_meta"][META_SERVER_INFO]["name"], "front");
+    }
+
+    #[test]
+    fn a_stamped_text_is_kept_as_it_came_and_any_other_stamped_as_a_tree_would_be() {
+        let info = json!({"name": "front", "version": "1"});
+        let text = |v: Value| Payload::from_value(&v);
+        // A result relayed from a 2026-07-28 server: its own stamp, kept byte for byte (member order included).
+        let relayed =
+            r#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}},"resultType":"complete"}"#;
+        let relayed = Payload::serialize(&serde_json::from_str::<&RawValue>(relayed).unwrap()).unwrap();
+        assert_eq!(stamp_modern_text(relayed.clone(), "tools/call", &info).get(), relayed.get());
+        // Anything short of every stamp comes out as `stamp_modern` makes it.
+        for (method, result) in [
+            ("tools/call", json!({"content": []})),
+            ("tools/call", json!({"content": [], "resultType": "complete", "_meta": {"other": 1}})),
+            ("tools/call", json!({"content": [], "resultType": "complete", "_meta": null})),
+            ("tools/list", json!({"tools": [], "resultType": "complete", "_meta": {META_SERVER_INFO: {}}})),
+            ("tools/call", json!([1, 2])),
+        ] {
+            let mut tree = result.clone();
+            stamp_modern(&mut tree, method, &info);
+            assert_eq!(stamp_modern_text(text(result), method, &info).to_value().unwrap(), tree, "{method}");
+        }
+        // What `stamp_modern` wrote is recognised as stamped: the two names of the server's stamp agree.
+        let mut tree = json!({"tools": []});
+        stamp_modern(&mut tree, "tools/list", &info);
+        assert!(stamped(text(tree).get(), "tools/list"));
     }
 }

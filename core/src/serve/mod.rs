@@ -54,7 +54,7 @@ pub use limits::FrontLimits;
 pub use listen::{ACKNOWLEDGED, LISTEN, ListenStream, META_SUBSCRIPTION_ID};
 pub use listener::{LISTEN_BACKLOG, bind_listener};
 pub use logs::Logs;
-pub use service::{Progress, RequestCtx, ServerDescription, Service, ServiceFuture};
+pub use service::{Progress, RequestCtx, ServerDescription, Service, ServiceAnswer, ServiceFuture};
 pub use stdio::STDIO_SESSION;
 pub use token::{MAX_TOKEN, Refusal, Revoked, SessionClaims, sign, verify};
 

@@ -10,9 +10,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use serde_json::Value;
-
-use super::service::ServiceFuture;
+use super::service::{ServiceAnswer, ServiceFuture};
 use crate::jsonrpc::ErrorObject;
 
 /// The service's answer on the way; `Err(Panicked)` when the service panicked.
@@ -29,7 +27,7 @@ impl Running {
 }
 
 impl Future for Running {
-    type Output = Result<Result<Value, ErrorObject>, Panicked>;
+    type Output = Result<Result<ServiceAnswer, ErrorObject>, Panicked>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let Some(work) = self.0.as_mut() else { return Poll::Ready(Err(Panicked)) };

@@ -9,13 +9,39 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::cancel::CancelToken;
-use crate::jsonrpc::{ErrorObject, Message};
+use crate::jsonrpc::{ErrorObject, Message, Payload};
 use crate::mcp::{Implementation, method};
 use crate::serve::auth::Principal;
 use crate::session::Era;
 
 /// A service's answer to one request.
-pub type ServiceFuture = Pin<Box<dyn Future<Output = Result<Value, ErrorObject>> + Send>>;
+pub type ServiceFuture = Pin<Box<dyn Future<Output = Result<ServiceAnswer, ErrorObject>> + Send>>;
+
+/// A request's result, as the service has it: a tree it built, or JSON text it already wrote. A proxy's relayed
+/// `tools/call` result is the text: building a tree only to write it out again cost every call a tree's
+/// allocations. The front adds what the agent's era needs to either (see `lifecycle::stamp_modern`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServiceAnswer {
+    Tree(Value),
+    Text(Payload),
+}
+
+impl ServiceAnswer {
+    /// The result as a tree: the text parsed (a service's text that does not parse, which it never writes, is
+    /// `null`).
+    pub fn into_value(self) -> Value {
+        match self {
+            ServiceAnswer::Tree(value) => value,
+            ServiceAnswer::Text(text) => text.to_value().unwrap_or(Value::Null),
+        }
+    }
+}
+
+impl From<Value> for ServiceAnswer {
+    fn from(value: Value) -> Self {
+        ServiceAnswer::Tree(value)
+    }
+}
 
 /// What the front asks of the gateway behind it. One instance shared by every agent session.
 pub trait Service: Send + Sync + 'static {

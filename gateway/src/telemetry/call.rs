@@ -6,6 +6,7 @@ use std::sync::{Mutex, PoisonError};
 use mcpstorm_core::conn::AttemptMeta;
 use mcpstorm_core::gateway::Routed;
 use mcpstorm_core::history::{CallCode, CallStatus};
+use mcpstorm_core::mcp::CallToolResult;
 use mcpstorm_core::observe::trace::{
     self, BREAKER_ADMITTED, EXECUTE_TOOL, SpanId, SpanKind, TOOL_ERROR, TraceContext, TraceId, TraceParent, attr,
 };
@@ -92,7 +93,7 @@ impl CallTrace {
         telemetry: &Telemetry,
         routed: &Routed,
         arguments: &Value,
-        answer: Result<&Value, i64>,
+        answer: Result<&CallToolResult, i64>,
         address: impl Fn(&str) -> Option<String>,
     ) {
         if !self.sampled {
@@ -137,11 +138,12 @@ impl CallTrace {
         if telemetry.record_content {
             attributes.push(string("gen_ai.tool.call.arguments", &cut(arguments.to_string())));
             if let Ok(answer) = answer {
-                attributes.push(string("gen_ai.tool.call.result", &cut(answer.to_string())));
+                let text = serde_json::to_string(answer).unwrap_or_default();
+                attributes.push(string("gen_ai.tool.call.result", &cut(text)));
             }
         }
         let error = match answer {
-            Ok(a) => a.get("isError").and_then(Value::as_bool).unwrap_or(false).then(|| TOOL_ERROR.to_owned()),
+            Ok(a) => a.is_error.then(|| TOOL_ERROR.to_owned()),
             Err(code) => Some(code.to_string()),
         };
         let parent = self.parent.map_or_else(Vec::new, |p| p.0.to_vec());

@@ -9,7 +9,9 @@ use crate::http_fake::python_client_sees;
 use mcpstorm_core::TokioClock;
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::Implementation;
-use mcpstorm_core::serve::{Front, FrontLimits, Keys, RequestCtx, ServerDescription, Service, ServiceFuture};
+use mcpstorm_core::serve::{
+    Front, FrontLimits, Keys, RequestCtx, ServerDescription, Service, ServiceAnswer, ServiceFuture,
+};
 use serde_json::{Value, json};
 
 /// `echo` (its `message` back) and `slow_progress` (`steps` progress notifications `step_ms` apart).
@@ -39,7 +41,7 @@ async fn call(ctx: RequestCtx, params: Value) -> Result<Value, ErrorObject> {
 impl Service for Tools {
     fn request(&self, ctx: RequestCtx, method: String, params: Option<Value>) -> ServiceFuture {
         Box::pin(async move {
-            match method.as_str() {
+            let answered = match method.as_str() {
                 "tools/list" => {
                     let tools =
                         ["echo", "slow_progress"].map(|n| json!({"name": n, "inputSchema": {"type": "object"}}));
@@ -47,7 +49,8 @@ impl Service for Tools {
                 }
                 "tools/call" => call(ctx, params.unwrap_or_default()).await,
                 other => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
-            }
+            };
+            answered.map(ServiceAnswer::Tree)
         })
     }
 

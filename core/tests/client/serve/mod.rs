@@ -20,7 +20,9 @@ use hyper_util::rt::TokioIo;
 use mcpstorm_core::TokioClock;
 use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpstorm_core::mcp::Implementation;
-use mcpstorm_core::serve::{Front, FrontLimits, Keys, RequestCtx, ServerDescription, Service, ServiceFuture};
+use mcpstorm_core::serve::{
+    Front, FrontLimits, Keys, RequestCtx, ServerDescription, Service, ServiceAnswer, ServiceFuture,
+};
 use mcpstorm_core::{ByteStream, ClientConfig, DialFuture, Dialer, HttpEndpoint, McpClient, SeededRng, TcpDialer};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
@@ -115,7 +117,7 @@ impl Service for Echo {
     fn request(&self, ctx: RequestCtx, method: String, params: Option<Value>) -> ServiceFuture {
         let seen = self.0.clone();
         Box::pin(async move {
-            match method.as_str() {
+            let answered = match method.as_str() {
                 "tools/list" => {
                     let tools = ["echo", "whoami", "hold", "boom"]
                         .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}));
@@ -124,7 +126,8 @@ impl Service for Echo {
                 "tools/call" => call(seen, ctx, params.unwrap_or_default()).await,
                 "logging/setLevel" => Ok(json!({})),
                 other => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
-            }
+            };
+            answered.map(ServiceAnswer::Tree)
         })
     }
 
