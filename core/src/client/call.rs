@@ -44,18 +44,18 @@ impl McpClient {
         opts: CallOptions,
     ) -> Result<CallToolResult, CallError> {
         let opts = opts.bounded(Instant::now, self.config.connection.call_deadline);
-        self.call_bounded(name, arguments, opts).await
+        self.call_bounded(name, &arguments, opts).await
     }
 
     /// [`McpClient::call_tool`] of a call whose deadline was resolved where it entered (a gateway call).
     pub(crate) async fn call_bounded(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: &Value,
         opts: Bounded,
     ) -> Result<CallToolResult, CallError> {
         if !arguments.is_object() {
-            return Err(LocalError::InvalidArguments(ArgumentError::not_an_object(name, &arguments)).into());
+            return Err(LocalError::InvalidArguments(ArgumentError::not_an_object(name, arguments)).into());
         }
         let mut attempt = 0;
         loop {
@@ -73,17 +73,17 @@ impl McpClient {
             let session = match session {
                 Ok(s) => s,
                 Err(e) => {
-                    self.record(start, name, &arguments, Err(&e), attempt);
+                    self.record(start, name, arguments, Err(&e), attempt);
                     return Err(e);
                 }
             };
             if attempt > 0 {
                 self.events.emit(SessionEvent::Resent);
             }
-            let outcome = self.call_on(&session, name, &arguments, opts.clone()).await;
+            let outcome = self.call_on(&session, name, arguments, opts.clone()).await;
             match &outcome {
                 Ok(Answer { cached: true, .. }) => {}
-                _ => self.record(start, name, &arguments, outcome.as_ref().map(|a| &a.result), attempt),
+                _ => self.record(start, name, arguments, outcome.as_ref().map(|a| &a.result), attempt),
             }
             match outcome {
                 Ok(answer) => return Ok(answer.result),

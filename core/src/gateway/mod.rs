@@ -46,7 +46,7 @@ use layers::Layers;
 pub use layers::ResilienceConfig;
 pub use manual::{ManualError, Operation};
 pub use outcome::RouterVerdict;
-use protected::Arguments;
+use protected::{Arguments, Unprepared};
 pub use protected::{Degraded, Last, Routed};
 
 /// Makes the client for one replica endpoint. Called once per endpoint, on first use.
@@ -293,7 +293,7 @@ impl Gateway {
     /// only when no replica could take it (no candidate); every failure after a replica was chosen is in the
     /// [`Attempt`]'s outcome, with the replica named.
     pub async fn call_unprotected(&self, call: ToolCall<'_>) -> Result<Attempt, RouteError> {
-        self.call_unprotected_prepared(call, |_, arguments| std::future::ready(arguments)).await
+        self.unprotected(call, None::<Unprepared>).await
     }
 
     /// [`Gateway::call_unprotected`], with the arguments finished by `prepare` once the replica is chosen, from its client:
@@ -305,12 +305,20 @@ impl Gateway {
         F: FnOnce(Arc<McpClient>, Value) -> Fut,
         Fut: Future<Output = Value>,
     {
+        self.unprotected(call, Some(prepare)).await
+    }
+
+    async fn unprotected<F, Fut>(&self, call: ToolCall<'_>, prepare: Option<F>) -> Result<Attempt, RouteError>
+    where
+        F: FnOnce(Arc<McpClient>, Value) -> Fut,
+        Fut: Future<Output = Value>,
+    {
         let requirements = self.call_requirements(&call);
         let route = self.route(call.tool, &requirements, call.tried)?;
         let started = self.clock.now();
         // A gateway call enters here: its one deadline is resolved now (nothing was awaited since `started`).
         let opts = call.opts.bounded(|| started, self.config.call_deadline);
-        let arguments = Arguments { value: call.arguments.into_owned(), prepare };
+        let arguments = Arguments { value: call.arguments, prepare };
         Ok(self.attempt(&route, call.tool, arguments, opts, started).await.0)
     }
 

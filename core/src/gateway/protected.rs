@@ -29,6 +29,7 @@
 //!
 //! Admission refusals (an open breaker, a full bulkhead, a throttle) send nothing, so they are not attempts.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -128,11 +129,15 @@ impl Declined {
 }
 
 /// An attempt's arguments as the call gives them, and the embedder's hook that finishes them on the chosen replica's
-/// client just before they are sent.
-pub(super) struct Arguments<F> {
-    pub value: Value,
-    pub prepare: F,
+/// client just before they are sent. Without a hook they are sent as given, and never copied: the client only reads
+/// them.
+pub(super) struct Arguments<'a, F> {
+    pub value: Cow<'a, Value>,
+    pub prepare: Option<F>,
 }
+
+/// The hook of a call that has none.
+pub(super) type Unprepared = fn(Arc<McpClient>, Value) -> std::future::Ready<Value>;
 
 /// When an attempt ended, and what is left for a retry.
 struct AttemptEnd {
@@ -178,12 +183,20 @@ impl Gateway {
     /// retries under a per-server budget and one deadline) and a degraded result when the gateway declines. See the
     /// module documentation; [`Gateway::call_unprotected`] is one attempt with no layer.
     pub async fn call(&self, call: ToolCall<'_>) -> Routed {
-        self.call_prepared(call, |_, arguments| std::future::ready(arguments)).await
+        self.protected(call, None::<&Unprepared>).await
     }
 
     /// [`Gateway::call`], with each attempt's arguments finished by `prepare` on the chosen replica's client (as in
     /// [`Gateway::call_unprotected_prepared`]): called once per attempt, in attempt order, just before it is sent.
     pub async fn call_prepared<F, Fut>(&self, call: ToolCall<'_>, prepare: F) -> Routed
+    where
+        F: Fn(Arc<McpClient>, Value) -> Fut,
+        Fut: Future<Output = Value>,
+    {
+        self.protected(call, Some(&prepare)).await
+    }
+
+    async fn protected<F, Fut>(&self, call: ToolCall<'_>, prepare: Option<&F>) -> Routed
     where
         F: Fn(Arc<McpClient>, Value) -> Fut,
         Fut: Future<Output = Value>,
@@ -209,7 +222,7 @@ impl Gateway {
                 plan.start_attempt();
             }
             let replica = admitted.route.replica;
-            let arguments = Arguments { value: call.arguments.as_ref().clone(), prepare: &prepare };
+            let arguments = Arguments { value: Cow::Borrowed(call.arguments.as_ref()), prepare };
             let (attempt, verdict, now) = self.attempt(&admitted.route, call.tool, arguments, opts.clone(), now).await;
             let elsewhere = self.untried_replica(call.tool, &tried, replica);
             let end = AttemptEnd { deadline, now, elsewhere };
@@ -311,7 +324,7 @@ impl Gateway {
         &self,
         route: &Route,
         tool: &str,
-        arguments: Arguments<F>,
+        arguments: Arguments<'_, F>,
         opts: Bounded,
         started: Instant,
     ) -> (Attempt, HealthVerdict, Instant)
@@ -324,9 +337,12 @@ impl Gateway {
         // From here the in-flight count is held: the guard gives it back even if this future is dropped.
         let mut pending = InFlight { gateway: self, replica, done: false };
         let (endpoint, client) = self.client(&route.server, &route.endpoint);
-        let outcome = match timeout_at(opts.deadline, (arguments.prepare)(client.clone(), arguments.value)).await {
-            Ok(arguments) => client.call_bounded(tool, arguments, opts).await,
-            Err(_) => Err(LocalError::DeadlineExceeded.into()),
+        let outcome = match arguments.prepare {
+            None => client.call_bounded(tool, &arguments.value, opts).await,
+            Some(prepare) => match timeout_at(opts.deadline, prepare(client.clone(), arguments.value.into_owned())).await {
+                Ok(prepared) => client.call_bounded(tool, &prepared, opts).await,
+                Err(_) => Err(LocalError::DeadlineExceeded.into()),
+            },
         };
         let now = self.clock.now();
         pending.done = true;
