@@ -342,6 +342,7 @@ async fn enqueue(
     let handed = match call.rx.try_recv() {
         Ok(reply) => LaneWait::Reply(Some(reply)),
         Err(TryRecvError::Closed) => LaneWait::Reply(None),
+        Err(TryRecvError::Empty) if undecided && sent_directly(call.shared, &out) => LaneWait::Sent(true),
         Err(TryRecvError::Empty) if undecided => match lane.try_send(out) {
             Ok(()) => LaneWait::Sent(true),
             Err(TrySendError::Closed(_)) => LaneWait::Sent(false),
@@ -358,6 +359,20 @@ async fn enqueue(
         LaneWait::Deadline => Err(call.guard.abandoned(LocalError::DeadlineExceeded.into())),
         LaneWait::Sent(false) => Err(call.guard.abandoned(closed_reason(shared).into())),
     })
+}
+
+/// Sends a request the transport takes without the writer (see `MessageSink::direct_requests`), recorded as
+/// written first as the writer records what it writes: a failure from here on may have reached the server.
+fn sent_directly(shared: &Shared, out: &Outgoing) -> bool {
+    let (Some(direct), Outbound::Request(request), Some(id)) = (&shared.direct, &out.msg, out.call) else {
+        return false;
+    };
+    if !direct.takes(request) || !shared.pending.mark_written(id) {
+        return false;
+    }
+    direct.send(request);
+    Counters::bump(&shared.counters.sent);
+    true
 }
 
 /// The wait for room in a full lane (or the select's first poll when the call was decided before the hand-off). It

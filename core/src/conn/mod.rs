@@ -40,7 +40,7 @@ use crate::error::TransportError;
 use crate::jsonrpc::{Message, MetaRequest};
 use crate::observe::{ConnId, Event, Observer};
 use crate::resilience::inflight::InFlightLimit;
-use crate::transport::{MessageSink, MessageSource};
+use crate::transport::{DirectRequests, MessageSink, MessageSource};
 use pending::PendingTable;
 use stats::Counters;
 
@@ -88,6 +88,8 @@ pub(crate) struct Shared {
     pending: PendingTable,
     priority: mpsc::Sender<Outgoing>,
     normal: mpsc::Sender<Outgoing>,
+    /// Where callers send the requests the transport takes without the writer (see `MessageSink::direct_requests`).
+    direct: Option<DirectRequests>,
     /// Stops the reader, writer and notification dispatcher.
     shutdown: CancelToken,
     epoch: Instant,
@@ -172,6 +174,7 @@ impl Connection {
             pending: PendingTable::default(),
             priority,
             normal,
+            direct: sink.direct_requests(),
             shutdown,
             epoch: Instant::now(),
             last_rx: AtomicU64::new(0),

@@ -339,10 +339,12 @@ impl Gateway {
         let (endpoint, client) = self.client(&route.server, &route.endpoint);
         let outcome = match arguments.prepare {
             None => client.call_bounded(tool, &arguments.value, opts).await,
-            Some(prepare) => match timeout_at(opts.deadline, prepare(client.clone(), arguments.value.into_owned())).await {
-                Ok(prepared) => client.call_bounded(tool, &prepared, opts).await,
-                Err(_) => Err(LocalError::DeadlineExceeded.into()),
-            },
+            Some(prepare) => {
+                match timeout_at(opts.deadline, prepare(client.clone(), arguments.value.into_owned())).await {
+                    Ok(prepared) => client.call_bounded(tool, &prepared, opts).await,
+                    Err(_) => Err(LocalError::DeadlineExceeded.into()),
+                }
+            }
         };
         let now = self.clock.now();
         pending.done = true;

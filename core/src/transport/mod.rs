@@ -55,9 +55,27 @@ pub trait MessageSink: Send + 'static {
     fn answer_with(&mut self, answers: DirectAnswers) {
         let _ = answers;
     }
+    /// Where the connection's callers may send some of their requests themselves, without the writer's hop: a
+    /// transport that sends each request on its own (Streamable HTTP) and whose order with other messages does not
+    /// matter for it. None by default: every message goes through the writer.
+    fn direct_requests(&self) -> Option<DirectRequests> {
+        None
+    }
     /// Best-effort orderly close (flush, then shut the write side).
     fn close(&mut self) -> impl Future<Output = ()> + Send;
 }
+
+/// See [`MessageSink::direct_requests`].
+pub trait DirectSend: Send + Sync {
+    /// Whether `request` may be sent by [`DirectSend::send`] (asked first, so that the caller can record the request
+    /// as written before it goes).
+    fn takes(&self, request: &MetaRequest) -> bool;
+    /// Sends `request`, one that [`DirectSend::takes`]; it does not wait for the exchange.
+    fn send(&self, request: &MetaRequest);
+}
+
+/// See [`MessageSink::direct_requests`].
+pub type DirectRequests = std::sync::Arc<dyn DirectSend>;
 
 /// Takes the response to request `id` (its frame as it came) straight to its caller, skipping the reader's queue:
 /// `true` when it did. One it leaves (it cannot read it quickly, or nobody waits for it) goes through the source.

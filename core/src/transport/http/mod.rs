@@ -34,7 +34,7 @@ mod tls;
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use hyper::header::HeaderValue;
@@ -46,10 +46,10 @@ pub use endpoint::{HttpConfigError, HttpEndpoint, HttpLimits, PoolConfig};
 pub use fetch::{Fetched, Fetcher};
 pub use head::{HttpResponseHead, ResponseHook};
 
-use super::{DirectAnswers, FrameError, Incoming, MessageSink, MessageSource, QuickRead};
+use super::{DirectAnswers, DirectRequests, DirectSend, FrameError, Incoming, MessageSink, MessageSource, QuickRead};
 use crate::error::{CallError, TransportError};
 use crate::jsonrpc::{Message, MetaRequest};
-use crate::mcp::method;
+use crate::mcp::{META_PROTOCOL_VERSION, method};
 use crate::rt::{Clock, Dialer};
 use bytes::Bytes;
 use exchange::Post;
@@ -305,9 +305,30 @@ impl MessageSink for HttpSink {
         let _ = self.http.direct.set(answers);
     }
 
+    fn direct_requests(&self) -> Option<DirectRequests> {
+        Some(Arc::new(ModernPosts(Arc::downgrade(&self.http))))
+    }
+
     async fn close(&mut self) {
         self.http.abort_all();
         self.http.clone().delete_session().await;
+    }
+}
+
+/// 2026-07-28 requests, posted by their callers: each is an exchange of its own with no session, so no message of
+/// the writer's (`notifications/initialized` first of all) has to go before it. A 2025-11-25 request keeps the
+/// writer's order. Holds the transport weakly, as the connection's callers may outlive it.
+struct ModernPosts(Weak<Http>);
+
+impl DirectSend for ModernPosts {
+    fn takes(&self, request: &MetaRequest) -> bool {
+        request.meta_member(META_PROTOCOL_VERSION).is_some() && self.0.strong_count() > 0
+    }
+
+    fn send(&self, request: &MetaRequest) {
+        if let (Some(http), Some(post)) = (self.0.upgrade(), Post::of_request(request)) {
+            http.post(post);
+        }
     }
 }
 
