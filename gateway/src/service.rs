@@ -181,8 +181,10 @@ async fn set_level(federation: &Federation, ctx: &RequestCtx, params: Option<&Va
 /// Relays a call's upstream log messages to its agent, `logger` naming `server`, each if the agent's level admits it
 /// (a 2025-11-25 upstream session may send more: its level is the most verbose any agent set). The sink for the
 /// call and the relay's task; none when the agent asked for no log messages.
-fn relay_logs(ctx: &RequestCtx, server: Option<String>) -> (Option<LogSink>, Option<JoinHandle<()>>) {
-    let (Some(level), Some(server)) = (ctx.logs.level(), server) else { return (None, None) };
+fn relay_logs(ctx: &RequestCtx, server: impl FnOnce() -> Option<String>) -> (Option<LogSink>, Option<JoinHandle<()>>) {
+    // The server's name is looked up only for an agent that asked for log messages.
+    let Some(level) = ctx.logs.level() else { return (None, None) };
+    let Some(server) = server() else { return (None, None) };
     let (tx, mut rx) = mpsc::channel::<Value>(64);
     let logs = ctx.logs.clone();
     let relay = tokio::spawn(async move {
@@ -260,7 +262,7 @@ async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -
         None => (None, None),
     };
     let tool = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
-    let (logs, log_relay) = relay_logs(&ctx, tool.and_then(|t| federation.tool_server(t)));
+    let (logs, log_relay) = relay_logs(&ctx, || tool.and_then(|t| federation.tool_server(t)));
     let on_behalf_of = ctx.principal.as_ref().and_then(|p| p.token.clone());
     let asks: AskSink = Arc::new(AgentAsks { asker: ctx.asker.clone(), open: Default::default() });
     // A 2026-07-28 server asks by answering input-required; a 2025-11-25 agent that could be asked is asked for it,

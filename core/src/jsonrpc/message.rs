@@ -139,7 +139,11 @@ impl Message {
 
     /// Encodes as one compact JSON object (no newline; framing is the transport's job).
     pub fn encode(&self) -> Vec<u8> {
-        let mut bytes = Vec::new();
+        // Sized for the whole message at once: grown from empty, a buffer is reallocated at every doubling.
+        let mut bytes = Vec::with_capacity(match self {
+            Message::Response(Response { body: ResponseBody::Result(result), .. }) => result.get().len() + ENVELOPE,
+            _ => 4 * ENVELOPE,
+        });
         self.encode_into(&mut bytes);
         bytes
     }
@@ -185,6 +189,9 @@ impl Message {
         Message::Response(Response { id, body: ResponseBody::Error(error) })
     }
 }
+
+/// Room for a message's members other than its payload (`jsonrpc`, an `id`, a `method` or the `result` name).
+const ENVELOPE: usize = 64;
 
 /// A message's members as they are encoded, in their order on the wire.
 #[derive(Serialize)]

@@ -168,7 +168,8 @@ impl Post {
 
     /// A connection's request, encoded with its `_meta` spliced in rather than merged.
     pub fn of_request(request: &MetaRequest) -> Option<Post> {
-        let mut body = Vec::new();
+        // Room for a tool call with its envelope: grown from empty, the body was reallocated at every doubling.
+        let mut body = Vec::with_capacity(512);
         request.encode_into(&mut body);
         let post = Post::new(&request.request, request.meta_member(META_PROTOCOL_VERSION), body)?;
         Some(Post { on_behalf_of: request.on_behalf_of.clone(), ..post })
