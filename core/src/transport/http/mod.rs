@@ -16,8 +16,11 @@
 //!
 //! ```text
 //! writer ─► HttpSink::feed ─► one task per message ─► pool (bounded) ─► dialer (+TLS) ─► server
-//!                                   └─► JSON body / SSE events ─► channel ─► HttpSource::recv ─► reader
+//! caller (2026-07-28) ─┘            └─► JSON body / SSE events ─► channel ─► HttpSource::recv ─► reader
 //! ```
+//!
+//! A 2026-07-28 request skips the writer: its caller posts it (`ModernPosts`), since no message of a session has to
+//! go before it.
 
 mod authorize;
 mod endpoint;
