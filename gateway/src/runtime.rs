@@ -1,11 +1,12 @@
 //! The runtime a gateway process runs on: how many threads carry its calls.
 //!
 //! A proxied call hops between three tasks (the agent's connection, the upstream exchange, the upstream HTTP
-//! connection; a 2025-11-25 upstream session's calls also pass its connection's writer). On a multi-thread runtime each hop that lands while another worker is
-//! parked wakes that worker (a futex or eventfd write, a context switch), and on a small host those wakeups cost more
-//! than the call's own work: see docs/benchmarks.md ("Where the gateway's CPU goes"). One thread does every hop as a
-//! queue push, with no system call, so a host of one or two cores runs the gateway on a single-threaded runtime by
-//! default, leaving the other core to the kernel's TCP work, which on loopback is as large as the gateway's own.
+//! connection; a 2025-11-25 upstream session's calls also pass its connection's writer). On a multi-thread runtime
+//! each hop that lands while another worker is parked wakes that worker (a futex or eventfd write, a context switch),
+//! and on a small host those wakeups cost more than the call's own work: see docs/benchmarks.md ("Where the
+//! gateway's CPU goes"). One thread does every hop as a queue push, with no system call, so a host of one or two
+//! cores runs the gateway on a single-threaded runtime by default, leaving the other core to the kernel's TCP work,
+//! which on loopback is as large as the gateway's own.
 //! Larger hosts get a worker per core, where the throughput is worth the wakeups.
 
 use std::io;
