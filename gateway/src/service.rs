@@ -2,6 +2,7 @@
 //! federated ([`Federation`]), and prompts and resources with them (`proxied`); what is not proxied gets a JSON-RPC
 //! error that says so ([`NOT_PROXIED`]).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -11,12 +12,11 @@ use mcpstorm_core::jsonrpc::{ErrorCode, ErrorObject, Payload};
 use mcpstorm_core::mcp::logging::{self, LogLevel, LogSink};
 use mcpstorm_core::mcp::{CallToolResult, Implementation, ProgressParams, method};
 use mcpstorm_core::serve::{
-    Asker, Front, LISTEN, RequestCtx, ServerDescription, Service, ServiceAnswer, ServiceFuture,
+    Asker, Front, LISTEN, RequestCtx, ServerDescription, Service, ServiceAnswer, ServiceFuture, call_result_stamped,
 };
 use mcpstorm_core::session::{Era, META_SERVER_INFO};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
-use tokio::task::JoinHandle;
 
 use super::federation::{Current, Federation, current};
 use super::input_required::{self, MAX_ROUNDS};
@@ -180,20 +180,53 @@ async fn set_level(federation: &Federation, ctx: &RequestCtx, params: Option<&Va
 
 /// Relays a call's upstream log messages to its agent, `logger` naming `server`, each if the agent's level admits it
 /// (a 2025-11-25 upstream session may send more: its level is the most verbose any agent set). The sink for the
-/// call and the relay's task; none when the agent asked for no log messages.
-fn relay_logs(ctx: &RequestCtx, server: impl FnOnce() -> Option<String>) -> (Option<LogSink>, Option<JoinHandle<()>>) {
+/// call, none when the agent asked for no log messages, and the relay (see [`relay_progress`] for how it runs).
+fn relay_logs(
+    ctx: &RequestCtx,
+    server: impl FnOnce() -> Option<String>,
+) -> (Option<LogSink>, impl Future<Output = ()> + Send + 'static) {
     // The server's name is looked up only for an agent that asked for log messages.
-    let Some(level) = ctx.logs.level() else { return (None, None) };
-    let Some(server) = server() else { return (None, None) };
-    let (tx, mut rx) = mpsc::channel::<Value>(64);
-    let logs = ctx.logs.clone();
-    let relay = tokio::spawn(async move {
+    let wanted = ctx.logs.level().and_then(|level| server().map(|server| (level, server)));
+    let (sink, relay) = match wanted {
+        Some((level, server)) => {
+            let (tx, rx) = mpsc::channel::<Value>(64);
+            (Some(LogSink { level, tx }), Some((rx, ctx.logs.clone(), server)))
+        }
+        None => (None, None),
+    };
+    let relay = async move {
+        let Some((mut rx, logs, server)) = relay else { return };
         while let Some(mut params) = rx.recv().await {
             proxied::name_logger(&mut params, &server);
             logs.send(params).await;
         }
-    });
-    (Some(LogSink { level, tx }), Some(relay))
+    };
+    (sink, relay)
+}
+
+/// Relays a call's upstream progress to its agent under the agent's own token: the sender for the call, none when
+/// the agent asked for no progress, and the relay. The relay runs beside the call on the call's own task, polled
+/// with it (`tokio::join!`), rather than on a task of its own: an agent's progress token then costs its call no
+/// spawn. It ends once the call has dropped its sender and what is queued has been passed on.
+fn relay_progress(
+    ctx: &RequestCtx,
+) -> (Option<mpsc::Sender<ProgressParams>>, impl Future<Output = ()> + Send + 'static) {
+    let (tx, relay) = match ctx.progress.token() {
+        Some(_) => {
+            let (tx, rx) = mpsc::channel::<ProgressParams>(16);
+            (Some(tx), Some((rx, ctx.progress.clone())))
+        }
+        None => (None, None),
+    };
+    let relay = async move {
+        let Some((mut rx, sink)) = relay else { return };
+        while let Some(p) = rx.recv().await {
+            if !sink.send(p.progress, p.total, p.message).await {
+                break;
+            }
+        }
+    };
+    (tx, relay)
 }
 
 /// Relays what a call's upstream asks of its client (sampling, elicitation, roots) to the call's agent. A request the
@@ -246,56 +279,43 @@ impl Drop for AgentAsks {
 /// One agent tool call: the upstream's progress relayed to the agent under the agent's token, and its log messages
 /// at the agent's level.
 async fn call(federation: &Federation, ctx: RequestCtx, params: Option<Value>) -> Result<ServiceAnswer, ErrorObject> {
-    let (progress, relay) = match ctx.progress.token() {
-        Some(_) => {
-            let (tx, mut rx) = mpsc::channel::<ProgressParams>(16);
-            let sink = ctx.progress.clone();
-            let relay = tokio::spawn(async move {
-                while let Some(p) = rx.recv().await {
-                    if !sink.send(p.progress, p.total, p.message).await {
-                        break;
-                    }
-                }
-            });
-            (Some(tx), Some(relay))
-        }
-        None => (None, None),
-    };
+    let (progress, progress_relay) = relay_progress(&ctx);
     let tool = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
     let (logs, log_relay) = relay_logs(&ctx, || tool.and_then(|t| federation.tool_server(t)));
-    let on_behalf_of = ctx.principal.as_ref().and_then(|p| p.token.clone());
-    let asks: AskSink = Arc::new(AgentAsks { asker: ctx.asker.clone(), open: Default::default() });
-    // A 2026-07-28 server asks by answering input-required; a 2025-11-25 agent that could be asked is asked for it,
-    // and the call made again with its answers (the server's own protocol), up to `MAX_ROUNDS` times. Only then is
-    // a copy of the call's params kept.
-    let mut again = (ctx.era == Era::Legacy && Asker::may_be_asked(&ctx.client_capabilities)).then(|| params.clone());
-    let mut outcome = federation
-        .call_tool(params, progress.clone(), ctx.cancel.clone(), on_behalf_of.clone(), logs.clone(), asks.clone())
-        .await;
-    for _ in 0..MAX_ROUNDS {
-        let (Some(sent), Ok(result)) = (again.as_mut(), &outcome) else { break };
-        if !input_required::asks(result) {
-            break;
-        }
-        outcome = match input_required::answer(&ctx.asker, &tree(result)).await {
-            Ok(resumed) => {
-                let params = input_required::resume(sent.take(), resumed);
-                *sent = params.clone();
-                let (progress, logs) = (progress.clone(), logs.clone());
-                federation
-                    .call_tool(params, progress, ctx.cancel.clone(), on_behalf_of.clone(), logs, asks.clone())
-                    .await
+    let work = async move {
+        let on_behalf_of = ctx.principal.as_ref().and_then(|p| p.token.clone());
+        let asks: AskSink = Arc::new(AgentAsks { asker: ctx.asker.clone(), open: Default::default() });
+        // A 2026-07-28 server asks by answering input-required; a 2025-11-25 agent that could be asked is asked for
+        // it, and the call made again with its answers (the server's own protocol), up to `MAX_ROUNDS` times. Only
+        // then is a copy of the call's params kept.
+        let mut again =
+            (ctx.era == Era::Legacy && Asker::may_be_asked(&ctx.client_capabilities)).then(|| params.clone());
+        let mut outcome = federation
+            .call_tool(params, progress.clone(), ctx.cancel.clone(), on_behalf_of.clone(), logs.clone(), asks.clone())
+            .await;
+        for _ in 0..MAX_ROUNDS {
+            let (Some(sent), Ok(result)) = (again.as_mut(), &outcome) else { break };
+            if !input_required::asks(result) {
+                break;
             }
-            Err(e) => Err(e),
-        };
-    }
-    // The last holder of `asks` is this call (the core drops its copies with the call), so its open asks end here.
-    drop((progress, logs, asks));
-    let answer = outcome.and_then(|result| for_agent(&ctx, result));
-    // The call's senders are gone, so each relay ends once it has passed on what is queued.
-    for relay in [relay, log_relay].into_iter().flatten() {
-        let _ = relay.await;
-    }
+            outcome = match input_required::answer(&ctx.asker, &tree(result)).await {
+                Ok(resumed) => {
+                    let params = input_required::resume(sent.take(), resumed);
+                    *sent = params.clone();
+                    let (progress, logs) = (progress.clone(), logs.clone());
+                    federation
+                        .call_tool(params, progress, ctx.cancel.clone(), on_behalf_of.clone(), logs, asks.clone())
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+        }
+        // The last holder of `asks` is this call (the core drops its copies with the call), so its open asks end
+        // here; and with the call's senders gone, each relay ends once it has passed on what is queued.
+        drop((progress, logs, asks));
+        outcome.and_then(|result| for_agent(&ctx, result))
+    };
+    let (answer, (), ()) = tokio::join!(work, progress_relay, log_relay);
     answer
 }
 
@@ -315,8 +335,10 @@ fn for_agent(ctx: &RequestCtx, mut result: CallToolResult) -> Result<ServiceAnsw
     if ctx.era == Era::Legacy {
         for_legacy_agent(&mut result);
     }
+    // A result relayed from a 2026-07-28 server carries its own stamps: the front need not read its text for them.
+    let stamped = ctx.era == Era::Modern && call_result_stamped(&result);
     Payload::serialize(&result)
-        .map(ServiceAnswer::Text)
+        .map(|text| if stamped { ServiceAnswer::Stamped(text) } else { ServiceAnswer::Text(text) })
         .map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("the tool's result cannot be written: {e}")))
 }
 

@@ -105,7 +105,7 @@ pub(crate) async fn answer(
         Ok(ServiceAnswer::Text(text)) if modern => {
             Message::result_payload(id, stamp_modern_text(text, &method, &front.server_info))
         }
-        Ok(ServiceAnswer::Text(text)) => Message::result_payload(id, text),
+        Ok(ServiceAnswer::Text(text) | ServiceAnswer::Stamped(text)) => Message::result_payload(id, text),
         Err(error) => Message::error(Some(id), error),
     })
 }

@@ -9,7 +9,9 @@ use serde_json::{Map, Value, json};
 
 use super::service::ServerDescription;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Payload};
-use crate::mcp::{Implementation, InitializeResult, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::mcp::{
+    CallToolResult, Implementation, InitializeResult, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+};
 use crate::session::{DISCOVER, META_PROTOCOL_VERSION, envelope_version};
 use crate::session::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_SERVER_INFO, MODERN_PROTOCOL_VERSIONS};
 
@@ -99,6 +101,15 @@ pub(crate) fn stamp_modern_text(result: Payload, method: &str, info: &Value) -> 
     let Ok(mut value) = result.to_value() else { return result };
     stamp_modern(&mut value, method, info);
     Payload::from_value(&value)
+}
+
+/// Whether a `tools/call` result, as its typed form holds it, has every stamp [`stamp_modern`] would add: a
+/// `resultType` and a `_meta` holding the server's stamp (a call is not cacheable). A service that knows so answers
+/// with [`ServiceAnswer::Stamped`](super::ServiceAnswer::Stamped), whose text the front then writes unread.
+pub fn call_result_stamped(result: &CallToolResult) -> bool {
+    let typed = result.extra.get("resultType").is_some_and(|t| !t.is_null());
+    let meta = result.meta.as_ref().and_then(|m| serde_json::from_str::<ServerInfoStamp>(m.get()).ok());
+    typed && meta.is_some_and(|m| m.server_info.is_some())
 }
 
 /// The members [`stamp_modern`] adds, as a result's text has them: only looked at, nothing copied.
@@ -237,6 +248,17 @@ mod tests {
             let mut tree = result.clone();
             stamp_modern(&mut tree, method, &info);
             assert_eq!(stamp_modern_text(text(result), method, &info).to_value().unwrap(), tree, "{method}");
+        }
+        // The typed check agrees with the text's for every call result above, and for the relayed one.
+        for result in [
+            json!({"content": []}),
+            json!({"content": [], "resultType": "complete", "_meta": {"other": 1}}),
+            json!({"content": [], "resultType": "complete", "_meta": null}),
+            json!({"content": [], "resultType": null, "_meta": {META_SERVER_INFO: {}}}),
+            json!({"content": [], "_meta": {META_SERVER_INFO: {"name": "up"}}, "resultType": "complete"}),
+        ] {
+            let typed: CallToolResult = serde_json::from_value(result.clone()).unwrap();
+            assert_eq!(call_result_stamped(&typed), stamped(text(result.clone()).get(), "tools/call"), "{result}");
         }
         // What `stamp_modern` wrote is recognised as stamped: the two names of the server's stamp agree.
         let mut tree = json!({"tools": []});

@@ -50,6 +50,7 @@ pub use asks::Asker;
 pub use front::Front;
 pub use http::MCP_PATH;
 pub use keys::{KeyError, Keys, MIN_KEY_BYTES, SESSION_KEY_ENV, SessionKey};
+pub use lifecycle::call_result_stamped;
 pub use limits::FrontLimits;
 pub use listen::{ACKNOWLEDGED, LISTEN, ListenStream, META_SUBSCRIPTION_ID};
 pub use listener::{LISTEN_BACKLOG, bind_listener};

@@ -24,6 +24,9 @@ pub type ServiceFuture = Pin<Box<dyn Future<Output = Result<ServiceAnswer, Error
 pub enum ServiceAnswer {
     Tree(Value),
     Text(Payload),
+    /// Text that already carries every stamp the front adds to a 2026-07-28 result (see
+    /// [`call_result_stamped`](super::call_result_stamped)): written as it is, never read again.
+    Stamped(Payload),
 }
 
 impl ServiceAnswer {
@@ -32,7 +35,7 @@ impl ServiceAnswer {
     pub fn into_value(self) -> Value {
         match self {
             ServiceAnswer::Tree(value) => value,
-            ServiceAnswer::Text(text) => text.to_value().unwrap_or(Value::Null),
+            ServiceAnswer::Text(text) | ServiceAnswer::Stamped(text) => text.to_value().unwrap_or(Value::Null),
         }
     }
 }
