@@ -4,31 +4,55 @@
 
 use base64::Engine;
 use hyper::StatusCode;
-use hyper::header::{self, HeaderMap};
+use hyper::header::{self, AsHeaderName, HeaderMap, HeaderName};
 use serde_json::Value;
 
 use crate::jsonrpc::{ErrorCode, ErrorObject, Request};
 use crate::session::envelope_version;
 
-pub const SESSION_HEADER: &str = "mcp-session-id";
-pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
-pub const METHOD_HEADER: &str = "mcp-method";
-pub const NAME_HEADER: &str = "mcp-name";
+// Names rather than text: a lookup by `&str` parses and lowercases the name on every request first.
+pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+pub const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+pub const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
 
 /// A header's value as text (`None` when absent or not visible ASCII).
-pub fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// Whether the client's `Accept` allows `media` (a missing `Accept` allows anything, as HTTP says).
 pub fn accepts(headers: &HeaderMap, media: &str) -> bool {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return true;
-    };
     let family = media.split('/').next().unwrap_or_default();
-    accept.split(',').map(|part| part.split(';').next().unwrap_or_default().trim()).any(|range| {
-        range == media || range == "*/*" || range.strip_suffix("/*").is_some_and(|f| f.eq_ignore_ascii_case(family))
-    })
+    ranges(headers).is_none_or(|mut ranges| ranges.any(|range| allows(range, media, family)))
+}
+
+/// What the client's `Accept` allows of the two media types an MCP answer comes in.
+#[derive(Debug, Clone, Copy)]
+pub struct Accepted {
+    pub json: bool,
+    pub sse: bool,
+}
+
+/// [`accepts`] for both of an answer's media types, in one pass over the header: every request asks both.
+pub fn accepted(headers: &HeaderMap) -> Accepted {
+    let Some(ranges) = ranges(headers) else { return Accepted { json: true, sse: true } };
+    let mut accepted = Accepted { json: false, sse: false };
+    for range in ranges {
+        accepted.json |= allows(range, "application/json", "application");
+        accepted.sse |= allows(range, "text/event-stream", "text");
+    }
+    accepted
+}
+
+/// The media ranges of `Accept`, parameters dropped; `None` without the header.
+fn ranges(headers: &HeaderMap) -> Option<impl Iterator<Item = &str>> {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok())?;
+    Some(accept.split(',').map(|part| part.split(';').next().unwrap_or_default().trim()))
+}
+
+fn allows(range: &str, media: &str, family: &str) -> bool {
+    range == media || range == "*/*" || range.strip_suffix("/*").is_some_and(|f| f.eq_ignore_ascii_case(family))
 }
 
 /// The `HeaderMismatch` checks: `MCP-Protocol-Version` present and equal to the envelope's version (a body without
@@ -102,5 +126,32 @@ mod tests {
         assert_eq!(decode_sentinel("get_weather"), Ok("get_weather".to_owned()));
         assert_eq!(decode_sentinel("=?base64?SGVsbG8sIOS4lueVjA==?="), Ok("Hello, 世界".to_owned()));
         assert!(decode_sentinel("=?base64?!!?=").is_err());
+    }
+
+    #[test]
+    fn one_pass_over_accept_says_what_two_lookups_say() {
+        for accept in [
+            None,
+            Some("application/json, text/event-stream"),
+            Some("text/event-stream"),
+            Some("application/json;q=0.9"),
+            Some("APPLICATION/*"),
+            Some("text/*, image/png"),
+            Some("*/*"),
+            Some("image/png"),
+            Some("Application/JSON"),
+            Some(""),
+        ] {
+            let mut headers = HeaderMap::new();
+            if let Some(a) = accept {
+                headers.insert(header::ACCEPT, a.parse().unwrap());
+            }
+            let both = accepted(&headers);
+            assert_eq!(both.json, accepts(&headers, "application/json"), "{accept:?}");
+            assert_eq!(both.sse, accepts(&headers, "text/event-stream"), "{accept:?}");
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, "text/*".parse().unwrap());
+        assert!(!accepted(&headers).json && accepted(&headers).sse);
     }
 }

@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use crate::jsonrpc::{ErrorCode, ErrorObject, Message, Request, RequestId, ResponseBody};
 use crate::serve::body::{self, Held, Reply};
 use crate::serve::dispatch::{self, Agent};
-use crate::serve::headers::{accepts, modern_status};
+use crate::serve::headers::{accepted, modern_status};
 use crate::serve::live::{Admit, Flight, LiveSession};
 use crate::serve::service::progress_token;
 use crate::serve::shared::Shared;
@@ -57,8 +57,8 @@ pub(super) async fn answer(
     session: Option<Arc<LiveSession>>,
 ) -> Reply {
     let era = agent.era;
-    let sse_ok = accepts(headers, "text/event-stream");
-    let json_ok = accepts(headers, "application/json");
+    let accepted = accepted(headers);
+    let (sse_ok, json_ok) = (accepted.sse, accepted.json);
     // A request that may bring notifications (progress it asked for, log messages at its agent's level) is
     // answered on a stream that can carry them.
     // So is one whose upstream may ask the agent something mid-call (sampling, elicitation, roots): the request goes

@@ -10,13 +10,13 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HOST, HeaderMap, HeaderName};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST, HeaderMap, HeaderName};
 use hyper::{Request, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 
 use crate::jsonrpc::Message;
 use crate::serve::body::{self, Reply};
-use crate::serve::headers::{PROTOCOL_VERSION_HEADER, SESSION_HEADER};
+use crate::serve::headers::{METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
 
 /// Marks a forwarded answer: its receiver delivers it or drops it, never forwards it again (a fleet whose processes
 /// disagree on their URLs cannot make it loop).
@@ -26,7 +26,7 @@ pub(crate) const FORWARDED_HEADER: &str = "x-mcpstorm-forwarded";
 const WITHIN: Duration = Duration::from_secs(10);
 
 /// The headers an agent's message keeps on its way to the owner.
-const KEPT: [&str; 5] = [SESSION_HEADER, PROTOCOL_VERSION_HEADER, "mcp-method", "mcp-name", "authorization"];
+const KEPT: [HeaderName; 5] = [SESSION_HEADER, PROTOCOL_VERSION_HEADER, METHOD_HEADER, NAME_HEADER, AUTHORIZATION];
 
 /// Forwards `msg` to the MCP endpoint `url` (plain HTTP: the fleet's own network). 502 when the owner cannot be
 /// reached, which the agent's SDK reports as its answer failing.
@@ -85,8 +85,8 @@ async fn post(url: &str, headers: &HeaderMap, msg: &Message) -> Result<hyper::Re
         .body(Full::new(Bytes::from(msg.encode())))
         .map_err(|e| e.to_string())?;
     for name in KEPT {
-        if let Some(value) = headers.get(name) {
-            request.headers_mut().insert(HeaderName::from_static(name), value.clone());
+        if let Some(value) = headers.get(&name) {
+            request.headers_mut().insert(name, value.clone());
         }
     }
     sender.send_request(request).await.map_err(|e| e.to_string())

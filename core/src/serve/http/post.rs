@@ -11,24 +11,25 @@ use crate::jsonrpc::{DecodeError, ErrorCode, Message};
 use crate::mcp::{SUPPORTED_PROTOCOL_VERSIONS, method};
 use crate::serve::auth::{Denied, DenyReason, Principal};
 use crate::serve::body::{self, Reply};
-use crate::serve::headers::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, accepts, header};
+use crate::serve::headers::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, accepted, header};
 use crate::serve::shared::Shared;
 use crate::session::{MODERN_PROTOCOL_VERSIONS, envelope_version};
 
 pub(super) async fn post(front: &Arc<Shared>, request: Request<Incoming>, principal: &Principal) -> Reply {
     let (parts, incoming) = request.into_parts();
     let headers = &parts.headers;
-    if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
+    let accepted = accepted(headers);
+    if !accepted.json && !accepted.sse {
         return body::empty(StatusCode::NOT_ACCEPTABLE);
     }
-    if header(headers, CONTENT_TYPE.as_str())
+    if header(headers, CONTENT_TYPE)
         .is_some_and(|ct| !ct.trim_start().to_ascii_lowercase().starts_with("application/json"))
     {
         return body::empty(StatusCode::UNSUPPORTED_MEDIA_TYPE);
     }
     let limits = &front.limits;
     // A body announced larger than the bound is refused at once, before a byte of it is read.
-    let announced = header(headers, CONTENT_LENGTH.as_str()).and_then(|v| v.trim().parse::<u64>().ok());
+    let announced = header(headers, CONTENT_LENGTH).and_then(|v| v.trim().parse::<u64>().ok());
     if announced.is_some_and(|n| n > limits.max_body as u64) {
         return body::empty(StatusCode::PAYLOAD_TOO_LARGE);
     }
