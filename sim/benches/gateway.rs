@@ -20,7 +20,8 @@
 //!
 //! Then two figures of the gateway alone: its RSS (`VmRSS`) with 10,000 idle sessions, each an `initialize` and its
 //! `notifications/initialized`, opened at a fresh gateway process with the same config; and its allocations per
-//! proxied call, counted in this process (common/alloc_count.rs says how). Last, issue 47's targets, as ratios to
+//! proxied call, counted in this process (common/alloc_count.rs says how); and, where valgrind is installed, its
+//! instructions per proxied call, counted by callgrind (common/instructions.rs). Last, issue 47's targets, as ratios to
 //! nginx in the same run, each with the measured value, nginx's, the ratio, and PASS or MISS: printed, never
 //! asserted. Issue 26's absolute targets (40 µs per call, an added P99 of 5 ms at 1,000 in flight) are retired by
 //! issue 47, and their rows (200 and 1,000 calls in flight of a 200 ms tool, and the spread start) with them.
@@ -34,8 +35,8 @@
 //!
 //! Environment: `MCPSTORM_BENCH_ROUNDS=N` rounds (default 3); `MCPSTORM_BENCH_CALLS=N` calls per echo row (default
 //! 2,000 with 1 in flight, about 3 s, and 20,000 with 64); `MCPSTORM_BENCH_ONLY=echo` (or `1`, `64`, `burst`)
-//! keeps the workloads whose tool or key matches, for profiling one, and leaves out the rest; `sessions` or
-//! `allocations` runs that figure alone, `baseline` the baseline alone; `MCPSTORM_BENCH_GATEWAY_WORKERS=N` starts the
+//! keeps the workloads whose tool or key matches, for profiling one, and leaves out the rest; `sessions`,
+//! `allocations` or `instructions` runs that figure alone, `baseline` the baseline alone; `MCPSTORM_BENCH_GATEWAY_WORKERS=N` starts the
 //! gateway processes with `--workers N` (the runtime's threads). Run without `--bench` (as
 //! `cargo test --benches` does) it makes small smoke rows, in two rounds, and no baseline.
 
@@ -52,6 +53,8 @@ use tokio::time::Instant;
 mod agents;
 #[path = "common/alloc_count.rs"]
 mod alloc_count;
+#[path = "common/instructions.rs"]
+mod instructions;
 #[path = "common/proc_stats.rs"]
 mod proc_stats;
 #[path = "common/rounds.rs"]
@@ -278,6 +281,22 @@ async fn run() -> Result<(), String> {
     } else {
         None
     };
+    if extra("instructions") {
+        match instructions::find_valgrind() {
+            Some(valgrind) => {
+                let (calls, in_flight) = if full { (2_000, 64) } else { (100, 8) };
+                let (per_call, errors) = instructions::per_call(&valgrind, &config, &dir, calls, in_flight).await?;
+                println!(
+                    "\nThe gateway's instructions per proxied call (user space, counted by callgrind; {calls} echo \
+                     calls, {in_flight} in flight, {errors} errors): {per_call:.0}."
+                );
+            }
+            None => println!(
+                "\nvalgrind: not found (apt-get install valgrind, or set MCPSTORM_VALGRIND): the gateway's instructions \
+                 per call are skipped."
+            ),
+        }
+    }
     rounds::print_targets(&results, memory.as_ref(), allocations);
     drop(nginx);
     let _ = std::fs::remove_dir_all(&dir);
