@@ -18,11 +18,11 @@
 //! the round divided by its calls; on loopback the system part is the TCP stack's. On the direct path the fake's
 //! CPU per call is what one bare Streamable HTTP server costs per call on this machine.
 //!
-//! Then two figures of the gateway alone: its RSS (`VmRSS`) with 10,000 idle sessions, each an `initialize` and its
-//! `notifications/initialized`, opened at a fresh gateway process with the same config; and its allocations per
-//! proxied call, counted in this process (common/alloc_count.rs says how); and, where valgrind is installed, its
-//! instructions per proxied call, counted by callgrind (common/instructions.rs). Last, issue 47's targets, as ratios to
-//! nginx in the same run, each with the measured value, nginx's, the ratio, and PASS or MISS: printed, never
+//! Then figures of the gateway alone: its RSS (`VmRSS`) with 10,000 idle sessions, each an `initialize` and its
+//! `notifications/initialized`, opened at a fresh gateway process with the same config; its allocations per proxied
+//! call, counted in this process (common/alloc_count.rs says how); and, where valgrind is installed, its
+//! instructions per proxied call, counted by callgrind (common/instructions.rs). Last, issue 47's targets, as ratios
+//! to nginx in the same run, each with the measured value, nginx's, the ratio, and PASS or MISS: printed, never
 //! asserted. Issue 26's absolute targets (40 µs per call, an added P99 of 5 ms at 1,000 in flight) are retired by
 //! issue 47, and their rows (200 and 1,000 calls in flight of a 200 ms tool, and the spread start) with them.
 //!
@@ -36,9 +36,9 @@
 //! Environment: `MCPSTORM_BENCH_ROUNDS=N` rounds (default 3); `MCPSTORM_BENCH_CALLS=N` calls per echo row (default
 //! 2,000 with 1 in flight, about 3 s, and 20,000 with 64); `MCPSTORM_BENCH_ONLY=echo` (or `1`, `64`, `burst`)
 //! keeps the workloads whose tool or key matches, for profiling one, and leaves out the rest; `sessions`,
-//! `allocations` or `instructions` runs that figure alone, `baseline` the baseline alone; `MCPSTORM_BENCH_GATEWAY_WORKERS=N` starts the
-//! gateway processes with `--workers N` (the runtime's threads). Run without `--bench` (as
-//! `cargo test --benches` does) it makes small smoke rows, in two rounds, and no baseline.
+//! `allocations` or `instructions` runs that figure alone, `baseline` the baseline alone;
+//! `MCPSTORM_BENCH_GATEWAY_WORKERS=N` starts the gateway processes with `--workers N` (the runtime's threads). Run
+//! without `--bench` (as `cargo test --benches` does) it makes small smoke rows, in two rounds, and no baseline.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -292,8 +292,8 @@ async fn run() -> Result<(), String> {
                 );
             }
             None => println!(
-                "\nvalgrind: not found (apt-get install valgrind, or set MCPSTORM_VALGRIND): the gateway's instructions \
-                 per call are skipped."
+                "\nvalgrind: not found (apt-get install valgrind, or set MCPSTORM_VALGRIND): the gateway's \
+                 instructions per call are skipped."
             ),
         }
     }
