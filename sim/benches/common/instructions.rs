@@ -2,7 +2,7 @@
 //! is installed: a gateway process started under callgrind with the bench's config, warmed by a first run of the
 //! load child (common/alloc_count.rs), its counters zeroed, driven by a second run, and its counters dumped.
 //!
-//! A count does not move with the host's load: two counts of the same build agree within 0.2%, where a CPU time per
+//! A count does not move with the host's load: four counts of the same build agree within 0.4%, where a CPU time per
 //! call moves by a third between runs on this shared 2-core host. So it tells a change to the gateway's own work
 //! from the host's weather, which the CPU rows cannot for a change of a few percent. It counts user-space
 //! instructions only: not the kernel's TCP work, and not the cache misses and stalls that make most of a call's
@@ -11,10 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-use super::alloc_count;
+use super::{alloc_count, spawn};
 
 /// valgrind: `MCPSTORM_VALGRIND`, else `valgrind` on the `PATH`.
 pub fn find_valgrind() -> Option<PathBuf> {
@@ -47,8 +46,7 @@ pub async fn per_call(
         .spawn()
         .map_err(|e| format!("cannot start the gateway under {}: {e}", valgrind.display()))?;
     let pid = child.id().ok_or("the gateway under callgrind has no pid")?.to_string();
-    let stderr = child.stderr.take().ok_or("the gateway under callgrind has no stderr pipe")?;
-    let url = serving_url(stderr).await?;
+    let url = spawn::serving_url(&mut child).await?;
     alloc_count::run_load_child(&url, 10 * in_flight, in_flight).await?;
     control(valgrind, "--zero", &pid).await?;
     let errors = alloc_count::run_load_child(&url, calls, in_flight).await?;
@@ -56,26 +54,6 @@ pub async fn per_call(
     let total = dumped_total(&dir.join("callgrind.out.1")).await?;
     drop(child);
     Ok((total as f64 / calls as f64, errors))
-}
-
-/// The URL from the gateway's "serving MCP at" line (a gateway under callgrind starts in seconds, not
-/// milliseconds), then its stderr drained so that it never blocks on a full pipe.
-async fn serving_url(stderr: tokio::process::ChildStderr) -> Result<String, String> {
-    const PREFIX: &str = "mcpstorm gateway: serving MCP at ";
-    let mut lines = BufReader::new(stderr).lines();
-    let find = async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(rest) = line.trim().strip_prefix(PREFIX) {
-                return Ok(rest.split_whitespace().next().unwrap_or_default().to_owned());
-            }
-        }
-        Err("the gateway under callgrind exited before printing its address".to_owned())
-    };
-    let url = tokio::time::timeout(Duration::from_secs(120), find)
-        .await
-        .map_err(|_| "the gateway under callgrind printed no address within 120 s".to_owned())??;
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok(url)
 }
 
 /// `callgrind_control ACTION PID` (the script installed beside valgrind).

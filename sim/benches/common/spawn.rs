@@ -79,12 +79,17 @@ fn drain(mut lines: impl AsyncBufRead + Unpin + Send + 'static) {
 /// `mcpstorm gateway --config CONFIG` (its `[listen] http` on port 0), and the `/mcp` URL it serves.
 pub async fn spawn_gateway(config: &std::path::Path) -> Result<(Child, String), String> {
     let mut child = gateway_command(config).spawn().map_err(|e| format!("cannot start mcpstorm gateway: {e}"))?;
+    let url = serving_url(&mut child).await?;
+    Ok((child, url))
+}
+
+/// The `/mcp` URL a starting gateway process prints on its stderr (piped), which is drained from then on.
+pub async fn serving_url(child: &mut Child) -> Result<String, String> {
     let stderr = child.stderr.take().ok_or("the gateway has no stderr pipe")?;
     let mut lines = BufReader::new(stderr);
     let rest = line_after(&mut lines, "mcpstorm gateway: serving MCP at ", "the gateway").await?;
     drain(lines);
-    let url = rest.split_whitespace().next().unwrap_or_default().to_owned();
-    Ok((child, url))
+    Ok(rest.split_whitespace().next().unwrap_or_default().to_owned())
 }
 
 /// The rest of the first line that starts with `prefix` (within 30 s), skipping others.
