@@ -182,6 +182,11 @@ impl Http {
         let key = tasks.next;
         tasks.next += 1;
         let http = self.clone();
+        // Boxed, so the task holds a pointer: an async block keeps what it awaits twice (as its capture and as the
+        // awaited future), and tokio moves a task's future several times on spawn and again when it completes.
+        // Unboxed, an exchange's task was twice its exchange's size, and those moves were the largest memory copies
+        // of a proxied call (docs/benchmarks.md, "Moved, not copied").
+        let work = Box::pin(work);
         let handle = tokio::spawn(async move {
             work.await;
             let mut tasks = http.tasks();
