@@ -1,7 +1,7 @@
 //! [`CallToolResult`]'s `Deserialize` and `Serialize`, by hand: it is parsed once per call, and the derive's
 //! `#[serde(flatten)]` (for `extra`) made serde buffer the whole object into its private content tree before reading
-//! a single field. This reads each member once, straight into its field, and `_meta` only as far as checking its text
-//! (into [`CallToolResult::meta`]). It accepts exactly what the derive accepted: an object only, `content` and
+//! a single field. This reads each member once, straight into its field, and `content` and `_meta` only as far as
+//! checking their text (into [`Content`] and [`CallToolResult::meta`]). It accepts exactly what the derive accepted: an object only, `content` and
 //! `isError` absent or of their types, `structuredContent` anything (`null` is `None`), a known member at most once,
 //! every other member into `extra` or `meta` (the last of a repeated one wins). It writes `extra`'s members in their
 //! (sorted) order with `_meta` in its place, as the derive did when `_meta` was a member of `extra`; `_meta` as the
@@ -13,7 +13,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use super::CallToolResult;
+use super::{CallToolResult, Content};
 use crate::jsonrpc::Payload;
 use crate::jsonrpc::member::{Member, MemberName};
 
@@ -68,7 +68,7 @@ impl<'de> Visitor<'de> for ResultVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CallToolResult, A::Error> {
-        let mut content: Option<Vec<Value>> = None;
+        let mut content: Option<Content> = None;
         let mut structured_content: Option<Option<Value>> = None;
         let mut is_error: Option<bool> = None;
         let mut meta: Option<Payload> = None;
@@ -138,7 +138,7 @@ mod tests {
         let text = r#"{"content":[{"type":"text","text":"a"}],"isError":true,"structuredContent":{"n":1},
             "_meta":{"k":"v"},"resultType":"complete","resultType":"last"}"#;
         let r: CallToolResult = serde_json::from_str(text).unwrap();
-        assert_eq!(r.content, vec![json!({"type": "text", "text": "a"})]);
+        assert_eq!(*r.content, [json!({"type": "text", "text": "a"})]);
         assert_eq!((r.is_error, &r.structured_content), (true, &Some(json!({"n": 1}))));
         assert_eq!(r.meta.as_ref().map(Payload::get), Some(r#"{"k":"v"}"#));
         assert_eq!(Value::Object(r.extra), json!({"resultType": "last"}));
@@ -146,7 +146,7 @@ mod tests {
         assert_eq!(
             empty,
             CallToolResult {
-                content: vec![],
+                content: Content::default(),
                 structured_content: None,
                 is_error: false,
                 meta: None,

@@ -6,9 +6,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{Payload, RequestId};
+pub use content::Content;
 
 pub(crate) mod call_frame;
 mod call_result;
+mod content;
 pub mod logging;
 
 /// The revision we ask for first.
@@ -138,7 +140,8 @@ pub struct ListToolsResult {
 /// `_meta` is kept as text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallToolResult {
-    pub content: Vec<Value>,
+    /// The blocks, as the server wrote them when read from text (see [`Content`]).
+    pub content: Content,
     pub structured_content: Option<Value>,
     pub is_error: bool,
     /// `_meta`, as the JSON text the server sent: nearly every modern result carries one, holding only the server's
@@ -153,7 +156,7 @@ impl CallToolResult {
     /// A result carrying one text block.
     pub fn text(text: impl Into<String>, is_error: bool) -> Self {
         CallToolResult {
-            content: vec![serde_json::json!({"type": "text", "text": text.into()})],
+            content: vec![serde_json::json!({"type": "text", "text": text.into()})].into(),
             structured_content: None,
             is_error,
             meta: None,
