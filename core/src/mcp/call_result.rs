@@ -1,11 +1,12 @@
 //! [`CallToolResult`]'s `Deserialize` and `Serialize`, by hand: it is parsed once per call, and the derive's
 //! `#[serde(flatten)]` (for `extra`) made serde buffer the whole object into its private content tree before reading
 //! a single field. This reads each member once, straight into its field, and `content` and `_meta` only as far as
-//! checking their text (into [`Content`] and [`CallToolResult::meta`]). It accepts exactly what the derive accepted: an object only, `content` and
-//! `isError` absent or of their types, `structuredContent` anything (`null` is `None`), a known member at most once,
-//! every other member into `extra` or `meta` (the last of a repeated one wins). It writes `extra`'s members in their
-//! (sorted) order with `_meta` in its place, as the derive did when `_meta` was a member of `extra`; `_meta` as the
-//! server wrote it into text (a proxy relays it untouched), and as its parsed value into a `Value`.
+//! checking their text (into [`Content`] and [`CallToolResult::meta`]). It accepts exactly what the derive accepted:
+//! an object only, `content` and `isError` absent or of their types, `structuredContent` anything (`null` is `None`),
+//! a known member at most once, every other member into `extra` or `meta` (the last of a repeated one wins). It writes
+//! `extra`'s members in their (sorted) order with `_meta` in its place, as the derive did when `_meta` was a member of
+//! `extra`; `content` and `_meta` as the server wrote them into text (a proxy relays them untouched), and as their
+//! parsed values into a `Value`.
 
 use std::fmt;
 

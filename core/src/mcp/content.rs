@@ -74,10 +74,21 @@ impl Serialize for Content {
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = Payload::deserialize(deserializer)?;
-        if !text.get().starts_with('[') {
-            return Err(de::Error::invalid_type(Unexpected::Other(text.get()), &"a sequence"));
+        match text.get().as_bytes().first() {
+            Some(b'[') => Ok(Content { text: Some(text), blocks: OnceLock::new() }),
+            first => Err(de::Error::invalid_type(kind(first.copied()), &"a sequence")),
         }
-        Ok(Content { text: Some(text), blocks: OnceLock::new() })
+    }
+}
+
+/// What a value that is not an array is, by its first byte: its text is the server's, and may be long.
+fn kind(first: Option<u8>) -> Unexpected<'static> {
+    match first {
+        Some(b'{') => Unexpected::Map,
+        Some(b'n') => Unexpected::Unit,
+        Some(b'"') => Unexpected::Other("string"),
+        Some(b't' | b'f') => Unexpected::Other("boolean"),
+        _ => Unexpected::Other("number"),
     }
 }
 
@@ -104,9 +115,16 @@ mod tests {
 
     #[test]
     fn only_an_array_is_taken() {
-        for bad in ["null", "{}", r#""text""#, "1"] {
-            let refused = serde_json::from_str::<Content>(bad).unwrap_err();
-            assert!(refused.to_string().contains("expected a sequence"), "{bad}: {refused}");
+        for (bad, kind) in [
+            ("null", "null"),
+            (r#"{"k": "secret"}"#, "map"),
+            (r#""secret""#, "string"),
+            ("12345", "number"),
+            ("true", "boolean"),
+        ] {
+            let refused = serde_json::from_str::<Content>(bad).unwrap_err().to_string();
+            assert!(refused.starts_with(&format!("invalid type: {kind}, expected a sequence")), "{bad}: {refused}");
+            assert!(!refused.contains("secret") && !refused.contains("12345"), "the kind, not the text: {refused}");
         }
         assert!(serde_json::from_str::<Content>(" [ ] ").unwrap().is_empty());
         assert!(serde_json::from_value::<Content>(json!([{"type": "text", "text": "v"}])).unwrap()[0]["text"] == "v");
